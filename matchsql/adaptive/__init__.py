@@ -1,0 +1,1 @@
+"""Input handling for live streams: pull, push and the adaptive Go4Risk switch."""

@@ -1,0 +1,55 @@
+"""Per-connection settings, set by ``connect(**options)`` or ``SET name = value``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from matchsql.errors import Error
+
+
+@dataclass
+class Config:
+    """Limits and knobs of one connection.
+
+    The thread and row limits exist so that a pathological pattern ends with
+    a clear error instead of exhausting memory.
+    """
+
+    max_threads: int = 100_000  # live matcher threads per partition
+    max_buffered_rows: int = 50_000_000  # rows an InputHolder may hold
+    batch_size: int = 65_536  # rows per Arrow batch from DuckDB to the matchers
+    execution_path: str = "auto"  # auto | reference
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> Config:
+        config = cls()
+        for name, value in options.items():
+            config.set(name, value)
+        return config
+
+    def set(self, name: str, value: Any) -> None:
+        """Set one option, converting from SQL text where needed; unknown names are errors."""
+        key = name.lower()
+        known = {f.name: f for f in fields(self)}
+        if key not in known:
+            raise Error(f"unknown setting {name!r}; known settings: {', '.join(known)}")
+        current = getattr(self, key)
+        try:
+            if isinstance(current, bool):
+                value = str(value).lower() in ("1", "true", "on", "yes")
+            elif isinstance(current, int):
+                value = int(value)
+                if value <= 0:
+                    raise ValueError
+            else:
+                value = str(value)
+        except (TypeError, ValueError):
+            raise Error(f"setting {name!r} needs a positive whole number, got {value!r}") from None
+        if key == "execution_path" and value not in ("auto", "reference"):
+            raise Error(f"execution_path must be 'auto' or 'reference', got {value!r}")
+        setattr(self, key, value)

@@ -1,0 +1,92 @@
+"""Errors a user can cause, each able to point at the offending text.
+
+Every error that reaches a user is a :class:`Error`. Positions are 1-based
+line and column into the statement text; ``excerpt`` renders the line with a
+caret under the column so a REPL can show where things went wrong without a
+traceback.
+"""
+
+from __future__ import annotations
+
+
+class Error(Exception):
+    """Base class of every user-facing matchsql error."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        sql: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        if offset is not None and sql is not None and line is None:
+            line, column = line_column(sql, offset)
+        self.message = message
+        self.sql = sql
+        self.line = line
+        self.column = column
+        super().__init__(self.render())
+
+    @property
+    def excerpt(self) -> str:
+        """The offending line followed by a caret under the error column."""
+        if self.sql is None or self.line is None:
+            return ""
+        lines = self.sql.splitlines() or [""]
+        if not 1 <= self.line <= len(lines):
+            return ""
+        text = lines[self.line - 1]
+        col = max(1, min(self.column or 1, len(text) + 1))
+        return f"{text}\n{' ' * (col - 1)}^"
+
+    def render(self) -> str:
+        where = f" (line {self.line}, column {self.column})" if self.line is not None else ""
+        excerpt = self.excerpt
+        return f"{self.message}{where}" + (f"\n{excerpt}" if excerpt else "")
+
+    def located(self, sql: str, offset: int | None) -> Error:
+        """Attach a position in ``sql`` when the error has none yet."""
+        if self.line is None and offset is not None:
+            self.sql = sql
+            self.line, self.column = line_column(sql, offset)
+            self.args = (self.render(),)
+        return self
+
+
+class ParseError(Error):
+    """The statement text is not valid SQL or not a valid row pattern."""
+
+
+class SemanticError(Error):
+    """The statement parses but breaks a rule (undefined variable, bad offset, ...)."""
+
+
+class CatalogError(Error):
+    """An unknown table, column, or stream."""
+
+
+class TypeMismatchError(SemanticError):
+    """An expression combines values of incompatible types."""
+
+
+class ExecutionError(Error):
+    """The query failed while running (limits exceeded, skip to first row, ...)."""
+
+
+class LimitExceededError(ExecutionError):
+    """A configured limit (live threads, buffered rows) was exceeded."""
+
+
+class StreamError(Error):
+    """A live stream failed: its producer died, its queue is gone, ..."""
+
+
+def line_column(sql: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of character ``offset`` in ``sql``."""
+    offset = max(0, min(offset, len(sql)))
+    before = sql[:offset]
+    line = before.count("\n") + 1
+    column = offset - (before.rfind("\n") + 1) + 1
+    return line, column

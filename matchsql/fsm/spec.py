@@ -1,0 +1,95 @@
+"""What a matcher needs to know about one MATCH_RECOGNIZE, after analysis.
+
+The grammar's analyzer turns a checked :class:`~matchsql.grammar.nodes.MatchRecognizeTable`
+into a :class:`MatchSpec`; every execution path (reference, compiled, GPU,
+Spark) consumes only this. Expressions are sqlglot trees normalised as
+described in :mod:`matchsql.grammar.nodes`; column names are the input
+relation's column names exactly (case preserved), variable names upper-cased
+unless quoted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+import pyarrow as pa
+from sqlglot import exp
+
+from matchsql.grammar.pattern import PatternNode
+
+
+class RowsPerMatch(Enum):
+    ONE = "ONE ROW PER MATCH"
+    ALL_SHOW_EMPTY = "ALL ROWS PER MATCH SHOW EMPTY MATCHES"
+    ALL_OMIT_EMPTY = "ALL ROWS PER MATCH OMIT EMPTY MATCHES"
+    ALL_WITH_UNMATCHED = "ALL ROWS PER MATCH WITH UNMATCHED ROWS"
+
+    @property
+    def all_rows(self) -> bool:
+        return self is not RowsPerMatch.ONE
+
+
+class SkipMode(Enum):
+    PAST_LAST_ROW = "PAST LAST ROW"
+    TO_NEXT_ROW = "TO NEXT ROW"
+    TO_FIRST = "TO FIRST"
+    TO_LAST = "TO LAST"  # ``SKIP TO v`` means ``SKIP TO LAST v``
+
+
+@dataclass(frozen=True)
+class Measure:
+    name: str
+    expr: exp.Expression
+    type: pa.DataType  # the output column's Arrow type
+
+
+@dataclass
+class MatchSpec:
+    """A fully analysed row pattern recognition.
+
+    ``columns`` is the input relation's schema in order. ``partition_by`` and
+    ``order_by`` name input columns (the input arrives already sorted by them).
+    ``subsets`` maps a subset name to its primary variables. ``defines`` maps
+    a primary variable to its condition; variables without one are true.
+    ``all_matches`` / ``incremental`` carry DejaVu's ``ALL MATCHES`` and
+    ``INCREMENTAL MATCH`` (see ``docs`` in the README for the mapping).
+    ``within`` bounds a match's span in the first ORDER BY column, or None.
+    """
+
+    columns: pa.Schema
+    pattern: PatternNode
+    partition_by: list[str] = field(default_factory=list)
+    order_by: list[str] = field(default_factory=list)
+    measures: list[Measure] = field(default_factory=list)
+    rows_per_match: RowsPerMatch = RowsPerMatch.ONE
+    skip: SkipMode = SkipMode.PAST_LAST_ROW
+    skip_variable: str | None = None
+    initial: bool = True
+    subsets: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    defines: dict[str, exp.Expression] = field(default_factory=dict)
+    all_matches: bool = False
+    incremental: bool = False
+    within: object | None = None  # datetime.timedelta or a number, in ORDER BY units
+
+    @property
+    def variables(self) -> list[str]:
+        """Primary pattern variables, in order of first appearance in PATTERN."""
+        return self.pattern.variables()
+
+    def output_schema(self) -> pa.Schema:
+        """Standard output shape.
+
+        ONE ROW PER MATCH: partition columns, then measures. ALL ROWS PER
+        MATCH: partition columns, order columns, measures, then the remaining
+        input columns in input order.
+        """
+        by_name = {f.name: f for f in self.columns}
+        fields = [by_name[c] for c in self.partition_by]
+        if self.rows_per_match.all_rows:
+            fields += [by_name[c] for c in self.order_by]
+        fields += [pa.field(m.name, m.type) for m in self.measures]
+        if self.rows_per_match.all_rows:
+            used = set(self.partition_by) | set(self.order_by)
+            fields += [f for f in self.columns if f.name not in used]
+        return pa.schema(fields)

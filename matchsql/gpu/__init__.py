@@ -1,0 +1,1 @@
+"""GPU column path (CuPy + numba.cuda), testable under the CUDA simulator."""

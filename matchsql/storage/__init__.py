@@ -1,0 +1,1 @@
+"""Where tuples live: the demo data set, archived stores, and (later) live streams."""
