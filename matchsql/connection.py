@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import duckdb
@@ -20,8 +20,10 @@ class Result:
     streams) until it is closed or exhausted.
     """
 
-    def __init__(self, reader: pa.RecordBatchReader, on_close: list | None = None) -> None:
+    def __init__(self, reader: pa.RecordBatchReader, on_close: list | None = None,
+                 translate: Callable[[duckdb.Error], Error] | None = None) -> None:
         self._reader = reader
+        self._translate = translate or Executor.translate
         self._pending: list[pa.RecordBatch] = []
         self._row_buffer: list[tuple] = []
         self._on_close = on_close or []
@@ -50,7 +52,7 @@ class Result:
                 if batch.num_rows:
                     yield batch
         except duckdb.Error as exc:
-            raise Executor.translate(exc) from None
+            raise self._translate(exc) from None
         finally:
             self.close()
 
@@ -105,18 +107,16 @@ class Result:
         print(self.render(max_rows=max_rows))
 
     def render(self, max_rows: int = 40) -> str:
-        table = self.arrow()
-        con = duckdb.connect()
-        try:
-            con.register("result", table)
-            return str(con.sql("SELECT * FROM result").__str__())
-        finally:
-            con.close()
+        """The remaining rows as a box table, keeping only the rows it shows."""
+        from matchsql.render import render_batches
+
+        return render_batches(self.schema, self.fetch_batches(), max_rows=max_rows)
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        self._reader.close()
         for callback in self._on_close:
             callback()
         self._on_close = []
@@ -136,6 +136,7 @@ class Connection:
             self._duckdb = duckdb.connect(database, read_only=read_only, config=duckdb_config or {})
         except duckdb.Error as exc:
             raise Executor.translate(exc) from None
+        self._duckdb.execute("SET enable_progress_bar = false")
         self._executor = Executor(self._duckdb, self.config)
 
     @property

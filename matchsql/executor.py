@@ -1,14 +1,39 @@
-"""Runs statements: plain SQL straight to DuckDB, MATCH_RECOGNIZE through the matchers."""
+"""Runs statements: plain SQL straight to DuckDB, MATCH_RECOGNIZE through the matchers.
+
+For each ``MATCH_RECOGNIZE`` table factor (innermost first) DuckDB computes
+the input relation sorted by the partition and order keys and streams it out
+as Arrow batches; the router feeds them to one matcher run per partition; the
+matches stream back into DuckDB as a registered Arrow reader that replaces
+the table factor, and DuckDB runs the rest of the statement. Nothing is
+collected in Python lists: memory is bounded by the batch size and the
+matchers' live windows.
+"""
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Callable, Iterator
 
 import duckdb
 import pyarrow as pa
+from sqlglot import exp
 
 from matchsql.config import Config
 from matchsql.errors import CatalogError, Error, ExecutionError, ParseError, SemanticError
+from matchsql.fsm.spec import MatchSpec
+
+_MATCH_RECOGNIZE = re.compile(r"\bmatch_recognize\b", re.IGNORECASE)
+_SET = re.compile(r"^\s*set\s+(?:session\s+)?(\w+)\s*(?:=|\bto\b)\s*(.+?)\s*$",
+                  re.IGNORECASE | re.DOTALL)
+_view_numbers = itertools.count()
+_VIEW = re.compile(r"__matchsql_matches_\d+")
+_ROW_STATEMENTS = {
+    duckdb.StatementType.SELECT,
+    duckdb.StatementType.EXPLAIN,
+    duckdb.StatementType.PRAGMA,
+    duckdb.StatementType.CALL,
+}
 
 
 class Executor:
@@ -17,17 +42,155 @@ class Executor:
     def __init__(self, con: duckdb.DuckDBPyConnection, config: Config) -> None:
         self.con = con
         self.config = config
+        # The first matcher failure of the running statement: DuckDB only sees
+        # a failing Arrow stream, so the original error is kept here.
+        self._failure: list[Error] = []
+        # DuckDB allows one open result per connection: a new statement closes
+        # the previous statement's unfinished Result, as DuckDB's own API does.
+        self._open_result = None
+
+    # -- statements ---------------------------------------------------------------
 
     def run(self, text: str):
+        """Run every statement of ``text``; return the last statement's Result (or None)."""
+        from matchsql.grammar import split_statements
+
+        statements = split_statements(text)
+        if not statements:
+            return None
+        result = None
+        for statement, offset in statements:
+            try:
+                result = self._run_statement(statement)
+            except Error as err:
+                raise _relocate(err, text, offset) from None
+        return result
+
+    def _run_statement(self, statement: str):
+        if self._open_result is not None:
+            self._open_result.close()
+            self._open_result = None
+        setting = _SET.match(statement)
+        if setting and setting.group(1).lower() in Config.names():
+            self.config.set(setting.group(1), _unquote(setting.group(2)))
+            return None
+        if not _MATCH_RECOGNIZE.search(statement):
+            return self._run_duckdb(statement, [])
+        return self._run_match_recognize(statement)
+
+    def _run_duckdb(self, sql: str, cleanups: list[Callable[[], None]]):
+        """Run ``sql`` in DuckDB: rows stream lazily into a Result; other statements run now."""
         from matchsql.connection import Result
 
+        self._failure.clear()
         try:
-            rel = self.con.sql(text)
+            statements = self.con.extract_statements(sql)
+            if len(statements) != 1 or statements[0].type not in _ROW_STATEMENTS:
+                self.con.execute(sql)
+                _run_all(cleanups)
+                self._raise_failure()
+                return None
+            reader = self.con.sql(sql).to_arrow_reader(self.config.batch_size)
         except duckdb.Error as exc:
-            raise self.translate(exc) from None
-        if rel is None:
-            return None
-        return Result(rel.to_arrow_reader(self.config.batch_size))
+            _run_all(cleanups)
+            raise self._failure_or(exc) from None
+        self._open_result = Result(reader, on_close=cleanups, translate=self._failure_or)
+        return self._open_result
+
+    def _run_match_recognize(self, statement: str):
+        from matchsql.grammar import parse
+        from matchsql.grammar.nodes import MatchRecognizeTable
+
+        trees = parse(statement)
+        if len(trees) != 1:
+            raise ParseError("expected one statement", sql=statement, offset=0)
+        tree = trees[0]
+        cleanups: list[Callable[[], None]] = []
+        # Match streams not yet claimed by an enclosing MATCH_RECOGNIZE; each is
+        # read once, by whichever connection runs the query that references it.
+        pending: dict[str, pa.RecordBatchReader] = {}
+        try:
+            nodes = list(tree.find_all(MatchRecognizeTable, bfs=False))
+            for node in reversed(nodes):  # innermost first: their outputs feed the outer ones
+                view = f"__matchsql_matches_{next(_view_numbers)}"
+                pending[view] = self._match_stream(node, statement, pending, cleanups)
+                node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
+            for view, reader in pending.items():
+                self.con.register(view, reader)
+                cleanups.append(lambda view=view: self._unregister(view))
+        except BaseException:
+            _run_all(cleanups)
+            raise
+        return self._run_duckdb(tree.sql(dialect="duckdb"), cleanups)
+
+    # -- one MATCH_RECOGNIZE ------------------------------------------------------
+
+    def _match_stream(self, node, statement: str, pending: dict[str, pa.RecordBatchReader],
+                      cleanups: list) -> pa.RecordBatchReader:
+        """Analyse ``node`` and return the lazy Arrow stream of its matches.
+
+        The input query runs on a cursor of its own (DuckDB allows one open
+        result per connection, and the outer statement needs ``self.con``);
+        match streams of inner MATCH_RECOGNIZEs that the input reads move to
+        that cursor.
+        """
+        from matchsql.grammar import analyze
+
+        input_sql = _input_query(node)
+        cursor = self.con.cursor()
+        cleanups.append(cursor.close)
+        inner = {view: pending.pop(view) for view in _VIEW.findall(input_sql) if view in pending}
+        for view, reader in inner.items():  # zero-row stand-ins while the schema is read
+            cursor.register(view, reader.schema.empty_table())
+        schema = self._schema_of(cursor, input_sql, node, statement)
+        for view, reader in inner.items():
+            cursor.unregister(view)
+            cursor.register(view, reader)
+        spec = analyze(node, schema, sql=statement, con=self.con)
+        return pa.RecordBatchReader.from_batches(
+            spec.output_schema(), self._match_batches(spec, cursor, input_sql))
+
+    def _schema_of(self, cursor, input_sql: str, node, statement: str) -> pa.Schema:
+        try:
+            return cursor.sql(f"SELECT * FROM ({input_sql}) LIMIT 0").to_arrow_table().schema
+        except duckdb.Error as exc:
+            err = self.translate(exc)
+            offset = _offset_of(node.this)
+            raise type(err)(err.message, sql=statement, offset=offset) from None
+
+    def _match_batches(self, spec: MatchSpec, cursor, input_sql: str) -> Iterator[pa.RecordBatch]:
+        """Stream the input through one matcher run per partition."""
+        from matchsql.fsm.reference import ReferenceMatcher
+        from matchsql.router.partitions import SortedPartitionRouter
+
+        try:
+            reader = cursor.sql(input_sql).to_arrow_reader(self.config.batch_size)
+            router = SortedPartitionRouter(
+                spec.partition_by, lambda key: ReferenceMatcher(spec, key, self.config))
+            for batch in reader:
+                yield from router.route(batch)
+            yield from router.finish()
+        except Error as err:
+            self._failure.append(err)
+            raise
+        except duckdb.Error as exc:
+            self._failure.append(self.translate(exc))
+            raise
+
+    def _unregister(self, view: str) -> None:
+        try:
+            self.con.unregister(view)
+        except duckdb.Error:
+            pass
+
+    # -- errors -------------------------------------------------------------------
+
+    def _raise_failure(self) -> None:
+        if self._failure:
+            raise self._failure[0]
+
+    def _failure_or(self, exc: duckdb.Error) -> Error:
+        return self._failure[0] if self._failure else self.translate(exc)
 
     def interrupt(self) -> None:
         self.con.interrupt()
@@ -49,8 +212,73 @@ class Executor:
         return ExecutionError(_strip_prefix(message))
 
 
+def _input_query(node) -> str:
+    """DuckDB SQL for the row pattern input table, sorted by partition and order keys.
+
+    CTEs of the enclosing statement that precede ``node`` stay visible.
+    """
+    source = node.this.sql(dialect="duckdb")
+    keys = [p.sql(dialect="duckdb") for p in node.args.get("partition_by") or []]
+    order = node.args.get("order")
+    if order is not None:
+        keys += [o.sql(dialect="duckdb") for o in order.expressions]
+    query = f"SELECT * FROM {source}"
+    if keys:
+        query += " ORDER BY " + ", ".join(keys)
+    ctes = _visible_ctes(node)
+    if ctes:
+        query = "WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " " + query
+    return query
+
+
+def _visible_ctes(node) -> list[exp.CTE]:
+    """CTEs that the input of ``node`` may reference, outermost first."""
+    visible: list[exp.CTE] = []
+    child, parent = node, node.parent
+    while parent is not None:
+        if isinstance(parent, exp.With):
+            # ``node`` sits inside one of these CTEs: only the earlier ones are
+            # visible, and the owning statement must not add them all again.
+            index = next(i for i, cte in enumerate(parent.expressions) if cte is child)
+            visible = list(parent.expressions[:index]) + visible
+            child = parent.parent
+            parent = child.parent if child is not None else None
+            continue
+        with_ = parent.args.get("with_")
+        if isinstance(with_, exp.With):
+            visible = list(with_.expressions) + visible
+        child, parent = parent, parent.parent
+    return visible
+
+
+def _offset_of(node: exp.Expression) -> int | None:
+    for ident in node.find_all(exp.Identifier):
+        start = ident.meta.get("start")
+        if start is not None:
+            return start
+    return None
+
+
+def _relocate(err: Error, text: str, offset: int) -> Error:
+    """Re-anchor an error located in one statement onto the whole input text."""
+    if err.line is None or err.sql is None or offset == 0 and err.sql == text:
+        return err
+    lines = err.sql.splitlines(keepends=True)
+    local = sum(len(line) for line in lines[: err.line - 1]) + (err.column or 1) - 1
+    return type(err)(err.message, sql=text, offset=offset + local)
+
+
+def _run_all(callbacks: list[Callable[[], None]]) -> None:
+    while callbacks:
+        callbacks.pop()()
+
+
+def _unquote(value: str) -> str:
+    value = value.strip().rstrip(";").strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
 def _strip_prefix(message: str) -> str:
     return re.sub(r"^[A-Za-z ]+Error: ", "", message)
-
-
-__all__ = ["Executor", "pa"]

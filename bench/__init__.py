@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that print tables of measured figures, side by side with baselines."""

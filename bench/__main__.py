@@ -1,0 +1,5 @@
+"""Run every benchmark with its default sizes."""
+
+from bench import reference_matcher
+
+reference_matcher.main([])

@@ -1,0 +1,131 @@
+"""The ``matchsql`` command.
+
+    matchsql                       REPL on an in-memory DuckDB with the demo ``trade`` table
+    matchsql -c "SQL"              run SQL, print the rows
+    matchsql FILE.sql              run a script (stops at the first failing statement)
+    ... | matchsql                 run SQL piped on stdin as a script
+    matchsql -d my.duckdb          the same on a DuckDB file (add --demo for the trade table)
+
+The first word may name a subcommand (``matchsql produce ...``,
+``matchsql experiment ...``): those are looked up in :data:`SUBCOMMANDS`
+before the options are parsed, so each subcommand owns its own arguments.
+Exit status: 0 on success, 1 when a statement fails, 2 on bad usage, 130
+when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from matchsql import __version__
+
+# name -> main(argv) of a subcommand; argv excludes the subcommand's name.
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="matchsql",
+        description="SQL with MATCH_RECOGNIZE over DuckDB tables, files and live streams.",
+        epilog="With no FILE and no -c: an interactive shell, or the statements piped on stdin.")
+    parser.add_argument("file", nargs="?", metavar="FILE",
+                        help="SQL script to run ('-' reads stdin)")
+    parser.add_argument("-c", "--command", action="append", metavar="SQL",
+                        help="run SQL and exit (may be repeated)")
+    parser.add_argument("-d", "--database", default=":memory:", metavar="PATH",
+                        help="DuckDB database file (default: in memory, with the demo table)")
+    demo = parser.add_mutually_exclusive_group()
+    demo.add_argument("--demo", action="store_true", default=None,
+                      help="add the demo 'trade' table to the database if it lacks one")
+    demo.add_argument("--no-demo", dest="demo", action="store_false",
+                      help="leave the demo 'trade' table out")
+    parser.add_argument("--read-only", action="store_true", help="open the database read-only")
+    parser.add_argument("--max-rows", type=int, default=40, metavar="N",
+                        help="rows shown per result (0 shows all; default 40)")
+    parser.add_argument("--timer", action="store_true", help="print each statement's run time")
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="set a matchsql option (e.g. max_threads=1000)")
+    parser.add_argument("-V", "--version", action="version",
+                        version=f"matchsql {__version__}")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``matchsql`` script; returns the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[args[0]](args[1:])
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of stdout went away (``matchsql ... | head``): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _run(argv: list[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command and args.file:
+        parser.print_usage(sys.stderr)
+        print("matchsql: error: give either -c or FILE, not both", file=sys.stderr)
+        return EXIT_USAGE
+    options = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            print(f"matchsql: error: --set needs NAME=VALUE, got {item!r}", file=sys.stderr)
+            return EXIT_USAGE
+        options[name.strip()] = value.strip()
+
+    from matchsql.connection import connect
+    from matchsql.errors import Error
+    from matchsql.shell import Shell
+
+    try:
+        con = connect(args.database, demo=args.demo, read_only=args.read_only, **options)
+    except Error as err:
+        print(f"Error: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    with con:
+        shell = Shell(con, max_rows=args.max_rows, timer=args.timer)
+        if args.command:
+            return _status(shell, all(shell.run_text(sql) for sql in args.command))
+        if args.file and args.file != "-":
+            return _run_file(shell, Path(args.file))
+        if args.file == "-" or not sys.stdin.isatty():
+            return _status(shell, shell.run_lines(sys.stdin, source="<stdin>"))
+        from matchsql.repl import run_repl
+
+        return run_repl(shell)
+
+
+def _run_file(shell, path: Path) -> int:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(f"Error: cannot read {path}: {reason}", file=sys.stderr)
+        return EXIT_FAILED
+    return _status(shell, shell.run_lines(text.splitlines(keepends=True), source=str(path)))
+
+
+def _status(shell, ok: bool) -> int:
+    if ok:
+        return 0
+    return EXIT_INTERRUPTED if shell.interrupted else EXIT_FAILED

@@ -1,0 +1,137 @@
+"""Dot-commands of the shell (``.help``, ``.tables``, ``.timer``, ...).
+
+They live in one table, name -> :class:`DotCommand`, so that other parts of
+matchsql can add theirs (``.streams``, ``.stats``) with :func:`dot_command`
+without touching the REPL.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matchsql.shell import Shell
+
+Handler = Callable[["Shell", list[str]], bool]
+
+
+@dataclass(frozen=True)
+class DotCommand:
+    """One dot-command: its handler returns False when the command failed."""
+
+    name: str
+    handler: Handler
+    help: str
+    usage: str = ""
+
+
+COMMANDS: dict[str, DotCommand] = {}
+
+
+def dot_command(name: str, help: str, usage: str = "",
+                aliases: tuple[str, ...] = ()) -> Callable[[Handler], Handler]:
+    """Register the decorated function as ``.name`` (and its aliases)."""
+    def register(handler: Handler) -> Handler:
+        for each in (name, *aliases):
+            COMMANDS[each] = DotCommand(each, handler, help, usage)
+        return handler
+    return register
+
+
+def run_dot_command(shell: Shell, line: str) -> bool:
+    """Parse and run one ``.command args`` line; unknown commands are errors."""
+    try:
+        words = shlex.split(line)
+    except ValueError as exc:
+        shell.error(f"Error: cannot parse {line!r}: {exc}")
+        return False
+    if not words:
+        return True
+    name = words[0].lstrip(".").lower()
+    command = COMMANDS.get(name)
+    if command is None:
+        shell.error(f"Error: unknown command .{name}; type .help for the list")
+        return False
+    return command.handler(shell, words[1:])
+
+
+def _usage_error(shell: Shell, name: str) -> bool:
+    command = COMMANDS[name]
+    shell.error(f"Usage: .{name} {command.usage}".rstrip())
+    return False
+
+
+@dot_command("help", "Show this help, or the help of one command", "?COMMAND?")
+def _help(shell: Shell, args: list[str]) -> bool:
+    if args:
+        command = COMMANDS.get(args[0].lstrip("."))
+        if command is None:
+            shell.error(f"Error: unknown command .{args[0].lstrip('.')}")
+            return False
+        shell.print(f".{command.name} {command.usage}".rstrip() + f"\n    {command.help}")
+        return True
+    shell.print("Enter SQL statements ended by ';' (MATCH_RECOGNIZE included).\n"
+                "Ctrl-C cancels a running statement or clears the line; Ctrl-D exits.\n")
+    seen: set[int] = set()
+    for name in sorted(COMMANDS):
+        command = COMMANDS[name]
+        if id(command.handler) in seen:
+            continue
+        seen.add(id(command.handler))
+        aliases = [n for n, c in COMMANDS.items() if c.handler is command.handler and n != name]
+        label = f".{name} {command.usage}".rstrip()
+        if aliases:
+            label += "  (also ." + ", .".join(aliases) + ")"
+        shell.print(f"{label:<28} {command.help}")
+    return True
+
+
+@dot_command("tables", "List the tables and views")
+def _tables(shell: Shell, args: list[str]) -> bool:
+    names = shell.con.tables()
+    if not names:
+        shell.print("(no tables)")
+        return True
+    width = max(len(n) for n in names) + 2
+    per_line = max(1, (shell.width() or 80) // width)
+    for i in range(0, len(names), per_line):
+        shell.print("".join(f"{n:<{width}}" for n in names[i:i + per_line]).rstrip())
+    return True
+
+
+@dot_command("timer", "Print the run time after each statement", "on|off")
+def _timer(shell: Shell, args: list[str]) -> bool:
+    if len(args) != 1 or args[0].lower() not in ("on", "off"):
+        return _usage_error(shell, "timer")
+    shell.timer = args[0].lower() == "on"
+    return True
+
+
+@dot_command("maxrows", "Rows shown per result (0 shows all)", "N")
+def _maxrows(shell: Shell, args: list[str]) -> bool:
+    if len(args) != 1 or not args[0].isdigit():
+        return _usage_error(shell, "maxrows")
+    shell.max_rows = int(args[0])
+    return True
+
+
+@dot_command("read", "Run the statements of a SQL file", "FILE")
+def _read(shell: Shell, args: list[str]) -> bool:
+    if len(args) != 1:
+        return _usage_error(shell, "read")
+    try:
+        text = Path(args[0]).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        shell.error(f"Error: cannot read {args[0]}: {exc}")
+        return False
+    return shell.run_lines(text.splitlines(keepends=True), source=args[0])
+
+
+@dot_command("quit", "Exit matchsql", aliases=("exit",))
+def _quit(shell: Shell, args: list[str]) -> bool:
+    shell.done = True
+    return True

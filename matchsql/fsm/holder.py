@@ -1,0 +1,78 @@
+"""InputHolder: the rows of one partition that a matcher can still reach.
+
+Rows are addressed by their absolute index in the partition (the matcher
+never sees batch boundaries). Rows before the oldest index any live thread,
+pending output or navigation offset can reach are dropped, so memory follows
+the live window, not the partition. Columns are kept as Python lists because
+the reference path evaluates expressions on Python values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from matchsql.errors import ExecutionError
+
+
+class InputHolder:
+    """A sliding window over a partition's rows; implements ``RowSource``."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.names = list(schema.names)
+        self._columns: dict[str, list[Any]] = {name: [] for name in self.names}
+        self.base = 0  # absolute index of the first row held
+        self._count = 0  # absolute index one past the last row received
+        self._complete = False
+        self._low = 0  # absolute index of the first row still needed
+
+    # RowSource ------------------------------------------------------------------------
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    @property
+    def complete(self) -> bool:
+        return self._complete
+
+    def value(self, index: int, column: str) -> Any:
+        if index < self.base or index >= self._count:
+            raise ExecutionError(
+                f"internal error: partition row {index} is not held "
+                f"(held rows {self.base}..{self._count - 1})")
+        return self._columns[column][index - self.base]
+
+    # window ---------------------------------------------------------------------------
+
+    @property
+    def held(self) -> int:
+        """Tuples the matcher still needs (the DejaVu memory metric)."""
+        return self._count - self._low
+
+    def append(self, batch: pa.RecordBatch) -> None:
+        if self._complete:
+            raise ExecutionError("internal error: rows fed after the partition finished")
+        for name in self.names:
+            self._columns[name].extend(batch.column(name).to_pylist())
+        self._count += batch.num_rows
+
+    def finish(self) -> None:
+        self._complete = True
+
+    def drop_before(self, index: int) -> None:
+        """Forget rows before absolute ``index``; never called with rows still needed.
+
+        The physical trim is batched (once at least half of the stored rows are
+        garbage) so that shifting the lists stays amortised O(1) per row.
+        """
+        self._low = max(self._low, min(index, self._count))
+        garbage = self._low - self.base
+        if garbage > 0 and garbage * 2 >= self._count - self.base:
+            for name in self.names:
+                del self._columns[name][:garbage]
+            self.base = self._low
+
+    def row(self, index: int) -> dict[str, Any]:
+        return {name: self.value(index, name) for name in self.names}

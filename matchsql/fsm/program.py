@@ -1,0 +1,259 @@
+"""Row pattern AST -> automaton program for the thread VM.
+
+The program is a flat list of instructions in the style of a backtracking
+regex VM (Thompson/Pike; the model is Trino's row pattern matcher): ``SPLIT``
+forks a thread with the first target preferred, so running threads in order
+of creation enumerates matches in the standard's preference order without
+any search. Keeping the program flat and tiny makes it easy to check by eye
+and cheap to interpret, and the same program is the input of faster paths.
+
+Compilation goes through a small IR (:func:`lower`) that already encodes the
+desugaring choices: ``PERMUTE`` becomes an alternation of permutations in
+lexicographic order of list position, bounded quantifiers are unrolled into
+nested optionals, and unbounded loops get an empty-iteration guard so that a
+loop iteration that consumed no row is never repeated (which both ends
+otherwise infinite epsilon loops and matches the standard's rule).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from enum import Enum
+
+from matchsql.errors import SemanticError
+from matchsql.grammar.pattern import (
+    Alternation,
+    Anchor,
+    AnchorKind,
+    Concatenation,
+    Empty,
+    Exclusion,
+    Label,
+    PatternNode,
+    Permutation,
+    Quantified,
+)
+
+#: Unrolling a bounded quantifier copies its body; beyond this many
+#: instructions the pattern is refused instead of building a huge program.
+MAX_PROGRAM_SIZE = 1_000_000
+
+
+class Op(Enum):
+    """Instruction kinds. Only ``LABEL`` and ``END_ANCHOR`` wait for input."""
+
+    LABEL = "label"  # consume the next row if it satisfies DEFINE of ``var``
+    SPLIT = "split"  # fork: continue at ``target`` (preferred), then ``alt``
+    JUMP = "jump"  # continue at ``target``
+    BEGIN_ITER = "begin_iter"  # an iteration of loop ``slot`` starts here
+    END_ITER = "end_iter"  # loop back to ``target`` unless the iteration was empty
+    START_ANCHOR = "^"  # pass only at the partition's first row
+    END_ANCHOR = "$"  # pass only after the partition's last row (waits for finish)
+    DONE = "done"  # a match ends here
+
+
+@dataclass(frozen=True)
+class Instruction:
+    op: Op
+    var: str | None = None  # LABEL: the primary variable
+    excluded: bool = False  # LABEL: inside ``{- -}``, matched but not output
+    target: int = -1  # SPLIT/JUMP/END_ITER: where to go (preferred)
+    alt: int = -1  # SPLIT: the second choice; END_ITER: the loop exit
+    slot: int = -1  # BEGIN_ITER/END_ITER: which loop's empty-iteration flag
+
+    def __str__(self) -> str:
+        op = self.op
+        if op is Op.LABEL:
+            return f"label {self.var}" + (" (excluded)" if self.excluded else "")
+        if op is Op.SPLIT:
+            return f"split {self.target}, {self.alt}"
+        if op is Op.JUMP:
+            return f"jump {self.target}"
+        if op is Op.BEGIN_ITER:
+            return f"begin_iter #{self.slot}"
+        if op is Op.END_ITER:
+            return f"end_iter #{self.slot} loop {self.target} exit {self.alt}"
+        return op.value
+
+
+@dataclass
+class Program:
+    """Instructions plus the facts about them that the matchers need."""
+
+    instructions: list[Instruction]
+    loops: int  # number of empty-iteration slots (one per unbounded loop)
+    variables: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+    def __getitem__(self, pc: int) -> Instruction:
+        return self.instructions[pc]
+
+    def dump(self) -> str:
+        """One numbered instruction per line, for EXPLAIN and tests."""
+        return "\n".join(f"{pc:3d}: {ins}" for pc, ins in enumerate(self.instructions))
+
+
+# -- IR ---------------------------------------------------------------------------------
+#
+# The IR is the pattern after desugaring: sequences, ordered choices, optional
+# and star (greedy or reluctant), labels and anchors. It is what the program
+# emitter and any other backend consume.
+
+
+@dataclass(frozen=True)
+class IRLabel:
+    var: str
+    excluded: bool
+
+
+@dataclass(frozen=True)
+class IRAnchor:
+    kind: AnchorKind
+
+
+@dataclass(frozen=True)
+class IRSeq:
+    items: tuple
+
+
+@dataclass(frozen=True)
+class IRChoice:
+    items: tuple  # ordered: the first is preferred
+
+
+@dataclass(frozen=True)
+class IROptional:
+    body: object
+    greedy: bool
+
+
+@dataclass(frozen=True)
+class IRStar:
+    body: object
+    greedy: bool
+
+
+def lower(node: PatternNode, excluded: bool = False):
+    """Desugar a pattern AST into IR (see the module docstring for the rules)."""
+    if isinstance(node, Label):
+        return IRLabel(node.name, excluded)
+    if isinstance(node, Empty):
+        return IRSeq(())
+    if isinstance(node, Anchor):
+        return IRAnchor(node.kind)
+    if isinstance(node, Concatenation):
+        return IRSeq(tuple(lower(item, excluded) for item in node.items))
+    if isinstance(node, Alternation):
+        return IRChoice(tuple(lower(item, excluded) for item in node.items))
+    if isinstance(node, Permutation):
+        # itertools.permutations yields orders lexicographically by position,
+        # which is exactly the preference order the standard gives PERMUTE.
+        items = [lower(item, excluded) for item in node.items]
+        orders = tuple(IRSeq(tuple(order)) for order in itertools.permutations(items))
+        return orders[0] if len(orders) == 1 else IRChoice(orders)
+    if isinstance(node, Exclusion):
+        return lower(node.child, True)
+    if isinstance(node, Quantified):
+        body = lower(node.child, excluded)
+        if node.max is not None and node.max < node.min:
+            raise SemanticError(
+                f"quantifier {{{node.min},{node.max}}}: the maximum is below the minimum",
+                offset=node.offset)
+        required = [body] * node.min
+        if node.max is None:
+            tail = [IRStar(body, node.greedy)]
+        else:
+            # x{0,k} = (x (x (...)?)?)? : nested optionals keep preference
+            # per iteration exactly as a counted loop would.
+            tail = []
+            optional = None
+            for _ in range(node.max - node.min):
+                inner = body if optional is None else IRSeq((body, optional))
+                optional = IROptional(inner, node.greedy)
+            if optional is not None:
+                tail = [optional]
+        return IRSeq(tuple(required + tail))
+    raise SemanticError(f"unsupported row pattern element {type(node).__name__}")
+
+
+# -- emitter ----------------------------------------------------------------------------
+
+
+class _Emitter:
+    def __init__(self) -> None:
+        self.code: list[Instruction] = []
+        self.loops = 0
+
+    def here(self) -> int:
+        return len(self.code)
+
+    def put(self, ins: Instruction) -> int:
+        if len(self.code) >= MAX_PROGRAM_SIZE:
+            raise SemanticError(
+                f"row pattern too large: more than {MAX_PROGRAM_SIZE} automaton "
+                "instructions after unrolling bounded quantifiers")
+        self.code.append(ins)
+        return len(self.code) - 1
+
+    def patch(self, at: int, **changes) -> None:
+        old = self.code[at]
+        self.code[at] = Instruction(
+            op=changes.get("op", old.op), var=old.var, excluded=old.excluded,
+            target=changes.get("target", old.target), alt=changes.get("alt", old.alt),
+            slot=changes.get("slot", old.slot))
+
+    def emit(self, ir) -> None:
+        if isinstance(ir, IRLabel):
+            self.put(Instruction(Op.LABEL, var=ir.var, excluded=ir.excluded))
+        elif isinstance(ir, IRAnchor):
+            op = Op.START_ANCHOR if ir.kind is AnchorKind.START else Op.END_ANCHOR
+            self.put(Instruction(op))
+        elif isinstance(ir, IRSeq):
+            for item in ir.items:
+                self.emit(item)
+        elif isinstance(ir, IRChoice):
+            jumps = []
+            for k, item in enumerate(ir.items):
+                if k < len(ir.items) - 1:
+                    split = self.put(Instruction(Op.SPLIT))
+                    self.emit(item)
+                    jumps.append(self.put(Instruction(Op.JUMP)))
+                    self.patch(split, target=split + 1, alt=self.here())
+                else:
+                    self.emit(item)
+            for jump in jumps:
+                self.patch(jump, target=self.here())
+        elif isinstance(ir, IROptional):
+            split = self.put(Instruction(Op.SPLIT))
+            self.emit(ir.body)
+            self._order(split, split + 1, self.here(), ir.greedy)
+        elif isinstance(ir, IRStar):
+            slot = self.loops
+            self.loops += 1
+            head = self.put(Instruction(Op.SPLIT))
+            self.put(Instruction(Op.BEGIN_ITER, slot=slot))
+            self.emit(ir.body)
+            end = self.put(Instruction(Op.END_ITER, slot=slot, target=head))
+            exit_pc = self.here()
+            self.patch(end, alt=exit_pc)
+            self._order(head, head + 1, exit_pc, ir.greedy)
+        else:  # pragma: no cover - lower() only builds the classes above
+            raise TypeError(ir)
+
+    def _order(self, split: int, body: int, skip: int, greedy: bool) -> None:
+        """Greedy prefers entering the body, reluctant prefers skipping it."""
+        if greedy:
+            self.patch(split, target=body, alt=skip)
+        else:
+            self.patch(split, target=skip, alt=body)
+
+
+def compile_pattern(pattern: PatternNode) -> Program:
+    """Compile a row pattern to a program whose last instruction is ``DONE``."""
+    emitter = _Emitter()
+    emitter.emit(lower(pattern))
+    emitter.put(Instruction(Op.DONE))
+    return Program(emitter.code, emitter.loops, pattern.variables())

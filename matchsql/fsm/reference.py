@@ -1,0 +1,278 @@
+"""The reference matcher: one resumable run per partition, complete semantics.
+
+It is the oracle for every faster path, so it favours obvious correctness:
+match attempts run one after another, each from one start row, in a thread
+VM (:mod:`matchsql.fsm.vm`) over the compiled program; DEFINE and MEASURES
+are evaluated by :mod:`matchsql.fsm.expressions`.
+
+Streaming works because every decision waits exactly as long as it must:
+
+* a thread waits for the next row (``feed``) or the partition's end
+  (``finish``), plus as many rows as DEFINE's ``NEXT`` looks ahead;
+* a match is final when its attempt has no live threads left (a greedy
+  ``B+`` is final only once ``B`` fails or the partition ends);
+* a match is output once the rows its measures may read (``NEXT``) exist;
+* rows before the current attempt, the oldest pending output and the
+  farthest ``PREV`` are dropped from the InputHolder.
+
+DejaVu's ``ALL MATCHES`` / ``INCREMENTAL MATCH``: from each start row the
+attempt reports one match per distinct end row, in increasing end order, each
+with the preferred labelling among the paths ending there; AFTER MATCH SKIP is
+then applied to the standard's preferred match of that start row.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+import pyarrow as pa
+
+from matchsql.config import Config
+from matchsql.errors import ExecutionError, LimitExceededError
+from matchsql.fsm.expressions import (
+    CompiledExpression,
+    HistoryUse,
+    MatchView,
+    Reach,
+    analyze_expression,
+)
+from matchsql.fsm.holder import InputHolder
+from matchsql.fsm.output import MatchRecord, OutputBuilder, UnmatchedRow
+from matchsql.fsm.program import Program, compile_pattern
+from matchsql.fsm.scalars import compare, sub, truth
+from matchsql.fsm.spec import MatchSpec, RowsPerMatch, SkipMode
+from matchsql.fsm.vm import Attempt, Completion, HistoryKey, HistoryLabels, Node, history_lists
+
+
+class CompiledQuery:
+    """Everything about a spec that does not depend on the partition's rows.
+
+    Shared by all partitions of one query (compiling once per partition
+    would dominate small partitions).
+    """
+
+    def __init__(self, spec: MatchSpec) -> None:
+        self.spec = spec
+        self.program: Program = compile_pattern(spec.pattern)
+        self.defines: dict[str, CompiledExpression] = {}
+        for var, expr in spec.defines.items():
+            if var in spec.variables:
+                compiled = analyze_expression(expr, spec)
+                compiled.history = compiled.history.in_define_of(var)
+                self.defines[var] = compiled
+        self.measures = [analyze_expression(m.expr, spec) for m in spec.measures]
+        history = HistoryUse()
+        define_reach = Reach()
+        for compiled in self.defines.values():
+            history.merge(compiled.history)
+            define_reach.merge(compiled.reach)
+        measure_reach = Reach()
+        for compiled in self.measures:
+            measure_reach.merge(compiled.reach)
+        self.history = history
+        self.history_key = HistoryKey(history)
+        self.define_ahead = define_reach.ahead
+        self.measure_ahead = measure_reach.ahead
+        self.lookback = max(define_reach.back, measure_reach.back)
+        self.skip_vars: frozenset[str] | None = None
+        if spec.skip in (SkipMode.TO_FIRST, SkipMode.TO_LAST):
+            name = spec.skip_variable
+            if name is None:
+                raise ExecutionError(f"AFTER MATCH SKIP {spec.skip.value} needs a variable")
+            if name in spec.subsets:
+                self.skip_vars = frozenset(spec.subsets[name])
+            elif name in spec.variables:
+                self.skip_vars = frozenset((name,))
+            else:
+                raise ExecutionError(f"AFTER MATCH SKIP to unknown pattern variable {name}")
+
+
+class ReferenceMatcher:
+    """Matches one partition; feed it batches in order, then call :meth:`finish`."""
+
+    def __init__(self, spec: MatchSpec | CompiledQuery, partition_key: tuple = (),
+                 config: Config | None = None) -> None:
+        self.query = spec if isinstance(spec, CompiledQuery) else CompiledQuery(spec)
+        self.spec = self.query.spec
+        self.partition_key = tuple(partition_key)
+        self.config = config or Config()
+        self.rows = InputHolder(self.spec.columns)
+        self.output = OutputBuilder(self.spec, [m.fn for m in self.query.measures])
+        self.all_ends = self.spec.all_matches or self.spec.incremental
+        self.with_unmatched = self.spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED
+        self.match_number = 0  # number of the last reported match
+        self.next_start = 0  # where the next match attempt starts
+        self.attempt: Attempt | None = None
+        self.position = 0  # the next row the current attempt consumes
+        self.covered = -1  # last row that belongs to a reported match
+        self.pending: deque[MatchRecord | UnmatchedRow] = deque()
+        self._define_cache: dict[str, bool] = {}
+        self._define_cache_row = -1
+        self._within_column = self.spec.order_by[0] if (
+            self.spec.within is not None and self.spec.order_by) else None
+
+    # -- public API ---------------------------------------------------------------------
+
+    @property
+    def buffered_rows(self) -> int:
+        """Tuples this partition's InputHolder needs right now."""
+        return self.rows.held
+
+    @property
+    def live_threads(self) -> int:
+        return len(self.attempt.threads) if self.attempt is not None else 0
+
+    def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        """Take the partition's next rows; return the output that became final."""
+        if batch.num_rows:
+            self.rows.append(batch)
+            self._run()
+        return self._collect()
+
+    def finish(self) -> list[pa.RecordBatch]:
+        """The partition has ended: decide everything still open and return the rest."""
+        self.rows.finish()
+        self._run()
+        return self._collect()
+
+    # -- matching --------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        rows = self.rows
+        while True:
+            if self.attempt is None:
+                if self.next_start >= rows.count:
+                    break  # wait for the row to start at, or the partition is done
+                self._begin(self.next_start)
+            attempt = self.attempt
+            assert attempt is not None
+            if attempt.alive:
+                pos = self.position
+                if pos < rows.count:
+                    if not rows.complete and pos + self.query.define_ahead >= rows.count:
+                        break  # DEFINE's NEXT needs rows that have not arrived
+                    if self._outside_window(attempt.start, pos):
+                        attempt.kill()
+                    else:
+                        attempt.step(pos)
+                        self.position = pos + 1
+                    continue
+                if not rows.complete:
+                    break
+                attempt.end_of_partition(pos)
+            self._decide(attempt)
+            self.attempt = None
+        self._emit_ready()
+        self._collect_garbage()
+
+    def _begin(self, start: int) -> None:
+        self.position = start
+        self.attempt = Attempt(
+            self.query.program, start, self._define, self.query.history_key,
+            self.config.max_threads, all_ends=self.all_ends)
+
+    def _outside_window(self, start: int, row: int) -> bool:
+        """True when consuming ``row`` would make the match span more than WITHIN."""
+        if self._within_column is None:
+            return False
+        first = self.rows.value(start, self._within_column)
+        here = self.rows.value(row, self._within_column)
+        if first is None or here is None:
+            return False
+        span = sub(here, first)
+        over = compare(span, self.spec.within)
+        return over is not None and over > 0
+
+    def _define(self, var: str, history: Node | None, row: int) -> bool:
+        """DEFINE of ``var`` at ``row`` for a thread with ``history`` (running semantics)."""
+        compiled = self.query.defines.get(var)
+        if compiled is None:
+            return True  # a variable without DEFINE is true
+        attempt = self.attempt
+        assert attempt is not None
+        cacheable = compiled.history.empty
+        if cacheable:
+            if self._define_cache_row != row:
+                self._define_cache.clear()
+                self._define_cache_row = row
+            hit = self._define_cache.get(var)
+            if hit is not None:
+                return hit
+        view = MatchView(self.rows, attempt.start, HistoryLabels(history, var), row,
+                         self.match_number + 1)
+        result = truth(compiled.fn(view)) is True  # a NULL condition is false
+        if cacheable:
+            self._define_cache[var] = result
+        return result
+
+    def _decide(self, attempt: Attempt) -> None:
+        """The attempt has no live threads: report its match(es) and pick the next start."""
+        self._define_cache_row = -1
+        start = attempt.start
+        best = attempt.best
+        if best is None:
+            if self.with_unmatched and start > self.covered:
+                self.pending.append(UnmatchedRow(start))
+            self.next_start = start + 1
+            return
+        found = [attempt.by_end[end] for end in sorted(attempt.by_end)] if self.all_ends \
+            else [best]
+        for completion in found:
+            labels, excluded = history_lists(completion.history)
+            self.match_number += 1
+            self.pending.append(MatchRecord(start, labels, excluded, self.match_number))
+            self.covered = max(self.covered, completion.end)
+        self.next_start = self._skip(start, best)
+
+    def _skip(self, start: int, best: Completion) -> int:
+        """AFTER MATCH SKIP relative to the preferred match of this start row."""
+        mode = self.spec.skip
+        if best.end < start:
+            return start + 1  # an empty match always moves on by one row
+        if mode is SkipMode.PAST_LAST_ROW:
+            return best.end + 1
+        if mode is SkipMode.TO_NEXT_ROW:
+            return start + 1
+        labels, _ = history_lists(best.history)
+        wanted = self.query.skip_vars
+        assert wanted is not None
+        hits = [start + k for k, label in enumerate(labels) if label in wanted]
+        where = "FIRST" if mode is SkipMode.TO_FIRST else "LAST"
+        if not hits:
+            raise ExecutionError(
+                f"AFTER MATCH SKIP TO {where} {self.spec.skip_variable} failed: the pattern "
+                f"variable is not present in the match starting at partition row {start + 1}")
+        target = hits[0] if mode is SkipMode.TO_FIRST else hits[-1]
+        if target == start:
+            raise ExecutionError(
+                f"AFTER MATCH SKIP TO {where} {self.spec.skip_variable} failed: it would skip "
+                f"to the first row of the match (partition row {start + 1}), which would "
+                "find the same match again")
+        return target
+
+    # -- output and memory ---------------------------------------------------------------
+
+    def _emit_ready(self) -> None:
+        """Build output for pending matches whose measures can be evaluated now."""
+        rows = self.rows
+        while self.pending:
+            item = self.pending[0]
+            if not rows.complete and item.end + self.query.measure_ahead >= rows.count:
+                break
+            self.pending.popleft()
+            self.output.add(rows, item)
+
+    def _collect(self) -> list[pa.RecordBatch]:
+        return self.output.take()
+
+    def _collect_garbage(self) -> None:
+        keep = self.attempt.start if self.attempt is not None else self.next_start
+        if self.pending:
+            keep = min(keep, self.pending[0].start)
+        self.rows.drop_before(keep - self.query.lookback)
+        if self.rows.held > self.config.max_buffered_rows:
+            raise LimitExceededError(
+                f"a partition needs more than max_buffered_rows={self.config.max_buffered_rows}"
+                f" buffered rows (a match attempt open since partition row {keep + 1}); "
+                "bound the pattern (e.g. WITHIN) or raise the limit with "
+                "SET max_buffered_rows = ...")
+

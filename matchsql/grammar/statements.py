@@ -1,0 +1,139 @@
+"""Statement-level entry points: split a script, parse it, render trees back.
+
+Every sqlglot exception is turned into a :class:`matchsql.errors.ParseError`
+carrying the exact character offset, so callers only ever see matchsql errors.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.errors import ParseError as SqlglotParseError
+from sqlglot.errors import TokenError
+from sqlglot.tokens import Token, TokenType
+
+from matchsql.errors import ParseError
+from matchsql.grammar.dialect import MatchSQL, new_parser
+
+__all__ = ["parse", "split_statements", "to_sql", "tokenize"]
+
+
+def tokenize(sql: str) -> list[Token]:
+    """Tokenize ``sql`` in the matchsql dialect, raising a located ParseError."""
+    tokenizer = MatchSQL().tokenizer()
+    try:
+        return tokenizer.tokenize(sql)
+    except TokenError as exc:
+        cause = str(exc.__cause__ or exc)
+        if cause.startswith("Missing "):
+            message = f"unterminated quoted text: missing {cause.split()[1]}"
+        else:
+            message = f"cannot tokenize the statement: {cause}"
+        # The tokenizer keeps the start of the token it failed on.
+        core = getattr(tokenizer, "_core", tokenizer)
+        raise ParseError(message, sql=sql, offset=getattr(core, "_start", None)) from None
+
+
+def parse(sql: str) -> list[exp.Expr]:
+    """Parse every statement of ``sql`` (empty statements are dropped)."""
+    tokens = tokenize(sql)
+    parser = new_parser()
+    try:
+        trees = parser.parse(tokens, sql)
+    except SqlglotParseError as exc:
+        token = parser.last_error_token
+        description = exc.errors[0].get("description") if exc.errors else None
+        message = _friendly(description or str(exc).split(". Line")[0])
+        offset = len(sql.rstrip()) if token is None else token.start
+        raise ParseError(message, sql=sql, offset=offset) from None
+    return [tree for tree in trees if tree is not None]
+
+
+def _friendly(message: str) -> str:
+    """Reword sqlglot's internal-looking messages for users."""
+    if message.startswith("Required keyword") and "<class" in message:
+        kind = message.rsplit(".", 1)[-1].rstrip("'>")
+        return f"incomplete {kind.upper()} clause or expression"
+    return message
+
+
+def to_sql(expr: exp.Expr) -> str:
+    """Render ``expr`` in the matchsql dialect (``parse(to_sql(e))`` gives ``e`` back)."""
+    return MatchSQL().generate(expr, copy=True)
+
+
+def split_statements(sql: str) -> list[tuple[str, int]]:
+    """Each statement's text (without its ``;``) and the offset where it starts.
+
+    Splitting uses the tokenizer so that ``;`` inside strings, quoted
+    identifiers and comments does not separate statements. Statements that
+    sqlglot cannot parse are still split correctly; if even tokenizing fails
+    (e.g. an unterminated string), a small scanner with the same quoting
+    rules takes over so that DuckDB can report the real error.
+    """
+    try:
+        tokens = MatchSQL().tokenizer().tokenize(sql)
+    except TokenError:
+        return _split_by_scanning(sql)
+    cuts = [tok.start for tok in tokens if tok.token_type == TokenType.SEMICOLON]
+    return _pieces(sql, cuts)
+
+
+def _pieces(sql: str, cuts: list[int]) -> list[tuple[str, int]]:
+    """Split ``sql`` at the separator offsets ``cuts``, trimming whitespace."""
+    out: list[tuple[str, int]] = []
+    begin = 0
+    for end in [*cuts, len(sql)]:
+        chunk = sql[begin:end]
+        stripped = chunk.strip()
+        if stripped and not _only_comments(stripped):
+            lead = len(chunk) - len(chunk.lstrip())
+            out.append((stripped, begin + lead))
+        begin = end + 1
+    return out
+
+
+def _only_comments(text: str) -> bool:
+    """True when ``text`` holds nothing but SQL comments and whitespace."""
+    i = 0
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+        elif text.startswith("--", i):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end + 1
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = len(text) if end < 0 else end + 2
+        else:
+            return False
+    return True
+
+
+def _split_by_scanning(sql: str) -> list[tuple[str, int]]:
+    """Fallback splitter for text the tokenizer rejects."""
+    cuts: list[int] = []
+    i, n = 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in "'\"":
+            i += 1
+            while i < n:
+                if sql[i] == ch:
+                    if i + 1 < n and sql[i + 1] == ch:
+                        i += 2
+                        continue
+                    break
+                i += 1
+            i += 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = n if end < 0 else end + 1
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        elif ch == ";":
+            cuts.append(i)
+            i += 1
+        else:
+            i += 1
+    return _pieces(sql, cuts)

@@ -1,0 +1,143 @@
+"""Type DEFINE/MEASURES expressions by asking DuckDB.
+
+Rather than re-implementing DuckDB's type rules, each expression is turned
+into an ordinary SQL expression with the same result type and bound by
+DuckDB against a zero-row relation with the input schema:
+
+* navigation (``PREV(A.x)``) and ``RUNNING``/``FINAL`` are replaced by their
+  argument (navigation does not change a value's type);
+* ``A.x`` becomes the plain column ``x``; ``COUNT(A.*)`` becomes ``COUNT(*)``;
+* ``CLASSIFIER()`` becomes a VARCHAR NULL, ``MATCH_NUMBER()`` a BIGINT NULL;
+* aggregates become window aggregates ``agg(...) OVER ()`` so they can mix
+  with row-level values as they do in MATCH_RECOGNIZE.
+
+The result's Arrow schema is what DuckDB itself would export, so measure
+types agree with the rest of the query. When binding fails, subexpressions
+are bound one by one, innermost first, so the error points at the smallest
+offending piece of the user's text.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from matchsql.errors import CatalogError, Error, SemanticError, TypeMismatchError
+from matchsql.grammar.checks import position
+from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation, PatternSemantics
+
+__all__ = ["ExpressionTyper"]
+
+_VIEW = "__matchsql_mr_input"
+
+# Leaves that cannot fail to bind on their own; probing them is wasted work.
+_LEAVES = (exp.Column, exp.Literal, exp.Identifier, exp.Null, exp.Boolean, exp.DataType, exp.Star)
+
+
+class ExpressionTyper:
+    """Binds expressions over an empty relation with ``schema``."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, schema: pa.Schema, sql: str) -> None:
+        self.relation = con.from_arrow(schema.empty_table())
+        self.sql = sql
+
+    def arrow_type(self, expr: exp.Expr) -> pa.DataType:
+        """Arrow type of ``expr``'s value, raising a located matchsql error."""
+        return self.field(expr).type
+
+    def duckdb_type(self, expr: exp.Expr) -> str:
+        """DuckDB's name for the type of ``expr`` (e.g. ``BOOLEAN``)."""
+        plain = to_plain_sql(expr)
+        try:
+            return str(self._bind(plain).types[0])
+        except duckdb.Error as exc:
+            raise self._locate(expr, exc) from None
+
+    def field(self, expr: exp.Expr) -> pa.Field:
+        plain = to_plain_sql(expr)
+        try:
+            return self._bind(plain).to_arrow_table().schema.field(0)
+        except duckdb.Error as exc:
+            raise self._locate(expr, exc) from None
+
+    def _bind(self, plain: exp.Expr) -> duckdb.DuckDBPyRelation:
+        text = plain.sql(dialect="duckdb")
+        return self.relation.query(_VIEW, f"SELECT {text} AS v FROM {_VIEW}")
+
+    def _locate(self, expr: exp.Expr, exc: duckdb.Error) -> Error:
+        """Find the innermost subexpression that fails and report it there."""
+        culprit, error = expr, exc
+        for sub in _post_order(expr):
+            if sub is expr or isinstance(sub, _LEAVES):
+                continue
+            try:
+                self._bind(to_plain_sql(sub))
+            except (
+                duckdb.BinderException,
+                duckdb.CatalogException,
+                duckdb.ConversionException,
+            ) as sub_exc:
+                culprit, error = sub, sub_exc
+                break
+            except duckdb.Error:
+                continue  # not an expression on its own (e.g. a CASE branch)
+        return _translate(error, self.sql, position(culprit))
+
+
+def _post_order(node: exp.Expr):
+    for child in node.iter_expressions():
+        yield from _post_order(child)
+    yield node
+
+
+def _translate(exc: duckdb.Error, sql: str, offset: int | None) -> Error:
+    message = str(exc).split("\n")[0]
+    for prefix in ("Binder Error: ", "Catalog Error: ", "Conversion Error: "):
+        if message.startswith(prefix):
+            message = message[len(prefix) :]
+    if isinstance(exc, duckdb.CatalogException):
+        return CatalogError(message, sql=sql, offset=offset)
+    if isinstance(exc, (duckdb.BinderException, duckdb.ConversionException)):
+        return TypeMismatchError(message, sql=sql, offset=offset)
+    return SemanticError(message, sql=sql, offset=offset)
+
+
+def to_plain_sql(expr: exp.Expr) -> exp.Expr:
+    """The row-level SQL stand-in for a MATCH_RECOGNIZE expression (see module doc)."""
+
+    def visit(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, (Navigation, PatternSemantics)):
+            return node.this
+        if isinstance(node, Classifier):
+            return _typed_null("VARCHAR", node)
+        if isinstance(node, MatchNumber):
+            return _typed_null("BIGINT", node)
+        if isinstance(node, exp.Column) and node.args.get("table") is not None:
+            if isinstance(node.this, exp.Star):
+                return exp.Star()
+            return exp.Column(this=node.this.copy())
+        return node
+
+    plain = _bottom_up(expr.copy(), visit)
+    for agg in list(plain.find_all(exp.AggFunc)):
+        if not isinstance(agg.parent, exp.Window):
+            window = exp.Window(this=agg.copy())
+            window.meta.update(agg.meta)
+            agg.replace(window)
+    return plain
+
+
+def _bottom_up(node: exp.Expr, fun) -> exp.Expr:
+    """Apply ``fun`` to every node, children first (so nested navigation unwraps fully)."""
+    for child in list(node.iter_expressions()):
+        new = _bottom_up(child, fun)
+        if new is not child:
+            child.replace(new)
+    return fun(node)
+
+
+def _typed_null(type_name: str, origin: exp.Expr) -> exp.Expr:
+    cast = exp.Cast(this=exp.Null(), to=exp.DataType.build(type_name))
+    cast.meta.update(origin.meta)
+    return cast

@@ -1,0 +1,135 @@
+"""The interactive REPL: prompt_toolkit line editing on top of :class:`matchsql.shell.Shell`.
+
+The whole statement is one multi-line buffer: Enter runs it once it ends
+with a ``;`` outside strings and comments (or is a dot-command), and
+otherwise starts a new line, so history recalls and edits whole statements.
+Ctrl-C at the prompt clears the buffer; Ctrl-D on an empty prompt exits and
+on a pending statement runs it as it stands (so an unterminated string gets
+its error message instead of a prompt that never ends).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+from prompt_toolkit import PromptSession
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.history import FileHistory, History, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+from matchsql import __version__
+from matchsql.shell import Shell
+from matchsql.sqltext import is_complete, open_construct
+
+HISTORY_ENV = "MATCHSQL_HISTORY"
+PROMPT = "matchsql> "
+
+
+def history_path() -> Path:
+    """``$MATCHSQL_HISTORY`` if set, else ``~/.matchsql_history``."""
+    configured = os.environ.get(HISTORY_ENV)
+    return Path(configured).expanduser() if configured else Path.home() / ".matchsql_history"
+
+
+def _history(shell: Shell) -> History:
+    path = history_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(exist_ok=True)
+        return FileHistory(str(path))
+    except OSError as exc:
+        shell.error(f"warning: history not saved ({path}: {exc.strerror})")
+        return InMemoryHistory()
+
+
+def ready(text: str) -> bool:
+    """Whether Enter should run ``text`` rather than start a new line."""
+    stripped = text.strip()
+    if not stripped:
+        return True
+    if stripped.startswith(".") and "\n" not in stripped:
+        return True
+    return is_complete(text)
+
+
+class _Editor:
+    """Key bindings and continuation prompt; they look at the session's buffer."""
+
+    def __init__(self) -> None:
+        self.session: PromptSession[str] | None = None
+
+    def pending_at_end(self) -> bool:
+        """Ctrl-D runs the buffer when it holds text and the cursor is at its end."""
+        if self.session is None:
+            return False
+        buffer = self.session.default_buffer
+        return bool(buffer.text.strip()) and buffer.cursor_position == len(buffer.text)
+
+    def key_bindings(self) -> KeyBindings:
+        bindings = KeyBindings()
+
+        @bindings.add("enter")
+        def _enter(event: KeyPressEvent) -> None:
+            buffer = event.current_buffer
+            if ready(buffer.text):
+                buffer.validate_and_handle()
+            else:
+                buffer.insert_text("\n")
+
+        @bindings.add("escape", "enter")
+        def _force(event: KeyPressEvent) -> None:
+            event.current_buffer.validate_and_handle()
+
+        @bindings.add("c-d", filter=Condition(self.pending_at_end))
+        def _run_pending(event: KeyPressEvent) -> None:
+            event.current_buffer.validate_and_handle()
+
+        return bindings
+
+    def continuation(self, width: int, line_number: int, wrap_count: int) -> str:
+        """The prompt of continuation lines; shows what is still open (``'``, ``"``, ``/*``)."""
+        marker = "..."
+        if self.session is not None and not wrap_count:
+            above = "\n".join(self.session.default_buffer.document.lines[:line_number])
+            opened = open_construct(above)
+            if opened:
+                marker = f"{opened}..."
+        return f"{marker}> ".rjust(width)
+
+
+def banner(shell: Shell) -> str:
+    tables = shell.con.tables()
+    lines = [f"matchsql {__version__} (DuckDB {duckdb.__version__}): SQL with MATCH_RECOGNIZE."]
+    if "trade" in tables:
+        lines.append("The demo table 'trade' (symbol, price, volume, ts) is loaded.")
+    lines.append("End statements with ';'. Type .help for help, .quit or Ctrl-D to exit.")
+    return "\n".join(lines)
+
+
+def run_repl(shell: Shell) -> int:
+    """Read and run statements until .quit or Ctrl-D; returns the exit status."""
+    editor = _Editor()
+    session: PromptSession[str] = PromptSession(
+        history=_history(shell), multiline=True, key_bindings=editor.key_bindings(),
+        prompt_continuation=editor.continuation, enable_open_in_editor=False)
+    editor.session = session
+    shell.print(banner(shell))
+    while not shell.done:
+        try:
+            text = session.prompt(PROMPT)
+        except KeyboardInterrupt:
+            continue
+        except EOFError:
+            break
+        if not text.strip():
+            continue
+        try:
+            if text.lstrip().startswith(".") and "\n" not in text.strip():
+                shell.run_dot(text.strip())
+            else:
+                shell.run_text(text)
+        except KeyboardInterrupt:  # Ctrl-C outside a running statement (while printing)
+            shell.error("interrupted")
+    return 0

@@ -1,0 +1,166 @@
+"""Statement boundaries in SQL text, found by a small lexer instead of a parser.
+
+The REPL must decide after every Enter whether the buffer holds a finished
+statement, and a script runner must say which statement failed. Both need
+to know where statements end even when the text is not valid SQL yet (or
+never will be), so this is a tolerant scan: a ``;`` ends a statement unless
+it sits inside a string (``'...'``, ``E'...'``, ``$tag$...$tag$``), a quoted
+identifier (``"..."``) or a comment (``--``, ``/* */``). Everything else,
+``MATCH_RECOGNIZE`` included, is opaque text here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a script: its text (without the ``;``) and where it starts."""
+
+    text: str
+    offset: int  # character offset of the first non-blank character in the script
+    line: int  # 1-based line of that character
+
+
+@dataclass
+class _Scan:
+    """Outcome of scanning a text: statement end offsets and the state at the end."""
+
+    ends: list[int]  # offsets of the terminating ``;`` characters
+    open_quote: str | None  # the construct left open at the end, or None
+
+
+def _scan(text: str) -> _Scan:
+    ends: list[int] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == ";":
+            ends.append(i)
+            i += 1
+        elif ch == "-" and text.startswith("--", i):
+            newline = text.find("\n", i)
+            i = n if newline < 0 else newline + 1
+        elif ch == "/" and text.startswith("/*", i):
+            close = text.find("*/", i + 2)
+            if close < 0:
+                return _Scan(ends, "/*")
+            i = close + 2
+        elif ch in "'\"":
+            escaped = ch == "'" and i > 0 and text[i - 1] in "eE" and not _word_char(text, i - 2)
+            close = _close_quote(text, i + 1, ch, backslash=escaped)
+            if close < 0:
+                return _Scan(ends, ch)
+            i = close + 1
+        elif ch == "$":
+            tag = _DOLLAR_TAG.match(text, i)
+            if tag is None or _word_char(text, i - 1):
+                i += 1
+                continue
+            close = text.find(tag.group(0), tag.end())
+            if close < 0:
+                return _Scan(ends, tag.group(0))
+            i = close + len(tag.group(0))
+        else:
+            i += 1
+    return _Scan(ends, None)
+
+
+def _word_char(text: str, i: int) -> bool:
+    return 0 <= i < len(text) and (text[i].isalnum() or text[i] == "_")
+
+
+def _close_quote(text: str, i: int, quote: str, *, backslash: bool) -> int:
+    """Offset of the quote closing a literal whose body starts at ``i``; -1 if none."""
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if backslash and ch == "\\":
+            i += 2
+            continue
+        if ch == quote:
+            if i + 1 < n and text[i + 1] == quote:  # doubled quote: an escaped quote
+                i += 2
+                continue
+            return i
+        i += 1
+    return -1
+
+
+def is_blank(text: str) -> bool:
+    """True when ``text`` holds only whitespace and comments (nothing to run)."""
+    return not _strip_comments(text).strip()
+
+
+def _strip_comments(text: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        if text.startswith("--", i):
+            newline = text.find("\n", i)
+            i = n if newline < 0 else newline
+        elif text.startswith("/*", i):
+            close = text.find("*/", i + 2)
+            i = n if close < 0 else close + 2
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def split_script(text: str) -> list[Statement]:
+    """The statements of ``text``, in order; the last one may lack its ``;``.
+
+    Blank statements (only whitespace or comments) are dropped. An
+    unterminated string or comment runs to the end of the text, where the
+    engine reports it.
+    """
+    scan = _scan(text)
+    statements: list[Statement] = []
+    start = 0
+    for end in [*scan.ends, len(text)]:
+        chunk = text[start:end]
+        if not is_blank(chunk):
+            offset = start + _code_start(chunk)
+            statements.append(Statement(text[offset:end].rstrip(), offset,
+                                        text.count("\n", 0, offset) + 1))
+        start = end + 1
+    return statements
+
+
+def _code_start(text: str) -> int:
+    """Offset of the first character that is neither whitespace nor in a comment."""
+    i, n = 0, len(text)
+    while i < n:
+        if text[i].isspace():
+            i += 1
+        elif text.startswith("--", i):
+            newline = text.find("\n", i)
+            i = n if newline < 0 else newline + 1
+        elif text.startswith("/*", i):
+            close = text.find("*/", i + 2)
+            i = n if close < 0 else close + 2
+        else:
+            return i
+    return n
+
+
+def is_complete(text: str) -> bool:
+    """True when ``text`` ends a statement: the last non-blank code is a ``;``.
+
+    A ``;`` inside a string, quoted identifier or comment does not count, and
+    neither does text that is only whitespace and comments.
+    """
+    scan = _scan(text)
+    if scan.open_quote is not None or not scan.ends:
+        return False
+    return is_blank(text[scan.ends[-1] + 1:])
+
+
+def open_construct(text: str) -> str | None:
+    """The string quote, identifier quote, dollar tag or ``/*`` left open at the end."""
+    return _scan(text).open_quote

@@ -1,0 +1,107 @@
+"""Hypothesis strategies: random row patterns, DEFINEs, partitions and queries.
+
+Queries are generated as SQL text and analysed by the real grammar, so the
+matchers under test see exactly the MatchSpec a user's statement produces.
+Variables: A and B are defined by random conditions, C is left undefined
+(always true); SUBSET U = (A, B) is always declared.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+from hypothesis import strategies as st
+
+from matchsql.fsm.spec import MatchSpec
+from matchsql.grammar import analyze, parse
+from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.pattern import (
+    Alternation,
+    Anchor,
+    AnchorKind,
+    Concatenation,
+    Empty,
+    Exclusion,
+    Label,
+    PatternNode,
+    Permutation,
+    Quantified,
+)
+
+SCHEMA = pa.schema([("id", pa.int32()), ("x", pa.int32()), ("y", pa.int32())])
+VARIABLES = ("A", "B", "C")
+
+labels = st.sampled_from(VARIABLES).map(Label)
+leaves = st.one_of(
+    labels, labels, labels,
+    st.just(Empty()),
+    st.sampled_from([Anchor(AnchorKind.START), Anchor(AnchorKind.END)]),
+)
+
+
+def _quantified(child: st.SearchStrategy[PatternNode]) -> st.SearchStrategy[PatternNode]:
+    bounds = st.sampled_from([(0, None), (1, None), (0, 1), (2, 2), (1, 2), (0, 2), (2, None)])
+    return st.builds(lambda c, b, g: Quantified(c, b[0], b[1], g), child, bounds, st.booleans())
+
+
+def _extend(children: st.SearchStrategy[PatternNode]) -> st.SearchStrategy[PatternNode]:
+    many = st.lists(children, min_size=2, max_size=3).map(tuple)
+    return st.one_of(
+        many.map(Concatenation),
+        many.map(Concatenation),
+        many.map(Alternation),
+        st.lists(children, min_size=2, max_size=3).map(tuple).map(Permutation),
+        children.map(Exclusion),
+        _quantified(children),
+        _quantified(children),
+    )
+
+
+patterns = st.recursive(leaves, _extend, max_leaves=5)
+
+CONDITIONS = [
+    "x > PREV(x)", "x = 1", "x IS NULL", "y >= 2", "A.x <= x", "x > FIRST(x)",
+    "LAST(x, 1) IS NULL OR x <> LAST(x, 1)", "COUNT(*) <= 3", "COUNT(A.*) < 2",
+    "SUM(x) < 5", "CLASSIFIER() = 'A'", "NEXT(x) IS NOT NULL AND NEXT(x) > x",
+    "PREV(LAST(U.y, 1), 1) = y", "MAX(U.x) >= x", "x <> PREV(x, 2)",
+    "FIRST(B.x) IS NULL", "MATCH_NUMBER() <= 2",
+]
+MEASURES = ("MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, FIRST(x) AS fx, "
+            "LAST(y) AS ly, SUM(A.x) AS sa, FINAL COUNT(U.*) AS fu, PREV(x) AS px")
+ROWS = ["ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH OMIT EMPTY MATCHES",
+        "ALL ROWS PER MATCH WITH UNMATCHED ROWS"]
+SKIPS = ["PAST LAST ROW", "TO NEXT ROW", "TO FIRST A", "TO LAST B", "TO U"]
+
+values = st.one_of(st.none(), st.integers(0, 3))
+partitions = st.lists(st.tuples(values, values), max_size=8).map(
+    lambda rows: [{"id": i, "x": x, "y": y} for i, (x, y) in enumerate(rows)])
+
+
+@st.composite
+def queries(draw: st.DrawFn) -> str:
+    """A MATCH_RECOGNIZE statement over ``t(id, x, y)`` with random clauses."""
+    pattern = draw(patterns)
+    a = draw(st.sampled_from(CONDITIONS))
+    b = draw(st.sampled_from(CONDITIONS))
+    rows = draw(st.sampled_from(ROWS))
+    skip = draw(st.sampled_from(SKIPS))
+    extension = draw(st.sampled_from(["", "", "", "ALL MATCHES"]))
+    return (
+        "SELECT * FROM t MATCH_RECOGNIZE (\n"
+        "  ORDER BY id\n"
+        f"  MEASURES {MEASURES}\n"
+        f"  {rows}\n"
+        f"  AFTER MATCH SKIP {skip}\n"
+        f"  {extension}\n"
+        f"  PATTERN ({pattern.to_sql()})\n"
+        "  SUBSET U = (A, B)\n"
+        f"  DEFINE A AS {a}, B AS {b}\n"
+        ")"
+    )
+
+
+def spec_of(sql: str) -> MatchSpec:
+    """Parse and analyse ``sql`` (one MATCH_RECOGNIZE over ``t``) into its MatchSpec."""
+    tree = parse(sql)[-1]
+    node = next(tree.find_all(MatchRecognizeTable))
+    return analyze(node, SCHEMA, sql=sql, con=duckdb.connect())
