@@ -21,7 +21,7 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from matchsql import __version__
 from matchsql.shell import Shell
-from matchsql.sqltext import is_complete, open_construct
+from matchsql.grammar.sqltext import is_complete, open_construct
 
 HISTORY_ENV = "MATCHSQL_HISTORY"
 PROMPT = "matchsql> "

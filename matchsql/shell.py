@@ -24,7 +24,7 @@ import duckdb
 from matchsql.connection import Connection
 from matchsql.errors import Error
 from matchsql.render import render_batches
-from matchsql.sqltext import Statement, is_blank, is_complete, split_script
+from matchsql.grammar.sqltext import Statement, is_blank, is_complete, split_script
 
 DEFAULT_MAX_ROWS = 40
 # Set to see the traceback behind an "internal error" (for matchsql developers).

@@ -13,6 +13,7 @@ from sqlglot.tokens import Token, TokenType
 
 from matchsql.errors import ParseError
 from matchsql.grammar.dialect import MatchSQL, new_parser
+from matchsql.grammar.sqltext import is_blank, split_script
 
 __all__ = ["parse", "split_statements", "to_sql", "tokenize"]
 
@@ -85,55 +86,13 @@ def _pieces(sql: str, cuts: list[int]) -> list[tuple[str, int]]:
     for end in [*cuts, len(sql)]:
         chunk = sql[begin:end]
         stripped = chunk.strip()
-        if stripped and not _only_comments(stripped):
+        if stripped and not is_blank(stripped):
             lead = len(chunk) - len(chunk.lstrip())
             out.append((stripped, begin + lead))
         begin = end + 1
     return out
 
 
-def _only_comments(text: str) -> bool:
-    """True when ``text`` holds nothing but SQL comments and whitespace."""
-    i = 0
-    while i < len(text):
-        if text[i].isspace():
-            i += 1
-        elif text.startswith("--", i):
-            end = text.find("\n", i)
-            i = len(text) if end < 0 else end + 1
-        elif text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            i = len(text) if end < 0 else end + 2
-        else:
-            return False
-    return True
-
-
 def _split_by_scanning(sql: str) -> list[tuple[str, int]]:
     """Fallback splitter for text the tokenizer rejects."""
-    cuts: list[int] = []
-    i, n = 0, len(sql)
-    while i < n:
-        ch = sql[i]
-        if ch in "'\"":
-            i += 1
-            while i < n:
-                if sql[i] == ch:
-                    if i + 1 < n and sql[i + 1] == ch:
-                        i += 2
-                        continue
-                    break
-                i += 1
-            i += 1
-        elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            i = n if end < 0 else end + 1
-        elif sql.startswith("/*", i):
-            end = sql.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-        elif ch == ";":
-            cuts.append(i)
-            i += 1
-        else:
-            i += 1
-    return _pieces(sql, cuts)
+    return [(statement.text, statement.offset) for statement in split_script(sql)]

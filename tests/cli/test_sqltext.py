@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from matchsql.sqltext import is_blank, is_complete, open_construct, split_script
+from matchsql.grammar.sqltext import is_blank, is_complete, open_construct, split_script
 
 
 @pytest.mark.parametrize("text", [
