@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import duckdb
@@ -58,7 +59,7 @@ class Result:
 
     def _next_rows(self) -> bool:
         for batch in self.fetch_batches():
-            self._row_buffer.extend(zip(*(col.to_pylist() for col in batch.columns)))
+            self._row_buffer.extend(_rows(batch))
             return True
         return False
 
@@ -81,7 +82,7 @@ class Result:
         rows = self._row_buffer
         self._row_buffer = []
         for batch in self.fetch_batches():
-            rows.extend(zip(*(col.to_pylist() for col in batch.columns)))
+            rows.extend(_rows(batch))
         return rows
 
     def __iter__(self) -> Iterator[tuple]:
@@ -123,6 +124,21 @@ class Result:
 
     def __repr__(self) -> str:
         return f"<matchsql.Result columns={self.columns}>"
+
+
+def _rows(batch: pa.RecordBatch) -> list[tuple]:
+    """Python tuples of ``batch``, with values converted as DuckDB's own fetchall does."""
+    return list(zip(*(_values(column) for column in batch.columns)))
+
+
+def _values(column: pa.Array) -> list:
+    values = column.to_pylist()
+    if pa.types.is_interval(column.type):
+        # DuckDB hands intervals to Python as timedelta, counting a month as 30 days.
+        return [None if v is None else timedelta(days=v.months * 30 + v.days,
+                                                 microseconds=v.nanoseconds // 1000)
+                for v in values]
+    return values
 
 
 class Connection:
