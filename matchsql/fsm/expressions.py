@@ -124,6 +124,15 @@ def last_row(view: MatchView, vars_: VarSet, k: int, final: bool) -> int | None:
     n = _visible(view, final)
     if vars_ is None:
         return view.start + n - 1 - k if k < n else None
+    tracked = getattr(view.labels, "last_rows", None)
+    if tracked is not None and n == len(view.labels):
+        found = tracked(vars_)
+        if found is not None:
+            rows, exhaustive = found
+            if k < len(rows):
+                return rows[-1 - k]
+            if exhaustive:
+                return None
     for idx, label in _backward(view.labels, n):
         if label in vars_:
             if k == 0:

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from matchsql.errors import ExecutionError
+from matchsql.fsm.scalars import from_arrow_interval
 
 
 class InputHolder:
@@ -21,6 +22,8 @@ class InputHolder:
 
     def __init__(self, schema: pa.Schema) -> None:
         self.names = list(schema.names)
+        # Arrow hands intervals out as MonthDayNano; expressions work on timedelta.
+        self._intervals = {f.name for f in schema if pa.types.is_interval(f.type)}
         self._columns: dict[str, list[Any]] = {name: [] for name in self.names}
         self.base = 0  # absolute index of the first row held
         self._count = 0  # absolute index one past the last row received
@@ -55,7 +58,10 @@ class InputHolder:
         if self._complete:
             raise ExecutionError("internal error: rows fed after the partition finished")
         for name in self.names:
-            self._columns[name].extend(batch.column(name).to_pylist())
+            values = batch.column(name).to_pylist()
+            if name in self._intervals:
+                values = [from_arrow_interval(v) for v in values]
+            self._columns[name].extend(values)
         self._count += batch.num_rows
 
     def finish(self) -> None:

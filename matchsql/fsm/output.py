@@ -12,9 +12,7 @@ NULL measures.
 from __future__ import annotations
 
 import datetime as dt
-import math
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -118,11 +116,23 @@ class OutputBuilder:
         return [pa.RecordBatch.from_arrays(arrays, schema=self.schema)]
 
 
+def _natural(v: Any, t: pa.DataType) -> bool:
+    """Whether Arrow converts ``v`` to ``t`` the way DuckDB's cast would (no silent truncation)."""
+    if pa.types.is_integer(t):
+        return isinstance(v, int)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return isinstance(v, str)
+    if pa.types.is_floating(t):
+        return isinstance(v, float | int) and not isinstance(v, bool)
+    return not isinstance(v, sc.Interval)
+
+
 def _to_arrow(values: list[Any], f: pa.Field) -> pa.Array:
-    try:
-        return pa.array(values, type=f.type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-        pass
+    if all(v is None or _natural(v, f.type) for v in values):
+        try:
+            return pa.array(values, type=f.type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            pass
     try:
         return pa.array([_convert(v, f.type) for v in values], type=f.type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
@@ -148,15 +158,8 @@ def _convert(v: Any, t: pa.DataType) -> Any:
         return sc.to_timestamp(v)
     if pa.types.is_date(t):
         return sc.to_date(v)
-    if pa.types.is_interval(t) or pa.types.is_duration(t):
-        if isinstance(v, sc.Interval):
-            micros = v.micros
-            return pa.scalar((v.months, v.days, micros * 1000), type=pa.month_day_nano_interval()
-                             ).as_py() if pa.types.is_interval(t) else dt.timedelta(
-                days=v.days, microseconds=micros)
-        return v
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    if isinstance(v, Decimal) and pa.types.is_floating(t):
-        return float(v)
+    if pa.types.is_interval(t) and isinstance(v, sc.Interval):
+        return pa.MonthDayNano([v.months, v.days, v.micros * 1000])
+    if pa.types.is_duration(t) and isinstance(v, sc.Interval):
+        return dt.timedelta(days=v.days, microseconds=v.micros)
     return v

@@ -23,7 +23,8 @@ then applied to the standard's preferred match of that start row.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
+
 import pyarrow as pa
 
 from matchsql.config import Config
@@ -86,12 +87,33 @@ class CompiledQuery:
                 raise ExecutionError(f"AFTER MATCH SKIP to unknown pattern variable {name}")
 
 
+_COMPILED: OrderedDict[int, tuple[MatchSpec, CompiledQuery]] = OrderedDict()
+_COMPILED_KEEP = 16
+
+
+def compiled_query(spec: MatchSpec) -> CompiledQuery:
+    """The compiled form of ``spec``, shared by all partitions of one query.
+
+    MatchSpec is a mutable (unhashable) dataclass, so the cache is keyed by
+    identity and keeps the spec itself to make the identity check sound.
+    """
+    entry = _COMPILED.get(id(spec))
+    if entry is not None and entry[0] is spec:
+        _COMPILED.move_to_end(id(spec))
+        return entry[1]
+    query = CompiledQuery(spec)
+    _COMPILED[id(spec)] = (spec, query)
+    while len(_COMPILED) > _COMPILED_KEEP:
+        _COMPILED.popitem(last=False)
+    return query
+
+
 class ReferenceMatcher:
     """Matches one partition; feed it batches in order, then call :meth:`finish`."""
 
     def __init__(self, spec: MatchSpec | CompiledQuery, partition_key: tuple = (),
                  config: Config | None = None) -> None:
-        self.query = spec if isinstance(spec, CompiledQuery) else CompiledQuery(spec)
+        self.query = spec if isinstance(spec, CompiledQuery) else compiled_query(spec)
         self.spec = self.query.spec
         self.partition_key = tuple(partition_key)
         self.config = config or Config()
@@ -182,8 +204,12 @@ class ReferenceMatcher:
         over = compare(span, self.spec.within)
         return over is not None and over > 0
 
-    def _define(self, var: str, history: Node | None, row: int) -> bool:
-        """DEFINE of ``var`` at ``row`` for a thread with ``history`` (running semantics)."""
+    def _define(self, var: str, history: Node | None, key: tuple, row: int) -> bool:
+        """DEFINE of ``var`` at ``row`` for a thread with ``history`` (running semantics).
+
+        ``key`` is the thread's :class:`HistoryKey` summary, which lets ``A.x``
+        find the last A row without walking the history.
+        """
         compiled = self.query.defines.get(var)
         if compiled is None:
             return True  # a variable without DEFINE is true
@@ -197,8 +223,8 @@ class ReferenceMatcher:
             hit = self._define_cache.get(var)
             if hit is not None:
                 return hit
-        view = MatchView(self.rows, attempt.start, HistoryLabels(history, var), row,
-                         self.match_number + 1)
+        labels = HistoryLabels(history, var, row, key, self.query.history_key)
+        view = MatchView(self.rows, attempt.start, labels, row, self.match_number + 1)
         result = truth(compiled.fn(view)) is True  # a NULL condition is false
         if cacheable:
             self._define_cache[var] = result

@@ -36,6 +36,16 @@ class Interval:
         return dt.timedelta(days=self.days, microseconds=self.micros)
 
 
+def from_arrow_interval(v: Any) -> Any:
+    """Arrow's MonthDayNano as a ``timedelta``, or :class:`Interval` when it has months."""
+    if v is None:
+        return None
+    months, days, nanos = v.months, v.days, v.nanoseconds
+    if months:
+        return Interval(months, days, nanos // 1000)
+    return dt.timedelta(days=days, microseconds=nanos // 1000)
+
+
 _NUMBER = (int, float, Decimal)
 
 

@@ -14,7 +14,7 @@ first (preferred) of them is kept. What "look the same" means comes from
 history the state alone decides, which makes ``(A|B)*(A|B)*C`` linear.
 
 The VM knows nothing about rows or expressions: the caller passes a
-``define(var, history, row)`` callback. It is resumable by construction: the
+``define(var, history, key, row)`` callback. It is resumable by construction: the
 caller calls :meth:`Attempt.step` whenever the next row is available and
 :meth:`Attempt.end_of_partition` when the partition has ended.
 """
@@ -63,15 +63,34 @@ class HistoryLabels(Sequence[str]):
 
     DEFINE conditions mostly look backwards (``A.x`` is the last row of A), so
     reversed iteration walks the linked list directly; anything else
-    materialises the list once.
+    materialises the list once. When the thread's :class:`HistoryKey` already
+    tracks the last rows of a variable set, :meth:`last_rows` answers from it
+    without walking at all.
     """
 
-    __slots__ = ("_tail", "_extra", "_list")
+    __slots__ = ("_tail", "_extra", "_list", "_row", "_key", "_summary")
 
-    def __init__(self, tail: Node | None, extra: str) -> None:
+    def __init__(self, tail: Node | None, extra: str, row: int = -1, key: tuple = (),
+                 summary: HistoryKey | None = None) -> None:
         self._tail = tail
         self._extra = extra
         self._list: list[str] | None = None
+        self._row = row
+        self._key = key
+        self._summary = summary
+
+    def last_rows(self, vars_: frozenset[str]) -> tuple[tuple[int, ...], bool] | None:
+        """Most recent absolute rows mapped to ``vars_`` (ascending), and whether that
+        is all of them; None when the key does not track ``vars_``."""
+        if self._summary is None:
+            return None
+        found = self._summary.recent(self._key, vars_)
+        if found is None:
+            return None
+        rows, exhaustive = found
+        if self._extra in vars_:
+            rows = rows + (self._row,)
+        return rows, exhaustive
 
     def __len__(self) -> int:
         return history_length(self._tail) + 1
@@ -123,6 +142,15 @@ class HistoryKey:
         if use.all_labels:
             self.parts.append(("labels", None, 0, True))
         self.initial: tuple = tuple(0 if kind == "count" else () for kind, *_ in self.parts)
+
+    def recent(self, key: tuple, vars_: frozenset[str]) -> tuple[tuple[int, ...], bool] | None:
+        """The tracked last rows of ``vars_`` in ``key`` and whether they are all of them."""
+        for i, (kind, s, k, with_label) in enumerate(self.parts):
+            if kind == "last" and s == vars_:
+                entries = key[i]
+                rows = tuple(e[0] for e in entries) if with_label else entries
+                return rows, len(entries) < k
+        return None
 
     @property
     def trivial(self) -> bool:
@@ -182,7 +210,7 @@ class Completion:
     end: int  # absolute index of the last row (start - 1 for an empty match)
 
 
-Define = Callable[[str, Node | None, int], bool]
+Define = Callable[[str, Node | None, tuple, int], bool]  # (var, history, key, row)
 
 
 class Attempt:
@@ -205,6 +233,11 @@ class Attempt:
         self.by_end: dict[int, Completion] = {}
         self.threads: list[Thread] = []
         self._demote = False
+        self._ended = False  # set once the partition is known to end at the position
+        # ALL MATCHES: per end row, how many waiting threads were ahead of the
+        # thread that ended there (-1 once nothing can beat it any more).
+        self._end_rank: dict[int, int] = {}
+        self._finishing_index = 0
         seed = Thread(0, 0, None, history_key.initial, True)
         self._closure(seed, start, self.threads, set())
         self._check_limit(self.threads)
@@ -227,7 +260,7 @@ class Attempt:
             ins = program[thread.pc]
             if ins.op is not Op.LABEL:
                 continue  # a thread waiting at ``$`` dies: a row follows
-            if not define(ins.var, thread.history, row):
+            if not define(ins.var, thread.history, thread.key, row):
                 continue
             node = Node(thread.history, ins.var, ins.excluded)
             key = self.history_key.advance(thread.key, row, ins.var)
@@ -241,7 +274,9 @@ class Attempt:
         current, self.threads = self.threads, []
         seen: set = set()
         self._demote = False
-        for thread in current:
+        self._ended = True
+        for index, thread in enumerate(current):
+            self._finishing_index = index
             if self.program[thread.pc].op is Op.END_ANCHOR:
                 if self._closure(thread.moved(thread.pc + 1), position, self.threads, seen):
                     break
@@ -274,7 +309,9 @@ class Attempt:
             seen.add(state)
             ins = program[t.pc]
             op = ins.op
-            if op is Op.LABEL or op is Op.END_ANCHOR:
+            if op is Op.END_ANCHOR and self._ended:
+                stack.append(t.moved(t.pc + 1))  # the partition has ended here
+            elif op is Op.LABEL or op is Op.END_ANCHOR:
                 out.append(t)
                 if len(out) > self.max_threads:
                     self._check_limit(out)
@@ -295,16 +332,25 @@ class Attempt:
                 if position == 0:
                     stack.append(t.moved(t.pc + 1))
             elif op is Op.DONE:
-                if self._complete(t, position):
+                if self._complete(t, position, len(out)):
                     return True
         return False
 
-    def _complete(self, t: Thread, position: int) -> bool:
+    def _complete(self, t: Thread, position: int, rank: int) -> bool:
+        """Record a match; ``rank`` = how many waiting threads are more preferred."""
         done = Completion(t.history, position - 1)
         if not self.all_ends:
             self.best = done
             return True
-        self.by_end.setdefault(done.end, done)
+        earlier = self._end_rank.get(done.end)
+        if earlier is None:
+            self.by_end[done.end] = done
+            self._end_rank[done.end] = rank if not self._ended else -1
+        elif self._ended and self._finishing_index < earlier:
+            # A thread that waited on ``$`` was ahead of the thread that ended a
+            # match at the same row during the last step: it is preferred.
+            self.by_end[done.end] = done
+            self._end_rank[done.end] = -1
         if t.preferred:
             self.best = done
             self._demote = True  # everything after this thread is less preferred

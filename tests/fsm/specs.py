@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from matchsql.config import Config
 from matchsql.fsm.reference import ReferenceMatcher
-from matchsql.fsm.spec import Measure, MatchSpec, RowsPerMatch, SkipMode
+from matchsql.fsm.spec import MatchSpec, Measure, RowsPerMatch, SkipMode
 from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation, PatternSemantics
 from matchsql.grammar.pattern import (
     Alternation,

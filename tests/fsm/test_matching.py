@@ -254,3 +254,68 @@ def test_partition_columns_lead_the_output() -> None:
     spec = make_spec(rows, "A B", define=LETTER_DEFINES, partition_by=["p"],
                      measures=[("n", "COUNT(*)", pa.int64())], rows_per_match=ALL_SHOW)
     assert run(spec, rows) == [("k", 1, 1, "a"), ("k", 2, 2, "b")]
+
+
+# -- measures end to end ---------------------------------------------------------------------
+
+
+def test_seek_behaves_like_initial_in_match_recognize() -> None:
+    # In the FROM clause every row is tried as a start in turn, so SEEK finds
+    # exactly what INITIAL finds.
+    rows = letters("babab")
+    spec = make_spec(rows, "A B", define=LETTER_DEFINES, measures=MATCH_BOUNDS)
+    spec.initial = False
+    assert run(spec, rows) == [(1, 2, 3), (2, 4, 5)]
+
+
+def test_one_row_measures_are_final_even_when_running() -> None:
+    rows = letters("aab")
+    spec = make_spec(rows, "A+ B", define=LETTER_DEFINES,
+                     measures=[("r", "RUNNING(COUNT(A.*))", pa.int64()),
+                               ("f", "FINAL(COUNT(A.*))", pa.int64()),
+                               ("c", "CLASSIFIER()", pa.string())])
+    # Evaluated at the last row (B): running and final agree on the whole match.
+    assert run(spec, rows) == [(2, 2, "B")]
+
+
+def test_measures_over_subsets_and_exclusions() -> None:
+    rows = letters("abbc")
+    spec = make_spec(rows, "A {- B+ -} C", define=LETTER_DEFINES, subsets={"U": ("A", "B")},
+                     measures=[("nb", "COUNT(B.*)", pa.int64()),
+                               ("u", "LAST(U.id)", pa.int64()),
+                               ("ids", "array_agg(id)", pa.list_(pa.int64()))],
+                     rows_per_match=ALL_SHOW)
+    # Row 1: nothing after A yet. Row 4 (C): running sees both excluded B rows.
+    assert run(spec, rows) == [(1, 0, 1, [1], "a"), (4, 2, 3, [1, 2, 3, 4], "c")]
+
+
+def test_empty_match_measures_in_all_rows() -> None:
+    rows = letters("b")
+    spec = make_spec(rows, "A*", define=LETTER_DEFINES,
+                     measures=[("n", "COUNT(*)", pa.int64()), ("s", "SUM(id)", pa.int64()),
+                               ("c", "CLASSIFIER()", pa.string()),
+                               ("m", "MATCH_NUMBER()", pa.int64())],
+                     rows_per_match=ALL_SHOW)
+    assert run(spec, rows) == [(1, 0, None, None, 1, "b")]
+
+
+def test_measure_values_are_cast_to_the_measure_type() -> None:
+    rows = letters("ab")
+    spec = make_spec(rows, "A B", define=LETTER_DEFINES,
+                     measures=[("avg", "AVG(id)", pa.float64()),
+                               ("as_int", "AVG(id)", pa.int64()),
+                               ("text", "id", pa.string())])
+    # AVG(1, 2) = 1.5; as an integer column it rounds half away from zero.
+    assert run(spec, rows) == [(1.5, 2, "2")]
+
+
+def test_multiple_partitions_number_matches_independently() -> None:
+    from matchsql.fsm.reference import ReferenceMatcher
+
+    rows = letters("ab")
+    spec = make_spec(rows, "A B", define=LETTER_DEFINES, measures=MATCH_BOUNDS)
+    batch = pa.RecordBatch.from_pylist(rows, schema=spec.columns)
+    for _ in range(2):
+        m = ReferenceMatcher(spec, ())
+        out = m.feed(batch) + m.finish()
+        assert [tuple(r.values()) for b in out for r in b.to_pylist()] == [(1, 1, 2)]

@@ -13,7 +13,7 @@ from matchsql.fsm.program import (
     compile_pattern,
     lower,
 )
-from matchsql.grammar.pattern import Quantified, Label
+from matchsql.grammar.pattern import Label, Quantified
 
 from .specs import pattern
 

@@ -1,0 +1,595 @@
+"""The numba-compiled thread VM: :mod:`matchsql.fsm.vm` over numpy arrays.
+
+One generic kernel serves every query: the program, the per-row label
+conditions and the register bytecode all arrive as arrays, so the kernel is
+compiled once per installation (``cache=True``) instead of once per query
+shape, and it releases the GIL (``nogil=True``) so that partitions can run on
+several threads.
+
+The algorithm is the reference VM's, step for step, because the paths must
+give identical rows: match attempts run one after another; an attempt's
+threads are kept in preference order; a thread reaching ``DONE`` ends the
+step in the standard mode, or (ALL MATCHES) records the preferred match per
+end row and demotes everything behind it; threads at the same program state
+whose registers are equal are merged, keeping the first. Registers are what
+the reference calls the observable history: for each primary variable the
+row it was last and first mapped to, which is all that ``A.x``, ``FIRST`` and
+``LAST`` in DEFINE can see on this path.
+
+The kernel decides whole attempts only. When the rows run out while an
+attempt still has live threads it stops and reports the attempt's start; the
+matcher calls it again from there once more rows arrived (archived input
+comes in large batches, so re-running the open attempt is cheap).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Program opcodes (the order of :class:`matchsql.fsm.program.Op`).
+P_LABEL, P_SPLIT, P_JUMP, P_BEGIN, P_END, P_START, P_ENDANCHOR, P_DONE = range(8)
+
+# Register bytecode opcodes.
+C_CONST, C_NULL, C_LOAD, C_ADD, C_SUB, C_MUL, C_DIV, C_NEG = range(8)
+C_LT, C_LE, C_GT, C_GE, C_EQ, C_NE, C_AND, C_OR, C_NOT = range(8, 17)
+C_ISNULL, C_NOTNULL, C_COUNT_ALL, C_MATCHNO, C_ABS = range(17, 22)
+
+# Row references of C_LOAD.
+R_CUR, R_LAST, R_FIRST, R_START, R_BACK, R_FORTH = range(6)
+
+# Kernel status.
+ST_DONE, ST_WAIT, ST_THREADS, ST_SKIP_ABSENT, ST_SKIP_FIRST = range(5)
+
+# Parameter slots.
+(K_ROWS, K_BASE, K_LIMIT, K_COMPLETE, K_NEXT, K_MN, K_COVERED, K_ALL_ENDS, K_SKIP,
+ K_MAX_THREADS, K_UNMATCHED, K_PARAMS) = range(12)
+
+SKIP_PAST, SKIP_NEXT, SKIP_FIRST, SKIP_LAST = range(4)
+
+
+@njit(cache=True, nogil=True)
+def _grow(a, need):
+    if need <= a.shape[0]:
+        return a
+    out = np.empty(max(need, 2 * a.shape[0]), a.dtype)
+    out[:a.shape[0]] = a
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _grow2(a, need):
+    if need <= a.shape[0]:
+        return a
+    out = np.empty((max(need, 2 * a.shape[0]), a.shape[1]), a.dtype)
+    out[:a.shape[0]] = a
+    return out
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _condition(code, fconst, lo, hi, cols, valid, set_mask, lp, fp, reg, var, row, start,
+               n_rows, base, complete, match_number, sv, sn):
+    """Evaluate register bytecode ``code[lo:hi]``; True only when the result is TRUE."""
+    sp = 0
+    n_vars = set_mask.shape[1]
+    for k in range(lo, hi):
+        op = code[k, 0]
+        if op == C_LOAD:
+            kind = code[k, 2]
+            s = code[k, 3]
+            rr = -1
+            if kind == R_CUR:
+                rr = row
+            elif kind == R_LAST:
+                if set_mask[s, var]:
+                    rr = row
+                else:
+                    for u in range(n_vars):
+                        if set_mask[s, u] and lp[reg, u] > rr:
+                            rr = lp[reg, u]
+            elif kind == R_FIRST:
+                for u in range(n_vars):
+                    if set_mask[s, u]:
+                        f = fp[reg, u]
+                        if f >= 0 and (rr < 0 or f < rr):
+                            rr = f
+                if rr < 0 and set_mask[s, var]:
+                    rr = row
+            elif kind == R_START:
+                rr = start
+            elif kind == R_BACK:  # LAST(x, k): k rows back, within the match so far
+                rr = row - s
+                if rr < start:
+                    rr = -1
+            else:  # R_FORTH: FIRST(x, k)
+                rr = start + s
+                if rr > row:
+                    rr = -1
+            null = rr < 0
+            if not null:
+                rr += code[k, 4]
+                if base + rr < 0 or rr < 0 or rr >= n_rows:
+                    null = True
+            if null:
+                sv[sp] = 0.0
+                sn[sp] = 1
+            else:
+                c = code[k, 1]
+                sv[sp] = cols[c, rr]
+                sn[sp] = 1 - valid[c, rr]
+            sp += 1
+        elif op == C_CONST:
+            sv[sp] = fconst[k]
+            sn[sp] = 0
+            sp += 1
+        elif op == C_NULL:
+            sv[sp] = 0.0
+            sn[sp] = 1
+            sp += 1
+        elif op == C_COUNT_ALL:
+            sv[sp] = row - start + 1
+            sn[sp] = 0
+            sp += 1
+        elif op == C_MATCHNO:
+            sv[sp] = match_number + 1
+            sn[sp] = 0
+            sp += 1
+        elif op == C_NEG:
+            sv[sp - 1] = -sv[sp - 1]
+        elif op == C_ABS:
+            sv[sp - 1] = abs(sv[sp - 1])
+        elif op == C_NOT:
+            sv[sp - 1] = 1.0 - sv[sp - 1]
+        elif op == C_ISNULL:
+            sv[sp - 1] = 1.0 if sn[sp - 1] else 0.0
+            sn[sp - 1] = 0
+        elif op == C_NOTNULL:
+            sv[sp - 1] = 0.0 if sn[sp - 1] else 1.0
+            sn[sp - 1] = 0
+        else:  # binary
+            sp -= 1
+            a = sv[sp - 1]
+            b = sv[sp]
+            an = sn[sp - 1]
+            bn = sn[sp]
+            if op == C_AND:
+                if (an == 0 and a == 0.0) or (bn == 0 and b == 0.0):
+                    sv[sp - 1] = 0.0
+                    sn[sp - 1] = 0
+                else:
+                    sv[sp - 1] = 1.0
+                    sn[sp - 1] = an | bn
+                continue
+            if op == C_OR:
+                if (an == 0 and a != 0.0) or (bn == 0 and b != 0.0):
+                    sv[sp - 1] = 1.0
+                    sn[sp - 1] = 0
+                else:
+                    sv[sp - 1] = 0.0
+                    sn[sp - 1] = an | bn
+                continue
+            sn[sp - 1] = an | bn
+            if op == C_ADD:
+                r = a + b
+            elif op == C_SUB:
+                r = a - b
+            elif op == C_MUL:
+                r = a * b
+            elif op == C_DIV:
+                r = a / b
+            elif op == C_LT:
+                r = 1.0 if a < b else 0.0
+            elif op == C_LE:
+                r = 1.0 if a <= b else 0.0
+            elif op == C_GT:
+                r = 1.0 if a > b else 0.0
+            elif op == C_GE:
+                r = 1.0 if a >= b else 0.0
+            elif op == C_EQ:
+                r = 1.0 if a == b else 0.0
+            else:
+                r = 1.0 if a != b else 0.0
+            sv[sp - 1] = r
+    return sn[0] == 0 and sv[0] != 0.0
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last, obs_first,
+                 skip_mask, params):
+    """Decide match attempts from ``params[K_NEXT]`` until the rows run out.
+
+    ``prog`` is ``int64[n, 6]`` (op, var, excluded, target, alt, slot); ``rl``
+    is ``uint8[rows, vars]``, the row-local part of each DEFINE; ``code`` /
+    ``fconst`` / ``spans`` the register bytecode (``spans[v]`` = its range
+    for variable ``v``, empty when none). Row indexes are relative to the
+    buffer, whose first row is partition row ``params[K_BASE]``.
+
+    Returns ``(status, next_start, match_number, covered, err_row, records,
+    n_records, labels)``; a record is ``(kind, start, length, match_number,
+    label_offset)`` with kind 0 for a match and 1 for an unmatched row, and
+    ``labels`` holds ``var * 2 + excluded`` per matched row.
+    """
+    n_rows = params[K_ROWS]
+    base = params[K_BASE]
+    limit = params[K_LIMIT]
+    complete = params[K_COMPLETE] != 0
+    next_start = params[K_NEXT]
+    match_number = params[K_MN]
+    covered = params[K_COVERED]
+    all_ends = params[K_ALL_ENDS] != 0
+    skip_mode = params[K_SKIP]
+    max_threads = params[K_MAX_THREADS]
+    with_unmatched = params[K_UNMATCHED] != 0
+    n_prog = prog.shape[0]
+    n_vars = rl.shape[1]
+    use_regs = False
+    for v in range(n_vars):
+        if obs_last[v] or obs_first[v] or spans[v, 1] > spans[v, 0]:
+            use_regs = True
+
+    cap = 16
+    c_pc = np.empty(cap, np.int64)
+    c_fl = np.empty(cap, np.int64)
+    c_node = np.empty(cap, np.int64)
+    c_pref = np.empty(cap, np.int64)
+    c_reg = np.empty(cap, np.int64)
+    n_pc = np.empty(cap, np.int64)
+    n_fl = np.empty(cap, np.int64)
+    n_node = np.empty(cap, np.int64)
+    n_pref = np.empty(cap, np.int64)
+    n_reg = np.empty(cap, np.int64)
+    nv = max(n_vars, 1)
+    lp_cur = np.full((cap, nv), -1, np.int64)
+    fp_cur = np.full((cap, nv), -1, np.int64)
+    lp_nxt = np.full((cap, nv), -1, np.int64)
+    fp_nxt = np.full((cap, nv), -1, np.int64)
+    seen_stamp = np.zeros(n_prog, np.int64)
+    seen_head = np.zeros(n_prog, np.int64)
+    seen_next = np.empty(cap, np.int64)
+    seen_fl = np.empty(cap, np.int64)
+    seen_reg = np.empty(cap, np.int64)
+    s_pc = np.empty(cap, np.int64)
+    s_fl = np.empty(cap, np.int64)
+    s_pref = np.empty(cap, np.int64)
+    a_parent = np.empty(1024, np.int64)
+    a_code = np.empty(1024, np.int64)
+    end_stamp = np.zeros(n_rows + 2, np.int64)
+    end_node = np.empty(n_rows + 2, np.int64)
+    records = np.empty((256, 5), np.int64)
+    labels = np.empty(1024, np.int16)
+    sv = np.empty(max(code.shape[0], 1) + 1, np.float64)
+    sn = np.empty(max(code.shape[0], 1) + 1, np.uint8)
+
+    n_rec = 0
+    n_lab = 0
+    stamp = 0
+    attempt_id = 0
+    status = ST_DONE
+    err_row = -1
+    n_cur = 0
+    start = 0
+    pos = 0
+    is_open = False
+    best_node = -1
+    best_end = -2
+    has_best = False
+    end_lo = 0
+    end_hi = -1
+    n_arena = 0
+
+    while True:
+        mode = 0  # 0: seed a new attempt, 1: consume row ``pos``, 2: end of partition
+        if not is_open:
+            if next_start >= n_rows:
+                status = ST_DONE
+                break
+            start = next_start
+            pos = start
+            attempt_id += 1
+            has_best = False
+            best_node = -1
+            best_end = -2
+            end_lo = n_rows + 2
+            end_hi = -2
+            n_arena = 0
+            is_open = True
+            mode = 0
+        elif n_cur > 0:
+            if pos < n_rows:
+                if pos >= limit:
+                    status = ST_WAIT
+                    break
+                mode = 1
+            elif not complete:
+                status = ST_WAIT
+                break
+            else:
+                mode = 2
+        else:
+            mode = 3  # decide
+        if mode <= 2:
+            # One pass over the source threads in preference order (the seed
+            # attempt is a single pseudo-thread), with a fresh ``seen`` set.
+            stamp += 1
+            n_seen = 0
+            n_next = 0
+            n_pool = 0
+            demote = False
+            position = start if mode == 0 else (pos + 1 if mode == 1 else pos)
+            n_src = 1 if mode == 0 else n_cur
+            stop = False
+            too_many = False
+            for i in range(n_src):
+                if mode == 0:
+                    pc0 = 0
+                    fl0 = 0
+                    node0 = -1
+                    pref0 = 1
+                    if n_pool >= lp_nxt.shape[0]:
+                        lp_nxt = _grow2(lp_nxt, n_pool + 1)
+                        fp_nxt = _grow2(fp_nxt, n_pool + 1)
+                    for u in range(n_vars):
+                        lp_nxt[n_pool, u] = -1
+                        fp_nxt[n_pool, u] = -1
+                elif mode == 1:
+                    pc = c_pc[i]
+                    if prog[pc, 0] != P_LABEL:
+                        continue  # a thread waiting at ``$`` dies: a row follows
+                    var = prog[pc, 1]
+                    if rl[pos, var] == 0:
+                        continue
+                    if spans[var, 1] > spans[var, 0]:
+                        if not _condition(code, fconst, spans[var, 0], spans[var, 1], cols,
+                                          valid, set_mask, lp_cur, fp_cur, c_reg[i], var, pos,
+                                          start, n_rows, base, complete, match_number, sv, sn):
+                            continue
+                    if n_arena >= a_parent.shape[0]:
+                        a_parent = _grow(a_parent, n_arena + 1)
+                        a_code = _grow(a_code, n_arena + 1)
+                    a_parent[n_arena] = c_node[i]
+                    a_code[n_arena] = var * 2 + prog[pc, 2]
+                    node0 = n_arena
+                    n_arena += 1
+                    pc0 = pc + 1
+                    fl0 = 0
+                    pref0 = c_pref[i]
+                    if n_pool >= lp_nxt.shape[0]:
+                        lp_nxt = _grow2(lp_nxt, n_pool + 1)
+                        fp_nxt = _grow2(fp_nxt, n_pool + 1)
+                    if use_regs:
+                        r0 = c_reg[i]
+                        for u in range(n_vars):
+                            lp_nxt[n_pool, u] = lp_cur[r0, u]
+                            fp_nxt[n_pool, u] = fp_cur[r0, u]
+                        lp_nxt[n_pool, var] = pos
+                        if fp_nxt[n_pool, var] < 0:
+                            fp_nxt[n_pool, var] = pos
+                else:
+                    pc = c_pc[i]
+                    if prog[pc, 0] != P_ENDANCHOR:
+                        continue
+                    pc0 = pc + 1
+                    fl0 = c_fl[i]
+                    node0 = c_node[i]
+                    pref0 = c_pref[i]
+                    if n_pool >= lp_nxt.shape[0]:
+                        lp_nxt = _grow2(lp_nxt, n_pool + 1)
+                        fp_nxt = _grow2(fp_nxt, n_pool + 1)
+                    if use_regs:
+                        r0 = c_reg[i]
+                        for u in range(n_vars):
+                            lp_nxt[n_pool, u] = lp_cur[r0, u]
+                            fp_nxt[n_pool, u] = fp_cur[r0, u]
+                reg0 = n_pool
+                n_pool += 1
+                # -- epsilon closure from (pc0, fl0) -----------------------------
+                sp = 0
+                s_pc[0] = pc0
+                s_fl[0] = fl0
+                s_pref[0] = pref0
+                sp = 1
+                while sp > 0:
+                    sp -= 1
+                    pc = s_pc[sp]
+                    fl = s_fl[sp]
+                    pref = s_pref[sp]
+                    if demote:
+                        pref = 0
+                    # seen?
+                    dup = False
+                    if seen_stamp[pc] == stamp:
+                        e = seen_head[pc]
+                        while e >= 0:
+                            if seen_fl[e] == fl:
+                                same = True
+                                if use_regs:
+                                    ra = seen_reg[e]
+                                    for u in range(n_vars):
+                                        if obs_last[u] and lp_nxt[ra, u] != lp_nxt[reg0, u]:
+                                            same = False
+                                            break
+                                        if obs_first[u] and fp_nxt[ra, u] != fp_nxt[reg0, u]:
+                                            same = False
+                                            break
+                                if same:
+                                    dup = True
+                                    break
+                            e = seen_next[e]
+                    if dup:
+                        continue
+                    if n_seen >= seen_next.shape[0]:
+                        seen_next = _grow(seen_next, n_seen + 1)
+                        seen_fl = _grow(seen_fl, n_seen + 1)
+                        seen_reg = _grow(seen_reg, n_seen + 1)
+                    seen_next[n_seen] = seen_head[pc] if seen_stamp[pc] == stamp else -1
+                    seen_fl[n_seen] = fl
+                    seen_reg[n_seen] = reg0
+                    seen_head[pc] = n_seen
+                    seen_stamp[pc] = stamp
+                    n_seen += 1
+                    op = prog[pc, 0]
+                    if op == P_LABEL or op == P_ENDANCHOR:
+                        if n_next >= n_pc.shape[0]:
+                            n_pc = _grow(n_pc, n_next + 1)
+                            n_fl = _grow(n_fl, n_next + 1)
+                            n_node = _grow(n_node, n_next + 1)
+                            n_pref = _grow(n_pref, n_next + 1)
+                            n_reg = _grow(n_reg, n_next + 1)
+                        n_pc[n_next] = pc
+                        n_fl[n_next] = fl
+                        n_node[n_next] = node0
+                        n_pref[n_next] = pref
+                        n_reg[n_next] = reg0
+                        n_next += 1
+                        if n_next > max_threads:
+                            too_many = True
+                            break
+                        continue
+                    if sp + 2 > s_pc.shape[0]:
+                        s_pc = _grow(s_pc, sp + 2)
+                        s_fl = _grow(s_fl, sp + 2)
+                        s_pref = _grow(s_pref, sp + 2)
+                    if op == P_SPLIT:
+                        s_pc[sp] = prog[pc, 4]
+                        s_fl[sp] = fl
+                        s_pref[sp] = pref
+                        s_pc[sp + 1] = prog[pc, 3]
+                        s_fl[sp + 1] = fl
+                        s_pref[sp + 1] = pref
+                        sp += 2
+                    elif op == P_JUMP:
+                        s_pc[sp] = prog[pc, 3]
+                        s_fl[sp] = fl
+                        s_pref[sp] = pref
+                        sp += 1
+                    elif op == P_BEGIN:
+                        s_pc[sp] = pc + 1
+                        s_fl[sp] = fl | (1 << prog[pc, 5])
+                        s_pref[sp] = pref
+                        sp += 1
+                    elif op == P_END:
+                        bit = 1 << prog[pc, 5]
+                        if fl & bit:
+                            s_pc[sp] = prog[pc, 4]
+                            s_fl[sp] = fl & ~bit
+                        else:
+                            s_pc[sp] = prog[pc, 3]
+                            s_fl[sp] = fl
+                        s_pref[sp] = pref
+                        sp += 1
+                    elif op == P_START:
+                        if base + position == 0:
+                            s_pc[sp] = pc + 1
+                            s_fl[sp] = fl
+                            s_pref[sp] = pref
+                            sp += 1
+                    else:  # P_DONE
+                        end = position - 1
+                        if not all_ends:
+                            has_best = True
+                            best_node = node0
+                            best_end = end
+                            stop = True
+                            break
+                        if end_stamp[end + 1] != attempt_id:
+                            end_stamp[end + 1] = attempt_id
+                            end_node[end + 1] = node0
+                            if end < end_lo:
+                                end_lo = end
+                            if end > end_hi:
+                                end_hi = end
+                        if pref:
+                            has_best = True
+                            best_node = node0
+                            best_end = end
+                            demote = True
+                if too_many or stop:
+                    break
+            if too_many or n_next > max_threads:
+                status = ST_THREADS
+                err_row = start
+                break
+            # swap thread lists and register pools
+            c_pc, n_pc = n_pc, c_pc
+            c_fl, n_fl = n_fl, c_fl
+            c_node, n_node = n_node, c_node
+            c_pref, n_pref = n_pref, c_pref
+            c_reg, n_reg = n_reg, c_reg
+            lp_cur, lp_nxt = lp_nxt, lp_cur
+            fp_cur, fp_nxt = fp_nxt, fp_cur
+            n_cur = n_next
+            if mode == 1:
+                pos += 1
+            elif mode == 2:
+                n_cur = 0  # anything still alive waits for a row that never comes
+            continue
+        # -- decide the attempt (mode 3) ------------------------------------------
+        is_open = False
+        if not has_best:
+            if with_unmatched and start > covered:
+                records = _grow2(records, n_rec + 1)
+                records[n_rec, 0] = 1
+                records[n_rec, 1] = start
+                records[n_rec, 2] = 1
+                records[n_rec, 3] = 0
+                records[n_rec, 4] = n_lab
+                n_rec += 1
+            next_start = start + 1
+            continue
+        e = end_lo if all_ends else best_end
+        e_last = end_hi if all_ends else best_end
+        while e <= e_last:
+            if all_ends and end_stamp[e + 1] != attempt_id:
+                e += 1
+                continue
+            node = end_node[e + 1] if all_ends else best_node
+            length = e - start + 1
+            match_number += 1
+            records = _grow2(records, n_rec + 1)
+            labels = _grow(labels, n_lab + length)
+            records[n_rec, 0] = 0
+            records[n_rec, 1] = start
+            records[n_rec, 2] = length
+            records[n_rec, 3] = match_number
+            records[n_rec, 4] = n_lab
+            n_rec += 1
+            k = n_lab + length - 1
+            while node >= 0:
+                labels[k] = a_code[node]
+                k -= 1
+                node = a_parent[node]
+            n_lab += length
+            if e > covered:
+                covered = e
+            e += 1
+        if best_end < start:
+            next_start = start + 1
+        elif skip_mode == SKIP_PAST:
+            next_start = best_end + 1
+        elif skip_mode == SKIP_NEXT:
+            next_start = start + 1
+        else:
+            target = -1
+            node = best_node
+            row = best_end
+            while node >= 0:
+                if skip_mask[a_code[node] // 2]:
+                    if skip_mode == SKIP_LAST:
+                        if target < 0:
+                            target = row
+                    else:
+                        target = row
+                node = a_parent[node]
+                row -= 1
+            if target < 0:
+                status = ST_SKIP_ABSENT
+                err_row = start
+                break
+            if target == start:
+                status = ST_SKIP_FIRST
+                err_row = start
+                break
+            next_start = target
+    if status == ST_WAIT:
+        next_start = start
+    return status, next_start, match_number, covered, err_row, records, n_rec, labels

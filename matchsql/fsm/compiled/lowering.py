@@ -1,0 +1,293 @@
+"""Lowering for the compiled kernel: program and DEFINE conditions -> numpy arrays.
+
+The automaton program of :mod:`matchsql.fsm.program` becomes an ``int64``
+table. Each DEFINE is split into its top-level ``AND`` terms (a condition is
+TRUE exactly when every term is TRUE, so the split is exact under SQL's
+three-valued logic); terms that read only the current row and physical
+``PREV``/``NEXT`` offsets go to :mod:`.rowlocal` and are evaluated
+column-wise, the rest are compiled here into a small stack bytecode that the
+kernel interprets against a thread's registers. Anything the bytecode cannot
+express exactly raises :class:`Unsupported`, and the planner routes the query
+to the reference matcher, naming the reason.
+
+The bytecode is built from the analysed tree only: column names are mapped
+to column indexes, literals are re-parsed as numbers; no user text is ever
+evaluated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from matchsql.fsm.compiled import kernel as K
+from matchsql.fsm.program import Op, Program
+from matchsql.fsm.spec import MatchSpec
+from matchsql.grammar.nodes import MatchNumber, Navigation, PatternSemantics
+
+_OPS = [Op.LABEL, Op.SPLIT, Op.JUMP, Op.BEGIN_ITER, Op.END_ITER, Op.START_ANCHOR,
+        Op.END_ANCHOR, Op.DONE]
+
+
+class Unsupported(Exception):
+    """A construct the compiled paths do not evaluate; the message says which."""
+
+
+def program_array(program: Program) -> np.ndarray:
+    """``int64[n, 6]``: op, variable id, excluded, target, alt, loop slot."""
+    ids = {v: i for i, v in enumerate(program.variables)}
+    out = np.zeros((max(len(program), 1), 6), np.int64)
+    for pc, ins in enumerate(program.instructions):
+        out[pc] = (_OPS.index(ins.op), ids.get(ins.var, -1) if ins.var else -1,
+                   int(ins.excluded), ins.target, ins.alt, ins.slot)
+    return out
+
+
+def conjuncts(expr: exp.Expression) -> list[exp.Expression]:
+    """The top-level ``AND`` terms of a condition."""
+    while isinstance(expr, exp.Paren):
+        expr = expr.this
+    if isinstance(expr, exp.And):
+        return conjuncts(expr.this) + conjuncts(expr.expression)
+    return [expr]
+
+
+def column_name(spec: MatchSpec, node: exp.Column) -> str:
+    """The input column a reference names (exact, else the one case-insensitive match)."""
+    names = spec.columns.names
+    if node.name in names:
+        return node.name
+    matches = [c for c in names if c.lower() == node.name.lower()]
+    if len(matches) == 1:
+        return matches[0]
+    raise Unsupported(f"unknown column {node.name!r}")
+
+
+def var_set(spec: MatchSpec, name: str | None) -> frozenset[str] | None:
+    """The primary variables a qualifier stands for (None: unqualified)."""
+    if not name:
+        return None
+    for candidate in (name, name.upper()):
+        if candidate in spec.subsets:
+            return frozenset(spec.subsets[candidate])
+        if candidate in spec.variables:
+            return frozenset((candidate,))
+    raise Unsupported(f"unknown pattern variable {name!r}")
+
+
+def strip(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren | PatternSemantics):
+        if isinstance(node, PatternSemantics) and node.final:
+            raise Unsupported("FINAL inside DEFINE")
+        node = node.this
+    return node
+
+
+def is_numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t)
+
+
+@dataclass
+class RegisterCode:
+    """Register bytecode of every variable plus what the kernel needs with it."""
+
+    variables: list[str]
+    code: list[tuple[int, int, int, int, int]] = field(default_factory=list)
+    consts: list[float] = field(default_factory=list)
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    sets: list[frozenset[str]] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)  # numeric columns the bytecode reads
+    obs_last: set[str] = field(default_factory=set)
+    obs_first: set[str] = field(default_factory=set)
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        nv = max(len(self.variables), 1)
+        code = np.array(self.code, np.int64).reshape(-1, 5)
+        consts = np.array(self.consts, np.float64)
+        spans = np.zeros((nv, 2), np.int64)
+        for i, span in enumerate(self.spans):
+            spans[i] = span
+        masks = np.zeros((max(len(self.sets), 1), nv), np.uint8)
+        for s, members in enumerate(self.sets):
+            for v in members:
+                masks[s, self.variables.index(v)] = 1
+        obs_last = np.array([v in self.obs_last for v in self.variables] or [False], np.uint8)
+        obs_first = np.array([v in self.obs_first for v in self.variables] or [False], np.uint8)
+        return code, consts, spans, masks, obs_last, obs_first
+
+    @property
+    def empty(self) -> bool:
+        return not self.code and not self.obs_last and not self.obs_first
+
+
+_BINARY = {exp.Add: K.C_ADD, exp.Sub: K.C_SUB, exp.Mul: K.C_MUL, exp.Div: K.C_DIV}
+_COMPARE = {exp.LT: K.C_LT, exp.LTE: K.C_LE, exp.GT: K.C_GT, exp.GTE: K.C_GE,
+            exp.EQ: K.C_EQ, exp.NEQ: K.C_NE}
+
+
+class RegisterCompiler:
+    """Compiles DEFINE terms that read other rows of the match into bytecode."""
+
+    def __init__(self, spec: MatchSpec, variables: list[str]) -> None:
+        self.spec = spec
+        self.types = {f.name: f.type for f in spec.columns}
+        self.out = RegisterCode(list(variables))
+        self.var = ""
+
+    def add(self, var: str, terms: list[exp.Expression]) -> None:
+        """Compile ``terms`` (ANDed) as variable ``var``'s register condition."""
+        self.var = var
+        lo = len(self.out.code)
+        for i, term in enumerate(terms):
+            kind = self.emit(term)
+            if kind not in ("bool", "null"):
+                raise Unsupported(f"DEFINE {var}: a condition that is not boolean")
+            if i:
+                self.put(K.C_AND)
+        self.out.spans.append((lo, len(self.out.code)))
+
+    def skip(self) -> None:
+        """A variable with no register terms."""
+        n = len(self.out.code)
+        self.out.spans.append((n, n))
+
+    def put(self, op: int, a: int = 0, b: int = 0, c: int = 0, d: int = 0,
+            value: float = 0.0) -> None:
+        self.out.code.append((op, a, b, c, d))
+        self.out.consts.append(value)
+
+    def set_id(self, members: frozenset[str]) -> int:
+        if members not in self.out.sets:
+            self.out.sets.append(members)
+        return self.out.sets.index(members)
+
+    def emit(self, node: exp.Expression) -> str:
+        """Emit code for ``node``; return its kind: 'num', 'bool' or 'null'."""
+        node = strip(node)
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                raise Unsupported("string values in conditions that read other rows")
+            raw = str(node.this)
+            try:
+                value = float(int(raw))
+            except ValueError:
+                value = float(raw)
+            self.put(K.C_CONST, value=value)
+            return "num"
+        if isinstance(node, exp.Boolean):
+            self.put(K.C_CONST, value=1.0 if node.this else 0.0)
+            return "bool"
+        if isinstance(node, exp.Null):
+            self.put(K.C_NULL)
+            return "null"
+        if isinstance(node, MatchNumber):
+            self.put(K.C_MATCHNO)
+            return "num"
+        if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
+            self.put(K.C_COUNT_ALL)
+            return "num"
+        if isinstance(node, exp.Column | Navigation):
+            self.load(node)
+            return "num"
+        if type(node) in _BINARY:
+            self.numeric(node.this, node.expression)
+            self.put(_BINARY[type(node)])
+            return "num"
+        if type(node) in _COMPARE:
+            self.numeric(node.this, node.expression)
+            self.put(_COMPARE[type(node)])
+            return "bool"
+        if isinstance(node, exp.And | exp.Or):
+            for side in (node.this, node.expression):
+                if self.emit(side) not in ("bool", "null"):
+                    raise Unsupported("AND/OR over non-boolean values")
+            self.put(K.C_AND if isinstance(node, exp.And) else K.C_OR)
+            return "bool"
+        if isinstance(node, exp.Not):
+            if self.emit(node.this) not in ("bool", "null"):
+                raise Unsupported("NOT over a non-boolean value")
+            self.put(K.C_NOT)
+            return "bool"
+        if isinstance(node, exp.Neg | exp.Abs):
+            if self.emit(node.this) not in ("num", "null"):
+                raise Unsupported("arithmetic on non-numeric values")
+            self.put(K.C_NEG if isinstance(node, exp.Neg) else K.C_ABS)
+            return "num"
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+            self.emit(node.this)
+            self.put(K.C_ISNULL)
+            return "bool"
+        if isinstance(node, exp.Not) and isinstance(node.this, exp.Is):
+            pass  # handled above via NOT
+        if isinstance(node, exp.Between):
+            # x BETWEEN lo AND hi == x >= lo AND x <= hi (x is evaluated twice: pure)
+            self.numeric(node.this, node.args["low"])
+            self.put(K.C_GE)
+            self.numeric(node.this, node.args["high"])
+            self.put(K.C_LE)
+            self.put(K.C_AND)
+            return "bool"
+        raise Unsupported(f"{type(node).__name__.upper()} in a condition that reads other rows")
+
+    def numeric(self, left: exp.Expression, right: exp.Expression) -> None:
+        for side in (left, right):
+            if self.emit(side) not in ("num", "null"):
+                raise Unsupported("a comparison or arithmetic over non-numeric values")
+
+    # -- row references -------------------------------------------------------------------
+
+    def load(self, node: exp.Expression) -> None:
+        delta = 0
+        if isinstance(node, Navigation) and node.physical:
+            delta = -node.offset if node.kind == "PREV" else node.offset
+            node = strip(node.this)
+        if isinstance(node, Navigation):
+            if node.physical:
+                raise Unsupported("PREV/NEXT nested in PREV/NEXT")
+            target = strip(node.this)
+            if not isinstance(target, exp.Column) or isinstance(target.this, exp.Star):
+                raise Unsupported(f"{node.kind} over an expression")
+            col = self.column(target)
+            members = var_set(self.spec, target.table or None)
+            k = node.offset
+            if node.kind == "LAST":
+                if members is None or self.var in members:
+                    kind, s = (K.R_CUR, 0) if k == 0 else (K.R_BACK, k)
+                    if members is not None and k:
+                        raise Unsupported(f"LAST({target.sql()}, {k})")
+                else:
+                    if k:
+                        raise Unsupported(f"LAST({target.sql()}, {k})")
+                    kind, s = K.R_LAST, self.set_id(members)
+                    self.out.obs_last |= members
+            else:
+                if members is None:
+                    kind, s = (K.R_START, 0) if k == 0 else (K.R_FORTH, k)
+                else:
+                    if k:
+                        raise Unsupported(f"FIRST({target.sql()}, {k})")
+                    kind, s = K.R_FIRST, self.set_id(members)
+                    self.out.obs_first |= members
+            self.put(K.C_LOAD, col, kind, s, delta)
+            return
+        if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+            raise Unsupported(f"{node.sql()} as a navigation argument")
+        col = self.column(node)
+        members = var_set(self.spec, node.table or None)
+        if members is None or self.var in members:
+            self.put(K.C_LOAD, col, K.R_CUR, 0, delta)
+        else:
+            self.out.obs_last |= members
+            self.put(K.C_LOAD, col, K.R_LAST, self.set_id(members), delta)
+
+    def column(self, node: exp.Column) -> int:
+        name = column_name(self.spec, node)
+        if not is_numeric(self.types[name]):
+            raise Unsupported(f"column {name} of type {self.types[name]} in a condition that "
+                              "reads other rows (numeric columns only)")
+        if name not in self.out.columns:
+            self.out.columns.append(name)
+        return self.out.columns.index(name)

@@ -1,0 +1,216 @@
+"""Row-local DEFINE terms evaluated column-wise with Arrow compute kernels.
+
+A term is row-local when it reads only the current row and rows at fixed
+physical offsets from it (``PREV``/``NEXT`` of current-row expressions): then
+its value for every row of a batch is one vectorised expression, with
+``PREV(e, k)`` as ``e`` shifted down by ``k`` rows (NULL where the row is
+outside the buffer; the matcher keeps enough earlier rows that such rows are
+never consumed). A NULL condition is false, like everywhere else.
+
+The translation is built from the analysed tree into closures over Arrow
+compute functions; nothing is evaluated from text. Each term is tried once
+on an empty batch of the input schema, so a type combination Arrow has no
+kernel for is reported as :class:`Unsupported` at planning time, not at run
+time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from matchsql.fsm.compiled.lowering import Unsupported, column_name, strip, var_set
+from matchsql.fsm.spec import MatchSpec
+from matchsql.grammar.nodes import Navigation
+
+Columns = dict[str, pa.Array]
+Value = pa.Array | pa.Scalar
+Term = Callable[[Columns, int], Value]
+
+_NULL = pa.scalar(None, pa.bool_())
+_COMPARE = {exp.LT: "less", exp.LTE: "less_equal", exp.GT: "greater",
+            exp.GTE: "greater_equal", exp.EQ: "equal", exp.NEQ: "not_equal"}
+_ARITH = {exp.Add: "add_checked", exp.Sub: "subtract_checked", exp.Mul: "multiply_checked"}
+
+
+def _widen(v: Value) -> Value:
+    """Integers become int64 and floats float64, as the reference computes in Python."""
+    t = v.type
+    if pa.types.is_integer(t) and t != pa.int64():
+        return v.cast(pa.int64())
+    if pa.types.is_floating(t) and t != pa.float64():
+        return v.cast(pa.float64())
+    return v
+
+
+def _shift(values: Value, n: int, delta: int) -> Value:
+    """``values`` moved ``delta`` rows (negative: PREV), NULL where no row exists."""
+    if isinstance(values, pa.Scalar):
+        values = pa.array([values.as_py()] * n, type=values.type)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    k = abs(delta)
+    if k >= n:
+        return pa.nulls(n, values.type)
+    pad = pa.nulls(k, values.type)
+    if delta < 0:
+        return pa.concat_arrays([pad, values.slice(0, n - k)])
+    return pa.concat_arrays([values.slice(k), pad])
+
+
+class RowLocalCompiler:
+    """Turns one DEFINE term of variable ``var`` into a column-wise closure."""
+
+    def __init__(self, spec: MatchSpec, var: str) -> None:
+        self.spec = spec
+        self.var = var
+        self.columns: set[str] = set()
+
+    def compile(self, term: exp.Expression) -> Term:
+        fn = self.node(term)
+        empty = {f.name: pa.array([], f.type) for f in self.spec.columns}
+        try:
+            result = fn(empty, 0)
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise Unsupported(f"cannot evaluate {term.sql(dialect='duckdb')} column-wise: "
+                              f"{exc}") from None
+        if not (pa.types.is_boolean(result.type) or pa.types.is_null(result.type)):
+            raise Unsupported(f"{term.sql(dialect='duckdb')} is not a boolean condition")
+        return fn
+
+    def node(self, node: exp.Expression) -> Term:
+        node = strip(node)
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                value = pa.scalar(node.this, pa.string())
+            else:
+                raw = str(node.this)
+                try:
+                    value = pa.scalar(int(raw), pa.int64())
+                except ValueError:
+                    value = pa.scalar(float(raw), pa.float64())
+            return lambda cols, n: value
+        if isinstance(node, exp.Boolean):
+            flag = pa.scalar(bool(node.this))
+            return lambda cols, n: flag
+        if isinstance(node, exp.Null):
+            return lambda cols, n: _NULL
+        if isinstance(node, exp.Column):
+            return self.column(node, 0)
+        if isinstance(node, Navigation):
+            if not node.physical:
+                raise Unsupported(f"{node.kind}() reads other rows of the match")
+            delta = -node.offset if node.kind == "PREV" else node.offset
+            inner = strip(node.this)
+            if isinstance(inner, Navigation):
+                raise Unsupported("navigation nested in PREV/NEXT")
+            arg = self.node(inner)
+            self.current_only(inner)
+            return lambda cols, n: _shift(arg(cols, n), n, delta)
+        if type(node) in _COMPARE:
+            return self.call(_COMPARE[type(node)], node.this, node.expression)
+        if type(node) in _ARITH:
+            return self.call(_ARITH[type(node)], node.this, node.expression, widen=True)
+        if isinstance(node, exp.Div):
+            left, right = self.node(node.this), self.node(node.expression)
+
+            def divide(cols: Columns, n: int) -> Value:
+                a, b = left(cols, n), right(cols, n)
+                if pa.types.is_null(a.type) or pa.types.is_null(b.type):
+                    return _NULL
+                return pc.divide(a.cast(pa.float64()), b.cast(pa.float64()))
+            return divide
+        if isinstance(node, exp.And | exp.Or):
+            name = "and_kleene" if isinstance(node, exp.And) else "or_kleene"
+            return self.call(name, node.this, node.expression, booleans=True)
+        if isinstance(node, exp.Not):
+            inner = self.node(node.this)
+            return lambda cols, n: pc.invert(self.boolean(inner(cols, n)))
+        if isinstance(node, exp.Neg):
+            inner = self.node(node.this)
+            return lambda cols, n: pc.negate_checked(_widen(inner(cols, n)))
+        if isinstance(node, exp.Abs):
+            inner = self.node(node.this)
+            return lambda cols, n: pc.abs_checked(_widen(inner(cols, n)))
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+            inner = self.node(node.this)
+
+            def is_null(cols: Columns, n: int) -> Value:
+                v = inner(cols, n)
+                if isinstance(v, pa.Scalar):
+                    return pa.scalar(not v.is_valid)
+                return pc.is_null(v)
+            return is_null
+        if isinstance(node, exp.Between):
+            low = exp.GTE(this=node.this.copy(), expression=node.args["low"].copy())
+            high = exp.LTE(this=node.this.copy(), expression=node.args["high"].copy())
+            return self.node(exp.And(this=low, expression=high))
+        if isinstance(node, exp.In) and node.expressions and node.args.get("query") is None:
+            tests = [exp.EQ(this=node.this.copy(), expression=e.copy()) for e in node.expressions]
+            tree = tests[0]
+            for t in tests[1:]:
+                tree = exp.Or(this=tree, expression=t)
+            return self.node(tree)
+        raise Unsupported(f"{type(node).__name__.upper()} is not evaluated column-wise")
+
+    def boolean(self, v: Value) -> Value:
+        return _NULL if pa.types.is_null(v.type) else v
+
+    def call(self, name: str, left_node: exp.Expression, right_node: exp.Expression,
+             widen: bool = False, booleans: bool = False) -> Term:
+        left, right = self.node(left_node), self.node(right_node)
+        fn = getattr(pc, name)
+        boolean = pa.types.is_boolean
+
+        def apply(cols: Columns, n: int) -> Value:
+            a, b = left(cols, n), right(cols, n)
+            if booleans:
+                a, b = self.boolean(a), self.boolean(b)
+                if not (boolean(a.type) and boolean(b.type)):
+                    raise TypeError("AND/OR over non-boolean values")
+            elif pa.types.is_null(a.type) or pa.types.is_null(b.type) or a.type == pa.null() \
+                    or (isinstance(a, pa.Scalar) and not a.is_valid and a.type == pa.bool_()) \
+                    or (isinstance(b, pa.Scalar) and not b.is_valid and b.type == pa.bool_()):
+                return _NULL
+            if widen:
+                a, b = _widen(a), _widen(b)
+            if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
+                a = pa.array([a.as_py()] * n, type=a.type)
+            return fn(a, b)
+        return apply
+
+    def column(self, node: exp.Column, delta: int) -> Term:
+        if isinstance(node.this, exp.Star):
+            raise Unsupported(f"{node.sql()} outside COUNT")
+        members = var_set(self.spec, node.table or None)
+        if members is not None and self.var not in members:
+            raise Unsupported(f"{node.sql()} reads the last row of another variable")
+        name = column_name(self.spec, node)
+        self.columns.add(name)
+        return lambda cols, n: cols[name]
+
+    def current_only(self, node: exp.Expression) -> None:
+        """PREV/NEXT arguments must be anchored to the current row (checked by node())."""
+
+
+def evaluate(terms: list[Term], columns: Columns, n: int) -> np.ndarray:
+    """TRUE-ness of the AND of ``terms`` for each of ``n`` rows, as ``uint8``."""
+    out = np.ones(n, np.uint8)
+    for term in terms:
+        v = term(columns, n)
+        if isinstance(v, pa.Scalar):
+            if v.as_py() is not True:
+                out[:] = 0
+            continue
+        if isinstance(v, pa.ChunkedArray):
+            v = v.combine_chunks()
+        if pa.types.is_null(v.type):
+            out[:] = 0
+            continue
+        truth = pc.fill_null(v, False).to_numpy(zero_copy_only=False)
+        out &= truth.astype(np.uint8)
+    return out
