@@ -26,6 +26,15 @@ from matchsql import __version__
 # name -> main(argv) of a subcommand; argv excludes the subcommand's name.
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
 
+
+def _produce(argv: list[str]) -> int:
+    from matchsql.storage.produce_cli import main as produce
+
+    return produce(argv)
+
+
+SUBCOMMANDS["produce"] = _produce
+
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -66,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(args)
     except KeyboardInterrupt:
-        print(file=sys.stderr)
+        print("\ninterrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader of stdout went away (``matchsql ... | head``): stop quietly.

@@ -19,7 +19,8 @@ class Config:
     max_threads: int = 100_000  # live matcher threads per partition
     max_buffered_rows: int = 50_000_000  # rows an InputHolder may hold
     batch_size: int = 65_536  # rows per Arrow batch from DuckDB to the matchers
-    execution_path: str = "auto"  # auto | reference
+    execution_path: str = "auto"  # auto | reference | row_local | registers (fsm/planner.py)
+    on_producer_death: str = "error"  # error | wait: what a live query does when its producer dies
 
     @classmethod
     def names(cls) -> list[str]:
@@ -50,6 +51,9 @@ class Config:
                 value = str(value)
         except (TypeError, ValueError):
             raise Error(f"setting {name!r} needs a positive whole number, got {value!r}") from None
-        if key == "execution_path" and value not in ("auto", "reference"):
-            raise Error(f"execution_path must be 'auto' or 'reference', got {value!r}")
+        paths = ("auto", "reference", "row_local", "registers")
+        if key == "execution_path" and value not in paths:
+            raise Error(f"execution_path must be one of {', '.join(paths)}, got {value!r}")
+        if key == "on_producer_death" and value not in ("error", "wait"):
+            raise Error(f"on_producer_death must be 'error' or 'wait', got {value!r}")
         setattr(self, key, value)

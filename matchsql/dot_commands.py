@@ -131,6 +131,17 @@ def _read(shell: Shell, args: list[str]) -> bool:
     return shell.run_lines(text.splitlines(keepends=True), source=args[0])
 
 
+@dot_command("streams", "List the live streams (SHOW STREAMS)")
+def _streams(shell: Shell, args: list[str]) -> bool:
+    if args:
+        return _usage_error(shell, "streams")
+    error = shell.run_statement("SHOW STREAMS")
+    if error is not None:
+        shell.error(f"Error: {shell.describe(error)}")
+        return False
+    return True
+
+
 @dot_command("quit", "Exit matchsql", aliases=("exit",))
 def _quit(shell: Shell, args: list[str]) -> bool:
     shell.done = True

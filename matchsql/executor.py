@@ -26,7 +26,10 @@ from matchsql.fsm.spec import MatchSpec
 _MATCH_RECOGNIZE = re.compile(r"\bmatch_recognize\b", re.IGNORECASE)
 _SET = re.compile(r"^\s*set\s+(?:session\s+)?(\w+)\s*(?:=|\bto\b)\s*(.+?)\s*$",
                   re.IGNORECASE | re.DOTALL)
+_STREAM_DDL = re.compile(r"^\s*(create\s+stream|drop\s+stream|show\s+streams)\b",
+                         re.IGNORECASE)
 _view_numbers = itertools.count()
+_EXPLAIN = re.compile(r"^\s*explain\b(?!\s+analyze\b)", re.IGNORECASE)
 _VIEW = re.compile(r"__matchsql_matches_\d+")
 _ROW_STATEMENTS = {
     duckdb.StatementType.SELECT,
@@ -48,6 +51,16 @@ class Executor:
         # DuckDB allows one open result per connection: a new statement closes
         # the previous statement's unfinished Result, as DuckDB's own API does.
         self._open_result = None
+        self._streams = None
+
+    @property
+    def streams(self):
+        """Live-stream hooks (DDL, continuous MATCH_RECOGNIZE); see matchsql.stream_statements."""
+        if self._streams is None:
+            from matchsql.stream_statements import StreamStatements
+
+            self._streams = StreamStatements(self)
+        return self._streams
 
     # -- statements ---------------------------------------------------------------
 
@@ -74,8 +87,14 @@ class Executor:
         if setting and setting.group(1).lower() in Config.names():
             self.config.set(setting.group(1), _unquote(setting.group(2)))
             return None
+        self.streams.reset()
+        if _STREAM_DDL.match(statement):
+            return self.streams.run_ddl(statement)
         if not _MATCH_RECOGNIZE.search(statement):
             return self._run_duckdb(statement, [])
+        explained = _EXPLAIN.match(statement)
+        if explained:
+            return self._explain_match_recognize(statement, explained.end())
         return self._run_match_recognize(statement)
 
     def _run_duckdb(self, sql: str, cleanups: list[Callable[[], None]]):
@@ -111,6 +130,10 @@ class Executor:
         pending: dict[str, pa.RecordBatchReader] = {}
         try:
             nodes = list(tree.find_all(MatchRecognizeTable, bfs=False))
+            direct = self.streams.direct_result(tree, nodes, statement)
+            if direct is not None:  # SELECT * FROM stream MATCH_RECOGNIZE: rows bypass DuckDB
+                self._open_result = direct
+                return direct
             for node in reversed(nodes):  # innermost first: their outputs feed the outer ones
                 view = f"__matchsql_matches_{next(_view_numbers)}"
                 pending[view] = self._match_stream(node, statement, pending, cleanups)
@@ -136,6 +159,9 @@ class Executor:
         """
         from matchsql.grammar import analyze
 
+        stream = self.streams.stream_of(node)
+        if stream is not None:  # a live stream: continuous input, not a DuckDB query
+            return self.streams.match_reader(node, statement, stream).to_reader()
         input_sql = _input_query(node)
         cursor = self.con.cursor()
         cleanups.append(cursor.close)
@@ -147,6 +173,11 @@ class Executor:
             cursor.unregister(view)
             cursor.register(view, reader)
         spec = analyze(node, schema, sql=statement, con=self.con)
+        if not spec.output_schema():
+            # SQL:2016 asks ONE ROW PER MATCH for a partition column or a measure.
+            raise SemanticError("ONE ROW PER MATCH without PARTITION BY needs at least one "
+                                "measure: the output would have no columns",
+                                sql=statement, offset=_offset_of(node.this))
         return pa.RecordBatchReader.from_batches(
             spec.output_schema(), self._match_batches(spec, cursor, input_sql))
 
@@ -160,13 +191,13 @@ class Executor:
 
     def _match_batches(self, spec: MatchSpec, cursor, input_sql: str) -> Iterator[pa.RecordBatch]:
         """Stream the input through one matcher run per partition."""
-        from matchsql.fsm.reference import ReferenceMatcher
+        from matchsql.fsm.planner import new_partition_matcher
         from matchsql.router.partitions import SortedPartitionRouter
 
         try:
             reader = cursor.sql(input_sql).to_arrow_reader(self.config.batch_size)
             router = SortedPartitionRouter(
-                spec.partition_by, lambda key: ReferenceMatcher(spec, key, self.config))
+                spec.partition_by, lambda key: new_partition_matcher(spec, key, self.config))
             for batch in reader:
                 yield from router.route(batch)
             yield from router.finish()
@@ -176,6 +207,44 @@ class Executor:
         except duckdb.Error as exc:
             self._failure.append(self.translate(exc))
             raise
+
+    # -- EXPLAIN of a statement with MATCH_RECOGNIZE --------------------------------
+
+    def _explain_match_recognize(self, statement: str, offset: int):
+        """One row per line: for each MATCH_RECOGNIZE (innermost first) its chosen
+        execution path, why, and its automaton program (see fsm/planner.explain).
+
+        Inner MATCH_RECOGNIZEs are replaced by empty tables of their output
+        schema so that outer ones can be analysed without running anything.
+        """
+        from matchsql.connection import Result
+        from matchsql.fsm.planner import explain
+        from matchsql.grammar import analyze, parse
+        from matchsql.grammar.nodes import MatchRecognizeTable
+
+        query = " " * offset + statement[offset:]  # keep offsets valid for error messages
+        trees = parse(query)
+        if len(trees) != 1:
+            raise ParseError("expected one statement", sql=statement, offset=0)
+        cursor = self.con.cursor()
+        lines: list[str] = []
+        try:
+            nodes = list(trees[0].find_all(MatchRecognizeTable, bfs=False))
+            for number, node in enumerate(reversed(nodes), 1):
+                input_sql = _input_query(node)
+                schema = self._schema_of(cursor, input_sql, node, query)
+                spec = analyze(node, schema, sql=query, con=cursor)
+                view = f"__matchsql_matches_{next(_view_numbers)}"
+                cursor.register(view, spec.output_schema().empty_table())
+                node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
+                lines.append(f"-- MATCH_RECOGNIZE #{number} of {len(nodes)}")
+                lines += explain(spec, self.config).splitlines()
+        finally:
+            cursor.close()
+        table = pa.table({"explain": pa.array(lines, pa.string())})
+        self._open_result = Result(pa.RecordBatchReader.from_batches(
+            table.schema, table.to_batches()))
+        return self._open_result
 
     def _unregister(self, view: str) -> None:
         try:
@@ -193,6 +262,7 @@ class Executor:
         return self._failure[0] if self._failure else self.translate(exc)
 
     def interrupt(self) -> None:
+        self.streams.interrupt()
         self.con.interrupt()
 
     @staticmethod

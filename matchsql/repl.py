@@ -20,8 +20,8 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from matchsql import __version__
-from matchsql.shell import Shell
 from matchsql.grammar.sqltext import is_complete, open_construct
+from matchsql.shell import Shell
 
 HISTORY_ENV = "MATCHSQL_HISTORY"
 PROMPT = "matchsql> "

@@ -23,8 +23,8 @@ import duckdb
 
 from matchsql.connection import Connection
 from matchsql.errors import Error
-from matchsql.render import render_batches
 from matchsql.grammar.sqltext import Statement, is_blank, is_complete, split_script
+from matchsql.render import render_batches
 
 DEFAULT_MAX_ROWS = 40
 # Set to see the traceback behind an "internal error" (for matchsql developers).
@@ -73,7 +73,9 @@ class Shell:
         def work() -> None:
             try:
                 result = self.con.sql(sql)
-                if result is not None:
+                if result is not None and getattr(result, "continuous", False):
+                    self._print_live(result)
+                elif result is not None:
                     outcome["text"] = render_batches(
                         result.schema, result.fetch_batches(), max_rows=max_rows, max_width=width)
             except BaseException as exc:  # reported by the waiting thread
@@ -93,6 +95,19 @@ class Shell:
         if self.timer:
             self.print(f"Run Time: {time.perf_counter() - started:.3f} s")
         return None
+
+    def _print_live(self, result) -> None:
+        """Print a continuous query's rows as they arrive, numbered (Ctrl-C stops it)."""
+        self.print(" | ".join(result.columns))
+        count = 0
+        try:
+            for batch in result.fetch_batches():
+                for row in zip(*(column.to_pylist() for column in batch.columns)):
+                    count += 1
+                    self.print(f"[{count}] " + " | ".join("NULL" if v is None else str(v)
+                                                          for v in row))
+        finally:
+            self.print(f"({count} row{'s' if count != 1 else ''})")
 
     def _wait(self, finished: threading.Event) -> None:
         """Wait for the statement; on Ctrl-C interrupt it until it ends.

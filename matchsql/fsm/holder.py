@@ -9,6 +9,7 @@ the reference path evaluates expressions on Python values.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import pyarrow as pa
@@ -20,8 +21,13 @@ from matchsql.fsm.scalars import from_arrow_interval
 class InputHolder:
     """A sliding window over a partition's rows; implements ``RowSource``."""
 
-    def __init__(self, schema: pa.Schema) -> None:
-        self.names = list(schema.names)
+    def __init__(self, schema: pa.Schema, columns: Collection[str] | None = None) -> None:
+        # Only ``columns`` (default: all) are kept: converting Arrow values to
+        # Python objects is a large part of the reference path's cost (a
+        # timestamp costs about a microsecond), so columns that no expression
+        # or output reads are never converted.
+        wanted = None if columns is None else set(columns)
+        self.names = [n for n in schema.names if wanted is None or n in wanted]
         # Arrow hands intervals out as MonthDayNano; expressions work on timedelta.
         self._intervals = {f.name for f in schema if pa.types.is_interval(f.type)}
         self._columns: dict[str, list[Any]] = {name: [] for name in self.names}
@@ -40,12 +46,36 @@ class InputHolder:
     def complete(self) -> bool:
         return self._complete
 
+    def column_list(self, column: str) -> list[Any]:
+        """The live list behind ``column``: absolute row ``r`` is at ``r - self.base``.
+
+        The list object stays the same for the holder's lifetime (appends
+        extend it, drops delete its head in place), so specialised DEFINE
+        closures bind it once per partition instead of calling :meth:`value`.
+        """
+        return self._columns[column]
+
     def value(self, index: int, column: str) -> Any:
         if index < self.base or index >= self._count:
             raise ExecutionError(
                 f"internal error: partition row {index} is not held "
                 f"(held rows {self.base}..{self._count - 1})")
-        return self._columns[column][index - self.base]
+        values = self._columns.get(column)
+        if values is None:
+            raise ExecutionError(f"internal error: column {column!r} is not held")
+        return values[index - self.base]
+
+    def values(self, index: int, columns: list[str]) -> list[Any]:
+        """``[value(index, c) for c in columns]`` with one bounds check (output rows)."""
+        if index < self.base or index >= self._count:
+            raise ExecutionError(
+                f"internal error: partition row {index} is not held "
+                f"(held rows {self.base}..{self._count - 1})")
+        at = index - self.base
+        try:
+            return [self._columns[c][at] for c in columns]
+        except KeyError as exc:
+            raise ExecutionError(f"internal error: column {exc} is not held") from None
 
     # window ---------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ NULL measures.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ import pyarrow as pa
 from matchsql.errors import ExecutionError
 from matchsql.fsm import scalars as sc
 from matchsql.fsm.expressions import Evaluator, MatchView, RowSource
+from matchsql.fsm.holder import InputHolder
 from matchsql.fsm.spec import MatchSpec, RowsPerMatch
 
 
@@ -28,8 +30,8 @@ class MatchRecord:
     """A reported match: where it starts, its labels, its number in the partition."""
 
     start: int
-    labels: list[str]
-    excluded: list[bool]
+    labels: Sequence[str]  # a list, or the reference's lazily built HistorySequence
+    excluded: Sequence[bool]
     match_number: int
 
     @property
@@ -68,6 +70,7 @@ class OutputBuilder:
         self.show_empty = spec.rows_per_match is not RowsPerMatch.ALL_OMIT_EMPTY
         used = set(spec.partition_by) | set(spec.order_by)
         self.rest = [f.name for f in spec.columns if f.name not in used]
+        self._lead = list(spec.partition_by) + list(spec.order_by)
         self._columns: list[list[Any]] = [[] for _ in self.schema]
 
     @property
@@ -99,11 +102,12 @@ class OutputBuilder:
             column.append(value)
 
     def _row(self, rows: RowSource, r: int, measures: list[Any]) -> None:
-        spec = self.spec
-        values = [rows.value(r, c) for c in spec.partition_by]
-        values += [rows.value(r, c) for c in spec.order_by]
-        values += measures
-        values += [rows.value(r, c) for c in self.rest]
+        if isinstance(rows, InputHolder):  # reads a row's columns with one bounds check
+            values = rows.values(r, self._lead) + measures + rows.values(r, self.rest)
+        else:
+            values = [rows.value(r, c) for c in self._lead]
+            values += measures
+            values += [rows.value(r, c) for c in self.rest]
         for column, value in zip(self._columns, values):
             column.append(value)
 
@@ -128,7 +132,9 @@ def _natural(v: Any, t: pa.DataType) -> bool:
 
 
 def _to_arrow(values: list[Any], f: pa.Field) -> pa.Array:
-    if all(v is None or _natural(v, f.type) for v in values):
+    # _natural depends on the value's type only: check each type once.
+    samples = {type(v): v for v in values}
+    if all(v is None or _natural(v, f.type) for v in samples.values()):
         try:
             return pa.array(values, type=f.type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):

@@ -5,6 +5,16 @@ match attempts run one after another, each from one start row, in a thread
 VM (:mod:`matchsql.fsm.vm`) over the compiled program; DEFINE and MEASURES
 are evaluated by :mod:`matchsql.fsm.expressions`.
 
+It must also be usable on real data (hundreds of thousands of rows per
+second), which it gets without a second semantics: DEFINEs in the common
+subset (comparisons over columns of the current row, ``A.x`` and ``PREV``)
+run as closures over column lists (:mod:`matchsql.fsm.defines`, checked
+against the general evaluator by tests), the VM walks precomputed epsilon
+closures, the InputHolder converts only the columns something reads, and
+matches are output as soon as they are final (a backlog of match records
+would be promoted by Python's garbage collector and make every full
+collection expensive).
+
 Streaming works because every decision waits exactly as long as it must:
 
 * a thread waits for the next row (``feed``) or the partition's end
@@ -24,11 +34,14 @@ then applied to the standard's preferred match of that start row.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from functools import partial
 
 import pyarrow as pa
+from sqlglot import exp
 
 from matchsql.config import Config
 from matchsql.errors import ExecutionError, LimitExceededError
+from matchsql.fsm.defines import FastDefine, compile_define
 from matchsql.fsm.expressions import (
     CompiledExpression,
     HistoryUse,
@@ -41,7 +54,18 @@ from matchsql.fsm.output import MatchRecord, OutputBuilder, UnmatchedRow
 from matchsql.fsm.program import Program, compile_pattern
 from matchsql.fsm.scalars import compare, sub, truth
 from matchsql.fsm.spec import MatchSpec, RowsPerMatch, SkipMode
-from matchsql.fsm.vm import Attempt, Completion, HistoryKey, HistoryLabels, Node, history_lists
+from matchsql.fsm.vm import (
+    Attempt,
+    Closures,
+    Completion,
+    History,
+    HistoryKey,
+    HistoryLabels,
+    HistorySequence,
+    Machine,
+    Test,
+    history_lists,
+)
 
 
 class CompiledQuery:
@@ -71,9 +95,18 @@ class CompiledQuery:
             measure_reach.merge(compiled.reach)
         self.history = history
         self.history_key = HistoryKey(history)
+        self.closures = Closures(self.program, self.history_key)
+        # DEFINEs in the subset that runs without a MatchView (see defines.py).
+        self.fast_defines: dict[str, FastDefine] = {}
+        for var, compiled in self.defines.items():
+            fast = compile_define(spec.defines[var], spec, var, self.history_key,
+                                  row_local=compiled.history.empty)
+            if fast is not None:
+                self.fast_defines[var] = fast
         self.define_ahead = define_reach.ahead
         self.measure_ahead = measure_reach.ahead
         self.lookback = max(define_reach.back, measure_reach.back)
+        self.columns = held_columns(spec)
         self.skip_vars: frozenset[str] | None = None
         if spec.skip in (SkipMode.TO_FIRST, SkipMode.TO_LAST):
             name = spec.skip_variable
@@ -85,6 +118,34 @@ class CompiledQuery:
                 self.skip_vars = frozenset((name,))
             else:
                 raise ExecutionError(f"AFTER MATCH SKIP to unknown pattern variable {name}")
+
+
+def held_columns(spec: MatchSpec) -> list[str] | None:
+    """The input columns a partition's InputHolder must keep (None: all of them).
+
+    ALL ROWS PER MATCH outputs every column; ONE ROW PER MATCH outputs the
+    partition columns and measures, so only columns that DEFINE or MEASURES
+    reference (and the WITHIN column) are needed. A reference that does not
+    resolve to exactly one column keeps everything, so pruning never decides
+    what an expression means.
+    """
+    if spec.rows_per_match.all_rows:
+        return None
+    names = [f.name for f in spec.columns]
+    keep = set(spec.partition_by)
+    if spec.within is not None:
+        keep.update(spec.order_by[:1])
+    exprs = list(spec.defines.values()) + [m.expr for m in spec.measures]
+    for expr in exprs:
+        for node in expr.find_all(exp.Column):
+            if isinstance(node.this, exp.Star):
+                continue
+            name = node.name
+            found = [name] if name in names else [c for c in names if c.lower() == name.lower()]
+            if len(found) != 1:
+                return None
+            keep.add(found[0])
+    return [n for n in names if n in keep]
 
 
 _COMPILED: OrderedDict[int, tuple[MatchSpec, CompiledQuery]] = OrderedDict()
@@ -117,7 +178,7 @@ class ReferenceMatcher:
         self.spec = self.query.spec
         self.partition_key = tuple(partition_key)
         self.config = config or Config()
-        self.rows = InputHolder(self.spec.columns)
+        self.rows = InputHolder(self.spec.columns, self.query.columns)
         self.output = OutputBuilder(self.spec, [m.fn for m in self.query.measures])
         self.all_ends = self.spec.all_matches or self.spec.incremental
         self.with_unmatched = self.spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED
@@ -129,6 +190,8 @@ class ReferenceMatcher:
         self.pending: deque[MatchRecord | UnmatchedRow] = deque()
         self._define_cache: dict[str, bool] = {}
         self._define_cache_row = -1
+        self.machine = Machine(self.query.closures, self._tests(), self.config.max_threads,
+                               all_ends=self.all_ends)
         self._within_column = self.spec.order_by[0] if (
             self.spec.within is not None and self.spec.order_by) else None
 
@@ -158,39 +221,60 @@ class ReferenceMatcher:
 
     # -- matching --------------------------------------------------------------------------
 
+    def _tests(self) -> dict[str, Test | None]:
+        """DEFINE of each pattern variable as the VM calls it (None: always true)."""
+        tests: dict[str, Test | None] = {}
+        for var in self.query.program.variables:
+            fast = self.query.fast_defines.get(var)
+            if fast is not None:
+                tests[var] = fast.bind(self.rows)
+            elif var in self.query.defines:
+                tests[var] = partial(self._define, var)
+            else:
+                tests[var] = None
+        return tests
+
     def _run(self) -> None:
         rows = self.rows
+        count = rows.count  # neither changes while this runs
+        complete = rows.complete
+        # DEFINE's NEXT needs ``define_ahead`` rows that may not have arrived yet.
+        limit = count if complete else count - self.query.define_ahead
+        windowed = self._within_column is not None
+        machine = self.machine
+        attempt = self.attempt
         while True:
-            if self.attempt is None:
-                if self.next_start >= rows.count:
+            if attempt is None:
+                start = self.next_start
+                if start >= count:
                     break  # wait for the row to start at, or the partition is done
-                self._begin(self.next_start)
-            attempt = self.attempt
-            assert attempt is not None
-            if attempt.alive:
+                self.position = start
+                attempt = self.attempt = Attempt(machine, start)
+            if attempt.threads:
                 pos = self.position
-                if pos < rows.count:
-                    if not rows.complete and pos + self.query.define_ahead >= rows.count:
-                        break  # DEFINE's NEXT needs rows that have not arrived
-                    if self._outside_window(attempt.start, pos):
+                if pos < count:
+                    if pos >= limit:
+                        break
+                    if not windowed:
+                        self.position = attempt.run(pos, limit)
+                    elif self._outside_window(attempt.start, pos):
                         attempt.kill()
                     else:
                         attempt.step(pos)
                         self.position = pos + 1
                     continue
-                if not rows.complete:
+                if not complete:
                     break
                 attempt.end_of_partition(pos)
             self._decide(attempt)
-            self.attempt = None
+            attempt = self.attempt = None
+            if self.pending:
+                # Output at once rather than at the end of the batch: a queue of
+                # thousands of match records would be promoted to the garbage
+                # collector's oldest generation and trigger full collections.
+                self._emit_ready()
         self._emit_ready()
         self._collect_garbage()
-
-    def _begin(self, start: int) -> None:
-        self.position = start
-        self.attempt = Attempt(
-            self.query.program, start, self._define, self.query.history_key,
-            self.config.max_threads, all_ends=self.all_ends)
 
     def _outside_window(self, start: int, row: int) -> bool:
         """True when consuming ``row`` would make the match span more than WITHIN."""
@@ -204,11 +288,12 @@ class ReferenceMatcher:
         over = compare(span, self.spec.within)
         return over is not None and over > 0
 
-    def _define(self, var: str, history: Node | None, key: tuple, row: int) -> bool:
+    def _define(self, var: str, history: History, key: tuple, row: int) -> bool:
         """DEFINE of ``var`` at ``row`` for a thread with ``history`` (running semantics).
 
-        ``key`` is the thread's :class:`HistoryKey` summary, which lets ``A.x``
-        find the last A row without walking the history.
+        The general evaluator, for DEFINEs outside :mod:`~matchsql.fsm.defines`'
+        subset. ``key`` is the thread's :class:`HistoryKey` summary, which lets
+        ``A.x`` find the last A row without walking the history.
         """
         compiled = self.query.defines.get(var)
         if compiled is None:
@@ -223,7 +308,8 @@ class ReferenceMatcher:
             hit = self._define_cache.get(var)
             if hit is not None:
                 return hit
-        labels = HistoryLabels(history, var, row, key, self.query.history_key)
+        labels = HistoryLabels(history, var, row, key, self.query.history_key,
+                               length=row - attempt.start + 1)
         view = MatchView(self.rows, attempt.start, labels, row, self.match_number + 1)
         result = truth(compiled.fn(view)) is True  # a NULL condition is false
         if cacheable:
@@ -243,10 +329,14 @@ class ReferenceMatcher:
         found = [attempt.by_end[end] for end in sorted(attempt.by_end)] if self.all_ends \
             else [best]
         for completion in found:
-            labels, excluded = history_lists(completion.history)
+            history, end = completion.history, completion.end
+            length = end - start + 1
             self.match_number += 1
-            self.pending.append(MatchRecord(start, labels, excluded, self.match_number))
-            self.covered = max(self.covered, completion.end)
+            self.pending.append(MatchRecord(start, HistorySequence(history, length, 1),
+                                            HistorySequence(history, length, 2),
+                                            self.match_number))
+            if end > self.covered:
+                self.covered = end
         self.next_start = self._skip(start, best)
 
     def _skip(self, start: int, best: Completion) -> int:
@@ -280,12 +370,16 @@ class ReferenceMatcher:
     def _emit_ready(self) -> None:
         """Build output for pending matches whose measures can be evaluated now."""
         rows = self.rows
-        while self.pending:
-            item = self.pending[0]
-            if not rows.complete and item.end + self.query.measure_ahead >= rows.count:
+        pending = self.pending
+        # Measures' NEXT may need rows after the match's end that have not arrived.
+        ready = rows.count - self.query.measure_ahead if not rows.complete else None
+        add = self.output.add
+        while pending:
+            item = pending[0]
+            if ready is not None and item.end >= ready:
                 break
-            self.pending.popleft()
-            self.output.add(rows, item)
+            pending.popleft()
+            add(rows, item)
 
     def _collect(self) -> list[pa.RecordBatch]:
         return self.output.take()

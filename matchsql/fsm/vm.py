@@ -13,49 +13,119 @@ first (preferred) of them is kept. What "look the same" means comes from
 :class:`~matchsql.fsm.expressions.HistoryUse`: with DEFINEs that read no
 history the state alone decides, which makes ``(A|B)*(A|B)*C`` linear.
 
-The VM knows nothing about rows or expressions: the caller passes a
-``define(var, history, key, row)`` callback. It is resumable by construction: the
-caller calls :meth:`Attempt.step` whenever the next row is available and
+The VM knows nothing about rows or expressions: the caller hands it one
+test per pattern variable, ``test(history, key, row) -> bool``. It is
+resumable by construction: the caller calls :meth:`Attempt.run` (or
+:meth:`Attempt.step`) whenever rows are available and
 :meth:`Attempt.end_of_partition` when the partition has ended.
+
+Speed without a second semantics: the epsilon moves that follow a consumed
+row (or start an attempt) depend only on the program counter, because a
+consumed row resets every loop's empty-iteration flag and epsilon moves never
+change the history. :class:`Closures` therefore runs the same depth-first
+closure as :meth:`Attempt._closure` once per program counter and remembers the
+waiting states and completions it reaches, in preference order; a step then
+only walks that list. The per-step duplicate check on waiting states gives
+the same result as checking every intermediate state: the set of states seen
+in a step is always closed under epsilon moves, so a state below an already
+seen one was seen too. ``$`` after the partition's end is rare and takes the
+general closure.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 
 from matchsql.errors import LimitExceededError
 from matchsql.fsm.expressions import HistoryUse
 from matchsql.fsm.program import Op, Program
 
-
-class Node:
-    """One row of a thread's history: a cons cell pointing at the previous row."""
-
-    __slots__ = ("parent", "var", "excluded", "length")
-
-    def __init__(self, parent: Node | None, var: str, excluded: bool) -> None:
-        self.parent = parent
-        self.var = var
-        self.excluded = excluded
-        self.length = 1 if parent is None else parent.length + 1
+#: One row of a thread's history: ``(parent, var, excluded)``, a cons cell
+#: pointing at the previous row (None before the first row). Tuples, not
+#: objects: one is made per row per surviving thread, so construction cost
+#: is the VM's inner loop.
+Node = tuple
+History = Node | None
 
 
-def history_length(node: Node | None) -> int:
-    return 0 if node is None else node.length
+def history_length(node: History) -> int:
+    n = 0
+    while node is not None:
+        n += 1
+        node = node[0]
+    return n
 
 
-def walk_back(node: Node | None) -> Iterator[Node]:
+def walk_back(node: History) -> Iterator[Node]:
     while node is not None:
         yield node
-        node = node.parent
+        node = node[0]
 
 
-def history_lists(node: Node | None) -> tuple[list[str], list[bool]]:
+def history_lists(node: History) -> tuple[list[str], list[bool]]:
     """The labels and exclusion flags of a history, first row first."""
-    nodes = list(walk_back(node))
-    nodes.reverse()
-    return [n.var for n in nodes], [n.excluded for n in nodes]
+    labels: list[str] = []
+    excluded: list[bool] = []
+    while node is not None:
+        node, var, excl = node
+        labels.append(var)
+        excluded.append(excl)
+    labels.reverse()
+    excluded.reverse()
+    return labels, excluded
+
+
+class HistorySequence(Sequence):
+    """The labels (``field`` 1) or exclusion flags (``field`` 2) of a finished
+    history, built on first use.
+
+    A reported match carries its labels, but ONE ROW PER MATCH measures such
+    as ``MATCH_NUMBER()`` never look at them, and with ALL MATCHES a start row
+    can report many long matches; the length alone is known for free.
+    """
+
+    __slots__ = ("_history", "_length", "_field", "_list")
+
+    def __init__(self, history: History, length: int, field: int) -> None:
+        self._history = history
+        self._length = length
+        self._field = field
+        self._list: list | None = None
+
+    def __len__(self) -> int:
+        return self._length
+
+    def _items(self) -> list:
+        if self._list is None:
+            items = []
+            node, field = self._history, self._field
+            while node is not None:
+                items.append(node[field])
+                node = node[0]
+            items.reverse()
+            self._list = items
+            self._history = None
+        return self._list
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._items()[index]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._items())
+
+    def __reversed__(self) -> Iterator:
+        return reversed(self._items())
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == (list(other) if isinstance(other, Sequence) else other)
+
+    __hash__ = None  # type: ignore[assignment]  # like the list it stands for
+
+    def __repr__(self) -> str:
+        return repr(self._items())
+
+    def __reduce__(self) -> tuple:
+        return list, (self._items(),)  # snapshots store a plain list
 
 
 class HistoryLabels(Sequence[str]):
@@ -68,16 +138,19 @@ class HistoryLabels(Sequence[str]):
     without walking at all.
     """
 
-    __slots__ = ("_tail", "_extra", "_list", "_row", "_key", "_summary")
+    __slots__ = ("_tail", "_extra", "_list", "_row", "_key", "_summary", "_length")
 
-    def __init__(self, tail: Node | None, extra: str, row: int = -1, key: tuple = (),
-                 summary: HistoryKey | None = None) -> None:
+    def __init__(self, tail: History, extra: str, row: int = -1, key: tuple = (),
+                 summary: HistoryKey | None = None, length: int | None = None) -> None:
         self._tail = tail
         self._extra = extra
         self._list: list[str] | None = None
         self._row = row
         self._key = key
         self._summary = summary
+        # Histories are contiguous from the attempt's start, so callers that
+        # know the start pass the length instead of having it counted.
+        self._length = length
 
     def last_rows(self, vars_: frozenset[str]) -> tuple[tuple[int, ...], bool] | None:
         """Most recent absolute rows mapped to ``vars_`` (ascending), and whether that
@@ -93,7 +166,9 @@ class HistoryLabels(Sequence[str]):
         return rows, exhaustive
 
     def __len__(self) -> int:
-        return history_length(self._tail) + 1
+        if self._length is None:
+            self._length = history_length(self._tail) + 1
+        return self._length
 
     def _materialise(self) -> list[str]:
         if self._list is None:
@@ -114,10 +189,12 @@ class HistoryLabels(Sequence[str]):
             return
         yield self._extra
         for node in walk_back(self._tail):
-            yield node.var
+            yield node[1]
 
 
 # -- observable history keys --------------------------------------------------------------
+
+Advance = Callable[[tuple, int], tuple]  # (key, row) -> key after mapping row to a variable
 
 
 class HistoryKey:
@@ -126,7 +203,10 @@ class HistoryKey:
     The key is a tuple with one component per observation in a
     :class:`HistoryUse`; equal keys mean DEFINE cannot tell the histories
     apart. Components are kept small (last/first k rows, counts) where the
-    observation allows it.
+    observation allows it. The most common one, the last row of a variable
+    set without its labels (``A.x``), is a bare row number (None before the
+    set's first row): keys are hashed for every thread merge, and flat tuples
+    of ints hash fastest.
     """
 
     def __init__(self, use: HistoryUse) -> None:
@@ -141,15 +221,29 @@ class HistoryKey:
             self.parts.append(("count", s, 0, False))
         if use.all_labels:
             self.parts.append(("labels", None, 0, True))
-        self.initial: tuple = tuple(0 if kind == "count" else () for kind, *_ in self.parts)
+        self.initial: tuple = tuple(
+            None if _scalar(part) else 0 if part[0] == "count" else () for part in self.parts)
+        self._advancers: dict[str, Advance | None] = {}
 
     def recent(self, key: tuple, vars_: frozenset[str]) -> tuple[tuple[int, ...], bool] | None:
         """The tracked last rows of ``vars_`` in ``key`` and whether they are all of them."""
-        for i, (kind, s, k, with_label) in enumerate(self.parts):
+        for i, part in enumerate(self.parts):
+            kind, s, k, with_label = part
             if kind == "last" and s == vars_:
                 entries = key[i]
+                if _scalar(part):
+                    return ((), True) if entries is None else ((entries,), False)
                 rows = tuple(e[0] for e in entries) if with_label else entries
                 return rows, len(entries) < k
+        return None
+
+    def last_slot(self, vars_: frozenset[str]) -> tuple[int, bool, bool] | None:
+        """Where ``key`` keeps the last rows of ``vars_``: (component, entries carry
+        labels, the component is a bare row number or None)."""
+        for i, part in enumerate(self.parts):
+            kind, s, _k, with_label = part
+            if kind == "last" and s == vars_:
+                return i, with_label, _scalar(part)
         return None
 
     @property
@@ -157,14 +251,18 @@ class HistoryKey:
         return not self.parts
 
     def advance(self, key: tuple, row: int, var: str) -> tuple:
+        """The key after mapping ``row`` to ``var``."""
         if not self.parts:
             return key
         out = list(key)
-        for i, (kind, vars_, k, with_label) in enumerate(self.parts):
+        for i, part in enumerate(self.parts):
+            kind, vars_, k, with_label = part
             if vars_ is not None and var not in vars_:
                 continue
             entry = (row, var) if with_label else row
-            if kind == "last":
+            if _scalar(part):
+                out[i] = row
+            elif kind == "last":
                 out[i] = (key[i] + (entry,))[-k:]
             elif kind == "first":
                 if len(key[i]) < k:
@@ -175,42 +273,187 @@ class HistoryKey:
                 out[i] = key[i] + (entry,)
         return tuple(out)
 
+    def advancer(self, var: str) -> Advance | None:
+        """:meth:`advance` specialised to ``var``; None when mapping a row to ``var``
+        leaves every key unchanged (so the key tuple can be shared as is)."""
+        if var in self._advancers:
+            return self._advancers[var]
+        touched = [i for i, (_kind, vars_, _k, _wl) in enumerate(self.parts)
+                   if vars_ is None or var in vars_]
+        n = len(self.parts)
+        fn: Advance | None
+        if not touched:
+            fn = None
+        elif len(touched) == 1 and _scalar(self.parts[touched[0]]):
+            # The common case: only the variable's last row changes (``A.x``).
+            i = touched[0]
+            if n == 1:
+                def fn(key: tuple, row: int) -> tuple:
+                    return (row,)
+            elif n == 2 and i == 0:
+                def fn(key: tuple, row: int) -> tuple:
+                    return (row, key[1])
+            elif n == 2:
+                def fn(key: tuple, row: int) -> tuple:
+                    return (key[0], row)
+            else:
+                def fn(key: tuple, row: int) -> tuple:
+                    return key[:i] + (row,) + key[i + 1:]
+        else:
+            def fn(key: tuple, row: int) -> tuple:
+                return self.advance(key, row, var)
+        self._advancers[var] = fn
+        return fn
+
+
+def _scalar(part: tuple) -> bool:
+    """Whether a key component is kept as a bare row number (see :class:`HistoryKey`)."""
+    kind, _vars, k, with_label = part
+    return kind == "last" and k == 1 and not with_label
+
 
 def _set_order(item) -> tuple:
     s = item[0] if isinstance(item, tuple) else item
     return tuple(sorted(s))
 
 
+# -- static epsilon closures --------------------------------------------------------------
+
+#: A state reached by epsilon moves: (pc, loop flags, is DONE). Not DONE means
+#: the thread waits there for the next row (a LABEL, or ``$`` before the end).
+Leaf = tuple[int, int, bool]
+
+
+class Closures:
+    """Epsilon closures of a program that depend on the program counter alone.
+
+    After a row is consumed every loop flag is clear, ``^`` cannot pass (the
+    position is past the partition's first row) and ``$`` waits (the
+    partition has not ended, or the step would not run). So the states an
+    ``Attempt`` reaches from ``pc`` are a fixed list, computed on first use
+    (eagerly would be quadratic for some huge unrolled programs). Shared by
+    every partition of a query.
+
+    ``labels[pc]`` is, for a LABEL instruction, ``(var, excluded, var_index,
+    advance, leaves)`` (``leaves``: the closure after consuming the row), None
+    for any other instruction, or :data:`MISSING` until first needed.
+    """
+
+    def __init__(self, program: Program, history_key: HistoryKey) -> None:
+        self.program = program
+        self.history_key = history_key
+        self.variables: list[str] = sorted({ins.var for ins in program.instructions
+                                            if ins.op is Op.LABEL and ins.var is not None})
+        self._index = {var: i for i, var in enumerate(self.variables)}
+        self._after: dict[int, tuple[Leaf, ...]] = {}
+        self.labels: list[tuple | None | object] = [MISSING] * len(program)
+        self.seed_at_start = self._closure(0, at_start=True)  # attempt at partition row 0
+        self.seed = self._closure(0, at_start=False)  # attempt at any later row
+
+    def label(self, pc: int) -> tuple | None:
+        """Fill and return ``labels[pc]``."""
+        ins = self.program[pc]
+        info: tuple | None = None
+        if ins.op is Op.LABEL:
+            var = ins.var
+            assert var is not None
+            info = (var, ins.excluded, self._index[var], self.history_key.advancer(var),
+                    self.after(pc + 1))
+        self.labels[pc] = info
+        return info
+
+    def after(self, pc: int) -> tuple[Leaf, ...]:
+        """States reached from ``pc`` with clear flags after a consumed row."""
+        leaves = self._after.get(pc)
+        if leaves is None:
+            leaves = self._after[pc] = self._closure(pc, at_start=False)
+        return leaves
+
+    def _closure(self, pc: int, at_start: bool) -> tuple[Leaf, ...]:
+        """The depth-first order of :meth:`Attempt._closure`, leaves only."""
+        program = self.program
+        stack = [(pc, 0)]
+        seen: set[tuple[int, int]] = set()
+        leaves: list[Leaf] = []
+        while stack:
+            state = stack.pop()
+            if state in seen:
+                continue
+            seen.add(state)
+            pc, flags = state
+            ins = program[pc]
+            op = ins.op
+            if op is Op.LABEL or op is Op.END_ANCHOR:
+                leaves.append((pc, flags, False))
+            elif op is Op.SPLIT:
+                stack.append((ins.alt, flags))
+                stack.append((ins.target, flags))
+            elif op is Op.JUMP:
+                stack.append((ins.target, flags))
+            elif op is Op.BEGIN_ITER:
+                stack.append((pc + 1, flags | (1 << ins.slot)))
+            elif op is Op.END_ITER:
+                bit = 1 << ins.slot
+                if flags & bit:
+                    stack.append((ins.alt, flags & ~bit))
+                else:
+                    stack.append((ins.target, flags))
+            elif op is Op.START_ANCHOR:
+                if at_start:
+                    stack.append((pc + 1, flags))
+            elif op is Op.DONE:
+                leaves.append((pc, flags, True))
+        return tuple(leaves)
+
+
+#: Marks a :attr:`Closures.labels` entry not computed yet.
+MISSING = object()
+
+
 # -- threads and attempts ---------------------------------------------------------------------
 
+#: A test decides DEFINE of one variable: (history so far, its key, row) -> true?
+Test = Callable[[History, tuple, int], bool]
 
-class Thread:
-    """A partial match: where it is in the program and what it has matched."""
-
-    __slots__ = ("pc", "flags", "history", "key", "preferred")
-
-    def __init__(self, pc: int, flags: int, history: Node | None, key: tuple,
-                 preferred: bool) -> None:
-        self.pc = pc
-        self.flags = flags  # bit i: loop i's current iteration has consumed no row yet
-        self.history = history
-        self.key = key  # HistoryKey summary of ``history``
-        self.preferred = preferred  # not behind any completed match (ALL MATCHES mode)
-
-    def moved(self, pc: int, flags: int | None = None) -> Thread:
-        return Thread(pc, self.flags if flags is None else flags, self.history, self.key,
-                      self.preferred)
+#: A partial match: ``(pc, flags, history, key, preferred)``. ``flags`` bit i:
+#: loop i's current iteration has consumed no row yet; ``key`` is the
+#: :class:`HistoryKey` summary of ``history``; ``preferred``: not behind any
+#: completed match (ALL MATCHES mode). A tuple because one is made per row
+#: per surviving thread.
+Thread = tuple
 
 
-@dataclass
+class Machine:
+    """Everything an attempt needs that is the same for all attempts of one partition.
+
+    ``tests`` follows :attr:`Closures.variables`: DEFINE of each variable
+    (None: no DEFINE, always true). Cheap to build, so one per partition.
+    """
+
+    __slots__ = ("program", "closures", "tests", "history_key", "max_threads", "all_ends")
+
+    def __init__(self, closures: Closures, tests: dict[str, Test | None], max_threads: int,
+                 all_ends: bool = False) -> None:
+        self.program = closures.program
+        self.closures = closures
+        self.tests: list[Test | None] = [tests.get(var) for var in closures.variables]
+        self.history_key = closures.history_key
+        self.max_threads = max_threads
+        self.all_ends = all_ends
+
+
+#: Shared empty ``by_end`` of attempts without matches (never written to).
+_NO_MATCHES: dict = {}
+
+
 class Completion:
     """A complete match found by an attempt."""
 
-    history: Node | None
-    end: int  # absolute index of the last row (start - 1 for an empty match)
+    __slots__ = ("history", "end")
 
-
-Define = Callable[[str, Node | None, tuple, int], bool]  # (var, history, key, row)
+    def __init__(self, history: History, end: int) -> None:
+        self.history = history
+        self.end = end  # absolute index of the last row (start - 1 for an empty match)
 
 
 class Attempt:
@@ -221,26 +464,35 @@ class Attempt:
     (``by_end``), and lets lower-preference threads run on to find them.
     """
 
-    def __init__(self, program: Program, start: int, define: Define, history_key: HistoryKey,
-                 max_threads: int, all_ends: bool = False) -> None:
-        self.program = program
+    __slots__ = ("machine", "start", "all_ends", "best", "by_end", "threads", "_demote",
+                 "_ended", "_end_rank", "_finishing_index")
+
+    def __init__(self, machine: Machine, start: int) -> None:
+        self.machine = machine
         self.start = start
-        self.define = define
-        self.history_key = history_key
-        self.max_threads = max_threads
-        self.all_ends = all_ends
+        self.all_ends = machine.all_ends
         self.best: Completion | None = None
-        self.by_end: dict[int, Completion] = {}
+        # ALL MATCHES: the preferred match per end row, and how many waiting
+        # threads were ahead of the thread that ended there (-1 once nothing
+        # can beat it any more). Made at the first match: most attempts find none.
+        self.by_end: dict[int, Completion] = _NO_MATCHES
+        self._end_rank: dict[int, int] = _NO_MATCHES
         self.threads: list[Thread] = []
         self._demote = False
         self._ended = False  # set once the partition is known to end at the position
-        # ALL MATCHES: per end row, how many waiting threads were ahead of the
-        # thread that ended there (-1 once nothing can beat it any more).
-        self._end_rank: dict[int, int] = {}
         self._finishing_index = 0
-        seed = Thread(0, 0, None, history_key.initial, True)
-        self._closure(seed, start, self.threads, set())
-        self._check_limit(self.threads)
+        closures = machine.closures
+        leaves = closures.seed_at_start if start == 0 else closures.seed
+        key = machine.history_key.initial
+        out = self.threads
+        for pc, flags, done in leaves:
+            if done:
+                if self._complete(None, not self._demote, start, len(out)):
+                    break
+            else:
+                out.append((pc, flags, None, key, not self._demote))
+        if len(out) > machine.max_threads:
+            self._check_limit(out)
 
     @property
     def alive(self) -> bool:
@@ -252,22 +504,70 @@ class Attempt:
 
     def step(self, row: int) -> None:
         """Consume row ``row`` (which must be the next one) in every live thread."""
-        current, self.threads = self.threads, []
-        seen: set = set()
-        self._demote = False
-        program, define = self.program, self.define
-        for thread in current:
-            ins = program[thread.pc]
-            if ins.op is not Op.LABEL:
-                continue  # a thread waiting at ``$`` dies: a row follows
-            if not define(ins.var, thread.history, thread.key, row):
-                continue
-            node = Node(thread.history, ins.var, ins.excluded)
-            key = self.history_key.advance(thread.key, row, ins.var)
-            moved = Thread(thread.pc + 1, 0, node, key, thread.preferred)
-            if self._closure(moved, row + 1, self.threads, seen):
-                break  # a match ended here: every thread behind it is less preferred
-        self._check_limit(self.threads)
+        self.run(row, row + 1)
+
+    def run(self, row: int, limit: int) -> int:
+        """Consume rows ``row``, ``row + 1``, ... before ``limit`` while threads live.
+
+        Returns the next row to consume. This is the matcher's inner loop, so
+        everything it touches is hoisted into locals.
+        """
+        machine = self.machine
+        labels = machine.closures.labels
+        fill = machine.closures.label
+        tests = machine.tests
+        max_threads = machine.max_threads
+        complete = self._complete
+        current = self.threads
+        while current and row < limit:
+            out: list[Thread] = []
+            demote = False  # a preferred match ended in this step: later threads are not
+            # One thread's leaves are distinct states: only several threads need dedup.
+            seen: set | None = set() if len(current) > 1 else None
+            position = row + 1
+            for pc, _flags, history, key, preferred in current:
+                info = labels[pc]
+                if info is MISSING:
+                    info = fill(pc)
+                if info is None:
+                    continue  # a thread waiting at ``$`` dies: a row follows
+                var, excluded, index, advance, leaves = info  # type: ignore[misc]
+                test = tests[index]
+                if test is not None and not test(history, key, row):
+                    continue
+                node = (history, var, excluded)
+                if advance is not None:
+                    key = advance(key, row)
+                keep = preferred and not demote
+                stop = False
+                for lpc, lflags, done in leaves:
+                    if seen is not None:
+                        state = (lpc, lflags, key)
+                        if state in seen:
+                            continue  # an equivalent, more preferred thread got here first
+                        seen.add(state)
+                    if done:
+                        ahead = len(out)  # waiting threads more preferred than this match
+                        if ahead > max_threads:
+                            self._check_limit(out)
+                        self._demote = demote
+                        if complete(node, keep, position, ahead):
+                            stop = True  # every thread behind this match is less preferred
+                            break
+                        demote = self._demote
+                        keep = preferred and not demote
+                    else:
+                        out.append((lpc, lflags, node, key, keep))
+                if stop:
+                    break
+            # Checked at each match above and here: raises exactly when the thread
+            # list ever exceeds the limit, as a check at every append would.
+            if len(out) > max_threads:
+                self._check_limit(out)
+            row = position
+            current = out
+        self.threads = current
+        return row
 
     def end_of_partition(self, position: int) -> None:
         """The partition ended before row ``position``: threads waiting on ``$`` pass."""
@@ -275,83 +575,92 @@ class Attempt:
         seen: set = set()
         self._demote = False
         self._ended = True
+        program = self.machine.program
         for index, thread in enumerate(current):
             self._finishing_index = index
-            if self.program[thread.pc].op is Op.END_ANCHOR:
-                if self._closure(thread.moved(thread.pc + 1), position, self.threads, seen):
+            pc = thread[0]
+            if program[pc].op is Op.END_ANCHOR:
+                moved = (pc + 1,) + thread[1:]
+                if self._closure(moved, position, self.threads, seen):
                     break
         # Any thread still alive waits for a row that will never come.
         self.threads = []
 
     def _check_limit(self, threads: list[Thread]) -> None:
-        if len(threads) > self.max_threads:
+        max_threads = self.machine.max_threads
+        if len(threads) > max_threads:
             raise LimitExceededError(
-                f"row pattern matching needs more than max_threads={self.max_threads} live "
+                f"row pattern matching needs more than max_threads={max_threads} live "
                 f"threads for the match attempt at partition row {self.start + 1}; simplify "
                 "the pattern or raise the limit with SET max_threads = ...")
 
     def _closure(self, thread: Thread, position: int, out: list[Thread], seen: set) -> bool:
         """Follow epsilon moves from ``thread`` at ``position`` (the next row to consume).
 
-        Threads that wait for a row are appended to ``out`` in preference order.
-        Returns True when, in the standard mode, a match completed and the caller
-        must stop (everything after it is less preferred).
+        The general closure (any position, ``$`` after the end); :class:`Closures`
+        precomputes its result for the common cases. Threads that wait for a row
+        are appended to ``out`` in preference order. Returns True when, in the
+        standard mode, a match completed and the caller must stop (everything
+        after it is less preferred).
         """
-        program = self.program
+        program = self.machine.program
         stack = [thread]
         while stack:
-            t = stack.pop()
+            pc, flags, history, key, preferred = stack.pop()
             if self._demote:
-                t.preferred = False
-            state = (t.pc, t.flags, t.key)
+                preferred = False
+            state = (pc, flags, key)
             if state in seen:
                 continue  # an equivalent, more preferred thread got here first
             seen.add(state)
-            ins = program[t.pc]
+            ins = program[pc]
             op = ins.op
             if op is Op.END_ANCHOR and self._ended:
-                stack.append(t.moved(t.pc + 1))  # the partition has ended here
+                stack.append((pc + 1, flags, history, key, preferred))  # the partition ended
             elif op is Op.LABEL or op is Op.END_ANCHOR:
-                out.append(t)
-                if len(out) > self.max_threads:
+                out.append((pc, flags, history, key, preferred))
+                if len(out) > self.machine.max_threads:
                     self._check_limit(out)
             elif op is Op.SPLIT:
-                stack.append(t.moved(ins.alt))
-                stack.append(t.moved(ins.target))
+                stack.append((ins.alt, flags, history, key, preferred))
+                stack.append((ins.target, flags, history, key, preferred))
             elif op is Op.JUMP:
-                stack.append(t.moved(ins.target))
+                stack.append((ins.target, flags, history, key, preferred))
             elif op is Op.BEGIN_ITER:
-                stack.append(t.moved(t.pc + 1, t.flags | (1 << ins.slot)))
+                stack.append((pc + 1, flags | (1 << ins.slot), history, key, preferred))
             elif op is Op.END_ITER:
                 bit = 1 << ins.slot
-                if t.flags & bit:  # the iteration consumed nothing: never repeat it
-                    stack.append(t.moved(ins.alt, t.flags & ~bit))
+                if flags & bit:  # the iteration consumed nothing: never repeat it
+                    stack.append((ins.alt, flags & ~bit, history, key, preferred))
                 else:
-                    stack.append(t.moved(ins.target))
+                    stack.append((ins.target, flags, history, key, preferred))
             elif op is Op.START_ANCHOR:
                 if position == 0:
-                    stack.append(t.moved(t.pc + 1))
+                    stack.append((pc + 1, flags, history, key, preferred))
             elif op is Op.DONE:
-                if self._complete(t, position, len(out)):
+                if self._complete(history, preferred, position, len(out)):
                     return True
         return False
 
-    def _complete(self, t: Thread, position: int, rank: int) -> bool:
+    def _complete(self, history: History, preferred: bool, position: int, rank: int) -> bool:
         """Record a match; ``rank`` = how many waiting threads are more preferred."""
-        done = Completion(t.history, position - 1)
+        done = Completion(history, position - 1)
         if not self.all_ends:
             self.best = done
             return True
-        earlier = self._end_rank.get(done.end)
+        end = done.end
+        if self.by_end is _NO_MATCHES:
+            self.by_end, self._end_rank = {}, {}
+        earlier = self._end_rank.get(end)
         if earlier is None:
-            self.by_end[done.end] = done
-            self._end_rank[done.end] = rank if not self._ended else -1
+            self.by_end[end] = done
+            self._end_rank[end] = rank if not self._ended else -1
         elif self._ended and self._finishing_index < earlier:
             # A thread that waited on ``$`` was ahead of the thread that ended a
             # match at the same row during the last step: it is preferred.
-            self.by_end[done.end] = done
-            self._end_rank[done.end] = -1
-        if t.preferred:
+            self.by_end[end] = done
+            self._end_rank[end] = -1
+        if preferred:
             self.best = done
             self._demote = True  # everything after this thread is less preferred
         return False

@@ -1,1 +1,5 @@
-"""Where tuples live: the demo data set, archived stores, and (later) live streams."""
+"""Stores: the live stream store (shared-memory queue, producers), the archived store."""
+
+from matchsql.storage.producer import Producer
+
+__all__ = ["Producer"]

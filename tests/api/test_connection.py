@@ -109,3 +109,10 @@ def test_error_position_points_into_the_second_statement(con):
     with pytest.raises(matchsql.Error) as info:
         con.sql(text)
     assert info.value.line == 2
+
+
+def test_one_row_per_match_needs_an_output_column(con):
+    con.sql("CREATE TABLE t AS SELECT range AS x FROM range(3)")
+    with pytest.raises(matchsql.SemanticError, match="no columns") as info:
+        con.sql("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x PATTERN (A+) DEFINE A AS x > 0)")
+    assert (info.value.line, info.value.column) == (1, 15)

@@ -38,32 +38,18 @@ C_ISNULL, C_NOTNULL, C_COUNT_ALL, C_MATCHNO, C_ABS = range(17, 22)
 # Row references of C_LOAD.
 R_CUR, R_LAST, R_FIRST, R_START, R_BACK, R_FORTH = range(6)
 
-# Kernel status.
-ST_DONE, ST_WAIT, ST_THREADS, ST_SKIP_ABSENT, ST_SKIP_FIRST = range(5)
+# Kernel status. ST_FULL: a workspace or output array is full; the matcher
+# grows them and calls again (the kernel stops at an attempt boundary).
+ST_DONE, ST_WAIT, ST_FULL, ST_THREADS, ST_SKIP_ABSENT, ST_SKIP_FIRST = range(6)
+
+# Workspace capacities (slots of ``caps``) and what overflowed (``err_row`` of ST_FULL).
+W_THREADS, W_SEEN, W_STACK, W_ARENA, W_RECORDS, W_LABELS = range(6)
 
 # Parameter slots.
 (K_ROWS, K_BASE, K_LIMIT, K_COMPLETE, K_NEXT, K_MN, K_COVERED, K_ALL_ENDS, K_SKIP,
  K_MAX_THREADS, K_UNMATCHED, K_PARAMS) = range(12)
 
 SKIP_PAST, SKIP_NEXT, SKIP_FIRST, SKIP_LAST = range(4)
-
-
-@njit(cache=True, nogil=True)
-def _grow(a, need):
-    if need <= a.shape[0]:
-        return a
-    out = np.empty(max(need, 2 * a.shape[0]), a.dtype)
-    out[:a.shape[0]] = a
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _grow2(a, need):
-    if need <= a.shape[0]:
-        return a
-    out = np.empty((max(need, 2 * a.shape[0]), a.shape[1]), a.dtype)
-    out[:a.shape[0]] = a
-    return out
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -193,21 +179,39 @@ def _condition(code, fconst, lo, hi, cols, valid, set_mask, lp, fp, reg, var, ro
     return sn[0] == 0 and sv[0] != 0.0
 
 
+def workspace(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, ...]:
+    """Working arrays of :func:`run_attempts` for the capacities ``caps``.
+
+    They are allocated by the caller and never reassigned inside the kernel:
+    arrays that a numba loop reassigns are reference-counted on every
+    iteration, which made an earlier version several times slower.
+    """
+    t = int(caps[W_THREADS])
+    nv = max(n_vars, 1)
+    return (np.zeros((2, 5, t), np.int64), np.full((2, t + 1, nv), -1, np.int64),
+            np.full((2, t + 1, nv), -1, np.int64), np.zeros((3, int(caps[W_SEEN])), np.int64),
+            np.zeros((2, max(n_prog, 1)), np.int64), np.zeros((3, int(caps[W_STACK])), np.int64),
+            np.zeros((2, int(caps[W_ARENA])), np.int64),
+            np.zeros((int(caps[W_RECORDS]), 5), np.int64),
+            np.zeros(int(caps[W_LABELS]), np.int16))
+
+
 @njit(cache=True, nogil=True, error_model="numpy")
 def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last, obs_first,
-                 skip_mask, params):
+                 skip_mask, params, th, lp, fp, seen, seen_pc, stack, arena, records, labels):
     """Decide match attempts from ``params[K_NEXT]`` until the rows run out.
 
     ``prog`` is ``int64[n, 6]`` (op, var, excluded, target, alt, slot); ``rl``
     is ``uint8[rows, vars]``, the row-local part of each DEFINE; ``code`` /
     ``fconst`` / ``spans`` the register bytecode (``spans[v]`` = its range
     for variable ``v``, empty when none). Row indexes are relative to the
-    buffer, whose first row is partition row ``params[K_BASE]``.
+    buffer, whose first row is partition row ``params[K_BASE]``. The
+    remaining arguments are the :func:`workspace` and the output arrays.
 
-    Returns ``(status, next_start, match_number, covered, err_row, records,
-    n_records, labels)``; a record is ``(kind, start, length, match_number,
-    label_offset)`` with kind 0 for a match and 1 for an unmatched row, and
-    ``labels`` holds ``var * 2 + excluded`` per matched row.
+    Returns ``(status, next_start, match_number, covered, err_row, n_records,
+    n_labels)``; record ``k`` is ``records[k] = (kind, start, length,
+    match_number, label_offset)`` with kind 0 for a match and 1 for an
+    unmatched row, and ``labels`` holds ``var * 2 + excluded`` per matched row.
     """
     n_rows = params[K_ROWS]
     base = params[K_BASE]
@@ -220,45 +224,24 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
     skip_mode = params[K_SKIP]
     max_threads = params[K_MAX_THREADS]
     with_unmatched = params[K_UNMATCHED] != 0
-    n_prog = prog.shape[0]
     n_vars = rl.shape[1]
     use_regs = False
     for v in range(n_vars):
         if obs_last[v] or obs_first[v] or spans[v, 1] > spans[v, 0]:
             use_regs = True
-
-    cap = 16
-    c_pc = np.empty(cap, np.int64)
-    c_fl = np.empty(cap, np.int64)
-    c_node = np.empty(cap, np.int64)
-    c_pref = np.empty(cap, np.int64)
-    c_reg = np.empty(cap, np.int64)
-    n_pc = np.empty(cap, np.int64)
-    n_fl = np.empty(cap, np.int64)
-    n_node = np.empty(cap, np.int64)
-    n_pref = np.empty(cap, np.int64)
-    n_reg = np.empty(cap, np.int64)
-    nv = max(n_vars, 1)
-    lp_cur = np.full((cap, nv), -1, np.int64)
-    fp_cur = np.full((cap, nv), -1, np.int64)
-    lp_nxt = np.full((cap, nv), -1, np.int64)
-    fp_nxt = np.full((cap, nv), -1, np.int64)
-    seen_stamp = np.zeros(n_prog, np.int64)
-    seen_head = np.zeros(n_prog, np.int64)
-    seen_next = np.empty(cap, np.int64)
-    seen_fl = np.empty(cap, np.int64)
-    seen_reg = np.empty(cap, np.int64)
-    s_pc = np.empty(cap, np.int64)
-    s_fl = np.empty(cap, np.int64)
-    s_pref = np.empty(cap, np.int64)
-    a_parent = np.empty(1024, np.int64)
-    a_code = np.empty(1024, np.int64)
+    cap_threads = th.shape[2]
+    cap_seen = seen.shape[1]
+    cap_stack = stack.shape[1]
+    cap_arena = arena.shape[1]
+    cap_records = records.shape[0]
+    cap_labels = labels.shape[0]
     end_stamp = np.zeros(n_rows + 2, np.int64)
-    end_node = np.empty(n_rows + 2, np.int64)
-    records = np.empty((256, 5), np.int64)
-    labels = np.empty(1024, np.int16)
-    sv = np.empty(max(code.shape[0], 1) + 1, np.float64)
-    sn = np.empty(max(code.shape[0], 1) + 1, np.uint8)
+    end_node = np.zeros(n_rows + 2, np.int64)
+    sv = np.zeros(code.shape[0] + 1, np.float64)
+    sn = np.zeros(code.shape[0] + 1, np.uint8)
+    seen_stamp = seen_pc[0]
+    seen_head = seen_pc[1]
+    seen_stamp[:] = 0
 
     n_rec = 0
     n_lab = 0
@@ -266,6 +249,7 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
     attempt_id = 0
     status = ST_DONE
     err_row = -1
+    cur = 0  # which side of ``th``/``lp``/``fp`` holds the live threads
     n_cur = 0
     start = 0
     pos = 0
@@ -278,7 +262,7 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
     n_arena = 0
 
     while True:
-        mode = 0  # 0: seed a new attempt, 1: consume row ``pos``, 2: end of partition
+        mode = 0  # 0: seed a new attempt, 1: consume row ``pos``, 2: end of partition, 3: decide
         if not is_open:
             if next_start >= n_rows:
                 status = ST_DONE
@@ -293,7 +277,6 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
             end_hi = -2
             n_arena = 0
             is_open = True
-            mode = 0
         elif n_cur > 0:
             if pos < n_rows:
                 if pos >= limit:
@@ -306,10 +289,11 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
             else:
                 mode = 2
         else:
-            mode = 3  # decide
+            mode = 3
         if mode <= 2:
-            # One pass over the source threads in preference order (the seed
-            # attempt is a single pseudo-thread), with a fresh ``seen`` set.
+            # One pass over the source threads in preference order (a new
+            # attempt's seed is a single pseudo-thread), with a fresh ``seen``.
+            nxt = 1 - cur
             stamp += 1
             n_seen = 0
             n_next = 0
@@ -318,170 +302,152 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
             position = start if mode == 0 else (pos + 1 if mode == 1 else pos)
             n_src = 1 if mode == 0 else n_cur
             stop = False
-            too_many = False
+            full = -1
             for i in range(n_src):
                 if mode == 0:
                     pc0 = 0
                     fl0 = 0
                     node0 = -1
                     pref0 = 1
-                    if n_pool >= lp_nxt.shape[0]:
-                        lp_nxt = _grow2(lp_nxt, n_pool + 1)
-                        fp_nxt = _grow2(fp_nxt, n_pool + 1)
                     for u in range(n_vars):
-                        lp_nxt[n_pool, u] = -1
-                        fp_nxt[n_pool, u] = -1
+                        lp[nxt, n_pool, u] = -1
+                        fp[nxt, n_pool, u] = -1
                 elif mode == 1:
-                    pc = c_pc[i]
+                    pc = th[cur, 0, i]
                     if prog[pc, 0] != P_LABEL:
                         continue  # a thread waiting at ``$`` dies: a row follows
                     var = prog[pc, 1]
                     if rl[pos, var] == 0:
                         continue
+                    r0 = th[cur, 4, i]
                     if spans[var, 1] > spans[var, 0]:
                         if not _condition(code, fconst, spans[var, 0], spans[var, 1], cols,
-                                          valid, set_mask, lp_cur, fp_cur, c_reg[i], var, pos,
+                                          valid, set_mask, lp[cur], fp[cur], r0, var, pos,
                                           start, n_rows, base, complete, match_number, sv, sn):
                             continue
-                    if n_arena >= a_parent.shape[0]:
-                        a_parent = _grow(a_parent, n_arena + 1)
-                        a_code = _grow(a_code, n_arena + 1)
-                    a_parent[n_arena] = c_node[i]
-                    a_code[n_arena] = var * 2 + prog[pc, 2]
+                    if n_arena >= cap_arena:
+                        full = W_ARENA
+                        break
+                    arena[0, n_arena] = th[cur, 2, i]
+                    arena[1, n_arena] = var * 2 + prog[pc, 2]
                     node0 = n_arena
                     n_arena += 1
                     pc0 = pc + 1
                     fl0 = 0
-                    pref0 = c_pref[i]
-                    if n_pool >= lp_nxt.shape[0]:
-                        lp_nxt = _grow2(lp_nxt, n_pool + 1)
-                        fp_nxt = _grow2(fp_nxt, n_pool + 1)
+                    pref0 = th[cur, 3, i]
                     if use_regs:
-                        r0 = c_reg[i]
                         for u in range(n_vars):
-                            lp_nxt[n_pool, u] = lp_cur[r0, u]
-                            fp_nxt[n_pool, u] = fp_cur[r0, u]
-                        lp_nxt[n_pool, var] = pos
-                        if fp_nxt[n_pool, var] < 0:
-                            fp_nxt[n_pool, var] = pos
+                            lp[nxt, n_pool, u] = lp[cur, r0, u]
+                            fp[nxt, n_pool, u] = fp[cur, r0, u]
+                        lp[nxt, n_pool, var] = pos
+                        if fp[nxt, n_pool, var] < 0:
+                            fp[nxt, n_pool, var] = pos
                 else:
-                    pc = c_pc[i]
+                    pc = th[cur, 0, i]
                     if prog[pc, 0] != P_ENDANCHOR:
                         continue
                     pc0 = pc + 1
-                    fl0 = c_fl[i]
-                    node0 = c_node[i]
-                    pref0 = c_pref[i]
-                    if n_pool >= lp_nxt.shape[0]:
-                        lp_nxt = _grow2(lp_nxt, n_pool + 1)
-                        fp_nxt = _grow2(fp_nxt, n_pool + 1)
+                    fl0 = th[cur, 1, i]
+                    node0 = th[cur, 2, i]
+                    pref0 = th[cur, 3, i]
                     if use_regs:
-                        r0 = c_reg[i]
+                        r0 = th[cur, 4, i]
                         for u in range(n_vars):
-                            lp_nxt[n_pool, u] = lp_cur[r0, u]
-                            fp_nxt[n_pool, u] = fp_cur[r0, u]
+                            lp[nxt, n_pool, u] = lp[cur, r0, u]
+                            fp[nxt, n_pool, u] = fp[cur, r0, u]
                 reg0 = n_pool
                 n_pool += 1
-                # -- epsilon closure from (pc0, fl0) -----------------------------
-                sp = 0
-                s_pc[0] = pc0
-                s_fl[0] = fl0
-                s_pref[0] = pref0
+                # -- epsilon closure from (pc0, fl0) ---------------------------------
+                stack[0, 0] = pc0
+                stack[1, 0] = fl0
+                stack[2, 0] = pref0
                 sp = 1
                 while sp > 0:
                     sp -= 1
-                    pc = s_pc[sp]
-                    fl = s_fl[sp]
-                    pref = s_pref[sp]
-                    if demote:
-                        pref = 0
-                    # seen?
+                    pc = stack[0, sp]
+                    fl = stack[1, sp]
+                    pref = 0 if demote else stack[2, sp]
                     dup = False
                     if seen_stamp[pc] == stamp:
                         e = seen_head[pc]
                         while e >= 0:
-                            if seen_fl[e] == fl:
+                            if seen[1, e] == fl:
                                 same = True
                                 if use_regs:
-                                    ra = seen_reg[e]
+                                    ra = seen[2, e]
                                     for u in range(n_vars):
-                                        if obs_last[u] and lp_nxt[ra, u] != lp_nxt[reg0, u]:
+                                        if obs_last[u] and lp[nxt, ra, u] != lp[nxt, reg0, u]:
                                             same = False
                                             break
-                                        if obs_first[u] and fp_nxt[ra, u] != fp_nxt[reg0, u]:
+                                        if obs_first[u] and fp[nxt, ra, u] != fp[nxt, reg0, u]:
                                             same = False
                                             break
                                 if same:
                                     dup = True
                                     break
-                            e = seen_next[e]
+                            e = seen[0, e]
                     if dup:
                         continue
-                    if n_seen >= seen_next.shape[0]:
-                        seen_next = _grow(seen_next, n_seen + 1)
-                        seen_fl = _grow(seen_fl, n_seen + 1)
-                        seen_reg = _grow(seen_reg, n_seen + 1)
-                    seen_next[n_seen] = seen_head[pc] if seen_stamp[pc] == stamp else -1
-                    seen_fl[n_seen] = fl
-                    seen_reg[n_seen] = reg0
+                    if n_seen >= cap_seen:
+                        full = W_SEEN
+                        break
+                    seen[0, n_seen] = seen_head[pc] if seen_stamp[pc] == stamp else -1
+                    seen[1, n_seen] = fl
+                    seen[2, n_seen] = reg0
                     seen_head[pc] = n_seen
                     seen_stamp[pc] = stamp
                     n_seen += 1
                     op = prog[pc, 0]
                     if op == P_LABEL or op == P_ENDANCHOR:
-                        if n_next >= n_pc.shape[0]:
-                            n_pc = _grow(n_pc, n_next + 1)
-                            n_fl = _grow(n_fl, n_next + 1)
-                            n_node = _grow(n_node, n_next + 1)
-                            n_pref = _grow(n_pref, n_next + 1)
-                            n_reg = _grow(n_reg, n_next + 1)
-                        n_pc[n_next] = pc
-                        n_fl[n_next] = fl
-                        n_node[n_next] = node0
-                        n_pref[n_next] = pref
-                        n_reg[n_next] = reg0
-                        n_next += 1
-                        if n_next > max_threads:
-                            too_many = True
+                        if n_next >= max_threads:
+                            n_next += 1
                             break
+                        if n_next >= cap_threads:
+                            full = W_THREADS
+                            break
+                        th[nxt, 0, n_next] = pc
+                        th[nxt, 1, n_next] = fl
+                        th[nxt, 2, n_next] = node0
+                        th[nxt, 3, n_next] = pref
+                        th[nxt, 4, n_next] = reg0
+                        n_next += 1
                         continue
-                    if sp + 2 > s_pc.shape[0]:
-                        s_pc = _grow(s_pc, sp + 2)
-                        s_fl = _grow(s_fl, sp + 2)
-                        s_pref = _grow(s_pref, sp + 2)
+                    if sp + 2 > cap_stack:
+                        full = W_STACK
+                        break
                     if op == P_SPLIT:
-                        s_pc[sp] = prog[pc, 4]
-                        s_fl[sp] = fl
-                        s_pref[sp] = pref
-                        s_pc[sp + 1] = prog[pc, 3]
-                        s_fl[sp + 1] = fl
-                        s_pref[sp + 1] = pref
+                        stack[0, sp] = prog[pc, 4]
+                        stack[1, sp] = fl
+                        stack[2, sp] = pref
+                        stack[0, sp + 1] = prog[pc, 3]
+                        stack[1, sp + 1] = fl
+                        stack[2, sp + 1] = pref
                         sp += 2
                     elif op == P_JUMP:
-                        s_pc[sp] = prog[pc, 3]
-                        s_fl[sp] = fl
-                        s_pref[sp] = pref
+                        stack[0, sp] = prog[pc, 3]
+                        stack[1, sp] = fl
+                        stack[2, sp] = pref
                         sp += 1
                     elif op == P_BEGIN:
-                        s_pc[sp] = pc + 1
-                        s_fl[sp] = fl | (1 << prog[pc, 5])
-                        s_pref[sp] = pref
+                        stack[0, sp] = pc + 1
+                        stack[1, sp] = fl | (1 << prog[pc, 5])
+                        stack[2, sp] = pref
                         sp += 1
                     elif op == P_END:
                         bit = 1 << prog[pc, 5]
                         if fl & bit:
-                            s_pc[sp] = prog[pc, 4]
-                            s_fl[sp] = fl & ~bit
+                            stack[0, sp] = prog[pc, 4]
+                            stack[1, sp] = fl & ~bit
                         else:
-                            s_pc[sp] = prog[pc, 3]
-                            s_fl[sp] = fl
-                        s_pref[sp] = pref
+                            stack[0, sp] = prog[pc, 3]
+                            stack[1, sp] = fl
+                        stack[2, sp] = pref
                         sp += 1
                     elif op == P_START:
                         if base + position == 0:
-                            s_pc[sp] = pc + 1
-                            s_fl[sp] = fl
-                            s_pref[sp] = pref
+                            stack[0, sp] = pc + 1
+                            stack[1, sp] = fl
+                            stack[2, sp] = pref
                             sp += 1
                     else:  # P_DONE
                         end = position - 1
@@ -494,59 +460,65 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
                         if end_stamp[end + 1] != attempt_id:
                             end_stamp[end + 1] = attempt_id
                             end_node[end + 1] = node0
-                            if end < end_lo:
-                                end_lo = end
-                            if end > end_hi:
-                                end_hi = end
+                            end_lo = min(end_lo, end)
+                            end_hi = max(end_hi, end)
                         if pref:
                             has_best = True
                             best_node = node0
                             best_end = end
                             demote = True
-                if too_many or stop:
+                if full >= 0 or stop or n_next > max_threads:
                     break
-            if too_many or n_next > max_threads:
+            if full >= 0:
+                status = ST_FULL
+                err_row = full
+                break
+            if n_next > max_threads:
                 status = ST_THREADS
                 err_row = start
                 break
-            # swap thread lists and register pools
-            c_pc, n_pc = n_pc, c_pc
-            c_fl, n_fl = n_fl, c_fl
-            c_node, n_node = n_node, c_node
-            c_pref, n_pref = n_pref, c_pref
-            c_reg, n_reg = n_reg, c_reg
-            lp_cur, lp_nxt = lp_nxt, lp_cur
-            fp_cur, fp_nxt = fp_nxt, fp_cur
+            cur = nxt
             n_cur = n_next
             if mode == 1:
                 pos += 1
             elif mode == 2:
                 n_cur = 0  # anything still alive waits for a row that never comes
             continue
-        # -- decide the attempt (mode 3) ------------------------------------------
-        is_open = False
+        # -- decide the attempt (mode 3) ----------------------------------------------
         if not has_best:
             if with_unmatched and start > covered:
-                records = _grow2(records, n_rec + 1)
+                if n_rec >= cap_records:
+                    status = ST_FULL
+                    err_row = W_RECORDS
+                    break
                 records[n_rec, 0] = 1
                 records[n_rec, 1] = start
                 records[n_rec, 2] = 1
                 records[n_rec, 3] = 0
                 records[n_rec, 4] = n_lab
                 n_rec += 1
+            is_open = False
             next_start = start + 1
             continue
-        e = end_lo if all_ends else best_end
-        e_last = end_hi if all_ends else best_end
-        while e <= e_last:
+        lo = end_lo if all_ends else best_end
+        hi = end_hi if all_ends else best_end
+        need_records = 0
+        need_labels = 0
+        for e in range(lo, hi + 1):
+            if not all_ends or end_stamp[e + 1] == attempt_id:
+                need_records += 1
+                need_labels += e - start + 1
+        if n_rec + need_records > cap_records or n_lab + need_labels > cap_labels:
+            status = ST_FULL
+            err_row = W_RECORDS if n_rec + need_records > cap_records else W_LABELS
+            break
+        is_open = False
+        for e in range(lo, hi + 1):
             if all_ends and end_stamp[e + 1] != attempt_id:
-                e += 1
                 continue
             node = end_node[e + 1] if all_ends else best_node
             length = e - start + 1
             match_number += 1
-            records = _grow2(records, n_rec + 1)
-            labels = _grow(labels, n_lab + length)
             records[n_rec, 0] = 0
             records[n_rec, 1] = start
             records[n_rec, 2] = length
@@ -555,13 +527,12 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
             n_rec += 1
             k = n_lab + length - 1
             while node >= 0:
-                labels[k] = a_code[node]
+                labels[k] = arena[1, node]
                 k -= 1
-                node = a_parent[node]
+                node = arena[0, node]
             n_lab += length
             if e > covered:
                 covered = e
-            e += 1
         if best_end < start:
             next_start = start + 1
         elif skip_mode == SKIP_PAST:
@@ -573,13 +544,13 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
             node = best_node
             row = best_end
             while node >= 0:
-                if skip_mask[a_code[node] // 2]:
+                if skip_mask[arena[1, node] // 2]:
                     if skip_mode == SKIP_LAST:
                         if target < 0:
                             target = row
                     else:
                         target = row
-                node = a_parent[node]
+                node = arena[0, node]
                 row -= 1
             if target < 0:
                 status = ST_SKIP_ABSENT
@@ -590,6 +561,6 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
                 err_row = start
                 break
             next_start = target
-    if status == ST_WAIT:
+    if status == ST_WAIT or status == ST_FULL:
         next_start = start
-    return status, next_start, match_number, covered, err_row, records, n_rec, labels
+    return status, next_start, match_number, covered, err_row, n_rec, n_lab

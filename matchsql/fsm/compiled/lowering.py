@@ -78,6 +78,14 @@ def var_set(spec: MatchSpec, name: str | None) -> frozenset[str] | None:
     raise Unsupported(f"unknown pattern variable {name!r}")
 
 
+def describe(node: exp.Expression) -> str:
+    """SQL text of a node for messages (the pattern nodes have no SQL generator)."""
+    try:
+        return node.sql(dialect="duckdb")
+    except ValueError:
+        return type(node).__name__.upper()
+
+
 def strip(node: exp.Expression) -> exp.Expression:
     while isinstance(node, exp.Paren | PatternSemantics):
         if isinstance(node, PatternSemantics) and node.final:
@@ -220,8 +228,6 @@ class RegisterCompiler:
             self.emit(node.this)
             self.put(K.C_ISNULL)
             return "bool"
-        if isinstance(node, exp.Not) and isinstance(node.this, exp.Is):
-            pass  # handled above via NOT
         if isinstance(node, exp.Between):
             # x BETWEEN lo AND hi == x >= lo AND x <= hi (x is evaluated twice: pure)
             self.numeric(node.this, node.args["low"])
@@ -257,10 +263,10 @@ class RegisterCompiler:
                 if members is None or self.var in members:
                     kind, s = (K.R_CUR, 0) if k == 0 else (K.R_BACK, k)
                     if members is not None and k:
-                        raise Unsupported(f"LAST({target.sql()}, {k})")
+                        raise Unsupported(f"LAST({describe(target)}, {k})")
                 else:
                     if k:
-                        raise Unsupported(f"LAST({target.sql()}, {k})")
+                        raise Unsupported(f"LAST({describe(target)}, {k})")
                     kind, s = K.R_LAST, self.set_id(members)
                     self.out.obs_last |= members
             else:
@@ -268,13 +274,13 @@ class RegisterCompiler:
                     kind, s = (K.R_START, 0) if k == 0 else (K.R_FORTH, k)
                 else:
                     if k:
-                        raise Unsupported(f"FIRST({target.sql()}, {k})")
+                        raise Unsupported(f"FIRST({describe(target)}, {k})")
                     kind, s = K.R_FIRST, self.set_id(members)
                     self.out.obs_first |= members
             self.put(K.C_LOAD, col, kind, s, delta)
             return
         if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
-            raise Unsupported(f"{node.sql()} as a navigation argument")
+            raise Unsupported(f"{describe(node)} as a navigation argument")
         col = self.column(node)
         members = var_set(self.spec, node.table or None)
         if members is None or self.var in members:

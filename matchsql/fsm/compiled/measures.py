@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from matchsql.fsm.compiled.lowering import Unsupported, column_name, strip, var_set
+from matchsql.fsm.compiled.lowering import Unsupported, column_name, describe, strip, var_set
 from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation
 
@@ -148,7 +148,7 @@ class MeasureCompiler:
         else:
             target, last, k = node, True, 0
         if not isinstance(target, exp.Column) or isinstance(target.this, exp.Star):
-            raise Unsupported(f"measure {node.sql(dialect='duckdb')}")
+            raise Unsupported(f"measure {describe(node)}")
         column = column_name(self.spec, target)
         ids = self.ids(var_set(self.spec, target.table or None))
 
@@ -163,8 +163,6 @@ class MeasureCompiler:
                     raise Unsupported("offset navigation over a variable")
                 mask = np.isin(m.labels, ids)
                 pick = _segment_pick(m, mask, last)
-                rep = np.repeat(np.arange(len(m.starts)), m.lengths)
-                del rep
                 at = np.where(pick >= 0, m.starts + (pick - m.offsets), -1)
             if delta:
                 moved = at + delta
@@ -172,7 +170,7 @@ class MeasureCompiler:
                 at = np.where(bad, -1, moved)
             return at
         if ids is not None and k:
-            raise Unsupported(f"{node.sql(dialect='duckdb')}: offset navigation over a variable")
+            raise Unsupported(f"{describe(node)}: offset navigation over a variable")
         return locate, column
 
 

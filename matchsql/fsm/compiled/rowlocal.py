@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from matchsql.fsm.compiled.lowering import Unsupported, column_name, strip, var_set
+from matchsql.fsm.compiled.lowering import Unsupported, column_name, describe, strip, var_set
 from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar.nodes import Navigation
 
@@ -76,10 +76,10 @@ class RowLocalCompiler:
         try:
             result = fn(empty, 0)
         except (pa.ArrowException, TypeError, ValueError) as exc:
-            raise Unsupported(f"cannot evaluate {term.sql(dialect='duckdb')} column-wise: "
+            raise Unsupported(f"cannot evaluate {describe(term)} column-wise: "
                               f"{exc}") from None
         if not (pa.types.is_boolean(result.type) or pa.types.is_null(result.type)):
-            raise Unsupported(f"{term.sql(dialect='duckdb')} is not a boolean condition")
+            raise Unsupported(f"{describe(term)} is not a boolean condition")
         return fn
 
     def node(self, node: exp.Expression) -> Term:
@@ -185,10 +185,10 @@ class RowLocalCompiler:
 
     def column(self, node: exp.Column, delta: int) -> Term:
         if isinstance(node.this, exp.Star):
-            raise Unsupported(f"{node.sql()} outside COUNT")
+            raise Unsupported(f"{describe(node)} outside COUNT")
         members = var_set(self.spec, node.table or None)
         if members is not None and self.var not in members:
-            raise Unsupported(f"{node.sql()} reads the last row of another variable")
+            raise Unsupported(f"{describe(node)} reads the last row of another variable")
         name = column_name(self.spec, node)
         self.columns.add(name)
         return lambda cols, n: cols[name]

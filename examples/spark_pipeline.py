@@ -1,0 +1,164 @@
+"""Spark -> live stream -> continuous MATCH_RECOGNIZE.
+
+    python examples/spark_pipeline.py                  # files landing in a temp dir
+    python examples/spark_pipeline.py --source rate    # Spark's rate source, until Ctrl-C
+    python examples/spark_pipeline.py --show           # also print the matches here
+
+A Structured Streaming query (Parquet files as they land, or the ``rate``
+source shaped into trades) writes each micro-batch into the live stream
+``trades`` with :func:`matchsql.spark.write_stream`. While it runs, open the
+REPL in another terminal (same user, same machine) and type the continuous
+query the script prints; matches appear as Spark's micro-batches arrive::
+
+    $ matchsql
+    matchsql> SELECT * FROM trades MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts ...);
+
+The stream lives as long as this script (its creator); with ``--show`` the
+script runs the same query itself and prints the matches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import matchsql
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+QUERY = """SELECT * FROM {stream} MATCH_RECOGNIZE (
+  PARTITION BY symbol ORDER BY ts
+  MEASURES MATCH_NUMBER() AS m, FIRST(A.ts) AS start_ts, A.price AS top,
+           MIN(B.price) AS bottom, LAST(C.price) AS rebound
+  AFTER MATCH SKIP PAST LAST ROW
+  PATTERN (A B{{3,}} C+)
+  DEFINE B AS price < PREV(price), C AS price > PREV(price) AND price > A.price
+)"""
+
+COLUMNS = "symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP"
+
+
+def spark_session():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]").appName("matchsql-pipeline")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.sql.session.timeZone", "UTC")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def file_source(spark, directory: Path):
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from matchsql.storage.demo import SCHEMA
+
+    return (spark.readStream.schema(from_arrow_schema(SCHEMA))
+            .option("maxFilesPerTrigger", 1).parquet(str(directory)))
+
+
+def rate_source(spark, rows_per_second: int, symbols: int):
+    """The rate source's ``(timestamp, value)`` shaped into trades of ``symbols`` tickers.
+
+    Each ticker's price is a slow sine wave (period about 38 of its trades)
+    with a little jitter, so falls followed by rebounds, which the example
+    pattern looks for, keep occurring.
+    """
+    from pyspark.sql import functions as F
+
+    value = F.col("value")
+    ticker = value % symbols
+    n = F.floor(value / symbols)  # the ticker's own trade number
+    wave = F.sin(n / F.lit(6.0) + ticker) * 5 + F.cos(n * F.lit(1.7)) * F.lit(0.3)
+    return (spark.readStream.format("rate").option("rowsPerSecond", rows_per_second).load()
+            .select(
+                F.concat(F.lit("SYM"), F.lpad(ticker.cast("string"), 3, "0")).alias("symbol"),
+                F.round(F.lit(50.0) + wave, 2).alias("price"),
+                ((value % 10 + 1) * 100).alias("volume"),
+                F.col("timestamp").cast("timestamp_ntz").alias("ts")))
+
+
+def show_matches(con: matchsql.Connection, stream: str) -> None:
+    result = con.sql(QUERY.format(stream=stream))
+    print("  ".join(result.columns), flush=True)
+    for batch in result.fetch_batches():  # each batch: the matches that just became final
+        for row in batch.to_pylist():
+            print("  ".join(str(v) for v in row.values()), flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", choices=["files", "rate"], default="files")
+    parser.add_argument("--stream", default="trades")
+    parser.add_argument("--database", default=None,
+                        help="DuckDB file whose stream namespace to use (default: in-memory)")
+    parser.add_argument("--rows", type=int, default=20_000, help="trades landed as files")
+    parser.add_argument("--files", type=int, default=20)
+    parser.add_argument("--rate", type=int, default=200, help="rows/s of the rate source")
+    parser.add_argument("--seconds", type=float, default=None,
+                        help="stop the rate source after this long (default: at Ctrl-C)")
+    parser.add_argument("--show", action="store_true", help="print the matches here too")
+    args = parser.parse_args(argv)
+
+    from matchsql.spark import write_stream
+
+    con = matchsql.connect(args.database or ":memory:", demo=False)
+    con.sql(f"CREATE STREAM IF NOT EXISTS {args.stream} ({COLUMNS})")
+    spark = spark_session()
+    work = Path(tempfile.mkdtemp(prefix="matchsql-pipeline-"))
+    if args.source == "files":
+        from trade_files import land_files
+
+        landing = work / "landing"
+        landing.mkdir()
+        df = file_source(spark, landing)
+        feeder = threading.Thread(target=land_files, daemon=True, args=(landing,), kwargs={
+            "rows": args.rows, "symbols": 20, "files": args.files, "every": 1.0})
+    else:
+        df = rate_source(spark, args.rate, 20)
+        feeder = None
+
+    writer = write_stream(df, stream=args.stream, database=args.database, order_by="ts",
+                          checkpoint_location=str(work / "checkpoint"))
+    print(f"Spark is writing into live stream {args.stream!r}. In another terminal run "
+          f"`matchsql{' ' + args.database if args.database else ''}` and type:\n\n"
+          f"{QUERY.format(stream=args.stream)};\n", flush=True)
+    shower = threading.Thread(target=show_matches, args=(con, args.stream), daemon=True)
+    if args.show:
+        shower.start()
+    try:
+        if feeder is not None:
+            feeder.start()
+            feeder.join()
+            writer.processAllAvailable()  # every landed file is in the stream
+            print("all files are in the stream; ending it", flush=True)
+            writer.stop()  # end of stream: the continuous queries finish
+            if args.show:
+                shower.join(timeout=60)
+        else:
+            deadline = time.monotonic() + args.seconds if args.seconds else None
+            # Sleep in Python, not inside a Spark call, so Ctrl-C stops cleanly.
+            while writer.isActive and (deadline is None or time.monotonic() < deadline):
+                time.sleep(0.5)
+            print("stopping; ending the stream", flush=True)
+            writer.stop()
+            if args.show:
+                shower.join(timeout=60)
+    except KeyboardInterrupt:
+        writer.stop()
+    finally:
+        spark.stop()
+        con.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,357 @@
+"""The compiled per-partition matcher: same contract and rows as the reference.
+
+:class:`CompiledPlan` holds what does not depend on a partition (program
+arrays, DEFINE terms, register bytecode, measures) and is shared by all
+partitions of a query. :class:`CompiledMatcher` is one partition's run:
+
+* ``feed`` appends the batch to an Arrow buffer holding the rows still
+  reachable (the open attempt, pending output, ``PREV`` look-back),
+  evaluates the row-local DEFINE terms column-wise over it, and runs the
+  kernel, which decides every attempt it can;
+* decided matches come back as arrays (start, length, number, labels) and
+  become output either column-wise (:mod:`.measures`) or, for ALL ROWS PER
+  MATCH and measures outside that set, through the reference
+  :class:`~matchsql.fsm.output.OutputBuilder` over the buffered rows;
+* rows before the oldest row still needed are dropped, so memory follows the
+  live window, as in the reference's InputHolder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from matchsql.config import Config
+from matchsql.errors import ExecutionError, LimitExceededError
+from matchsql.fsm.compiled import kernel as K
+from matchsql.fsm.compiled.lowering import (
+    RegisterCode,
+    RegisterCompiler,
+    Unsupported,
+    conjuncts,
+    program_array,
+)
+from matchsql.fsm.compiled.measures import Matches, MeasureCompiler, Rows
+from matchsql.fsm.compiled.rowlocal import RowLocalCompiler, Term, evaluate
+from matchsql.fsm.output import MatchRecord, OutputBuilder, UnmatchedRow
+from matchsql.fsm.reference import CompiledQuery
+from matchsql.fsm.spec import MatchSpec, RowsPerMatch, SkipMode
+
+_SKIP = {SkipMode.PAST_LAST_ROW: K.SKIP_PAST, SkipMode.TO_NEXT_ROW: K.SKIP_NEXT,
+         SkipMode.TO_FIRST: K.SKIP_FIRST, SkipMode.TO_LAST: K.SKIP_LAST}
+MAX_LOOPS = 62  # loop flags live in one int64 per thread
+
+
+@dataclass
+class CompiledPlan:
+    """Everything about a query that the compiled matchers share."""
+
+    spec: MatchSpec
+    query: CompiledQuery  # the reference's analysis: reach, skip variables, measure closures
+    path: str  # 'row_local' or 'registers'
+    variables: list[str]
+    program: np.ndarray
+    row_terms: list[list[Term]]  # per variable id
+    registers: RegisterCode
+    measures: list | None  # column-wise ONE ROW measures, or None: reference output builder
+    notes: list[str] = field(default_factory=list)  # why measures/output take which route
+
+    @classmethod
+    def build(cls, spec: MatchSpec, query: CompiledQuery | None = None) -> CompiledPlan:
+        """Lower ``spec``; raises :class:`Unsupported` when no compiled path applies."""
+        query = query or CompiledQuery(spec)
+        if spec.within is not None:
+            raise Unsupported("WITHIN bounds the match in time")
+        if query.program.loops > MAX_LOOPS:
+            raise Unsupported(f"more than {MAX_LOOPS} unbounded loops in the pattern")
+        variables = list(query.program.variables)
+        regs = RegisterCompiler(spec, variables)
+        row_terms: list[list[Term]] = []
+        for var in variables:
+            expr = spec.defines.get(var)
+            local: list[Term] = []
+            other = []
+            for term in conjuncts(expr) if expr is not None else []:
+                try:
+                    local.append(RowLocalCompiler(spec, var).compile(term))
+                except Unsupported:
+                    other.append(term)
+            row_terms.append(local)
+            if other:
+                try:
+                    regs.add(var, other)
+                except Unsupported as exc:
+                    raise Unsupported(f"DEFINE {var}: {exc}") from None
+            else:
+                regs.skip()
+        path = "row_local" if regs.out.empty else "registers"
+        notes = []
+        measures = None
+        if spec.rows_per_match is RowsPerMatch.ONE:
+            try:
+                measures = MeasureCompiler(spec, variables).compile_all()
+                notes.append("measures: column-wise (Arrow gathers and segment reductions)")
+            except Unsupported as exc:
+                notes.append(f"measures: reference evaluator per match ({exc})")
+        else:
+            notes.append("output: reference evaluator per row (ALL ROWS PER MATCH)")
+        return cls(spec, query, path, variables, program_array(query.program), row_terms,
+                   regs.out, measures, notes)
+
+
+class CompiledMatcher:
+    """One partition's run on a compiled path; see the module docstring."""
+
+    def __init__(self, plan: CompiledPlan, partition_key: tuple = (),
+                 config: Config | None = None) -> None:
+        self.plan = plan
+        self.spec = plan.spec
+        self.partition_key = tuple(partition_key)
+        self.config = config or Config()
+        self.schema = self.spec.columns
+        self.table = self.schema.empty_table()
+        self.base = 0  # partition row of the buffer's first row
+        self.count = 0  # rows received
+        self.low = 0  # oldest row still needed (the DejaVu memory metric's start)
+        self.complete = False
+        self.next_start = 0
+        self.match_number = 0
+        self.covered = -1
+        self.pending: list[Matches | tuple] = []  # decided, waiting for NEXT rows of measures
+        self.output: list[pa.RecordBatch] = []
+        q = plan.query
+        self.ahead = q.define_ahead
+        self.measure_ahead = q.measure_ahead
+        self.lookback = q.lookback
+        self.out_schema = self.spec.output_schema()
+        self.builder: OutputBuilder | None = None
+        if plan.measures is None:
+            self.builder = OutputBuilder(self.spec, [m.fn for m in q.measures])
+        nv = len(plan.variables)
+        self.skip_mask = np.zeros(max(nv, 1), np.uint8)
+        for v in q.skip_vars or ():
+            self.skip_mask[plan.variables.index(v)] = 1
+        (self.code, self.consts, self.spans, self.set_mask, self.obs_last,
+         self.obs_first) = plan.registers.arrays()
+        self.caps = np.array([64, 512, 256, 4096, 4096, 16384], np.int64)
+        self.work = K.workspace(self.caps, len(plan.program), nv)
+
+    # -- public API ---------------------------------------------------------------------
+
+    @property
+    def buffered_rows(self) -> int:
+        return self.count - self.low
+
+    def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        if batch.num_rows:
+            if self.complete:
+                raise ExecutionError("internal error: rows fed after the partition finished")
+            new = pa.Table.from_batches([batch], schema=self.schema)
+            self.table = pa.concat_tables([self.table, new]) if self.table.num_rows else new
+            self.count += batch.num_rows
+            self._run()
+        return self._take()
+
+    def finish(self) -> list[pa.RecordBatch]:
+        self.complete = True
+        self._run()
+        return self._take()
+
+    # -- matching -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        plan = self.plan
+        table = self.table.combine_chunks()
+        self.table = table
+        n = table.num_rows
+        if self.next_start < self.count and n:
+            columns = {name: table.column(name).chunk(0) if table.column(name).num_chunks
+                       else pa.array([], table.schema.field(name).type)
+                       for name in table.column_names}
+            nv = len(plan.variables)
+            rl = np.ones((n, max(nv, 1)), np.uint8)
+            for v, terms in enumerate(plan.row_terms):
+                if terms:
+                    rl[:, v] = evaluate(terms, columns, n)
+            ncol = len(plan.registers.columns)
+            cols = np.zeros((max(ncol, 1), n), np.float64)
+            valid = np.ones((max(ncol, 1), n), np.uint8)
+            for c, name in enumerate(plan.registers.columns):
+                arr = columns[name]
+                cols[c] = arr.to_numpy(zero_copy_only=False).astype(np.float64, copy=False) \
+                    if arr.null_count == 0 else \
+                    arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
+                if arr.null_count:
+                    valid[c] = arr.is_valid().to_numpy(zero_copy_only=False)
+            limit = n if self.complete else max(0, n - self.ahead)
+            params = np.zeros(K.K_PARAMS, np.int64)
+            params[K.K_ROWS] = n
+            params[K.K_BASE] = self.base
+            params[K.K_LIMIT] = limit
+            params[K.K_COMPLETE] = int(self.complete)
+            params[K.K_ALL_ENDS] = int(self.spec.all_matches or self.spec.incremental)
+            params[K.K_SKIP] = _SKIP[self.spec.skip]
+            params[K.K_MAX_THREADS] = self.config.max_threads
+            params[K.K_UNMATCHED] = int(
+                self.spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED)
+            while True:
+                params[K.K_NEXT] = self.next_start - self.base
+                params[K.K_MN] = self.match_number
+                params[K.K_COVERED] = self.covered - self.base
+                status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
+                    plan.program, rl, self.code, self.consts, self.spans, cols, valid,
+                    self.set_mask, self.obs_last, self.obs_first, self.skip_mask, params,
+                    *self.work)
+                self._records(self.work[-2][:n_rec], self.work[-1][:n_lab])
+                self.next_start = int(nxt) + self.base
+                self.match_number = int(mn)
+                self.covered = int(covered) + self.base
+                if status != K.ST_FULL:
+                    break
+                self.caps[int(err_row)] *= 2
+                self.work = K.workspace(self.caps, len(plan.program), nv)
+            if status >= K.ST_THREADS:
+                self._raise(int(status), int(err_row) + self.base)
+        self._emit_ready()
+        self._collect_garbage()
+
+    def _raise(self, status: int, start: int) -> None:
+        if status == K.ST_THREADS:
+            raise LimitExceededError(
+                f"row pattern matching needs more than max_threads={self.config.max_threads} "
+                f"live threads for the match attempt at partition row {start + 1}; simplify "
+                "the pattern or raise the limit with SET max_threads = ...")
+        where = "FIRST" if self.spec.skip is SkipMode.TO_FIRST else "LAST"
+        if status == K.ST_SKIP_ABSENT:
+            raise ExecutionError(
+                f"AFTER MATCH SKIP TO {where} {self.spec.skip_variable} failed: the pattern "
+                f"variable is not present in the match starting at partition row {start + 1}")
+        raise ExecutionError(
+            f"AFTER MATCH SKIP TO {where} {self.spec.skip_variable} failed: it would skip "
+            f"to the first row of the match (partition row {start + 1}), which would "
+            "find the same match again")
+
+    def _records(self, records: np.ndarray, labels: np.ndarray) -> None:
+        if not len(records):
+            return
+        records = records.copy()
+        kinds = records[:, 0]
+        if self.plan.measures is not None and not kinds.any():
+            offsets = records[:, 4].copy()
+            lengths = records[:, 2].copy()
+            total = int(lengths.sum())
+            first = int(offsets[0]) if len(offsets) else 0
+            self.pending.append(Matches(
+                starts=records[:, 1] + self.base, lengths=lengths, numbers=records[:, 3].copy(),
+                labels=labels[first:first + total].astype(np.int64) // 2,
+                offsets=offsets - first))
+            return
+        names = self.plan.variables
+        for kind, start, length, number, offset in records.tolist():
+            if kind == 1:
+                self.pending.append(UnmatchedRow(start + self.base))
+                continue
+            codes = labels[offset:offset + length].tolist()
+            self.pending.append(MatchRecord(start + self.base, [names[c // 2] for c in codes],
+                                            [bool(c & 1) for c in codes], number))
+
+    # -- output and memory ---------------------------------------------------------------
+
+    def _ready_end(self) -> int:
+        """Matches ending before this row can be output now."""
+        if self.complete:
+            return self.count + 1
+        return self.count - self.measure_ahead
+
+    def _emit_ready(self) -> None:
+        limit = self._ready_end()
+        rows: _BufferRows | None = None
+        while self.pending:
+            item = self.pending[0]
+            if isinstance(item, Matches):
+                ends = item.starts + item.lengths - 1
+                ready = int(np.searchsorted(np.maximum.accumulate(ends) >= limit, True))
+                if ready == 0:
+                    break
+                if ready < len(ends):
+                    head, tail = _split(item, ready)
+                    self._emit_columns(head)
+                    self.pending[0] = tail
+                    break
+                self.pending.pop(0)
+                self._emit_columns(item)
+                continue
+            if not self.complete and item.end + self.measure_ahead >= self.count:
+                break
+            self.pending.pop(0)
+            assert self.builder is not None
+            rows = rows or _BufferRows(self)
+            self.builder.add(rows, item)
+        if self.builder is not None:
+            self.output += self.builder.take()
+
+    def _emit_columns(self, m: Matches) -> None:
+        rows = Rows(self.table, self.base, self.count, self.complete)
+        idx = pa.array(m.starts - self.base, pa.int64())
+        arrays = [self.table.column(c).take(idx) for c in self.spec.partition_by]
+        arrays += [fn(m, rows) for fn in self.plan.measures]
+        arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
+        self.output.append(pa.RecordBatch.from_arrays(arrays, schema=self.out_schema))
+
+    def _take(self) -> list[pa.RecordBatch]:
+        out, self.output = self.output, []
+        return out
+
+    def _collect_garbage(self) -> None:
+        keep = self.next_start
+        if self.pending:
+            first = self.pending[0]
+            keep = min(keep, int(first.starts[0]) if isinstance(first, Matches) else first.start)
+        keep -= self.lookback
+        self.low = max(self.low, min(keep, self.count))
+        drop = self.low - self.base
+        if drop > 0 and drop * 2 >= self.count - self.base:
+            self.table = self.table.slice(drop)
+            self.base = self.low
+        if self.count - self.low > self.config.max_buffered_rows:
+            raise LimitExceededError(
+                f"a partition needs more than max_buffered_rows={self.config.max_buffered_rows}"
+                f" buffered rows (a match attempt open since partition row {keep + 1}); "
+                "bound the pattern (e.g. WITHIN) or raise the limit with "
+                "SET max_buffered_rows = ...")
+
+
+def _split(m: Matches, k: int) -> tuple[Matches, Matches]:
+    cut = int(m.offsets[k]) if k < len(m.offsets) else len(m.labels)
+    head = Matches(m.starts[:k], m.lengths[:k], m.numbers[:k], m.labels[:cut], m.offsets[:k])
+    tail = Matches(m.starts[k:], m.lengths[k:], m.numbers[k:], m.labels[cut:],
+                   m.offsets[k:] - cut)
+    return head, tail
+
+
+class _BufferRows:
+    """A :class:`~matchsql.fsm.expressions.RowSource` over a compiled matcher's buffer."""
+
+    def __init__(self, matcher: CompiledMatcher) -> None:
+        self.m = matcher
+        self._cache: dict[str, list[Any]] = {}
+
+    @property
+    def count(self) -> int:
+        return self.m.count
+
+    @property
+    def complete(self) -> bool:
+        return self.m.complete
+
+    def value(self, index: int, column: str) -> Any:
+        values = self._cache.get(column)
+        if values is None:
+            values = self._cache[column] = self.m.table.column(column).to_pylist()
+        i = index - self.m.base
+        if i < 0 or i >= len(values):
+            raise ExecutionError(f"internal error: partition row {index} is not held")
+        return values[i]

@@ -1,0 +1,712 @@
+"""DEFINE conditions specialised for the reference matcher's thread VM.
+
+:mod:`matchsql.fsm.expressions` evaluates any expression against a
+:class:`~matchsql.fsm.expressions.MatchView`, which is complete but costs a
+view, a label sequence and a walk to find each row per evaluation. Nearly all
+real DEFINEs are much simpler: comparisons and arithmetic over columns of the
+current row, of the last row of some variable (``A.price``), and of rows a
+constant physical offset away from those (``PREV(B.price)``). For exactly that
+subset this module builds closures ``(history, key, row) -> value`` (the
+VM's test signature, so a boolean-valued one is the test itself) that read
+the InputHolder's column lists directly:
+
+* the current row is ``row`` (in a DEFINE of ``V`` the row being tested is
+  already mapped to ``V``, so ``V.x`` and an unqualified ``x`` read it);
+* the last row of a variable set ``S`` not containing ``V`` is the newest
+  entry of the thread's :class:`~matchsql.fsm.vm.HistoryKey` component for
+  ``S`` (the key tracks it because the DEFINE observes it);
+* ``PREV/NEXT(e, k)`` move that row by ``k`` and read ``e`` there, NULL
+  outside the partition, as :func:`~matchsql.fsm.expressions._physical` does.
+
+Values go through the same :mod:`~matchsql.fsm.scalars` functions as the
+general evaluator, with one shortcut: comparing two ``int``/``float`` values
+uses Python's operators directly, written so that NaN behaves exactly like
+:func:`~matchsql.fsm.scalars.compare` (``(a > b) - (a < b)``), and when both
+sides are statically numeric (numeric columns, number literals) the type
+test and the calls to read them are folded into one closure. AND/OR chains
+are flattened keeping their evaluation order. A condition that reads only
+the tested row (and PREV/NEXT of it) is cached per row. Anything else
+(FIRST/LAST, aggregates, CLASSIFIER, MATCH_NUMBER, functions, CASE, ...) makes
+:func:`compile_define` return None and the matcher uses the general evaluator,
+so the two can never disagree on what is supported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from sqlglot import exp
+
+from matchsql.errors import ExecutionError, SemanticError
+from matchsql.fsm import scalars as sc
+from matchsql.fsm.expressions import _BINARY, _Compiler
+from matchsql.fsm.holder import InputHolder
+from matchsql.fsm.spec import MatchSpec
+from matchsql.fsm.vm import History, HistoryKey, Test
+from matchsql.grammar.nodes import Navigation, PatternSemantics
+
+#: A specialised expression, called exactly like the VM calls a test:
+#: (thread's history, its key, absolute row being tested) -> SQL value. The
+#: history itself is never read (the key has what the DEFINE observes); the
+#: shared signature lets a boolean-valued expression *be* the test.
+Fn = Callable[[History, tuple, int], Any]
+#: Builds an :data:`Fn` over one partition's holder (one per partition).
+Factory = Callable[[InputHolder], Fn]
+#: Where a column is read: ``("cur", delta)`` = the tested row + delta, or
+#: ``("key", component, with_label, scalar, delta)`` = the last row of a
+#: variable set as tracked by the history key (see HistoryKey.last_slot), + delta.
+Locator = tuple
+
+
+@dataclass(frozen=True)
+class _Code:
+    """A compiled subexpression and the static facts that let its parent specialise."""
+
+    factory: Factory
+    numeric: bool = False  # every non-NULL value is an int or a float (not a bool)
+    boolean: bool = False  # every value is True, False or None
+    operand: _Operand | None = None  # set for simple reads a comparison can inline
+
+
+#: A value a fused comparison reads without a call: ``(mode, column, component,
+#: delta, constant)``; mode _ROW reads ``column`` at the tested row + delta,
+#: _KEY at the history key's bare row number ``component`` + delta (both with
+#: delta <= 0), _CONST is ``constant``.
+_Operand = tuple[int, str, int, int, Any]
+_CONST, _ROW, _KEY = 0, 1, 2
+
+
+class _Unsupported(Exception):
+    """The expression is outside the specialised subset (use the general evaluator)."""
+
+
+class FastDefine:
+    """A DEFINE condition compiled for the VM; :meth:`bind` makes a partition's test."""
+
+    def __init__(self, code: _Code, row_local: bool) -> None:
+        self.code = code
+        # True when the condition reads only the tested row and physical
+        # offsets from it: its value then depends on the row alone, not on the
+        # thread or the attempt, and may be cached per row.
+        self.row_local = row_local
+
+    def bind(self, holder: InputHolder) -> Test:
+        fn = self.code.factory(holder)
+        truth = sc.truth
+        if self.code.boolean:
+            test = fn  # the VM treats None (UNKNOWN) as false, like ``truth(v) is True``
+        else:
+            def test(history: History, key: tuple, row: int) -> bool:
+                v = fn(history, key, row)
+                if v is True:
+                    return True
+                if v is False or v is None:
+                    return False
+                return truth(v) is True  # a NULL condition is false
+        if not self.row_local:
+            return test
+
+        cache: dict[int, bool] = {}
+        room = [_CACHE_ROWS]  # trim when the cache outgrows this (amortised O(1))
+
+        def cached(history: History, key: tuple, row: int) -> bool:
+            hit = cache.get(row)
+            if hit is not None:
+                return hit
+            result = test(history, key, row) is True
+            if len(cache) >= room[0]:
+                low = holder.base
+                for old in [r for r in cache if r < low]:
+                    del cache[old]
+                room[0] = max(_CACHE_ROWS, 2 * len(cache))
+            cache[row] = result
+            return result
+        return cached
+
+
+#: Row-local results are cached per row (attempts that start at later rows
+#: test the same rows again); rows the holder has dropped are forgotten.
+_CACHE_ROWS = 1024
+
+
+def compile_define(expr: exp.Expression, spec: MatchSpec, var: str,
+                   history_key: HistoryKey, row_local: bool) -> FastDefine | None:
+    """DEFINE ``expr`` of ``var`` specialised, or None when it is outside the subset.
+
+    ``row_local`` says the condition observes no history (from its
+    :class:`~matchsql.fsm.expressions.HistoryUse`).
+    """
+    try:
+        code = _DefineCompiler(spec, var, history_key).compile(expr, None)
+    except (_Unsupported, SemanticError, ExecutionError):
+        return None  # the general evaluator reports errors in its own words
+    return FastDefine(code, row_local)
+
+
+def _numeric_type(t: pa.DataType) -> bool:
+    """Arrow types whose Python values are plain ints or floats."""
+    return pa.types.is_integer(t) or pa.types.is_float32(t) or pa.types.is_float64(t)
+
+
+class _DefineCompiler:
+    def __init__(self, spec: MatchSpec, var: str, history_key: HistoryKey) -> None:
+        self.names = _Compiler(spec)  # column and variable name resolution, shared rules
+        self.types = {f.name: f.type for f in spec.columns}
+        self.var = var
+        self.history_key = history_key
+
+    def compile(self, node: exp.Expression, at: Locator | None) -> _Code:
+        """``at``: inside PREV/NEXT, the row every column reads; None outside."""
+        if isinstance(node, exp.Paren):
+            return self.compile(node.this, at)
+        if isinstance(node, exp.Column):
+            return self.column(node, at)
+        if isinstance(node, exp.Literal):
+            value = self.literal(node)
+            numeric = not isinstance(value, str)
+            return _Code(_constant(value), numeric=numeric,
+                         operand=(_CONST, "", 0, 0, value) if numeric else None)
+        if isinstance(node, exp.Null):
+            return _Code(_constant(None), boolean=True)
+        if isinstance(node, exp.Boolean):
+            return _Code(_constant(bool(node.this)), boolean=True)
+        if isinstance(node, Navigation):
+            return self.navigation(node, at)
+        if isinstance(node, PatternSemantics):
+            if node.final:
+                raise _Unsupported  # an error in DEFINE; the general path says so
+            return self.compile(node.this, at)
+        if isinstance(node, exp.And | exp.Or):
+            return self.connective(node, at)
+        if isinstance(node, exp.Not):
+            inner = self.compile(node.this, at).factory
+            return _Code(lambda holder: _not(inner(holder)), boolean=True)
+        if isinstance(node, exp.Neg):
+            inner = self.compile(node.this, at).factory
+            return _Code(lambda holder: _neg(inner(holder)))
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+            inner = self.compile(node.this, at).factory
+            return _Code(lambda holder: _is_null(inner(holder)), boolean=True)
+        makers = _COMPARISONS.get(type(node))
+        if makers is not None:
+            left, right = self.compile(node.this, at), self.compile(node.expression, at)
+            if left.numeric and right.numeric:
+                if left.operand is not None and right.operand is not None:
+                    return _Code(_fused(type(node), left.operand, right.operand), boolean=True)
+                maker = makers[1]
+            else:
+                maker = makers[0]
+            lf, rf = left.factory, right.factory
+            return _Code(lambda holder: maker(lf(holder), rf(holder)), boolean=True)
+        binary = _BINARY.get(type(node))
+        if binary is not None:
+            lf = self.compile(node.this, at).factory
+            rf = self.compile(node.expression, at).factory
+            return _Code(lambda holder: _binary(binary, lf(holder), rf(holder)))
+        raise _Unsupported
+
+    def literal(self, node: exp.Literal) -> Any:
+        """The same values as :meth:`_Compiler.literal`."""
+        if node.is_string:
+            return node.this
+        raw = str(node.this)
+        try:
+            return int(raw)
+        except ValueError:
+            return float(raw)
+
+    def last_of(self, vars_: frozenset[str] | None) -> Locator:
+        """Locator of the last row mapped to ``vars_`` (RUNNING, in DEFINE of ``var``)."""
+        if vars_ is None or self.var in vars_:
+            return ("cur", 0)  # the tested row is the match's (and the variable's) last
+        slot = self.history_key.last_slot(vars_)
+        if slot is None:
+            raise _Unsupported
+        return ("key", *slot, 0)
+
+    def column(self, node: exp.Column, at: Locator | None) -> _Code:
+        if isinstance(node.this, exp.Star):
+            raise _Unsupported
+        name = self.names.column_name(node)
+        if at is None:
+            at = self.last_of(self.names.var_set(node.table or None))
+        operand: _Operand | None = None
+        if at[0] == "cur" and at[-1] <= 0:
+            operand = (_ROW, name, 0, at[-1], None)
+        elif at[0] == "key" and at[3] and at[-1] <= 0:  # a bare row number (scalar)
+            operand = (_KEY, name, at[1], at[-1], None)
+        return _Code(_reader(name, at), numeric=_numeric_type(self.types[name]),
+                     operand=operand)
+
+    def navigation(self, node: Navigation, at: Locator | None) -> _Code:
+        if not node.physical or at is not None:
+            raise _Unsupported  # FIRST/LAST, or navigation nested in navigation
+        arg = node.this
+        while isinstance(arg, exp.Paren):
+            arg = arg.this
+        offset = node.offset
+        if not isinstance(offset, int) or offset < 0 or isinstance(arg, Navigation):
+            raise _Unsupported
+        anchor = self.last_of(self.names.arg_vars(arg, node.kind))
+        delta = -offset if node.kind == "PREV" else offset
+        return self.compile(arg, anchor[:-1] + (anchor[-1] + delta,))
+
+    def connective(self, node: exp.And | exp.Or, at: Locator | None) -> _Code:
+        """Flatten an AND (OR) chain; evaluation order and short-circuit are unchanged."""
+        kind = type(node)
+        operands: list[exp.Expression] = []
+        pending: list[exp.Expression] = [node]
+        while pending:  # left-to-right leaves of the same connective
+            item = pending.pop()
+            while isinstance(item, exp.Paren):
+                item = item.this
+            if type(item) is kind:
+                pending.append(item.expression)
+                pending.append(item.this)
+            else:
+                operands.append(item)
+        parts = [self.compile(item, at) for item in operands]
+        factories = [p.factory for p in parts]
+        boolean = all(p.boolean for p in parts)
+        if kind is exp.And:
+            make = _all_bool if boolean else _all
+        else:
+            make = _any_bool if boolean else _any
+        return _Code(lambda holder: make(tuple(f(holder) for f in factories)), boolean=True)
+
+
+# -- leaves ---------------------------------------------------------------------------------
+
+
+def _constant(value: Any) -> Factory:
+    def make(holder: InputHolder) -> Fn:
+        return lambda history, key, row: value
+    return make
+
+
+def _not_held(row: int, base: int) -> ExecutionError:
+    return ExecutionError(f"internal error: partition row {row} is not held "
+                          f"(first held row {base})")
+
+
+def _reader(name: str, at: Locator) -> Factory:
+    """Read column ``name`` at the row ``at`` points to (NULL outside the partition)."""
+    if at[0] == "cur":
+        delta = at[1]
+
+        def make(holder: InputHolder) -> Fn:
+            col = holder.column_list(name)
+            if delta == 0:
+                return lambda history, key, row: col[row - holder.base]
+            if delta < 0:
+                def prev(history: History, key: tuple, row: int) -> Any:
+                    target = row + delta
+                    if target < 0:
+                        return None
+                    base = holder.base
+                    if target < base:
+                        raise _not_held(target, base)
+                    return col[target - base]
+                return prev
+
+            def next_(history: History, key: tuple, row: int) -> Any:
+                target = row + delta
+                if holder.complete and target >= holder.count:
+                    return None
+                return col[target - holder.base]
+            return next_
+        return make
+
+    _, index, with_label, scalar, delta = at
+
+    def make_last(holder: InputHolder) -> Fn:
+        col = holder.column_list(name)
+        if scalar and delta == 0:
+            def last_row(history: History, key: tuple, row: int) -> Any:
+                at = key[index]
+                if at is None:
+                    return None  # no row mapped to the variable yet
+                return col[at - holder.base]
+            return last_row
+
+        def last(history: History, key: tuple, row: int) -> Any:
+            entries = key[index]
+            if scalar:
+                if entries is None:
+                    return None  # no row mapped to the variable yet
+                target = entries + delta
+            else:
+                if not entries:
+                    return None
+                target = (entries[-1][0] if with_label else entries[-1]) + delta
+            if target < 0 or (delta > 0 and holder.complete and target >= holder.count):
+                return None
+            base = holder.base
+            if target < base:
+                raise _not_held(target, base)
+            return col[target - base]
+        return last
+    return make_last
+
+
+# -- operators ------------------------------------------------------------------------------
+#
+# Each comparison: NULL if either side is NULL; two int/float values compare
+# with Python's operators in the form that equals sc.compare's sign test
+# ``(a > b) - (a < b)`` (so NaN behaves the same: a < b and a > b never both
+# hold); anything else goes through sc.compare, which coerces types and
+# raises on incomparable ones. Both sides are always evaluated, left first,
+# like the general evaluator. The ``_num`` variants are used when both sides
+# are statically int/float (numeric columns and literals) and skip the type
+# test.
+
+_NUM = (int, float)
+
+
+def _cmp_lt(left: Fn, right: Fn) -> Fn:
+    def lt(history: History, key: tuple, row: int) -> Any:
+        a = left(history, key, row)
+        b = right(history, key, row)
+        if a is None or b is None:
+            return None
+        if type(a) in _NUM and type(b) in _NUM:
+            return a < b
+        c = sc.compare(a, b)
+        return None if c is None else c < 0
+    return lt
+
+
+def _num_lt(left: Fn, right: Fn) -> Fn:
+    def lt(history: History, key: tuple, row: int) -> Any:
+        a = left(history, key, row)
+        b = right(history, key, row)
+        if a is None or b is None:
+            return None
+        return a < b
+    return lt
+
+
+def _cmp_le(left: Fn, right: Fn) -> Fn:
+    def le(history: History, key: tuple, row: int) -> Any:
+        a = left(history, key, row)
+        b = right(history, key, row)
+        if a is None or b is None:
+            return None
+        if type(a) in _NUM and type(b) in _NUM:
+            return not a > b
+        c = sc.compare(a, b)
+        return None if c is None else c <= 0
+    return le
+
+
+def _num_le(left: Fn, right: Fn) -> Fn:
+    def le(history: History, key: tuple, row: int) -> Any:
+        a = left(history, key, row)
+        b = right(history, key, row)
+        if a is None or b is None:
+            return None
+        return not a > b
+    return le
+
+
+def _cmp_gt(left: Fn, right: Fn) -> Fn:
+    def gt(history: History, key: tuple, row: int) -> Any:
+        a = left(history, key, row)
+        b = right(history, key, row)
+        if a is None or b is None:
+            return None
+        if type(a) in _NUM and type(b) in _NUM:
+            return a > b
+        c = sc.compare(a, b)
+        return None if c is None else c > 0
+    return gt
+
+
+def _num_gt(left: Fn, right: Fn) -> Fn:
+    def gt(history: History, key: tuple, row: int) -> Any:
+        a = left(history, key, row)
+        b = right(history, key, row)
+        if a is None or b is None:
+            return None
+        return a > b
+    return gt
+
+
+def _cmp_ge(left: Fn, right: Fn) -> Fn:
+    def ge(history: History, key: tuple, row: int) -> Any:
+        a = left(history, key, row)
+        b = right(history, key, row)
+        if a is None or b is None:
+            return None
+        if type(a) in _NUM and type(b) in _NUM:
+            return not a < b
+        c = sc.compare(a, b)
+        return None if c is None else c >= 0
+    return ge
+
+
+def _num_ge(left: Fn, right: Fn) -> Fn:
+    def ge(history: History, key: tuple, row: int) -> Any:
+        a = left(history, key, row)
+        b = right(history, key, row)
+        if a is None or b is None:
+            return None
+        return not a < b
+    return ge
+
+
+def _cmp_eq(left: Fn, right: Fn) -> Fn:
+    def eq(history: History, key: tuple, row: int) -> Any:
+        a = left(history, key, row)
+        b = right(history, key, row)
+        if a is None or b is None:
+            return None
+        if type(a) in _NUM and type(b) in _NUM:
+            return not (a < b or a > b)
+        c = sc.compare(a, b)
+        return None if c is None else c == 0
+    return eq
+
+
+def _num_eq(left: Fn, right: Fn) -> Fn:
+    def eq(history: History, key: tuple, row: int) -> Any:
+        a = left(history, key, row)
+        b = right(history, key, row)
+        if a is None or b is None:
+            return None
+        return not (a < b or a > b)
+    return eq
+
+
+def _cmp_ne(left: Fn, right: Fn) -> Fn:
+    def ne(history: History, key: tuple, row: int) -> Any:
+        a = left(history, key, row)
+        b = right(history, key, row)
+        if a is None or b is None:
+            return None
+        if type(a) in _NUM and type(b) in _NUM:
+            return a < b or a > b
+        c = sc.compare(a, b)
+        return None if c is None else c != 0
+    return ne
+
+
+def _num_ne(left: Fn, right: Fn) -> Fn:
+    def ne(history: History, key: tuple, row: int) -> Any:
+        a = left(history, key, row)
+        b = right(history, key, row)
+        if a is None or b is None:
+            return None
+        return a < b or a > b
+    return ne
+
+
+def _fused(kind: type, left: _Operand, right: _Operand) -> Factory:
+    """A comparison of two int/float operands that reads them inline.
+
+    The same values as :func:`_reader` and :func:`_constant` followed by the
+    ``_num`` comparison of ``kind``, in one closure: nearly every DEFINE is an
+    AND of such comparisons, and calls are the dominant cost in CPython.
+    """
+    op = _OPS[kind]
+    lmode, lname, lindex, ldelta, lvalue = left
+    rmode, rname, rindex, rdelta, rvalue = right
+
+    def make(holder: InputHolder) -> Fn:
+        lcol = holder.column_list(lname) if lmode != _CONST else []
+        rcol = holder.column_list(rname) if rmode != _CONST else []
+        if lmode == _ROW and ldelta == 0:
+            return current_vs(lcol, holder)
+
+        def compare(history: History, key: tuple, row: int) -> Any:
+            base = holder.base
+            if lmode == _CONST:
+                a = lvalue
+            else:
+                t = row if lmode == _ROW else key[lindex]
+                if t is None:
+                    a = None  # no row mapped to the variable yet
+                else:
+                    t += ldelta
+                    if t < 0:
+                        a = None  # before the partition's first row
+                    elif t < base:
+                        raise _not_held(t, base)
+                    else:
+                        a = lcol[t - base]
+            if rmode == _CONST:
+                b = rvalue
+            else:
+                t = row if rmode == _ROW else key[rindex]
+                if t is None:
+                    b = None
+                else:
+                    t += rdelta
+                    if t < 0:
+                        b = None
+                    elif t < base:
+                        raise _not_held(t, base)
+                    else:
+                        b = rcol[t - base]
+            if a is None or b is None:
+                return None
+            if op == 0:
+                return a < b
+            if op == 1:
+                return not a > b
+            if op == 2:
+                return a > b
+            if op == 3:
+                return not a < b
+            if op == 4:
+                return not (a < b or a > b)
+            return a < b or a > b
+        return compare
+
+    def current_vs(lcol: list, holder: InputHolder) -> Fn:
+        """The same for the most common left side, a column of the tested row."""
+        rcol = holder.column_list(rname) if rmode != _CONST else []
+
+        def compare(history: History, key: tuple, row: int) -> Any:
+            base = holder.base
+            a = lcol[row - base]
+            if rmode == _CONST:
+                b = rvalue
+            else:
+                t = row if rmode == _ROW else key[rindex]
+                if t is None:
+                    b = None
+                else:
+                    t += rdelta
+                    if t < 0:
+                        b = None
+                    elif t < base:
+                        raise _not_held(t, base)
+                    else:
+                        b = rcol[t - base]
+            if a is None or b is None:
+                return None
+            if op == 0:
+                return a < b
+            if op == 1:
+                return not a > b
+            if op == 2:
+                return a > b
+            if op == 3:
+                return not a < b
+            if op == 4:
+                return not (a < b or a > b)
+            return a < b or a > b
+        return compare
+    return make
+
+
+_OPS = {exp.LT: 0, exp.LTE: 1, exp.GT: 2, exp.GTE: 3, exp.EQ: 4, exp.NEQ: 5}
+
+#: comparison node -> (general, both sides int/float)
+_COMPARISONS: dict[type, tuple[Callable[[Fn, Fn], Fn], Callable[[Fn, Fn], Fn]]] = {
+    exp.LT: (_cmp_lt, _num_lt), exp.LTE: (_cmp_le, _num_le), exp.GT: (_cmp_gt, _num_gt),
+    exp.GTE: (_cmp_ge, _num_ge), exp.EQ: (_cmp_eq, _num_eq), exp.NEQ: (_cmp_ne, _num_ne),
+}
+
+
+def _all(parts: tuple[Fn, ...]) -> Fn:
+    """Three-valued AND of ``parts``, left to right, stopping at the first FALSE."""
+    truth = sc.truth
+
+    def all_(history: History, key: tuple, row: int) -> Any:
+        unknown = False
+        for part in parts:
+            v = part(history, key, row)
+            if v is True:
+                continue
+            if v is not False and v is not None:
+                v = truth(v)
+            if v is False:
+                return False
+            if v is None:
+                unknown = True
+        return None if unknown else True
+    return all_
+
+
+def _all_bool(parts: tuple[Fn, ...]) -> Fn:
+    """:func:`_all` of parts that yield only True/False/None (no truth conversion)."""
+    if len(parts) == 2:
+        first, second = parts
+
+        def both(history: History, key: tuple, row: int) -> Any:
+            a = first(history, key, row)
+            if a is False:
+                return False
+            b = second(history, key, row)
+            if b is False:
+                return False
+            return None if a is None or b is None else True
+        return both
+
+    def all_(history: History, key: tuple, row: int) -> Any:
+        unknown = False
+        for part in parts:
+            v = part(history, key, row)
+            if v is False:
+                return False
+            if v is None:
+                unknown = True
+        return None if unknown else True
+    return all_
+
+
+def _any(parts: tuple[Fn, ...]) -> Fn:
+    """Three-valued OR of ``parts``, left to right, stopping at the first TRUE."""
+    truth = sc.truth
+
+    def any_(history: History, key: tuple, row: int) -> Any:
+        unknown = False
+        for part in parts:
+            v = part(history, key, row)
+            if v is False:
+                continue
+            if v is not True and v is not None:
+                v = truth(v)
+            if v is True:
+                return True
+            if v is None:
+                unknown = True
+        return None if unknown else False
+    return any_
+
+
+def _any_bool(parts: tuple[Fn, ...]) -> Fn:
+    """:func:`_any` of parts that yield only True/False/None (no truth conversion)."""
+    def any_(history: History, key: tuple, row: int) -> Any:
+        unknown = False
+        for part in parts:
+            v = part(history, key, row)
+            if v is True:
+                return True
+            if v is None:
+                unknown = True
+        return None if unknown else False
+    return any_
+
+
+def _not(inner: Fn) -> Fn:
+    not_ = sc.not_
+    return lambda history, key, row: not_(inner(history, key, row))
+
+
+def _neg(inner: Fn) -> Fn:
+    neg = sc.neg
+    return lambda history, key, row: neg(inner(history, key, row))
+
+
+def _is_null(inner: Fn) -> Fn:
+    return lambda history, key, row: inner(history, key, row) is None
+
+
+def _binary(fn: Callable[[Any, Any], Any], left: Fn, right: Fn) -> Fn:
+    return lambda history, key, row: fn(left(history, key, row), right(history, key, row))

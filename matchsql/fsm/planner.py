@@ -1,0 +1,122 @@
+"""Execution path selection: which matcher runs a query, and why.
+
+``choose_path(spec)`` tries the compiled paths in order of speed and says why
+it settled where it did; ``new_partition_matcher(spec, key, config)`` is the
+factory the executor (and Spark, streams) use. Plans are cached per spec
+object, so a query's DEFINEs and measures are lowered once, not once per
+partition. ``config.execution_path`` forces a path: forcing one that does
+not apply is an error that names the reason, never a silent fallback.
+
+Paths (see DESIGN.md, "Execution paths"):
+
+* ``row_local``: every DEFINE term reads only the current row and physical
+  PREV/NEXT offsets; the terms are evaluated column-wise and the compiled
+  kernel runs the automaton;
+* ``registers``: some terms read ``A.x``, FIRST/LAST or other rows of the
+  match; the kernel carries the rows those reads locate as registers and
+  interprets the terms' bytecode;
+* ``reference``: everything else (and the oracle of both).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+from matchsql.config import Config
+from matchsql.errors import ExecutionError
+from matchsql.fsm.spec import MatchSpec
+
+PATHS = ("auto", "reference", "row_local", "registers")
+
+
+@dataclass(frozen=True)
+class PathChoice:
+    """The chosen path (``row_local``, ``registers`` or ``reference``) and why."""
+
+    name: str
+    reason: str
+    notes: tuple[str, ...] = ()
+
+
+# MatchSpec is an unhashable dataclass: plans are keyed by identity and dropped
+# together with their spec.
+_plans: dict[int, tuple] = {}
+
+
+def _plan(spec: MatchSpec):
+    """The compiled plan of ``spec`` or the reason there is none (cached per spec)."""
+    from matchsql.fsm.compiled.lowering import Unsupported
+    from matchsql.fsm.compiled.matcher import CompiledPlan
+    from matchsql.fsm.reference import CompiledQuery
+
+    cached = _plans.get(id(spec))
+    if cached is None:
+        query = CompiledQuery(spec)
+        try:
+            cached = (query, CompiledPlan.build(spec, query), "")
+        except Unsupported as exc:
+            cached = (query, None, str(exc))
+        _plans[id(spec)] = cached
+        weakref.finalize(spec, _plans.pop, id(spec), None)
+    return cached
+
+
+def choose_path(spec: MatchSpec, requested: str = "auto") -> PathChoice:
+    """Pick the path for ``spec``; ``requested`` is ``config.execution_path``."""
+    if requested not in PATHS:
+        raise ExecutionError(f"execution_path must be one of {', '.join(PATHS)}")
+    if requested == "reference":
+        return PathChoice("reference", "forced by SET execution_path = 'reference'")
+    _, plan, why_not = _plan(spec)
+    if plan is None:
+        if requested != "auto":
+            raise ExecutionError(
+                f"execution_path '{requested}' does not apply to this query: {why_not}")
+        return PathChoice("reference", f"no compiled path applies: {why_not}")
+    notes = tuple(plan.notes)
+    if requested == "auto":
+        if plan.path == "row_local":
+            reason = "every DEFINE reads only the current row and physical PREV/NEXT offsets"
+        else:
+            reason = ("DEFINE reads other rows of the match (A.x, FIRST/LAST); threads carry "
+                      "them as registers")
+        return PathChoice(plan.path, reason, notes)
+    if requested == "row_local" and plan.path != "row_local":
+        raise ExecutionError(
+            "execution_path 'row_local' does not apply to this query: a DEFINE reads other "
+            "rows of the match (A.x, FIRST/LAST, ...); use 'registers' or 'auto'")
+    # 'registers' runs every query the row-local path runs (with no registers).
+    return PathChoice(requested, "forced by SET execution_path", notes)
+
+
+def new_partition_matcher(spec: MatchSpec, key: tuple = (), config: Config | None = None):
+    """A resumable matcher for one partition on the path chosen for ``spec``."""
+    from matchsql.fsm.compiled.matcher import CompiledMatcher
+    from matchsql.fsm.reference import ReferenceMatcher
+
+    config = config or Config()
+    choice = choose_path(spec, config.execution_path)
+    query, plan, _ = _plan(spec) if choice.name != "reference" or \
+        config.execution_path != "reference" else (None, None, "")
+    if choice.name == "reference":
+        return ReferenceMatcher(query if query is not None else spec, key, config)
+    return CompiledMatcher(plan, key, config)
+
+
+def explain(spec: MatchSpec, config: Config | None = None) -> str:
+    """EXPLAIN text of one MATCH_RECOGNIZE: the program, the chosen path and why."""
+    from matchsql.fsm.program import compile_pattern
+
+    config = config or Config()
+    try:
+        choice = choose_path(spec, config.execution_path)
+        path = f"path: {choice.name}\nwhy: {choice.reason}"
+        for note in choice.notes:
+            path += f"\n{note}"
+    except ExecutionError as exc:
+        path = f"path: none\nwhy: {exc.message}"
+    program = compile_pattern(spec.pattern)
+    return (f"MATCH_RECOGNIZE PATTERN ({spec.pattern.to_sql()})\n{path}\n"
+            f"automaton ({len(program)} instructions, {program.loops} loops):\n"
+            f"{program.dump()}")

@@ -1,0 +1,229 @@
+"""``CREATE STREAM``, ``DROP STREAM`` and ``SHOW STREAMS``.
+
+    CREATE STREAM [IF NOT EXISTS] name (column type, ...)
+        [WITH (capacity = N, on_full = 'block' | 'spill',
+               archive = '<DuckDB table or Parquet directory>',
+               archive_filter = '<SQL predicate>')]
+    DROP STREAM [IF EXISTS] name
+    SHOW STREAMS
+
+These are not DuckDB statements, so they are recognised by their first
+words and parsed here over the matchsql tokenizer (errors point at the
+offending token). Column types are kept as written and validated later by
+asking DuckDB (``CAST(NULL AS type)``), so every DuckDB type name works and
+the stream's Arrow schema is exactly what DuckDB would produce.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from sqlglot.tokens import Token, TokenType
+
+from matchsql.errors import ParseError
+from matchsql.grammar.statements import tokenize
+
+_STATEMENT = re.compile(r"^\s*(create\s+stream|drop\s+stream|show\s+streams)\b",
+                        re.IGNORECASE)
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+OPTIONS = ("capacity", "on_full", "archive", "archive_filter")
+RESERVED_COLUMNS = ("_seq",)
+
+
+@dataclass
+class CreateStream:
+    name: str
+    columns: list[tuple[str, str]]  # (name, type text as written)
+    type_offsets: list[int]  # where each type starts in the statement, for errors
+    options: dict[str, object] = field(default_factory=dict)
+    if_not_exists: bool = False
+
+
+@dataclass
+class DropStream:
+    name: str
+    if_exists: bool = False
+
+
+@dataclass
+class ShowStreams:
+    pass
+
+
+StreamStatement = CreateStream | DropStream | ShowStreams
+
+
+def is_stream_statement(sql: str) -> bool:
+    return _STATEMENT.match(_strip_comments(sql)) is not None
+
+
+def _strip_comments(sql: str) -> str:
+    return re.sub(r"^(\s*(--[^\n]*\n|/\*.*?\*/))*", "", sql, flags=re.DOTALL)
+
+
+def parse_stream_statement(sql: str) -> StreamStatement:
+    """Parse one stream statement (``is_stream_statement(sql)`` must hold)."""
+    return _Parser(sql).statement()
+
+
+class _Parser:
+    def __init__(self, sql: str) -> None:
+        self.sql = sql
+        self.tokens = [t for t in tokenize(sql) if t.token_type != TokenType.SEMICOLON]
+        self.i = 0
+
+    # -- token helpers ---------------------------------------------------------------
+
+    def peek(self) -> Token | None:
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def error(self, message: str, token: Token | None = None) -> ParseError:
+        token = token or self.peek()
+        offset = len(self.sql.rstrip()) if token is None else token.start
+        return ParseError(message, sql=self.sql, offset=offset)
+
+    def word(self, *words: str) -> bool:
+        token = self.peek()
+        if token is not None and token.token_type != TokenType.IDENTIFIER \
+                and token.text.upper() in words:
+            self.i += 1
+            return True
+        return False
+
+    def expect_word(self, word: str) -> None:
+        if not self.word(word):
+            raise self.error(f"expected {word}")
+
+    def expect(self, kind: TokenType, what: str) -> Token:
+        token = self.peek()
+        if token is None or token.token_type != kind:
+            raise self.error(f"expected {what}")
+        self.i += 1
+        return token
+
+    def name(self, what: str) -> str:
+        token = self.peek()
+        if token is None or token.token_type in (TokenType.L_PAREN, TokenType.R_PAREN,
+                                                 TokenType.COMMA, TokenType.STRING,
+                                                 TokenType.NUMBER, TokenType.EQ):
+            raise self.error(f"expected {what}")
+        self.i += 1
+        return token.text if token.token_type == TokenType.IDENTIFIER else token.text.lower()
+
+    def end(self) -> None:
+        if self.peek() is not None:
+            raise self.error("unexpected text after the statement")
+
+    # -- statements --------------------------------------------------------------------
+
+    def statement(self) -> StreamStatement:
+        if self.word("SHOW"):
+            self.expect_word("STREAMS")
+            self.end()
+            return ShowStreams()
+        if self.word("DROP"):
+            self.expect_word("STREAM")
+            if_exists = self.word("IF")
+            if if_exists:
+                self.expect_word("EXISTS")
+            name = self.stream_name()
+            self.end()
+            return DropStream(name, if_exists)
+        self.expect_word("CREATE")
+        self.expect_word("STREAM")
+        if_not_exists = self.word("IF")
+        if if_not_exists:
+            self.expect_word("NOT")
+            self.expect_word("EXISTS")
+        name = self.stream_name()
+        create = CreateStream(name, [], [], if_not_exists=if_not_exists)
+        self.columns(create)
+        if self.word("WITH"):
+            self.options(create)
+        self.end()
+        return create
+
+    def stream_name(self) -> str:
+        token = self.peek()
+        name = self.name("a stream name")
+        if not _NAME.match(name):
+            raise self.error("a stream name is a letter or '_' followed by up to 62 letters, "
+                             "digits or '_'", token)
+        return name
+
+    def columns(self, create: CreateStream) -> None:
+        self.expect(TokenType.L_PAREN, "'(' and the stream's columns")
+        seen: set[str] = set()
+        while True:
+            token = self.peek()
+            column = self.name("a column name")
+            if column.lower() in seen:
+                raise self.error(f"column {column!r} appears twice", token)
+            if column.lower() in RESERVED_COLUMNS:
+                raise self.error(f"column name {column!r} is reserved for sequence numbers",
+                                 token)
+            seen.add(column.lower())
+            create.columns.append((column, self.type_text(create)))
+            if self.peek() is not None and self.peek().token_type == TokenType.COMMA:
+                self.i += 1
+                continue
+            self.expect(TokenType.R_PAREN, "',' or ')'")
+            return
+
+    def type_text(self, create: CreateStream) -> str:
+        """The type as written: tokens up to the next ',' or ')' outside parentheses."""
+        first = self.peek()
+        depth = 0
+        last = None
+        while (token := self.peek()) is not None:
+            if token.token_type == TokenType.L_PAREN:
+                depth += 1
+            elif token.token_type == TokenType.R_PAREN:
+                if depth == 0:
+                    break
+                depth -= 1
+            elif token.token_type == TokenType.COMMA and depth == 0:
+                break
+            last = token
+            self.i += 1
+        if first is None or last is None:
+            raise self.error("expected a column type")
+        create.type_offsets.append(first.start)
+        return self.sql[first.start:last.end + 1]
+
+    def options(self, create: CreateStream) -> None:
+        self.expect(TokenType.L_PAREN, "'(' and stream options")
+        while True:
+            token = self.peek()
+            key = self.name("an option name").lower()
+            if key not in OPTIONS:
+                raise self.error(f"unknown stream option {key!r}; known: {', '.join(OPTIONS)}",
+                                 token)
+            self.expect(TokenType.EQ, "'='")
+            value_token = self.peek()
+            if value_token is None:
+                raise self.error("expected an option value")
+            self.i += 1
+            create.options[key] = self.option_value(key, value_token)
+            if self.peek() is not None and self.peek().token_type == TokenType.COMMA:
+                self.i += 1
+                continue
+            self.expect(TokenType.R_PAREN, "',' or ')'")
+            return
+
+    def option_value(self, key: str, token: Token) -> object:
+        text = token.text
+        if key == "capacity":
+            if token.token_type != TokenType.NUMBER or not text.isdigit() or int(text) <= 0:
+                raise self.error("capacity is a positive number of tuples", token)
+            return int(text)
+        if token.token_type not in (TokenType.STRING, TokenType.VAR, TokenType.IDENTIFIER):
+            raise self.error(f"{key} takes a quoted string", token)
+        if key == "on_full":
+            if text.lower() not in ("block", "spill"):
+                raise self.error("on_full is 'block' or 'spill'", token)
+            return text.lower()
+        if not text.strip():
+            raise self.error(f"{key} must not be empty", token)
+        return text

@@ -1,0 +1,64 @@
+"""Spark: scale-out MATCH_RECOGNIZE and a Structured Streaming source for live streams.
+
+* :func:`match_recognize` (bounded) — ``match_recognize(df, "SELECT ... FROM
+  trades MATCH_RECOGNIZE (...)")`` runs the reference matcher inside Spark's
+  executors, one ``applyInArrow`` group per PARTITION BY key, and returns a
+  DataFrame with the schema the embedded engine would give.
+* :func:`match_recognize_stream` (unbounded) — the same over a streaming
+  DataFrame; each key's matcher state lives in Spark's checkpointed state
+  store (``applyInPandasWithState``), so a restart from the checkpoint
+  neither loses nor repeats a match.
+* :func:`write_stream` — a ``foreachBatch`` sink that makes a streaming
+  DataFrame the producer of a matchsql live stream; a re-run micro-batch is
+  not written twice (Spark batch id -> ``Producer.write_batch(batch_id=)``).
+
+Query shapes. The statement has exactly one MATCH_RECOGNIZE, whose input is
+the plain table name that stands for the DataFrame; around it a SELECT list,
+WHERE, GROUP BY, HAVING, ORDER BY, LIMIT (translated to Spark SQL by
+sqlglot; streaming: what Spark allows on a stream). Joins, CTEs, subqueries,
+set operations and nested MATCH_RECOGNIZEs are refused with a
+:class:`matchsql.SemanticError`: compose those with Spark around the result.
+The query is parsed and analysed on the driver by matchsql itself, so it is
+accepted, rejected and typed exactly as the embedded engine would.
+
+Semantic choices, where Spark differs from a DuckDB table:
+
+* Row order. Each partition is sorted in the executor by DuckDB with the
+  query's own ORDER BY text, so direction, NULL placement (DuckDB's NULLS
+  LAST default), NaN and collation match the embedded engine. A query
+  without ORDER BY relies on table order, which a DataFrame does not have:
+  it is refused unless ``input_order`` names the column(s) that give the
+  order (DejaVu's Q1-Q4: ``input_order="ts"``) or is ``"as_read"`` (the order
+  Spark reads the DataFrame in, via ``monotonically_increasing_id``; bounded
+  only).
+* No PARTITION BY: the query cannot be split by key; it runs as one task
+  (one group holding every row) and says so with a
+  :class:`SinglePartitionWarning` and a log line. Rows are still the
+  embedded engine's.
+* End of a streaming partition: an ``end_marker`` column (rows where it is
+  true end their key) and/or an ``idle_timeout``; see
+  :mod:`matchsql.spark.stream`. Rows of a key must arrive in ORDER BY order
+  across micro-batches (any order within one); a late row fails the query.
+
+The Python workers must run an interpreter that has matchsql installed
+(``PYSPARK_PYTHON``). pyspark (>= 4.0) is imported only when one of these is
+called, so ``import matchsql`` stays fast.
+"""
+
+from __future__ import annotations
+
+from matchsql.spark.batch import SinglePartitionWarning, match_recognize
+from matchsql.spark.plan import AS_READ, MatchPlan, build_plan
+from matchsql.spark.sink import LiveStreamWriter, write_stream
+from matchsql.spark.stream import match_recognize_stream
+
+__all__ = [
+    "AS_READ",
+    "LiveStreamWriter",
+    "MatchPlan",
+    "SinglePartitionWarning",
+    "build_plan",
+    "match_recognize",
+    "match_recognize_stream",
+    "write_stream",
+]

@@ -1,0 +1,121 @@
+"""Bounded scale-out: one MATCH_RECOGNIZE over a DataFrame, grouped by PARTITION BY.
+
+Each PARTITION BY group becomes one ``applyInArrow`` call in an executor: the
+group's rows are sorted there by the query's ORDER BY (with DuckDB, so the
+order is the embedded engine's) and fed to the same reference matcher the
+embedded engine uses. Groups are independent, so Spark spreads them over its
+tasks; a query without PARTITION BY is one group, hence one task.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import warnings
+from typing import TYPE_CHECKING
+
+from matchsql.config import Config
+from matchsql.spark.plan import ALL_KEY, MATCHES_VIEW, ROW_ID, MatchPlan, build_plan
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+log = logging.getLogger("matchsql.spark")
+_views = itertools.count()
+
+
+class SinglePartitionWarning(UserWarning):
+    """The query has no PARTITION BY, so Spark runs it as one task."""
+
+
+def match_recognize(df: DataFrame, query: str, *, table: str | None = None,
+                    input_order: str | list[str] | None = None,
+                    config: Config | dict | None = None) -> DataFrame:
+    """Run ``query`` over ``df`` in Spark's executors; return the result as a DataFrame.
+
+    ``query`` reads ``df`` under the table name ``table`` (by default:
+    whatever plain table name its MATCH_RECOGNIZE reads). The output has the
+    schema the embedded engine would give. ``input_order`` replaces the
+    table order a query without ORDER BY relies on (see
+    :func:`matchsql.spark.plan.build_plan`). ``config`` holds matcher limits
+    (:class:`matchsql.config.Config` or its options as a dict).
+    """
+    from matchsql.spark.schema import (
+        arrow_schema_of,
+        as_spark_arrow,
+        require_pyspark,
+        session_time_zone,
+        spark_schema_of,
+    )
+    from matchsql.spark.worker import group_function
+
+    require_pyspark()
+    plan = build_plan(query, table or _table_name(query), arrow_schema_of(df),
+                      input_order=input_order)
+    settings = Config.from_options(config) if isinstance(config, dict) else config
+    source = df.withColumn(ROW_ID, _row_id()) if plan.row_id else df
+    if plan.partition_by:
+        grouped = source.groupBy(*[_col(name) for name in plan.partition_by])
+    else:
+        _warn_single_task(plan)
+        grouped = source.withColumn(ALL_KEY, _zero()).groupBy(ALL_KEY)
+    out_schema = plan.output_schema()
+    returned = as_spark_arrow(out_schema, session_time_zone(df.sparkSession))
+    matches = grouped.applyInArrow(group_function(plan, settings, returned),
+                                   spark_schema_of(out_schema))
+    return apply_outer(plan, matches)
+
+
+def apply_outer(plan: MatchPlan, matches: DataFrame) -> DataFrame:
+    """Run the statement around the MATCH_RECOGNIZE (if any) in Spark SQL over ``matches``."""
+    if plan.outer_sql is None:
+        return matches
+    spark = matches.sparkSession
+    view = f"{MATCHES_VIEW}_{next(_views)}"
+    matches.createOrReplaceTempView(view)
+    try:
+        # spark.sql analyses the statement at once, so the view can go right after.
+        return spark.sql(plan.outer_sql.replace(MATCHES_VIEW, view))
+    finally:
+        spark.catalog.dropTempView(view)
+
+
+def _warn_single_task(plan: MatchPlan) -> None:
+    message = ("MATCH_RECOGNIZE without PARTITION BY cannot be split by key: "
+               "Spark runs it as a single task over all rows")
+    log.warning(message)
+    warnings.warn(message, SinglePartitionWarning, stacklevel=3)
+
+
+def _table_name(query: str) -> str:
+    """The table the query's MATCH_RECOGNIZE reads (checked again by build_plan)."""
+    from sqlglot import exp
+
+    from matchsql.errors import SemanticError
+    from matchsql.grammar import parse
+    from matchsql.grammar.nodes import MatchRecognizeTable
+
+    for tree in parse(query):
+        for node in tree.find_all(MatchRecognizeTable):
+            if isinstance(node.this, exp.Table):
+                return node.this.name
+    raise SemanticError("the query has no MATCH_RECOGNIZE over a table name", sql=query,
+                        offset=0)
+
+
+def _col(name: str) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _row_id() -> Column:
+    from pyspark.sql import functions as F
+
+    return F.monotonically_increasing_id()
+
+
+def _zero() -> Column:
+    from pyspark.sql import functions as F
+
+    return F.lit(0)

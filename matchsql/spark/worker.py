@@ -1,0 +1,148 @@
+"""Executor side: sort one partition's rows, run the matcher, snapshot its state.
+
+This module does not import pyspark: it runs inside Spark's Python workers,
+and it is also what the tests call directly. Matchers come from the same
+factory as the embedded engine's (``matchsql.fsm.planner``), so the same
+execution path (reference or compiled) runs the query in both.
+
+Rows are put in order by DuckDB with the query's own ORDER BY text, so NULL
+placement (DuckDB: NULLS LAST for ASC by default), NaN, collation and DESC
+behave exactly as in the embedded engine, which sorts with DuckDB too (rows
+that tie on every ORDER BY key are in no defined order in either).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from matchsql.config import Config
+from matchsql.router.partitions import PartitionRun
+from matchsql.spark.plan import MatchPlan
+
+_DUCKDB: list[duckdb.DuckDBPyConnection] = []
+
+
+def duckdb_connection() -> duckdb.DuckDBPyConnection:
+    """This worker process's DuckDB connection, for sorting and comparing rows."""
+    if not _DUCKDB:
+        con = duckdb.connect()
+        con.execute("SET enable_progress_bar = false")
+        con.execute("SET threads = 1")  # Spark already runs one worker per core
+        _DUCKDB.append(con)
+    return _DUCKDB[0]
+
+
+def input_rows(plan: MatchPlan, table: pa.Table) -> pa.Table:
+    """``table`` with the input relation's columns and types (helper columns dropped)."""
+    columns = plan.spec.columns
+    table = table.select(columns.names)
+    if table.schema != columns:
+        table = table.cast(columns)
+    return table
+
+
+def sort_rows(plan: MatchPlan, table: pa.Table) -> pa.Table:
+    """One partition's rows in the order the embedded engine feeds them.
+
+    pyarrow sorts when it compares the key columns exactly as DuckDB does
+    (integers, decimals, dates, times, timestamps, booleans, strings by
+    bytes, floats without NaN, with DuckDB's direction and NULL placement);
+    anything else goes through DuckDB itself.
+    """
+    if table.num_rows <= 1:
+        return table
+    keys = plan.arrow_sort
+    if keys is not None and all(_arrow_comparable(table.column(name)) for name, _, _ in keys):
+        indices = _sort_indices(table, keys)
+        if indices is not None:
+            return table.take(indices)
+    con = duckdb_connection()
+    con.register("__matchsql_part", table)
+    try:
+        order = ", ".join(plan.sort_keys)
+        return con.sql(f"SELECT * FROM __matchsql_part ORDER BY {order}").to_arrow_table()
+    finally:
+        con.unregister("__matchsql_part")
+
+
+def _arrow_comparable(column: pa.ChunkedArray) -> bool:
+    kind = column.type
+    if pa.types.is_floating(kind):
+        return not pc.any(pc.is_nan(column)).as_py()
+    return (pa.types.is_integer(kind) or pa.types.is_decimal(kind) or pa.types.is_date(kind)
+            or pa.types.is_timestamp(kind) or pa.types.is_time(kind)
+            or pa.types.is_boolean(kind) or pa.types.is_string(kind)
+            or pa.types.is_large_string(kind))
+
+
+def _sort_indices(table: pa.Table, keys: list[tuple[str, str, str]]) -> pa.Array | None:
+    """Stable sort indices, per-key NULL placement (older pyarrow: one placement for all)."""
+    try:
+        return pc.sort_indices(table, sort_keys=keys)
+    except (TypeError, ValueError, pa.ArrowException):
+        placements = {nulls for _, _, nulls in keys}
+        if len(placements) != 1:
+            return None
+        return pc.sort_indices(table, sort_keys=[(n, o) for n, o, _ in keys],
+                               null_placement=placements.pop())
+
+
+def new_matcher(plan: MatchPlan, key: tuple, config: Config | None) -> PartitionRun:
+    """The matcher run of one partition, on the path the embedded engine would choose.
+
+    The planner caches its lowering per spec object; the plan's spec is one
+    object per worker process (unpickled once with the UDF), so the lowering
+    happens once per process, not once per group.
+    """
+    from matchsql.fsm.planner import new_partition_matcher
+
+    return new_partition_matcher(plan.spec, key, config)
+
+
+def partition_key(plan: MatchPlan, table: pa.Table) -> tuple:
+    return tuple(table.column(name)[0].as_py() for name in plan.partition_by)
+
+
+def run_group(plan: MatchPlan, config: Config | None, table: pa.Table,
+              out_schema: pa.Schema | None = None) -> pa.Table:
+    """All matches of one complete partition (a group of ``applyInArrow``).
+
+    ``out_schema`` is the output schema as Spark wants it back (time zones
+    of timestamps differ in name only); by default the MatchSpec's.
+    """
+    out_schema = out_schema or plan.output_schema()
+    if table.num_rows == 0:
+        return out_schema.empty_table()
+    ordered = sort_rows(plan, table)
+    rows = input_rows(plan, ordered)
+    matcher = new_matcher(plan, partition_key(plan, rows), config)
+    batches = [b for b in rows.to_batches() if b.num_rows]
+    out = [*_feed_all(matcher, batches), *matcher.finish()]
+    return as_table(out, out_schema)
+
+
+def _feed_all(matcher: PartitionRun, batches: list[pa.RecordBatch]) -> Iterator:
+    for batch in batches:
+        yield from matcher.feed(batch)
+
+
+def as_table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    if not batches:
+        return schema.empty_table()
+    table = pa.Table.from_batches(batches)
+    if table.schema != schema:
+        table = table.cast(schema)
+    return table
+
+
+def group_function(plan: MatchPlan, config: Config | None, out_schema: pa.Schema):
+    """The ``applyInArrow`` function: a picklable closure over the plan."""
+
+    def match_group(table: pa.Table) -> pa.Table:
+        return run_group(plan, config, table, out_schema)
+
+    return match_group

@@ -1,0 +1,184 @@
+"""The archived stream store: a stream's tuples, with sequence numbers, appended in order.
+
+Two kinds, chosen by the ``archive`` option of ``CREATE STREAM``:
+
+* a **DuckDB table** (``archive = 'trades_history'``): created if missing
+  with a ``_seq BIGINT`` column followed by the stream's columns;
+* a **Parquet directory** (``archive = './history/'``, anything path-like):
+  one zstd-compressed file per flush, ``part-<first seq>.parquet``, with the
+  same columns.
+
+The reader side (the engine process, which owns the DuckDB database) writes
+the archive: every tuple a query consumes from the live queue is appended,
+fully or - with ``archive_filter`` - only the rows the predicate keeps, so
+the archive is append-only and in sequence order. Writes are buffered
+(64k rows or 1 s) and flushed when the query ends or stops.
+
+A hybrid query reads the archive ordered by ``_seq`` and continues on the
+live queue after the last archived sequence number.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import sqlglot
+from sqlglot import exp
+
+from matchsql.errors import SemanticError, StreamError
+from matchsql.storage.catalog import StreamDef
+
+SEQ = "_seq"
+FLUSH_ROWS = 65_536
+FLUSH_S = 1.0
+
+
+def normalize_filter(predicate: str) -> str:
+    """Parse an ``archive_filter`` predicate and render it back (one expression, no statements)."""
+    try:
+        tree = sqlglot.parse_one(predicate, read="duckdb", into=exp.Condition)
+    except sqlglot.errors.ParseError as exc:
+        raise SemanticError(f"archive_filter is not a SQL predicate: {exc}") from None
+    if tree.find(exp.Query) is not None:
+        raise SemanticError("archive_filter may not contain a query")
+    return tree.sql(dialect="duckdb")
+
+
+def normalize_table(name: str) -> str:
+    """Validate a (possibly qualified) archive table name and quote it for DuckDB."""
+    try:
+        table = sqlglot.parse_one(name, read="duckdb", into=exp.Table)
+    except sqlglot.errors.ParseError:
+        raise SemanticError(f"archive {name!r} is neither a table name nor a directory") \
+            from None
+    return table.sql(dialect="duckdb")
+
+
+class Archive:
+    """Appends to and reads back one stream's archive."""
+
+    def __init__(self, definition: StreamDef, con: duckdb.DuckDBPyConnection,
+                 schema: pa.Schema) -> None:
+        self.definition = definition
+        self.con = con
+        self.schema = schema
+        self.directory = Path(os.path.expanduser(definition.archive or "")) \
+            if definition.archive_is_directory else None
+        self.table = None if self.directory else normalize_table(definition.archive or "")
+        self.filter = definition.archive_filter
+        self._buffer: list[pa.Table] = []
+        self._buffered = 0
+        self._since = time.monotonic()
+
+    def archived_schema(self) -> pa.Schema:
+        return pa.schema([pa.field(SEQ, pa.int64()), *self.schema])
+
+    def create(self) -> None:
+        """Make sure the archive exists (table with the stream's columns, or directory)."""
+        if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            return
+        empty = self.archived_schema().empty_table()
+        cursor = self.con.cursor()
+        try:
+            cursor.register("__matchsql_archive_shape", empty)
+            cursor.execute(f"CREATE TABLE IF NOT EXISTS {self.table} AS "
+                           "SELECT * FROM __matchsql_archive_shape")
+            names = cursor.sql(f"SELECT * FROM {self.table} LIMIT 0").columns
+        except duckdb.Error as exc:
+            raise StreamError(f"cannot create archive table {self.table}: {exc}") from None
+        finally:
+            cursor.close()
+        if [n.lower() for n in names] != [n.lower() for n in empty.column_names]:
+            raise StreamError(f"archive table {self.table} exists with other columns "
+                              f"({', '.join(names)}); it needs {', '.join(empty.column_names)}")
+
+    # -- appending -------------------------------------------------------------------
+
+    def append(self, first_seq: int, batch: pa.RecordBatch) -> None:
+        """Buffer ``batch`` whose first tuple is ``first_seq``; flush when due."""
+        seq = pa.array(np.arange(first_seq, first_seq + batch.num_rows, dtype=np.int64))
+        table = pa.Table.from_batches([batch]).add_column(0, SEQ, seq)
+        if not self._buffer:
+            self._since = time.monotonic()
+        self._buffer.append(table)
+        self._buffered += batch.num_rows
+        if self._buffered >= FLUSH_ROWS or time.monotonic() - self._since >= FLUSH_S:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._buffer:
+            return
+        table = pa.concat_tables(self._buffer)
+        self._buffer, self._buffered = [], 0
+        cursor = self.con.cursor()
+        try:
+            cursor.register("__matchsql_archive_rows", table)
+            where = f" WHERE {self.filter}" if self.filter else ""
+            select = f"SELECT * FROM __matchsql_archive_rows{where} ORDER BY {SEQ}"
+            if self.directory is not None:
+                kept = cursor.sql(select).to_arrow_table()
+                if kept.num_rows:
+                    first = kept.column(SEQ)[0].as_py()
+                    final = self.directory / f"part-{first:020d}.parquet"
+                    tmp = final.with_suffix(".tmp")
+                    pq.write_table(kept, tmp, compression="zstd")
+                    os.replace(tmp, final)
+            else:
+                cursor.execute(f"INSERT INTO {self.table} {select}")
+        except duckdb.Error as exc:
+            raise StreamError(f"cannot append to the archive of stream "
+                              f"{self.definition.name!r}: {exc}") from None
+        finally:
+            cursor.close()
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _source(self) -> str | None:
+        if self.directory is None:
+            return self.table
+        if not any(self.directory.glob("part-*.parquet")):
+            return None
+        pattern = str(self.directory / "part-*.parquet").replace("'", "''")
+        return f"read_parquet('{pattern}')"
+
+    def history(self, cursor: duckdb.DuckDBPyConnection, batch_rows: int
+                ) -> Iterator[tuple[int, pa.RecordBatch]]:
+        """The archived tuples in sequence order: (last seq of the batch, stream-shaped batch)."""
+        source = self._source()
+        if source is None:
+            return
+        columns = ", ".join(_quote(n) for n in self.schema.names)
+        try:
+            reader = cursor.sql(f"SELECT {SEQ}, {columns} FROM {source} ORDER BY {SEQ}") \
+                .to_arrow_reader(batch_rows)
+            for batch in reader:
+                if batch.num_rows:
+                    last = batch.column(0)[batch.num_rows - 1].as_py()
+                    body = pa.RecordBatch.from_arrays(batch.columns[1:], schema=self.schema) \
+                        if batch.schema.types[1:] == self.schema.types else \
+                        pa.RecordBatch.from_arrays(batch.columns[1:], names=self.schema.names
+                                                   ).cast(self.schema)
+                    yield last, body
+        except duckdb.Error as exc:
+            raise StreamError(f"cannot read the archive of stream "
+                              f"{self.definition.name!r}: {exc}") from None
+
+    def last_seq(self, cursor: duckdb.DuckDBPyConnection) -> int:
+        """The highest archived sequence number, or -1."""
+        source = self._source()
+        if source is None:
+            return -1
+        value = cursor.execute(f"SELECT max({SEQ}) FROM {source}").fetchall()[0][0]
+        return -1 if value is None else int(value)
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,195 @@
+"""Where streams are registered, so that any local process can open one by name.
+
+A stream belongs to a *namespace*: the real path of the DuckDB database it
+was created in (``memory`` for every in-memory database of this user), so
+``Producer.open("trades", database="my.duckdb")`` finds the stream that a
+connection to ``my.duckdb`` created. The registry is a directory::
+
+    $MATCHSQL_RUNTIME_DIR               (else $XDG_RUNTIME_DIR/matchsql,
+                                         else /tmp/matchsql-<uid>; mode 0700)
+        <sha1(namespace)[:16]>/
+            <stream>.json               the StreamDef below
+            <stream>.spill/             Parquet files of on_full='spill' overflow
+
+The live queue itself is a POSIX shared-memory segment plus three named
+semaphores (see :mod:`matchsql.storage.shm_ring`) whose names are derived
+from a hash of (registry, namespace, stream), so two registries never
+collide. Everything is created owner-only (0600/0700).
+
+A stream lives until ``DROP STREAM`` or until the process that created it
+(its *owner*) ends: on a clean exit the owner drops its streams; after a
+crash the registry entry names a dead owner (pid + start time), and the next
+process that looks the stream up reclaims its segment, semaphores and spill
+files.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import stat
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from matchsql.errors import CatalogError, StreamError
+from matchsql.storage import liveness
+
+RUNTIME_ENV = "MATCHSQL_RUNTIME_DIR"
+MEMORY_NAMESPACE = "memory"
+
+
+@dataclass
+class StreamDef:
+    """A stream's definition as registered; enough for any process to open it."""
+
+    name: str
+    namespace: str
+    columns: list[tuple[str, str]]  # (column name, DuckDB type text)
+    capacity: int
+    on_full: str  # 'block' | 'spill'
+    archive: str | None = None  # DuckDB table name or Parquet directory
+    archive_filter: str | None = None  # SQL predicate over the stream's columns
+    segment: str = ""  # POSIX shm name; semaphores add -d, -s, -w
+    spill_dir: str = ""
+    owner_pid: int = 0
+    owner_started: int = 0
+    created: float = field(default_factory=time.time)
+
+    @property
+    def archive_is_directory(self) -> bool:
+        """A path-like archive is a Parquet directory; anything else names a DuckDB table."""
+        text = self.archive or ""
+        return "/" in text or text.startswith((".", "~")) or text.endswith(".parquet")
+
+
+def namespace_of(database: str | None) -> str:
+    """The namespace of a DuckDB database: its real path, or ``memory``."""
+    if database is None or database in ("", ":memory:") or database.startswith(":memory:"):
+        return MEMORY_NAMESPACE
+    return os.path.realpath(os.path.expanduser(database))
+
+
+def runtime_dir() -> Path:
+    """The registry root, created owner-only; refuses one that others could write."""
+    configured = os.environ.get(RUNTIME_ENV)
+    if configured:
+        root = Path(configured)
+    elif os.environ.get("XDG_RUNTIME_DIR"):
+        root = Path(os.environ["XDG_RUNTIME_DIR"]) / "matchsql"
+    else:
+        root = Path("/tmp") / f"matchsql-{os.getuid()}"
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = root.stat()
+    if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise StreamError(f"stream registry {root} is not owned by this user or is writable "
+                          "by others; remove it or set MATCHSQL_RUNTIME_DIR")
+    return root
+
+
+class Catalog:
+    """The streams of one namespace."""
+
+    def __init__(self, database: str | None = None) -> None:
+        self.namespace = namespace_of(database)
+        root = runtime_dir()
+        digest = hashlib.sha1(self.namespace.encode()).hexdigest()[:16]
+        self.directory = root / digest
+        self.directory.mkdir(mode=0o700, exist_ok=True)
+        self._root = str(root)
+
+    def segment_name(self, name: str) -> str:
+        key = f"{self._root}\0{self.namespace}\0{name}".encode()
+        return f"/msql-{os.getuid()}-{hashlib.sha1(key).hexdigest()[:20]}"
+
+    def _path(self, name: str) -> Path:
+        return self.directory / f"{name}.json"
+
+    def new_def(self, name: str, columns: list[tuple[str, str]], capacity: int, on_full: str,
+                archive: str | None, archive_filter: str | None) -> StreamDef:
+        pid = os.getpid()
+        return StreamDef(
+            name=name, namespace=self.namespace, columns=columns, capacity=capacity,
+            on_full=on_full, archive=archive, archive_filter=archive_filter,
+            segment=self.segment_name(name), spill_dir=str(self.directory / f"{name}.spill"),
+            owner_pid=pid, owner_started=liveness.start_time(pid))
+
+    def register(self, definition: StreamDef) -> None:
+        """Publish ``definition`` (the segment must exist already)."""
+        path = self._path(definition.name)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(asdict(definition), handle)
+        os.replace(tmp, path)
+        if definition.owner_pid == os.getpid():
+            _OWNED.add((str(self.directory), definition.name))
+
+    def get(self, name: str) -> StreamDef | None:
+        """The live stream ``name``, or None (a stale one is reclaimed on the way)."""
+        definition = self._load(name)
+        if definition is not None and not liveness.alive(definition.owner_pid,
+                                                         definition.owner_started):
+            self.remove(definition)
+            return None
+        return definition
+
+    def require(self, name: str) -> StreamDef:
+        definition = self.get(name)
+        if definition is None:
+            raise CatalogError(f"stream {name!r} does not exist")
+        return definition
+
+    def list(self) -> list[StreamDef]:
+        found = []
+        for path in sorted(self.directory.glob("*.json")):
+            definition = self.get(path.stem)
+            if definition is not None:
+                found.append(definition)
+        return found
+
+    def _load(self, name: str) -> StreamDef | None:
+        try:
+            data = json.loads(self._path(name).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise StreamError(f"stream {name!r} has an unreadable registry entry: {exc}") from None
+        data["columns"] = [tuple(c) for c in data["columns"]]
+        return StreamDef(**data)
+
+    def remove(self, definition: StreamDef) -> None:
+        """Delete the stream: segment, semaphores, spill files and registry entry."""
+        from matchsql.storage.shm_ring import unlink_segment
+
+        unlink_segment(definition.segment)
+        shutil.rmtree(definition.spill_dir, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            self._path(definition.name).unlink()
+        _OWNED.discard((str(self.directory), definition.name))
+
+
+# Streams created by this process: dropped when it exits cleanly.
+_OWNED: set[tuple[str, str]] = set()
+
+
+@atexit.register
+def _drop_owned() -> None:
+    from matchsql.storage.shm_ring import unlink_segment
+
+    for directory, name in list(_OWNED):
+        path = Path(directory) / f"{name}.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if data.get("owner_pid") != os.getpid():
+            continue
+        unlink_segment(data.get("segment", ""))
+        shutil.rmtree(data.get("spill_dir", ""), ignore_errors=True)
+        with contextlib.suppress(OSError):
+            path.unlink()

@@ -1,0 +1,389 @@
+"""The live store's shared-memory segment: a header and a byte ring of Arrow IPC frames.
+
+Layout of the segment (all integers little-endian int64, 8-byte aligned, so a
+field is read and written with one machine load/store through a numpy view)::
+
+    0      header words (see the W_* indexes): magic, data size, capacity in
+           rows, head/tail byte positions, head/tail sequence numbers, rows in
+           and out of the ring, end-of-stream flag and sequence number,
+           on_full mode, reader pid/start/heartbeat, writer-lock holder, ...
+    512    32 producer slots of 16 words: in use, closed, pid, start time,
+           heartbeat, last batch id, rows written, name (64 bytes)
+    8192   the stream's Arrow schema, IPC-serialised (SCHEMA_LEN bytes)
+    65536  the ring: frames ``[kind<<32|length, first_seq, rows, enqueue_ns]``
+           followed by an Arrow IPC record-batch message padded to 8 bytes; a
+           WRAP frame (or fewer than 32 bytes left) sends the reader back to 0
+
+Head and tail are monotonic byte counters (position = counter % size), so
+full and empty are never ambiguous. Every tuple has a sequence number: a
+frame carries its first one. Tuples that a spilling producer could not fit
+went to Parquet spill files instead (see :mod:`matchsql.storage.spill`); the
+reader merges ring and spill by sequence number, which keeps the order exact.
+
+Concurrency: producers serialise on a named semaphore used as a lock (whose
+holder pid is recorded, so a producer that dies holding it is detected and
+the lock taken over); there is one reader. A writer copies the frame, then
+publishes HEAD_BYTES and then HEAD_SEQ; the reader loads HEAD_SEQ before
+HEAD_BYTES, so a sequence number it sees is either in a published frame or in
+a spill file already renamed into place. Two counting semaphores wake the
+reader when data arrives and a blocked writer when space frees; waits use a
+timeout (~200 ms) so liveness checks run even when nobody posts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import struct
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import posix_ipc
+import pyarrow as pa
+
+from matchsql.errors import StreamError
+from matchsql.storage import liveness
+
+MAGIC = int.from_bytes(b"MSQLRNG1", "little")
+VERSION = 1
+HEADER_BYTES = 65536
+SLOT_BASE = 64  # word index of the first producer slot
+SLOT_WORDS = 16
+MAX_SLOTS = 32
+SCHEMA_OFFSET = 8192
+FRAME_HEADER = 32
+KIND_BATCH = 1
+KIND_WRAP = 2
+WAIT_S = 0.2  # longest blocking wait between liveness checks
+
+(W_MAGIC, W_VERSION, W_DATA_BYTES, W_CAPACITY, W_HEAD_BYTES, W_TAIL_BYTES, W_HEAD_SEQ, W_TAIL_SEQ,
+ W_RING_IN, W_RING_OUT, W_EOS, W_EOS_SEQ, W_ON_FULL, W_READER_PID, W_READER_STARTED,
+ W_READER_BEAT, W_WLOCK_PID, W_DROPPED, W_SCHEMA_LEN, W_SPILLED, W_MAX_QUEUE) = range(21)
+
+(S_IN_USE, S_CLOSED, S_PID, S_STARTED, S_BEAT, S_LAST_BATCH, S_ROWS) = range(7)
+S_NAME = 8  # 8 words = 64 bytes of UTF-8 name
+NAME_BYTES = 64
+
+ON_FULL_CODES = {"block": 0, "spill": 1}
+_FRAME = struct.Struct("<qqqq")
+
+
+def _align8(n: int) -> int:
+    return (n + 7) & ~7
+
+
+def ring_bytes(schema: pa.Schema, capacity: int) -> int:
+    """Ring size for ``capacity`` rows of ``schema`` (variable-width values guessed at 24 B)."""
+    width = 0
+    for field in schema:
+        try:
+            width += max(1, field.type.bit_width // 8)
+        except ValueError:  # variable width: offsets plus a guess at the data
+            width += 28
+    want = capacity * (width + 1) * 5 // 4 + (1 << 20)
+    return _align8(min(max(want, 4 << 20), 8 << 30))
+
+
+def unlink_segment(segment: str) -> None:
+    """Remove a segment and its semaphores; missing ones are fine."""
+    if not segment:
+        return
+    with contextlib.suppress(posix_ipc.ExistentialError):
+        posix_ipc.unlink_shared_memory(segment)
+    for suffix in ("-d", "-s", "-w"):
+        with contextlib.suppress(posix_ipc.ExistentialError):
+            posix_ipc.unlink_semaphore(segment + suffix)
+
+
+class Ring:
+    """One process's mapping of a stream segment (writer and reader operations)."""
+
+    def __init__(self, segment: str, shm: posix_ipc.SharedMemory,
+                 sems: tuple[posix_ipc.Semaphore, ...]) -> None:
+        self.segment = segment
+        self.mm = mmap.mmap(shm.fd, shm.size)
+        shm.close_fd()
+        self.data_sem, self.space_sem, self.wlock = sems
+        self.h = np.ndarray((HEADER_BYTES // 8,), dtype=np.int64, buffer=self.mm)
+        self.size = 0  # ring bytes, set once the header is valid
+        self.pid = os.getpid()
+
+    # -- life cycle ----------------------------------------------------------------
+
+    @classmethod
+    def create(cls, segment: str, schema: pa.Schema, capacity: int, on_full: str,
+               first_seq: int = 0) -> Ring:
+        """Create an owner-only segment (a leftover of the same name is removed first).
+
+        ``first_seq`` is the first tuple's sequence number: an archive that
+        already holds tuples 0..k makes a re-created stream continue at k+1.
+        """
+        data = ring_bytes(schema, capacity)
+        for attempt in (0, 1):
+            try:
+                shm = posix_ipc.SharedMemory(segment, posix_ipc.O_CREX, mode=0o600,
+                                             size=HEADER_BYTES + data)
+                sems = tuple(posix_ipc.Semaphore(segment + s, posix_ipc.O_CREX, mode=0o600,
+                                                 initial_value=v)
+                             for s, v in (("-d", 0), ("-s", 0), ("-w", 1)))
+                break
+            except posix_ipc.ExistentialError:
+                if attempt:
+                    raise StreamError(f"cannot create the shared-memory segment {segment}") \
+                        from None
+                unlink_segment(segment)  # a crashed owner's leftovers
+        ring = cls(segment, shm, sems)
+        blob = schema.serialize()
+        if SCHEMA_OFFSET + blob.size > HEADER_BYTES:
+            ring.close()
+            unlink_segment(segment)
+            raise StreamError("the stream's schema is too large")
+        ring.mm[SCHEMA_OFFSET:SCHEMA_OFFSET + blob.size] = memoryview(blob)
+        h = ring.h
+        h[W_VERSION] = VERSION
+        h[W_DATA_BYTES] = data
+        h[W_CAPACITY] = capacity
+        h[W_ON_FULL] = ON_FULL_CODES[on_full]
+        h[W_SCHEMA_LEN] = blob.size
+        h[W_HEAD_SEQ] = h[W_TAIL_SEQ] = first_seq
+        h[W_MAGIC] = MAGIC
+        ring.size = data
+        return ring
+
+    @classmethod
+    def attach(cls, segment: str) -> Ring:
+        try:
+            shm = posix_ipc.SharedMemory(segment)
+            sems = tuple(posix_ipc.Semaphore(segment + s) for s in ("-d", "-s", "-w"))
+        except posix_ipc.ExistentialError:
+            raise StreamError("the stream's shared-memory segment is gone "
+                              "(the stream was dropped or its owner exited)") from None
+        ring = cls(segment, shm, sems)
+        if int(ring.h[W_MAGIC]) != MAGIC or int(ring.h[W_VERSION]) != VERSION:
+            ring.close()
+            raise StreamError(f"{segment} is not a matchsql stream segment of this version")
+        ring.size = int(ring.h[W_DATA_BYTES])
+        return ring
+
+    def close(self) -> None:
+        if self.mm.closed:
+            return
+        del self.h
+        for sem in (self.data_sem, self.space_sem, self.wlock):
+            with contextlib.suppress(posix_ipc.ExistentialError):
+                sem.close()
+        self.mm.close()
+
+    @property
+    def schema(self) -> pa.Schema:
+        length = int(self.h[W_SCHEMA_LEN])
+        return pa.ipc.read_schema(pa.py_buffer(self.mm[SCHEMA_OFFSET:SCHEMA_OFFSET + length]))
+
+    @property
+    def dropped(self) -> bool:
+        return bool(self.h[W_DROPPED])
+
+    def check_dropped(self) -> None:
+        if self.h[W_DROPPED]:
+            raise StreamError("the stream was dropped")
+
+    # -- counters --------------------------------------------------------------------
+
+    def word(self, index: int) -> int:
+        return int(self.h[index])
+
+    def set_word(self, index: int, value: int) -> None:
+        self.h[index] = value
+
+    @property
+    def queued(self) -> int:
+        """Tuples written and not yet read (ring and spill)."""
+        return int(self.h[W_HEAD_SEQ]) - int(self.h[W_TAIL_SEQ])
+
+    # -- the writer lock ------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the producers' lock; a lock held by a dead process is taken over."""
+        while True:
+            try:
+                self.wlock.acquire(WAIT_S)
+                break
+            except posix_ipc.BusyError:
+                self.check_dropped()
+                holder = int(self.h[W_WLOCK_PID])
+                if holder and holder != self.pid and not liveness.alive(holder):
+                    break  # its holder died inside; the semaphore stays at 0 and is ours
+        self.h[W_WLOCK_PID] = self.pid
+        try:
+            yield
+        finally:
+            self.h[W_WLOCK_PID] = 0
+            self.wlock.release()
+
+    # -- writing (hold the lock) ----------------------------------------------------------
+
+    def try_write(self, payload: pa.Buffer, rows: int, enqueue_ns: int) -> int | None:
+        """Append one frame; its first sequence number, or None when the ring is full."""
+        h, size = self.h, self.size
+        need = FRAME_HEADER + _align8(payload.size)
+        if need > size:
+            raise StreamError("a frame is larger than the stream's ring")
+        head, tail = int(h[W_HEAD_BYTES]), int(h[W_TAIL_BYTES])
+        pos = head % size
+        to_end = size - pos
+        skip = to_end if to_end < need else 0
+        if head + skip + need - tail > size:
+            return None
+        in_ring = int(h[W_RING_IN]) - int(h[W_RING_OUT])
+        if in_ring and in_ring + rows > int(h[W_CAPACITY]):
+            return None
+        if skip >= FRAME_HEADER:
+            _FRAME.pack_into(self.mm, HEADER_BYTES + pos, KIND_WRAP << 32, 0, 0, 0)
+        start = HEADER_BYTES + (0 if skip else pos)
+        first = int(h[W_HEAD_SEQ])
+        _FRAME.pack_into(self.mm, start, KIND_BATCH << 32 | payload.size, first, rows, enqueue_ns)
+        body = start + FRAME_HEADER
+        self.mm[body:body + payload.size] = memoryview(payload)
+        h[W_RING_IN] += rows
+        h[W_HEAD_BYTES] = head + skip + need  # publish the frame, then its sequence numbers
+        h[W_HEAD_SEQ] = first + rows
+        self._note_queue()
+        self.wake_reader()
+        return first
+
+    def reserve_spill(self, rows: int) -> int:
+        """First sequence number for ``rows`` tuples that go to a spill file."""
+        return int(self.h[W_HEAD_SEQ])
+
+    def publish_spill(self, first: int, rows: int) -> None:
+        self.h[W_SPILLED] += rows
+        self.h[W_HEAD_SEQ] = first + rows
+        self._note_queue()
+        self.wake_reader()
+
+    def _note_queue(self) -> None:
+        queued = self.queued
+        if queued > self.h[W_MAX_QUEUE]:
+            self.h[W_MAX_QUEUE] = queued
+
+    def wake_reader(self) -> None:
+        if self.data_sem.value == 0:
+            self.data_sem.release()
+
+    def wait_space(self) -> None:
+        with contextlib.suppress(posix_ipc.BusyError):
+            self.space_sem.acquire(WAIT_S)
+
+    # -- reading (one reader) ----------------------------------------------------------
+
+    def read_frames(self, max_rows: int) -> list[tuple[int, int, int, bytes]]:
+        """Take the ring's frames that continue at TAIL_SEQ: (first, rows, enqueue_ns, ipc).
+
+        Stops before a frame that does not continue the sequence: the tuples in
+        between are in spill files, which the caller reads first.
+        """
+        h, size, mm = self.h, self.size, self.mm
+        expected = int(h[W_TAIL_SEQ])
+        head, tail = int(h[W_HEAD_BYTES]), int(h[W_TAIL_BYTES])
+        frames: list[tuple[int, int, int, bytes]] = []
+        rows_taken = 0
+        while tail < head and rows_taken < max_rows:
+            pos = tail % size
+            to_end = size - pos
+            if to_end < FRAME_HEADER:
+                tail += to_end
+                continue
+            kind_len, first, rows, stamp = _FRAME.unpack_from(mm, HEADER_BYTES + pos)
+            if kind_len >> 32 == KIND_WRAP:
+                tail += to_end
+                continue
+            if first != expected:
+                break
+            length = kind_len & 0xFFFFFFFF
+            body = HEADER_BYTES + pos + FRAME_HEADER
+            frames.append((first, rows, stamp, mm[body:body + length]))
+            tail += FRAME_HEADER + _align8(length)
+            expected += rows
+            rows_taken += rows
+        if tail != int(h[W_TAIL_BYTES]):
+            h[W_TAIL_BYTES] = tail
+            h[W_RING_OUT] += rows_taken
+            h[W_TAIL_SEQ] = expected
+            if self.space_sem.value == 0:
+                self.space_sem.release()
+        return frames
+
+    def next_frame_seq(self) -> int | None:
+        """First sequence number of the oldest unread ring frame, or None if the ring is empty."""
+        h, size = self.h, self.size
+        head, tail = int(h[W_HEAD_BYTES]), int(h[W_TAIL_BYTES])
+        while tail < head:
+            pos = tail % size
+            to_end = size - pos
+            if to_end < FRAME_HEADER:
+                tail += to_end
+                continue
+            kind_len, first, _, _ = _FRAME.unpack_from(self.mm, HEADER_BYTES + pos)
+            if kind_len >> 32 == KIND_WRAP:
+                tail += to_end
+                continue
+            return first
+        return None
+
+    def consumed_spill(self, rows: int) -> None:
+        self.h[W_TAIL_SEQ] += rows
+        if self.space_sem.value == 0:
+            self.space_sem.release()
+
+    def wait_data(self, timeout: float = WAIT_S) -> None:
+        with contextlib.suppress(posix_ipc.BusyError):
+            self.data_sem.acquire(timeout)
+
+    # -- producer slots -------------------------------------------------------------------
+
+    def slot(self, index: int) -> np.ndarray:
+        base = SLOT_BASE + index * SLOT_WORDS
+        return self.h[base:base + SLOT_WORDS]
+
+    def slot_name(self, index: int) -> str:
+        raw = self.slot(index)[S_NAME:S_NAME + NAME_BYTES // 8].tobytes()
+        return raw.rstrip(b"\0").decode("utf-8", "replace")
+
+    def set_slot_name(self, index: int, name: str) -> None:
+        raw = name.encode("utf-8")[:NAME_BYTES].ljust(NAME_BYTES, b"\0")
+        self.slot(index)[S_NAME:S_NAME + NAME_BYTES // 8] = np.frombuffer(raw, dtype=np.int64)
+
+    def producers(self) -> list[int]:
+        """Indexes of the slots in use."""
+        return [i for i in range(MAX_SLOTS) if self.slot(i)[S_IN_USE]]
+
+    def slot_alive(self, index: int) -> bool:
+        slot = self.slot(index)
+        return liveness.alive(int(slot[S_PID]), int(slot[S_STARTED]))
+
+    # -- the reader's claim ----------------------------------------------------------------
+
+    def claim_reader(self) -> None:
+        """Become the stream's reader; another live reader is an error."""
+        with self.locked():
+            pid = int(self.h[W_READER_PID])
+            if pid and pid != self.pid and liveness.alive(pid, int(self.h[W_READER_STARTED])):
+                raise StreamError(f"the stream is already being read by process {pid}; "
+                                  "a stream has one reader at a time")
+            self.h[W_READER_PID] = self.pid
+            self.h[W_READER_STARTED] = liveness.start_time(self.pid)
+            self.h[W_READER_BEAT] = time.monotonic_ns()
+
+    def release_reader(self) -> None:
+        if not self.mm.closed and int(self.h[W_READER_PID]) == self.pid:
+            self.h[W_READER_PID] = 0
+
+    def reader_dead(self) -> int:
+        """The pid of a reader that died while reading, else 0."""
+        pid = int(self.h[W_READER_PID])
+        if pid and not liveness.alive(pid, int(self.h[W_READER_STARTED])):
+            return pid
+        return 0

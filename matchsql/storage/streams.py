@@ -1,0 +1,113 @@
+"""Stream life cycle behind ``CREATE STREAM``, ``DROP STREAM`` and ``SHOW STREAMS``."""
+
+from __future__ import annotations
+
+import contextlib
+
+import duckdb
+import pyarrow as pa
+
+from matchsql.errors import CatalogError, StreamError
+from matchsql.storage.archive import Archive
+from matchsql.storage.catalog import Catalog, StreamDef
+from matchsql.storage.shm_ring import (
+    W_DROPPED,
+    W_EOS,
+    W_HEAD_SEQ,
+    W_MAX_QUEUE,
+    W_READER_PID,
+    W_SPILLED,
+    W_TAIL_SEQ,
+    Ring,
+)
+
+DEFAULT_CAPACITY = 1_048_576
+
+
+def create_stream(con: duckdb.DuckDBPyConnection, database: str | None, name: str,
+                  columns: list[tuple[str, str]], schema: pa.Schema, *,
+                  capacity: int = DEFAULT_CAPACITY, on_full: str = "block",
+                  archive: str | None = None, archive_filter: str | None = None,
+                  if_not_exists: bool = False) -> StreamDef | None:
+    """Create the segment, register the stream and make sure its archive exists."""
+    catalog = Catalog(database)
+    existing = catalog.get(name)
+    if existing is not None:
+        if if_not_exists:
+            return None
+        raise StreamError(f"stream {name!r} already exists (owned by process "
+                          f"{existing.owner_pid}); DROP STREAM {name} first")
+    cursor = con.cursor()
+    try:
+        clash = cursor.execute("SELECT count(*) FROM information_schema.tables "
+                               "WHERE lower(table_name) = lower(?)", [name]).fetchall()[0][0]
+    finally:
+        cursor.close()
+    if clash:
+        raise CatalogError(f"a table or view named {name!r} exists; a stream needs its own name")
+    definition = catalog.new_def(name, columns, capacity, on_full, archive, archive_filter)
+    first_seq = 0
+    if archive:
+        store = Archive(definition, con, schema)
+        store.create()
+        cursor = con.cursor()
+        try:
+            first_seq = store.last_seq(cursor) + 1  # sequence numbers continue the archive's
+        finally:
+            cursor.close()
+    ring = Ring.create(definition.segment, schema, capacity, on_full, first_seq)
+    ring.close()
+    catalog.register(definition)
+    return definition
+
+
+def drop_stream(database: str | None, name: str, *, if_exists: bool = False) -> None:
+    """Tell attached producers and readers, then remove the segment and the registry entry."""
+    catalog = Catalog(database)
+    definition = catalog.get(name)
+    if definition is None:
+        if if_exists:
+            return
+        raise CatalogError(f"stream {name!r} does not exist")
+    with contextlib.suppress(StreamError):
+        ring = Ring.attach(definition.segment)
+        ring.set_word(W_DROPPED, 1)
+        ring.wake_reader()
+        ring.space_sem.release()
+        ring.close()
+    catalog.remove(definition)
+
+
+SHOW_SCHEMA = pa.schema([
+    ("name", pa.string()), ("columns", pa.string()), ("capacity", pa.int64()),
+    ("on_full", pa.string()), ("archive", pa.string()), ("archive_filter", pa.string()),
+    ("written", pa.int64()), ("read", pa.int64()), ("queued", pa.int64()),
+    ("max_queued", pa.int64()), ("spilled", pa.int64()), ("producers", pa.int64()),
+    ("reader_pid", pa.int64()), ("ended", pa.bool_()),
+])
+
+
+def show_streams(database: str | None) -> pa.Table:
+    """One row per live stream of the namespace, with its queue counters."""
+    rows = []
+    for definition in Catalog(database).list():
+        try:
+            ring = Ring.attach(definition.segment)
+        except StreamError:
+            continue
+        try:
+            live = [i for i in ring.producers() if ring.slot_alive(i)]
+            rows.append({
+                "name": definition.name,
+                "columns": ", ".join(f"{c} {t}" for c, t in definition.columns),
+                "capacity": definition.capacity, "on_full": definition.on_full,
+                "archive": definition.archive, "archive_filter": definition.archive_filter,
+                "written": ring.word(W_HEAD_SEQ), "read": ring.word(W_TAIL_SEQ),
+                "queued": ring.queued, "max_queued": ring.word(W_MAX_QUEUE),
+                "spilled": ring.word(W_SPILLED), "producers": len(live),
+                "reader_pid": ring.word(W_READER_PID) or None,
+                "ended": bool(ring.word(W_EOS)),
+            })
+        finally:
+            ring.close()
+    return pa.Table.from_pylist(rows, schema=SHOW_SCHEMA)

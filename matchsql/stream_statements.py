@@ -1,0 +1,227 @@
+"""The executor's stream hooks: stream DDL, and MATCH_RECOGNIZE over a live stream.
+
+Kept apart from :mod:`matchsql.executor` so the one-time path stays simple;
+the executor calls in at three points (stream DDL, a MATCH_RECOGNIZE whose
+input is a stream, interrupt).
+
+Output of a continuous query:
+
+* ``SELECT * FROM stream MATCH_RECOGNIZE (...)`` (nothing else around it)
+  bypasses DuckDB: the Result iterates the matcher output directly, so a
+  match is handed to the caller as soon as it is final.
+* Any other statement over a stream (projection, WHERE, joins, LIMIT, ...)
+  runs in DuckDB over the registered match stream. It works, but DuckDB
+  pulls its input in chunks and blocking operators (ORDER BY, GROUP BY)
+  wait for the end of the stream, so rows may arrive later than they are
+  final; use the plain form when latency matters.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from matchsql.errors import Error, SemanticError, StreamError
+from matchsql.storage.catalog import Catalog, StreamDef
+
+
+class StreamStatements:
+    """Stream support for one :class:`~matchsql.executor.Executor`."""
+
+    def __init__(self, executor) -> None:
+        self.executor = executor
+        self._cancel = threading.Event()
+        self._database: str | None = None
+        self._catalog: Catalog | None = None
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    @property
+    def database(self) -> str | None:
+        """The DuckDB file of the connection (None in memory): the stream namespace."""
+        if self._database is None:
+            cursor = self.executor.con.cursor()
+            try:
+                rows = cursor.execute("SELECT path FROM duckdb_databases() "
+                                      "WHERE database_name = current_database()").fetchall()
+            finally:
+                cursor.close()
+            self._database = rows[0][0] if rows and rows[0][0] else ":memory:"
+        return None if self._database == ":memory:" else self._database
+
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            self._catalog = Catalog(self.database)
+        return self._catalog
+
+    def reset(self) -> None:
+        """A new statement starts: forget the previous statement's interrupt."""
+        self._cancel.clear()
+
+    def interrupt(self) -> None:
+        self._cancel.set()
+
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    # -- DDL -------------------------------------------------------------------------------
+
+    def run_ddl(self, statement: str):
+        from matchsql.grammar.stream_ddl import (
+            CreateStream,
+            DropStream,
+            parse_stream_statement,
+        )
+        from matchsql.storage.streams import create_stream, drop_stream, show_streams
+
+        parsed = parse_stream_statement(statement)
+        if isinstance(parsed, CreateStream):
+            schema = self._schema_of(parsed, statement)
+            options = dict(parsed.options)
+            if "archive_filter" in options and "archive" not in options:
+                raise SemanticError("archive_filter needs an archive")
+            if "archive_filter" in options:
+                from matchsql.storage.archive import normalize_filter
+
+                options["archive_filter"] = normalize_filter(str(options["archive_filter"]))
+            create_stream(self.executor.con, self.database, parsed.name, parsed.columns,
+                          schema, if_not_exists=parsed.if_not_exists, **options)
+            return None
+        if isinstance(parsed, DropStream):
+            drop_stream(self.database, parsed.name, if_exists=parsed.if_exists)
+            return None
+        return self._table_result(show_streams(self.database))
+
+    def _schema_of(self, create, statement: str) -> pa.Schema:
+        """The Arrow schema DuckDB gives the declared columns (this validates the types)."""
+        fields = []
+        cursor = self.executor.con.cursor()
+        try:
+            for (name, type_text), offset in zip(create.columns, create.type_offsets):
+                if ";" in type_text:
+                    raise SemanticError(f"invalid type {type_text!r}", sql=statement,
+                                        offset=offset)
+                quoted = '"' + name.replace('"', '""') + '"'
+                try:
+                    table = cursor.sql(f"SELECT CAST(NULL AS {type_text}) AS {quoted}") \
+                        .to_arrow_table()
+                except duckdb.Error as exc:
+                    message = str(exc).splitlines()[0]
+                    raise SemanticError(f"column {name!r}: unknown or invalid type "
+                                        f"{type_text!r} ({message})", sql=statement,
+                                        offset=offset) from None
+                fields.append(table.schema.field(0))
+        finally:
+            cursor.close()
+        return pa.schema(fields)
+
+    def _table_result(self, table: pa.Table):
+        from matchsql.connection import Result
+
+        reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+        return Result(reader)
+
+    # -- MATCH_RECOGNIZE over a stream -----------------------------------------------------
+
+    def stream_of(self, node) -> StreamDef | None:
+        """The stream that ``node``'s input names, or None for anything else.
+
+        A CTE of the same name hides the stream, as it hides a table. Without
+        a usable stream registry (say, a read-only /tmp) there are no streams,
+        and one-time queries must not fail because of it.
+        """
+        from matchsql.executor import _visible_ctes
+
+        source = node.this
+        if not isinstance(source, exp.Table) or source.args.get("db") or \
+                not isinstance(source.this, exp.Identifier):
+            return None
+        name = source.name
+        if any(cte.alias_or_name.lower() == name.lower() for cte in _visible_ctes(node)):
+            return None
+        try:
+            definition = self.catalog.get(name)
+            if definition is None and not source.this.quoted:
+                definition = self.catalog.get(name.lower())
+        except (OSError, StreamError):
+            return None
+        return definition
+
+    def match_reader(self, node, statement: str, definition: StreamDef) -> _MatchReader:
+        """Analyse ``node`` against the stream's schema; the lazy reader of its matches."""
+        from matchsql.fsm.planner import new_partition_matcher
+        from matchsql.grammar import analyze
+        from matchsql.router.continuous import continuous_batches
+        from matchsql.storage.shm_ring import Ring
+
+        ring = Ring.attach(definition.segment)
+        try:
+            schema = ring.schema
+        finally:
+            ring.close()
+        spec = analyze(node, schema, sql=statement, con=self.executor.con)
+        config = self.executor.config
+        batches = continuous_batches(
+            definition, spec.partition_by,
+            lambda key: new_partition_matcher(spec, key, config),
+            con=self.executor.con, batch_rows=config.batch_size, cancelled=self.cancelled,
+            on_producer_death=config.on_producer_death)
+        return _MatchReader(spec.output_schema(), self._recording(batches))
+
+    def _recording(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Keep the first error for the executor (DuckDB only sees a failing stream)."""
+        try:
+            yield from batches
+        except Error as err:
+            self.executor._failure.append(err)
+            raise
+
+    def direct_result(self, tree, nodes: list, statement: str):
+        """A Result that bypasses DuckDB for ``SELECT * FROM stream MATCH_RECOGNIZE (...)``."""
+        from matchsql.connection import Result
+
+        if len(nodes) != 1 or not isinstance(tree, exp.Select):
+            return None
+        node = nodes[0]
+        from_ = tree.args.get("from_") or tree.args.get("from")
+        plain = (
+            from_ is not None and from_.this is node
+            and len(tree.expressions) == 1 and isinstance(tree.expressions[0], exp.Star)
+            and not any(tree.args.get(k) for k in (
+                "joins", "where", "group", "having", "order", "limit", "offset", "qualify",
+                "distinct", "with_", "with", "windows"))
+        )
+        if not plain:
+            return None
+        definition = self.stream_of(node)
+        if definition is None:
+            return None
+        reader = self.match_reader(node, statement, definition)
+        result = Result(reader)
+        result.continuous = True  # the shell prints its rows as they arrive
+        return result
+
+
+class _MatchReader:
+    """The part of a RecordBatchReader that Result uses, over a generator it can close."""
+
+    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
+        self.schema = schema
+        self._batches = batches
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        return self._batches
+
+    def close(self) -> None:
+        try:
+            self._batches.close()
+        except ValueError:  # still running in another thread; it ends with its statement
+            pass
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.schema, self._batches)

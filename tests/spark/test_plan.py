@@ -1,0 +1,313 @@
+"""The Spark path without Spark: query shapes, plans, the executor-side matcher run.
+
+Everything the executors do is plain Python over Arrow (:mod:`matchsql.spark.worker`,
+:mod:`matchsql.spark.state`), so it is checked here against every conformance
+case Spark can run, fast; ``test_batch``/``test_stream`` then check the Spark
+wiring on a selection.
+"""
+
+from __future__ import annotations
+
+import pickle
+import random
+import re
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from sqlglot import exp
+
+import matchsql
+from matchsql.errors import ExecutionError, SemanticError
+from matchsql.grammar import parse
+from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.spark.plan import AS_READ, MATCHES_VIEW, ROW_ID, build_plan
+from matchsql.spark.sink import deterministic_order
+from matchsql.spark.worker import run_group
+from tests.conformance.test_conformance import ALL_CASES
+
+from .helpers import canonical, trades
+
+pytest.importorskip("pyspark")  # state snapshots use the cloudpickle shipped with pyspark
+
+SCHEMA = pa.schema([("p", pa.string()), ("id", pa.int32()), ("v", pa.string())])
+MR = ("MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES MATCH_NUMBER() AS mn "
+      "PATTERN (A B+) DEFINE A AS v = 'a', B AS v = 'b')")
+
+
+# -- shapes ---------------------------------------------------------------------------
+
+
+def test_select_star_has_no_outer_statement() -> None:
+    plan = build_plan(f"SELECT * FROM s {MR}", "s", SCHEMA)
+    assert plan.outer_sql is None
+    assert plan.partition_by == ["p"]
+    assert plan.sort_keys == ["id"]
+    assert plan.output_schema().names == ["p", "mn"]
+
+
+def test_outer_clauses_become_spark_sql() -> None:
+    plan = build_plan(f"SELECT p, mn FROM s {MR} AS m WHERE mn > 1 ORDER BY p", "s", SCHEMA)
+    assert plan.outer_sql is not None
+    assert MATCHES_VIEW in plan.outer_sql
+    assert "WHERE" in plan.outer_sql and "ORDER BY" in plan.outer_sql
+
+
+def test_table_name_is_case_insensitive() -> None:
+    assert build_plan(f"SELECT * FROM S {MR}", "s", SCHEMA).table == "s"
+
+
+@pytest.mark.parametrize("query, message", [
+    (f"SELECT * FROM t {MR}", "DataFrame is named"),
+    (f"SELECT * FROM s {MR} JOIN s AS x ON true", "only table"),
+    (f"WITH c AS (SELECT 1) SELECT * FROM s {MR}", "CTEs"),
+    (f"SELECT * FROM s {MR} WHERE mn IN (SELECT 1)", "subqueries"),
+    (f"SELECT * FROM (SELECT * FROM s) {MR}", "plain table name"),
+    (f"SELECT * FROM s {MR} UNION ALL SELECT * FROM s {MR}", "exactly one"),
+    ("SELECT * FROM s", "exactly one"),
+])
+def test_unsupported_shapes_are_refused(query: str, message: str) -> None:
+    with pytest.raises(matchsql.Error, match=message):
+        build_plan(query, "s", SCHEMA)
+
+
+def test_no_order_by_needs_an_input_order() -> None:
+    query = "SELECT * FROM s MATCH_RECOGNIZE (MEASURES MATCH_NUMBER() AS mn PATTERN (A))"
+    with pytest.raises(SemanticError, match="no ORDER BY"):
+        build_plan(query, "s", SCHEMA)
+    assert build_plan(query, "s", SCHEMA, input_order="id").sort_keys == ['"id"']
+    as_read = build_plan(query, "s", SCHEMA, input_order=AS_READ)
+    assert as_read.row_id and as_read.sort_keys == [f'"{ROW_ID}"']
+    with pytest.raises(SemanticError, match="unknown column"):
+        build_plan(query, "s", SCHEMA, input_order=["nope"])
+
+
+def test_analysis_errors_are_the_embedded_engine_errors() -> None:
+    with pytest.raises(matchsql.CatalogError):
+        build_plan("SELECT * FROM s MATCH_RECOGNIZE (ORDER BY nope PATTERN (A))", "s", SCHEMA)
+
+
+def test_plan_pickles() -> None:
+    plan = build_plan(f"SELECT * FROM s {MR}", "s", SCHEMA)
+    again = pickle.loads(pickle.dumps(plan))
+    assert again.digest == plan.digest
+    assert again.output_schema() == plan.output_schema()
+
+
+# -- the executor side against the conformance suite ----------------------------------------
+
+
+def _runnable_cases() -> list:
+    """Conformance cases with rows (not errors) whose statement Spark accepts."""
+    out = []
+    for case in ALL_CASES:
+        if isinstance(case.expected, type) or not case.query.lstrip().upper().startswith("SELECT"):
+            continue
+        found = re.search(r"FROM\s+(\w+)\s+MATCH_RECOGNIZE", case.query, re.IGNORECASE)
+        if found is None or case.query.upper().count("MATCH_RECOGNIZE") != 1:
+            continue
+        if re.search(r"\bWITH\b|\bJOIN\b|\(\s*SELECT", case.query, re.IGNORECASE):
+            continue
+        out.append((case, found.group(1)))
+    return out
+
+
+RUNNABLE = _runnable_cases()
+
+
+def executor_side(con: matchsql.Connection, case, table_name: str) -> list[tuple] | None:
+    """What the Spark path computes for ``case``, with groupBy and the outer SQL done locally."""
+    table = con.sql(f"SELECT * FROM {table_name}").arrow()
+    try:
+        plan = build_plan(case.query, table_name, table.schema)
+    except SemanticError as err:
+        if "no ORDER BY" in str(err):
+            return None
+        raise
+    groups = [table]
+    if plan.partition_by:
+        keys = table.select(plan.partition_by).group_by(plan.partition_by).aggregate([])
+        groups = []
+        for key in keys.to_pylist():
+            mask = pa.array([True] * table.num_rows)
+            for name, value in key.items():
+                column = table.column(name)
+                same = pc.is_null(column) if value is None else pc.fill_null(
+                    pc.equal(column, pa.scalar(value, column.type)), False)
+                mask = pc.and_(mask, same)
+            groups.append(table.filter(mask))
+    parts = [run_group(plan, None, g) for g in groups]
+    matches = pa.concat_tables(parts) if parts else plan.output_schema().empty_table()
+    tree = parse(case.query)[0]
+    node = next(tree.find_all(MatchRecognizeTable))
+    node.replace(exp.Table(this=exp.to_identifier("__m"), alias=node.args.get("alias")))
+    con.duckdb.register("__m", matches)
+    return con.duckdb.sql(tree.sql(dialect="duckdb")).fetchall()
+
+
+def embedded_outcome(con: matchsql.Connection, case) -> list[tuple] | type[matchsql.Error]:
+    """The embedded engine's rows for ``case``, or the class of the error it raises."""
+    try:
+        return con.sql(case.query).fetchall()
+    except matchsql.Error as err:
+        return type(err)
+
+
+@pytest.mark.parametrize("case, table_name", RUNNABLE, ids=[c.name for c, _ in RUNNABLE])
+def test_conformance_executor_side(case, table_name: str) -> None:
+    """Same rows as the embedded engine (or the same error, where it fails)."""
+    con = matchsql.connect(demo=False)
+    for statement in case.setup:
+        con.sql(statement)
+    expected = embedded_outcome(con, case)
+    if isinstance(expected, type):
+        with pytest.raises(expected):
+            executor_side(con, case, table_name)
+        return
+    got = executor_side(con, case, table_name)
+    if got is None:
+        pytest.skip("no ORDER BY: Spark needs input_order")
+    assert canonical(got) == canonical(expected), case.why
+
+
+def test_most_conformance_cases_run_under_spark() -> None:
+    assert len(RUNNABLE) >= 250, len(RUNNABLE)
+
+
+# -- streaming state ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+    "MEASURES MATCH_NUMBER() AS m, FIRST(A.price) AS a, LAST(D.ts) AS d "
+    "ALL MATCHES AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+ C* D+) "
+    "DEFINE B AS B.price < A.price AND B.price <= PREV(B.price), "
+    "C AS C.price > B.price AND C.price >= PREV(C.price) AND C.price <= A.price, "
+    "D AS D.price > PREV(D.price) AND D.price > A.price)",
+    "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts DESC "
+    "MEASURES CLASSIFIER() AS c, RUNNING COUNT(*) AS n ALL ROWS PER MATCH WITH UNMATCHED ROWS "
+    "PATTERN (U+ D{2,}?) DEFINE U AS price > NEXT(price), D AS price < PREV(price))",
+])
+def test_state_steps_equal_one_run(query: str) -> None:
+    """Micro-batches of random size, shuffled, with a snapshot/restore after each."""
+    from matchsql.spark.state import step
+
+    data = trades(1500, 2, seed=5)
+    plan = build_plan(query, "trade", data.schema)
+    part = data.filter(pc.equal(data["symbol"], "MSFT"))
+    descending = "DESC" in query
+    whole = run_group(plan, None, part)
+    rng = random.Random(7)
+    ordered = part.take(pc.sort_indices(
+        part, sort_keys=[("ts", "descending" if descending else "ascending")]))
+    state, outputs, start = None, [], 0
+    while start < ordered.num_rows:
+        size = rng.randint(1, 120)
+        chunk = ordered.slice(start, size)
+        start += size
+        shuffled = chunk.take(rng.sample(range(chunk.num_rows), chunk.num_rows))
+        result = step(plan, None, state, shuffled, end=False, out_schema=plan.output_schema())
+        state = result.state
+        outputs.append(result.output)
+    final = step(plan, None, state, None, end=True, out_schema=plan.output_schema())
+    assert final.state is None
+    got = pa.concat_tables([*outputs, final.output])
+    assert got.num_rows > 0
+    assert got.equals(whole)
+
+
+def test_state_rejects_rows_older_than_the_last_batch() -> None:
+    from matchsql.spark.state import step
+
+    data = trades(200, 1, seed=1)
+    plan = build_plan("SELECT * FROM trade MATCH_RECOGNIZE (ORDER BY ts "
+                      "MEASURES MATCH_NUMBER() AS m PATTERN (A B+) "
+                      "DEFINE B AS price < PREV(price))", "trade", data.schema)
+    first = step(plan, None, None, data.slice(100), end=False, out_schema=plan.output_schema())
+    with pytest.raises(ExecutionError, match="ORDER BY order across micro-batches"):
+        step(plan, None, first.state, data.slice(0, 10), end=False,
+             out_schema=plan.output_schema())
+
+
+@pytest.mark.parametrize("path", ["reference", "auto"])
+def test_snapshot_leaves_the_shared_lowering_out(path: str) -> None:
+    from matchsql.config import Config
+    from matchsql.spark.state import _roots, restore_matcher, snapshot_matcher
+    from matchsql.spark.worker import new_matcher
+
+    config = Config(execution_path=path)
+    data = trades(300, 1, seed=2)
+    plan = build_plan("SELECT * FROM trade MATCH_RECOGNIZE (ORDER BY ts "
+                      "MEASURES MATCH_NUMBER() AS m, AVG(B.price) AS b PATTERN (A B+ C) "
+                      "DEFINE B AS price < PREV(price), C AS price > A.price)",
+                      "trade", data.schema)
+    matcher = new_matcher(plan, (), config)
+    batch = data.to_batches()[0]
+    matcher.feed(batch.slice(0, 150))
+    restored = restore_matcher(plan, snapshot_matcher(matcher), config)
+    assert type(restored) is type(matcher)
+    assert all(a is b for a, b in zip(_roots(restored), _roots(matcher)))  # shared, not copied
+    rest = batch.slice(150)
+    assert [b.to_pylist() for b in restored.feed(rest) + restored.finish()] == \
+        [b.to_pylist() for b in matcher.feed(rest) + matcher.finish()]
+
+
+def test_deterministic_order_depends_only_on_the_rows() -> None:
+    data = trades(500, 3, seed=4)
+    a = deterministic_order(data, ["ts"])
+    b = deterministic_order(data.take(random.Random(1).sample(range(500), 500)), ["ts"])
+    assert a.equals(b)
+    assert a.column("ts").to_pylist() == sorted(data.column("ts").to_pylist())
+
+
+def test_end_marker_rows_end_the_key_and_are_not_matched() -> None:
+    import pandas as pd
+
+    from matchsql.spark.stream import _duration_ms, _rows_and_end
+
+    frames = [pd.DataFrame({"id": [1, 2], "eos": [False, None]}),
+              pd.DataFrame({"id": [3], "eos": [True]})]
+    rows_, end = _rows_and_end(iter(frames), "eos")
+    assert end and rows_.column_names == ["id"] and rows_.column("id").to_pylist() == [1, 2]
+    rows_, end = _rows_and_end(iter(frames[:1]), "eos")
+    assert not end and rows_.num_rows == 2
+    assert _rows_and_end(iter([]), "eos") == (None, False)
+    assert _duration_ms(1.5) == 1500
+    with pytest.raises(SemanticError):
+        _duration_ms(0)
+
+
+@pytest.mark.parametrize("order", [
+    "i", "i DESC", "i NULLS FIRST", "i DESC NULLS LAST", "s DESC, i", "f, s DESC NULLS FIRST",
+    "t DESC NULLS FIRST, i ASC NULLS LAST", "d, s",
+])
+def test_arrow_sort_is_duckdb_sort(order: str) -> None:
+    """The worker's pyarrow fast path orders key columns exactly as DuckDB does."""
+    import dataclasses
+    import datetime as dt
+    from decimal import Decimal
+
+    from matchsql.spark.worker import sort_rows
+
+    rng = random.Random(hash(order) % 1000)
+    n = 400
+
+    def maybe(value):
+        return None if rng.random() < 0.15 else value
+
+    table = pa.table({
+        "i": pa.array([maybe(rng.randint(-5, 5)) for _ in range(n)], pa.int64()),
+        "s": pa.array([maybe(rng.choice(["a", "B", "é", "ab", "", "Z"])) for _ in range(n)]),
+        "f": pa.array([maybe(rng.choice([-1.5, 0.0, 2.25, float("inf")])) for _ in range(n)]),
+        "t": pa.array([maybe(dt.datetime(2024, 1, 1) + dt.timedelta(seconds=rng.randint(0, 9)))
+                       for _ in range(n)], pa.timestamp("us")),
+        "d": pa.array([maybe(Decimal(rng.randint(-9, 9)) / 4) for _ in range(n)],
+                      pa.decimal128(6, 2)),
+    })
+    plan = build_plan(f"SELECT * FROM r MATCH_RECOGNIZE (ORDER BY {order} "
+                      "MEASURES MATCH_NUMBER() AS m PATTERN (A))", "r", table.schema)
+    assert plan.arrow_sort is not None
+    keys = [name for name, _, _ in plan.arrow_sort]
+    fast = sort_rows(plan, table).select(keys).to_pylist()
+    slow = sort_rows(dataclasses.replace(plan, arrow_sort=None), table).select(keys).to_pylist()
+    assert fast == slow

@@ -1,0 +1,97 @@
+"""Live-stream tests: an isolated stream registry, and producers in real separate processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import matchsql
+
+ROOT = Path(__file__).resolve().parents[2]
+WAIT_S = 60  # upper bound of any single wait in these tests
+
+
+@pytest.fixture(autouse=True)
+def runtime_dir(tmp_path, monkeypatch) -> Path:
+    """Each test gets its own registry (and so its own segment names)."""
+    directory = tmp_path / "runtime"
+    monkeypatch.setenv("MATCHSQL_RUNTIME_DIR", str(directory))
+    return directory
+
+
+@pytest.fixture
+def con():
+    connection = matchsql.connect(demo=False)
+    yield connection
+    connection.close()
+
+
+class ProducerProcess:
+    """A Python process that runs ``code`` (a producer script) with the test's environment."""
+
+    def __init__(self, code: str, *args: str) -> None:
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        self.proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args],
+                                     env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+
+    def wait(self, timeout: float = WAIT_S) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        finally:
+            self.kill()
+
+    def output(self) -> str:
+        out, err = self.proc.communicate(timeout=WAIT_S)
+        return out + err
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=WAIT_S)
+
+
+@pytest.fixture
+def spawn():
+    """Start producer processes; every one is killed at the end of the test."""
+    started: list[ProducerProcess] = []
+
+    def start(code: str, *args: str) -> ProducerProcess:
+        process = ProducerProcess(code, *args)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+        if process.proc.stdout:
+            process.proc.stdout.close()
+        if process.proc.stderr:
+            process.proc.stderr.close()
+
+
+def bounded(function: Callable[[], object], timeout: float = WAIT_S) -> object:
+    """Run ``function`` in a thread; fail the test instead of hanging past ``timeout``."""
+    outcome: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as exc:  # re-raised in the test thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        pytest.fail(f"still running after {timeout} s")
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome.get("value")
