@@ -31,13 +31,14 @@ import matchsql
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# A V: at least three falling trades, then at least three rising ones.
 QUERY = """SELECT * FROM {stream} MATCH_RECOGNIZE (
   PARTITION BY symbol ORDER BY ts
   MEASURES MATCH_NUMBER() AS m, FIRST(A.ts) AS start_ts, A.price AS top,
-           MIN(B.price) AS bottom, LAST(C.price) AS rebound
+           LAST(D.price) AS bottom, LAST(U.price) AS rebound
   AFTER MATCH SKIP PAST LAST ROW
-  PATTERN (A B{{3,}} C+)
-  DEFINE B AS price < PREV(price), C AS price > PREV(price) AND price > A.price
+  PATTERN (A D{{3,}} U{{3,}})
+  DEFINE D AS price < PREV(price), U AS price > PREV(price)
 )"""
 
 COLUMNS = "symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP"
@@ -69,16 +70,17 @@ def file_source(spark, directory: Path):
 def rate_source(spark, rows_per_second: int, symbols: int):
     """The rate source's ``(timestamp, value)`` shaped into trades of ``symbols`` tickers.
 
-    Each ticker's price is a slow sine wave (period about 38 of its trades)
-    with a little jitter, so falls followed by rebounds, which the example
-    pattern looks for, keep occurring.
+    Each ticker's price is a sum of sine waves (a slow swing with ripples),
+    so falls followed by rebounds, which the example pattern looks for,
+    keep occurring.
     """
     from pyspark.sql import functions as F
 
     value = F.col("value")
     ticker = value % symbols
     n = F.floor(value / symbols)  # the ticker's own trade number
-    wave = F.sin(n / F.lit(6.0) + ticker) * 5 + F.cos(n * F.lit(1.7)) * F.lit(0.3)
+    wave = (F.sin(n / F.lit(4.0) + ticker) * 2 + F.sin(n * F.lit(0.9) + ticker * 2) * 0.8
+            + F.sin(n * F.lit(2.9)) * 0.3)
     return (spark.readStream.format("rate").option("rowsPerSecond", rows_per_second).load()
             .select(
                 F.concat(F.lit("SYM"), F.lpad(ticker.cast("string"), 3, "0")).alias("symbol"),

@@ -21,6 +21,15 @@ class Config:
     batch_size: int = 65_536  # rows per Arrow batch from DuckDB to the matchers
     execution_path: str = "auto"  # auto | reference | row_local | registers (fsm/planner.py)
     on_producer_death: str = "error"  # error | wait: what a live query does when its producer dies
+    # How a continuous query's tuples reach its matchers (thesis chapters 3-4):
+    # pull | push | adaptive. The default is pull because that is what the
+    # continuous path does today: the query's own thread reads the live store
+    # and routes before running the matchers.
+    input_mode: str = "pull"
+    adaptive_u: int = 0  # Go4Risk constant U (future matches pushed ahead); 0 is the thesis default
+
+    #: Whole-number settings for which 0 is meaningful; all others must be positive.
+    _ZERO_ALLOWED = frozenset({"adaptive_u"})
 
     @classmethod
     def names(cls) -> list[str]:
@@ -45,15 +54,21 @@ class Config:
                 value = str(value).lower() in ("1", "true", "on", "yes")
             elif isinstance(current, int):
                 value = int(value)
-                if value <= 0:
+                if value < 0 or (value == 0 and key not in self._ZERO_ALLOWED):
                     raise ValueError
             else:
                 value = str(value)
         except (TypeError, ValueError):
-            raise Error(f"setting {name!r} needs a positive whole number, got {value!r}") from None
+            need = "a whole number >= 0" if key in self._ZERO_ALLOWED else "a positive whole number"
+            raise Error(f"setting {name!r} needs {need}, got {value!r}") from None
         paths = ("auto", "reference", "row_local", "registers")
         if key == "execution_path" and value not in paths:
             raise Error(f"execution_path must be one of {', '.join(paths)}, got {value!r}")
+        modes = ("pull", "push", "adaptive")
+        if key == "input_mode" and value.lower() not in modes:
+            raise Error(f"input_mode must be one of {', '.join(modes)}, got {value!r}")
+        if key == "input_mode":
+            value = value.lower()
         if key == "on_producer_death" and value not in ("error", "wait"):
             raise Error(f"on_producer_death must be 'error' or 'wait', got {value!r}")
         setattr(self, key, value)

@@ -105,7 +105,8 @@ def _visible(view: MatchView, final: bool) -> int:
     n = len(view.labels)
     if final:
         return n
-    return max(0, min(n, view.current - view.start + 1))
+    k = view.current - view.start + 1  # max(0, min(n, k)), without the calls
+    return n if k >= n else (k if k > 0 else 0)
 
 
 def _backward(labels: Sequence[str], n: int) -> Iterator[tuple[int, str]]:

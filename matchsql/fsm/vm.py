@@ -324,6 +324,10 @@ def _set_order(item) -> tuple:
 Leaf = tuple[int, int, bool]
 
 
+#: Marks a :attr:`Closures.labels` entry not computed yet.
+MISSING = object()
+
+
 class Closures:
     """Epsilon closures of a program that depend on the program counter alone.
 
@@ -404,10 +408,6 @@ class Closures:
             elif op is Op.DONE:
                 leaves.append((pc, flags, True))
         return tuple(leaves)
-
-
-#: Marks a :attr:`Closures.labels` entry not computed yet.
-MISSING = object()
 
 
 # -- threads and attempts ---------------------------------------------------------------------

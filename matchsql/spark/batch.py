@@ -30,7 +30,8 @@ class SinglePartitionWarning(UserWarning):
 
 def match_recognize(df: DataFrame, query: str, *, table: str | None = None,
                     input_order: str | list[str] | None = None,
-                    config: Config | dict | None = None) -> DataFrame:
+                    config: Config | dict | None = None,
+                    partitions: int | None = None) -> DataFrame:
     """Run ``query`` over ``df`` in Spark's executors; return the result as a DataFrame.
 
     ``query`` reads ``df`` under the table name ``table`` (by default:
@@ -39,6 +40,10 @@ def match_recognize(df: DataFrame, query: str, *, table: str | None = None,
     table order a query without ORDER BY relies on (see
     :func:`matchsql.spark.plan.build_plan`). ``config`` holds matcher limits
     (:class:`matchsql.config.Config` or its options as a dict).
+    ``partitions`` is the number of tasks the keys are spread over (default:
+    Spark's default parallelism); it is fixed on purpose, because adaptive
+    execution would otherwise merge a small input's shuffle partitions into
+    one task, while the per-row matching cost is what needs spreading.
     """
     from matchsql.spark.schema import (
         arrow_schema_of,
@@ -55,7 +60,10 @@ def match_recognize(df: DataFrame, query: str, *, table: str | None = None,
     settings = Config.from_options(config) if isinstance(config, dict) else config
     source = df.withColumn(ROW_ID, _row_id()) if plan.row_id else df
     if plan.partition_by:
-        grouped = source.groupBy(*[_col(name) for name in plan.partition_by])
+        keys = [_col(name) for name in plan.partition_by]
+        # groupBy reuses this hash partitioning: one shuffle, not two.
+        source = source.repartition(partitions or _parallelism(df), *keys)
+        grouped = source.groupBy(*keys)
     else:
         _warn_single_task(plan)
         grouped = source.withColumn(ALL_KEY, _zero()).groupBy(ALL_KEY)
@@ -78,6 +86,14 @@ def apply_outer(plan: MatchPlan, matches: DataFrame) -> DataFrame:
         return spark.sql(plan.outer_sql.replace(MATCHES_VIEW, view))
     finally:
         spark.catalog.dropTempView(view)
+
+
+def _parallelism(df: DataFrame) -> int:
+    spark = df.sparkSession
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # Spark Connect has no SparkContext
+        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 200))
 
 
 def _warn_single_task(plan: MatchPlan) -> None:

@@ -21,8 +21,7 @@ MATCH_RECOGNIZEs are not supported: run those around the returned DataFrame.
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pyarrow as pa
 from sqlglot import exp
@@ -58,13 +57,6 @@ class MatchPlan:
     # The same order as (column, "ascending"|"descending", "at_start"|"at_end") for
     # pyarrow, when every key is a plain column; see matchsql.spark.worker.sort_rows.
     arrow_sort: list[tuple[str, str, str]] | None = None
-    digest: str = field(default="")
-
-    def __post_init__(self) -> None:
-        if not self.digest:
-            self.digest = hashlib.sha256(
-                repr((self.sql, self.table, self.sort_keys, self.row_id,
-                      self.spec.columns.to_string())).encode()).hexdigest()[:16]
 
     @property
     def partition_by(self) -> list[str]:
@@ -126,8 +118,8 @@ def build_plan(query: str, table: str, schema: pa.Schema, *,
                 raise SemanticError(f"input_order names unknown column(s) {missing}")
             sort_keys = [_quote(n) for n in names]
 
-    keys = [(o.this, o) for o in order.expressions] if order is not None else []
-    arrow_sort = _arrow_sort(keys, sort_keys, schema, row_id)
+    columns = [o.this for o in order.expressions] if order is not None else []
+    arrow_sort = _arrow_sort(columns, sort_keys, schema, row_id)
 
     outer = None
     alias = node.args.get("alias")
@@ -138,7 +130,7 @@ def build_plan(query: str, table: str, schema: pa.Schema, *,
                      outer_sql=outer, arrow_sort=arrow_sort)
 
 
-def _arrow_sort(keys: list[tuple[exp.Expression, exp.Ordered]], sort_keys: list[str],
+def _arrow_sort(columns: list[exp.Expression], sort_keys: list[str],
                 schema: pa.Schema, row_id: bool) -> list[tuple[str, str, str]] | None:
     """The DuckDB sort of ``sort_keys`` as pyarrow sort keys, or None.
 
@@ -151,9 +143,9 @@ def _arrow_sort(keys: list[tuple[exp.Expression, exp.Ordered]], sort_keys: list[
 
     if row_id:
         return [(ROW_ID, "ascending", "at_end")]
-    names: list[str] = []
-    if keys:
-        for column, _ in keys:
+    names: list[str | None] = []
+    if columns:
+        for column in columns:
             if not isinstance(column, exp.Column):
                 return None
             names.append(_schema_name(column.name, schema))

@@ -90,7 +90,7 @@ def test_analysis_errors_are_the_embedded_engine_errors() -> None:
 def test_plan_pickles() -> None:
     plan = build_plan(f"SELECT * FROM s {MR}", "s", SCHEMA)
     again = pickle.loads(pickle.dumps(plan))
-    assert again.digest == plan.digest
+    assert again.sort_keys == plan.sort_keys and again.arrow_sort == plan.arrow_sort
     assert again.output_schema() == plan.output_schema()
 
 

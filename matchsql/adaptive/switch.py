@@ -1,0 +1,133 @@
+"""The Go4Risk adaptive switch (DejaVu thesis, sections 4.4-4.6, Listing 4.1).
+
+The push thread asks the switch after each forwarded tuple whether pushing
+still pays off; when the watched unprocessed count ``R`` exceeds ``R_Bound``
+it switches to pull and suspends on a condition variable. The matcher
+reports ``R`` after each tuple evaluation and resumes the push thread once
+``R <= 1`` - not ``R <= R_Bound``, so that the two sides do not toggle on
+every tuple. The switch only decides and counts; reading the store and
+routing stay with the caller.
+
+With many partitions one decision serves all InputHolders, so a rule chooses
+what ``R`` and ``R_Bound`` mean: the thesis watches the partition that
+receives most tuples (section 4.4.2); :class:`TotalPressureRule` is our
+alternative for evenly spread partitions, where every holder gets few tuples
+and no single one ever looks full while their sum grows with the number of
+partitions.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol
+
+
+class Mode(Enum):
+    PUSH = "push"
+    PULL = "pull"
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    """What a rule may know of one partition's run: tuples routed, ``R`` and ``R_Bound``."""
+
+    key: object
+    routed: int
+    unprocessed: int
+    r_bound: int
+
+
+@dataclass(frozen=True)
+class Pressure:
+    """The switch's inputs: the watched ``R``, its bound, and the resume level."""
+
+    unprocessed: int
+    r_bound: int
+    resume_at: int = 1
+
+
+class PartitionRule(Protocol):
+    def pressure(self, views: Iterable[PartitionView]) -> Pressure: ...
+
+
+class MostTuplesRule:
+    """Thesis section 4.4.2: watch the partition to which most tuples were routed.
+
+    Ties go to the partition seen first, so the choice is deterministic.
+    """
+
+    def pressure(self, views: Iterable[PartitionView]) -> Pressure:
+        best: PartitionView | None = None
+        for view in views:
+            if best is None or view.routed > best.routed:
+                best = view
+        if best is None:
+            return Pressure(0, 0)
+        return Pressure(best.unprocessed, best.r_bound)
+
+
+class TotalPressureRule:
+    """Watch all holders at once: total ``R`` against the total of the bounds.
+
+    Memory is shared by all InputHolders, so the sum is what a limit should
+    see. Push resumes when the holders hold at most one unprocessed tuple
+    each on average - the per-partition ``R <= 1`` of the thesis, summed.
+    """
+
+    def pressure(self, views: Iterable[PartitionView]) -> Pressure:
+        unprocessed = bound = count = 0
+        for view in views:
+            unprocessed += view.unprocessed
+            bound += view.r_bound
+            count += 1
+        return Pressure(unprocessed, bound, resume_at=max(1, count))
+
+
+class Go4RiskSwitch:
+    """Suspend/resume of the push thread with a condition variable (Listing 4.1)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._mode = Mode.PUSH
+        self._closed = False
+        self.switches = 0  # push->pull and pull->push transitions, for the metrics
+
+    @property
+    def mode(self) -> Mode:
+        with self._cond:
+            return self._mode
+
+    def after_push(self, pressure: Pressure, timeout: float | None = None) -> bool:
+        """Push thread, after forwarding a tuple: suspend while pushing does not pay off.
+
+        Returns False once the switch is closed (the query ends), True when
+        the thread may push the next tuple. ``timeout`` bounds one wait so that
+        a caller can poll for cancellation; on timeout the mode stays pull and
+        the call returns True only if push was resumed.
+        """
+        with self._cond:
+            if self._closed:
+                return False
+            if self._mode is Mode.PUSH and pressure.unprocessed > pressure.r_bound:
+                self._mode = Mode.PULL
+                self.switches += 1
+            if self._mode is Mode.PULL:
+                self._cond.wait_for(lambda: self._closed or self._mode is Mode.PUSH, timeout)
+            return not self._closed and self._mode is Mode.PUSH
+
+    def after_process(self, pressure: Pressure) -> None:
+        """Matcher, after evaluating a tuple: resume the push thread once ``R`` is low."""
+        with self._cond:
+            if self._mode is Mode.PULL and pressure.unprocessed <= pressure.resume_at:
+                self._mode = Mode.PUSH
+                self.switches += 1
+                self._cond.notify_all()
+
+    def close(self) -> None:
+        """End of the query: release a suspended push thread."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()

@@ -1,0 +1,105 @@
+"""Go4Risk switch: suspend above R_Bound, resume at R <= 1, and the partition rules."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+from matchsql.adaptive.switch import (
+    Go4RiskSwitch,
+    Mode,
+    MostTuplesRule,
+    PartitionView,
+    Pressure,
+    TotalPressureRule,
+)
+
+
+def test_suspend_and_resume_thresholds() -> None:
+    switch = Go4RiskSwitch()
+    assert switch.after_push(Pressure(3, 3))  # R == R_Bound: keep pushing
+    assert switch.mode is Mode.PUSH and switch.switches == 0
+    # R = 4 > 3: switch to pull; with no resume the wait times out.
+    assert not switch.after_push(Pressure(4, 3), timeout=0.01)
+    assert switch.mode is Mode.PULL and switch.switches == 1
+    switch.after_process(Pressure(2, 3))  # 2 > 1: stay in pull (no toggling at R_Bound)
+    assert switch.mode is Mode.PULL
+    switch.after_process(Pressure(1, 3))
+    assert switch.mode is Mode.PUSH and switch.switches == 2
+    switch.after_process(Pressure(0, 3))  # already pushing: no extra switch
+    assert switch.switches == 2
+
+
+def test_close_releases_a_suspended_push_thread() -> None:
+    switch = Go4RiskSwitch()
+    result: list[bool] = []
+    thread = threading.Thread(target=lambda: result.append(switch.after_push(Pressure(9, 1))))
+    thread.start()
+    thread.join(0.05)
+    assert thread.is_alive()
+    switch.close()
+    thread.join(2)
+    assert result == [False]
+
+
+def test_fake_fsm_keeps_holder_bounded_and_loses_nothing() -> None:
+    """A push thread and a slow matcher share a holder; R never exceeds R_Bound + 1."""
+    switch = Go4RiskSwitch()
+    holder: deque[int] = deque()
+    lock = threading.Lock()
+    r_bound, n = 3, 300
+    max_seen = 0
+    done = threading.Event()
+
+    def push() -> None:
+        nonlocal max_seen
+        for i in range(n):
+            with lock:
+                holder.append(i)
+                r = len(holder)
+                max_seen = max(max_seen, r)
+            if not switch.after_push(Pressure(r, r_bound)):
+                break
+        done.set()
+
+    thread = threading.Thread(target=push)
+    thread.start()
+    processed: list[int] = []
+    while not (done.is_set() and not holder):
+        with lock:
+            tup = holder.popleft() if holder else None
+            r = len(holder)
+        if tup is not None:
+            processed.append(tup)
+        switch.after_process(Pressure(r, r_bound))
+    thread.join(2)
+    switch.close()
+    assert processed == list(range(n))
+    assert max_seen <= r_bound + 1  # the tuple that crossed the bound, then suspended
+    assert switch.switches % 2 == 0  # every suspension was resumed
+
+
+def views(*rows: tuple[str, int, int, int]) -> list[PartitionView]:
+    return [PartitionView(*row) for row in rows]
+
+
+def test_most_tuples_rule_watches_the_busiest_partition() -> None:
+    rule = MostTuplesRule()
+    assert rule.pressure(views(("a", 5, 1, 3), ("b", 9, 7, 2), ("c", 9, 0, 1))) == Pressure(7, 2)
+    assert rule.pressure([]) == Pressure(0, 0)
+
+
+def test_uniform_partitions_fool_the_busiest_rule_but_not_the_total() -> None:
+    # Nearly even routing: partition 0 got one tuple more and is drained, the
+    # other nine each hold 5 unprocessed tuples against a bound of 3. The
+    # thesis rule watches partition 0 and keeps pushing; the total (46 > 30)
+    # suspends push, and it resumes only at one tuple per holder on average.
+    even = views(("p0", 11, 1, 3), *[(f"p{k}", 10, 5, 3) for k in range(1, 10)])
+    busiest = MostTuplesRule().pressure(even)
+    assert busiest == Pressure(1, 3) and busiest.unprocessed <= busiest.r_bound
+    total = TotalPressureRule().pressure(even)
+    assert total == Pressure(46, 30, resume_at=10)
+    switch = Go4RiskSwitch()
+    assert not switch.after_push(total, timeout=0.01)
+    switch.after_process(Pressure(10, 30, resume_at=10))
+    assert switch.mode is Mode.PUSH
