@@ -156,11 +156,19 @@ def test_bad_database_path_is_a_message(run_cli, tmp_path: Path) -> None:
 
 
 def test_sigint_cancels_a_script_statement(env: dict[str, str]) -> None:
+    # The first statement's output tells that the process is up and running
+    # the second one, so the signal never lands during interpreter start-up.
     process = subprocess.Popen(
-        [sys.executable, "-m", "matchsql", "--no-demo", "-c",
+        [sys.executable, "-m", "matchsql", "--no-demo", "-c", "SELECT 'ready' AS state", "-c",
          "SELECT count(*) FROM range(100000) a, range(1000000) b"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(2.0)
+    assert process.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if "ready" in line or not line:
+            break
+    time.sleep(0.5)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 130
