@@ -18,7 +18,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check matchsql tests bench examples
-	$(VENV)/bin/python -m pytest -n 2 tests
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup tests
 
 bench: $(STAMP)
 	$(VENV)/bin/python -m bench

@@ -25,7 +25,7 @@ class Result:
                  translate: Callable[[duckdb.Error], Error] | None = None) -> None:
         self._reader = reader
         self._translate = translate or Executor.translate
-        self._pending: list[pa.RecordBatch] = []
+        self._batches: Iterator[pa.RecordBatch] | None = None
         self._row_buffer: list[tuple] = []
         self._on_close = on_close or []
         self._closed = False
@@ -44,9 +44,14 @@ class Result:
 
     def fetch_batches(self) -> Iterator[pa.RecordBatch]:
         """Yield the remaining rows as Arrow record batches, as they become available."""
+        if self._batches is None:
+            self._batches = self._read_batches()
+        return self._batches
+
+    def _read_batches(self) -> Iterator[pa.RecordBatch]:
+        # One generator for the Result's whole life: fetchone() and friends
+        # take batches from it one at a time without ending the stream.
         try:
-            while self._pending:
-                yield self._pending.pop(0)
             if self._closed:
                 return
             for batch in self._reader:
@@ -58,10 +63,11 @@ class Result:
             self.close()
 
     def _next_rows(self) -> bool:
-        for batch in self.fetch_batches():
-            self._row_buffer.extend(_rows(batch))
-            return True
-        return False
+        batch = next(self.fetch_batches(), None)
+        if batch is None:
+            return False
+        self._row_buffer.extend(_rows(batch))
+        return True
 
     def fetchone(self) -> tuple | None:
         if not self._row_buffer and not self._next_rows():

@@ -31,6 +31,7 @@ _STREAM_DDL = re.compile(r"^\s*(create\s+stream|drop\s+stream|show\s+streams)\b"
 _view_numbers = itertools.count()
 _EXPLAIN = re.compile(r"^\s*explain\b(?!\s+analyze\b)", re.IGNORECASE)
 _VIEW = re.compile(r"__matchsql_matches_\d+")
+_POSITION = "__matchsql_input_position"
 _ROW_STATEMENTS = {
     duckdb.StatementType.SELECT,
     duckdb.StatementType.EXPLAIN,
@@ -292,13 +293,26 @@ def _input_query(node) -> str:
     order = node.args.get("order")
     if order is not None:
         keys += [o.sql(dialect="duckdb") for o in order.expressions]
-    query = f"SELECT * FROM {source}"
-    if keys:
-        query += " ORDER BY " + ", ".join(keys)
+    if keys and order is None:
+        # Without ORDER BY a partition keeps the input's order; DuckDB's sort is
+        # not stable, so the input position breaks ties between equal keys.
+        query = (f"SELECT * EXCLUDE ({_POSITION}) FROM (SELECT *, row_number() OVER () "
+                 f"AS {_POSITION} FROM {source}) ORDER BY "
+                 + ", ".join(_column_name(p) for p in node.args["partition_by"])
+                 + f", {_POSITION}")
+    else:
+        query = f"SELECT * FROM {source}"
+        if keys:
+            query += " ORDER BY " + ", ".join(keys)
     ctes = _visible_ctes(node)
     if ctes:
         query = "WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " " + query
     return query
+
+
+def _column_name(column: exp.Expression) -> str:
+    """A partition column as an unqualified identifier, for use outside its table's scope."""
+    return exp.to_identifier(column.name, quoted=True).sql(dialect="duckdb")
 
 
 def _visible_ctes(node) -> list[exp.CTE]:

@@ -116,3 +116,13 @@ def test_one_row_per_match_needs_an_output_column(con):
     with pytest.raises(matchsql.SemanticError, match="no columns") as info:
         con.sql("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x PATTERN (A+) DEFINE A AS x > 0)")
     assert (info.value.line, info.value.column) == (1, 15)
+
+
+def test_row_fetchers_read_across_batches():
+    c = matchsql.connect(demo=False, batch_size=2)
+    res = c.sql("SELECT range AS i FROM range(7)")
+    assert res.fetchone() == (0,)
+    assert res.fetchmany(3) == [(1,), (2,), (3,)]
+    assert list(res) == [(4,), (5,), (6,)]
+    assert [b.num_rows for b in c.sql("SELECT * FROM range(5)").fetch_batches()] == [2, 2, 1]
+    assert c.sql("SELECT * FROM range(5)").fetchall() == [(i,) for i in range(5)]
