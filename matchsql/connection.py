@@ -29,6 +29,8 @@ class Result:
         self._row_buffer: list[tuple] = []
         self._on_close = on_close or []
         self._closed = False
+        # Input metrics of a continuous query (InputMetrics.row), None for others.
+        self.stats: dict | None = None
 
     @property
     def schema(self) -> pa.Schema:

@@ -154,7 +154,10 @@ class StreamStatements:
 
     def match_reader(self, node, statement: str, definition: StreamDef) -> _MatchReader:
         """Analyse ``node`` against the stream's schema; the lazy reader of its matches."""
+        from matchsql.adaptive.modes import InputOptions
+        from matchsql.adaptive.statistics import Sliding
         from matchsql.fsm.planner import new_partition_matcher
+        from matchsql.fsm.spec import SkipMode
         from matchsql.grammar import analyze
         from matchsql.router.continuous import continuous_batches
         from matchsql.storage.shm_ring import Ring
@@ -166,12 +169,17 @@ class StreamStatements:
             ring.close()
         spec = analyze(node, schema, sql=statement, con=self.executor.con)
         config = self.executor.config
+        stats: dict = {}  # filled with the input metrics when the query ends
+        sliding = (Sliding.PAST_LAST_ROW if spec.skip is SkipMode.PAST_LAST_ROW
+                   else Sliding.NEXT_ROW)
+        options = InputOptions.for_pattern(spec.pattern, config.input_mode, config.adaptive_u,
+                                           sliding, stats)
         batches = continuous_batches(
             definition, spec.partition_by,
             lambda key: new_partition_matcher(spec, key, config),
             con=self.executor.con, batch_rows=config.batch_size, cancelled=self.cancelled,
-            on_producer_death=config.on_producer_death)
-        return _MatchReader(spec.output_schema(), self._recording(batches))
+            on_producer_death=config.on_producer_death, input_options=options)
+        return _MatchReader(spec.output_schema(), self._recording(batches), stats)
 
     def _recording(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Keep the first error for the executor (DuckDB only sees a failing stream)."""
@@ -204,15 +212,18 @@ class StreamStatements:
         reader = self.match_reader(node, statement, definition)
         result = Result(reader)
         result.continuous = True  # the shell prints its rows as they arrive
+        result.stats = reader.stats  # input metrics (Avg/Max Mem, ...), filled at the end
         return result
 
 
 class _MatchReader:
     """The part of a RecordBatchReader that Result uses, over a generator it can close."""
 
-    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
+    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch],
+                 stats: dict | None = None) -> None:
         self.schema = schema
         self._batches = batches
+        self.stats = stats
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         return self._batches

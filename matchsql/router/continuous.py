@@ -18,28 +18,45 @@ concatenation.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterator
 
 import duckdb
 import pyarrow as pa
 
+from matchsql.adaptive.metrics import InputMetrics
+from matchsql.adaptive.modes import InputOptions
+from matchsql.adaptive.push import PushInput, sample_routed
 from matchsql.errors import ExecutionError
 from matchsql.router.hashed import HashPartitionRouter
 from matchsql.router.partitions import RunFactory
 from matchsql.storage.archive import Archive
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.live_reader import LiveReader
+from matchsql.storage.shm_ring import W_HEAD_SEQ
 
 
 def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: RunFactory, *,
                        con: duckdb.DuckDBPyConnection, batch_rows: int,
                        cancelled: Callable[[], bool], on_producer_death: str = "error",
-                       history: bool = True) -> Iterator[pa.RecordBatch]:
-    """Match batches of a query over ``definition``'s stream, as soon as they are final."""
-    reader = LiveReader(definition, on_producer_death=on_producer_death, cancelled=cancelled,
-                        max_rows=batch_rows)
+                       history: bool = True,
+                       input_options: InputOptions | None = None) -> Iterator[pa.RecordBatch]:
+    """Match batches of a query over ``definition``'s stream, as soon as they are final.
+
+    ``input_options`` picks pull (the default, the query thread reads the
+    store), push or adaptive input (a push thread reads; see
+    :mod:`matchsql.adaptive.push`) and receives the query's input metrics.
+    """
+    options = input_options or InputOptions()
+    metrics = InputMetrics()
+    metrics.start(time.monotonic())
+    stop = threading.Event()
+    reader = LiveReader(definition, on_producer_death=on_producer_death,
+                        cancelled=lambda: stop.is_set() or cancelled(), max_rows=batch_rows)
     archive = Archive(definition, con, reader.schema) if definition.archive else None
     cursor = con.cursor() if archive is not None else None
+    push: PushInput | None = None
     try:
         reader.open()
         router = HashPartitionRouter(partition_by, new_run)
@@ -53,23 +70,78 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                         raise ExecutionError("statement interrupted")
             else:
                 next_seq = archive.last_seq(cursor) + 1
-        while (item := reader.read()) is not None:
-            first, batch = item
-            if first + batch.num_rows <= next_seq:
-                continue  # already archived (and read as history)
-            if first < next_seq:
-                batch = batch.slice(next_seq - first)
-                first = next_seq
-            next_seq = first + batch.num_rows
-            if archive is not None:
-                archive.append(first, batch)
-            yield from router.route(batch)
-        yield from router.finish()
+        live = _live_batches(reader, archive, next_seq)
+        if options.mode == "pull":
+            sampling = options.stats is not None  # pull costs nothing extra unless asked
+            for batch in live:
+                queued = _queued(reader) if sampling else 0
+                yield from _counted(metrics, router.route(batch))
+                if sampling:
+                    sample_routed(metrics, batch.num_rows, _held(router), queued)
+            yield from _counted(metrics, router.finish())
+        else:
+            # History runs stay with the query thread; push-mode runs start fresh per key.
+            # Matches are the same because each partition's run sees the same tuple order.
+            runs = router.runs
+
+            def resume_run(key: tuple):
+                return runs.pop(key, None) or new_run(key)
+
+            push = PushInput(partition_by, resume_run, lambda: next(live, None),
+                             metrics=metrics, queued=lambda: _queued(reader),
+                             adaptive=options.mode == "adaptive", states=options.states,
+                             u=options.adaptive_u, sliding=options.sliding)
+            push.start()
+            yield from _counted(metrics, push.batches())
+            yield from _counted(metrics, router.finish())  # history-only partitions that got no live tuple
     finally:
         try:
+            if push is not None:
+                stop.set()  # wakes a push thread blocked in reader.read()
+                push.close()
+            metrics.finish(time.monotonic())
+            if options.stats is not None:
+                options.stats.clear()
+                options.stats.update(metrics.row())
+                options.stats["input_mode"] = options.mode
             if archive is not None:
                 archive.flush()
         finally:
             if cursor is not None:
                 cursor.close()
-            reader.close()
+            if push is None or not push.thread.is_alive():
+                reader.close()
+
+
+def _live_batches(reader: LiveReader, archive: Archive | None,
+                  next_seq: int) -> Iterator[pa.RecordBatch]:
+    """Live tuples after the archived history, each appended to the archive as read."""
+    while (item := reader.read()) is not None:
+        first, batch = item
+        if first + batch.num_rows <= next_seq:
+            continue  # already archived (and read as history)
+        if first < next_seq:
+            batch = batch.slice(next_seq - first)
+            first = next_seq
+        next_seq = first + batch.num_rows
+        if archive is not None:
+            archive.append(first, batch)
+        yield batch
+
+
+def _counted(metrics: InputMetrics,
+             batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Pass output batches through, counting result rows (matches with ONE ROW PER MATCH)."""
+    for batch in batches:
+        metrics.matched(batch.num_rows)
+        yield batch
+
+
+def _queued(reader: LiveReader) -> int:
+    """Tuples published to the store but not yet read: two shared-memory words."""
+    return max(0, reader.ring.word(W_HEAD_SEQ) - reader.next_seq)
+
+
+def _held(router: HashPartitionRouter) -> int:
+    """Tuples the pull-mode runs still hold (their InputHolders)."""
+    return sum(int(getattr(run, "buffered_rows", 0)) for run in router.runs.values())

@@ -1,0 +1,44 @@
+"""How a continuous query's input reaches its matchers: the options of one query.
+
+Kept apart from :class:`matchsql.config.Config` because a query needs more
+than the connection's settings - the pattern's linear states for the Go4Risk
+model and a place to leave its input metrics - and because the default
+(``None`` everywhere) must mean exactly today's pull behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from matchsql.adaptive.statistics import Sliding, StateSpec, states_from_pattern
+from matchsql.grammar.pattern import PatternNode
+
+MODES = ("pull", "push", "adaptive")
+
+
+@dataclass
+class InputOptions:
+    """Input mode of one continuous query and where its metrics go.
+
+    ``stats``, when given, is filled in place with :meth:`InputMetrics.row`
+    when the query ends (or is closed), so a caller holding the dict - e.g.
+    ``Result.stats`` - sees the numbers without another channel.
+    """
+
+    mode: str = "pull"
+    adaptive_u: int = 0
+    states: Sequence[StateSpec] = ()
+    sliding: Sliding = Sliding.NEXT_ROW
+    stats: dict | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"input mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+
+    @classmethod
+    def for_pattern(cls, pattern: PatternNode, mode: str = "pull", adaptive_u: int = 0,
+                    sliding: Sliding = Sliding.NEXT_ROW,
+                    stats: dict | None = None) -> InputOptions:
+        """Options whose Go4Risk model uses ``pattern``'s linearised states."""
+        return cls(mode, adaptive_u, states_from_pattern(pattern), sliding, stats)

@@ -1,0 +1,48 @@
+"""Pull, push and adaptive input give the same matches over a live stream.
+
+The mode is chosen with ``SET input_mode`` / ``SET adaptive_u``; the input
+metrics of the query arrive in ``Result.stats`` when it ends.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from matchsql.adaptive.modes import InputOptions
+from tests.streams.conftest import bounded
+from tests.streams.test_live import PRODUCE_SYNTHETIC, QUERY, TRADES, one_shot
+
+ROWS = 4000
+WAIT_S = 30  # each query; the whole module stays well under this on a laptop
+
+
+def run_live(con, spawn, mode: str, u: int) -> tuple[list[tuple], dict]:
+    """Feed the stream from a real producer process and run the query in ``mode``."""
+    con.sql(f"SET input_mode = '{mode}'")
+    con.sql(f"SET adaptive_u = {u}")
+    producer = spawn(PRODUCE_SYNTHETIC, str(ROWS), "300")
+    result = con.sql(QUERY.format(source="trades"))
+    rows = sorted(bounded(result.fetchall, WAIT_S))
+    assert producer.wait(WAIT_S) == 0, producer.output()
+    return rows, result.stats
+
+
+@pytest.mark.parametrize("mode,u", [("pull", 0), ("push", 0), ("adaptive", 0), ("adaptive", 2)])
+def test_same_matches_in_every_mode(con, spawn, mode, u):
+    con.sql(TRADES)
+    live, stats = run_live(con, spawn, mode, u)
+    con.sql("SET input_mode = 'pull'")
+    assert live == one_shot(con, ROWS)
+    assert live
+    assert stats["input_mode"] == mode
+    assert stats["records"] == ROWS  # every tuple was routed once and sampled
+    assert stats["result"] == len(live)
+    assert stats["max_mem"] >= 0 and stats["max_queue"] >= 0
+    if mode == "pull":
+        assert stats["switches"] == 0
+
+
+def test_default_is_pull_and_unknown_mode_is_refused():
+    assert InputOptions().mode == "pull"
+    with pytest.raises(ValueError):
+        InputOptions("sideways")
