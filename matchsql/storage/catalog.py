@@ -38,6 +38,7 @@ from pathlib import Path
 
 from matchsql.errors import CatalogError, StreamError
 from matchsql.storage import liveness
+from matchsql.storage.shm_ring import sweep_orphans
 
 RUNTIME_ENV = "MATCHSQL_RUNTIME_DIR"
 MEMORY_NAMESPACE = "memory"
@@ -101,6 +102,7 @@ class Catalog:
         self.directory = root / digest
         self.directory.mkdir(mode=0o700, exist_ok=True)
         self._root = str(root)
+        _sweep_once()
 
     def segment_name(self, name: str) -> str:
         key = f"{self._root}\0{self.namespace}\0{name}".encode()
@@ -175,6 +177,17 @@ class Catalog:
 
 # Streams created by this process: dropped when it exits cleanly.
 _OWNED: set[tuple[str, str]] = set()
+
+
+_swept = False
+
+
+def _sweep_once() -> None:
+    """Reclaim segments of crashed owners once per process (see ``sweep_orphans``)."""
+    global _swept
+    if not _swept:
+        _swept = True
+        sweep_orphans()
 
 
 @atexit.register

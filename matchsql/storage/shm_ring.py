@@ -60,7 +60,8 @@ WAIT_S = 0.2  # longest blocking wait between liveness checks
 
 (W_MAGIC, W_VERSION, W_DATA_BYTES, W_CAPACITY, W_HEAD_BYTES, W_TAIL_BYTES, W_HEAD_SEQ, W_TAIL_SEQ,
  W_RING_IN, W_RING_OUT, W_EOS, W_EOS_SEQ, W_ON_FULL, W_READER_PID, W_READER_STARTED,
- W_READER_BEAT, W_WLOCK_PID, W_DROPPED, W_SCHEMA_LEN, W_SPILLED, W_MAX_QUEUE) = range(21)
+ W_READER_BEAT, W_WLOCK_PID, W_DROPPED, W_SCHEMA_LEN, W_SPILLED, W_MAX_QUEUE,
+ W_OWNER_PID, W_OWNER_STARTED) = range(23)
 
 (S_IN_USE, S_CLOSED, S_PID, S_STARTED, S_BEAT, S_LAST_BATCH, S_ROWS) = range(7)
 S_NAME = 8  # 8 words = 64 bytes of UTF-8 name
@@ -95,6 +96,42 @@ def unlink_segment(segment: str) -> None:
     for suffix in ("-d", "-s", "-w"):
         with contextlib.suppress(posix_ipc.ExistentialError):
             posix_ipc.unlink_semaphore(segment + suffix)
+
+
+def sweep_orphans(prefix: str = f"msql-{os.getuid()}-", shm_dir: str = "/dev/shm") -> list[str]:
+    """Remove this user's segments whose creating process is gone.
+
+    A stream lives as long as the process that created it; a crash leaves
+    its segment behind, and when the registry entry that would lead to it is
+    gone too (a deleted runtime directory), only the owner recorded in the
+    segment's header can tell that it is stale.
+    """
+    removed: list[str] = []
+    try:
+        names = sorted(os.listdir(shm_dir))
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        segment = "/" + name
+        try:
+            shm = posix_ipc.SharedMemory(segment)
+        except (posix_ipc.ExistentialError, posix_ipc.PermissionsError):
+            continue
+        try:
+            if shm.size < HEADER_BYTES:
+                continue
+            with mmap.mmap(shm.fd, HEADER_BYTES, prot=mmap.PROT_READ) as mm:
+                words = np.frombuffer(mm, dtype=np.int64, count=W_OWNER_STARTED + 1).copy()
+        finally:
+            shm.close_fd()
+        owner = int(words[W_OWNER_PID])
+        if words[W_MAGIC] == MAGIC and owner and not liveness.alive(
+                owner, int(words[W_OWNER_STARTED])):
+            unlink_segment(segment)
+            removed.append(segment)
+    return removed
 
 
 class Ring:
@@ -148,6 +185,8 @@ class Ring:
         h[W_ON_FULL] = ON_FULL_CODES[on_full]
         h[W_SCHEMA_LEN] = blob.size
         h[W_HEAD_SEQ] = h[W_TAIL_SEQ] = first_seq
+        h[W_OWNER_PID] = os.getpid()
+        h[W_OWNER_STARTED] = liveness.start_time(os.getpid())
         h[W_MAGIC] = MAGIC
         ring.size = data
         return ring
