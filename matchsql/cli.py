@@ -35,6 +35,15 @@ def _produce(argv: list[str]) -> int:
 
 SUBCOMMANDS["produce"] = _produce
 
+
+def _experiment(argv: list[str]) -> int:
+    from matchsql.adaptive.experiment import main as experiment
+
+    return experiment(argv)
+
+
+SUBCOMMANDS["experiment"] = _experiment
+
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130

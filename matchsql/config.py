@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+import os
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from matchsql.errors import Error
@@ -19,6 +20,9 @@ class Config:
     max_threads: int = 100_000  # live matcher threads per partition
     max_buffered_rows: int = 50_000_000  # rows an InputHolder may hold
     batch_size: int = 65_536  # rows per Arrow batch from DuckDB to the matchers
+    # Worker threads that run a one-time query's partitions (router/parallel.py);
+    # 1 runs them one after the other on the calling thread.
+    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
     execution_path: str = "auto"  # auto | reference | row_local | registers (fsm/planner.py)
     on_producer_death: str = "error"  # error | wait: what a live query does when its producer dies
     # How a continuous query's tuples reach its matchers (thesis chapters 3-4):
@@ -27,6 +31,9 @@ class Config:
     # and routes before running the matchers.
     input_mode: str = "pull"
     adaptive_u: int = 0  # Go4Risk constant U (future matches pushed ahead); 0 is the thesis default
+    # Which InputHolder(s) the Go4Risk switch watches with PARTITION BY (adaptive/switch.py):
+    # the thesis' partition that received most tuples, or the total over all holders.
+    adaptive_rule: str = "most_tuples"
 
     #: Whole-number settings for which 0 is meaningful; all others must be positive.
     _ZERO_ALLOWED = frozenset({"adaptive_u"})
@@ -69,6 +76,11 @@ class Config:
             raise Error(f"input_mode must be one of {', '.join(modes)}, got {value!r}")
         if key == "input_mode":
             value = value.lower()
+        rules = ("most_tuples", "total_pressure")
+        if key == "adaptive_rule":
+            value = value.lower()
+            if value not in rules:
+                raise Error(f"adaptive_rule must be one of {', '.join(rules)}, got {value!r}")
         if key == "on_producer_death" and value not in ("error", "wait"):
             raise Error(f"on_producer_death must be 'error' or 'wait', got {value!r}")
         setattr(self, key, value)

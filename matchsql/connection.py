@@ -170,7 +170,19 @@ class Connection:
 
     def sql(self, text: str) -> Result | None:
         """Run every statement in ``text``; return the last one's rows (None if it has none)."""
-        return self._executor.run(text)
+        from matchsql.stats_statement import remember
+
+        result = self._executor.run(text)
+        if result is not None:
+            remember(self._executor, result.stats)  # a continuous query's: SHOW STATS shows it
+        return result
+
+    @property
+    def last_stats(self) -> dict | None:
+        """Input metrics of the last continuous query (filled when it ends), else None."""
+        from matchsql.stats_statement import last_stats
+
+        return last_stats(self._executor)
 
     def execute(self, text: str) -> Result | None:
         """Alias of :meth:`sql`, for DB-API habits."""

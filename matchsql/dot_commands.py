@@ -142,6 +142,20 @@ def _streams(shell: Shell, args: list[str]) -> bool:
     return True
 
 
+@dot_command("stats", "Input metrics of the last continuous query (SHOW STATS)")
+def _stats(shell: Shell, args: list[str]) -> bool:
+    if args:
+        return _usage_error(shell, "stats")
+    from matchsql.stats_statement import describe
+
+    shell.print(describe(shell.con.last_stats))
+    error = shell.run_statement("SHOW STATS")
+    if error is not None:
+        shell.error(f"Error: {shell.describe(error)}")
+        return False
+    return True
+
+
 @dot_command("quit", "Exit matchsql", aliases=("exit",))
 def _quit(shell: Shell, args: list[str]) -> bool:
     shell.done = True

@@ -11,8 +11,10 @@ matchers' live windows.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
+import threading
 from collections.abc import Callable, Iterator
 
 import duckdb
@@ -53,6 +55,10 @@ class Executor:
         # the previous statement's unfinished Result, as DuckDB's own API does.
         self._open_result = None
         self._streams = None
+        # One event per running parallel match stream: interrupt() sets them all.
+        self._cancels: set[threading.Event] = set()
+        # Cursors running MATCH_RECOGNIZE inputs: interrupt() stops their sorts too.
+        self._cursors: set[duckdb.DuckDBPyConnection] = set()
 
     @property
     def streams(self):
@@ -84,9 +90,15 @@ class Executor:
         if self._open_result is not None:
             self._open_result.close()
             self._open_result = None
+        from matchsql import stats_statement  # SHOW STATS: the last continuous query's metrics
+
+        if stats_statement.is_show_stats(statement):
+            return stats_statement.show_stats(self)
         setting = _SET.match(statement)
         if setting and setting.group(1).lower() in Config.names():
             self.config.set(setting.group(1), _unquote(setting.group(2)))
+            if setting.group(1).lower() == "threads":  # DuckDB's own setting of that name too
+                return self._run_duckdb(statement, [])
             return None
         self.streams.reset()
         if _STREAM_DDL.match(statement):
@@ -165,7 +177,8 @@ class Executor:
             return self.streams.match_reader(node, statement, stream).to_reader()
         input_sql = _input_query(node)
         cursor = self.con.cursor()
-        cleanups.append(cursor.close)
+        self._cursors.add(cursor)
+        cleanups.append(lambda: (self._cursors.discard(cursor), cursor.close()))
         inner = {view: pending.pop(view) for view in _VIEW.findall(input_sql) if view in pending}
         for view, reader in inner.items():  # zero-row stand-ins while the schema is read
             cursor.register(view, reader.schema.empty_table())
@@ -179,8 +192,40 @@ class Executor:
             raise SemanticError("ONE ROW PER MATCH without PARTITION BY needs at least one "
                                 "measure: the output would have no columns",
                                 sql=statement, offset=_offset_of(node.this))
+        narrow = self._projected(node, spec)
+        if narrow is not None:
+            spec, input_sql = narrow
         return pa.RecordBatchReader.from_batches(
             spec.output_schema(), self._match_batches(spec, cursor, input_sql))
+
+    def _projected(self, node, spec: MatchSpec) -> tuple[MatchSpec, str] | None:
+        """ONE ROW PER MATCH reads only the PARTITION BY and ORDER BY columns and
+        those DEFINE and MEASURES name: the spec and input query of just those
+        (DuckDB then exports no other column), or None where all are needed.
+
+        Analysis already resolved every column reference of DEFINE and MEASURES
+        to an exact input column name (``exp.Column`` nodes), and nothing else in
+        a ONE ROW PER MATCH spec depends on the other columns, so the narrow spec
+        is the same spec over fewer columns.
+        """
+        schema = spec.columns
+        names = schema.names
+        if spec.rows_per_match.all_rows or len(set(names)) != len(names):
+            return None
+        used = set(spec.partition_by) | set(spec.order_by)
+        folded = {name.lower(): name for name in names}
+        for expr in [*spec.defines.values(), *(m.expr for m in spec.measures)]:
+            for column in expr.find_all(exp.Column):
+                name = column.name if column.name in names else folded.get(column.name.lower())
+                if name is not None:
+                    used.add(name)
+        if len(used) == len(names) or not used <= set(names):
+            return None
+        fields = [f for f in schema if f.name in used]
+        narrow = dataclasses.replace(spec, columns=pa.schema(fields))
+        if not narrow.output_schema().equals(spec.output_schema()):
+            return None
+        return narrow, _input_query(node, [f.name for f in fields])
 
     def _schema_of(self, cursor, input_sql: str, node, statement: str) -> pa.Schema:
         try:
@@ -191,17 +236,42 @@ class Executor:
             raise type(err)(err.message, sql=statement, offset=offset) from None
 
     def _match_batches(self, spec: MatchSpec, cursor, input_sql: str) -> Iterator[pa.RecordBatch]:
-        """Stream the input through one matcher run per partition."""
-        from matchsql.fsm.planner import new_partition_matcher
+        """Stream the input through one matcher run per partition.
+
+        With ``threads`` > 1 the partitions run on a thread pool (the compiled
+        kernels release the GIL), their outputs in the sequential order; see
+        router/parallel.py. The many small batches of short partitions are
+        concatenated: DuckDB scans a few large batches much faster.
+        """
+        from matchsql.fsm.planner import choose_path, new_partition_matcher
+        from matchsql.router.parallel import ParallelPartitionRouter, coalesce
         from matchsql.router.partitions import SortedPartitionRouter
 
+        config = self.config
         try:
-            reader = cursor.sql(input_sql).to_arrow_reader(self.config.batch_size)
-            router = SortedPartitionRouter(
-                spec.partition_by, lambda key: new_partition_matcher(spec, key, self.config))
-            for batch in reader:
-                yield from router.route(batch)
-            yield from router.finish()
+            reader = cursor.sql(input_sql).to_arrow_reader(config.batch_size)
+            try:  # plans are built once per spec: here, not racing in the workers
+                choose_path(spec, config.execution_path)
+            except Error:
+                pass  # a forced path that does not apply: the first partition says so
+
+            def new_run(key: tuple):
+                return new_partition_matcher(spec, key, config)
+
+            if config.threads > 1:
+                cancel = threading.Event()
+                self._cancels.add(cancel)
+                try:
+                    yield from ParallelPartitionRouter(
+                        spec.partition_by, new_run, config.threads,
+                        chunk_rows=config.batch_size, cancel=cancel).run(reader)
+                finally:
+                    self._cancels.discard(cancel)
+            else:
+                router = SortedPartitionRouter(spec.partition_by, new_run)
+                for batch in reader:
+                    yield from coalesce(list(router.route(batch)))
+                yield from coalesce(list(router.finish()))
         except Error as err:
             self._failure.append(err)
             raise
@@ -263,6 +333,13 @@ class Executor:
         return self._failure[0] if self._failure else self.translate(exc)
 
     def interrupt(self) -> None:
+        for cancel in list(self._cancels):
+            cancel.set()
+        for cursor in list(self._cursors):
+            try:
+                cursor.interrupt()
+            except duckdb.Error:
+                pass
         self.streams.interrupt()
         self.con.interrupt()
 
@@ -283,12 +360,15 @@ class Executor:
         return ExecutionError(_strip_prefix(message))
 
 
-def _input_query(node) -> str:
+def _input_query(node, columns: list[str] | None = None) -> str:
     """DuckDB SQL for the row pattern input table, sorted by partition and order keys.
 
     CTEs of the enclosing statement that precede ``node`` stay visible.
+    ``columns``, when given, are the only input columns selected.
     """
     source = node.this.sql(dialect="duckdb")
+    select = "*" if columns is None else ", ".join(
+        exp.to_identifier(c, quoted=True).sql(dialect="duckdb") for c in columns)
     keys = [p.sql(dialect="duckdb") for p in node.args.get("partition_by") or []]
     order = node.args.get("order")
     if order is not None:
@@ -296,12 +376,14 @@ def _input_query(node) -> str:
     if keys and order is None:
         # Without ORDER BY a partition keeps the input's order; DuckDB's sort is
         # not stable, so the input position breaks ties between equal keys.
-        query = (f"SELECT * EXCLUDE ({_POSITION}) FROM (SELECT *, row_number() OVER () "
+        inner = "*" if columns is None else select  # the window carries no other column
+        select = f"* EXCLUDE ({_POSITION})" if columns is None else select
+        query = (f"SELECT {select} FROM (SELECT {inner}, row_number() OVER () "
                  f"AS {_POSITION} FROM {source}) ORDER BY "
                  + ", ".join(_column_name(p) for p in node.args["partition_by"])
                  + f", {_POSITION}")
     else:
-        query = f"SELECT * FROM {source}"
+        query = f"SELECT {select} FROM {source}"
         if keys:
             query += " ORDER BY " + ", ".join(keys)
     ctes = _visible_ctes(node)

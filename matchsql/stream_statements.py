@@ -173,7 +173,7 @@ class StreamStatements:
         sliding = (Sliding.PAST_LAST_ROW if spec.skip is SkipMode.PAST_LAST_ROW
                    else Sliding.NEXT_ROW)
         options = InputOptions.for_pattern(spec.pattern, config.input_mode, config.adaptive_u,
-                                           sliding, stats)
+                                           sliding, stats, config.adaptive_rule)
         batches = continuous_batches(
             definition, spec.partition_by,
             lambda key: new_partition_matcher(spec, key, config),

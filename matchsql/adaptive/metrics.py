@@ -54,6 +54,18 @@ class InputMetrics:
         self.latency_total += now - enqueued
         self.latency_count += 1
 
+    def selected_batch(self, rows: int, enqueue_sum_ns: int, now_ns: int) -> None:
+        """``rows`` tuples were selected by a matcher for the first time at ``now_ns``.
+
+        ``enqueue_sum_ns`` is the sum of their enqueue instants (monotonic ns,
+        see :attr:`LiveReader.last_enqueue_sum_ns`), so the batch adds
+        ``rows * now_ns - enqueue_sum_ns`` nanoseconds of latency in one step.
+        """
+        if rows <= 0:
+            return
+        self.latency_total += (rows * now_ns - enqueue_sum_ns) / 1e9
+        self.latency_count += rows
+
     def matched(self, count: int = 1) -> None:
         self.results += count
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from matchsql.adaptive.statistics import Sliding, StateSpec, states_from_pattern
+from matchsql.adaptive.statistics import Sliding, StateSpec, label_states, states_from_pattern
 from matchsql.grammar.pattern import PatternNode
 
 MODES = ("pull", "push", "adaptive")
+RULES = ("most_tuples", "total_pressure")
 
 
 @dataclass
@@ -31,14 +32,23 @@ class InputOptions:
     states: Sequence[StateSpec] = ()
     sliding: Sliding = Sliding.NEXT_ROW
     stats: dict | None = field(default=None)
+    rule: str = "most_tuples"  # adaptive/switch.py: most_tuples | total_pressure
+
+    #: Linear state of each LABEL instruction of the pattern's program, for
+    #: matchers that count statistics per tuple (empty: they count per batch).
+    label_state: Sequence[int] = ()
 
     def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise ValueError(f"adaptive rule must be one of {', '.join(RULES)}, got {self.rule!r}")
         if self.mode not in MODES:
             raise ValueError(f"input mode must be one of {', '.join(MODES)}, got {self.mode!r}")
 
     @classmethod
     def for_pattern(cls, pattern: PatternNode, mode: str = "pull", adaptive_u: int = 0,
                     sliding: Sliding = Sliding.NEXT_ROW,
-                    stats: dict | None = None) -> InputOptions:
+                    stats: dict | None = None, rule: str = "most_tuples") -> InputOptions:
         """Options whose Go4Risk model uses ``pattern``'s linearised states."""
-        return cls(mode, adaptive_u, states_from_pattern(pattern), sliding, stats)
+        options = cls(mode, adaptive_u, states_from_pattern(pattern), sliding, stats, rule)
+        options.label_state = label_states(pattern)[1]
+        return options

@@ -7,26 +7,39 @@ one :class:`InputHolder` per partition (a queue of unprocessed batches). The
 query thread then only runs matchers over what was pushed, so store latency
 and matching overlap, at the cost of holding unprocessed tuples in memory.
 
-Adaptive mode gates the push thread with :class:`Go4RiskSwitch`: after each
-pushed batch it suspends while the watched ``R`` (unprocessed tuples, chosen
-by a partition rule) exceeds ``R_Bound``; the query thread resumes it once
-``R <= 1``.
+Adaptive mode gates the push thread with :class:`Go4RiskSwitch`: it suspends
+while the watched ``R`` (unprocessed tuples, chosen by a partition rule)
+exceeds ``R_Bound``, and the query thread resumes it once ``R <= 1``.
 
-Granularity (an approximation of the thesis, which works per tuple): the
-matchers expose no per-tuple state hooks, so the switch is consulted once per
-pushed *batch* and once per matched batch, and each partition's
-:class:`StateStatistics` is fed at batch granularity only - every tuple fed
-opens a window and every output row counts as a match, with no per-state
-in/out counts and the current state taken as the start state. ``R_Bound`` is
-therefore the state count until the first match and ``l_seq(0)`` after it;
-``U`` only raises it for patterns whose singleton selectivities are unknown
-to be low (none, at present), so U=0 and U>0 behave alike until per-tuple
-hooks exist.
+Granularity. The thesis decides after every tuple. Here a matcher call has a
+fixed cost of about 150 us (Arrow buffers, column-wise DEFINE terms, the
+kernel call), so a compiled matcher fed 64 rows at a time runs at a tenth of
+its speed on large batches, and a switch that suspends after every few
+tuples ping-pongs two threads through the GIL (a woken thread may wait up
+to the interpreter's 5 ms switch interval). So ``R`` and ``R_Bound`` are
+compared in units of :data:`UNIT_ROWS` tuples: the thesis' bound, computed
+per tuple from the statistics, says how many *units* an InputHolder should
+hold. The push thread forwards slices - as many tuples as the rule predicts
+fit below the bound (``Pressure.room``), at least one unit per InputHolder -
+and asks the switch after each slice. A batch's tuples count as processed
+(``R`` drops) when the query thread takes them from the holder, so the push
+thread reads the next slice while the matcher works on this one.
+
+The matchers count the Go4Risk statistics per tuple inside the compiled
+kernel (selectivity per state, windows, matches, the open window's current
+state; see :meth:`CompiledMatcher.observe`), so ``R_Bound`` - and with it
+``U`` - follow the data. A matcher that cannot count (the reference path) is
+described coarsely: every tuple opens a window, every output row is a match,
+and the current state is the start state. A run processes everything its
+holder holds at once, as a thesis FSM drains its InputHolder; the query
+thread serves the fullest holder first (the biggest matcher call, and the
+fastest drop of ``R``), unless one has waited :data:`MAX_WAIT_S`.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
@@ -40,12 +53,31 @@ from matchsql.adaptive.switch import (
     PartitionRule,
     PartitionView,
     Pressure,
+    TotalPressureRule,
 )
 from matchsql.router.hashed import HashPartitionRouter
 from matchsql.router.partitions import PartitionRun, RunFactory
 
 WAIT_S = 0.1  # longest sleep of either thread between checks for cancellation and races
 JOIN_S = 5.0
+#: Tuples per unit of ``R`` and ``R_Bound`` in adaptive mode (see the module
+#: docstring). Measured on DejaVu Q1: 1024-row feeds run the compiled matcher
+#: at about 75% of its speed on 64k-row batches (256 rows: 40%, 64 rows:
+#: 10%), and a suspend/resume cycle per 1000-5000 tuples keeps the two
+#: threads' GIL hand-overs rare enough that adaptive keeps up with push.
+UNIT_ROWS = 1024
+#: The query thread drains the fullest InputHolder first (bigger matcher
+#: calls, R falls fastest) unless a holder has waited this long.
+MAX_WAIT_S = 0.05
+
+RULES: dict[str, Callable[[], PartitionRule]] = {
+    "most_tuples": MostTuplesRule,
+    "total_pressure": TotalPressureRule,
+}
+
+#: What ``next_batch`` yields: a batch with the sum over its rows of their
+#: enqueue times (``time.monotonic_ns``), or a bare batch (enqueue unknown).
+Pushed = tuple[pa.RecordBatch, int] | pa.RecordBatch
 
 
 def sample_routed(metrics: InputMetrics, tuples: int, held: int, queued: int) -> None:
@@ -68,47 +100,73 @@ class InputHolder:
     """One partition's unprocessed batches; fed by the push thread under the shared lock.
 
     It has the ``feed``/``finish`` shape of a matcher run so that the ordinary
-    :class:`HashPartitionRouter` can split batches into holders.
+    :class:`HashPartitionRouter` can split batches into holders. Each entry
+    keeps its rows' enqueue-time sum for the latency metric.
     """
 
-    def __init__(self, key: tuple) -> None:
+    def __init__(self, key: tuple, owner: PushInput) -> None:
         self.key = key
-        self.batches: deque[pa.RecordBatch] = deque()
+        self.owner = owner
+        self.since = 0.0  # when the holder last became non-empty
+        self.batches: deque[tuple[pa.RecordBatch, int]] = deque()
         self.unprocessed = 0  # R of this partition
         self.routed = 0  # tuples ever routed here, for the partition rule
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
-        self.batches.append(batch)
-        self.unprocessed += batch.num_rows
-        self.routed += batch.num_rows
+        if not self.batches:
+            self.since = time.monotonic()
+            self.owner.ready[self.key] = None
+        rows = batch.num_rows
+        self.batches.append((batch, round(self.owner.enqueue_mean * rows)))
+        self.unprocessed += rows
+        self.routed += rows
         return []
 
     def finish(self) -> list[pa.RecordBatch]:
         return []
+
+    def take(self) -> tuple[pa.RecordBatch, int]:
+        """Everything the holder holds, as one batch and its enqueue-time sum."""
+        entries = list(self.batches)
+        self.batches.clear()
+        enqueued = sum(e for _, e in entries)
+        if len(entries) == 1:
+            return entries[0][0], enqueued
+        return pa.concat_batches([b for b, _ in entries]), enqueued
 
 
 class PushInput:
     """A push thread filling InputHolders and the query-side loop that drains them."""
 
     def __init__(self, keys: list[str], new_run: RunFactory,
-                 next_batch: Callable[[], pa.RecordBatch | None], *,
+                 next_batch: Callable[[], Pushed | None], *,
                  metrics: InputMetrics, queued: Callable[[], int] = lambda: 0,
                  adaptive: bool = False, states: Sequence[StateSpec] = (),
+                 label_state: Sequence[int] = (),
                  u: int = 0, sliding: Sliding = Sliding.NEXT_ROW,
-                 rule: PartitionRule | None = None) -> None:
+                 rule: PartitionRule | str | None = None) -> None:
         self.new_run = new_run
         self.next_batch = next_batch
         self.metrics = metrics
         self.queued = queued
         self.switch = Go4RiskSwitch() if adaptive else None
         self.states = tuple(states) or (StateSpec("*", StateKind.STAR),)
+        self.label_state = tuple(label_state) if states else ()
         self.u = u
         self.sliding = sliding
+        if isinstance(rule, str):
+            rule = RULES[rule]()
         self.rule: PartitionRule = rule or MostTuplesRule()
         self.holders: dict[tuple, InputHolder] = {}
+        self.ready: dict[tuple, None] = {}  # keys whose holder has batches, oldest first
+        self.enqueue_mean = 0.0  # of the batch being routed (read by the holders)
         self.router = HashPartitionRouter(keys, self._holder)
         self.statistics: dict[tuple, StateStatistics] = {}
+        # R_Bound per partition, recomputed only when its statistics change:
+        # the model works in exact fractions, too slow to redo per decision.
+        self.bounds: dict[tuple, int] = {}
         self.buffered: dict[tuple, int] = {}
+        self.taken = 0  # tuples taken from the holders and still being matched
         self.cond = threading.Condition()
         self.stop = threading.Event()
         self.done = False
@@ -116,8 +174,9 @@ class PushInput:
         self.thread = threading.Thread(target=self._push_loop, name="matchsql-push", daemon=True)
 
     def _holder(self, key: tuple) -> InputHolder:
-        holder = self.holders[key] = InputHolder(key)
-        self.statistics[key] = StateStatistics(self.states)
+        holder = self.holders[key] = InputHolder(key, self)
+        stats = self.statistics[key] = StateStatistics(self.states)
+        self.bounds[key] = stats.r_bound(stats.current, self.u, self.sliding)
         return holder
 
     # -- push thread --------------------------------------------------------
@@ -128,20 +187,13 @@ class PushInput:
     def _push_loop(self) -> None:
         try:
             while not self.stop.is_set():
-                batch = self.next_batch()
-                if batch is None:
+                item = self.next_batch()
+                if item is None:
                     break
-                queued = self.queued()
-                with self.cond:
-                    for _ in self.router.route(batch):
-                        pass  # holders produce no output
-                    sample_routed(self.metrics, batch.num_rows, self._held(), queued)
-                    pressure = self._pressure()
-                    self.cond.notify_all()
-                if self.switch is not None:
-                    while not self.switch.after_push(pressure, timeout=WAIT_S):
-                        if self.stop.is_set():
-                            return
+                batch, enqueued = item if isinstance(item, tuple) else \
+                    (item, time.monotonic_ns() * item.num_rows)
+                if not self._push(batch, enqueued):
+                    return
         except BaseException as exc:  # handed to the query thread, which raises it
             self.error = exc
         finally:
@@ -149,29 +201,77 @@ class PushInput:
                 self.done = True
                 self.cond.notify_all()
 
+    def _push(self, batch: pa.RecordBatch, enqueued: int) -> bool:
+        """Route ``batch`` (in slices when adaptive); False once the query ends."""
+        rows = batch.num_rows
+        if rows == 0:
+            return True
+        mean = enqueued / rows
+        offset = 0
+        while offset < rows:
+            size = rows - offset
+            if self.switch is not None:
+                with self.cond:
+                    pressure = self._pressure()
+                least = UNIT_ROWS * pressure.per_holder
+                size = min(size, int(max(least, pressure.room * UNIT_ROWS)))
+            part = batch.slice(offset, size) if size < rows else batch
+            offset += size
+            # Tuples of this batch not yet forwarded still wait: they count as queued.
+            queued = self.queued() + rows - offset
+            with self.cond:
+                self.enqueue_mean = mean
+                for _ in self.router.route(part):
+                    pass  # holders produce no output
+                sample_routed(self.metrics, size, self._held(), queued)
+                pressure = self._pressure()
+                self.cond.notify_all()
+            if self.switch is not None:
+                while not self.switch.after_push(pressure, timeout=WAIT_S):
+                    if self.stop.is_set():
+                        return False
+                    with self.cond:
+                        pressure = self._pressure()
+        return True
+
     # -- shared, under self.cond ------------------------------------------
 
     def _held(self) -> int:
-        return sum(h.unprocessed for h in self.holders.values()) + sum(self.buffered.values())
+        """Tuples in InputHolders, being matched, or kept by the matchers."""
+        return (sum(h.unprocessed for h in self.holders.values()) + self.taken
+                + sum(self.buffered.values()))
 
     def _pressure(self) -> Pressure:
-        views = (PartitionView(key, h.routed, h.unprocessed,
-                               self.statistics[key].r_bound(0, self.u, self.sliding))
-                 for key, h in self.holders.items())
-        return self.rule.pressure(views)
+        bounds = self.bounds
+        return self.rule.pressure(
+            PartitionView(key, holder.routed, holder.unprocessed / UNIT_ROWS, bounds[key])
+            for key, holder in self.holders.items())
 
-    def _take(self) -> tuple[tuple, pa.RecordBatch] | None:
-        for key, holder in self.holders.items():
-            if holder.batches:
-                batch = holder.batches.popleft()
-                return key, batch
-        return None
+    def _take(self) -> tuple[tuple, pa.RecordBatch, int] | None:
+        """The oldest non-empty holder's whole content (round robin over partitions).
+
+        The tuples leave ``R`` now: the matcher is about to process them, and
+        the push thread may refill the holder meanwhile.
+        """
+        if not self.ready:
+            return None
+        oldest = next(iter(self.ready))
+        key = oldest
+        if time.monotonic() - self.holders[oldest].since < MAX_WAIT_S:
+            key = max(self.ready, key=lambda k: self.holders[k].unprocessed)
+        del self.ready[key]
+        holder = self.holders[key]
+        batch, enqueued = holder.take()
+        holder.unprocessed -= batch.num_rows
+        self.taken += batch.num_rows
+        return key, batch, enqueued
 
     # -- query thread -------------------------------------------------------
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         """Match what was pushed until the push thread ends; then finish every run."""
         runs: dict[tuple, PartitionRun] = {}
+        counting: dict[tuple, bool] = {}  # whether the run counts statistics per tuple
         while True:
             with self.cond:
                 item = self._take()
@@ -183,19 +283,30 @@ class PushInput:
                     item = self._take()
                 if item is None:
                     break
-            key, batch = item
+                pressure = self._pressure()
+            if self.switch is not None:
+                self.switch.after_process(pressure)
+            key, batch, enqueued = item
+            self.metrics.selected_batch(batch.num_rows, enqueued, time.monotonic_ns())
             run = runs.get(key)
             if run is None:
                 run = runs[key] = self.new_run(key)
+                observe = getattr(run, "observe", None)
+                counting[key] = bool(self.switch is not None and self.label_state
+                                     and observe is not None
+                                     and observe(self.states, self.label_state))
             out = run.feed(batch)
+            counts = run.state_counts() if counting[key] else None
             with self.cond:
-                holder = self.holders[key]
-                holder.unprocessed -= batch.num_rows
-                self.buffered[key] = int(run.buffered_rows) if hasattr(run, "buffered_rows") \
-                    else 0
+                self.taken -= batch.num_rows
+                self.buffered[key] = int(getattr(run, "buffered_rows", 0))
                 stats = self.statistics[key]
-                stats.windows += batch.num_rows
-                stats.matches += sum(b.num_rows for b in out)
+                if counts is not None:
+                    stats.load(*counts)
+                else:
+                    stats.windows += batch.num_rows
+                    stats.matches += sum(b.num_rows for b in out)
+                self.bounds[key] = stats.r_bound(stats.current, self.u, self.sliding)
                 pressure = self._pressure()
             if self.switch is not None:
                 self.switch.after_process(pressure)
@@ -215,4 +326,3 @@ class PushInput:
             self.cond.notify_all()
         if self.thread.is_alive():
             self.thread.join(JOIN_S)
-

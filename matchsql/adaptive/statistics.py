@@ -110,6 +110,49 @@ def states_from_pattern(node: PatternNode) -> tuple[StateSpec, ...]:
     raise TypeError(f"unknown pattern node {type(node).__name__}")
 
 
+def label_states(node: PatternNode) -> tuple[tuple[StateSpec, ...], list[int]]:
+    """The linear states of ``node`` and, per LABEL instruction of its program, its state.
+
+    The matchers run the program of :mod:`matchsql.fsm.program`, whose LABEL
+    instructions are emitted in the order of the desugared pattern; this walk
+    follows the same order so that a matcher can count a tuple evaluated at
+    instruction ``pc`` against the thesis state the instruction belongs to.
+    The states equal :func:`states_from_pattern`'s (a test pins that): every
+    copy of a bounded quantifier's optional tail maps to its star states, and
+    every label of an alternation or permutation to its one singleton.
+    """
+    states: list[StateSpec] = []
+    ids = _label_ids(node, states, False)
+    return tuple(states), ids
+
+
+def _label_ids(node: PatternNode, states: list[StateSpec], star: bool) -> list[int]:
+    kind = StateKind.STAR if star else StateKind.SINGLETON
+    if isinstance(node, Label):
+        states.append(StateSpec(node.name, kind))
+        return [len(states) - 1]
+    if isinstance(node, (Concatenation, Exclusion)):
+        return [i for child in node.children() for i in _label_ids(child, states, star)]
+    if isinstance(node, (Alternation, Permutation)):
+        from matchsql.fsm.program import compile_pattern
+
+        names = "|".join(dict.fromkeys(node.variables()))
+        states.append(StateSpec(names or "()", kind))
+        labels = sum(1 for ins in compile_pattern(node).instructions if ins.var is not None)
+        return [len(states) - 1] * labels
+    if isinstance(node, Quantified):
+        ids: list[int] = []
+        for _ in range(node.min):
+            ids += _label_ids(node.child, states, star)
+        if node.max is None or node.max > node.min:
+            tail = _label_ids(node.child, states, True)
+            ids += tail * (1 if node.max is None else node.max - node.min)
+        return ids
+    if isinstance(node, (Anchor, Empty)):
+        return []
+    raise TypeError(f"unknown pattern node {type(node).__name__}")
+
+
 @dataclass
 class _Counts:
     tuples_in: int = 0
@@ -126,6 +169,7 @@ class StateStatistics:
         self._counts = [_Counts() for _ in self.states]
         self.windows = 0  # windows opened (denominator of Match_overall)
         self.matches = 0  # windows that ended in a match
+        self.current = 0  # state of the open window's most preferred thread (0: none open)
 
     # -- updates, called by the matcher -------------------------------------
 
@@ -135,6 +179,16 @@ class StateStatistics:
         counts.tuples_in += 1
         if left:
             counts.tuples_out += 1
+
+    def load(self, ins: Sequence[int], outs: Sequence[int], windows: int, matches: int,
+             current: int) -> None:
+        """Replace every count with a matcher's running totals (see ``state_counts``)."""
+        for counts, tuples_in, tuples_out in zip(self._counts, ins, outs):
+            counts.tuples_in = int(tuples_in)
+            counts.tuples_out = int(tuples_out)
+        self.windows = int(windows)
+        self.matches = int(matches)
+        self.current = min(max(int(current), 0), len(self.states) - 1)
 
     def window_opened(self) -> None:
         self.windows += 1

@@ -42,11 +42,25 @@ class PartitionView:
 
 @dataclass(frozen=True)
 class Pressure:
-    """The switch's inputs: the watched ``R``, its bound, and the resume level."""
+    """The switch's inputs: the watched ``R``, its bound, and the resume level.
 
-    unprocessed: int
-    r_bound: int
-    resume_at: int = 1
+    The push thread forwards slices, not single tuples, so the rule also says
+    how routing reaches what it watches: ``scale`` routed tuples (over all
+    partitions) add one to the watched ``R``, and ``per_holder`` routed tuples
+    add one to an average InputHolder. :attr:`room` is then how many tuples
+    may be forwarded before ``R`` reaches the bound.
+    """
+
+    unprocessed: float
+    r_bound: float
+    resume_at: float = 1
+    scale: float = 1.0
+    per_holder: float = 1.0
+
+    @property
+    def room(self) -> float:
+        """Tuples to forward, over all partitions, until the watched ``R`` reaches its bound."""
+        return max(0.0, self.r_bound - self.unprocessed) * self.scale
 
 
 class PartitionRule(Protocol):
@@ -61,12 +75,15 @@ class MostTuplesRule:
 
     def pressure(self, views: Iterable[PartitionView]) -> Pressure:
         best: PartitionView | None = None
+        total = 0
         for view in views:
+            total += view.routed
             if best is None or view.routed > best.routed:
                 best = view
         if best is None:
             return Pressure(0, 0)
-        return Pressure(best.unprocessed, best.r_bound)
+        scale = total / best.routed if best.routed else 1.0
+        return Pressure(best.unprocessed, best.r_bound, scale=scale, per_holder=scale)
 
 
 class TotalPressureRule:
@@ -83,7 +100,7 @@ class TotalPressureRule:
             unprocessed += view.unprocessed
             bound += view.r_bound
             count += 1
-        return Pressure(unprocessed, bound, resume_at=max(1, count))
+        return Pressure(unprocessed, bound, resume_at=max(1, count), per_holder=max(1, count))
 
 
 class Go4RiskSwitch:

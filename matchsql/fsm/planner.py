@@ -114,6 +114,12 @@ def explain(spec: MatchSpec, config: Config | None = None) -> str:
         path = f"path: {choice.name}\nwhy: {choice.reason}"
         for note in choice.notes:
             path += f"\n{note}"
+        if choice.name != "reference":
+            from matchsql.fsm.compiled.dfa import for_matcher
+
+            dfa, why = for_matcher(_plan(spec)[1], config)
+            path += (f"\nautomaton: DFA ({dfa.states} states)" if dfa is not None
+                     else f"\nautomaton: thread VM ({why})")
     except ExecutionError as exc:
         path = f"path: none\nwhy: {exc.message}"
     program = compile_pattern(spec.pattern)

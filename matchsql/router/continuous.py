@@ -73,8 +73,10 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
         live = _live_batches(reader, archive, next_seq)
         if options.mode == "pull":
             sampling = options.stats is not None  # pull costs nothing extra unless asked
-            for batch in live:
+            for batch, enqueue_sum_ns in live:
                 queued = _queued(reader) if sampling else 0
+                if sampling:  # first selection: the batch goes to the matchers now
+                    metrics.selected_batch(batch.num_rows, enqueue_sum_ns, time.monotonic_ns())
                 yield from _counted(metrics, router.route(batch))
                 if sampling:
                     sample_routed(metrics, batch.num_rows, _held(router), queued)
@@ -87,10 +89,13 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
             def resume_run(key: tuple):
                 return runs.pop(key, None) or new_run(key)
 
+            # (batch, enqueue_sum_ns) pairs: PushInput records the latency when the
+            # query thread takes a batch from an InputHolder (its first selection).
             push = PushInput(partition_by, resume_run, lambda: next(live, None),
                              metrics=metrics, queued=lambda: _queued(reader),
                              adaptive=options.mode == "adaptive", states=options.states,
-                             u=options.adaptive_u, sliding=options.sliding)
+                             label_state=options.label_state, u=options.adaptive_u,
+                             sliding=options.sliding, rule=options.rule)
             push.start()
             yield from _counted(metrics, push.batches())
             yield from _counted(metrics, router.finish())  # history-only partitions that got no live tuple
@@ -114,19 +119,26 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
 
 
 def _live_batches(reader: LiveReader, archive: Archive | None,
-                  next_seq: int) -> Iterator[pa.RecordBatch]:
-    """Live tuples after the archived history, each appended to the archive as read."""
+                  next_seq: int) -> Iterator[tuple[pa.RecordBatch, int]]:
+    """Live tuples after the archived history, each appended to the archive as read.
+
+    Yields ``(batch, enqueue_sum_ns)``: the sum of the batch's tuples' enqueue
+    instants (monotonic ns), for the latency metric.
+    """
     while (item := reader.read()) is not None:
         first, batch = item
+        enqueue_sum_ns = reader.last_enqueue_sum_ns
         if first + batch.num_rows <= next_seq:
             continue  # already archived (and read as history)
         if first < next_seq:
+            rows = batch.num_rows
             batch = batch.slice(next_seq - first)
             first = next_seq
+            enqueue_sum_ns = enqueue_sum_ns * batch.num_rows // rows  # rows * mean enqueue
         next_seq = first + batch.num_rows
         if archive is not None:
             archive.append(first, batch)
-        yield batch
+        yield batch, enqueue_sum_ns
 
 
 def _counted(metrics: InputMetrics,

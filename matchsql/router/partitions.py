@@ -37,16 +37,13 @@ class SortedPartitionRouter:
 
     def route(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """Feed ``batch``; yield every output batch that became final."""
-        if batch.num_rows == 0:
-            return
-        for start, stop in self._segments(batch):
-            key = tuple(batch.column(name)[start].as_py() for name in self.keys)
+        for key, piece in split(batch, self.keys):
             if self._run is None or key != self._current_key:
                 yield from self._close_run()
                 self._current_key = key
                 self._run = self.new_run(key)
                 self.partitions += 1
-            yield from self._run.feed(batch.slice(start, stop - start))
+            yield from self._run.feed(piece)
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         """End of input: finish the open run."""
@@ -58,17 +55,30 @@ class SortedPartitionRouter:
             yield from run.finish()
 
     def _segments(self, batch: pa.RecordBatch) -> list[tuple[int, int]]:
-        """Half-open row ranges of equal partition key within ``batch``."""
-        n = batch.num_rows
-        if not self.keys or n == 1:
-            return [(0, n)]
-        change = np.zeros(n - 1, dtype=bool)
-        for name in self.keys:
-            column = batch.column(name)
-            left, right = column.slice(0, n - 1), column.slice(1)
-            same = pc.fill_null(pc.equal(left, right), False)
-            both_null = pc.and_(pc.is_null(left), pc.is_null(right))
-            change |= ~np.asarray(pc.or_(same, both_null), dtype=bool)
-        cuts = np.flatnonzero(change) + 1
-        bounds = [0, *cuts.tolist(), n]
-        return list(zip(bounds[:-1], bounds[1:]))
+        return segments(batch, self.keys)
+
+
+def split(batch: pa.RecordBatch, keys: list[str]) -> Iterator[tuple[tuple, pa.RecordBatch]]:
+    """``(key, rows)`` for each run of equal partition key within ``batch``, in order."""
+    if batch.num_rows == 0:
+        return
+    for start, stop in segments(batch, keys):
+        key = tuple(batch.column(name)[start].as_py() for name in keys)
+        yield key, batch.slice(start, stop - start)
+
+
+def segments(batch: pa.RecordBatch, keys: list[str]) -> list[tuple[int, int]]:
+    """Half-open row ranges of equal partition key within ``batch``."""
+    n = batch.num_rows
+    if not keys or n == 1:
+        return [(0, n)]
+    change = np.zeros(n - 1, dtype=bool)
+    for name in keys:
+        column = batch.column(name)
+        left, right = column.slice(0, n - 1), column.slice(1)
+        same = pc.fill_null(pc.equal(left, right), False)
+        both_null = pc.and_(pc.is_null(left), pc.is_null(right))
+        change |= ~np.asarray(pc.or_(same, both_null), dtype=bool)
+    cuts = np.flatnonzero(change) + 1
+    bounds = [0, *cuts.tolist(), n]
+    return list(zip(bounds[:-1], bounds[1:]))

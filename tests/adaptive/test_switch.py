@@ -85,8 +85,23 @@ def views(*rows: tuple[str, int, int, int]) -> list[PartitionView]:
 
 def test_most_tuples_rule_watches_the_busiest_partition() -> None:
     rule = MostTuplesRule()
-    assert rule.pressure(views(("a", 5, 1, 3), ("b", 9, 7, 2), ("c", 9, 0, 1))) == Pressure(7, 2)
+    watched = rule.pressure(views(("a", 5, 1, 3), ("b", 9, 7, 2), ("c", 9, 0, 1)))
+    assert (watched.unprocessed, watched.r_bound) == (7, 2)
+    assert watched.scale == 23 / 9 and watched.room == 0  # already over its bound
     assert rule.pressure([]) == Pressure(0, 0)
+
+
+def test_room_scales_the_watched_bound_by_its_share() -> None:
+    # The watched partition gets three quarters of the tuples and has 3 free
+    # places: about 4 more tuples over all partitions until it reaches its bound.
+    watched = MostTuplesRule().pressure(views(("a", 10, 1, 4), ("b", 30, 2, 5)))
+    assert (watched.unprocessed, watched.r_bound) == (2, 5)
+    assert watched.scale == watched.per_holder == 40 / 30
+    assert watched.room == 4
+    quarter = Pressure(1, 4, scale=4)  # a quarter of the tuples reach it
+    assert quarter.room == 12
+    total = TotalPressureRule().pressure(views(("a", 10, 1, 4), ("b", 30, 2, 5)))
+    assert (total.room, total.per_holder) == (6, 2)
 
 
 def test_uniform_partitions_fool_the_busiest_rule_but_not_the_total() -> None:
@@ -96,9 +111,10 @@ def test_uniform_partitions_fool_the_busiest_rule_but_not_the_total() -> None:
     # suspends push, and it resumes only at one tuple per holder on average.
     even = views(("p0", 11, 1, 3), *[(f"p{k}", 10, 5, 3) for k in range(1, 10)])
     busiest = MostTuplesRule().pressure(even)
-    assert busiest == Pressure(1, 3) and busiest.unprocessed <= busiest.r_bound
+    assert (busiest.unprocessed, busiest.r_bound) == (1, 3)
+    assert busiest.unprocessed <= busiest.r_bound
     total = TotalPressureRule().pressure(even)
-    assert total == Pressure(46, 30, resume_at=10)
+    assert total == Pressure(46, 30, resume_at=10, per_holder=10)
     switch = Go4RiskSwitch()
     assert not switch.after_push(total, timeout=0.01)
     switch.after_process(Pressure(10, 30, resume_at=10))

@@ -198,7 +198,8 @@ def workspace(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, .
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last, obs_first,
-                 skip_mask, params, th, lp, fp, seen, seen_pc, stack, arena, records, labels):
+                 skip_mask, params, stat_state, stat_kind, stat, th, lp, fp, seen, seen_pc,
+                 stack, arena, records, labels):
     """Decide match attempts from ``params[K_NEXT]`` until the rows run out.
 
     ``prog`` is ``int64[n, 6]`` (op, var, excluded, target, alt, slot); ``rl``
@@ -207,6 +208,20 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
     for variable ``v``, empty when none). Row indexes are relative to the
     buffer, whose first row is partition row ``params[K_BASE]``. The
     remaining arguments are the :func:`workspace` and the output arrays.
+
+    Go4Risk statistics (thesis 4.3.1) are collected when ``stat_state`` is
+    not empty: it maps each LABEL pc to a linear state (-1: none) whose kind
+    ``stat_kind`` is 1 for a star. Each evaluation of a row at a state counts
+    one tuple in, and one out when it leaves: a singleton whose condition
+    holds, a star whose condition fails. Like the thesis' FSM, which follows
+    one path, a row is counted at the most preferred thread's state only,
+    and at the next thread's state too when it left a star there. ``stat`` is ``int64[2, states + 1]``
+    of running totals (row 0 in, row 1 out; column ``states`` of row 0 counts
+    windows, of row 1 windows that matched) plus a scratch pair of rows
+    (``stat[2:4]``) for the open attempt, committed when it is decided, so an
+    attempt re-run after more rows arrive is counted once. The return's
+    ``err_row`` slot carries no information for ST_DONE/ST_WAIT; the open
+    attempt's current state is left in ``stat[2, states]``.
 
     Returns ``(status, next_start, match_number, covered, err_row, n_records,
     n_labels)``; record ``k`` is ``records[k] = (kind, start, length,
@@ -225,6 +240,8 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
     max_threads = params[K_MAX_THREADS]
     with_unmatched = params[K_UNMATCHED] != 0
     n_vars = rl.shape[1]
+    collect = stat_state.shape[0] > 0
+    n_states = stat.shape[1] - 1
     use_regs = False
     for v in range(n_vars):
         if obs_last[v] or obs_first[v] or spans[v, 1] > spans[v, 0]:
@@ -273,6 +290,10 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
             has_best = False
             best_node = -1
             best_end = -2
+            if collect:
+                for k in range(n_states + 1):
+                    stat[2, k] = 0
+                    stat[3, k] = 0
             end_lo = n_rows + 2
             end_hi = -2
             n_arena = 0
@@ -303,6 +324,7 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
             n_src = 1 if mode == 0 else n_cur
             stop = False
             full = -1
+            counting = collect and mode == 1
             for i in range(n_src):
                 if mode == 0:
                     pc0 = 0
@@ -317,14 +339,24 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
                     if prog[pc, 0] != P_LABEL:
                         continue  # a thread waiting at ``$`` dies: a row follows
                     var = prog[pc, 1]
-                    if rl[pos, var] == 0:
-                        continue
                     r0 = th[cur, 4, i]
-                    if spans[var, 1] > spans[var, 0]:
-                        if not _condition(code, fconst, spans[var, 0], spans[var, 1], cols,
-                                          valid, set_mask, lp[cur], fp[cur], r0, var, pos,
-                                          start, n_rows, base, complete, match_number, sv, sn):
-                            continue
+                    ok = rl[pos, var] != 0
+                    if ok and spans[var, 1] > spans[var, 0]:
+                        ok = _condition(code, fconst, spans[var, 0], spans[var, 1], cols,
+                                        valid, set_mask, lp[cur], fp[cur], r0, var, pos,
+                                        start, n_rows, base, complete, match_number, sv, sn)
+                    if counting:
+                        st = stat_state[pc]
+                        if st >= 0:
+                            stat[2, st] += 1
+                            leaves = ok != (stat_kind[st] == 1)
+                            if leaves:
+                                stat[3, st] += 1
+                            # The thesis' FSM follows one path: only a star's exit hands
+                            # the same tuple to the next thread's state.
+                            counting = leaves and stat_kind[st] == 1
+                    if not ok:
+                        continue
                     if n_arena >= cap_arena:
                         full = W_ARENA
                         break
@@ -485,6 +517,13 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
                 n_cur = 0  # anything still alive waits for a row that never comes
             continue
         # -- decide the attempt (mode 3) ----------------------------------------------
+        if collect:
+            for k in range(n_states):
+                stat[0, k] += stat[2, k]
+                stat[1, k] += stat[3, k]
+            stat[0, n_states] += 1
+            if has_best:
+                stat[1, n_states] += 1
         if not has_best:
             if with_unmatched and start > covered:
                 if n_rec >= cap_records:
@@ -563,4 +602,9 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
             next_start = target
     if status == ST_WAIT or status == ST_FULL:
         next_start = start
+    if collect:
+        stat[2, n_states] = 0
+        if is_open and n_cur > 0:
+            st = stat_state[th[cur, 0, 0]]
+            stat[2, n_states] = st if st >= 0 else n_states - 1
     return status, next_start, match_number, covered, err_row, n_rec, n_lab

@@ -18,14 +18,17 @@ partitions of a query. :class:`CompiledMatcher` is one partition's run:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from matchsql.adaptive.statistics import StateKind, StateSpec
 from matchsql.config import Config
 from matchsql.errors import ExecutionError, LimitExceededError
+from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled.lowering import (
     RegisterCode,
@@ -138,12 +141,44 @@ class CompiledMatcher:
          self.obs_first) = plan.registers.arrays()
         self.caps = np.array([64, 512, 256, 4096, 4096, 16384], np.int64)
         self.work = K.workspace(self.caps, len(plan.program), nv)
+        # Row-local, standard mode: the DFA of the program runs instead of the thread VM
+        # (forcing 'registers' keeps the VM, so that both stay differential-tested).
+        self.dfa = D.for_matcher(plan, self.config)[0]
+        # Go4Risk statistics, off (empty) until observe() is called.
+        self.stat_state = np.zeros(0, np.int64)
+        self.stat_kind = np.zeros(0, np.uint8)
+        self.stat = np.zeros((4, 1), np.int64)
 
     # -- public API ---------------------------------------------------------------------
 
     @property
     def buffered_rows(self) -> int:
         return self.count - self.low
+
+    def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> bool:
+        """Count Go4Risk statistics per tuple from now on (the adaptive input mode).
+
+        ``label_state[k]`` is the linear state of the k-th LABEL instruction
+        (:func:`matchsql.adaptive.statistics.label_states`). Returns False when
+        the mapping does not fit this program, so the caller falls back to
+        coarser statistics.
+        """
+        program = self.plan.program
+        label_pcs = np.flatnonzero(program[:, 0] == K.P_LABEL)
+        if len(label_pcs) != len(label_state) or not states:
+            return False
+        self.stat_state = np.full(len(program), -1, np.int64)
+        self.stat_state[label_pcs] = np.asarray(label_state, np.int64)
+        self.stat_kind = np.array([s.kind is StateKind.STAR for s in states], np.uint8)
+        self.stat = np.zeros((4, len(states) + 1), np.int64)
+        return True
+
+    def state_counts(self) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+        """Totals of decided attempts: ``(in, out, windows, matched windows, current state)``."""
+        n = self.stat.shape[1] - 1
+        stat = self.stat
+        return stat[0, :n].copy(), stat[1, :n].copy(), int(stat[0, n]), int(stat[1, n]), \
+            int(stat[2, n])
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         if batch.num_rows:
@@ -172,13 +207,21 @@ class CompiledMatcher:
                        else pa.array([], table.schema.field(name).type)
                        for name in table.column_names}
             nv = len(plan.variables)
-            rl = np.ones((n, max(nv, 1)), np.uint8)
-            for v, terms in enumerate(plan.row_terms):
-                if terms:
-                    rl[:, v] = evaluate(terms, columns, n)
+            dfa = self.dfa if not len(self.stat_state) else None  # statistics: the VM counts
+            if dfa is not None:  # one symbol per row: the label bits of conditioned variables
+                sym = np.zeros(n, np.uint8)
+                for v, terms in enumerate(plan.row_terms):
+                    if terms:
+                        sym |= evaluate(terms, columns, n) << np.uint8(dfa.bits[v])
+            else:
+                rl = np.ones((n, max(nv, 1)), np.uint8)
+                for v, terms in enumerate(plan.row_terms):
+                    if terms:
+                        rl[:, v] = evaluate(terms, columns, n)
             ncol = len(plan.registers.columns)
-            cols = np.zeros((max(ncol, 1), n), np.float64)
-            valid = np.ones((max(ncol, 1), n), np.uint8)
+            width = n if ncol else 1  # the kernel reads columns only for register terms
+            cols = np.zeros((max(ncol, 1), width), np.float64)
+            valid = np.ones((max(ncol, 1), width), np.uint8)
             for c, name in enumerate(plan.registers.columns):
                 arr = columns[name]
                 cols[c] = arr.to_numpy(zero_copy_only=False).astype(np.float64, copy=False) \
@@ -201,10 +244,14 @@ class CompiledMatcher:
                 params[K.K_NEXT] = self.next_start - self.base
                 params[K.K_MN] = self.match_number
                 params[K.K_COVERED] = self.covered - self.base
-                status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
-                    plan.program, rl, self.code, self.consts, self.spans, cols, valid,
-                    self.set_mask, self.obs_last, self.obs_first, self.skip_mask, params,
-                    *self.work)
+                if dfa is not None:
+                    status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
+                        dfa, sym, self.skip_mask, params, self.work[-2], self.work[-1])
+                else:
+                    status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
+                        plan.program, rl, self.code, self.consts, self.spans, cols, valid,
+                        self.set_mask, self.obs_last, self.obs_first, self.skip_mask, params,
+                        self.stat_state, self.stat_kind, self.stat, *self.work)
                 self._records(self.work[-2][:n_rec], self.work[-1][:n_lab])
                 self.next_start = int(nxt) + self.base
                 self.match_number = int(mn)

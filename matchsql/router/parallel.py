@@ -1,0 +1,195 @@
+"""Partitions on a thread pool, output in exactly the sequential order.
+
+The compiled kernels release the GIL, so partition runs of one query can
+proceed on several threads at once. :class:`ParallelPartitionRouter` cuts the
+sorted input into partitions like :class:`~matchsql.router.partitions.SortedPartitionRouter`
+and turns it into *tasks*:
+
+* a **group** task runs several complete small partitions one after the other
+  (grouping cuts the per-task overhead; a group closes once it holds
+  ``chunk_rows`` input rows, so it holds fewer than twice that);
+* a **chunk** task feeds one piece (about ``chunk_rows`` rows) of a partition
+  too large to group; the chunk tasks of one partition share its run and run
+  one after the other (each waits for its predecessor), so a huge partition
+  still streams batch by batch and is never held whole;
+* a **finish** task ends such a partition's run.
+
+Tasks are submitted in input order and their outputs are yielded in that
+same order, so the result is identical to the sequential router's. At most
+``max_pending`` tasks are in flight: memory stays bounded by about
+``max_pending * chunk_rows`` input rows plus their outputs. The pool is FIFO,
+so a chunk task's predecessor is always running or done when it starts
+waiting for it: no deadlock. An exception of a partition run reaches the
+caller unchanged, at the position of its task in the output order (the
+outputs of partitions grouped with the failing one are dropped with it);
+the remaining tasks are cancelled, and running ones stop at their next piece.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+
+import pyarrow as pa
+
+from matchsql.errors import ExecutionError
+from matchsql.router.partitions import PartitionRun, RunFactory, split
+
+
+class ParallelPartitionRouter:
+    """Runs the partitions of sorted batches on ``threads`` worker threads."""
+
+    def __init__(self, keys: list[str], new_run: RunFactory, threads: int,
+                 chunk_rows: int = 65_536, max_pending: int | None = None,
+                 cancel: threading.Event | None = None) -> None:
+        if threads < 1:
+            raise ValueError("threads must be >= 1")
+        self.keys = keys
+        self.new_run = new_run
+        self.threads = threads
+        self.chunk_rows = max(1, chunk_rows)
+        self.max_pending = max_pending or 2 * threads + 2
+        self.partitions = 0
+        # Set by an interrupt: workers stop between pieces, the caller stops waiting.
+        self.cancel = cancel or threading.Event()
+        self._abandoned = False  # the caller stopped reading: running tasks stop early
+
+    def run(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Yield the output batches of all partitions of ``batches``, in sequential order."""
+        pool = ThreadPoolExecutor(self.threads, thread_name_prefix="matchsql-partition")
+        pending: deque[Future] = deque()
+        # Complete small partitions waiting to be sent as one group task.
+        group: list[tuple[tuple, list[pa.RecordBatch]]] = []
+        group_rows = 0
+        # The open partition: its key, pieces not yet sent, and, once it is too
+        # large to group, its run and the future of its last chunk task.
+        key: tuple | None = None
+        pieces: list[pa.RecordBatch] = []
+        piece_rows = 0
+        big_run: PartitionRun | None = None
+        last: Future | None = None
+        opened = False
+
+        def submit(fn, *args) -> Iterator[pa.RecordBatch]:
+            future = pool.submit(fn, *args)
+            pending.append(future)
+            # Hand back what is ready; wait only while too much is in flight.
+            while pending and (len(pending) >= self.max_pending or pending[0].done()):
+                yield from self._result(pending.popleft())
+            return future
+
+        def flush_group() -> Iterator[pa.RecordBatch]:
+            nonlocal group, group_rows
+            if group:
+                work, group, group_rows = group, [], 0
+                yield from submit(self._run_group, work)
+
+        def close_partition() -> Iterator[pa.RecordBatch]:
+            nonlocal pieces, piece_rows, big_run, last, group_rows
+            if big_run is None:
+                group.append((key, pieces))
+                group_rows += piece_rows
+                if group_rows >= self.chunk_rows:
+                    yield from flush_group()
+            else:
+                if pieces:
+                    last = yield from submit(self._feed, big_run, pieces, last)
+                yield from submit(self._finish, big_run, last)
+            pieces, piece_rows, big_run, last = [], 0, None, None
+
+        try:
+            for batch in batches:
+                self._check()
+                for piece_key, piece in split(batch, self.keys):
+                    if not opened or piece_key != key:
+                        if opened:
+                            yield from close_partition()
+                        key, opened = piece_key, True
+                        self.partitions += 1
+                    pieces.append(piece)
+                    piece_rows += piece.num_rows
+                    if piece_rows >= self.chunk_rows:
+                        # Too large to group: the groups before it go first,
+                        # then it streams in chunks through its own run.
+                        yield from flush_group()
+                        if big_run is None:
+                            big_run = self.new_run(key)
+                        last = yield from submit(self._feed, big_run, pieces, last)
+                        pieces, piece_rows = [], 0
+            if opened:
+                yield from close_partition()
+            yield from flush_group()
+            while pending:
+                yield from self._result(pending.popleft())
+        finally:
+            self._abandoned = True
+            for future in pending:
+                future.cancel()
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _result(self, future: Future) -> list[pa.RecordBatch]:
+        """The outputs of ``future``'s task, waiting in short steps that watch ``cancel``."""
+        while not wait([future], timeout=0.05).done:
+            self._check()
+        return future.result()
+
+    def _check(self) -> None:
+        if self.cancel.is_set() or self._abandoned:
+            raise ExecutionError("statement interrupted")
+
+    # -- tasks (on the pool's threads) ----------------------------------------------
+
+    def _run_group(self, work: list[tuple[tuple, list[pa.RecordBatch]]]) -> list[pa.RecordBatch]:
+        out: list[pa.RecordBatch] = []
+        for key, pieces in work:
+            run = self.new_run(key)
+            for piece in pieces:
+                self._check()
+                out += run.feed(piece)
+            out += run.finish()
+        return coalesce(out)
+
+    def _feed(self, run: PartitionRun, pieces: list[pa.RecordBatch],
+              previous: Future | None) -> list[pa.RecordBatch]:
+        if previous is not None:
+            previous.result()  # the run's earlier chunk: same run, strictly in order
+        out: list[pa.RecordBatch] = []
+        for piece in pieces:
+            self._check()
+            out += run.feed(piece)
+        return coalesce(out)
+
+    def _finish(self, run: PartitionRun, previous: Future | None) -> list[pa.RecordBatch]:
+        if previous is not None:
+            previous.result()
+        self._check()
+        return coalesce(run.finish())
+
+
+def coalesce(batches: list[pa.RecordBatch], small: int = 8_192) -> list[pa.RecordBatch]:
+    """``batches`` with runs of small batches concatenated (fewer, larger batches
+    are much cheaper for DuckDB to scan); rows and their order are unchanged."""
+    if len(batches) < 2:
+        return batches
+    out: list[pa.RecordBatch] = []
+    run: list[pa.RecordBatch] = []
+    for batch in batches:
+        if batch.num_rows >= small:
+            out += _concat(run)
+            run = []
+            out.append(batch)
+        elif batch.num_rows:
+            run.append(batch)
+    out += _concat(run)
+    return out
+
+
+def _concat(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    if len(batches) < 2:
+        return batches
+    try:
+        return [pa.concat_batches(batches)]
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # differing schemas: leave them apart
+        return batches

@@ -1,0 +1,69 @@
+"""``SHOW STATS``: the input metrics of the connection's last continuous query.
+
+A continuous query's :class:`~matchsql.connection.Result` carries ``stats``,
+a dict that :func:`matchsql.router.continuous.continuous_batches` fills with
+:meth:`matchsql.adaptive.metrics.InputMetrics.row` when the query ends (or is
+closed). The connection remembers the last such dict (:func:`remember`);
+``SHOW STATS`` (and the shell's ``.stats``) turns it into a two-column table,
+one row per metric, in the thesis' column order.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+
+SHOW_STATS = re.compile(r"^\s*show\s+stats\s*;?\s*$", re.IGNORECASE)
+
+#: Metric order of the thesis' appendix tables, then the extras.
+ORDER = ("avg_mem", "max_mem", "avg_queue", "max_queue", "result", "time", "throughput",
+         "records", "latency", "switches")
+
+_ATTRIBUTE = "last_stats"  # on the executor: the last continuous query's stats dict
+SCHEMA = pa.schema([("metric", pa.string()), ("value", pa.float64())])
+
+
+def is_show_stats(statement: str) -> bool:
+    return SHOW_STATS.match(statement) is not None
+
+
+def remember(executor, stats: dict | None) -> None:
+    """Keep ``stats`` (a continuous query's Result.stats) as the last query's metrics."""
+    if stats is not None:
+        setattr(executor, _ATTRIBUTE, stats)
+
+
+def last_stats(executor) -> dict | None:
+    return getattr(executor, _ATTRIBUTE, None)
+
+
+def stats_table(stats: dict | None) -> pa.Table:
+    """One row per numeric metric; the input mode (text) is left out of the value column.
+
+    Empty when no continuous query ran, or when the last one is still running.
+    """
+    if not stats:
+        return SCHEMA.empty_table()
+    names = [n for n in ORDER if n in stats]
+    names += sorted(n for n, v in stats.items()
+                    if n not in ORDER and isinstance(v, int | float) and not isinstance(v, bool))
+    return pa.table([pa.array(names, pa.string()),
+                     pa.array([float(stats[n]) for n in names], pa.float64())], schema=SCHEMA)
+
+
+def show_stats(executor):
+    """The Result of ``SHOW STATS`` for ``executor``'s connection."""
+    from matchsql.connection import Result
+
+    table = stats_table(last_stats(executor))
+    return Result(pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
+
+
+def describe(stats: dict | None) -> str:
+    """A one-line note for the shell when the table would be empty."""
+    if stats is None:
+        return "(no continuous query has run on this connection yet)"
+    if not stats:
+        return "(the last continuous query is still running; its metrics arrive when it ends)"
+    return f"input mode: {stats.get('input_mode', '?')}"

@@ -1,0 +1,116 @@
+"""Per-tuple Go4Risk statistics counted by the compiled matcher itself.
+
+The thesis' Table 4.2 is replayed through a real MATCH_RECOGNIZE query: the
+compiled kernel must count the same tuples in and out per state as the
+thesis' one-path FSM (tests/adaptive/thesis_fsm.py), whatever the batches.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from matchsql.adaptive.statistics import (
+    Sliding,
+    StateStatistics,
+    label_states,
+    states_from_pattern,
+)
+from matchsql.fsm.planner import new_partition_matcher
+from matchsql.fsm.program import Op, compile_pattern
+from matchsql.grammar import analyze, parse
+from matchsql.grammar.nodes import MatchRecognizeTable
+from tests.property.strategies import patterns
+
+from .test_statistics import THESIS_STATES
+
+SCHEMA = pa.schema([("id", pa.int64()), ("kind", pa.string())])
+QUERY = """SELECT * FROM t MATCH_RECOGNIZE (
+  ORDER BY id
+  MEASURES MATCH_NUMBER() AS mn
+  ONE ROW PER MATCH
+  AFTER MATCH SKIP TO NEXT ROW
+  PATTERN ({pattern})
+  DEFINE A AS kind = 'A', B AS kind = 'B', C AS kind = 'C'
+)"""
+
+
+def _matcher(pattern: str):
+    sql = QUERY.format(pattern=pattern)
+    node = next(parse(sql)[-1].find_all(MatchRecognizeTable))
+    spec = analyze(node, SCHEMA, sql=sql, con=duckdb.connect())
+    matcher = new_partition_matcher(spec)
+    states, ids = label_states(spec.pattern)
+    assert matcher.observe(states, ids)
+    return matcher, states
+
+
+def _batch(kinds: list[str], first: int = 0) -> pa.RecordBatch:
+    return pa.record_batch([pa.array(range(first, first + len(kinds)), pa.int64()),
+                            pa.array(kinds)], schema=SCHEMA)
+
+
+def _load(matcher, states) -> StateStatistics:
+    stats = StateStatistics(states)
+    stats.load(*matcher.state_counts())
+    return stats
+
+
+def test_table_4_2_counted_by_the_kernel() -> None:
+    # Pattern (A*, B, B*, C) of Figure 4.10 is A* B+ C; stream A1 A2 B1 C1.
+    matcher, states = _matcher("A* B+ C")
+    assert states == THESIS_STATES
+    matcher.feed(_batch(["A", "A", "B", "C"]))
+    matcher.finish()
+    stats = _load(matcher, states)
+    assert [stats.counts(i) for i in range(4)] == [(7, 4), (4, 3), (3, 3), (3, 3)]
+    assert (stats.windows, stats.matches) == (4, 3)
+    assert stats.r_bound(0) == 3  # the worked example of section 4.4.1
+    assert [stats.r_bound(0, u) for u in (0, 1, 2, 10)] == [3, 6, 9, 33]
+
+
+def test_counts_do_not_depend_on_batches() -> None:
+    kinds = list("AABCABBCCAB" * 5)
+    whole, states = _matcher("A* B+ C")
+    whole.feed(_batch(kinds))
+    whole.finish()
+    split, _ = _matcher("A* B+ C")
+    for k in range(0, len(kinds), 3):  # open attempts are re-run: must count once
+        split.feed(_batch(kinds[k:k + 3], k))
+    split.finish()
+    a, b = whole.state_counts(), split.state_counts()
+    assert [list(x) for x in a[:2]] == [list(x) for x in b[:2]]
+    assert a[2:4] == b[2:4]
+
+
+def test_current_state_of_an_open_window() -> None:
+    matcher, states = _matcher("A B+ C")
+    matcher.feed(_batch(["A", "B", "B"]))  # the window from row 1 waits in B*
+    stats = _load(matcher, states)
+    assert states[stats.current].name == "B"
+    assert stats.r_bound(stats.current, 0, Sliding.NEXT_ROW) >= 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(patterns)
+def test_label_states_follow_the_program(pattern) -> None:
+    states, ids = label_states(pattern)
+    assert states == states_from_pattern(pattern)
+    labels = [ins for ins in compile_pattern(pattern).instructions if ins.op is Op.LABEL]
+    assert len(ids) == len(labels)
+    for state, ins in zip(ids, labels):
+        assert ins.var in states[state].name.split("|")
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.sampled_from("ABC"), min_size=1, max_size=30))
+def test_out_never_exceeds_in(kinds: list[str]) -> None:
+    matcher, states = _matcher("A* (B | C)+ C?")
+    matcher.feed(_batch(kinds))
+    matcher.finish()
+    ins, outs, windows, matched, _ = matcher.state_counts()
+    assert all(o <= i for i, o in zip(ins, outs))
+    assert windows == len(kinds) and 0 <= matched <= windows
+    assert ins[0] >= 1
