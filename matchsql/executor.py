@@ -239,11 +239,12 @@ class Executor:
         """Stream the input through one matcher run per partition.
 
         With ``threads`` > 1 the partitions run on a thread pool (the compiled
-        kernels release the GIL), their outputs in the sequential order; see
+        kernels release the GIL) where the planner expects it to pay off
+        (``partition_threads``), their outputs in the sequential order; see
         router/parallel.py. The many small batches of short partitions are
         concatenated: DuckDB scans a few large batches much faster.
         """
-        from matchsql.fsm.planner import choose_path, new_partition_matcher
+        from matchsql.fsm.planner import choose_path, new_partition_matcher, partition_threads
         from matchsql.router.parallel import ParallelPartitionRouter, coalesce
         from matchsql.router.partitions import SortedPartitionRouter
 
@@ -258,12 +259,13 @@ class Executor:
             def new_run(key: tuple):
                 return new_partition_matcher(spec, key, config)
 
-            if config.threads > 1:
+            threads, _ = partition_threads(spec, config)
+            if threads > 1:
                 cancel = threading.Event()
                 self._cancels.add(cancel)
                 try:
                     yield from ParallelPartitionRouter(
-                        spec.partition_by, new_run, config.threads,
+                        spec.partition_by, new_run, threads,
                         chunk_rows=config.batch_size, cancel=cancel).run(reader)
                 finally:
                     self._cancels.discard(cancel)
@@ -277,6 +279,11 @@ class Executor:
             raise
         except duckdb.Error as exc:
             self._failure.append(self.translate(exc))
+            raise
+        except (OSError, pa.ArrowException) as exc:
+            # The input query's Arrow reader reports DuckDB errors (an interrupt of
+            # the sort, say) as Arrow I/O errors whose text carries a traceback.
+            self._failure.append(_reader_error(exc))
             raise
 
     # -- EXPLAIN of a statement with MATCH_RECOGNIZE --------------------------------
@@ -358,6 +365,14 @@ class Executor:
         if isinstance(exc, duckdb.InterruptException):
             return ExecutionError("statement interrupted")
         return ExecutionError(_strip_prefix(message))
+
+
+def _reader_error(exc: BaseException) -> Error:
+    """The matchsql error for a failure the input's Arrow reader raised, without traceback."""
+    message = str(exc).split("Detail: Python exception:")[0].strip()
+    if "INTERRUPT" in message:
+        return ExecutionError("statement interrupted")
+    return ExecutionError(f"reading the MATCH_RECOGNIZE input failed: {message.splitlines()[0]}")
 
 
 def _input_query(node, columns: list[str] | None = None) -> str:

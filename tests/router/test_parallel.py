@@ -244,3 +244,43 @@ def test_sql_interrupt_stops_the_input_sort(threads):
     with pytest.raises(ExecutionError, match="interrupted"):
         con.sql(sql).fetchall()
     assert time.perf_counter() - start < 5
+
+
+def _spec(con: matchsql.Connection, sql: str):
+    from matchsql.grammar import analyze, parse
+    from matchsql.grammar.nodes import MatchRecognizeTable
+
+    node = next(parse(sql)[-1].find_all(MatchRecognizeTable))
+    schema = con.duckdb.sql("SELECT * FROM t LIMIT 0").to_arrow_table().schema
+    return analyze(node, schema, sql=sql, con=con.duckdb)
+
+
+def test_planner_spreads_only_partitions_worth_a_thread(table):
+    from matchsql.fsm.planner import partition_threads
+
+    con = connect(table, threads=2)
+    # Row-local on the DFA: too short per partition; registers: spread.
+    assert partition_threads(_spec(con, QUERIES[0]), con.config)[0] == 1
+    assert partition_threads(_spec(con, QUERIES[1]), con.config) == \
+        (2, "partitions spread over 2 threads")
+    assert partition_threads(_spec(con, QUERIES[3]), con.config) == \
+        (1, "no PARTITION BY: one partition")
+    con.config.threads = 1
+    assert partition_threads(_spec(con, QUERIES[1]), con.config)[0] == 1
+    con.config.threads = 2
+    explained = "\n".join(r[0] for r in con.sql("EXPLAIN " + QUERIES[1]).fetchall())
+    assert "partitions: 2 threads" in explained
+    explained = "\n".join(r[0] for r in con.sql("EXPLAIN " + QUERIES[0]).fetchall())
+    assert "partitions: sequential (row-local partitions on the DFA" in explained
+
+
+def test_input_reader_errors_carry_no_traceback():
+    # DuckDB's Arrow reader of the input query raises OSError whose text
+    # embeds a Python traceback; the user sees a plain message.
+    from matchsql.executor import _reader_error
+
+    text = ("INTERRUPT Error: Interrupted!. Detail: Python exception: Traceback (most recent "
+            "call last):\n  File \"x.py\", line 1, in f\nOSError: INTERRUPT Error: Interrupted!")
+    assert _reader_error(OSError(text)).message == "statement interrupted"
+    other = _reader_error(OSError("Invalid Input Error: bad\nDetail: Python exception: Traceback"))
+    assert "Traceback" not in other.message and other.message.endswith("Invalid Input Error: bad")
