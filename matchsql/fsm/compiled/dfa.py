@@ -353,11 +353,7 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
                     status = K.ST_FULL
                     err_row = K.W_RECORDS
                     break
-                records[n_rec, 0] = 1
-                records[n_rec, 1] = start
-                records[n_rec, 2] = 1
-                records[n_rec, 3] = 0
-                records[n_rec, 4] = n_lab
+                K.put_record(records, n_rec, 1, start, 1, 0, n_lab)
                 n_rec += 1
             next_start = start + 1
             continue
@@ -367,11 +363,7 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
             err_row = K.W_RECORDS if n_rec + 1 > cap_records else K.W_LABELS
             break
         match_number += 1
-        records[n_rec, 0] = 0
-        records[n_rec, 1] = start
-        records[n_rec, 2] = length
-        records[n_rec, 3] = match_number
-        records[n_rec, 4] = n_lab
+        K.put_record(records, n_rec, 0, start, length, match_number, n_lab)
         n_rec += 1
         j = best_src
         for k in range(length - 1, -1, -1):

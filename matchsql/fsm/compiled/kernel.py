@@ -179,6 +179,16 @@ def _condition(code, fconst, lo, hi, cols, valid, set_mask, lp, fp, reg, var, ro
     return sn[0] == 0 and sv[0] != 0.0
 
 
+@njit(cache=True, nogil=True)
+def put_record(records, k, kind, start, length, number, label_offset):
+    """Write output record ``k``: (kind, start, length, match number, label offset)."""
+    records[k, 0] = kind
+    records[k, 1] = start
+    records[k, 2] = length
+    records[k, 3] = number
+    records[k, 4] = label_offset
+
+
 def workspace(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, ...]:
     """Working arrays of :func:`run_attempts` for the capacities ``caps``.
 
@@ -530,11 +540,7 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
                     status = ST_FULL
                     err_row = W_RECORDS
                     break
-                records[n_rec, 0] = 1
-                records[n_rec, 1] = start
-                records[n_rec, 2] = 1
-                records[n_rec, 3] = 0
-                records[n_rec, 4] = n_lab
+                put_record(records, n_rec, 1, start, 1, 0, n_lab)
                 n_rec += 1
             is_open = False
             next_start = start + 1
@@ -558,11 +564,7 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
             node = end_node[e + 1] if all_ends else best_node
             length = e - start + 1
             match_number += 1
-            records[n_rec, 0] = 0
-            records[n_rec, 1] = start
-            records[n_rec, 2] = length
-            records[n_rec, 3] = match_number
-            records[n_rec, 4] = n_lab
+            put_record(records, n_rec, 0, start, length, match_number, n_lab)
             n_rec += 1
             k = n_lab + length - 1
             while node >= 0:
