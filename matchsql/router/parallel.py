@@ -35,7 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 import pyarrow as pa
 
 from matchsql.errors import ExecutionError
-from matchsql.router.partitions import PartitionRun, RunFactory, split
+from matchsql.router.partitions import PartitionRun, RunFactory, feed_last, split
 
 
 class ParallelPartitionRouter:
@@ -145,10 +145,11 @@ class ParallelPartitionRouter:
         out: list[pa.RecordBatch] = []
         for key, pieces in work:
             run = self.new_run(key)
-            for piece in pieces:
+            for piece in pieces[:-1]:
                 self._check()
                 out += run.feed(piece)
-            out += run.finish()
+            self._check()
+            out += feed_last(run, pieces[-1]) if pieces else run.finish()
         return coalesce(out)
 
     def _feed(self, run: PartitionRun, pieces: list[pa.RecordBatch],

@@ -25,6 +25,14 @@ class PartitionRun(Protocol):
 RunFactory = Callable[[tuple], PartitionRun]
 
 
+def feed_last(run: PartitionRun, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+    """Feed a partition's last rows and finish it, in one pass where the run can."""
+    final = getattr(run, "feed_final", None)
+    if final is not None:
+        return final(batch)
+    return run.feed(batch) + run.finish()
+
+
 class SortedPartitionRouter:
     """Routes batches sorted by ``keys`` to per-partition runs created by ``new_run``."""
 
@@ -36,14 +44,23 @@ class SortedPartitionRouter:
         self.partitions = 0
 
     def route(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
-        """Feed ``batch``; yield every output batch that became final."""
-        for key, piece in split(batch, self.keys):
+        """Feed ``batch``; yield every output batch that became final.
+
+        Every piece but the batch's last ends its partition (the next piece has
+        another key), so its run is fed and finished at once.
+        """
+        pieces = list(split(batch, self.keys))
+        for i, (key, piece) in enumerate(pieces):
             if self._run is None or key != self._current_key:
                 yield from self._close_run()
                 self._current_key = key
                 self._run = self.new_run(key)
                 self.partitions += 1
-            yield from self._run.feed(piece)
+            if i + 1 < len(pieces):
+                run, self._run = self._run, None
+                yield from feed_last(run, piece)
+            else:
+                yield from self._run.feed(piece)
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         """End of input: finish the open run."""
