@@ -17,9 +17,9 @@ kernel call), so a compiled matcher fed 64 rows at a time runs at a tenth of
 its speed on large batches, and a switch that suspends after every few
 tuples ping-pongs two threads through the GIL (a woken thread may wait up
 to the interpreter's 5 ms switch interval). So ``R`` and ``R_Bound`` are
-compared in units of :data:`UNIT_ROWS` tuples: the thesis' bound, computed
-per tuple from the statistics, says how many *units* an InputHolder should
-hold. The push thread forwards slices - as many tuples as the rule predicts
+compared in units (:data:`UNIT_ROWS` tuples shared by all InputHolders): the
+thesis' bound, computed per tuple from the statistics, says how many *units*
+an InputHolder should hold. The push thread forwards slices - as many tuples as the rule predicts
 fit below the bound (``Pressure.room``), at least one unit per InputHolder -
 and asks the switch after each slice. A batch's tuples count as processed
 (``R`` drops) when the query thread takes them from the holder, so the push
@@ -60,12 +60,17 @@ from matchsql.router.partitions import PartitionRun, RunFactory
 
 WAIT_S = 0.1  # longest sleep of either thread between checks for cancellation and races
 JOIN_S = 5.0
-#: Tuples per unit of ``R`` and ``R_Bound`` in adaptive mode (see the module
-#: docstring). Measured on DejaVu Q1: 1024-row feeds run the compiled matcher
-#: at about 75% of its speed on 64k-row batches (256 rows: 40%, 64 rows:
-#: 10%), and a suspend/resume cycle per 1000-5000 tuples keeps the two
-#: threads' GIL hand-overs rare enough that adaptive keeps up with push.
-UNIT_ROWS = 1024
+#: Tuples per unit of ``R`` and ``R_Bound`` in adaptive mode, over all
+#: InputHolders together (see the module docstring): each of ``P`` holders
+#: counts in units of ``UNIT_ROWS / P`` tuples, at least :data:`MIN_UNIT_ROWS`,
+#: so that memory follows R_Bound, not the number of partitions. Measured on
+#: DejaVu Q1/Q3 at 3M tuples/s: units of 1024 tuples cost 2,100 suspend/resume
+#: switches per 3M tuples and 35% of push's throughput on Q3; 4096 cut the
+#: switches to 540 and kept up with push, holding 20k tuples against push's
+#: 1.5M. (A compiled matcher fed 1024 rows at a time runs at about 75% of its
+#: speed on 64k-row batches; 256 rows: 40%; 64 rows: 10%.)
+UNIT_ROWS = 4096
+MIN_UNIT_ROWS = 64
 #: The query thread drains the fullest InputHolder first (bigger matcher
 #: calls, R falls fastest) unless a holder has waited this long.
 MAX_WAIT_S = 0.05
@@ -213,8 +218,9 @@ class PushInput:
             if self.switch is not None:
                 with self.cond:
                     pressure = self._pressure()
-                least = UNIT_ROWS * pressure.per_holder
-                size = min(size, int(max(least, pressure.room * UNIT_ROWS)))
+                    unit = self._unit()
+                least = unit * pressure.per_holder
+                size = min(size, int(max(least, pressure.room * unit)))
             part = batch.slice(offset, size) if size < rows else batch
             offset += size
             # Tuples of this batch not yet forwarded still wait: they count as queued.
@@ -236,6 +242,10 @@ class PushInput:
 
     # -- shared, under self.cond ------------------------------------------
 
+    def _unit(self) -> float:
+        """Tuples per unit of one InputHolder's ``R`` (see :data:`UNIT_ROWS`)."""
+        return max(MIN_UNIT_ROWS, UNIT_ROWS / max(1, len(self.holders)))
+
     def _held(self) -> int:
         """Tuples in InputHolders, being matched, or kept by the matchers."""
         return (sum(h.unprocessed for h in self.holders.values()) + self.taken
@@ -243,8 +253,9 @@ class PushInput:
 
     def _pressure(self) -> Pressure:
         bounds = self.bounds
+        unit = self._unit()
         return self.rule.pressure(
-            PartitionView(key, holder.routed, holder.unprocessed / UNIT_ROWS, bounds[key])
+            PartitionView(key, holder.routed, holder.unprocessed / unit, bounds[key])
             for key, holder in self.holders.items())
 
     def _take(self) -> tuple[tuple, pa.RecordBatch, int] | None:

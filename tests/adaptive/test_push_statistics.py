@@ -91,14 +91,20 @@ def test_adaptive_counts_per_tuple_and_finds_the_same_matches(rule: str) -> None
 
 
 def test_adaptive_holds_about_r_bound_units() -> None:
-    _, push = _run("adaptive", u=0, rows=30_000)
-    # R_Bound is at most the 4 states (before the first match) in units of
-    # UNIT_ROWS tuples per holder; each of the 3 holders may reach it plus one
-    # slice, and a holder's content being matched still counts as held.
-    # Without the switch the push thread would run ahead through all 30,000.
+    rows = 150_000
+    _, push = _run("adaptive", u=0, rule="total_pressure", rows=rows)
+    # R_Bound is at most the 4 states (before the first match), in units of
+    # UNIT_ROWS / 3 tuples per holder (3 partitions). The total rule suspends
+    # once all holders together pass the sum of their bounds; add one slice
+    # (a 500-row batch) and the content being matched, which still counts as
+    # held. Without the switch the push thread could run ahead through all rows.
+    # (The thesis' most-tuples rule watches one holder only and may let the
+    # others grow past this: its known weakness on even partitions.)
     bound = max(s.r_bound(s.current, 0) for s in push.statistics.values())
     assert bound <= 4
-    assert push.metrics.max_mem <= (3 + 1) * (4 + 2) * UNIT_ROWS
+    limit = (3 * 4 + 3 + 3) * UNIT_ROWS / 3
+    assert limit < rows / 4
+    assert push.metrics.max_mem <= limit
     assert push.metrics.switches >= 2
 
 
