@@ -60,17 +60,19 @@ from matchsql.router.partitions import PartitionRun, RunFactory
 
 WAIT_S = 0.1  # longest sleep of either thread between checks for cancellation and races
 JOIN_S = 5.0
-#: Tuples per unit of ``R`` and ``R_Bound`` in adaptive mode, over all
-#: InputHolders together (see the module docstring): each of ``P`` holders
-#: counts in units of ``UNIT_ROWS / P`` tuples, at least :data:`MIN_UNIT_ROWS`,
-#: so that memory follows R_Bound, not the number of partitions. Measured on
-#: DejaVu Q1/Q3 at 3M tuples/s: units of 1024 tuples cost 2,100 suspend/resume
-#: switches per 3M tuples and 35% of push's throughput on Q3; 4096 cut the
-#: switches to 540 and kept up with push, holding 20k tuples against push's
-#: 1.5M. (A compiled matcher fed 1024 rows at a time runs at about 75% of its
-#: speed on 64k-row batches; 256 rows: 40%; 64 rows: 10%.)
+#: Tuples per unit of ``R`` and ``R_Bound`` in adaptive mode, shared by all
+#: InputHolders (see the module docstring): each of ``P`` holders counts in
+#: units of ``UNIT_ROWS / P`` tuples, but at least :data:`MIN_UNIT_ROWS`.
+#: Measured with ``matchsql experiment`` at 3M tuples/s: on Q3 (one
+#: partition) units of 1024 tuples cost 2,100 suspend/resume switches per 3M
+#: tuples and a third of push's throughput, 4096 cut that to 540 switches and
+#: kept up with push while holding 20k tuples (push: 1.5M). With 50
+#: partitions, units of 82 tuples per holder (4096 / 50) made the matcher
+#: calls so small that Q2 fell from 2.3M to 1.0M tuples/s; a compiled matcher
+#: fed 1024 rows at a time runs at about 75% of its speed on 64k-row batches
+#: (256 rows: 40%, 64 rows: 10%), hence the floor.
 UNIT_ROWS = 4096
-MIN_UNIT_ROWS = 64
+MIN_UNIT_ROWS = 1024
 #: The query thread drains the fullest InputHolder first (bigger matcher
 #: calls, R falls fastest) unless a holder has waited this long.
 MAX_WAIT_S = 0.05

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from matchsql.adaptive.metrics import InputMetrics
-from matchsql.adaptive.push import UNIT_ROWS, PushInput
+from matchsql.adaptive.push import MIN_UNIT_ROWS, UNIT_ROWS, PushInput
 from matchsql.adaptive.statistics import label_states
 from matchsql.fsm.planner import new_partition_matcher
 from matchsql.grammar import analyze, parse
@@ -94,7 +94,7 @@ def test_adaptive_holds_about_r_bound_units() -> None:
     rows = 150_000
     _, push = _run("adaptive", u=0, rule="total_pressure", rows=rows)
     # R_Bound is at most the 4 states (before the first match), in units of
-    # UNIT_ROWS / 3 tuples per holder (3 partitions). The total rule suspends
+    # UNIT_ROWS / 3 tuples per holder (3 partitions, above the floor). The total rule suspends
     # once all holders together pass the sum of their bounds; add one slice
     # (a 500-row batch) and the content being matched, which still counts as
     # held. Without the switch the push thread could run ahead through all rows.
@@ -102,7 +102,8 @@ def test_adaptive_holds_about_r_bound_units() -> None:
     # others grow past this: its known weakness on even partitions.)
     bound = max(s.r_bound(s.current, 0) for s in push.statistics.values())
     assert bound <= 4
-    limit = (3 * 4 + 3 + 3) * UNIT_ROWS / 3
+    unit = max(MIN_UNIT_ROWS, UNIT_ROWS / 3)
+    limit = (3 * 4 + 3 + 3) * unit
     assert limit < rows / 4
     assert push.metrics.max_mem <= limit
     assert push.metrics.switches >= 2
