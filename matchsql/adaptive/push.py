@@ -65,7 +65,7 @@ JOIN_S = 5.0
 #: units of ``UNIT_ROWS / P`` tuples, but at least :data:`MIN_UNIT_ROWS`.
 #: Measured with ``matchsql experiment`` at 3M tuples/s: on Q3 (one
 #: partition) units of 1024 tuples cost 2,100 suspend/resume switches per 3M
-#: tuples and a third of push's throughput, 4096 cut that to 540 switches and
+#: tuples and 55-60% of push's throughput, 4096 cut that to 540 switches and
 #: kept up with push while holding 20k tuples (push: 1.5M). With 50
 #: partitions, units of 82 tuples per holder (4096 / 50) made the matcher
 #: calls so small that Q2 fell from 2.3M to 1.0M tuples/s; a compiled matcher
