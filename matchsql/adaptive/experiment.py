@@ -244,13 +244,6 @@ class RunFailed(Exception):
 # -- one run --------------------------------------------------------------------------
 
 
-def supports_rules() -> bool:
-    """Whether this build has the ``adaptive_rule`` setting."""
-    from matchsql.config import Config
-
-    return "adaptive_rule" in Config.names()
-
-
 def run_once(con, run: Run, *, symbols: int, seed: int, timeout: float,
              stream: str | None = None) -> dict:
     """Measure one run on ``con``; a dict with :data:`COLUMNS` (status ok or failed)."""
@@ -264,7 +257,7 @@ def run_once(con, run: Run, *, symbols: int, seed: int, timeout: float,
     try:
         con.sql(f"SET input_mode = '{run.mode}'")
         con.sql(f"SET adaptive_u = {run.u or 0}")
-        if run.rule and supports_rules():
+        if run.rule:
             con.sql(f"SET adaptive_rule = '{run.rule}'")
         capacity = max(MIN_CAPACITY, min(MAX_CAPACITY, run.rows + 1))
         con.sql(f"DROP STREAM IF EXISTS {stream}")
@@ -457,11 +450,6 @@ def run_experiment(args: argparse.Namespace, *, con=None) -> tuple[list[dict], l
     import matchsql
 
     rules: list[str | None] = list(args.rules)
-    if "adaptive" in args.modes and not supports_rules():
-        if rules != ["most_tuples"]:
-            print("note: this build has no adaptive_rule setting; adaptive runs use its "
-                  "default rule", file=sys.stderr)
-        rules = [None]
     runs = build_grid(args.queries, args.modes, args.u, rules, args.rates,
                       seconds=args.seconds, rows=args.rows)
     out = Path(args.out)

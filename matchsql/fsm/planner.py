@@ -153,5 +153,5 @@ def explain(spec: MatchSpec, config: Config | None = None) -> str:
         path = f"path: none\nwhy: {exc.message}"
     program = compile_pattern(spec.pattern)
     return (f"MATCH_RECOGNIZE PATTERN ({spec.pattern.to_sql()})\n{path}\n"
-            f"automaton ({len(program)} instructions, {program.loops} loops):\n"
+            f"program ({len(program)} instructions, {program.loops} loops):\n"
             f"{program.dump()}")
