@@ -37,13 +37,19 @@ class InputMetrics:
     def finish(self, now: float) -> None:
         self.finished = now
 
-    def routed(self, held: int, queued: int) -> None:
-        """A tuple was routed: sample tuples in InputHolders and waiting in the store."""
-        self.records += 1
-        self.mem_samples += 1
-        self.mem_total += held
+    def routed(self, held: int, queued: int, tuples: int = 1) -> None:
+        """``tuples`` tuples were routed, all seeing the same held and queued counts.
+
+        Sampling per tuple; a batch is recorded in one call because the counts
+        only change between batches anyway.
+        """
+        if tuples <= 0:
+            return
+        self.records += tuples
+        self.mem_samples += tuples
+        self.mem_total += held * tuples
         self.max_mem = max(self.max_mem, held)
-        self.queue_total += queued
+        self.queue_total += queued * tuples
         self.max_queue = max(self.max_queue, queued)
 
     def selected(self, seq: int, enqueued: float, now: float) -> None:

@@ -87,22 +87,6 @@ RULES: dict[str, Callable[[], PartitionRule]] = {
 Pushed = tuple[pa.RecordBatch, int] | pa.RecordBatch
 
 
-def sample_routed(metrics: InputMetrics, tuples: int, held: int, queued: int) -> None:
-    """Record ``tuples`` routed tuples that all saw the same held and queued counts.
-
-    Equivalent to ``tuples`` calls of :meth:`InputMetrics.routed`, without a
-    Python call per tuple - the values only change between batches anyway.
-    """
-    if tuples <= 0:
-        return
-    metrics.records += tuples
-    metrics.mem_samples += tuples
-    metrics.mem_total += held * tuples
-    metrics.max_mem = max(metrics.max_mem, held)
-    metrics.queue_total += queued * tuples
-    metrics.max_queue = max(metrics.max_queue, queued)
-
-
 class InputHolder:
     """One partition's unprocessed batches; fed by the push thread under the shared lock.
 
@@ -231,7 +215,7 @@ class PushInput:
                 self.enqueue_mean = mean
                 for _ in self.router.route(part):
                     pass  # holders produce no output
-                sample_routed(self.metrics, size, self._held(), queued)
+                self.metrics.routed(self._held(), queued, size)
                 pressure = self._pressure()
                 self.cond.notify_all()
             if self.switch is not None:

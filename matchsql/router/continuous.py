@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from matchsql.adaptive.metrics import InputMetrics
 from matchsql.adaptive.modes import InputOptions
-from matchsql.adaptive.push import PushInput, sample_routed
+from matchsql.adaptive.push import PushInput
 from matchsql.errors import ExecutionError
 from matchsql.router.hashed import HashPartitionRouter
 from matchsql.router.partitions import RunFactory
@@ -79,7 +79,7 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                     metrics.selected_batch(batch.num_rows, enqueue_sum_ns, time.monotonic_ns())
                 yield from _counted(metrics, router.route(batch))
                 if sampling:
-                    sample_routed(metrics, batch.num_rows, _held(router), queued)
+                    metrics.routed(_held(router), queued, batch.num_rows)
             yield from _counted(metrics, router.finish())
         else:
             # History runs stay with the query thread; push-mode runs start fresh per key.
