@@ -244,7 +244,12 @@ class Executor:
         router/parallel.py. The many small batches of short partitions are
         concatenated: DuckDB scans a few large batches much faster.
         """
-        from matchsql.fsm.planner import choose_path, new_partition_matcher, partition_threads
+        from matchsql.fsm.planner import (
+            choose_path,
+            new_partition_matcher,
+            partition_threads,
+            whole_partitions,
+        )
         from matchsql.router.parallel import ParallelPartitionRouter, coalesce
         from matchsql.router.partitions import SortedPartitionRouter
 
@@ -260,17 +265,20 @@ class Executor:
                 return new_partition_matcher(spec, key, config)
 
             threads, _ = partition_threads(spec, config)
+            whole, _ = whole_partitions(spec, config)
             if threads > 1:
                 cancel = threading.Event()
                 self._cancels.add(cancel)
                 try:
                     yield from ParallelPartitionRouter(
                         spec.partition_by, new_run, threads,
-                        chunk_rows=config.batch_size, cancel=cancel).run(reader)
+                        chunk_rows=config.batch_size, cancel=cancel,
+                        whole=whole.match if whole is not None else None).run(reader)
                 finally:
                     self._cancels.discard(cancel)
             else:
-                router = SortedPartitionRouter(spec.partition_by, new_run)
+                router = SortedPartitionRouter(spec.partition_by, new_run,
+                                               whole.match if whole is not None else None)
                 for batch in reader:
                     yield from coalesce(list(router.route(batch)))
                 yield from coalesce(list(router.finish()))

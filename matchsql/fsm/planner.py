@@ -131,6 +131,28 @@ def partition_threads(spec: MatchSpec, config: Config | None = None) -> tuple[in
     return config.threads, f"partitions spread over {config.threads} threads"
 
 
+def whole_partitions(spec: MatchSpec, config: Config | None = None):
+    """``(matcher, why)``: a :class:`~matchsql.fsm.compiled.batch.WholePartitions`
+    that matches the complete partitions of a sorted batch together, or None
+    and the reason it does not apply."""
+    from matchsql.fsm.compiled.batch import WholePartitions, unsupported
+
+    config = config or Config()
+    if not spec.partition_by:
+        return None, "one partition"
+    try:
+        choice = choose_path(spec, config.execution_path)
+    except ExecutionError:
+        return None, "no applicable path"
+    if choice.name == "reference":
+        return None, "reference path"
+    plan = _plan(spec)[1]
+    why = unsupported(plan)
+    if why is not None:
+        return None, why
+    return WholePartitions(plan, config), "partitions inside one input batch are matched together"
+
+
 def explain(spec: MatchSpec, config: Config | None = None) -> str:
     """EXPLAIN text of one MATCH_RECOGNIZE: the program, the chosen path and why."""
     from matchsql.fsm.program import compile_pattern
@@ -149,6 +171,9 @@ def explain(spec: MatchSpec, config: Config | None = None) -> str:
                      else f"\nautomaton: thread VM ({why})")
         threads, why = partition_threads(spec, config)
         path += f"\npartitions: {'sequential' if threads == 1 else f'{threads} threads'} ({why})"
+        if spec.partition_by:
+            whole, why = whole_partitions(spec, config)
+            path += f"\nbatched: {'yes' if whole is not None else 'no'} ({why})"
     except ExecutionError as exc:
         path = f"path: none\nwhy: {exc.message}"
     program = compile_pattern(spec.pattern)

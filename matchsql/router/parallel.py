@@ -7,7 +7,8 @@ and turns it into *tasks*:
 
 * a **group** task runs several complete small partitions one after the other
   (grouping cuts the per-task overhead; a group closes once it holds
-  ``chunk_rows`` input rows, so it holds fewer than twice that);
+  ``chunk_rows`` input rows, so it holds fewer than twice that), or all at
+  once through ``whole`` where the query allows it (:mod:`matchsql.fsm.compiled.batch`);
 * a **chunk** task feeds one piece (about ``chunk_rows`` rows) of a partition
   too large to group; the chunk tasks of one partition share its run and run
   one after the other (each waits for its predecessor), so a huge partition
@@ -32,10 +33,11 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
+import numpy as np
 import pyarrow as pa
 
 from matchsql.errors import ExecutionError
-from matchsql.router.partitions import PartitionRun, RunFactory, feed_last, split
+from matchsql.router.partitions import PartitionRun, RunFactory, WholeRuns, feed_last, split
 
 
 class ParallelPartitionRouter:
@@ -43,7 +45,7 @@ class ParallelPartitionRouter:
 
     def __init__(self, keys: list[str], new_run: RunFactory, threads: int,
                  chunk_rows: int = 65_536, max_pending: int | None = None,
-                 cancel: threading.Event | None = None) -> None:
+                 cancel: threading.Event | None = None, whole: WholeRuns | None = None) -> None:
         if threads < 1:
             raise ValueError("threads must be >= 1")
         self.keys = keys
@@ -51,6 +53,8 @@ class ParallelPartitionRouter:
         self.threads = threads
         self.chunk_rows = max(1, chunk_rows)
         self.max_pending = max_pending or 2 * threads + 2
+        # Matches a group's complete partitions together (SortedPartitionRouter's ``whole``).
+        self.whole = whole
         self.partitions = 0
         # Set by an interrupt: workers stop between pieces, the caller stops waiting.
         self.cancel = cancel or threading.Event()
@@ -142,6 +146,12 @@ class ParallelPartitionRouter:
     # -- tasks (on the pool's threads) ----------------------------------------------
 
     def _run_group(self, work: list[tuple[tuple, list[pa.RecordBatch]]]) -> list[pa.RecordBatch]:
+        self._check()
+        if self.whole is not None:
+            pieces = [piece for _, partition in work for piece in partition]
+            sizes = [sum(piece.num_rows for piece in partition) for _, partition in work]
+            bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+            return coalesce(self.whole(pa.concat_batches(pieces), bounds))
         out: list[pa.RecordBatch] = []
         for key, pieces in work:
             run = self.new_run(key)

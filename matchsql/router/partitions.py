@@ -33,12 +33,23 @@ def feed_last(run: PartitionRun, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
     return run.feed(batch) + run.finish()
 
 
-class SortedPartitionRouter:
-    """Routes batches sorted by ``keys`` to per-partition runs created by ``new_run``."""
+WholeRuns = Callable[[pa.RecordBatch, np.ndarray], list[pa.RecordBatch]]
 
-    def __init__(self, keys: list[str], new_run: RunFactory) -> None:
+
+class SortedPartitionRouter:
+    """Routes batches sorted by ``keys`` to per-partition runs created by ``new_run``.
+
+    ``whole``, when given, matches the partitions that start and end inside
+    one batch all at once (``whole(rows, bounds)``, see
+    :mod:`matchsql.fsm.compiled.batch`); only the partitions cut by a batch
+    boundary then get a run of their own.
+    """
+
+    def __init__(self, keys: list[str], new_run: RunFactory,
+                 whole: WholeRuns | None = None) -> None:
         self.keys = keys
         self.new_run = new_run
+        self.whole = whole
         self._current_key: tuple | None = None
         self._run: PartitionRun | None = None
         self.partitions = 0
@@ -49,18 +60,36 @@ class SortedPartitionRouter:
         Every piece but the batch's last ends its partition (the next piece has
         another key), so its run is fed and finished at once.
         """
-        pieces = list(split(batch, self.keys))
-        for i, (key, piece) in enumerate(pieces):
-            if self._run is None or key != self._current_key:
-                yield from self._close_run()
-                self._current_key = key
-                self._run = self.new_run(key)
-                self.partitions += 1
-            if i + 1 < len(pieces):
+        if batch.num_rows == 0:
+            return
+        bounds = segments(batch, self.keys)
+        first = 0
+        key = _key_at(batch, self.keys, 0)
+        if self._run is not None and key == self._current_key:
+            if len(bounds) == 1:
+                yield from self._run.feed(batch)
+                return
+            run, self._run = self._run, None
+            yield from feed_last(run, _piece(batch, bounds[0]))
+            first = 1
+        else:
+            yield from self._close_run()
+        last = len(bounds) - 1  # the batch's last piece may go on in the next batch
+        if self.whole is not None and last > first:
+            start, stop = bounds[first][0], bounds[last - 1][1]
+            cuts = np.array([b[0] for b in bounds[first:last]] + [stop], np.int64) - start
+            yield from self.whole(batch.slice(start, stop - start), cuts)
+            self.partitions += last - first
+            first = last
+        for i in range(first, len(bounds)):
+            self._current_key = _key_at(batch, self.keys, bounds[i][0])
+            self._run = self.new_run(self._current_key)
+            self.partitions += 1
+            if i < last:
                 run, self._run = self._run, None
-                yield from feed_last(run, piece)
+                yield from feed_last(run, _piece(batch, bounds[i]))
             else:
-                yield from self._run.feed(piece)
+                yield from self._run.feed(_piece(batch, bounds[i]))
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         """End of input: finish the open run."""
@@ -73,6 +102,14 @@ class SortedPartitionRouter:
 
     def _segments(self, batch: pa.RecordBatch) -> list[tuple[int, int]]:
         return segments(batch, self.keys)
+
+
+def _key_at(batch: pa.RecordBatch, keys: list[str], row: int) -> tuple:
+    return tuple(batch.column(name)[row].as_py() for name in keys)
+
+
+def _piece(batch: pa.RecordBatch, bound: tuple[int, int]) -> pa.RecordBatch:
+    return batch.slice(bound[0], bound[1] - bound[0])
 
 
 def split(batch: pa.RecordBatch, keys: list[str]) -> Iterator[tuple[tuple, pa.RecordBatch]]:

@@ -221,48 +221,23 @@ class CompiledMatcher:
                        for name in table.column_names}
             nv = len(plan.variables)
             dfa = self.dfa if not len(self.stat_state) else None  # statistics: the VM counts
-            if dfa is not None:  # one symbol per row: the label bits of conditioned variables
-                sym = np.zeros(n, np.uint8)
-                for v, terms in enumerate(plan.row_terms):
-                    if terms:
-                        sym |= evaluate(terms, columns, n) << np.uint8(dfa.bits[v])
-            else:
-                rl = np.ones((n, max(nv, 1)), np.uint8)
-                for v, terms in enumerate(plan.row_terms):
-                    if terms:
-                        rl[:, v] = evaluate(terms, columns, n)
-            ncol = len(plan.registers.columns)
-            width = n if ncol else 1  # the kernel reads columns only for register terms
-            cols = np.zeros((max(ncol, 1), width), np.float64)
-            valid = np.ones((max(ncol, 1), width), np.uint8)
-            for c, name in enumerate(plan.registers.columns):
-                arr = columns[name]
-                cols[c] = arr.to_numpy(zero_copy_only=False).astype(np.float64, copy=False) \
-                    if arr.null_count == 0 else \
-                    arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
-                if arr.null_count:
-                    valid[c] = arr.is_valid().to_numpy(zero_copy_only=False)
-            limit = n if self.complete else max(0, n - self.ahead)
-            params = np.zeros(K.K_PARAMS, np.int64)
+            labels = label_input(plan, dfa, columns, n)
+            cols, valid = register_columns(plan, columns, n)
+            params = kernel_params(self.spec, self.config)
             params[K.K_ROWS] = n
             params[K.K_BASE] = self.base
-            params[K.K_LIMIT] = limit
+            params[K.K_LIMIT] = n if self.complete else max(0, n - self.ahead)
             params[K.K_COMPLETE] = int(self.complete)
-            params[K.K_ALL_ENDS] = int(self.spec.all_matches or self.spec.incremental)
-            params[K.K_SKIP] = _SKIP[self.spec.skip]
-            params[K.K_MAX_THREADS] = self.config.max_threads
-            params[K.K_UNMATCHED] = int(
-                self.spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED)
             while True:
                 params[K.K_NEXT] = self.next_start - self.base
                 params[K.K_MN] = self.match_number
                 params[K.K_COVERED] = self.covered - self.base
                 if dfa is not None:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
-                        dfa, sym, self.skip_mask, params, self.work[-2], self.work[-1])
+                        dfa, labels, self.skip_mask, params, self.work[-2], self.work[-1])
                 else:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
-                        plan.program, rl, self.code, self.consts, self.spans, cols, valid,
+                        plan.program, labels, self.code, self.consts, self.spans, cols, valid,
                         self.set_mask, self.obs_last, self.obs_first, self.skip_mask, params,
                         self.stat_state, self.stat_kind, self.stat, *self.work)
                 self._records(self.work[-2][:n_rec], self.work[-1][:n_lab])
@@ -279,20 +254,7 @@ class CompiledMatcher:
         self._collect_garbage()
 
     def _raise(self, status: int, start: int) -> None:
-        if status == K.ST_THREADS:
-            raise LimitExceededError(
-                f"row pattern matching needs more than max_threads={self.config.max_threads} "
-                f"live threads for the match attempt at partition row {start + 1}; simplify "
-                "the pattern or raise the limit with SET max_threads = ...")
-        where = "FIRST" if self.spec.skip is SkipMode.TO_FIRST else "LAST"
-        if status == K.ST_SKIP_ABSENT:
-            raise ExecutionError(
-                f"AFTER MATCH SKIP TO {where} {self.spec.skip_variable} failed: the pattern "
-                f"variable is not present in the match starting at partition row {start + 1}")
-        raise ExecutionError(
-            f"AFTER MATCH SKIP TO {where} {self.spec.skip_variable} failed: it would skip "
-            f"to the first row of the match (partition row {start + 1}), which would "
-            "find the same match again")
+        raise_status(self.spec, self.config, status, start)
 
     def _records(self, records: np.ndarray, labels: np.ndarray) -> None:
         if not len(records):
@@ -382,6 +344,70 @@ class CompiledMatcher:
                 f" buffered rows (a match attempt open since partition row {keep + 1}); "
                 "bound the pattern (e.g. WITHIN) or raise the limit with "
                 "SET max_buffered_rows = ...")
+
+
+def label_input(plan: CompiledPlan, dfa: D.Dfa | None, columns: dict, n: int) -> np.ndarray:
+    """The row-local DEFINE terms over ``n`` rows: one DFA symbol per row
+    (``uint8[n]``, the label bits of the conditioned variables) when ``dfa``
+    runs, else the thread VM's ``uint8[n, vars]`` truth table."""
+    if dfa is not None:
+        sym = np.zeros(n, np.uint8)
+        for v, terms in enumerate(plan.row_terms):
+            if terms:
+                sym |= evaluate(terms, columns, n) << np.uint8(dfa.bits[v])
+        return sym
+    rl = np.ones((n, max(len(plan.variables), 1)), np.uint8)
+    for v, terms in enumerate(plan.row_terms):
+        if terms:
+            rl[:, v] = evaluate(terms, columns, n)
+    return rl
+
+
+def register_columns(plan: CompiledPlan, columns: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, valid)``: the columns register terms read, as ``float64[cols, n]``
+    and ``uint8[cols, n]`` (one dummy column of width 1 when there are none)."""
+    ncol = len(plan.registers.columns)
+    width = n if ncol else 1  # the kernel reads columns only for register terms
+    cols = np.zeros((max(ncol, 1), width), np.float64)
+    valid = np.ones((max(ncol, 1), width), np.uint8)
+    for c, name in enumerate(plan.registers.columns):
+        arr = columns[name]
+        cols[c] = arr.to_numpy(zero_copy_only=False).astype(np.float64, copy=False) \
+            if arr.null_count == 0 else \
+            arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
+        if arr.null_count:
+            valid[c] = arr.is_valid().to_numpy(zero_copy_only=False)
+    return cols, valid
+
+
+def kernel_params(spec: MatchSpec, config: Config) -> np.ndarray:
+    """The kernel's parameter slots that depend on the query only (the caller sets
+    rows, base, limit, completeness and where to resume)."""
+    params = np.zeros(K.K_PARAMS, np.int64)
+    params[K.K_ALL_ENDS] = int(spec.all_matches or spec.incremental)
+    params[K.K_SKIP] = _SKIP[spec.skip]
+    params[K.K_MAX_THREADS] = config.max_threads
+    params[K.K_UNMATCHED] = int(spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED)
+    return params
+
+
+def raise_status(spec: MatchSpec, config: Config, status: int, start: int) -> None:
+    """Raise the error of kernel status ``status`` (>= ST_THREADS) for the attempt at
+    partition row ``start`` (0-based)."""
+    if status == K.ST_THREADS:
+        raise LimitExceededError(
+            f"row pattern matching needs more than max_threads={config.max_threads} "
+            f"live threads for the match attempt at partition row {start + 1}; simplify "
+            "the pattern or raise the limit with SET max_threads = ...")
+    where = "FIRST" if spec.skip is SkipMode.TO_FIRST else "LAST"
+    if status == K.ST_SKIP_ABSENT:
+        raise ExecutionError(
+            f"AFTER MATCH SKIP TO {where} {spec.skip_variable} failed: the pattern "
+            f"variable is not present in the match starting at partition row {start + 1}")
+    raise ExecutionError(
+        f"AFTER MATCH SKIP TO {where} {spec.skip_variable} failed: it would skip "
+        f"to the first row of the match (partition row {start + 1}), which would "
+        "find the same match again")
 
 
 def _split(m: Matches, k: int) -> tuple[Matches, Matches]:

@@ -31,6 +31,33 @@ Columns = dict[str, pa.Array]
 Value = pa.Array | pa.Scalar
 Term = Callable[[Columns, int], Value]
 
+EDGES = "\0partition edges"  # Columns key of a PartitionEdges when rows span partitions
+
+
+class PartitionEdges:
+    """Where the partitions of a multi-partition buffer start and end.
+
+    Row-local terms over a buffer that holds several whole partitions
+    (:mod:`.batch`) must not let ``PREV``/``NEXT`` reach into a neighbouring
+    partition: a shifted value is NULL where the row ``k`` away lies outside
+    the row's own partition. Stored in the columns under :data:`EDGES`.
+    """
+
+    def __init__(self, bounds: np.ndarray) -> None:
+        lengths = np.diff(bounds)
+        rows = np.arange(int(bounds[-1]) - int(bounds[0]), dtype=np.int64)
+        self.position = rows - np.repeat(bounds[:-1] - bounds[0], lengths)  # rows before, same partition
+        self.remaining = np.repeat(bounds[1:] - bounds[0], lengths) - rows - 1  # rows after
+        self._masks: dict[int, pa.Array] = {}
+
+    def outside(self, delta: int) -> pa.Array:
+        """True where the row ``delta`` away is in another partition."""
+        mask = self._masks.get(delta)
+        if mask is None:
+            mask = self._masks[delta] = pa.array(
+                self.position < -delta if delta < 0 else self.remaining < delta)
+        return mask
+
 _NULL = pa.scalar(None, pa.bool_())
 _COMPARE = {exp.LT: "less", exp.LTE: "less_equal", exp.GT: "greater",
             exp.GTE: "greater_equal", exp.EQ: "equal", exp.NEQ: "not_equal"}
@@ -47,8 +74,16 @@ def _widen(v: Value) -> Value:
     return v
 
 
-def _shift(values: Value, n: int, delta: int) -> Value:
-    """``values`` moved ``delta`` rows (negative: PREV), NULL where no row exists."""
+def _shift(values: Value, n: int, delta: int, edges: PartitionEdges | None = None) -> Value:
+    """``values`` moved ``delta`` rows (negative: PREV), NULL where no row exists
+    (outside the buffer, or with ``edges`` outside the row's partition)."""
+    shifted = _shift_buffer(values, n, delta)
+    if edges is None or pa.types.is_null(shifted.type):
+        return shifted
+    return pc.if_else(edges.outside(delta), pa.scalar(None, shifted.type), shifted)
+
+
+def _shift_buffer(values: Value, n: int, delta: int) -> Value:
     if isinstance(values, pa.Scalar):
         values = pa.array([values.as_py()] * n, type=values.type)
     if isinstance(values, pa.ChunkedArray):
@@ -110,7 +145,7 @@ class RowLocalCompiler:
                 raise Unsupported("navigation nested in PREV/NEXT")
             arg = self.node(inner)
             self.current_only(inner)
-            return lambda cols, n: _shift(arg(cols, n), n, delta)
+            return lambda cols, n: _shift(arg(cols, n), n, delta, cols.get(EDGES))
         if type(node) in _COMPARE:
             return self.call(_COMPARE[type(node)], node.this, node.expression)
         if type(node) in _ARITH:

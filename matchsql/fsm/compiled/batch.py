@@ -1,0 +1,140 @@
+"""Many whole partitions of one sorted batch matched in one pass.
+
+With many short partitions the per-partition matcher (:mod:`.matcher`) spends
+most of its time in the Python and Arrow calls around the kernel: building a
+buffer, evaluating the DEFINE terms, computing the measures, one output batch
+each, for a partition of a few thousand rows. Every partition that starts and
+ends inside a batch the router received is complete, so nothing about it has
+to be resumable: :class:`WholePartitions` evaluates the terms once over all of
+them (``PREV``/``NEXT`` stopped at partition edges, :class:`.rowlocal.PartitionEdges`),
+runs the kernel over each partition's slice of those arrays, and computes the
+measures once over all their matches. Only the partition a batch starts in the
+middle of and the one it ends in still go through a :class:`.CompiledMatcher`.
+
+The rows are the per-partition matcher's: the kernel runs with the same
+parameters over the same rows (a complete partition, base 0), and the
+measures this applies to read only rows inside their match (no ``PREV``/
+``NEXT`` in MEASURES, which could cross into the next partition here).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from matchsql.config import Config
+from matchsql.fsm.compiled import dfa as D
+from matchsql.fsm.compiled import kernel as K
+from matchsql.fsm.compiled.matcher import (
+    CompiledPlan,
+    kernel_params,
+    label_input,
+    raise_status,
+    register_columns,
+)
+from matchsql.fsm.compiled.measures import Matches, Rows
+from matchsql.fsm.compiled.rowlocal import EDGES, PartitionEdges
+from matchsql.grammar.nodes import Navigation
+
+
+def unsupported(plan: CompiledPlan) -> str | None:
+    """Why ``plan``'s partitions cannot be matched as a batch, or None when they can."""
+    if plan.measures is None:
+        return "output is built per row or per match"
+    for measure in plan.spec.measures:
+        if any(n.physical for n in measure.expr.find_all(Navigation)):
+            return "a measure reads PREV/NEXT rows, which may lie in another partition"
+    return None
+
+
+class WholePartitions:
+    """Matches complete partitions of a batch together; see the module docstring."""
+
+    def __init__(self, plan: CompiledPlan, config: Config) -> None:
+        self.plan = plan
+        self.spec = plan.spec
+        self.config = config
+        self.dfa = D.for_matcher(plan, config)[0]
+        self.out_schema = self.spec.output_schema()
+        nv = len(plan.variables)
+        self.skip_mask = np.zeros(max(nv, 1), np.uint8)
+        for v in plan.query.skip_vars or ():
+            self.skip_mask[plan.variables.index(v)] = 1
+        (self.code, self.consts, self.spans, self.set_mask, self.obs_last,
+         self.obs_first) = plan.registers.arrays()
+        # Workspace capacities: each call allocates its own workspace (calls may run on
+        # several threads at once), starting at the largest size a call needed so far.
+        self.caps = np.array([64, 512, 256, 4096, 4096, 16384], np.int64)
+        self.no_stats = (np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros((4, 1), np.int64))
+
+    def match(self, batch: pa.RecordBatch, bounds: np.ndarray) -> list[pa.RecordBatch]:
+        """The output of the complete partitions ``batch[bounds[i]:bounds[i + 1]]``.
+
+        ``bounds`` starts at 0 and ends at ``batch.num_rows``.
+        """
+        n = batch.num_rows
+        if n == 0:
+            return []
+        plan = self.plan
+        columns: dict = {name: batch.column(name) for name in batch.schema.names}
+        columns[EDGES] = PartitionEdges(bounds)
+        labels = label_input(plan, self.dfa, columns, n)
+        cols, valid = register_columns(plan, columns, n)
+        caps = self.caps.copy()
+        work = K.workspace(caps, len(plan.program), len(plan.variables))
+        params = kernel_params(self.spec, self.config)
+        params[K.K_BASE] = 0
+        params[K.K_COMPLETE] = 1
+        pieces: list[tuple[np.ndarray, np.ndarray]] = []
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            rows = b - a
+            params[K.K_ROWS] = rows
+            params[K.K_LIMIT] = rows
+            params[K.K_NEXT] = 0
+            params[K.K_MN] = 0
+            params[K.K_COVERED] = -1
+            part_cols = cols if cols.shape[1] == 1 else np.ascontiguousarray(cols[:, a:b])
+            part_valid = valid if valid.shape[1] == 1 else np.ascontiguousarray(valid[:, a:b])
+            while True:
+                if self.dfa is not None:
+                    status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
+                        self.dfa, labels[a:b], self.skip_mask, params, work[-2], work[-1])
+                else:
+                    status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
+                        plan.program, labels[a:b], self.code, self.consts, self.spans,
+                        part_cols, part_valid, self.set_mask, self.obs_last, self.obs_first,
+                        self.skip_mask, params, *self.no_stats, *work)
+                if n_rec:
+                    records = work[-2][:n_rec].copy()
+                    records[:, 1] += a
+                    pieces.append((records, work[-1][:n_lab].copy()))
+                if status != K.ST_FULL:
+                    break
+                params[K.K_NEXT] = nxt
+                params[K.K_MN] = mn
+                params[K.K_COVERED] = covered
+                caps[int(err_row)] *= 2
+                work = K.workspace(caps, len(plan.program), len(plan.variables))
+                self.caps = np.maximum(self.caps, caps)
+            if status >= K.ST_THREADS:
+                raise_status(self.spec, self.config, int(status), int(err_row))
+        if not pieces:
+            return []
+        return [self._output(batch, pieces)]
+
+    def _output(self, batch: pa.RecordBatch,
+                pieces: list[tuple[np.ndarray, np.ndarray]]) -> pa.RecordBatch:
+        records = np.concatenate([r for r, _ in pieces])
+        shift = np.cumsum([0] + [len(lab) for _, lab in pieces[:-1]])
+        offsets = np.concatenate([r[:, 4] + s for (r, _), s in zip(pieces, shift)])
+        matches = Matches(starts=records[:, 1].copy(), lengths=records[:, 2].copy(),
+                          numbers=records[:, 3].copy(),
+                          labels=np.concatenate([lab for _, lab in pieces]).astype(np.int64) // 2,
+                          offsets=offsets)
+        table = pa.Table.from_batches([batch])
+        rows = Rows(table, 0, batch.num_rows, True)
+        idx = pa.array(matches.starts, pa.int64())
+        arrays = [batch.column(c).take(idx) for c in self.spec.partition_by]
+        arrays += [fn(matches, rows) for fn in self.plan.measures]
+        arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.out_schema)

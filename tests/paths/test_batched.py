@@ -1,0 +1,178 @@
+"""Whole partitions of a batch matched together (fsm/compiled/batch.py) give the
+per-partition matchers' rows.
+
+Random patterns and DEFINEs (PREV/NEXT included, which must stop at partition
+edges), random partition sizes and random batch cuts: the sorted router with
+the batched matcher on each compiled path equals the reference matcher run
+partition by partition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import matchsql
+from matchsql.config import Config
+from matchsql.errors import ExecutionError
+from matchsql.fsm.compiled.rowlocal import PartitionEdges
+from matchsql.fsm.planner import explain, new_partition_matcher, whole_partitions
+from matchsql.grammar import analyze, parse
+from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.router.parallel import ParallelPartitionRouter
+from matchsql.router.partitions import SortedPartitionRouter
+from tests.property.strategies import patterns
+
+SCHEMA = pa.schema([("p", pa.int32()), ("id", pa.int32()), ("x", pa.int32()),
+                    ("y", pa.int32())])
+CONDITIONS = [
+    "x > PREV(x)", "x = 1", "x IS NULL", "y >= 2", "PREV(x) IS NULL", "NEXT(x) IS NULL",
+    "NEXT(x) > x", "x <> PREV(x, 2)", "y = NEXT(y, 2)", "A.x <= x", "x > FIRST(x)",
+    "COUNT(*) <= 3", "B.y < A.x + 1",
+]
+MEASURES = ("MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, FIRST(x) AS fx, "
+            "LAST(y) AS ly, A.id AS aid, COUNT(U.*) AS nu")
+SKIPS = ["PAST LAST ROW", "TO NEXT ROW", "TO FIRST A", "TO LAST B"]
+SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def spec_of(sql: str):
+    import duckdb
+
+    node = next(parse(sql)[-1].find_all(MatchRecognizeTable))
+    return analyze(node, SCHEMA, sql=sql, con=duckdb.connect())
+
+
+def query(pattern: str, a: str, b: str, skip: str) -> str:
+    return (f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES {MEASURES} "
+            f"ONE ROW PER MATCH AFTER MATCH SKIP {skip} PATTERN ({pattern}) "
+            f"SUBSET U = (A, B) DEFINE A AS {a}, B AS {b})")
+
+
+def table(sizes: list[int], seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    n = sum(sizes)
+    p = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
+    x = rng.integers(0, 4, n).astype(np.int32)
+    y = rng.integers(0, 4, n).astype(np.int32)
+    return pa.table({"p": p, "id": np.arange(n, dtype=np.int32),
+                     "x": pa.array(x, mask=rng.random(n) < 0.1), "y": y}, schema=SCHEMA)
+
+
+def run(spec, rows: pa.Table, cuts: list[int], path: str, batched: bool, threads: int = 1):
+    """The output rows of ``spec`` over ``rows`` cut into batches at ``cuts``;
+    ``threads`` > 1: the parallel router, with groups of about 8 rows."""
+    config = Config()
+    config.execution_path = path
+    whole = whole_partitions(spec, config)[0] if batched else None
+    match = whole.match if whole is not None else None
+
+    def new_run(key):
+        return new_partition_matcher(spec, key, config)
+
+    batches = []
+    begin = 0
+    for end in [*sorted(set(cuts)), rows.num_rows]:
+        batches += rows.slice(begin, end - begin).to_batches()
+        begin = end
+    out: list[pa.RecordBatch] = []
+    try:
+        if threads > 1:
+            out = list(ParallelPartitionRouter(spec.partition_by, new_run, threads, chunk_rows=8,
+                                               whole=match).run(batches))
+        else:
+            router = SortedPartitionRouter(spec.partition_by, new_run, match)
+            for batch in batches:
+                out += router.route(batch)
+            out += router.finish()
+    except ExecutionError as exc:
+        return "error", exc.message
+    return "rows", [tuple(r.values()) for b in out for r in b.to_pylist()]
+
+
+@SETTINGS
+@given(pattern=patterns, a=st.sampled_from(CONDITIONS), b=st.sampled_from(CONDITIONS),
+       skip=st.sampled_from(SKIPS), sizes=st.lists(st.integers(1, 9), min_size=1, max_size=8),
+       seed=st.integers(0, 2**16), data=st.data())
+def test_batched_equals_reference(pattern, a, b, skip, sizes, seed, data) -> None:
+    try:
+        spec = spec_of(query(pattern.to_sql(), a, b, skip))
+    except matchsql.Error:
+        assume(False)
+        return
+    rows = table(sizes, seed)
+    cuts = data.draw(st.lists(st.integers(0, rows.num_rows), max_size=3))
+    expected = run(spec, rows, [], "reference", batched=False)
+    for path in ("row_local", "registers"):
+        config = Config()
+        config.execution_path = path
+        whole, why = whole_partitions(spec, config)
+        if why == "no applicable path":
+            continue
+        assert whole is not None, why
+        assert run(spec, rows, cuts, path, batched=True) == expected, (path, cuts)
+        assert run(spec, rows, cuts, path, batched=True, threads=2) == expected, (path, cuts)
+
+
+def test_edges_stop_prev_and_next_at_partition_boundaries() -> None:
+    edges = PartitionEdges(np.array([0, 3, 4, 7]))
+    assert edges.outside(-1).to_pylist() == [True, False, False, True, True, False, False]
+    assert edges.outside(-2).to_pylist() == [True, True, False, True, True, True, False]
+    assert edges.outside(1).to_pylist() == [False, False, True, True, False, False, True]
+
+
+def test_sql_uses_the_batched_matcher_and_agrees_with_reference() -> None:
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
+           "MEASURES MATCH_NUMBER() AS mn, FIRST(x) AS fx, LAST(x) AS lx, COUNT(*) AS n "
+           "PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS x > PREV(x)) ORDER BY p, mn")
+    results = {}
+    for path in ("reference", "auto"):
+        con = matchsql.connect(demo=False, batch_size=1000, execution_path=path)
+        con.duckdb.register("src", table([1, 5, 40, 7, 300, 2, 1200, 3] * 20, 7))
+        con.sql("CREATE TABLE t AS SELECT * FROM src")
+        results[path] = con.sql(sql).fetchall()
+        if path == "auto":
+            plan = "\n".join(r[0] for r in con.sql(f"EXPLAIN {sql}").fetchall())
+            assert "batched: yes" in plan
+    assert results["auto"] == results["reference"]
+    assert len(results["auto"]) > 100
+
+
+def test_many_matches_grow_the_output_arrays() -> None:
+    """More matches in one partition than the initial record capacity (4096)."""
+    spec = spec_of(query("A B?", "TRUE", "x = 9", "PAST LAST ROW"))
+    rows = table([10_000, 3, 5_000, 2], 1)
+    got = run(spec, rows, [], "row_local", batched=True)
+    assert got == run(spec, rows, [], "reference", batched=False)
+    assert len(got[1]) == rows.num_rows
+
+
+def test_skip_error_names_the_partition_row() -> None:
+    spec = spec_of(query("A B?", "TRUE", "x = 3", "TO LAST B"))
+    rows = table([4, 6, 3], 3)
+    got = run(spec, rows, [], "row_local", batched=True)
+    assert got == run(spec, rows, [], "reference", batched=False)
+    assert got[0] == "error" and "partition row" in got[1]
+
+
+def test_measure_reading_prev_is_not_batched() -> None:
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES PREV(x) AS px "
+           "PATTERN (A B) DEFINE B AS x > A.x)")
+    spec = spec_of(sql)
+    whole, why = whole_partitions(spec, Config())
+    assert whole is None and "PREV/NEXT" in why
+    assert "batched: no" in explain(spec, Config())
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n PATTERN (A+) "
+    "DEFINE A AS x > 0)",
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id ALL ROWS PER MATCH "
+    "PATTERN (A+) DEFINE A AS x > 0)",
+])
+def test_not_batched_without_partitions_or_with_all_rows(sql: str) -> None:
+    assert whole_partitions(spec_of(sql), Config())[0] is None
