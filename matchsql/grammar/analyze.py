@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from matchsql.errors import CatalogError, SemanticError, TypeMismatchError
+from matchsql.errors import CatalogError, Error, SemanticError, TypeMismatchError
 from matchsql.grammar.checks import ExpressionChecker, position
 from matchsql.grammar.nodes import MatchRecognizeTable, MeasureDef, VariableDef
 from matchsql.grammar.pattern import Exclusion, PatternNode
@@ -95,6 +95,7 @@ class _Analyzer:
         checker = ExpressionChecker(self.sql, names)
 
         typer = ExpressionTyper(self.con, self.schema, self.sql)
+        self.prime_types(typer)
         defines = self.defines(checker, typer)
         partition_by = [
             self.key_column(e, "PARTITION BY") for e in self.node.args.get("partition_by") or []
@@ -179,6 +180,19 @@ class _Analyzer:
                 var,
             )
         return SkipMode[SKIPS[after]], (var.name if var is not None else None)
+
+    def prime_types(self, typer: ExpressionTyper) -> None:
+        """Type every DEFINE and MEASURES expression in one DuckDB round trip; an
+        expression that fails a check is left for defines()/measures() to report."""
+        exprs = [d.expression for d in self.node.args.get("define") or []]
+        exprs += [m.this for m in self.node.args.get("measures") or []]
+        resolved = []
+        for expr in exprs:
+            try:
+                resolved.append(self.resolve_columns(expr))
+            except Error:
+                return
+        typer.prime(resolved)
 
     def defines(self, checker: ExpressionChecker, typer: ExpressionTyper) -> dict[str, exp.Expr]:
         out: dict[str, exp.Expr] = {}

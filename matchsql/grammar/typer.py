@@ -41,6 +41,25 @@ class ExpressionTyper:
     def __init__(self, con: duckdb.DuckDBPyConnection, schema: pa.Schema, sql: str) -> None:
         self.relation = con.from_arrow(schema.empty_table())
         self.sql = sql
+        # Types bound ahead by prime(): plain SQL text -> (DuckDB type name, Arrow field).
+        self._known: dict[str, tuple[str, pa.Field]] = {}
+
+    def prime(self, exprs: list[exp.Expr]) -> None:
+        """Bind ``exprs`` in one DuckDB query, so that typing them later costs no
+        round trip (each costs a few ms; a query has several). Failures are left
+        to the one-by-one typing, which locates them."""
+        texts = list(dict.fromkeys(to_plain_sql(e).sql(dialect="duckdb") for e in exprs))
+        if not texts:
+            return
+        select = ", ".join(f"{text} AS v{i}" for i, text in enumerate(texts))
+        try:
+            relation = self.relation.query(_VIEW, f"SELECT {select} FROM {_VIEW}")
+            types = relation.types
+            schema = relation.to_arrow_table().schema
+        except duckdb.Error:
+            return
+        for i, text in enumerate(texts):
+            self._known[text] = (str(types[i]), schema.field(i).with_name("v"))
 
     def arrow_type(self, expr: exp.Expr) -> pa.DataType:
         """Arrow type of ``expr``'s value, raising a located matchsql error."""
@@ -49,6 +68,9 @@ class ExpressionTyper:
     def duckdb_type(self, expr: exp.Expr) -> str:
         """DuckDB's name for the type of ``expr`` (e.g. ``BOOLEAN``)."""
         plain = to_plain_sql(expr)
+        known = self._known.get(plain.sql(dialect="duckdb"))
+        if known is not None:
+            return known[0]
         try:
             return str(self._bind(plain).types[0])
         except duckdb.Error as exc:
@@ -56,6 +78,9 @@ class ExpressionTyper:
 
     def field(self, expr: exp.Expr) -> pa.Field:
         plain = to_plain_sql(expr)
+        known = self._known.get(plain.sql(dialect="duckdb"))
+        if known is not None:
+            return known[1]
         try:
             return self._bind(plain).to_arrow_table().schema.field(0)
         except duckdb.Error as exc:
@@ -120,6 +145,10 @@ def to_plain_sql(expr: exp.Expr) -> exp.Expr:
         return node
 
     plain = _bottom_up(expr.copy(), visit)
+    if isinstance(plain, exp.AggFunc):  # replace() cannot swap the root: wrap it here
+        window = exp.Window(this=plain)
+        window.meta.update(plain.meta)
+        return window
     for agg in list(plain.find_all(exp.AggFunc)):
         if not isinstance(agg.parent, exp.Window):
             window = exp.Window(this=agg.copy())

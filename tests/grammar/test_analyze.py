@@ -378,3 +378,26 @@ def test_errors_point_into_multi_statement_text(con):
     with pytest.raises(CatalogError) as info:
         analyze(node, SCHEMA, sql=sql, con=con)
     assert (info.value.line, info.value.column) == (2, sql.index("zzz") - sql.index("\n"))
+
+
+def test_all_expressions_are_typed_in_one_round_trip(con, monkeypatch):
+    """DEFINE and MEASURES types come from one DuckDB query, not one per expression."""
+    from matchsql.grammar import typer
+
+    calls = []
+    original = typer.ExpressionTyper._bind
+    monkeypatch.setattr(typer.ExpressionTyper, "_bind",
+                        lambda self, plain: calls.append(plain) or original(self, plain))
+    spec = run("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES A.qty AS aq, "
+               "AVG(B.price) AS avg_b, CLASSIFIER() AS c PATTERN (A B+) "
+               "DEFINE B AS B.price < A.price AND qty > 0)", con)
+    assert calls == []
+    assert [m.type for m in spec.measures] == [pa.int32(), pa.float64(), pa.string()]
+
+
+def test_a_failing_expression_is_still_located_after_the_shared_bind(con):
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES A.qty AS aq "
+           "PATTERN (A B) DEFINE B AS price + symbol > 1)")
+    with pytest.raises(TypeMismatchError) as err:
+        run(sql, con)
+    assert (err.value.line, err.value.column) == line_column(sql, sql.index("price + symbol"))
