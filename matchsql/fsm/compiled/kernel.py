@@ -181,7 +181,11 @@ def _condition(code, fconst, lo, hi, cols, valid, set_mask, lp, fp, reg, var, ro
 
 @njit(cache=True, nogil=True)
 def put_record(records, k, kind, start, length, number, label_offset):
-    """Write output record ``k``: (kind, start, length, match number, label offset)."""
+    """Write output record ``k``: (kind, start, length, match number, label offset).
+
+    :func:`run_attempts` writes its records inline: called from there with constant
+    arguments, this was compiled once per literal combination (five times) on a cold start.
+    """
     records[k, 0] = kind
     records[k, 1] = start
     records[k, 2] = length
@@ -262,13 +266,19 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
     cap_arena = arena.shape[1]
     cap_records = records.shape[0]
     cap_labels = labels.shape[0]
-    end_stamp = np.zeros(n_rows + 2, np.int64)
-    end_node = np.zeros(n_rows + 2, np.int64)
-    sv = np.zeros(code.shape[0] + 1, np.float64)
-    sn = np.zeros(code.shape[0] + 1, np.uint8)
+    # Scratch arrays: np.empty with two dtypes and zeroing loops, since every numpy
+    # constructor and every dtype of one is a separate compilation that a cold start
+    # (empty numba cache) pays for; ``end_node``, ``sv`` and ``sn`` are written before read.
+    end_stamp = np.empty(n_rows + 2, np.int64)
+    for k in range(n_rows + 2):
+        end_stamp[k] = 0
+    end_node = np.empty(n_rows + 2, np.int64)
+    sv = np.empty(code.shape[0] + 1, np.float64)
+    sn = np.empty(code.shape[0] + 1, np.int64)
     seen_stamp = seen_pc[0]
     seen_head = seen_pc[1]
-    seen_stamp[:] = 0
+    for k in range(seen_stamp.shape[0]):
+        seen_stamp[k] = 0
 
     n_rec = 0
     n_lab = 0
@@ -502,8 +512,10 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
                         if end_stamp[end + 1] != attempt_id:
                             end_stamp[end + 1] = attempt_id
                             end_node[end + 1] = node0
-                            end_lo = min(end_lo, end)
-                            end_hi = max(end_hi, end)
+                            if end < end_lo:
+                                end_lo = end
+                            if end > end_hi:
+                                end_hi = end
                         if pref:
                             has_best = True
                             best_node = node0
@@ -540,7 +552,11 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
                     status = ST_FULL
                     err_row = W_RECORDS
                     break
-                put_record(records, n_rec, 1, start, 1, 0, n_lab)
+                records[n_rec, 0] = 1  # as put_record(records, n_rec, 1, start, 1, 0, n_lab)
+                records[n_rec, 1] = start
+                records[n_rec, 2] = 1
+                records[n_rec, 3] = 0
+                records[n_rec, 4] = n_lab
                 n_rec += 1
             is_open = False
             next_start = start + 1
@@ -564,7 +580,11 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
             node = end_node[e + 1] if all_ends else best_node
             length = e - start + 1
             match_number += 1
-            put_record(records, n_rec, 0, start, length, match_number, n_lab)
+            records[n_rec, 0] = 0  # as put_record(..., 0, start, length, match_number, n_lab)
+            records[n_rec, 1] = start
+            records[n_rec, 2] = length
+            records[n_rec, 3] = match_number
+            records[n_rec, 4] = n_lab
             n_rec += 1
             k = n_lab + length - 1
             while node >= 0:
