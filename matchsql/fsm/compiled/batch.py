@@ -25,6 +25,7 @@ import pyarrow as pa
 from matchsql.config import Config
 from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
+from matchsql.fsm.compiled import prefilter as P
 from matchsql.fsm.compiled.matcher import (
     CompiledPlan,
     kernel_params,
@@ -79,6 +80,13 @@ class WholePartitions:
         columns: dict = {name: batch.column(name) for name in batch.schema.names}
         columns[EDGES] = PartitionEdges(bounds)
         labels = label_input(plan, self.dfa, columns, n)
+        # ONE ROW PER MATCH here, and no statistics: failed attempts are not observable.
+        viable = P.viable_starts(plan, labels, 0) if self.dfa is None else P.NONE
+        if len(viable):
+            # Each partition's row 0 runs (``^``). Its last row's verdict, made with the
+            # next partition's first row, is never read: the kernel reads ``viable`` only
+            # where the next row is in the rows it was given.
+            viable[bounds[:-1]] = 1
         cols, valid = register_columns(plan, columns, n)
         caps = self.caps.copy()
         work = K.workspace(caps, len(plan.program), len(plan.variables))
@@ -101,7 +109,8 @@ class WholePartitions:
                         self.dfa, labels[a:b], self.skip_mask, params, work[-2], work[-1])
                 else:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
-                        plan.program, labels[a:b], self.code, self.consts, self.spans,
+                        plan.program, labels[a:b], viable[a:b] if len(viable) else viable,
+                        self.code, self.consts, self.spans,
                         part_cols, part_valid, self.set_mask, self.obs_last, self.obs_first,
                         self.skip_mask, params, *self.no_stats, *work)
                 if n_rec:

@@ -211,13 +211,17 @@ def workspace(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, .
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last, obs_first,
-                 skip_mask, params, stat_state, stat_kind, stat, th, lp, fp, seen, seen_pc,
-                 stack, arena, records, labels):
+def run_attempts(prog, rl, viable, code, fconst, spans, cols, valid, set_mask, obs_last,
+                 obs_first, skip_mask, params, stat_state, stat_kind, stat, th, lp, fp, seen,
+                 seen_pc, stack, arena, records, labels):
     """Decide match attempts from ``params[K_NEXT]`` until the rows run out.
 
     ``prog`` is ``int64[n, 6]`` (op, var, excluded, target, alt, slot); ``rl``
-    is ``uint8[rows, vars]``, the row-local part of each DEFINE; ``code`` /
+    is ``uint8[rows, vars]``, the row-local part of each DEFINE; ``viable``
+    (``uint8[rows]``, or empty: no prefilter) is 0 at a row where no match can
+    start, as the row-local parts of its row and the next one prove
+    (:func:`matchsql.fsm.compiled.prefilter.viable_starts`): an attempt there
+    is skipped, which is what it would end as; ``code`` /
     ``fconst`` / ``spans`` the register bytecode (``spans[v]`` = its range
     for variable ``v``, empty when none). Row indexes are relative to the
     buffer, whose first row is partition row ``params[K_BASE]``. The
@@ -255,6 +259,7 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
     with_unmatched = params[K_UNMATCHED] != 0
     n_vars = rl.shape[1]
     collect = stat_state.shape[0] > 0
+    prefilter = viable.shape[0] > 0
     n_states = stat.shape[1] - 1
     use_regs = False
     for v in range(n_vars):
@@ -301,6 +306,9 @@ def run_attempts(prog, rl, code, fconst, spans, cols, valid, set_mask, obs_last,
     while True:
         mode = 0  # 0: seed a new attempt, 1: consume row ``pos``, 2: end of partition, 3: decide
         if not is_open:
+            if prefilter:
+                while next_start + 1 < limit and viable[next_start] == 0:
+                    next_start += 1
             if next_start >= n_rows:
                 status = ST_DONE
                 break

@@ -30,6 +30,7 @@ from matchsql.config import Config
 from matchsql.errors import ExecutionError, LimitExceededError
 from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
+from matchsql.fsm.compiled import prefilter as P
 from matchsql.fsm.compiled.lowering import (
     RegisterCode,
     RegisterCompiler,
@@ -222,6 +223,8 @@ class CompiledMatcher:
             nv = len(plan.variables)
             dfa = self.dfa if not len(self.stat_state) else None  # statistics: the VM counts
             labels = label_input(plan, dfa, columns, n)
+            viable = P.NONE if dfa is not None or len(self.stat_state) or self.spec.rows_per_match \
+                is RowsPerMatch.ALL_WITH_UNMATCHED else P.viable_starts(plan, labels, self.base)
             cols, valid = register_columns(plan, columns, n)
             params = kernel_params(self.spec, self.config)
             params[K.K_ROWS] = n
@@ -237,7 +240,8 @@ class CompiledMatcher:
                         dfa, labels, self.skip_mask, params, self.work[-2], self.work[-1])
                 else:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
-                        plan.program, labels, self.code, self.consts, self.spans, cols, valid,
+                        plan.program, labels, viable, self.code, self.consts, self.spans, cols,
+                        valid,
                         self.set_mask, self.obs_last, self.obs_first, self.skip_mask, params,
                         self.stat_state, self.stat_kind, self.stat, *self.work)
                 self._records(self.work[-2][:n_rec], self.work[-1][:n_lab])
