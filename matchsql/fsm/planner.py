@@ -165,10 +165,15 @@ def explain(spec: MatchSpec, config: Config | None = None) -> str:
             path += f"\n{note}"
         if choice.name != "reference":
             from matchsql.fsm.compiled.dfa import for_matcher
+            from matchsql.fsm.compiled.prefilter import relaxed_dfa
 
             dfa, why = for_matcher(_plan(spec)[1], config)
             path += (f"\nautomaton: DFA ({dfa.states} states)" if dfa is not None
                      else f"\nautomaton: thread VM ({why})")
+            relaxed = relaxed_dfa(_plan(spec)[1]) if dfa is None else None
+            if relaxed is not None:
+                path += (f"\nprefilter: starts ruled out by the row-local conditions "
+                         f"(DFA of {relaxed.states} states)")
         threads, why = partition_threads(spec, config)
         path += f"\npartitions: {'sequential' if threads == 1 else f'{threads} threads'} ({why})"
         if spec.partition_by:

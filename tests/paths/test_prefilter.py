@@ -87,3 +87,11 @@ def test_v_shape_rules_out_most_starts(kind: str) -> None:
     expected = [1, 0, 1, 1, 0, 0, 0, 0, 0, 1] if kind == "batched" else \
         [0, 0, 1, 1, 0, 0, 0, 0, 0, 1]
     assert viable.tolist() == expected
+
+
+def test_explain_names_the_prefilter() -> None:
+    from matchsql.config import Config
+    from matchsql.fsm.planner import explain
+
+    spec = spec_of(query("A B+", "x < PREV(x)", "TRUE", "TRUE", "ONE ROW PER MATCH"))
+    assert "prefilter: starts ruled out by the row-local conditions" in explain(spec, Config())
