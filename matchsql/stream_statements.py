@@ -26,6 +26,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import Error, SemanticError, StreamError
+from matchsql.executor import BatchSource
 from matchsql.storage.catalog import Catalog, StreamDef
 
 
@@ -192,19 +193,10 @@ class StreamStatements:
     def direct_result(self, tree, nodes: list, statement: str):
         """A Result that bypasses DuckDB for ``SELECT * FROM stream MATCH_RECOGNIZE (...)``."""
         from matchsql.connection import Result
+        from matchsql.executor import direct_select
 
-        if len(nodes) != 1 or not isinstance(tree, exp.Select):
-            return None
-        node = nodes[0]
-        from_ = tree.args.get("from_") or tree.args.get("from")
-        plain = (
-            from_ is not None and from_.this is node
-            and len(tree.expressions) == 1 and isinstance(tree.expressions[0], exp.Star)
-            and not any(tree.args.get(k) for k in (
-                "joins", "where", "group", "having", "order", "limit", "offset", "qualify",
-                "distinct", "with_", "with", "windows"))
-        )
-        if not plain:
+        node = direct_select(tree, nodes)
+        if node is None:
             return None
         definition = self.stream_of(node)
         if definition is None:
@@ -216,21 +208,17 @@ class StreamStatements:
         return result
 
 
-class _MatchReader:
-    """The part of a RecordBatchReader that Result uses, over a generator it can close."""
+class _MatchReader(BatchSource):
+    """A :class:`~matchsql.executor.BatchSource` that also carries the input metrics."""
 
     def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch],
                  stats: dict | None = None) -> None:
-        self.schema = schema
-        self._batches = batches
+        super().__init__(schema, batches)
         self.stats = stats
-
-    def __iter__(self) -> Iterator[pa.RecordBatch]:
-        return self._batches
 
     def close(self) -> None:
         try:
-            self._batches.close()
+            super().close()
         except ValueError:  # still running in another thread; it ends with its statement
             pass
 
