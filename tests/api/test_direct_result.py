@@ -18,7 +18,7 @@ QUERIES = [
          PATTERN (A B+ C+) DEFINE B AS price < PREV(price), C AS price > PREV(price))""",
     """SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts
          MEASURES RUNNING COUNT(*) AS k ALL ROWS PER MATCH
-         PATTERN (A B+) DEFINE B AS price < A.price)""",
+         PATTERN (A B{1,3}) DEFINE B AS price < A.price)""",
     """SELECT * FROM (SELECT symbol, ts, CAST(price AS DECIMAL(10, 2)) AS d FROM trade)
          MATCH_RECOGNIZE (ORDER BY ts MEASURES LAST(d) AS last_d, symbol AS s
          ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN (A B) DEFINE B AS d > A.d)""",

@@ -19,7 +19,7 @@ import matchsql
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
 from matchsql.fsm.compiled.rowlocal import PartitionEdges
-from matchsql.fsm.planner import explain, new_partition_matcher, whole_partitions
+from matchsql.fsm.planner import _plan, explain, new_partition_matcher, whole_partitions
 from matchsql.grammar import analyze, parse
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.router.parallel import ParallelPartitionRouter
@@ -36,7 +36,7 @@ CONDITIONS = [
 MEASURES = ("MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, FIRST(x) AS fx, "
             "LAST(y) AS ly, A.id AS aid, COUNT(U.*) AS nu")
 SKIPS = ["PAST LAST ROW", "TO NEXT ROW", "TO FIRST A", "TO LAST B"]
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=80, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
@@ -47,9 +47,17 @@ def spec_of(sql: str):
     return analyze(node, SCHEMA, sql=sql, con=duckdb.connect())
 
 
-def query(pattern: str, a: str, b: str, skip: str) -> str:
-    return (f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES {MEASURES} "
-            f"ONE ROW PER MATCH AFTER MATCH SKIP {skip} PATTERN ({pattern}) "
+RUNNING_MEASURES = ("MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, FIRST(x) AS fx, "
+                    "LAST(y) AS ly, A.id AS aid, COUNT(U.*) AS nu, FINAL LAST(x) AS flx, "
+                    "FIRST(U.y) AS fuy, LAST(x, 1) AS lx1, FIRST(id, 1) AS fid1")
+ROWS = ["ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH OMIT EMPTY MATCHES",
+        "ALL ROWS PER MATCH WITH UNMATCHED ROWS"]
+
+
+def query(pattern: str, a: str, b: str, skip: str, rows: str = "ONE ROW PER MATCH") -> str:
+    measures = MEASURES if rows == "ONE ROW PER MATCH" else RUNNING_MEASURES
+    return (f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES {measures} "
+            f"{rows} AFTER MATCH SKIP {skip} PATTERN ({pattern}) "
             f"SUBSET U = (A, B) DEFINE A AS {a}, B AS {b})")
 
 
@@ -97,10 +105,10 @@ def run(spec, rows: pa.Table, cuts: list[int], path: str, batched: bool, threads
 @SETTINGS
 @given(pattern=patterns, a=st.sampled_from(CONDITIONS), b=st.sampled_from(CONDITIONS),
        skip=st.sampled_from(SKIPS), sizes=st.lists(st.integers(1, 9), min_size=1, max_size=8),
-       seed=st.integers(0, 2**16), data=st.data())
-def test_batched_equals_reference(pattern, a, b, skip, sizes, seed, data) -> None:
+       seed=st.integers(0, 2**16), output=st.sampled_from(ROWS), data=st.data())
+def test_batched_equals_reference(pattern, a, b, skip, sizes, seed, output, data) -> None:
     try:
-        spec = spec_of(query(pattern.to_sql(), a, b, skip))
+        spec = spec_of(query(pattern.to_sql(), a, b, skip, output))
     except matchsql.Error:
         assume(False)
         return
@@ -113,7 +121,7 @@ def test_batched_equals_reference(pattern, a, b, skip, sizes, seed, data) -> Non
         whole, why = whole_partitions(spec, config)
         if why == "no applicable path":
             continue
-        assert whole is not None, why
+        assert (whole is None) == (output == ROWS[-1]), why  # unmatched rows: per partition
         assert run(spec, rows, cuts, path, batched=True) == expected, (path, cuts)
         assert run(spec, rows, cuts, path, batched=True, threads=2) == expected, (path, cuts)
 
@@ -172,7 +180,34 @@ def test_measure_reading_prev_is_not_batched() -> None:
     "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n PATTERN (A+) "
     "DEFINE A AS x > 0)",
     "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id ALL ROWS PER MATCH "
-    "PATTERN (A+) DEFINE A AS x > 0)",
+    "WITH UNMATCHED ROWS PATTERN (A+) DEFINE A AS x > 0)",
 ])
-def test_not_batched_without_partitions_or_with_all_rows(sql: str) -> None:
+def test_not_batched_without_partitions_or_with_unmatched_rows(sql: str) -> None:
     assert whole_partitions(spec_of(sql), Config())[0] is None
+
+
+@SETTINGS
+@given(pattern=patterns, a=st.sampled_from(CONDITIONS), b=st.sampled_from(CONDITIONS),
+       skip=st.sampled_from(SKIPS), output=st.sampled_from(ROWS[:3]),
+       sizes=st.lists(st.integers(1, 9), min_size=1, max_size=4), seed=st.integers(0, 2**16),
+       data=st.data())
+def test_column_wise_running_measures_equal_reference(pattern, a, b, skip, output, sizes, seed,
+                                                      data) -> None:
+    """Per-partition matchers (not batched), with PREV/NEXT measures too."""
+    sql = query(pattern.to_sql(), a, b, skip, output).replace(
+        "FIRST(id, 1) AS fid1", "FIRST(id, 1) AS fid1, PREV(x) AS px, NEXT(A.y, 2) AS nay")
+    try:
+        spec = spec_of(sql)
+    except matchsql.Error:
+        assume(False)
+        return
+    rows = table(sizes, seed)
+    cuts = data.draw(st.lists(st.integers(0, rows.num_rows), max_size=3))
+    expected = run(spec, rows, [], "reference", batched=False)
+    for path in ("row_local", "registers"):
+        config = Config()
+        config.execution_path = path
+        if whole_partitions(spec, config)[1] == "no applicable path":
+            continue
+        assert _plan(spec)[1].measures is not None  # column-wise, not the reference builder
+        assert run(spec, rows, cuts, path, batched=False) == expected, (path, cuts)

@@ -33,8 +33,9 @@ from matchsql.fsm.compiled.matcher import (
     raise_status,
     register_columns,
 )
-from matchsql.fsm.compiled.measures import Matches, Rows
+from matchsql.fsm.compiled.measures import Matches, Rows, output_batch
 from matchsql.fsm.compiled.rowlocal import EDGES, PartitionEdges
+from matchsql.fsm.spec import RowsPerMatch
 from matchsql.grammar.nodes import Navigation
 
 
@@ -42,6 +43,8 @@ def unsupported(plan: CompiledPlan) -> str | None:
     """Why ``plan``'s partitions cannot be matched as a batch, or None when they can."""
     if plan.measures is None:
         return "output is built per row or per match"
+    if plan.spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED:
+        return "unmatched rows are output"
     for measure in plan.spec.measures:
         if any(n.physical for n in measure.expr.find_all(Navigation)):
             return "a measure reads PREV/NEXT rows, which may lie in another partition"
@@ -136,14 +139,9 @@ class WholePartitions:
         records = np.concatenate([r for r, _ in pieces])
         shift = np.cumsum([0] + [len(lab) for _, lab in pieces[:-1]])
         offsets = np.concatenate([r[:, 4] + s for (r, _), s in zip(pieces, shift)])
+        codes = np.concatenate([lab for _, lab in pieces]).astype(np.int64)
         matches = Matches(starts=records[:, 1].copy(), lengths=records[:, 2].copy(),
-                          numbers=records[:, 3].copy(),
-                          labels=np.concatenate([lab for _, lab in pieces]).astype(np.int64) // 2,
-                          offsets=offsets)
-        table = pa.Table.from_batches([batch])
-        rows = Rows(table, 0, batch.num_rows, True)
-        idx = pa.array(matches.starts, pa.int64())
-        arrays = [batch.column(c).take(idx) for c in self.spec.partition_by]
-        arrays += [fn(matches, rows) for fn in self.plan.measures]
-        arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
-        return pa.RecordBatch.from_arrays(arrays, schema=self.out_schema)
+                          numbers=records[:, 3].copy(), labels=codes // 2, offsets=offsets,
+                          excluded=(codes & 1).astype(bool))
+        rows = Rows(pa.Table.from_batches([batch]), 0, batch.num_rows, True)
+        return output_batch(self.spec, self.plan.measures, matches, rows)

@@ -38,7 +38,13 @@ from matchsql.fsm.compiled.lowering import (
     conjuncts,
     program_array,
 )
-from matchsql.fsm.compiled.measures import Matches, MeasureCompiler, Rows
+from matchsql.fsm.compiled.measures import (
+    Matches,
+    MeasureCompiler,
+    Rows,
+    RunningMeasureCompiler,
+    output_batch,
+)
 from matchsql.fsm.compiled.rowlocal import RowLocalCompiler, Term, evaluate
 from matchsql.fsm.output import MatchRecord, OutputBuilder, UnmatchedRow
 from matchsql.fsm.reference import CompiledQuery
@@ -100,8 +106,15 @@ class CompiledPlan:
                 notes.append("measures: column-wise (Arrow gathers and segment reductions)")
             except Unsupported as exc:
                 notes.append(f"measures: reference evaluator per match ({exc})")
+        elif spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED:
+            notes.append("output: reference evaluator per row (WITH UNMATCHED ROWS)")
         else:
-            notes.append("output: reference evaluator per row (ALL ROWS PER MATCH)")
+            try:
+                measures = RunningMeasureCompiler(spec, variables).compile_all()
+                notes.append("output: column-wise rows (running measures as cumulative "
+                             "operations over the labels)")
+            except Unsupported as exc:
+                notes.append(f"output: reference evaluator per row ({exc})")
         return cls(spec, query, path, variables, program_array(query.program), row_terms,
                    regs.out, measures, notes)
 
@@ -270,10 +283,10 @@ class CompiledMatcher:
             lengths = records[:, 2].copy()
             total = int(lengths.sum())
             first = int(offsets[0]) if len(offsets) else 0
+            codes = labels[first:first + total].astype(np.int64)
             self.pending.append(Matches(
                 starts=records[:, 1] + self.base, lengths=lengths, numbers=records[:, 3].copy(),
-                labels=labels[first:first + total].astype(np.int64) // 2,
-                offsets=offsets - first))
+                labels=codes // 2, offsets=offsets - first, excluded=(codes & 1).astype(bool)))
             return
         names = self.plan.variables
         for kind, start, length, number, offset in records.tolist():
@@ -303,7 +316,7 @@ class CompiledMatcher:
                 if ready == 0:
                     break
                 if ready < len(ends):
-                    head, tail = _split(item, ready)
+                    head, tail = item.cut(ready)
                     self._emit_columns(head)
                     self.pending[0] = tail
                     break
@@ -321,11 +334,7 @@ class CompiledMatcher:
 
     def _emit_columns(self, m: Matches) -> None:
         rows = Rows(self.table, self.base, self.count, self.complete)
-        idx = pa.array(m.starts - self.base, pa.int64())
-        arrays = [self.table.column(c).take(idx) for c in self.spec.partition_by]
-        arrays += [fn(m, rows) for fn in self.plan.measures]
-        arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
-        self.output.append(pa.RecordBatch.from_arrays(arrays, schema=self.out_schema))
+        self.output.append(output_batch(self.spec, self.plan.measures, m, rows))
 
     def _take(self) -> list[pa.RecordBatch]:
         out, self.output = self.output, []
@@ -412,14 +421,6 @@ def raise_status(spec: MatchSpec, config: Config, status: int, start: int) -> No
         f"AFTER MATCH SKIP TO {where} {spec.skip_variable} failed: it would skip "
         f"to the first row of the match (partition row {start + 1}), which would "
         "find the same match again")
-
-
-def _split(m: Matches, k: int) -> tuple[Matches, Matches]:
-    cut = int(m.offsets[k]) if k < len(m.offsets) else len(m.labels)
-    head = Matches(m.starts[:k], m.lengths[:k], m.numbers[:k], m.labels[:cut], m.offsets[:k])
-    tail = Matches(m.starts[k:], m.lengths[k:], m.numbers[k:], m.labels[cut:],
-                   m.offsets[k:] - cut)
-    return head, tail
 
 
 class _BufferRows:

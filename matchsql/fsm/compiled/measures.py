@@ -36,6 +36,44 @@ class Matches:
     numbers: np.ndarray  # int64: MATCH_NUMBER
     labels: np.ndarray  # int64: variable id of every matched row, matches concatenated
     offsets: np.ndarray  # int64: where each match's labels start in ``labels``
+    excluded: np.ndarray | None = None  # bool per label: an excluded row ({- -}), not output
+
+    def cut(self, k: int) -> tuple[Matches, Matches]:
+        """The first ``k`` matches and the rest."""
+        at = int(self.offsets[k]) if k < len(self.offsets) else len(self.labels)
+        ex = self.excluded
+
+        def part(sl: slice, labels: slice, shift: int) -> Matches:
+            return Matches(self.starts[sl], self.lengths[sl], self.numbers[sl],
+                           self.labels[labels], self.offsets[sl] - shift,
+                           None if ex is None else ex[labels])
+        return part(slice(None, k), slice(None, at), 0), part(slice(k, None), slice(at, None), at)
+
+
+@dataclass
+class Expansion:
+    """The output rows of ALL ROWS PER MATCH for a chunk of matches, in output order."""
+
+    match: np.ndarray  # int64: index of the row's match in the chunk
+    pos: np.ndarray  # int64: its position in the match (0-based), -1 for an empty match
+    row: np.ndarray  # int64: absolute row whose input columns it shows
+
+    @classmethod
+    def of(cls, m: Matches, show_empty: bool) -> Expansion:
+        """Every non-excluded row of every match; an empty match gives one row at its
+        start (when shown), as the reference's output builder does."""
+        total = len(m.labels)
+        match = np.repeat(np.arange(len(m.starts), dtype=np.int64), m.lengths)
+        pos = np.arange(total, dtype=np.int64) - np.repeat(m.offsets, m.lengths)
+        keep = np.ones(total, bool) if m.excluded is None else ~m.excluded
+        match, pos = match[keep], pos[keep]
+        if show_empty and (m.lengths == 0).any():
+            empty = np.flatnonzero(m.lengths == 0).astype(np.int64)
+            match = np.concatenate([match, empty])
+            pos = np.concatenate([pos, np.full(len(empty), -1, np.int64)])
+            order = np.argsort(match, kind="stable")
+            match, pos = match[order], pos[order]
+        return cls(match, pos, m.starts[match] + np.maximum(pos, 0))
 
 
 @dataclass
@@ -174,6 +212,149 @@ class MeasureCompiler:
         return locate, column
 
 
+RunningMeasure = Callable[[Matches, Expansion, Rows], pa.Array]
+
+
+def output_batch(spec: MatchSpec, measures: list, m: Matches, rows: Rows) -> pa.RecordBatch:
+    """The output rows of the complete matches ``m``, in the spec's output shape:
+    ONE ROW PER MATCH (``measures`` from :class:`MeasureCompiler`) or ALL ROWS PER
+    MATCH (from :class:`RunningMeasureCompiler`)."""
+    from matchsql.fsm.spec import RowsPerMatch
+
+    def take(name: str, at: np.ndarray) -> pa.Array:
+        values = rows.table.column(name).take(pa.array(at - rows.base, pa.int64()))
+        return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+    if not spec.rows_per_match.all_rows:
+        arrays = [take(c, m.starts) for c in spec.partition_by]
+        arrays += [fn(m, rows) for fn in measures]
+    else:
+        e = Expansion.of(m, spec.rows_per_match is not RowsPerMatch.ALL_OMIT_EMPTY)
+        used = set(spec.partition_by) | set(spec.order_by)
+        arrays = [take(c, e.row) for c in [*spec.partition_by, *spec.order_by]]
+        arrays += [fn(m, e, rows) for fn in measures]
+        arrays += [take(f.name, e.row) for f in spec.columns if f.name not in used]
+    arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
+    return pa.RecordBatch.from_arrays(arrays, schema=spec.output_schema())
+
+
+class RunningMeasureCompiler(MeasureCompiler):
+    """ALL ROWS PER MATCH measures: each output row sees its match up to that row
+    (RUNNING, the default) or the whole match (FINAL), computed with cumulative
+    and forward-fill operations over the chunk's label array."""
+
+    def compile_all(self) -> list[RunningMeasure]:
+        out = []
+        for m in self.spec.measures:
+            fn, natural = self.running(m.expr)
+            if natural != m.type:
+                raise Unsupported(f"measure {m.name}: computed as {natural}, declared {m.type}")
+            out.append(fn)
+        return out
+
+    def running(self, node: exp.Expression) -> tuple[RunningMeasure, pa.DataType]:
+        from matchsql.grammar.nodes import PatternSemantics
+
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, PatternSemantics) and node.final:
+            whole, natural = self.measure(node.this)
+            return (lambda m, e, rows: whole(m, rows).take(pa.array(e.match))), natural
+        if isinstance(node, PatternSemantics):
+            node = node.this
+        if any(isinstance(n, PatternSemantics) for n in node.find_all(PatternSemantics)):
+            raise Unsupported(f"measure {describe(node)}: nested RUNNING/FINAL")
+        if isinstance(node, MatchNumber):
+            return (lambda m, e, rows: pa.array(m.numbers[e.match], pa.int64())), pa.int64()
+        if isinstance(node, Classifier) and node.variable is None:
+            names = np.array(self.variables + [None], dtype=object)
+
+            def classifier(m: Matches, e: Expansion, rows: Rows) -> pa.Array:
+                at = np.where(e.pos >= 0, m.offsets[e.match] + e.pos, -1)
+                codes = m.labels[np.maximum(at, 0)] if len(m.labels) else np.zeros(len(at), int)
+                return pa.array(names[np.where(at >= 0, codes, -1)], pa.string())
+            return classifier, pa.string()
+        if isinstance(node, exp.Count) and not node.args.get("distinct"):
+            arg = node.this
+            if isinstance(arg, exp.Star):
+                return (lambda m, e, rows: pa.array(e.pos + 1, pa.int64())), pa.int64()
+            if isinstance(arg, exp.Column) and isinstance(arg.this, exp.Star):
+                ids = self.ids(var_set(self.spec, arg.table or None))
+
+                def count(m: Matches, e: Expansion, rows: Rows) -> pa.Array:
+                    at = np.where(e.pos >= 0, m.offsets[e.match] + e.pos, -1)
+                    hits = np.cumsum(np.isin(m.labels, ids), dtype=np.int64)
+                    before = np.where(m.offsets > 0, hits[np.maximum(m.offsets - 1, 0)]
+                                      if len(hits) else 0, 0)
+                    upto = hits[np.maximum(at, 0)] if len(hits) else np.zeros(len(at), np.int64)
+                    return pa.array(np.where(at >= 0, upto - before[e.match], 0), pa.int64())
+                return count, pa.int64()
+            raise Unsupported("COUNT over an expression")
+        locate, column = self.running_locator(node)
+
+        def gather(m: Matches, e: Expansion, rows: Rows) -> pa.Array:
+            at = locate(m, e, rows)
+            missing = at < 0
+            idx = pa.array(np.where(missing, 0, at - rows.base), pa.int64(), mask=missing)
+            values = rows.table.column(column).take(idx)
+            return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        return gather, self.types[column]
+
+    def running_locator(self, node: exp.Expression):
+        """The row a value measure reads at each output row, and its column."""
+        delta = 0
+        if isinstance(node, Navigation) and node.physical:
+            delta = -node.offset if node.kind == "PREV" else node.offset
+            node = node.this
+        if isinstance(node, Navigation) and not node.physical:
+            target, last, k = node.this, node.kind == "LAST", node.offset
+        else:
+            target, last, k = node, True, 0
+        if not isinstance(target, exp.Column) or isinstance(target.this, exp.Star):
+            raise Unsupported(f"measure {describe(node)}")
+        column = column_name(self.spec, target)
+        ids = self.ids(var_set(self.spec, target.table or None))
+        if ids is not None and k:
+            raise Unsupported(f"{describe(node)}: offset navigation over a variable")
+
+        def locate(m: Matches, e: Expansion, rows: Rows) -> np.ndarray:
+            start = m.starts[e.match]
+            if ids is None:
+                if last:
+                    at = np.where(e.pos - k >= 0, start + e.pos - k, -1)
+                else:
+                    at = np.where((e.pos >= k) & (e.pos >= 0), start + k, -1)
+            else:
+                label = np.where(e.pos >= 0, m.offsets[e.match] + e.pos, -1)
+                seen = _running_pick(m, np.isin(m.labels, ids), last)
+                pick = seen[np.maximum(label, 0)] if len(seen) else np.full(len(label), -1)
+                pick = np.where(label >= 0, pick, -1)
+                if not last:  # the first such row, once the output row has reached it
+                    pick = np.where(pick <= label, pick, -1)
+                at = np.where(pick >= 0, start + (pick - m.offsets[e.match]), -1)
+            if delta:
+                moved = at + delta
+                bad = (at < 0) | (moved < 0) | (rows.complete & (moved >= rows.count))
+                at = np.where(bad, -1, moved)
+            return at
+        return locate, column
+
+
+def _running_pick(m: Matches, mask: np.ndarray, last: bool) -> np.ndarray:
+    """Per label index: the last masked label at or before it in its match (``last``)
+    or the first masked label of its match; -1 where there is none."""
+    n = len(m.labels)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    pos = np.arange(n, dtype=np.int64)
+    segment_start = np.repeat(m.offsets, m.lengths)
+    if last:
+        filled = np.maximum.accumulate(np.where(mask, pos, -1))
+        return np.where(filled >= segment_start, filled, -1)
+    first = _segment_pick(m, mask, last=False)
+    return np.repeat(first, m.lengths)
+
+
 def strip_final(node: exp.Expression) -> exp.Expression:
     """RUNNING/FINAL mean the same in ONE ROW PER MATCH."""
     from matchsql.grammar.nodes import PatternSemantics
@@ -183,4 +364,4 @@ def strip_final(node: exp.Expression) -> exp.Expression:
     return node
 
 
-__all__ = ["Matches", "MeasureCompiler", "Rows", "strip"]
+__all__ = ["Expansion", "Matches", "MeasureCompiler", "Rows", "RunningMeasureCompiler", "strip"]
