@@ -9,9 +9,10 @@ partitions of a query. :class:`CompiledMatcher` is one partition's run:
   evaluates the row-local DEFINE terms column-wise over it, and runs the
   kernel, which decides every attempt it can;
 * decided matches come back as arrays (start, length, number, labels) and
-  become output either column-wise (:mod:`.measures`) or, for ALL ROWS PER
-  MATCH and measures outside that set, through the reference
-  :class:`~matchsql.fsm.output.OutputBuilder` over the buffered rows;
+  become output either column-wise (:mod:`.measures`, ONE ROW and ALL ROWS
+  PER MATCH) or, for unmatched rows and measures outside that set, through
+  the reference :class:`~matchsql.fsm.output.OutputBuilder` over the
+  buffered rows;
 * rows before the oldest row still needed are dropped, so memory follows the
   live window, as in the reference's InputHolder.
 """

@@ -1,4 +1,4 @@
-"""ONE ROW PER MATCH measures computed column-wise from match boundaries and labels.
+"""Measures and output rows computed column-wise from match boundaries and labels.
 
 The kernel hands back, per match, its first row, its length and the
 variable of each matched row. In ONE ROW PER MATCH every measure has FINAL
@@ -11,6 +11,14 @@ come from the buffered Arrow columns with one ``take`` per measure, so no
 Python object is created per row or per match. Measures outside this set
 raise :class:`Unsupported` at planning time and the matcher builds its
 output with the reference evaluator instead.
+
+ALL ROWS PER MATCH (:class:`RunningMeasureCompiler`) outputs every
+non-excluded row of a match, and a measure there sees the match up to that
+row: ``COUNT`` becomes a cumulative count, ``A.x``/``LAST(A.x)`` a forward
+fill of the last ``A`` row within the match, ``FIRST(A.x)`` the match's first
+``A`` row once the output row has reached it; FINAL measures are the ONE ROW
+values repeated. Before this, the reference evaluator recomputed each running
+measure from the match start for every row: quadratic in the match length.
 """
 
 from __future__ import annotations
