@@ -59,7 +59,6 @@ class WholePartitions:
         self.spec = plan.spec
         self.config = config
         self.dfa = D.for_matcher(plan, config)[0]
-        self.out_schema = self.spec.output_schema()
         nv = len(plan.variables)
         self.skip_mask = np.zeros(max(nv, 1), np.uint8)
         for v in plan.query.skip_vars or ():
@@ -83,7 +82,8 @@ class WholePartitions:
         columns: dict = {name: batch.column(name) for name in batch.schema.names}
         columns[EDGES] = PartitionEdges(bounds)
         labels = label_input(plan, self.dfa, columns, n)
-        # ONE ROW PER MATCH here, and no statistics: failed attempts are not observable.
+        # No unmatched rows here (unsupported()) and no statistics: a skipped attempt
+        # is not observable.
         viable = P.viable_starts(plan, labels, 0) if self.dfa is None else P.NONE
         if len(viable):
             # Each partition's row 0 runs (``^``). Its last row's verdict, made with the

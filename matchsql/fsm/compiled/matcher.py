@@ -144,7 +144,6 @@ class CompiledMatcher:
         self.ahead = q.define_ahead
         self.measure_ahead = q.measure_ahead
         self.lookback = q.lookback
-        self.out_schema = self.spec.output_schema()
         self.builder: OutputBuilder | None = None
         if plan.measures is None:
             self.builder = OutputBuilder(self.spec, [m.fn for m in q.measures])
@@ -255,9 +254,8 @@ class CompiledMatcher:
                 else:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
                         plan.program, labels, viable, self.code, self.consts, self.spans, cols,
-                        valid,
-                        self.set_mask, self.obs_last, self.obs_first, self.skip_mask, params,
-                        self.stat_state, self.stat_kind, self.stat, *self.work)
+                        valid, self.set_mask, self.obs_last, self.obs_first, self.skip_mask,
+                        params, self.stat_state, self.stat_kind, self.stat, *self.work)
                 self._records(self.work[-2][:n_rec], self.work[-1][:n_lab])
                 self.next_start = int(nxt) + self.base
                 self.match_number = int(mn)
