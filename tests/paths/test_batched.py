@@ -102,19 +102,26 @@ def run(spec, rows: pa.Table, cuts: list[int], path: str, batched: bool, threads
     return "rows", [tuple(r.values()) for b in out for r in b.to_pylist()]
 
 
+def prepare(sql: str, sizes: list[int], seed: int, data: st.DataObject):
+    """``(spec, rows, batch cuts, the reference's result)``; rejects a query that does
+    not analyse."""
+    try:
+        spec = spec_of(sql)
+    except matchsql.Error:
+        assume(False)
+        raise
+    rows = table(sizes, seed)
+    cuts = data.draw(st.lists(st.integers(0, rows.num_rows), max_size=3))
+    return spec, rows, cuts, run(spec, rows, [], "reference", batched=False)
+
+
 @SETTINGS
 @given(pattern=patterns, a=st.sampled_from(CONDITIONS), b=st.sampled_from(CONDITIONS),
        skip=st.sampled_from(SKIPS), sizes=st.lists(st.integers(1, 9), min_size=1, max_size=8),
        seed=st.integers(0, 2**16), output=st.sampled_from(ROWS), data=st.data())
 def test_batched_equals_reference(pattern, a, b, skip, sizes, seed, output, data) -> None:
-    try:
-        spec = spec_of(query(pattern.to_sql(), a, b, skip, output))
-    except matchsql.Error:
-        assume(False)
-        return
-    rows = table(sizes, seed)
-    cuts = data.draw(st.lists(st.integers(0, rows.num_rows), max_size=3))
-    expected = run(spec, rows, [], "reference", batched=False)
+    spec, rows, cuts, expected = prepare(query(pattern.to_sql(), a, b, skip, output), sizes,
+                                         seed, data)
     for path in ("row_local", "registers"):
         config = Config()
         config.execution_path = path
@@ -196,14 +203,7 @@ def test_column_wise_running_measures_equal_reference(pattern, a, b, skip, outpu
     """Per-partition matchers (not batched), with PREV/NEXT measures too."""
     sql = query(pattern.to_sql(), a, b, skip, output).replace(
         "FIRST(id, 1) AS fid1", "FIRST(id, 1) AS fid1, PREV(x) AS px, NEXT(A.y, 2) AS nay")
-    try:
-        spec = spec_of(sql)
-    except matchsql.Error:
-        assume(False)
-        return
-    rows = table(sizes, seed)
-    cuts = data.draw(st.lists(st.integers(0, rows.num_rows), max_size=3))
-    expected = run(spec, rows, [], "reference", batched=False)
+    spec, rows, cuts, expected = prepare(sql, sizes, seed, data)
     for path in ("row_local", "registers"):
         config = Config()
         config.execution_path = path

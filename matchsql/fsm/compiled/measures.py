@@ -125,14 +125,17 @@ class MeasureCompiler:
         self.variables = variables
         self.types = {f.name: f.type for f in spec.columns}
 
-    def compile_all(self) -> list[Measure]:
+    def compile_all(self) -> list:
         out = []
         for m in self.spec.measures:
-            fn, natural = self.measure(m.expr)
+            fn, natural = self.compile_one(m.expr)
             if natural != m.type:
                 raise Unsupported(f"measure {m.name}: computed as {natural}, declared {m.type}")
             out.append(fn)
         return out
+
+    def compile_one(self, node: exp.Expression) -> tuple[Measure, pa.DataType]:
+        return self.measure(node)
 
     def ids(self, members: frozenset[str] | None) -> np.ndarray | None:
         if members is None:
@@ -181,22 +184,27 @@ class MeasureCompiler:
                 else rows.table.column(column).take(idx)
         return gather, ctype
 
-    def locator(self, node: exp.Expression) -> tuple[Locate, str]:
-        """The row a value measure reads, and the column it reads there."""
+    def target(self, node: exp.Expression) -> tuple[int, str, np.ndarray | None, bool, int]:
+        """What a value measure reads: ``(PREV/NEXT shift, column, variable ids or None
+        for all rows, LAST (else FIRST), logical offset)``."""
         delta = 0
         if isinstance(node, Navigation) and node.physical:
             delta = -node.offset if node.kind == "PREV" else node.offset
             node = strip_final(node.this)
         if isinstance(node, Navigation) and not node.physical:
-            target = strip_final(node.this)
-            last = node.kind == "LAST"
-            k = node.offset
+            target, last, k = strip_final(node.this), node.kind == "LAST", node.offset
         else:
             target, last, k = node, True, 0
         if not isinstance(target, exp.Column) or isinstance(target.this, exp.Star):
             raise Unsupported(f"measure {describe(node)}")
-        column = column_name(self.spec, target)
         ids = self.ids(var_set(self.spec, target.table or None))
+        if ids is not None and k:
+            raise Unsupported(f"{describe(node)}: offset navigation over a variable")
+        return delta, column_name(self.spec, target), ids, last, k
+
+    def locator(self, node: exp.Expression) -> tuple[Locate, str]:
+        """The row a value measure reads, and the column it reads there."""
+        delta, column, ids, last, k = self.target(node)
 
         def locate(m: Matches, rows: Rows) -> np.ndarray:
             if ids is None:
@@ -205,19 +213,19 @@ class MeasureCompiler:
                 else:
                     at = np.where(m.lengths > k, m.starts + k, -1)
             else:
-                if k:
-                    raise Unsupported("offset navigation over a variable")
-                mask = np.isin(m.labels, ids)
-                pick = _segment_pick(m, mask, last)
+                pick = _segment_pick(m, np.isin(m.labels, ids), last)
                 at = np.where(pick >= 0, m.starts + (pick - m.offsets), -1)
-            if delta:
-                moved = at + delta
-                bad = (at < 0) | (moved < 0) | (rows.complete & (moved >= rows.count))
-                at = np.where(bad, -1, moved)
-            return at
-        if ids is not None and k:
-            raise Unsupported(f"{describe(node)}: offset navigation over a variable")
+            return _moved(at, delta, rows)
         return locate, column
+
+
+def _moved(at: np.ndarray, delta: int, rows: Rows) -> np.ndarray:
+    """Rows ``at`` moved by PREV/NEXT ``delta``: -1 where none, or outside the partition."""
+    if not delta:
+        return at
+    moved = at + delta
+    bad = (at < 0) | (moved < 0) | (rows.complete & (moved >= rows.count))
+    return np.where(bad, -1, moved)
 
 
 RunningMeasure = Callable[[Matches, Expansion, Rows], pa.Array]
@@ -251,14 +259,8 @@ class RunningMeasureCompiler(MeasureCompiler):
     (RUNNING, the default) or the whole match (FINAL), computed with cumulative
     and forward-fill operations over the chunk's label array."""
 
-    def compile_all(self) -> list[RunningMeasure]:
-        out = []
-        for m in self.spec.measures:
-            fn, natural = self.running(m.expr)
-            if natural != m.type:
-                raise Unsupported(f"measure {m.name}: computed as {natural}, declared {m.type}")
-            out.append(fn)
-        return out
+    def compile_one(self, node: exp.Expression) -> tuple[RunningMeasure, pa.DataType]:
+        return self.running(node)
 
     def running(self, node: exp.Expression) -> tuple[RunningMeasure, pa.DataType]:
         from matchsql.grammar.nodes import PatternSemantics
@@ -310,20 +312,7 @@ class RunningMeasureCompiler(MeasureCompiler):
 
     def running_locator(self, node: exp.Expression):
         """The row a value measure reads at each output row, and its column."""
-        delta = 0
-        if isinstance(node, Navigation) and node.physical:
-            delta = -node.offset if node.kind == "PREV" else node.offset
-            node = node.this
-        if isinstance(node, Navigation) and not node.physical:
-            target, last, k = node.this, node.kind == "LAST", node.offset
-        else:
-            target, last, k = node, True, 0
-        if not isinstance(target, exp.Column) or isinstance(target.this, exp.Star):
-            raise Unsupported(f"measure {describe(node)}")
-        column = column_name(self.spec, target)
-        ids = self.ids(var_set(self.spec, target.table or None))
-        if ids is not None and k:
-            raise Unsupported(f"{describe(node)}: offset navigation over a variable")
+        delta, column, ids, last, k = self.target(node)
 
         def locate(m: Matches, e: Expansion, rows: Rows) -> np.ndarray:
             start = m.starts[e.match]
@@ -340,11 +329,7 @@ class RunningMeasureCompiler(MeasureCompiler):
                 if not last:  # the first such row, once the output row has reached it
                     pick = np.where(pick <= label, pick, -1)
                 at = np.where(pick >= 0, start + (pick - m.offsets[e.match]), -1)
-            if delta:
-                moved = at + delta
-                bad = (at < 0) | (moved < 0) | (rows.complete & (moved >= rows.count))
-                at = np.where(bad, -1, moved)
-            return at
+            return _moved(at, delta, rows)
         return locate, column
 
 
