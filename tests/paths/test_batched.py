@@ -24,7 +24,7 @@ from matchsql.grammar import analyze, parse
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.router.parallel import ParallelPartitionRouter
 from matchsql.router.partitions import SortedPartitionRouter
-from tests.property.strategies import patterns
+from tests.property.strategies import ROWS, patterns
 
 SCHEMA = pa.schema([("p", pa.int32()), ("id", pa.int32()), ("x", pa.int32()),
                     ("y", pa.int32())])
@@ -50,8 +50,6 @@ def spec_of(sql: str):
 RUNNING_MEASURES = ("MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, FIRST(x) AS fx, "
                     "LAST(y) AS ly, A.id AS aid, COUNT(U.*) AS nu, FINAL LAST(x) AS flx, "
                     "FIRST(U.y) AS fuy, LAST(x, 1) AS lx1, FIRST(id, 1) AS fid1")
-ROWS = ["ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH OMIT EMPTY MATCHES",
-        "ALL ROWS PER MATCH WITH UNMATCHED ROWS"]
 
 
 def query(pattern: str, a: str, b: str, skip: str, rows: str = "ONE ROW PER MATCH") -> str:

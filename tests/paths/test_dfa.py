@@ -28,7 +28,7 @@ from matchsql.fsm.planner import new_partition_matcher
 from matchsql.fsm.program import Op, compile_pattern
 from matchsql.grammar.pattern import Anchor, AnchorKind, Concatenation, Label, Quantified
 from tests.paths.test_random_paths import _check
-from tests.property.strategies import patterns, spec_of
+from tests.property.strategies import SKIPS, patterns, spec_of, values
 
 SETTINGS = settings(max_examples=300, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -169,8 +169,6 @@ ROW_LOCAL_CONDITIONS = [
 MEASURES = "MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, FIRST(x) AS fx, LAST(y) AS ly"
 ROWS = ["ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS",
         "ALL ROWS PER MATCH OMIT EMPTY MATCHES"]
-SKIPS = ["PAST LAST ROW", "TO NEXT ROW", "TO FIRST A", "TO LAST B", "TO U"]
-values = st.one_of(st.none(), st.integers(0, 3))
 partitions = st.lists(st.tuples(values, values), max_size=12).map(
     lambda rows: [{"id": i, "x": x, "y": y} for i, (x, y) in enumerate(rows)])
 

@@ -224,12 +224,17 @@ def test_sql_interrupt_stops_a_parallel_query():
             "FROM range(2000000) r(i)")
     sql = """SELECT count(*) FROM big MATCH_RECOGNIZE(PARTITION BY k ORDER BY ts
              MEASURES FIRST(p) AS f ALL ROWS PER MATCH PATTERN (A B+) DEFINE B AS p < PREV(p))"""
-    threading.Timer(0.5, con.interrupt).start()
+    _assert_interrupted(con, sql, after=0.5, within=20)
+    assert con.sql("SELECT 42").fetchall() == [(42,)]
+
+
+def _assert_interrupted(con: matchsql.Connection, sql: str, after: float, within: float) -> None:
+    """``con.interrupt()`` ``after`` seconds into ``sql`` ends it with an error in time."""
+    threading.Timer(after, con.interrupt).start()
     start = time.perf_counter()
     with pytest.raises(ExecutionError, match="interrupted"):
         con.sql(sql).fetchall()
-    assert time.perf_counter() - start < 20
-    assert con.sql("SELECT 42").fetchall() == [(42,)]
+    assert time.perf_counter() - start < within
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -239,11 +244,7 @@ def test_sql_interrupt_stops_the_input_sort(threads):
             "FROM range(30000000) r(i)")
     sql = """SELECT count(*) FROM big MATCH_RECOGNIZE(PARTITION BY k ORDER BY ts
              MEASURES FIRST(p) AS f ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS p < PREV(p))"""
-    threading.Timer(0.3, con.interrupt).start()
-    start = time.perf_counter()
-    with pytest.raises(ExecutionError, match="interrupted"):
-        con.sql(sql).fetchall()
-    assert time.perf_counter() - start < 5
+    _assert_interrupted(con, sql, after=0.3, within=5)
 
 
 def _spec(con: matchsql.Connection, sql: str):

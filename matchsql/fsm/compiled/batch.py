@@ -82,8 +82,6 @@ class WholePartitions:
         columns: dict = {name: batch.column(name) for name in batch.schema.names}
         columns[EDGES] = PartitionEdges(bounds)
         labels = label_input(plan, self.dfa, columns, n)
-        # No unmatched rows here (unsupported()) and no statistics: a skipped attempt
-        # is not observable.
         viable = P.viable_starts(plan, labels, 0) if self.dfa is None else P.NONE
         if len(viable):
             # Each partition's row 0 runs (``^``). Its last row's verdict, made with the

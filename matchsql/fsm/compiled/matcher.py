@@ -236,8 +236,9 @@ class CompiledMatcher:
             nv = len(plan.variables)
             dfa = self.dfa if not len(self.stat_state) else None  # statistics: the VM counts
             labels = label_input(plan, dfa, columns, n)
-            viable = P.NONE if dfa is not None or len(self.stat_state) or self.spec.rows_per_match \
-                is RowsPerMatch.ALL_WITH_UNMATCHED else P.viable_starts(plan, labels, self.base)
+            # Statistics count every attempt, so none may be skipped.
+            viable = P.NONE if dfa is not None or len(self.stat_state) \
+                else P.viable_starts(plan, labels, self.base)
             cols, valid = register_columns(plan, columns, n)
             params = kernel_params(self.spec, self.config)
             params[K.K_ROWS] = n

@@ -31,8 +31,8 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.fsm.compiled.lowering import Unsupported, column_name, describe, strip, var_set
-from matchsql.fsm.spec import MatchSpec
-from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation
+from matchsql.fsm.spec import MatchSpec, RowsPerMatch
+from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation, PatternSemantics
 
 
 @dataclass
@@ -235,7 +235,6 @@ def output_batch(spec: MatchSpec, measures: list, m: Matches, rows: Rows) -> pa.
     """The output rows of the complete matches ``m``, in the spec's output shape:
     ONE ROW PER MATCH (``measures`` from :class:`MeasureCompiler`) or ALL ROWS PER
     MATCH (from :class:`RunningMeasureCompiler`)."""
-    from matchsql.fsm.spec import RowsPerMatch
 
     def take(name: str, at: np.ndarray) -> pa.Array:
         values = rows.table.column(name).take(pa.array(at - rows.base, pa.int64()))
@@ -263,8 +262,6 @@ class RunningMeasureCompiler(MeasureCompiler):
         return self.running(node)
 
     def running(self, node: exp.Expression) -> tuple[RunningMeasure, pa.DataType]:
-        from matchsql.grammar.nodes import PatternSemantics
-
         while isinstance(node, exp.Paren):
             node = node.this
         if isinstance(node, PatternSemantics) and node.final:
@@ -350,8 +347,6 @@ def _running_pick(m: Matches, mask: np.ndarray, last: bool) -> np.ndarray:
 
 def strip_final(node: exp.Expression) -> exp.Expression:
     """RUNNING/FINAL mean the same in ONE ROW PER MATCH."""
-    from matchsql.grammar.nodes import PatternSemantics
-
     while isinstance(node, exp.Paren | PatternSemantics):
         node = node.this
     return node

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from matchsql.fsm.compiled import dfa as D
+from matchsql.fsm.spec import RowsPerMatch
 
 NONE = np.zeros(0, np.uint8)  # the kernel's "no prefilter"
 _UNSET = object()
@@ -27,10 +28,13 @@ _UNSET = object()
 
 def relaxed_dfa(plan) -> D.Dfa | None:
     """The DFA of ``plan``'s program over its row-local conditions, or None when it
-    cannot be built or rules nothing out (cached on the plan)."""
+    cannot be built, rules nothing out, or a skipped attempt would be observable
+    (WITH UNMATCHED ROWS) (cached on the plan)."""
     dfa = plan.__dict__.get("_relaxed_dfa", _UNSET)
     if dfa is _UNSET:
-        dfa = D.dfa_for(plan.program, [bool(t) for t in plan.row_terms])
+        dfa = None
+        if plan.spec.rows_per_match is not RowsPerMatch.ALL_WITH_UNMATCHED:
+            dfa = D.dfa_for(plan.program, [bool(t) for t in plan.row_terms])
         if dfa is not None and not dfa.dead2.any():
             dfa = None
         plan.__dict__["_relaxed_dfa"] = dfa

@@ -44,18 +44,21 @@ class PartitionEdges:
     """
 
     def __init__(self, bounds: np.ndarray) -> None:
-        lengths = np.diff(bounds)
-        rows = np.arange(int(bounds[-1]) - int(bounds[0]), dtype=np.int64)
-        self.position = rows - np.repeat(bounds[:-1] - bounds[0], lengths)  # rows before, same partition
-        self.remaining = np.repeat(bounds[1:] - bounds[0], lengths) - rows - 1  # rows after
+        self.bounds = bounds
         self._masks: dict[int, pa.Array] = {}
 
     def outside(self, delta: int) -> pa.Array:
         """True where the row ``delta`` away is in another partition."""
         mask = self._masks.get(delta)
         if mask is None:
-            mask = self._masks[delta] = pa.array(
-                self.position < -delta if delta < 0 else self.remaining < delta)
+            b = self.bounds - self.bounds[0]
+            lengths = np.diff(b)
+            rows = np.arange(int(b[-1]), dtype=np.int64)
+            if delta < 0:  # fewer than -delta rows before it in its partition
+                mask = rows - np.repeat(b[:-1], lengths) < -delta
+            else:  # fewer than delta rows after it
+                mask = np.repeat(b[1:], lengths) - rows - 1 < delta
+            mask = self._masks[delta] = pa.array(mask)
         return mask
 
 _NULL = pa.scalar(None, pa.bool_())
