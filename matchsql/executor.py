@@ -14,13 +14,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-import threading
 from collections.abc import Callable, Iterator
 
 import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
+from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import CatalogError, Error, ExecutionError, ParseError, SemanticError
 from matchsql.fsm.spec import MatchSpec
@@ -55,8 +55,9 @@ class Executor:
         # the previous statement's unfinished Result, as DuckDB's own API does.
         self._open_result = None
         self._streams = None
-        # One event per running parallel match stream: interrupt() sets them all.
-        self._cancels: set[threading.Event] = set()
+        # The running statement's cancellation: new for each statement (an old
+        # statement's leftover work keeps its own token), set by interrupt().
+        self._cancel = Cancellation()
         # Cursors running MATCH_RECOGNIZE inputs: interrupt() stops their sorts too.
         self._cursors: set[duckdb.DuckDBPyConnection] = set()
 
@@ -68,6 +69,11 @@ class Executor:
 
             self._streams = StreamStatements(self)
         return self._streams
+
+    @property
+    def cancellation(self) -> Cancellation:
+        """The running (or last) statement's cancellation token."""
+        return self._cancel
 
     # -- statements ---------------------------------------------------------------
 
@@ -90,6 +96,7 @@ class Executor:
         if self._open_result is not None:
             self._open_result.close()
             self._open_result = None
+        self._cancel = Cancellation()
         from matchsql import stats_statement  # SHOW STATS: the last continuous query's metrics
 
         if stats_statement.is_show_stats(statement):
@@ -280,7 +287,12 @@ class Executor:
         from matchsql.router.partitions import SortedPartitionRouter
 
         config = self.config
+        # This MATCH_RECOGNIZE's own token: its router cancels it when abandoned.
+        cancel = self._cancel.child()
         try:
+            # An interrupt that came while the statement was planned, before this
+            # cursor could be interrupted, stops it here instead of after DuckDB's sort.
+            cancel.check()
             reader = cursor.sql(input_sql).to_arrow_reader(config.batch_size)
             try:  # plans are built once per spec: here, not racing in the workers
                 choose_path(spec, config.execution_path)
@@ -288,23 +300,20 @@ class Executor:
                 pass  # a forced path that does not apply: the first partition says so
 
             def new_run(key: tuple):
-                return new_partition_matcher(spec, key, config)
+                return new_partition_matcher(spec, key, config, cancel)
+
+            def match_whole(batch: pa.RecordBatch, bounds) -> list[pa.RecordBatch]:
+                return whole.match(batch, bounds, cancel)
 
             threads, _ = partition_threads(spec, config)
             whole, _ = whole_partitions(spec, config)
             if threads > 1:
-                cancel = threading.Event()
-                self._cancels.add(cancel)
-                try:
-                    yield from ParallelPartitionRouter(
-                        spec.partition_by, new_run, threads,
-                        chunk_rows=config.batch_size, cancel=cancel,
-                        whole=whole.match if whole is not None else None).run(reader)
-                finally:
-                    self._cancels.discard(cancel)
+                yield from ParallelPartitionRouter(
+                    spec.partition_by, new_run, threads, chunk_rows=config.batch_size,
+                    cancel=cancel, whole=match_whole if whole is not None else None).run(reader)
             else:
                 router = SortedPartitionRouter(spec.partition_by, new_run,
-                                               whole.match if whole is not None else None)
+                                               match_whole if whole is not None else None)
                 for batch in reader:
                     yield from coalesce(list(router.route(batch)))
                 yield from coalesce(list(router.finish()))
@@ -374,8 +383,7 @@ class Executor:
         return self._failure[0] if self._failure else self.translate(exc)
 
     def interrupt(self) -> None:
-        for cancel in list(self._cancels):
-            cancel.set()
+        self._cancel.cancel()
         for cursor in list(self._cursors):
             try:
                 cursor.interrupt()

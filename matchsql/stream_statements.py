@@ -177,7 +177,7 @@ class StreamStatements:
                                            sliding, stats, config.adaptive_rule)
         batches = continuous_batches(
             definition, spec.partition_by,
-            lambda key: new_partition_matcher(spec, key, config),
+            lambda key: new_partition_matcher(spec, key, config, self.executor.cancellation),
             con=self.executor.con, batch_rows=config.batch_size, cancelled=self.cancelled,
             on_producer_death=config.on_producer_death, input_options=options)
         return _MatchReader(spec.output_schema(), self._recording(batches), stats)

@@ -58,7 +58,7 @@ from matchsql.adaptive.switch import (
 from matchsql.router.hashed import HashPartitionRouter
 from matchsql.router.partitions import PartitionRun, RunFactory
 
-WAIT_S = 0.1  # longest sleep of either thread between checks for cancellation and races
+WAIT_S = 0.05  # longest sleep of either thread between checks for cancellation and races
 JOIN_S = 5.0
 #: Tuples per unit of ``R`` and ``R_Bound`` in adaptive mode, shared by all
 #: InputHolders (see the module docstring): each of ``P`` holders counts in

@@ -23,6 +23,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
+from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
 from matchsql.fsm.spec import MatchSpec
@@ -90,8 +91,10 @@ def choose_path(spec: MatchSpec, requested: str = "auto") -> PathChoice:
     return PathChoice(requested, "forced by SET execution_path", notes)
 
 
-def new_partition_matcher(spec: MatchSpec, key: tuple = (), config: Config | None = None):
-    """A resumable matcher for one partition on the path chosen for ``spec``."""
+def new_partition_matcher(spec: MatchSpec, key: tuple = (), config: Config | None = None,
+                          cancel: Cancellation | None = None):
+    """A resumable matcher for one partition on the path chosen for ``spec``; it stops
+    with "statement interrupted" once ``cancel`` (the statement's) is set."""
     from matchsql.fsm.compiled.matcher import CompiledMatcher
     from matchsql.fsm.reference import ReferenceMatcher
 
@@ -100,8 +103,8 @@ def new_partition_matcher(spec: MatchSpec, key: tuple = (), config: Config | Non
     query, plan, _ = _plan(spec) if choice.name != "reference" or \
         config.execution_path != "reference" else (None, None, "")
     if choice.name == "reference":
-        return ReferenceMatcher(query if query is not None else spec, key, config)
-    return CompiledMatcher(plan, key, config)
+        return ReferenceMatcher(query if query is not None else spec, key, config, cancel)
+    return CompiledMatcher(plan, key, config, cancel)
 
 
 def partition_threads(spec: MatchSpec, config: Config | None = None) -> tuple[int, str]:

@@ -39,6 +39,7 @@ from functools import partial
 import pyarrow as pa
 from sqlglot import exp
 
+from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError, LimitExceededError
 from matchsql.fsm.defines import FastDefine, compile_define
@@ -148,6 +149,9 @@ def held_columns(spec: MatchSpec) -> list[str] | None:
     return [n for n in names if n in keep]
 
 
+# Rows one call of the thread VM consumes at most before the cancel flag is read again.
+_CHUNK_ROWS = 1024
+
 _COMPILED: OrderedDict[int, tuple[MatchSpec, CompiledQuery]] = OrderedDict()
 _COMPILED_KEEP = 16
 
@@ -173,7 +177,8 @@ class ReferenceMatcher:
     """Matches one partition; feed it batches in order, then call :meth:`finish`."""
 
     def __init__(self, spec: MatchSpec | CompiledQuery, partition_key: tuple = (),
-                 config: Config | None = None) -> None:
+                 config: Config | None = None, cancel: Cancellation | None = None) -> None:
+        self.cancel = cancel or Cancellation()
         self.query = spec if isinstance(spec, CompiledQuery) else compiled_query(spec)
         self.spec = self.query.spec
         self.partition_key = tuple(partition_key)
@@ -243,7 +248,9 @@ class ReferenceMatcher:
         windowed = self._within_column is not None
         machine = self.machine
         attempt = self.attempt
+        check = self.cancel.check
         while True:
+            check()  # once per attempt or per chunk of rows: an interrupt stops at once
             if attempt is None:
                 start = self.next_start
                 if start >= count:
@@ -256,7 +263,7 @@ class ReferenceMatcher:
                     if pos >= limit:
                         break
                     if not windowed:
-                        self.position = attempt.run(pos, limit)
+                        self.position = attempt.run(pos, min(limit, pos + _CHUNK_ROWS))
                     elif self._outside_window(attempt.start, pos):
                         attempt.kill()
                     else:

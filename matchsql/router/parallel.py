@@ -28,7 +28,6 @@ the remaining tasks are cancelled, and running ones stop at their next piece.
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -36,6 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 import numpy as np
 import pyarrow as pa
 
+from matchsql.cancel import INTERRUPTED, Cancellation
 from matchsql.errors import ExecutionError
 from matchsql.router.partitions import PartitionRun, RunFactory, WholeRuns, feed_last, split
 
@@ -45,7 +45,7 @@ class ParallelPartitionRouter:
 
     def __init__(self, keys: list[str], new_run: RunFactory, threads: int,
                  chunk_rows: int = 65_536, max_pending: int | None = None,
-                 cancel: threading.Event | None = None, whole: WholeRuns | None = None) -> None:
+                 cancel: Cancellation | None = None, whole: WholeRuns | None = None) -> None:
         if threads < 1:
             raise ValueError("threads must be >= 1")
         self.keys = keys
@@ -56,9 +56,10 @@ class ParallelPartitionRouter:
         # Matches a group's complete partitions together (SortedPartitionRouter's ``whole``).
         self.whole = whole
         self.partitions = 0
-        # Set by an interrupt: workers stop between pieces, the caller stops waiting.
-        self.cancel = cancel or threading.Event()
-        self._abandoned = False  # the caller stopped reading: running tasks stop early
+        # Set by an interrupt, or here when the caller stops reading or a task fails:
+        # workers stop between pieces and inside kernels, the caller stops waiting. It
+        # must be this router's own token (the runs of ``new_run`` watch the same one).
+        self.cancel = cancel or Cancellation()
 
     def run(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Yield the output batches of all partitions of ``batches``, in sequential order."""
@@ -128,7 +129,8 @@ class ParallelPartitionRouter:
             while pending:
                 yield from self._result(pending.popleft())
         finally:
-            self._abandoned = True
+            if pending:  # stopped early: tasks still running stop at their next check
+                self.cancel.cancel()
             for future in pending:
                 future.cancel()
             pool.shutdown(wait=False, cancel_futures=True)
@@ -140,8 +142,8 @@ class ParallelPartitionRouter:
         return future.result()
 
     def _check(self) -> None:
-        if self.cancel.is_set() or self._abandoned:
-            raise ExecutionError("statement interrupted")
+        if self.cancel.cancelled:
+            raise ExecutionError(INTERRUPTED)
 
     # -- tasks (on the pool's threads) ----------------------------------------------
 

@@ -7,8 +7,8 @@ producer is read in large batches while a slow one is read as soon as each
 frame lands. Ring frames and spill files are merged by sequence number.
 
 When the queue is empty the reader sleeps on the stream's data semaphore for
-at most 200 ms at a time; between sleeps it checks the interrupt flag and
-the producers' liveness, so a producer that dies without ``close()`` is
+at most 50 ms at a time; between sleeps it checks the interrupt flag and
+(every 100 ms) the producers' liveness, so a producer that dies without ``close()`` is
 noticed within about 200 ms (well inside the 1 s promise) and the query ends
 with a :class:`~matchsql.errors.StreamError` - or, with
 ``on_producer_death = 'wait'``, the dead producer is forgotten and the query
@@ -50,6 +50,7 @@ from matchsql.storage.shm_ring import (
 from matchsql.storage.spill import read_spill, remove_spill
 
 CHECK_EVERY_S = 0.1
+INTERRUPT_POLL_S = 0.05  # longest wait on an empty queue before the interrupt flag is read
 STALE_HEARTBEAT_S = 10.0  # a producer whose pid lives but who stopped beating this long is dead
 SPILL_GRACE_S = 5.0
 
@@ -116,7 +117,7 @@ class LiveReader:
             if now - self._checked >= CHECK_EVERY_S:
                 self._checked = now
                 self._check_producers()
-            ring.wait_data()
+            ring.wait_data(INTERRUPT_POLL_S)
 
     def _read_spill(self, first: int) -> pa.RecordBatch | None:
         table = read_spill(self.definition.spill_dir, first)

@@ -38,6 +38,9 @@ SQL_SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
 MAX_THREADS = 10_000
 
 
+NOT_CANCELLED = np.zeros(1, np.uint8)
+
+
 def _vm_call(prog, rl, skip_mask, params, work):
     """``run_attempts`` called with no registers and no statistics (by parameter name)."""
     n_vars = rl.shape[1]
@@ -53,8 +56,8 @@ def _vm_call(prog, rl, skip_mask, params, work):
         "stat": np.zeros((4, 1), np.int64),
     }
     names = list(inspect.signature(K.run_attempts.py_func).parameters)
-    head = [known[name] for name in names[:len(names) - len(work)]]
-    return K.run_attempts(*head, *work)
+    head = [known[name] for name in names[:len(names) - len(work) - 1]]
+    return K.run_attempts(*head, *work, NOT_CANCELLED)
 
 
 def _drive(kind, prog, rl, dfa, splits, base, ahead, skip, skip_mask, unmatched, flip):
@@ -90,7 +93,7 @@ def _drive(kind, prog, rl, dfa, splits, base, ahead, skip, skip_mask, unmatched,
             params[K.K_MN] = mn
             params[K.K_COVERED] = covered
             if kind == "dfa":
-                res = D.run(dfa, sym, skip_mask, params, work[-2], work[-1])
+                res = D.run(dfa, sym, skip_mask, params, work[-2], work[-1], NOT_CANCELLED)
             else:
                 res = _vm_call(prog, seen, skip_mask, params, work)
             status, nxt, mn, covered, err_row, n_rec, n_lab = (int(x) for x in res)

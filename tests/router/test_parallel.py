@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 import matchsql
+from matchsql.cancel import Cancellation
 from matchsql.errors import ExecutionError, LimitExceededError
 from matchsql.router.parallel import ParallelPartitionRouter, coalesce
 from matchsql.router.partitions import SortedPartitionRouter
@@ -121,10 +122,10 @@ def test_a_huge_partition_streams_chunk_by_chunk():
 
 
 def test_cancel_stops_the_workers_and_the_caller():
-    cancel = threading.Event()
+    cancel = Cancellation()
     router = ParallelPartitionRouter(
         ["k"], lambda key: EchoRun(key, delay=0.05), 2, chunk_rows=10, cancel=cancel)
-    threading.Timer(0.2, cancel.set).start()
+    threading.Timer(0.2, cancel.cancel).start()
     start = time.perf_counter()
     with pytest.raises(ExecutionError, match="interrupted"):
         for _ in router.run(random_batches(4, batch_rows=10)):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
@@ -70,11 +71,14 @@ class WholePartitions:
         self.caps = np.array([64, 512, 256, 4096, 4096, 16384], np.int64)
         self.no_stats = (np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros((4, 1), np.int64))
 
-    def match(self, batch: pa.RecordBatch, bounds: np.ndarray) -> list[pa.RecordBatch]:
+    def match(self, batch: pa.RecordBatch, bounds: np.ndarray,
+              cancel: Cancellation | None = None) -> list[pa.RecordBatch]:
         """The output of the complete partitions ``batch[bounds[i]:bounds[i + 1]]``.
 
-        ``bounds`` starts at 0 and ends at ``batch.num_rows``.
+        ``bounds`` starts at 0 and ends at ``batch.num_rows``. Calls for several
+        statements may share this object: the statement's ``cancel`` comes per call.
         """
+        flag = (cancel or Cancellation()).flag
         n = batch.num_rows
         if n == 0:
             return []
@@ -107,13 +111,13 @@ class WholePartitions:
             while True:
                 if self.dfa is not None:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
-                        self.dfa, labels[a:b], self.skip_mask, params, work[-2], work[-1])
+                        self.dfa, labels[a:b], self.skip_mask, params, work[-2], work[-1], flag)
                 else:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
                         plan.program, labels[a:b], viable[a:b] if len(viable) else viable,
                         self.code, self.consts, self.spans,
                         part_cols, part_valid, self.set_mask, self.obs_last, self.obs_first,
-                        self.skip_mask, params, *self.no_stats, *work)
+                        self.skip_mask, params, *self.no_stats, *work, flag)
                 if n_rec:
                     records = work[-2][:n_rec].copy()
                     records[:, 1] += a

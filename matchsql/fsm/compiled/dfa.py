@@ -271,19 +271,21 @@ def symbols(dfa: Dfa, rl: np.ndarray) -> np.ndarray:
 
 
 def run(dfa: Dfa, sym: np.ndarray, skip_mask: np.ndarray, params: np.ndarray,
-        records: np.ndarray, labels: np.ndarray) -> tuple:
+        records: np.ndarray, labels: np.ndarray, cancel: np.ndarray) -> tuple:
     """:func:`run_dfa` over ``dfa``'s tables; same result tuple as ``run_attempts``."""
     return run_dfa(dfa.step, dfa.dead2, dfa.src_off, dfa.src, dfa.lab, dfa.seeds, sym,
-                   skip_mask, params, records, labels)
+                   skip_mask, params, records, labels, cancel)
 
 
 @njit(cache=True, nogil=True)
-def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, records, labels):
+def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, records, labels,
+            cancel):
     """Decide match attempts from ``params[K_NEXT]``, as :func:`.kernel.run_attempts` does.
 
     ``sym`` is ``uint8[rows]`` (:func:`symbols`); ``params`` and the outputs
     are the kernel's (ALL MATCHES and ``K_MAX_THREADS`` do not apply: the
-    matcher only calls this when every state fits ``max_threads``).
+    matcher only calls this when every state fits ``max_threads``). ``cancel`` is
+    polled as there.
     """
     n_rows = params[K.K_ROWS]
     base = params[K.K_BASE]
@@ -304,7 +306,11 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
     status = K.ST_DONE
     err_row = -1
     start = 0
+    budget = K.CANCEL_EVERY
     while True:
+        if cancel[0] != 0:
+            status = K.ST_CANCELLED
+            break
         if next_start >= n_rows:
             status = K.ST_DONE
             break
@@ -327,6 +333,12 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
         pos = start
         wait = False
         while state != 0:
+            budget -= 1
+            if budget == 0:
+                budget = K.CANCEL_EVERY
+                if cancel[0] != 0:
+                    wait = True  # leaves the attempt open; the status below says why
+                    break
             if pos >= n_rows:
                 if complete:
                     break  # end of partition: every live thread waits for a row
@@ -344,7 +356,7 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
             pos += 1
             hist[pos - start] = state
         if wait:
-            status = K.ST_WAIT
+            status = K.ST_CANCELLED if cancel[0] != 0 else K.ST_WAIT
             break
         # -- decide -------------------------------------------------------------------
         if not has_best:

@@ -40,7 +40,11 @@ R_CUR, R_LAST, R_FIRST, R_START, R_BACK, R_FORTH = range(6)
 
 # Kernel status. ST_FULL: a workspace or output array is full; the matcher
 # grows them and calls again (the kernel stops at an attempt boundary).
-ST_DONE, ST_WAIT, ST_FULL, ST_THREADS, ST_SKIP_ABSENT, ST_SKIP_FIRST = range(6)
+# ST_CANCELLED: the statement's cancel flag was seen set (matchsql.cancel).
+ST_DONE, ST_WAIT, ST_FULL, ST_THREADS, ST_SKIP_ABSENT, ST_SKIP_FIRST, ST_CANCELLED = range(7)
+
+# Kernels read the cancel flag once per this many steps (a power of two).
+CANCEL_EVERY = 4096
 
 # Workspace capacities (slots of ``caps``) and what overflowed (``err_row`` of ST_FULL).
 W_THREADS, W_SEEN, W_STACK, W_ARENA, W_RECORDS, W_LABELS = range(6)
@@ -213,7 +217,7 @@ def workspace(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, .
 @njit(cache=True, nogil=True, error_model="numpy")
 def run_attempts(prog, rl, viable, code, fconst, spans, cols, valid, set_mask, obs_last,
                  obs_first, skip_mask, params, stat_state, stat_kind, stat, th, lp, fp, seen,
-                 seen_pc, stack, arena, records, labels):
+                 seen_pc, stack, arena, records, labels, cancel):
     """Decide match attempts from ``params[K_NEXT]`` until the rows run out.
 
     ``prog`` is ``int64[n, 6]`` (op, var, excluded, target, alt, slot); ``rl``
@@ -245,6 +249,8 @@ def run_attempts(prog, rl, viable, code, fconst, spans, cols, valid, set_mask, o
     n_labels)``; record ``k`` is ``records[k] = (kind, start, length,
     match_number, label_offset)`` with kind 0 for a match and 1 for an
     unmatched row, and ``labels`` holds ``var * 2 + excluded`` per matched row.
+    ``cancel`` (``uint8[1]``) is polled every :data:`CANCEL_EVERY` steps: set, the
+    kernel returns ST_CANCELLED at once.
     """
     n_rows = params[K_ROWS]
     base = params[K_BASE]
@@ -302,8 +308,13 @@ def run_attempts(prog, rl, viable, code, fconst, spans, cols, valid, set_mask, o
     end_lo = 0
     end_hi = -1
     n_arena = 0
+    ticks = 0
 
     while True:
+        ticks += 1
+        if ticks & (CANCEL_EVERY - 1) == 0 and cancel[0] != 0:
+            status = ST_CANCELLED
+            break
         mode = 0  # 0: seed a new attempt, 1: consume row ``pos``, 2: end of partition, 3: decide
         if not is_open:
             if prefilter:

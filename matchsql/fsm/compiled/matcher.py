@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from matchsql.adaptive.statistics import StateKind, StateSpec
+from matchsql.cancel import INTERRUPTED, Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError, LimitExceededError
 from matchsql.fsm.compiled import dfa as D
@@ -124,8 +125,9 @@ class CompiledMatcher:
     """One partition's run on a compiled path; see the module docstring."""
 
     def __init__(self, plan: CompiledPlan, partition_key: tuple = (),
-                 config: Config | None = None) -> None:
+                 config: Config | None = None, cancel: Cancellation | None = None) -> None:
         self.plan = plan
+        self.cancel = cancel or Cancellation()
         self.spec = plan.spec
         self.partition_key = tuple(partition_key)
         self.config = config or Config()
@@ -251,12 +253,14 @@ class CompiledMatcher:
                 params[K.K_COVERED] = self.covered - self.base
                 if dfa is not None:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
-                        dfa, labels, self.skip_mask, params, self.work[-2], self.work[-1])
+                        dfa, labels, self.skip_mask, params, self.work[-2], self.work[-1],
+                        self.cancel.flag)
                 else:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
                         plan.program, labels, viable, self.code, self.consts, self.spans, cols,
                         valid, self.set_mask, self.obs_last, self.obs_first, self.skip_mask,
-                        params, self.stat_state, self.stat_kind, self.stat, *self.work)
+                        params, self.stat_state, self.stat_kind, self.stat, *self.work,
+                        self.cancel.flag)
                 self._records(self.work[-2][:n_rec], self.work[-1][:n_lab])
                 self.next_start = int(nxt) + self.base
                 self.match_number = int(mn)
@@ -407,6 +411,8 @@ def kernel_params(spec: MatchSpec, config: Config) -> np.ndarray:
 def raise_status(spec: MatchSpec, config: Config, status: int, start: int) -> None:
     """Raise the error of kernel status ``status`` (>= ST_THREADS) for the attempt at
     partition row ``start`` (0-based)."""
+    if status == K.ST_CANCELLED:
+        raise ExecutionError(INTERRUPTED)
     if status == K.ST_THREADS:
         raise LimitExceededError(
             f"row pattern matching needs more than max_threads={config.max_threads} "

@@ -1,0 +1,137 @@
+"""Interrupt latency: ``Connection.interrupt()`` -> the statement has ended, per path.
+
+    python -m bench.interrupt [--rows 2000000] [--delays 0.05,0.4,1.5] [--repeat 2]
+
+Each case runs a query that would take far longer than the benchmark (a
+pattern that never completes under AFTER MATCH SKIP TO NEXT ROW, so every
+start row scans to the end of its partition: quadratic work), interrupts it
+from another thread after each delay, and measures
+
+* latency: from the ``interrupt()`` call to ``fetchall()`` raising
+  "statement interrupted" in the caller;
+* CPU after: the process's CPU seconds in the 0.5 s after the statement
+  ended, which is 0 when every worker thread and kernel stopped too.
+
+A delay of 0.05 s lands in DuckDB's sort and export of the input; the later
+ones inside the matchers. The paths are the reference VM, the registers
+kernel and the row-local DFA, each with 1 and 2 threads, 1 and 50
+partitions, ONE ROW and ALL ROWS PER MATCH; the last case is a continuous
+query over a live stream that no producer writes to (the reader waits on an
+empty queue). The table's last line is the worst latency over all cases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+from dataclasses import dataclass
+
+import matchsql
+from bench.stream_common import scratch_stream
+
+QUERY = """SELECT * FROM t MATCH_RECOGNIZE (
+  {partition} ORDER BY ts
+  MEASURES MATCH_NUMBER() AS m {rows}
+  AFTER MATCH SKIP TO NEXT ROW
+  PATTERN ((A | B)+ C)
+  DEFINE A AS price > PREV(price), B AS price <= PREV(price), {c}
+)"""
+ROW_LOCAL_C = "C AS price > 1000000"
+REGISTERS_C = "C AS price > FIRST(A.price) + 1000000"
+
+STREAM_QUERY = ("SELECT * FROM idle MATCH_RECOGNIZE (MEASURES A.x AS x ONE ROW PER MATCH "
+                "PATTERN (A) DEFINE A AS A.x > 0)")
+
+
+@dataclass(frozen=True)
+class Case:
+    path: str
+    threads: int
+    partitions: int
+    all_rows: bool
+
+    @property
+    def label(self) -> str:
+        rows = "ALL ROWS" if self.all_rows else "ONE ROW"
+        return f"{self.path}, {self.threads}T, {self.partitions} part., {rows}"
+
+    def query(self) -> str:
+        c = REGISTERS_C if self.path == "registers" else ROW_LOCAL_C
+        return QUERY.format(partition="PARTITION BY p" if self.partitions > 1 else "",
+                            rows="ALL ROWS PER MATCH" if self.all_rows else "", c=c)
+
+
+def interrupted_after(con: matchsql.Connection, sql: str, delay: float) -> tuple[float, float]:
+    """(latency s, CPU s in the 0.5 s after) of ``sql`` interrupted ``delay`` s after it starts."""
+    fired: list[float] = []
+
+    def fire() -> None:
+        time.sleep(delay)
+        fired.append(time.perf_counter())
+        con.interrupt()
+
+    timer = threading.Thread(target=fire, daemon=True)
+    timer.start()
+    try:
+        con.sql(sql).fetchall()
+        raise SystemExit(f"the query ended before the interrupt: {sql}")
+    except matchsql.Error as exc:
+        if "interrupted" not in str(exc):
+            raise
+    ended = time.perf_counter()
+    timer.join()
+    cpu = time.process_time()
+    time.sleep(0.5)
+    return ended - fired[0], time.process_time() - cpu
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--delays", default="0.05,0.4,1.5")
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args(argv)
+    delays = [float(d) for d in args.delays.split(",")]
+
+    con = matchsql.connect(demo=False)
+    con.sql(f"CREATE TABLE t AS SELECT i % 50 AS p, i AS ts, (hash(i) % 1000)::DOUBLE AS price "
+            f"FROM range({args.rows}) r(i)")
+    con.sql("CREATE TABLE warm AS SELECT * FROM t LIMIT 1000")
+    cases = [Case(path, threads, parts, all_rows)
+             for path in ("reference", "registers", "row_local")
+             for threads in (1, 2) for parts in (1, 50) for all_rows in (False, True)]
+    print(f"Interrupt latency, {args.rows:,} rows, delays {args.delays} s, "
+          f"{args.repeat} runs each\n")
+    print(f"| {'case':<42} | {'worst latency ms':>16} | {'median ms':>9} | {'CPU after s':>11} |")
+    print(f"|{'-' * 44}|{'-' * 18}|{'-' * 11}|{'-' * 13}|")
+    worst = 0.0
+    for case in cases:
+        con.sql(f"SET execution_path = '{case.path}'")
+        con.sql(f"SET threads = {case.threads}")
+        sql = case.query()
+        # Kernels compile on first use, which no interrupt can cut short: not timed.
+        con.sql(sql.replace("FROM t ", "FROM warm ")).fetchall()
+        latencies, cpus = [], []
+        for delay in delays:
+            for _ in range(args.repeat):
+                latency, cpu = interrupted_after(con, sql, delay)
+                latencies.append(latency)
+                cpus.append(cpu)
+        latencies.sort()
+        worst = max(worst, latencies[-1])
+        print(f"| {case.label:<42} | {latencies[-1] * 1e3:16.1f} | "
+              f"{latencies[len(latencies) // 2] * 1e3:9.1f} | {max(cpus):11.2f} |")
+    con.sql("SET execution_path = 'auto'")
+    with scratch_stream(con, "idle", "x BIGINT"):
+        latencies = sorted(interrupted_after(con, STREAM_QUERY, delay)[0]
+                           for delay in delays for _ in range(args.repeat))
+    worst = max(worst, latencies[-1])
+    label = "live stream, empty queue"
+    print(f"| {label:<42} | {latencies[-1] * 1e3:16.1f} | "
+          f"{latencies[len(latencies) // 2] * 1e3:9.1f} | {'':>11} |")
+    print(f"\nworst case over all cases: {worst * 1e3:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
