@@ -71,6 +71,7 @@ class Shell:
         max_rows, width = self.max_rows, self.width()
 
         def work() -> None:
+            result = None
             try:
                 result = self.con.sql(sql)
                 if result is not None and getattr(result, "continuous", False):
@@ -81,10 +82,16 @@ class Shell:
             except BaseException as exc:  # reported by the waiting thread
                 outcome["error"] = exc
             finally:
+                # The result's Arrow reader is freed here, not while the thread's frame
+                # is torn down: a daemon thread still freeing native objects when the
+                # interpreter exits aborts the process ("terminate called ...").
+                result = None
                 finished.set()
 
-        threading.Thread(target=work, name="matchsql-statement", daemon=True).start()
+        worker = threading.Thread(target=work, name="matchsql-statement", daemon=True)
+        worker.start()
         self._wait(finished)
+        worker.join(timeout=5.0)  # only its return is left: the exit must not overtake it
         error = outcome.get("error")
         if isinstance(error, Exception):
             return error

@@ -12,7 +12,7 @@ NULL measures.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,8 +62,12 @@ class UnmatchedRow:
 class OutputBuilder:
     """Accumulates output rows column-wise and hands them out as record batches."""
 
-    def __init__(self, spec: MatchSpec, measures: list[Evaluator]) -> None:
+    def __init__(self, spec: MatchSpec, measures: list[Evaluator],
+                 check: Callable[[], None] = lambda: None) -> None:
         self.spec = spec
+        # Raises once the statement is cancelled: a long match's rows are many
+        # measure evaluations, so ALL ROWS PER MATCH calls it every 1024 rows.
+        self.check = check
         self.schema = spec.output_schema()
         self.measures = measures
         self.all_rows = spec.rows_per_match.all_rows
@@ -90,6 +94,8 @@ class OutputBuilder:
                 self._row(rows, item.start, [m(view) for m in self.measures])
         else:
             for k, excluded in enumerate(item.excluded):
+                if k & 1023 == 1023:
+                    self.check()
                 if excluded:
                     continue
                 r = item.start + k

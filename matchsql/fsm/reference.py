@@ -184,7 +184,8 @@ class ReferenceMatcher:
         self.partition_key = tuple(partition_key)
         self.config = config or Config()
         self.rows = InputHolder(self.spec.columns, self.query.columns)
-        self.output = OutputBuilder(self.spec, [m.fn for m in self.query.measures])
+        self.output = OutputBuilder(self.spec, [m.fn for m in self.query.measures],
+                                    self.cancel.check)
         self.all_ends = self.spec.all_matches or self.spec.incremental
         self.with_unmatched = self.spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED
         self.match_number = 0  # number of the last reported match

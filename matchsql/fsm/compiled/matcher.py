@@ -148,7 +148,8 @@ class CompiledMatcher:
         self.lookback = q.lookback
         self.builder: OutputBuilder | None = None
         if plan.measures is None:
-            self.builder = OutputBuilder(self.spec, [m.fn for m in q.measures])
+            self.builder = OutputBuilder(self.spec, [m.fn for m in q.measures],
+                                         self.cancel.check)
         nv = len(plan.variables)
         self.skip_mask = np.zeros(max(nv, 1), np.uint8)
         for v in q.skip_vars or ():
