@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -91,6 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    finally:
+        # From here on the interpreter only shuts down (joining what threads are
+        # left): a Ctrl-C then ends the process at once, never with a traceback.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _run(argv: list[str]) -> int:
