@@ -22,7 +22,15 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.config import Config
-from matchsql.errors import CatalogError, Error, ExecutionError, ParseError, SemanticError
+from matchsql.errors import (
+    CatalogError,
+    Error,
+    ExecutionError,
+    ParseError,
+    SemanticError,
+    internal_error,
+    one_line,
+)
 from matchsql.fsm.spec import MatchSpec
 
 _MATCH_RECOGNIZE = re.compile(r"\bmatch_recognize\b", re.IGNORECASE)
@@ -84,6 +92,8 @@ class Executor:
                 result = self._run_statement(statement)
             except Error as err:
                 raise _relocate(err, text, offset) from None
+            except Exception as exc:  # a bug inside the engine: a one-line error
+                raise internal_error(exc) from exc
         return result
 
     def _run_statement(self, statement: str):
@@ -319,6 +329,10 @@ class Executor:
             # the sort, say) as Arrow I/O errors whose text carries a traceback.
             self._failure.append(_reader_error(exc))
             raise
+        except Exception as exc:  # a bug inside the engine: a one-line error, no traceback
+            err = internal_error(exc)
+            self._failure.append(err)
+            raise err from exc
 
     # -- EXPLAIN of a statement with MATCH_RECOGNIZE --------------------------------
 
@@ -398,7 +412,7 @@ class Executor:
                 return ours(_strip_prefix(message))
         if isinstance(exc, duckdb.InterruptException):
             return ExecutionError("statement interrupted")
-        return ExecutionError(_strip_prefix(message))
+        return ExecutionError(_strip_prefix(one_line(message)))
 
 
 def direct_select(tree, nodes: list):
@@ -437,10 +451,10 @@ class BatchSource:
 
 def _reader_error(exc: BaseException) -> Error:
     """The matchsql error for a failure the input's Arrow reader raised, without traceback."""
-    message = str(exc).split("Detail: Python exception:")[0].strip()
+    message = one_line(str(exc))
     if "INTERRUPT" in message:
         return ExecutionError("statement interrupted")
-    return ExecutionError(f"reading the MATCH_RECOGNIZE input failed: {message.splitlines()[0]}")
+    return ExecutionError(f"reading the MATCH_RECOGNIZE input failed: {message}")
 
 
 def _input_query(node, columns: list[str] | None = None) -> str:
