@@ -8,6 +8,8 @@ traceback.
 
 from __future__ import annotations
 
+import re
+
 
 class Error(Exception):
     """Base class of every user-facing matchsql error."""
@@ -105,6 +107,11 @@ def one_line(message: str) -> str:
     head = message.split(_PYTHON_DETAIL)[0].strip()
     lines = [line.strip() for line in head.splitlines() if line.strip()]
     return lines[0] if lines else head
+
+
+def without_kind(message: str) -> str:
+    """``message`` without DuckDB's ``Binder Error: `` style prefix."""
+    return re.sub(r"^[A-Za-z ]+Error: ", "", message)
 
 
 def internal_error(exc: BaseException) -> ExecutionError:

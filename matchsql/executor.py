@@ -30,6 +30,7 @@ from matchsql.errors import (
     SemanticError,
     internal_error,
     one_line,
+    without_kind,
 )
 from matchsql.fsm.spec import MatchSpec
 
@@ -544,4 +545,4 @@ def _unquote(value: str) -> str:
 
 
 def _strip_prefix(message: str) -> str:
-    return re.sub(r"^[A-Za-z ]+Error: ", "", message)
+    return without_kind(message)

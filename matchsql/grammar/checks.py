@@ -61,10 +61,10 @@ class ExpressionChecker:
         elif isinstance(node, Classifier):
             self.classifier(node)
         elif isinstance(node, MatchNumber):
-            if scope.navigation is not None or scope.aggregate is not None:
-                raise self.error(
-                    "MATCH_NUMBER() cannot be used inside navigation or aggregate functions", node
-                )
+            # Allowed in aggregate arguments (Trino: they may contain CLASSIFIER and
+            # MATCH_NUMBER); navigation of a per-match constant makes no sense.
+            if scope.navigation is not None:
+                raise self.error("MATCH_NUMBER() cannot be used inside navigation functions", node)
         elif isinstance(node, exp.Window):
             raise self.error("window functions are not allowed in MATCH_RECOGNIZE", node)
         elif isinstance(node, (exp.Select, exp.Subquery, exp.SetOperation)):
