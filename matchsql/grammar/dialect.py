@@ -426,15 +426,19 @@ def normalize_expression(expr: exp.Expr) -> exp.Expr:
     """Bring a DEFINE/MEASURES expression into the shapes of :mod:`nodes`.
 
     Upper-cases unquoted variable qualifiers, turns DejaVu's bare
-    ``MATCH_NUMBER`` / ``CLASSIFIER`` (parsed as columns) into their nodes and
-    reads ``count()`` as ``count(*)`` (as Trino does), so that no later stage
-    meets a COUNT without an argument.
+    ``MATCH_NUMBER`` / ``CLASSIFIER`` (parsed as columns) into their nodes,
+    reads ``count()`` as ``count(*)`` (as Trino does) and DuckDB's ``$$text$$``
+    as the string literal it is, so that no later stage meets those forms.
     """
 
     def visit(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Count) and node.this is None and not node.expressions:
             node.set("this", exp.Star())
             return node
+        if isinstance(node, exp.RawString):  # $$text$$: a plain string in DuckDB
+            text = exp.Literal.string(node.this)
+            text.meta.update(node.meta)
+            return text
         if not isinstance(node, exp.Column):
             return node
         table = node.args.get("table")

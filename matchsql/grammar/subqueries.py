@@ -132,11 +132,13 @@ class _Folder:
             if isinstance(sub, _MATCH_ONLY):
                 raise self.error(SemanticError, "a subquery in MATCH_RECOGNIZE cannot use "
                                  "navigation, RUNNING/FINAL, CLASSIFIER or MATCH_NUMBER", sub)
-        tables = {t.alias_or_name for t in query.find_all(exp.Table)}
-        tables |= {s.alias for s in query.find_all(exp.Subquery, exp.CTE) if s.alias}
+        # DuckDB matches names case-insensitively; a table alias inside the
+        # subquery may shadow a pattern variable's name.
+        tables = {t.alias_or_name.lower() for t in query.find_all(exp.Table)}
+        tables |= {s.alias.lower() for s in query.find_all(exp.Subquery, exp.CTE) if s.alias}
         for column in query.find_all(exp.Column):
             qualifier = column.table
-            if qualifier and qualifier not in tables and (
+            if qualifier and qualifier.lower() not in tables and (
                     qualifier in self.names or qualifier.upper() in self.names):
                 raise self.error(
                     SemanticError,
