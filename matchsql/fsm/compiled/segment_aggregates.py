@@ -108,7 +108,9 @@ class SegmentAggregate:
             if not exact:  # Python integers: exact at any size
                 pairs = zip(total.tolist(), count.tolist(), strict=True)
                 if self.kind == "avg":
-                    return pa.array([t / c if c else None for t, c in pairs], pa.float64())
+                    # DuckDB (and the reference) divide the sum as a double
+                    return pa.array([float(t) / c if c else None for t, c in pairs],
+                                    pa.float64())
                 return pa.array([decimal.Decimal(int(t)) if c else None for t, c in pairs],
                                 self.type)
             if self.kind == "avg":
