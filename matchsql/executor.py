@@ -33,6 +33,7 @@ from matchsql.errors import (
     without_kind,
 )
 from matchsql.fsm.spec import MatchSpec
+from matchsql.grammar.subqueries import visible_ctes
 
 _MATCH_RECOGNIZE = re.compile(r"\bmatch_recognize\b", re.IGNORECASE)
 _SET = re.compile(r"^\s*set\s+(?:session\s+)?(\w+)\s*(?:=|\bto\b)\s*(.+?)\s*$",
@@ -484,7 +485,7 @@ def _input_query(node, columns: list[str] | None = None) -> str:
         query = f"SELECT {select} FROM {source}"
         if keys:
             query += " ORDER BY " + ", ".join(keys)
-    ctes = _visible_ctes(node)
+    ctes = visible_ctes(node)
     if ctes:
         query = "WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " " + query
     return query
@@ -493,26 +494,6 @@ def _input_query(node, columns: list[str] | None = None) -> str:
 def _column_name(column: exp.Expression) -> str:
     """A partition column as an unqualified identifier, for use outside its table's scope."""
     return exp.to_identifier(column.name, quoted=True).sql(dialect="duckdb")
-
-
-def _visible_ctes(node) -> list[exp.CTE]:
-    """CTEs that the input of ``node`` may reference, outermost first."""
-    visible: list[exp.CTE] = []
-    child, parent = node, node.parent
-    while parent is not None:
-        if isinstance(parent, exp.With):
-            # ``node`` sits inside one of these CTEs: only the earlier ones are
-            # visible, and the owning statement must not add them all again.
-            index = next(i for i, cte in enumerate(parent.expressions) if cte is child)
-            visible = list(parent.expressions[:index]) + visible
-            child = parent.parent
-            parent = child.parent if child is not None else None
-            continue
-        with_ = parent.args.get("with_")
-        if isinstance(with_, exp.With):
-            visible = list(with_.expressions) + visible
-        child, parent = parent, parent.parent
-    return visible
 
 
 def _offset_of(node: exp.Expression) -> int | None:

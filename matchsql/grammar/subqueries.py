@@ -14,7 +14,8 @@ place, so every execution path sees only literals:
 
 A subquery that refers to a pattern variable or subset (``A.x``), or uses
 navigation, CLASSIFIER or MATCH_NUMBER, is correlated with the match and
-rejected with a located :class:`SemanticError`.
+rejected with a located :class:`SemanticError`. The statement's CTEs that
+the MATCH_RECOGNIZE can see are visible to its subqueries too.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from matchsql.grammar.nodes import (
     PatternSemantics,
 )
 
-__all__ = ["fold_subqueries"]
+__all__ = ["fold_subqueries", "visible_ctes"]
 
 _INTEGERS = frozenset(("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
                        "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"))
@@ -57,7 +58,9 @@ def fold_subqueries(node: MatchRecognizeTable, names: set[str], sql: str,
     ``names`` are the pattern variables and subsets (a subquery must not
     name them); ``sql`` is the statement text errors point into.
     """
-    folder = _Folder(names, sql, con)
+    ctes = [c for c in visible_ctes(node) if not any(c.find_all(MatchRecognizeTable))]
+    prefix = "WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " " if ctes else ""
+    folder = _Folder(names, sql, con, prefix)
     for item in node.args.get("define") or []:
         item.set("expression", folder.fold(item.expression))
     for measure in node.args.get("measures") or []:
@@ -65,10 +68,12 @@ def fold_subqueries(node: MatchRecognizeTable, names: set[str], sql: str,
 
 
 class _Folder:
-    def __init__(self, names: set[str], sql: str, con: duckdb.DuckDBPyConnection) -> None:
+    def __init__(self, names: set[str], sql: str, con: duckdb.DuckDBPyConnection,
+                 prefix: str) -> None:
         self.names = names
         self.sql = sql
         self.con = con
+        self.prefix = prefix  # WITH clause of the statement's CTEs visible here
 
     def error(self, cls: type[Error], message: str, node: exp.Expr) -> Error:
         return cls(message, sql=self.sql, offset=position(node))
@@ -108,7 +113,7 @@ class _Folder:
     def run(self, node: exp.Expr, text: str) -> tuple[str, list[tuple]]:
         """The DuckDB type of the one column ``text`` returns, and its rows."""
         try:
-            relation = self.con.sql(text)
+            relation = self.con.sql(self.prefix + text)
             types = [str(t) for t in relation.types]
             if len(types) != 1:
                 raise self.error(SemanticError, f"a subquery in MATCH_RECOGNIZE must return "
@@ -167,6 +172,26 @@ class _Folder:
             return exp.cast(exp.Literal.string(str(value)), kind)
         raise self.error(SemanticError, f"a subquery of type {kind} is not supported in "
                          "MATCH_RECOGNIZE expressions", node)
+
+
+def visible_ctes(node: exp.Expr) -> list[exp.CTE]:
+    """CTEs that the input of ``node`` may reference, outermost first."""
+    visible: list[exp.CTE] = []
+    child, parent = node, node.parent
+    while parent is not None:
+        if isinstance(parent, exp.With):
+            # ``node`` sits inside one of these CTEs: only the earlier ones are
+            # visible, and the owning statement must not add them all again.
+            index = next(i for i, cte in enumerate(parent.expressions) if cte is child)
+            visible = list(parent.expressions[:index]) + visible
+            child = parent.parent
+            parent = child.parent if child is not None else None
+            continue
+        with_ = parent.args.get("with_")
+        if isinstance(with_, exp.With):
+            visible = list(with_.expressions) + visible
+        child, parent = parent, parent.parent
+    return visible
 
 
 def _is_subquery_use(node: exp.Expr) -> bool:

@@ -261,6 +261,19 @@ SUBQUERIES = [
          ") ORDER BY id",
          [(1, 9), (2, 10), (3, 11), (4, 12), (5, 13)],
          "the running row count 1..5 plus min(y) = 8", tags=("subquery",)),
+    Case("subquery_reads_a_cte", DIP,
+         "WITH lim AS (SELECT 10 AS v)\n"
+         "SELECT * FROM t MATCH_RECOGNIZE (\n"
+         "  ORDER BY id\n"
+         "  MEASURES count(*) AS n, (SELECT v FROM lim) AS l\n"
+         "  ONE ROW PER MATCH\n"
+         "  PATTERN (A+)\n"
+         "  DEFINE A AS x < (SELECT v FROM lim)\n"
+         ") ORDER BY n DESC",
+         [(3, 10), (1, 10)],
+         "the statement's CTE is visible to the subquery: x < 10 holds for rows 2-4 "
+         "(8, 6, 9) and row 6 (7); rows 1 and 5 (10, 12) break the runs",
+         tags=("subquery",)),
     Case("subquery_correlated_variable_rejected", DIP + OTHER,
          "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES "
          "(SELECT max(y) FROM o WHERE y > A.x) AS m PATTERN (A B+) DEFINE B AS x < PREV(x))",
