@@ -83,16 +83,16 @@ def pattern_body_end(sql: str, begin: int) -> int:
     """Offset of the ``)`` closing a PATTERN whose body starts at ``begin`` (after its ``(``).
 
     Uses the pattern language's own lexical rules: parentheses nest and
-    ``"..."`` quotes a variable name; nothing else is special. Returns
-    ``len(sql)`` when the body is not closed.
+    ``"..."`` quotes a variable name; nothing else is special. A ``'...'``
+    (no pattern has one) is skipped whole too, so that a function called
+    ``pattern`` with a string argument cannot end early. Returns ``len(sql)``
+    when the body is not closed.
     """
     depth, i, n = 1, begin, len(sql)
     while i < n:
         ch = sql[i]
-        if ch == '"':
-            close = sql.find('"', i + 1)
-            while close >= 0 and sql.startswith('""', close):
-                close = sql.find('"', close + 2)
+        if ch in "\"'":
+            close = _close_quote(sql, i + 1, ch, backslash=False)
             if close < 0:
                 return n
             i = close + 1
