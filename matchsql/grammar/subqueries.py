@@ -21,7 +21,6 @@ the MATCH_RECOGNIZE can see are visible to its subqueries too.
 from __future__ import annotations
 
 import datetime
-import decimal
 
 import duckdb
 from sqlglot import exp
@@ -118,6 +117,9 @@ class _Folder:
             if len(types) != 1:
                 raise self.error(SemanticError, f"a subquery in MATCH_RECOGNIZE must return "
                                  f"one column, not {len(types)}", node)
+            if not _constant_type(types[0]):
+                raise self.error(SemanticError, f"a subquery of type {types[0]} is not "
+                                 "supported in MATCH_RECOGNIZE expressions", node)
             return types[0], relation.fetchall()
         except duckdb.CatalogException as exc:
             raise self.error(CatalogError, without_kind(one_line(str(exc))), node) from None
@@ -152,26 +154,35 @@ class _Folder:
                     "subqueries are not supported", column)
 
     def literal(self, value: object, kind: str, node: exp.Expr) -> exp.Expr:
-        """An expression of DuckDB type ``kind`` whose value is ``value``."""
+        """An expression of DuckDB type ``kind`` (one :func:`_constant_type` accepts) whose
+        value is ``value``: a plain literal where DuckDB gives it that type, else a CAST."""
         if value is None:
-            return exp.Null() if kind == '"NULL"' else exp.cast(exp.Null(), kind)
+            return exp.Null() if kind == '"NULL"' else exp.Cast(this=exp.Null(), to=_type(kind))
         if kind == "BOOLEAN":
             return exp.Boolean(this=bool(value))
         if kind == "INTEGER":
             return exp.Literal.number(value)
         if kind == "VARCHAR":
             return exp.Literal.string(str(value))
-        if kind in _INTEGERS or kind in _FLOATS or kind.startswith("DECIMAL"):
-            text = repr(value) if isinstance(value, float) else str(value)
-            return exp.cast(exp.Literal.string(text), kind)
-        if kind == "DATE" and isinstance(value, datetime.date):
-            return exp.cast(exp.Literal.string(value.isoformat()), kind)
-        if kind == "TIMESTAMP" and isinstance(value, datetime.datetime):
-            return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), kind)
-        if isinstance(value, decimal.Decimal):
-            return exp.cast(exp.Literal.string(str(value)), kind)
-        raise self.error(SemanticError, f"a subquery of type {kind} is not supported in "
-                         "MATCH_RECOGNIZE expressions", node)
+        if isinstance(value, float):
+            text = repr(value)
+        elif isinstance(value, datetime.datetime):
+            text = value.isoformat(sep=" ")
+        elif isinstance(value, datetime.date):
+            text = value.isoformat()
+        else:
+            text = str(value)
+        return exp.Cast(this=exp.Literal.string(text), to=_type(kind))
+
+
+def _constant_type(kind: str) -> bool:
+    """Types whose values become literals (or casts of them) the evaluators read back."""
+    return (kind in _INTEGERS or kind in _FLOATS or kind.startswith("DECIMAL")
+            or kind in ("BOOLEAN", "VARCHAR", "DATE", "TIMESTAMP", '"NULL"'))
+
+
+def _type(kind: str) -> exp.DataType:
+    return exp.DataType.build(kind, dialect="duckdb")
 
 
 def visible_ctes(node: exp.Expr) -> list[exp.CTE]:
