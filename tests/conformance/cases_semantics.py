@@ -274,6 +274,20 @@ SUBQUERIES = [
          "the statement's CTE is visible to the subquery: x < 10 holds for rows 2-4 "
          "(8, 6, 9) and row 6 (7); rows 1 and 5 (10, 12) break the runs",
          tags=("subquery",)),
+    Case("constant_measures_all_rows", DIP + OTHER,
+         "SELECT id, tag, big, lim, s FROM t MATCH_RECOGNIZE (\n"
+         "  ORDER BY id\n"
+         "  MEASURES 'dip' AS tag, 3000000000 AS big, (SELECT max(y) FROM o) AS lim,\n"
+         "           sum(x) AS s\n"
+         "  ALL ROWS PER MATCH\n"
+         "  PATTERN (A B+ C+)\n"
+         "  DEFINE B AS x < PREV(x), C AS x > PREV(x)\n"
+         ") ORDER BY id",
+         [(1, "dip", 3000000000, 10, 10), (2, "dip", 3000000000, 10, 18),
+          (3, "dip", 3000000000, 10, 24), (4, "dip", 3000000000, 10, 33),
+          (5, "dip", 3000000000, 10, 45)],
+         "constants repeat on every row of the match (rows 1-5); the running sum of x is "
+         "10, 18, 24, 33, 45", tags=("subquery",)),
     Case("subquery_correlated_variable_rejected", DIP + OTHER,
          "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES "
          "(SELECT max(y) FROM o WHERE y > A.x) AS m PATTERN (A B+) DEFINE B AS x < PREV(x))",
