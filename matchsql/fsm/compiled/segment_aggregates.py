@@ -4,8 +4,10 @@ Each match is a segment of the chunk's label array. An aggregate over
 ``x`` or ``A.x`` reads the column at every labelled row once (one Arrow
 ``take``), masks the rows of the variable (and the NULLs), and then
 
-* COUNT, SUM and AVG are prefix sums: the value at a label is the prefix at
-  that label minus the prefix just before its match (exact: integers only);
+* COUNT, and SUM and AVG of integers, are prefix sums: the value at a label
+  is the prefix at that label minus the prefix just before its match (exact);
+  SUM and AVG of floats restart at each match and add in row order, as the
+  reference does, so that rounding agrees too;
 * MIN and MAX are running maxima of ``segment * (n + 1) + rank``, where
   ``rank`` orders the values: the segment term keeps one match's maximum
   from leaking into the next, the rank names the row that holds it.
@@ -15,8 +17,8 @@ final one (ONE ROW PER MATCH, or FINAL) is the value at the match's last
 label. So running aggregates in ALL ROWS PER MATCH cost linear time in the
 match length instead of the reference evaluator's quadratic recomputation.
 Only aggregates whose result is bit-for-bit the reference's are taken:
-SUM/AVG over integer columns (no float rounding order to match), MIN/MAX
-over integer, decimal, string and date/time columns (no NaN ordering).
+SUM/AVG over integer and floating columns, MIN/MAX over integer, decimal,
+string and date/time columns (no NaN ordering).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numba import njit
 from sqlglot import exp
 
 from matchsql.fsm.compiled.lowering import Unsupported, column_name, describe, var_set
@@ -97,6 +100,8 @@ class SegmentAggregate:
         counts = np.cumsum(mask, dtype=np.int64)
         if self.kind == "count":
             return lambda idx: pa.array(upto(counts, idx), pa.int64())
+        if pa.types.is_floating(values.type):
+            return self._float_sums(values, mask, first, counts, upto)
         raw = np.where(mask, np.asarray(values.fill_null(0), dtype=np.int64), 0)
         exact = int(np.abs(raw).max()) * n < _EXACT
         sums = np.cumsum(raw if exact else raw.astype(object))
@@ -116,6 +121,23 @@ class SegmentAggregate:
             if self.kind == "avg":
                 return pa.array(total / np.maximum(count, 1), pa.float64(), mask=empty)
             return pa.array(total, pa.int64(), mask=empty).cast(self.type)
+        return evaluate
+
+    def _float_sums(self, values: pa.Array, mask: np.ndarray, first: np.ndarray,
+                    counts: np.ndarray, upto: Callable) -> Callable[[np.ndarray], pa.Array]:
+        """SUM/AVG of a floating column: each match summed from its first row on, in
+        row order, as the reference adds (a difference of prefix sums would round
+        differently)."""
+        sums = _running_float_sums(np.asarray(values.fill_null(0.0), dtype=np.float64),
+                                   mask, first)
+
+        def evaluate(idx: np.ndarray) -> pa.Array:
+            count = upto(counts, idx)
+            empty = count == 0
+            total = np.where(idx >= 0, sums[np.maximum(idx, 0)], 0.0)
+            if self.kind == "avg":
+                total = total / np.maximum(count, 1)
+            return pa.array(total, pa.float64(), mask=empty)
         return evaluate
 
     def _extreme(self, values: pa.Array, mask: np.ndarray,
@@ -150,6 +172,24 @@ class SegmentAggregate:
         return evaluate(np.where(e.pos >= 0, m.offsets[e.match] + e.pos, -1))
 
 
+@njit(cache=True, nogil=True)
+def _running_float_sums(values: np.ndarray, mask: np.ndarray,
+                        first: np.ndarray) -> np.ndarray:  # pragma: no cover (compiled)
+    """Per label: the sum of the masked values of its match up to it, added in order."""
+    out = np.empty(len(values), np.float64)
+    total = 0.0
+    started = False
+    for i in range(len(values)):
+        if first[i] == i:
+            total = 0.0
+            started = False
+        if mask[i]:
+            total = total + values[i] if started else values[i]
+            started = True
+        out[i] = total
+    return out
+
+
 def segment_aggregate(spec: MatchSpec, variables: list[str],
                       node: exp.Expression) -> SegmentAggregate | None:
     """The column-wise form of aggregate ``node``; None when ``node`` is no aggregate this
@@ -165,10 +205,12 @@ def segment_aggregate(spec: MatchSpec, variables: list[str],
     t = spec.columns.field(name).type
     members = var_set(spec, arg.table or None)
     ids = None if members is None else np.array([variables.index(v) for v in members], np.int64)
-    if kind in ("sum", "avg") and not pa.types.is_integer(t):
-        raise Unsupported(f"{describe(node)}: column-wise SUM/AVG only over integer columns")
+    if kind in ("sum", "avg") and not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+        raise Unsupported(f"{describe(node)}: column-wise SUM/AVG over {t}")
     if kind in ("min", "max") and not _ordered(t):
         raise Unsupported(f"{describe(node)}: column-wise MIN/MAX over {t}")
     # DuckDB's result types; the measure compiler checks them against the declared ones.
-    natural = {"count": pa.int64(), "avg": pa.float64(), "sum": pa.decimal128(38, 0)}.get(kind, t)
+    natural = {"count": pa.int64(), "avg": pa.float64(),
+               "sum": pa.float64() if pa.types.is_floating(t) else pa.decimal128(38, 0)
+               }.get(kind, t)
     return SegmentAggregate(kind, name, ids, natural)
