@@ -68,7 +68,9 @@ class ExpressionChecker:
         elif isinstance(node, exp.Window):
             raise self.error("window functions are not allowed in MATCH_RECOGNIZE", node)
         elif isinstance(node, (exp.Select, exp.Subquery, exp.SetOperation)):
-            raise self.error("subqueries are not allowed in MATCH_RECOGNIZE expressions", node)
+            # scalar, IN and EXISTS subqueries were folded into constants before the checks
+            raise self.error("only scalar, IN (SELECT ...) and EXISTS (SELECT ...) subqueries "
+                             "are supported in MATCH_RECOGNIZE expressions", node)
         for child in node.iter_expressions():
             self.visit(child, scope)
 
