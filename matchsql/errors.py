@@ -8,6 +8,8 @@ traceback.
 
 from __future__ import annotations
 
+import re
+
 
 class Error(Exception):
     """Base class of every user-facing matchsql error."""
@@ -90,3 +92,29 @@ def line_column(sql: str, offset: int) -> tuple[int, int]:
     line = before.count("\n") + 1
     column = offset - (before.rfind("\n") + 1) + 1
     return line, column
+
+
+_PYTHON_DETAIL = "Detail: Python exception:"
+
+
+def one_line(message: str) -> str:
+    """The first line of ``message`` without the Python traceback DuckDB appends.
+
+    DuckDB reports an exception raised while it reads a Python stream as its
+    own message followed by ``Detail: Python exception: Traceback ...``; a
+    user needs the cause, never the traceback.
+    """
+    head = message.split(_PYTHON_DETAIL)[0].strip()
+    lines = [line.strip() for line in head.splitlines() if line.strip()]
+    return lines[0] if lines else head
+
+
+def without_kind(message: str) -> str:
+    """``message`` without DuckDB's ``Binder Error: `` style prefix."""
+    return re.sub(r"^[A-Za-z ]+Error: ", "", message)
+
+
+def internal_error(exc: BaseException) -> ExecutionError:
+    """The user-facing error for an unexpected Python exception inside the engine."""
+    cause = one_line(str(exc)) or "no detail"
+    return ExecutionError(f"internal error ({type(exc).__name__}): {cause}")

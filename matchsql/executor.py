@@ -22,8 +22,18 @@ from sqlglot import exp
 
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
-from matchsql.errors import CatalogError, Error, ExecutionError, ParseError, SemanticError
+from matchsql.errors import (
+    CatalogError,
+    Error,
+    ExecutionError,
+    ParseError,
+    SemanticError,
+    internal_error,
+    one_line,
+    without_kind,
+)
 from matchsql.fsm.spec import MatchSpec
+from matchsql.grammar.subqueries import visible_ctes
 
 _MATCH_RECOGNIZE = re.compile(r"\bmatch_recognize\b", re.IGNORECASE)
 _SET = re.compile(r"^\s*set\s+(?:session\s+)?(\w+)\s*(?:=|\bto\b)\s*(.+?)\s*$",
@@ -90,6 +100,8 @@ class Executor:
                 result = self._run_statement(statement)
             except Error as err:
                 raise _relocate(err, text, offset) from None
+            except Exception as exc:  # a bug inside the engine: a one-line error
+                raise internal_error(exc) from exc
         return result
 
     def _run_statement(self, statement: str):
@@ -328,6 +340,10 @@ class Executor:
             # the sort, say) as Arrow I/O errors whose text carries a traceback.
             self._failure.append(_reader_error(exc))
             raise
+        except Exception as exc:  # a bug inside the engine: a one-line error, no traceback
+            err = internal_error(exc)
+            self._failure.append(err)
+            raise err from exc
 
     # -- EXPLAIN of a statement with MATCH_RECOGNIZE --------------------------------
 
@@ -406,7 +422,7 @@ class Executor:
                 return ours(_strip_prefix(message))
         if isinstance(exc, duckdb.InterruptException):
             return ExecutionError("statement interrupted")
-        return ExecutionError(_strip_prefix(message))
+        return ExecutionError(_strip_prefix(one_line(message)))
 
 
 def direct_select(tree, nodes: list):
@@ -445,10 +461,10 @@ class BatchSource:
 
 def _reader_error(exc: BaseException) -> Error:
     """The matchsql error for a failure the input's Arrow reader raised, without traceback."""
-    message = str(exc).split("Detail: Python exception:")[0].strip()
+    message = one_line(str(exc))
     if "INTERRUPT" in message:
         return ExecutionError("statement interrupted")
-    return ExecutionError(f"reading the MATCH_RECOGNIZE input failed: {message.splitlines()[0]}")
+    return ExecutionError(f"reading the MATCH_RECOGNIZE input failed: {message}")
 
 
 def _input_query(node, columns: list[str] | None = None) -> str:
@@ -477,7 +493,7 @@ def _input_query(node, columns: list[str] | None = None) -> str:
         query = f"SELECT {select} FROM {source}"
         if keys:
             query += " ORDER BY " + ", ".join(keys)
-    ctes = _visible_ctes(node)
+    ctes = visible_ctes(node)
     if ctes:
         query = "WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " " + query
     return query
@@ -486,26 +502,6 @@ def _input_query(node, columns: list[str] | None = None) -> str:
 def _column_name(column: exp.Expression) -> str:
     """A partition column as an unqualified identifier, for use outside its table's scope."""
     return exp.to_identifier(column.name, quoted=True).sql(dialect="duckdb")
-
-
-def _visible_ctes(node) -> list[exp.CTE]:
-    """CTEs that the input of ``node`` may reference, outermost first."""
-    visible: list[exp.CTE] = []
-    child, parent = node, node.parent
-    while parent is not None:
-        if isinstance(parent, exp.With):
-            # ``node`` sits inside one of these CTEs: only the earlier ones are
-            # visible, and the owning statement must not add them all again.
-            index = next(i for i, cte in enumerate(parent.expressions) if cte is child)
-            visible = list(parent.expressions[:index]) + visible
-            child = parent.parent
-            parent = child.parent if child is not None else None
-            continue
-        with_ = parent.args.get("with_")
-        if isinstance(with_, exp.With):
-            visible = list(with_.expressions) + visible
-        child, parent = parent, parent.parent
-    return visible
 
 
 def _offset_of(node: exp.Expression) -> int | None:
@@ -538,4 +534,4 @@ def _unquote(value: str) -> str:
 
 
 def _strip_prefix(message: str) -> str:
-    return re.sub(r"^[A-Za-z ]+Error: ", "", message)
+    return without_kind(message)

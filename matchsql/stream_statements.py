@@ -27,6 +27,7 @@ from sqlglot import exp
 
 from matchsql.errors import Error, SemanticError, StreamError
 from matchsql.executor import BatchSource
+from matchsql.grammar.subqueries import visible_ctes
 from matchsql.storage.catalog import Catalog, StreamDef
 
 
@@ -136,14 +137,12 @@ class StreamStatements:
         a usable stream registry (say, a read-only /tmp) there are no streams,
         and one-time queries must not fail because of it.
         """
-        from matchsql.executor import _visible_ctes
-
         source = node.this
         if not isinstance(source, exp.Table) or source.args.get("db") or \
                 not isinstance(source.this, exp.Identifier):
             return None
         name = source.name
-        if any(cte.alias_or_name.lower() == name.lower() for cte in _visible_ctes(node)):
+        if any(cte.alias_or_name.lower() == name.lower() for cte in visible_ctes(node)):
             return None
         try:
             definition = self.catalog.get(name)

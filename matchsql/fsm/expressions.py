@@ -898,6 +898,11 @@ class _Compiler:
             return best
         return pick
 
+    def on_array(self, node: exp.Array, scope: _Scope) -> _Fn:
+        """``ARRAY[a, b]`` (a list value, as ``array_agg`` returns): compared element-wise."""
+        parts = [self.compile(e, scope) for e in node.expressions]
+        return lambda view, row: [p(view, row) for p in parts]
+
     def on_greatest(self, node: exp.Greatest, scope: _Scope) -> _Fn:
         return self.extreme(node, scope, 1)
 

@@ -19,6 +19,7 @@ from matchsql.errors import CatalogError, Error, SemanticError, TypeMismatchErro
 from matchsql.grammar.checks import ExpressionChecker, position
 from matchsql.grammar.nodes import MatchRecognizeTable, MeasureDef, VariableDef
 from matchsql.grammar.pattern import Exclusion, PatternNode
+from matchsql.grammar.subqueries import fold_subqueries
 from matchsql.grammar.typer import ExpressionTyper
 
 if t.TYPE_CHECKING:
@@ -92,6 +93,7 @@ class _Analyzer:
         subsets = self.subsets()
         names = set(self.variables) | set(subsets)
         skip, skip_var = self.skip(names)
+        fold_subqueries(self.node, names, self.sql, self.con)
         checker = ExpressionChecker(self.sql, names)
 
         typer = ExpressionTyper(self.con, self.schema, self.sql)

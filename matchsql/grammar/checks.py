@@ -61,14 +61,16 @@ class ExpressionChecker:
         elif isinstance(node, Classifier):
             self.classifier(node)
         elif isinstance(node, MatchNumber):
-            if scope.navigation is not None or scope.aggregate is not None:
-                raise self.error(
-                    "MATCH_NUMBER() cannot be used inside navigation or aggregate functions", node
-                )
+            # Allowed in aggregate arguments (Trino: they may contain CLASSIFIER and
+            # MATCH_NUMBER); navigation of a per-match constant makes no sense.
+            if scope.navigation is not None:
+                raise self.error("MATCH_NUMBER() cannot be used inside navigation functions", node)
         elif isinstance(node, exp.Window):
             raise self.error("window functions are not allowed in MATCH_RECOGNIZE", node)
         elif isinstance(node, (exp.Select, exp.Subquery, exp.SetOperation)):
-            raise self.error("subqueries are not allowed in MATCH_RECOGNIZE expressions", node)
+            # scalar, IN and EXISTS subqueries were folded into constants before the checks
+            raise self.error("only scalar, IN (SELECT ...) and EXISTS (SELECT ...) subqueries "
+                             "are supported in MATCH_RECOGNIZE expressions", node)
         for child in node.iter_expressions():
             self.visit(child, scope)
 

@@ -38,10 +38,11 @@ standard clause order.
 from __future__ import annotations
 
 import typing as t
+from collections.abc import Iterator
 
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
-from sqlglot.errors import ErrorLevel
+from sqlglot.errors import ErrorLevel, TokenError
 from sqlglot.generators.duckdb import DuckDBGenerator
 from sqlglot.parsers.duckdb import DuckDBParser
 from sqlglot.tokens import Token, TokenType
@@ -59,6 +60,7 @@ from matchsql.grammar.nodes import (
     VariableDef,
 )
 from matchsql.grammar.pattern_parser import parse_pattern
+from matchsql.grammar.sqltext import pattern_body_end
 
 __all__ = ["MatchSQL", "variable_identifier", "variable_sql"]
 
@@ -423,11 +425,20 @@ def first_offset(node: exp.Expr) -> int | None:
 def normalize_expression(expr: exp.Expr) -> exp.Expr:
     """Bring a DEFINE/MEASURES expression into the shapes of :mod:`nodes`.
 
-    Upper-cases unquoted variable qualifiers and turns DejaVu's bare
-    ``MATCH_NUMBER`` / ``CLASSIFIER`` (parsed as columns) into their nodes.
+    Upper-cases unquoted variable qualifiers, turns DejaVu's bare
+    ``MATCH_NUMBER`` / ``CLASSIFIER`` (parsed as columns) into their nodes,
+    reads ``count()`` as ``count(*)`` (as Trino does) and DuckDB's ``$$text$$``
+    as the string literal it is, so that no later stage meets those forms.
     """
 
     def visit(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Count) and node.this is None and not node.expressions:
+            node.set("this", exp.Star())
+            return node
+        if isinstance(node, exp.RawString):  # $$text$$: a plain string in DuckDB
+            text = exp.Literal.string(node.this)
+            text.meta.update(node.meta)
+            return text
         if not isinstance(node, exp.Column):
             return node
         table = node.args.get("table")
@@ -532,11 +543,71 @@ class MatchSQLGenerator(DuckDBGenerator):
         return "MATCH_NUMBER()"
 
 
+def _pattern_bodies(tokens: list[Token], sql: str) -> Iterator[tuple[int, int]]:
+    """``(begin, end)`` of each PATTERN body that ``tokens`` show inside a MATCH_RECOGNIZE.
+
+    Only the tokens up to a PATTERN's ``(`` need to be right, which is what
+    makes this usable on the tokens of text whose pattern the SQL rules
+    mis-read.
+    """
+    depth = 0
+    bodies: list[int] = []  # paren depth just inside each open MATCH_RECOGNIZE
+    for i, token in enumerate(tokens):
+        kind = token.token_type
+        if kind == TokenType.L_PAREN:
+            depth += 1
+            if i and tokens[i - 1].token_type == TokenType.MATCH_RECOGNIZE:
+                bodies.append(depth)
+        elif kind == TokenType.R_PAREN:
+            if bodies and bodies[-1] == depth:
+                bodies.pop()
+            depth -= 1
+        elif (bodies and depth == bodies[-1] and token.text.upper() == "PATTERN"
+              and i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN):
+            begin = tokens[i + 1].end + 1
+            yield begin, pattern_body_end(sql, begin)
+
+
+class MatchSQLTokenizer(DuckDB.Tokenizer):
+    """DuckDB's tokenizer, with ``$`` inside PATTERN ( ... ) read as the end anchor.
+
+    DuckDB's ``$tag$ ... $tag$`` strings and ``$1`` parameters make the SQL
+    tokenizer read ``PATTERN (^B | $C$)`` as the start of a dollar-quoted
+    string. The pattern body is parsed from the raw text anyway (see
+    :mod:`matchsql.grammar.pattern_parser`); its tokens only have to keep the
+    parentheses right. So every ``$`` of a PATTERN body is tokenized as a
+    blank, one body at a time: the tokens before a body's ``(`` are right
+    however the rest was mis-read. The tokens' offsets are those of the
+    original text; ``$`` anywhere else keeps DuckDB's meaning.
+    """
+
+    KEYWORDS = {**DuckDB.Tokenizer.KEYWORDS, "MATCH_RECOGNIZE": TokenType.MATCH_RECOGNIZE}
+
+    def tokenize(self, sql: str) -> list[Token]:
+        text = sql
+        done: set[int] = set()
+        while True:
+            failure: Exception | None = None
+            try:
+                tokens = super().tokenize(text)
+            except TokenError as exc:
+                failure = exc
+                tokens = list(self._core.tokens)
+            body = next(((b, e) for b, e in _pattern_bodies(tokens, text)
+                         if b not in done and "$" in text[b:e]), None)
+            if body is None:
+                if failure is not None:
+                    raise failure
+                return tokens
+            begin, end = body
+            done.add(begin)
+            text = text[:begin] + text[begin:end].replace("$", " ") + text[end:]
+
+
 class MatchSQL(DuckDB):
     """DuckDB's dialect with full row pattern recognition; registered as ``matchsql``."""
 
-    class Tokenizer(DuckDB.Tokenizer):
-        KEYWORDS = {**DuckDB.Tokenizer.KEYWORDS, "MATCH_RECOGNIZE": TokenType.MATCH_RECOGNIZE}
+    Tokenizer = MatchSQLTokenizer
 
     Parser = MatchSQLParser
     Generator = MatchSQLGenerator

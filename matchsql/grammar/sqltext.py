@@ -6,7 +6,8 @@ to know where statements end even when the text is not valid SQL yet (or
 never will be), so this is a tolerant scan: a ``;`` ends a statement unless
 it sits inside a string (``'...'``, ``E'...'``, ``$tag$...$tag$``), a quoted
 identifier (``"..."``) or a comment (``--``, ``/* */``). Everything else,
-``MATCH_RECOGNIZE`` included, is opaque text here.
+``MATCH_RECOGNIZE`` included, is opaque text here, except a ``PATTERN ( ... )``
+body: its ``$`` is the end anchor, not a dollar quote.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import re
 from dataclasses import dataclass
 
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
+# ``PATTERN (``: a row pattern body, where ``$`` is the end anchor, not a dollar quote.
+_PATTERN_OPEN = re.compile(r"PATTERN\s*\(", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,12 @@ def _scan(text: str) -> _Scan:
             if close < 0:
                 return _Scan(ends, ch)
             i = close + 1
+        elif ch in "pP" and not _word_char(text, i - 1) and (
+                opened := _PATTERN_OPEN.match(text, i)):
+            close = pattern_body_end(text, opened.end())
+            if close >= n:
+                return _Scan(ends, "PATTERN (")
+            i = close + 1
         elif ch == "$":
             tag = _DOLLAR_TAG.match(text, i)
             if tag is None or _word_char(text, i - 1):
@@ -68,6 +77,34 @@ def _scan(text: str) -> _Scan:
         else:
             i += 1
     return _Scan(ends, None)
+
+
+def pattern_body_end(sql: str, begin: int) -> int:
+    """Offset of the ``)`` closing a PATTERN whose body starts at ``begin`` (after its ``(``).
+
+    Uses the pattern language's own lexical rules: parentheses nest and
+    ``"..."`` quotes a variable name; nothing else is special. A ``'...'``
+    (no pattern has one) is skipped whole too, so that a function called
+    ``pattern`` with a string argument cannot end early. Returns ``len(sql)``
+    when the body is not closed.
+    """
+    depth, i, n = 1, begin, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in "\"'":
+            close = _close_quote(sql, i + 1, ch, backslash=False)
+            if close < 0:
+                return n
+            i = close + 1
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return n
 
 
 def _word_char(text: str, i: int) -> bool:

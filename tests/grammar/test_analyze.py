@@ -298,7 +298,10 @@ ERRORS = [
     ("MEASURES LAST(MATCH_NUMBER()) AS m PATTERN (A)", SemanticError, "LAST", None),
     ("MEASURES PREV(A.price + MATCH_NUMBER()) AS m PATTERN (A)", SemanticError, "MATCH_", None),
     ("MEASURES SUM(A.price) OVER () AS m PATTERN (A)", SemanticError, "SUM", "window"),
-    ("MEASURES (SELECT 1) AS m PATTERN (A)", SemanticError, "1)", "subqueries"),
+    ("MEASURES (SELECT max(A.price)) AS m PATTERN (A)", SemanticError, "A.price", "correlated"),
+    ("MEASURES (SELECT CLASSIFIER()) AS m PATTERN (A)", SemanticError, "CLASSIFIER",
+     "subquery"),
+    ("PATTERN (A) DEFINE A AS A.price > ANY (SELECT 1)", SemanticError, "1)", "IN or EXISTS"),
     ("MEASURES A.* AS m PATTERN (A)", SemanticError, "A.*", "COUNT"),
     # keys
     ("PARTITION BY lower(symbol) PATTERN (A)", SemanticError, "lower", "columns"),

@@ -30,7 +30,9 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
+from matchsql.fsm.compiled.constants import constant_measure
 from matchsql.fsm.compiled.lowering import Unsupported, column_name, describe, strip, var_set
+from matchsql.fsm.compiled.segment_aggregates import segment_aggregate
 from matchsql.fsm.spec import MatchSpec, RowsPerMatch
 from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation, PatternSemantics
 
@@ -144,6 +146,10 @@ class MeasureCompiler:
 
     def measure(self, node: exp.Expression) -> tuple[Measure, pa.DataType]:
         node = strip_final(node)
+        direct = segment_aggregate(self.spec, self.variables, node) or constant_measure(
+            self.spec, node)
+        if direct is not None:
+            return direct.final, direct.type
         if isinstance(node, MatchNumber):
             return (lambda m, rows: pa.array(m.numbers, pa.int64())), pa.int64()
         if isinstance(node, Classifier) and node.variable is None:
@@ -271,6 +277,10 @@ class RunningMeasureCompiler(MeasureCompiler):
             node = node.this
         if any(isinstance(n, PatternSemantics) for n in node.find_all(PatternSemantics)):
             raise Unsupported(f"measure {describe(node)}: nested RUNNING/FINAL")
+        direct = segment_aggregate(self.spec, self.variables, node) or constant_measure(
+            self.spec, node)
+        if direct is not None:
+            return direct.running, direct.type
         if isinstance(node, MatchNumber):
             return (lambda m, e, rows: pa.array(m.numbers[e.match], pa.int64())), pa.int64()
         if isinstance(node, Classifier) and node.variable is None:

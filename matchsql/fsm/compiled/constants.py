@@ -1,0 +1,70 @@
+"""Measures that read nothing of the match: literals, casts of them, folded subqueries.
+
+``MEASURES 'up' AS trend`` or a subquery folded into ``CAST('4.5' AS
+DOUBLE)`` has one value for every output row. The column-wise output takes
+it as a repeated Arrow scalar instead of handing the whole output (every
+other measure included) to the reference evaluator row by row. The value is
+the reference evaluator's own, computed once, and the type is the one
+analysis declared for the measure, so both paths give the same column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from sqlglot import exp
+
+from matchsql.errors import Error
+from matchsql.fsm.compiled.lowering import Unsupported, describe
+from matchsql.fsm.expressions import compile_expression
+from matchsql.fsm.spec import MatchSpec
+from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation, PatternSemantics
+
+if TYPE_CHECKING:
+    from matchsql.fsm.compiled.measures import Expansion, Matches, Rows
+
+__all__ = ["ConstantMeasure", "constant_measure"]
+
+_READS_MATCH = (exp.Column, exp.Star, Navigation, Classifier, MatchNumber, PatternSemantics,
+                exp.AggFunc, exp.Anonymous)
+
+
+@dataclass
+class ConstantMeasure:
+    """One value, repeated for every match or output row."""
+
+    value: pa.Scalar
+
+    @property
+    def type(self) -> pa.DataType:
+        return self.value.type
+
+    def final(self, m: Matches, rows: Rows) -> pa.Array:
+        return pa.repeat(self.value, len(m.starts))
+
+    def running(self, m: Matches, e: Expansion, rows: Rows) -> pa.Array:
+        return pa.repeat(self.value, len(e.match))
+
+
+def constant_measure(spec: MatchSpec, node: exp.Expression) -> ConstantMeasure | None:
+    """The constant measure ``node`` (a measure expression without RUNNING/FINAL); None
+    when ``node`` reads the match or is not one of ``spec``'s measures."""
+    if any(isinstance(n, _READS_MATCH) for n in node.walk()):
+        return None
+    declared = next((m.type for m in spec.measures if _bare(m.expr) is node), None)
+    if declared is None:
+        return None
+    try:
+        value = compile_expression(node, spec)(None)  # type: ignore[arg-type]
+        return ConstantMeasure(pa.scalar(value, type=declared))
+    except (Error, pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+        # the reference evaluator reports it (an invalid CAST, say) where it occurs
+        raise Unsupported(f"constant measure {describe(node)}: {exc}") from None
+
+
+def _bare(node: exp.Expression) -> exp.Expression:
+    while isinstance(node, exp.Paren | PatternSemantics):
+        node = node.this
+    return node
