@@ -142,9 +142,15 @@ def last_row(view: MatchView, vars_: VarSet, k: int, final: bool) -> int | None:
     return None
 
 
-def first_row(view: MatchView, vars_: VarSet, k: int, final: bool) -> int | None:
-    """Absolute index of the k-th visible row mapped to ``vars_`` (0 = first)."""
-    n = _visible(view, final)
+def first_row(view: MatchView, vars_: VarSet, k: int) -> int | None:
+    """Absolute index of the k-th row of the match mapped to ``vars_`` (0 = first).
+
+    FIRST counts from the match's start over every row the view knows, whatever
+    the semantics: Trino resolves it over the whole match even under RUNNING in
+    MEASURES, while in DEFINE the view knows only the rows up to the current one,
+    so a row beyond it is NULL there.
+    """
+    n = len(view.labels)
     if vars_ is None:
         return view.start + k if k < n else None
     for idx in range(n):
@@ -166,11 +172,17 @@ def rows_of(view: MatchView, vars_: VarSet, final: bool) -> list[int]:
     return [view.start + idx for idx, label in enumerate(labels) if label in vars_]
 
 
-def _label_at(view: MatchView, row: int | None, final: bool) -> str | None:
+def _label_at(view: MatchView, row: int | None) -> str | None:
+    """The variable of ``row`` when it belongs to the match, else NULL.
+
+    Navigation may name any row of the match, past the current one too under
+    RUNNING (``NEXT(CLASSIFIER())``), as in Trino; a row outside the match
+    (before it, after it, or not matched yet in DEFINE) has no label.
+    """
     if row is None:
         return None
     idx = row - view.start
-    return view.labels[idx] if 0 <= idx < _visible(view, final) else None
+    return view.labels[idx] if 0 <= idx < len(view.labels) else None
 
 
 def _physical(view: MatchView, row: int | None, delta: int) -> int | None:
@@ -533,15 +545,14 @@ class _Compiler:
 
     def classifier(self, node: Classifier, scope: _Scope) -> _Fn:
         if scope.bound:
-            return lambda view, row: _label_at(view, row, scope.final(view))
+            return lambda view, row: _label_at(view, row)
         vars_ = self.var_set(node.variable)
         if vars_ is not None:
             self.observe_last(vars_, 0, scope)
             self.history.labels.add(vars_)
 
         def label(view: MatchView, row: Any) -> Any:
-            final = scope.final(view)
-            return _label_at(view, last_row(view, vars_, 0, final), final)
+            return _label_at(view, last_row(view, vars_, 0, scope.final(view)))
         return label
 
     # -- navigation ------------------------------------------------------------------------------
@@ -566,7 +577,9 @@ class _Compiler:
                 ) -> tuple[Callable[[MatchView, Any], int | None], exp.Expression]:
         """A function finding the row ``node`` points at, and the expression to read there."""
         arg = node.this
-        while isinstance(arg, exp.Paren):
+        while isinstance(arg, exp.Paren | PatternSemantics):
+            if isinstance(arg, PatternSemantics):  # PREV(RUNNING LAST(x)): FIRST/LAST's own
+                scope = _Scope(scope.bound, arg.final, scope.shift)
             arg = arg.this
         offset = node.offset
         if not isinstance(offset, int) or offset < 0:
@@ -601,7 +614,7 @@ class _Compiler:
             self.history.first[vars_] = max(offset, self.history.first.get(vars_, offset))
 
         def locate_first(view: MatchView, row: Any) -> int | None:
-            return first_row(view, vars_, offset, scope.final(view))
+            return first_row(view, vars_, offset)
         return locate_first, arg
 
     def default_locator(self, arg: exp.Expression, scope: _Scope, what: str
