@@ -408,6 +408,16 @@ _ANONYMOUS_AGGREGATES: dict[str, Callable[[Sequence[Any]], Any]] = {
 }
 
 
+def is_aggregate(node: exp.Expression) -> bool:
+    """Is ``node`` an aggregate over the rows of a pattern variable (with its FILTER)?"""
+    if isinstance(node, exp.Filter) or (
+            isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AggFunc)):
+        return True
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower() in _ANONYMOUS_AGGREGATES
+    return isinstance(node, exp.AggFunc)
+
+
 class _Compiler:
     """Turns one expression into nested closures; records history use and reach."""
 
@@ -477,11 +487,7 @@ class _Compiler:
             return self.classifier(node, scope)
         if isinstance(node, MatchNumber):
             return lambda view, row: view.match_number
-        if isinstance(node, exp.Filter) or (
-                isinstance(node, exp.AggFunc) and not isinstance(node, exp.Anonymous)) or (
-                isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AggFunc)):
-            return self.aggregate(node, scope)
-        if isinstance(node, exp.Anonymous) and node.name.lower() in _ANONYMOUS_AGGREGATES:
+        if is_aggregate(node):
             return self.aggregate(node, scope)
         binary = _BINARY.get(type(node))
         if binary is not None:
