@@ -164,6 +164,9 @@ class OracleExpression:
 
     def _bind(self, arg: exp.Expression, where: _Where) -> exp.Expression:
         """``arg`` with its columns and CLASSIFIER() read at the row ``where`` names."""
+        if any(isinstance(n, Navigation) or is_aggregate(n) for n in arg.walk()):
+            raise SemanticError("navigation may nest only FIRST/LAST inside PREV/NEXT, "
+                                "without aggregates")
         def read(node: exp.Expression) -> exp.Expression:
             if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
                 return self._reference(_Reference(where, column_name(self.spec, node)))

@@ -16,8 +16,9 @@ ALL ROWS PER MATCH (:class:`RunningMeasureCompiler`) outputs every
 non-excluded row of a match, and a measure there sees the match up to that
 row: ``COUNT`` becomes a cumulative count, ``A.x``/``LAST(A.x)`` a forward
 fill of the last ``A`` row within the match, ``FIRST(A.x)`` the match's first
-``A`` row once the output row has reached it; FINAL measures are the ONE ROW
-values repeated. Before this, the reference evaluator recomputed each running
+``A`` row (FIRST counts over the whole match even under RUNNING, as Trino
+does, so rows before it see it too); FINAL measures, and PREV/NEXT around a
+FINAL FIRST/LAST, are the ONE ROW values repeated. Before this, the reference evaluator recomputed each running
 measure from the match start for every row: quadratic in the match length.
 """
 
@@ -264,13 +265,12 @@ class RunningMeasureCompiler(MeasureCompiler):
     def running(self, node: exp.Expression) -> tuple[RunningMeasure, pa.DataType]:
         while isinstance(node, exp.Paren):
             node = node.this
-        if isinstance(node, PatternSemantics) and node.final:
-            whole, natural = self.measure(node.this)
-            return (lambda m, e, rows: whole(m, rows).take(pa.array(e.match))), natural
-        if isinstance(node, PatternSemantics):
+        if isinstance(node, PatternSemantics) and not node.final:
             node = node.this
         node = _inner_semantics(node)
-        if isinstance(node, PatternSemantics):  # PREV/NEXT(FINAL FIRST/LAST(..)): whole match
+        if isinstance(node, PatternSemantics):  # FINAL: the ONE ROW value on every row
+            if any(not s.final for s in node.this.find_all(PatternSemantics)):
+                raise Unsupported(f"measure {describe(node.this)}: RUNNING inside FINAL")
             whole, natural = self.measure(node.this)
             return (lambda m, e, rows: whole(m, rows).take(pa.array(e.match))), natural
         if any(isinstance(n, PatternSemantics) for n in node.find_all(PatternSemantics)):
