@@ -17,9 +17,10 @@ RUNNING semantics see the match rows up to ``current``; FINAL semantics see
 the whole match. Two reads ignore that limit, as Trino's do: ``FIRST`` counts
 from the match's start over every row the view has, and ``CLASSIFIER()``
 reached through navigation is the label of any row of the match. (In DEFINE
-the view has only the rows up to ``current``, so both end there.) ``MatchView.final`` is the default for expressions without
-RUNNING/FINAL (True in ONE ROW PER MATCH measures); an explicit keyword
-overrides it for the subtree, so nesting is honest: ``FINAL LAST(A.x)`` and
+the view has only the rows up to ``current``, so both end there.)
+``MatchView.final`` is the default for expressions without RUNNING/FINAL
+(True in ONE ROW PER MATCH measures); an explicit keyword overrides it for
+the subtree, so nesting is honest: ``FINAL LAST(A.x)`` and
 ``RUNNING COUNT(*)`` side by side in one ALL ROWS PER MATCH measure each see
 what they should from one view.
 

@@ -18,8 +18,9 @@ row: ``COUNT`` becomes a cumulative count, ``A.x``/``LAST(A.x)`` a forward
 fill of the last ``A`` row within the match, ``FIRST(A.x)`` the match's first
 ``A`` row (FIRST counts over the whole match even under RUNNING, as Trino
 does, so rows before it see it too); FINAL measures, and PREV/NEXT around a
-FINAL FIRST/LAST, are the ONE ROW values repeated. Before this, the reference evaluator recomputed each running
-measure from the match start for every row: quadratic in the match length.
+FINAL FIRST/LAST, are the ONE ROW values repeated. Before this, the reference
+evaluator recomputed each running measure from the match start for every row:
+quadratic in the match length.
 """
 
 from __future__ import annotations
