@@ -14,9 +14,13 @@ pattern-specific reduces to *locating a row* and then reading a value there:
 * aggregates evaluate their argument at every row mapped to the variable.
 
 RUNNING semantics see the match rows up to ``current``; FINAL semantics see
-the whole match. ``MatchView.final`` is the default for expressions without
-RUNNING/FINAL (True in ONE ROW PER MATCH measures); an explicit keyword
-overrides it for the subtree, so nesting is honest: ``FINAL LAST(A.x)`` and
+the whole match. Two reads ignore that limit, as Trino's do: ``FIRST`` counts
+from the match's start over every row the view has, and ``CLASSIFIER()``
+reached through navigation is the label of any row of the match. (In DEFINE
+the view has only the rows up to ``current``, so both end there.)
+``MatchView.final`` is the default for expressions without RUNNING/FINAL
+(True in ONE ROW PER MATCH measures); an explicit keyword overrides it for
+the subtree, so nesting is honest: ``FINAL LAST(A.x)`` and
 ``RUNNING COUNT(*)`` side by side in one ALL ROWS PER MATCH measure each see
 what they should from one view.
 
@@ -142,9 +146,15 @@ def last_row(view: MatchView, vars_: VarSet, k: int, final: bool) -> int | None:
     return None
 
 
-def first_row(view: MatchView, vars_: VarSet, k: int, final: bool) -> int | None:
-    """Absolute index of the k-th visible row mapped to ``vars_`` (0 = first)."""
-    n = _visible(view, final)
+def first_row(view: MatchView, vars_: VarSet, k: int) -> int | None:
+    """Absolute index of the k-th row of the match mapped to ``vars_`` (0 = first).
+
+    FIRST counts from the match's start over every row the view knows, whatever
+    the semantics: Trino resolves it over the whole match even under RUNNING in
+    MEASURES, while in DEFINE the view knows only the rows up to the current one,
+    so a row beyond it is NULL there.
+    """
+    n = len(view.labels)
     if vars_ is None:
         return view.start + k if k < n else None
     for idx in range(n):
@@ -166,11 +176,17 @@ def rows_of(view: MatchView, vars_: VarSet, final: bool) -> list[int]:
     return [view.start + idx for idx, label in enumerate(labels) if label in vars_]
 
 
-def _label_at(view: MatchView, row: int | None, final: bool) -> str | None:
+def _label_at(view: MatchView, row: int | None) -> str | None:
+    """The variable of ``row`` when it belongs to the match, else NULL.
+
+    Navigation may name any row of the match, past the current one too under
+    RUNNING (``NEXT(CLASSIFIER())``), as in Trino; a row outside the match
+    (before it, after it, or not matched yet in DEFINE) has no label.
+    """
     if row is None:
         return None
     idx = row - view.start
-    return view.labels[idx] if 0 <= idx < _visible(view, final) else None
+    return view.labels[idx] if 0 <= idx < len(view.labels) else None
 
 
 def _physical(view: MatchView, row: int | None, delta: int) -> int | None:
@@ -396,6 +412,16 @@ _ANONYMOUS_AGGREGATES: dict[str, Callable[[Sequence[Any]], Any]] = {
 }
 
 
+def is_aggregate(node: exp.Expression) -> bool:
+    """Is ``node`` an aggregate over the rows of a pattern variable (with its FILTER)?"""
+    if isinstance(node, exp.Filter) or (
+            isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AggFunc)):
+        return True
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower() in _ANONYMOUS_AGGREGATES
+    return isinstance(node, exp.AggFunc)
+
+
 class _Compiler:
     """Turns one expression into nested closures; records history use and reach."""
 
@@ -465,11 +491,7 @@ class _Compiler:
             return self.classifier(node, scope)
         if isinstance(node, MatchNumber):
             return lambda view, row: view.match_number
-        if isinstance(node, exp.Filter) or (
-                isinstance(node, exp.AggFunc) and not isinstance(node, exp.Anonymous)) or (
-                isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AggFunc)):
-            return self.aggregate(node, scope)
-        if isinstance(node, exp.Anonymous) and node.name.lower() in _ANONYMOUS_AGGREGATES:
+        if is_aggregate(node):
             return self.aggregate(node, scope)
         binary = _BINARY.get(type(node))
         if binary is not None:
@@ -533,15 +555,14 @@ class _Compiler:
 
     def classifier(self, node: Classifier, scope: _Scope) -> _Fn:
         if scope.bound:
-            return lambda view, row: _label_at(view, row, scope.final(view))
+            return lambda view, row: _label_at(view, row)
         vars_ = self.var_set(node.variable)
         if vars_ is not None:
             self.observe_last(vars_, 0, scope)
             self.history.labels.add(vars_)
 
         def label(view: MatchView, row: Any) -> Any:
-            final = scope.final(view)
-            return _label_at(view, last_row(view, vars_, 0, final), final)
+            return _label_at(view, last_row(view, vars_, 0, scope.final(view)))
         return label
 
     # -- navigation ------------------------------------------------------------------------------
@@ -566,7 +587,9 @@ class _Compiler:
                 ) -> tuple[Callable[[MatchView, Any], int | None], exp.Expression]:
         """A function finding the row ``node`` points at, and the expression to read there."""
         arg = node.this
-        while isinstance(arg, exp.Paren):
+        while isinstance(arg, exp.Paren | PatternSemantics):
+            if isinstance(arg, PatternSemantics):  # PREV(RUNNING LAST(x)): FIRST/LAST's own
+                scope = _Scope(scope.bound, arg.final, scope.shift)
             arg = arg.this
         offset = node.offset
         if not isinstance(offset, int) or offset < 0:
@@ -601,7 +624,7 @@ class _Compiler:
             self.history.first[vars_] = max(offset, self.history.first.get(vars_, offset))
 
         def locate_first(view: MatchView, row: Any) -> int | None:
-            return first_row(view, vars_, offset, scope.final(view))
+            return first_row(view, vars_, offset)
         return locate_first, arg
 
     def default_locator(self, arg: exp.Expression, scope: _Scope, what: str

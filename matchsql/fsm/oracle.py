@@ -17,9 +17,11 @@ match. The order is encoded directly in the recursion:
 * ``^`` / ``$``: the partition's start / the point after its last row;
 * ``{- -}``: rows are matched normally and flagged as excluded from output.
 
-Each row's DEFINE condition is evaluated with RUNNING semantics through the
-shared expression evaluator (:mod:`matchsql.fsm.expressions`); what is
-independent here is the matching, skipping and output logic. The cost is
+Each row's DEFINE condition is evaluated with RUNNING semantics. Which row
+every value reference reads (navigation, CLASSIFIER) is decided by the
+oracle's own :mod:`matchsql.fsm.oracle_navigation`; operators, functions and
+aggregates come from the shared value library. Independent here are the
+matching, skipping, output and navigation logic. The cost is
 exponential in the worst case, so the oracle is for tiny partitions only.
 
 DejaVu's ``ALL MATCHES`` / ``INCREMENTAL MATCH``: from each start row, every
@@ -42,7 +44,8 @@ from typing import Any
 import pyarrow as pa
 
 from matchsql.errors import ExecutionError, LimitExceededError
-from matchsql.fsm.expressions import ListRows, MatchView, compile_expression
+from matchsql.fsm.expressions import ListRows, MatchView
+from matchsql.fsm.oracle_navigation import OracleExpression
 from matchsql.fsm.spec import MatchSpec, RowsPerMatch, SkipMode
 from matchsql.grammar.pattern import (
     Alternation,
@@ -77,9 +80,9 @@ class Oracle:
         self.spec = spec
         self.max_paths = max_paths
         self.defines: dict[str, Callable[[MatchView], Any]] = {
-            name: compile_expression(expr, spec) for name, expr in spec.defines.items()
+            name: OracleExpression(expr, spec) for name, expr in spec.defines.items()
         }
-        self.measures = [compile_expression(m.expr, spec) for m in spec.measures]
+        self.measures = [OracleExpression(m.expr, spec) for m in spec.measures]
         self.all_matches = spec.all_matches or spec.incremental
         self.schema = spec.output_schema()
 

