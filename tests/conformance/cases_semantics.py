@@ -87,6 +87,16 @@ DOLLAR_ANCHOR = [
          one_query("A $", defines="A AS v = $$a$$"), one("1:2-2"),
          "outside PATTERN $$a$$ is still DuckDB's dollar-quoted string 'a'; inside it $ "
          "is the anchor: the last row, an a, is the only match"),
+    Case("two_dollars_in_a_row", letters("ac"), all_query("C $ $ A? B?"), rows("2C"),
+         "an anchor consumes no row, so after the last row both $ hold one after the "
+         "other; C at row 2 (the last) matches, A? and B? take nothing"),
+    Case("quantified_dollar", letters("cc"), all_query("C ${2}? A? B?"), rows("2C"),
+         "${2}? is {2} made reluctant, still exactly two $: they hold only after the "
+         "partition's last row, so C at row 1 fails (row 2 follows) and C at row 2 matches"),
+    Case("dollar_or_variable_then_dollar", letters("c"), all_query("C ($|A) $ A? B?"),
+         rows("1C"),
+         "at the end of the one-row partition ($|A) takes its first branch, $, and the "
+         "second $ holds too; nothing is left for A? B?"),
 ]
 
 # -- CLASSIFIER() and MATCH_NUMBER() inside aggregates -----------------------------------------------

@@ -469,6 +469,17 @@ def run_attempts(prog, rl, viable, code, fconst, spans, cols, valid, set_mask, o
                     seen_stamp[pc] = stamp
                     n_seen += 1
                     op = prog[pc, 0]
+                    if op == P_ENDANCHOR and mode == 2:
+                        # The partition has ended here: ``$`` holds, and so does a
+                        # second one right after it (``C $ $``, ``${2}``).
+                        if sp + 1 > cap_stack:
+                            full = W_STACK
+                            break
+                        stack[0, sp] = pc + 1
+                        stack[1, sp] = fl
+                        stack[2, sp] = pref
+                        sp += 1
+                        continue
                     if op == P_LABEL or op == P_ENDANCHOR:
                         if n_next >= max_threads:
                             n_next += 1
