@@ -24,6 +24,7 @@ from sqlglot import exp
 from matchsql.config import Config
 from matchsql.errors import CatalogError, Error, ExecutionError, ParseError, SemanticError
 from matchsql.fsm.spec import MatchSpec
+from matchsql.result import Result, table_result
 
 _MATCH_RECOGNIZE = re.compile(r"\bmatch_recognize\b", re.IGNORECASE)
 _SET = re.compile(r"^\s*set\s+(?:session\s+)?(\w+)\s*(?:=|\bto\b)\s*(.+?)\s*$",
@@ -112,8 +113,6 @@ class Executor:
 
     def _run_duckdb(self, sql: str, cleanups: list[Callable[[], None]]):
         """Run ``sql`` in DuckDB: rows stream lazily into a Result; other statements run now."""
-        from matchsql.connection import Result
-
         self._failure.clear()
         try:
             statements = self.con.extract_statements(sql)
@@ -130,7 +129,6 @@ class Executor:
         return self._open_result
 
     def _run_match_recognize(self, statement: str):
-        from matchsql.connection import Result
         from matchsql.grammar import parse
         from matchsql.grammar.nodes import MatchRecognizeTable
 
@@ -329,7 +327,6 @@ class Executor:
         Inner MATCH_RECOGNIZEs are replaced by empty tables of their output
         schema so that outer ones can be analysed without running anything.
         """
-        from matchsql.connection import Result
         from matchsql.fsm.planner import explain
         from matchsql.grammar import analyze, parse
         from matchsql.grammar.nodes import MatchRecognizeTable
@@ -354,8 +351,7 @@ class Executor:
         finally:
             cursor.close()
         table = pa.table({"explain": pa.array(lines, pa.string())})
-        self._open_result = Result(pa.RecordBatchReader.from_batches(
-            table.schema, table.to_batches()))
+        self._open_result = table_result(table)
         return self._open_result
 
     def _unregister(self, view: str) -> None:

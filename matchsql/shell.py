@@ -73,7 +73,7 @@ class Shell:
         def work() -> None:
             try:
                 result = self.con.sql(sql)
-                if result is not None and getattr(result, "continuous", False):
+                if result is not None and result.continuous:
                     self._print_live(result)
                 elif result is not None:
                     outcome["text"] = render_batches(

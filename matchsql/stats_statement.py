@@ -14,6 +14,8 @@ import re
 
 import pyarrow as pa
 
+from matchsql.result import table_result
+
 SHOW_STATS = re.compile(r"^\s*show\s+stats\s*;?\s*$", re.IGNORECASE)
 
 #: Metric order of the thesis' appendix tables, then the extras.
@@ -54,10 +56,8 @@ def stats_table(stats: dict | None) -> pa.Table:
 
 def show_stats(executor):
     """The Result of ``SHOW STATS`` for ``executor``'s connection."""
-    from matchsql.connection import Result
-
     table = stats_table(last_stats(executor))
-    return Result(pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
+    return table_result(table)
 
 
 def describe(stats: dict | None) -> str:

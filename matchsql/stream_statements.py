@@ -27,6 +27,7 @@ from sqlglot import exp
 
 from matchsql.errors import Error, SemanticError, StreamError
 from matchsql.executor import BatchSource
+from matchsql.result import Result, table_result
 from matchsql.storage.catalog import Catalog, StreamDef
 
 
@@ -96,7 +97,7 @@ class StreamStatements:
         if isinstance(parsed, DropStream):
             drop_stream(self.database, parsed.name, if_exists=parsed.if_exists)
             return None
-        return self._table_result(show_streams(self.database))
+        return table_result(show_streams(self.database))
 
     def _schema_of(self, create, statement: str) -> pa.Schema:
         """The Arrow schema DuckDB gives the declared columns (this validates the types)."""
@@ -120,12 +121,6 @@ class StreamStatements:
         finally:
             cursor.close()
         return pa.schema(fields)
-
-    def _table_result(self, table: pa.Table):
-        from matchsql.connection import Result
-
-        reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
-        return Result(reader)
 
     # -- MATCH_RECOGNIZE over a stream -----------------------------------------------------
 
@@ -192,7 +187,6 @@ class StreamStatements:
 
     def direct_result(self, tree, nodes: list, statement: str):
         """A Result that bypasses DuckDB for ``SELECT * FROM stream MATCH_RECOGNIZE (...)``."""
-        from matchsql.connection import Result
         from matchsql.executor import direct_select
 
         node = direct_select(tree, nodes)
@@ -202,10 +196,9 @@ class StreamStatements:
         if definition is None:
             return None
         reader = self.match_reader(node, statement, definition)
-        result = Result(reader)
-        result.continuous = True  # the shell prints its rows as they arrive
-        result.stats = reader.stats  # input metrics (Avg/Max Mem, ...), filled at the end
-        return result
+        # The shell prints its rows as they arrive; the input metrics (Avg/Max Mem,
+        # ...) are filled in at the end.
+        return Result(reader, stats=reader.stats, continuous=True)
 
 
 class _MatchReader(BatchSource):
