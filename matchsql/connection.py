@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -9,6 +10,8 @@ import duckdb
 from matchsql.config import Config
 from matchsql.executor import Executor
 from matchsql.result import Result
+from matchsql.scope import caller_scope
+from matchsql.stats_statement import last_stats, remember
 
 __all__ = ["Connection", "Result", "connect"]
 
@@ -32,11 +35,15 @@ class Connection:
         """The DuckDB connection underneath, for anything matchsql does not wrap."""
         return self._duckdb
 
-    def sql(self, text: str) -> Result | None:
-        """Run every statement in ``text``; return the last one's rows (None if it has none)."""
-        from matchsql.stats_statement import remember
+    def sql(self, text: str, params: Sequence[Any] | Mapping[str, Any] | None = None
+            ) -> Result | None:
+        """Run every statement in ``text``; return the last one's rows (None if it has none).
 
-        result = self._executor.run(text)
+        ``params`` are the values of a single statement's parameters (``?``,
+        ``$1``, ``$name``). A table may be named by a variable of the caller
+        that holds a pandas or Polars DataFrame or an Arrow table, as in DuckDB.
+        """
+        result = self._executor.run(text, params, caller_scope())
         if result is not None:
             remember(self._executor, result.stats)  # a continuous query's: SHOW STATS shows it
         return result
@@ -44,13 +51,12 @@ class Connection:
     @property
     def last_stats(self) -> dict | None:
         """Input metrics of the last continuous query (filled when it ends), else None."""
-        from matchsql.stats_statement import last_stats
-
         return last_stats(self._executor)
 
-    def execute(self, text: str) -> Result | None:
+    def execute(self, text: str, params: Sequence[Any] | Mapping[str, Any] | None = None
+                ) -> Result | None:
         """Alias of :meth:`sql`, for DB-API habits."""
-        return self.sql(text)
+        return self.sql(text, params)
 
     def interrupt(self) -> None:
         """Cancel the statement running on this connection (safe from another thread)."""

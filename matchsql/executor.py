@@ -15,7 +15,9 @@ import dataclasses
 import itertools
 import re
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -24,7 +26,22 @@ from sqlglot import exp
 from matchsql.config import Config
 from matchsql.errors import CatalogError, Error, ExecutionError, ParseError, SemanticError
 from matchsql.fsm.spec import MatchSpec
+from matchsql.grammar import split_statements
+from matchsql.profile import MatchProfile
 from matchsql.result import Result, table_result
+from matchsql.scope import EMPTY, lookup
+from matchsql.statement_text import (
+    after_words,
+    bind_texts,
+    bind_values,
+    create_view,
+    leading_words,
+    replace_settings,
+    split_arguments,
+)
+from matchsql.views import create_stub, definitions, expand, view_query
+
+Params = Sequence[Any] | Mapping[str, Any] | None
 
 _MATCH_RECOGNIZE = re.compile(r"\bmatch_recognize\b", re.IGNORECASE)
 _SET = re.compile(r"^\s*set\s+(?:session\s+)?(\w+)\s*(?:=|\bto\b)\s*(.+?)\s*$",
@@ -35,11 +52,15 @@ _view_numbers = itertools.count()
 _EXPLAIN = re.compile(r"^\s*explain\b(?!\s+analyze\b)", re.IGNORECASE)
 _VIEW = re.compile(r"__matchsql_matches_\d+")
 _POSITION = "__matchsql_input_position"
+_MISSING_TABLE = re.compile(r'Table with name (.+?) does not exist!')
+#: Settings that are matchsql's only: DuckDB knows ``threads`` itself.
+_OWN_SETTINGS = frozenset(Config.names()) - {"threads"}
 _ROW_STATEMENTS = {
     duckdb.StatementType.SELECT,
     duckdb.StatementType.EXPLAIN,
     duckdb.StatementType.PRAGMA,
     duckdb.StatementType.CALL,
+    duckdb.StatementType.EXECUTE,  # of a prepared SELECT (others give a Count row)
 }
 
 
@@ -60,6 +81,14 @@ class Executor:
         self._cancels: set[threading.Event] = set()
         # Cursors running MATCH_RECOGNIZE inputs: interrupt() stops their sorts too.
         self._cursors: set[duckdb.DuckDBPyConnection] = set()
+        # The caller's variables while a statement is prepared (replacement scans),
+        # and the objects its table names stand for (see _external_tables).
+        self._scope: Mapping[str, Any] = EMPTY
+        self._scans: dict[str, tuple[Any, bool]] = {}
+        # PREPAREd statements with a MATCH_RECOGNIZE: lower-cased name -> text.
+        self._prepared: dict[str, str] = {}
+        # EXPLAIN ANALYZE: the profile of each MATCH_RECOGNIZE, by its offset in the text.
+        self._profiles: dict[int | None, MatchProfile] | None = None
 
     @property
     def streams(self):
@@ -72,22 +101,32 @@ class Executor:
 
     # -- statements ---------------------------------------------------------------
 
-    def run(self, text: str):
-        """Run every statement of ``text``; return the last statement's Result (or None)."""
-        from matchsql.grammar import split_statements
+    def run(self, text: str, params: Params = None, scope: Mapping[str, Any] = EMPTY):
+        """Run every statement of ``text``; return the last statement's Result (or None).
 
+        ``params`` are the values of the parameters (``?``, ``$1``, ``$name``)
+        of a single statement; ``scope`` the caller's variables, for tables
+        named by a Python variable (DuckDB's replacement scans).
+        """
         statements = split_statements(text)
         if not statements:
             return None
+        if params is not None and len(statements) != 1:
+            raise Error(f"parameters need a single statement, got {len(statements)}")
+        self._scope = scope
         result = None
-        for statement, offset in statements:
-            try:
-                result = self._run_statement(statement)
-            except Error as err:
-                raise _relocate(err, text, offset) from None
+        try:
+            for statement, offset in statements:
+                try:
+                    result = self._run_statement(statement, params)
+                except Error as err:
+                    raise _relocate(err, text, offset) from None
+        finally:
+            self._scope = EMPTY
+            self._scans = {}
         return result
 
-    def _run_statement(self, statement: str):
+    def _run_statement(self, statement: str, params: Params = None):
         if self._open_result is not None:
             self._open_result.close()
             self._open_result = None
@@ -95,38 +134,196 @@ class Executor:
 
         if stats_statement.is_show_stats(statement):
             return stats_statement.show_stats(self)
+        words = leading_words(statement, 3)
+        setting = self._setting_statement(statement, words)
+        if setting is not False:
+            return setting
+        self.streams.reset()
+        if _STREAM_DDL.match(statement):
+            return self.streams.run_ddl(statement)
+        if "current_setting" in statement.lower():
+            statement = replace_settings(statement, {n: getattr(self.config, n)
+                                                     for n in _OWN_SETTINGS})
+        if words[:1] in (["PREPARE"], ["EXECUTE"], ["DEALLOCATE"]):
+            handled = self._prepared_statement(statement, words)
+            if handled is not False:
+                return handled
+        views = definitions(self.con)
+        create = create_view(statement)
+        if create is not None:
+            query = expand(create.query, views)
+            if _MATCH_RECOGNIZE.search(query):
+                return self._create_view(create, query, statement)
+        elif views and words[:1] not in (["DESCRIBE"], ["SHOW"], ["PREPARE"], ["EXECUTE"],
+                                         ["DEALLOCATE"]):  # the stub has the columns
+            # EXPLAIN [ANALYZE] stays in front: only the statement it explains is parsed.
+            head = 0 if words[:1] != ["EXPLAIN"] else \
+                after_words(statement, 2 if words[1:2] == ["ANALYZE"] else 1)
+            statement = statement[:head] + expand(statement[head:], views)
+        if not _MATCH_RECOGNIZE.search(statement):
+            return self._run_duckdb(statement, [], params)
+        if params is not None:
+            statement = bind_values(statement, params)
+        if words[:2] == ["EXPLAIN", "ANALYZE"]:
+            return self._explain_analyze(statement, after_words(statement, 2))
+        explained = _EXPLAIN.match(statement)
+        if explained:
+            return self._explain_match_recognize(statement, explained.end())
+        return self._run_match_recognize(statement)
+
+    # -- settings -----------------------------------------------------------------
+
+    def _setting_statement(self, statement: str, words: list[str]):
+        """SET, SHOW and RESET of a matchsql setting; False for any other statement."""
         setting = _SET.match(statement)
         if setting and setting.group(1).lower() in Config.names():
             self.config.set(setting.group(1), _unquote(setting.group(2)))
             if setting.group(1).lower() == "threads":  # DuckDB's own setting of that name too
                 return self._run_duckdb(statement, [])
             return None
-        self.streams.reset()
-        if _STREAM_DDL.match(statement):
-            return self.streams.run_ddl(statement)
-        if not _MATCH_RECOGNIZE.search(statement):
+        if words[:1] not in (["SHOW"], ["RESET"]):
+            return False
+        name = _setting_name(statement, words)
+        if name is None:
+            return False
+        if words[0] == "SHOW":
+            value = getattr(self.config, name)
+            return table_result(pa.table({name: pa.array([str(value)], pa.string())}))
+        self.config.set(name, getattr(Config(), name))
+        if name == "threads":
             return self._run_duckdb(statement, [])
-        explained = _EXPLAIN.match(statement)
-        if explained:
-            return self._explain_match_recognize(statement, explained.end())
-        return self._run_match_recognize(statement)
+        return None
 
-    def _run_duckdb(self, sql: str, cleanups: list[Callable[[], None]]):
-        """Run ``sql`` in DuckDB: rows stream lazily into a Result; other statements run now."""
-        self._failure.clear()
-        try:
-            statements = self.con.extract_statements(sql)
-            if len(statements) != 1 or statements[0].type not in _ROW_STATEMENTS:
-                self.con.execute(sql)
-                _run_all(cleanups)
-                self._raise_failure()
+    # -- prepared statements ------------------------------------------------------
+
+    def _prepared_statement(self, statement: str, words: list[str]):
+        """PREPARE / EXECUTE / DEALLOCATE of a statement with a MATCH_RECOGNIZE (kept
+        here as text, its parameters bound as literals by EXECUTE); False for one that
+        DuckDB prepares itself."""
+        kind = words[0]
+        if kind == "PREPARE":
+            if len(words) < 3 or words[2] != "AS":
+                return False
+            body = statement[after_words(statement, 3):]
+            views = definitions(self.con)
+            expanded = expand(body, views)
+            self._prepared.pop(words[1].lower(), None)
+            if not _MATCH_RECOGNIZE.search(expanded):
+                return False
+            self._prepared[words[1].lower()] = " " * after_words(statement, 3) + expanded
+            return None
+        if kind == "DEALLOCATE":
+            name = words[2] if words[1:2] == ["PREPARE"] and len(words) > 2 else words[1:2]
+            name = name[0] if isinstance(name, list) and name else name
+            if isinstance(name, str) and self._prepared.pop(name.lower(), None) is not None:
                 return None
-            reader = self.con.sql(sql).to_arrow_reader(self.config.batch_size)
+            return False
+        if len(words) < 2 or words[1].lower() not in self._prepared:
+            return False
+        stored = self._prepared[words[1].lower()]
+        rest = statement[after_words(statement, 2):].strip()
+        if rest and not (rest.startswith("(") and rest.endswith(")")):
+            raise ParseError("EXECUTE takes its values in parentheses: EXECUTE name(v1, v2)",
+                             sql=statement, offset=after_words(statement, 2))
+        values = split_arguments(rest[1:-1]) if rest else []
+        return self._run_statement(bind_texts(stored, values))
+
+    # -- views --------------------------------------------------------------------
+
+    def _create_view(self, create, query: str, statement: str):
+        """CREATE VIEW of a query with a MATCH_RECOGNIZE: checked by preparing it (not
+        reading it), then stored in the database (see matchsql.views)."""
+        check = self._run_statement(" " * create.query_offset + query)
+        try:
+            schema = check.schema
+        finally:
+            check.close()
+            self._open_result = None
+        try:
+            create_stub(self.con, create, schema, view_query(create))
         except duckdb.Error as exc:
-            _run_all(cleanups)
-            raise self._failure_or(exc) from None
+            raise self.translate(exc) from None
+        return None
+
+    def _run_duckdb(self, sql: str, cleanups: list[Callable[[], None]], params: Params = None):
+        """Run ``sql`` in DuckDB: rows stream lazily into a Result; other statements run now.
+
+        A table that DuckDB cannot find may be a data frame in a variable of
+        the caller: it is registered for the statement, as DuckDB's
+        replacement scan would (which only looks at its direct caller).
+        """
+        self._failure.clear()
+        while True:
+            try:
+                statements = self.con.extract_statements(sql)
+                if len(statements) != 1 or statements[0].type not in _ROW_STATEMENTS:
+                    self.con.execute(sql, params)
+                    _run_all(cleanups)
+                    self._raise_failure()
+                    return None
+                reader = self.con.sql(sql, params=params).to_arrow_reader(self.config.batch_size)
+                break
+            except duckdb.CatalogException as exc:
+                if self._register_missing(exc, cleanups):
+                    continue
+                _run_all(cleanups)
+                raise self._failure_or(exc) from None
+            except duckdb.Error as exc:
+                _run_all(cleanups)
+                raise self._failure_or(exc) from None
         self._open_result = Result(reader, on_close=cleanups, translate=self._failure_or)
         return self._open_result
+
+    def _register_missing(self, exc: duckdb.CatalogException,
+                          cleanups: list[Callable[[], None]]) -> bool:
+        """Register the caller's variable that ``exc`` misses as a table; False if none."""
+        missing = _MISSING_TABLE.search(str(exc))
+        if missing is None or missing.group(1) in self._scans:
+            return False
+        value = lookup(self._scope, missing.group(1))
+        if value is None:
+            return False
+        name = missing.group(1)
+        self._scans[name] = (value, True)
+        self.con.register(name, value)
+        cleanups.append(lambda: self._unregister(name))
+        return True
+
+    def _external_tables(self, tree, nodes: list) -> dict[str, tuple[Any, bool]]:
+        """What the statement's unqualified table names stand for when they are not in
+        the database: the caller's data frames, and this connection's temporary tables
+        and registered objects, which the cursors that run MATCH_RECOGNIZE inputs do
+        not see (read into Arrow tables; only those the inputs name). Each with whether
+        the statement's own connection needs it too (the caller's variables)."""
+        ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+        names = {t.name for t in tree.find_all(exp.Table)
+                 if not t.args.get("db") and isinstance(t.this, exp.Identifier)
+                 and t.name.lower() not in ctes and not t.name.startswith("__matchsql_")}
+        if not names:
+            return {}
+        inputs = {t.name.lower() for node in nodes for t in node.this.find_all(exp.Table)}
+        lowered = sorted({n.lower() for n in names})
+        rows = self.con.execute(
+            "SELECT lower(table_name), temporary FROM duckdb_tables() "
+            "WHERE lower(table_name) IN (SELECT unnest(?)) "
+            "UNION ALL SELECT lower(view_name), temporary FROM duckdb_views() "
+            "WHERE lower(view_name) IN (SELECT unnest(?)) AND NOT internal",
+            [lowered, lowered]).fetchall()
+        temporary = {name for name, temp in rows if temp}
+        persistent = {name for name, temp in rows if not temp}
+        found: dict[str, tuple[Any, bool]] = {}
+        for name in sorted(names):
+            folded = name.lower()
+            if folded in temporary:
+                if folded in inputs:
+                    quoted = exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
+                    table = self.con.sql(f"SELECT * FROM {quoted}").to_arrow_table()
+                    found[name] = (table, False)
+            elif folded not in persistent:
+                value = lookup(self._scope, name)
+                if value is not None:
+                    found[name] = (value, True)
+        return found
 
     def _run_match_recognize(self, statement: str):
         from matchsql.grammar import parse
@@ -142,6 +339,11 @@ class Executor:
         pending: dict[str, pa.RecordBatchReader] = {}
         try:
             nodes = list(tree.find_all(MatchRecognizeTable, bfs=False))
+            self._scans = self._external_tables(tree, nodes)
+            for name, (value, outer) in self._scans.items():
+                if outer:
+                    self.con.register(name, value)
+                    cleanups.append(lambda name=name: self._unregister(name))
             direct = self.streams.direct_result(tree, nodes, statement)
             if direct is not None:  # SELECT * FROM stream MATCH_RECOGNIZE: rows bypass DuckDB
                 self._open_result = direct
@@ -204,6 +406,8 @@ class Executor:
         cursor = self.con.cursor()
         self._cursors.add(cursor)
         cleanups.append(lambda: (self._cursors.discard(cursor), cursor.close()))
+        for name, (value, _) in self._scans.items():
+            cursor.register(name, value)
         inner = {view: pending.pop(view) for view in _VIEW.findall(input_sql) if view in pending}
         for view, reader in inner.items():  # zero-row stand-ins while the schema is read
             cursor.register(view, reader.schema.empty_table())
@@ -220,7 +424,12 @@ class Executor:
         narrow = self._projected(node, spec)
         if narrow is not None:
             spec, input_sql = narrow
-        return spec.output_schema(), self._match_batches(spec, cursor, input_sql)
+        if self._profiles is None:
+            return spec.output_schema(), self._match_batches(spec, cursor, input_sql)
+        profile = MatchProfile(_path_name(spec, self.config), not spec.rows_per_match.all_rows)
+        self._profiles[_offset_of(node.this)] = profile
+        return spec.output_schema(), profile.output(
+            self._match_batches(spec, cursor, input_sql, profile))
 
     def _projected(self, node, spec: MatchSpec) -> tuple[MatchSpec, str] | None:
         """ONE ROW PER MATCH reads only the PARTITION BY and ORDER BY columns and
@@ -259,7 +468,8 @@ class Executor:
             offset = _offset_of(node.this)
             raise type(err)(err.message, sql=statement, offset=offset) from None
 
-    def _match_batches(self, spec: MatchSpec, cursor, input_sql: str) -> Iterator[pa.RecordBatch]:
+    def _match_batches(self, spec: MatchSpec, cursor, input_sql: str,
+                       profile: MatchProfile | None = None) -> Iterator[pa.RecordBatch]:
         """Stream the input through one matcher run per partition.
 
         With ``threads`` > 1 the partitions run on a thread pool (the compiled
@@ -280,6 +490,8 @@ class Executor:
         config = self.config
         try:
             reader = cursor.sql(input_sql).to_arrow_reader(config.batch_size)
+            if profile is not None:
+                reader = profile.input(reader)
             try:  # plans are built once per spec: here, not racing in the workers
                 choose_path(spec, config.execution_path)
             except Error:
@@ -322,7 +534,14 @@ class Executor:
 
     def _explain_match_recognize(self, statement: str, offset: int):
         """One row per line: for each MATCH_RECOGNIZE (innermost first) its chosen
-        execution path, why, and its automaton program (see fsm/planner.explain).
+        execution path, why, and its automaton program (see fsm/planner.explain)."""
+        lines = [line for _, section in self._explain_sections(statement, offset)
+                 for line in section]
+        self._open_result = table_result(pa.table({"explain": pa.array(lines, pa.string())}))
+        return self._open_result
+
+    def _explain_sections(self, statement: str, offset: int) -> list[tuple[int | None, list[str]]]:
+        """EXPLAIN lines of each MATCH_RECOGNIZE, with its offset in ``statement``.
 
         Inner MATCH_RECOGNIZEs are replaced by empty tables of their output
         schema so that outer ones can be analysed without running anything.
@@ -336,22 +555,56 @@ class Executor:
         if len(trees) != 1:
             raise ParseError("expected one statement", sql=statement, offset=0)
         cursor = self.con.cursor()
-        lines: list[str] = []
+        sections: list[tuple[int | None, list[str]]] = []
         try:
             nodes = list(trees[0].find_all(MatchRecognizeTable, bfs=False))
+            self._scans = self._external_tables(trees[0], nodes)
+            for name, (value, _) in self._scans.items():
+                cursor.register(name, value)
             for number, node in enumerate(reversed(nodes), 1):
-                input_sql = _input_query(node)
-                schema = self._schema_of(cursor, input_sql, node, query)
+                key = _offset_of(node.this)
+                stream = self.streams.stream_of(node)
+                if stream is not None:
+                    schema = self.streams.schema_of_stream(stream)
+                else:
+                    schema = self._schema_of(cursor, _input_query(node), node, query)
                 spec = analyze(node, schema, sql=query, con=cursor)
                 view = f"__matchsql_matches_{next(_view_numbers)}"
                 cursor.register(view, spec.output_schema().empty_table())
                 node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
-                lines.append(f"-- MATCH_RECOGNIZE #{number} of {len(nodes)}")
+                lines = [f"-- MATCH_RECOGNIZE #{number} of {len(nodes)}"]
                 lines += explain(spec, self.config).splitlines()
+                sections.append((key, lines))
         finally:
             cursor.close()
-        table = pa.table({"explain": pa.array(lines, pa.string())})
-        self._open_result = table_result(table)
+        return sections
+
+    def _explain_analyze(self, statement: str, offset: int):
+        """EXPLAIN ANALYZE: run the statement to its end, then the EXPLAIN lines of each
+        MATCH_RECOGNIZE with what it did (rows in, matches, time per stage) and the
+        statement's rows and time."""
+        sections = self._explain_sections(statement, offset)
+        query = " " * offset + statement[offset:]
+        self._profiles = {}
+        started = time.perf_counter()
+        rows = 0
+        try:
+            result = self._run_match_recognize(query)
+            for batch in result.fetch_batches():
+                rows += batch.num_rows
+            profiles = self._profiles
+        finally:
+            self._profiles = None
+        elapsed = time.perf_counter() - started
+        lines: list[str] = []
+        for key, section in sections:
+            lines += section
+            profile = profiles.get(key)
+            lines += profile.lines() if profile is not None else \
+                ["analyze: not profiled (live stream input)"]
+        lines += ["-- statement", f"analyze: rows {rows:,}",
+                  f"analyze: total {elapsed * 1000:.3f} ms"]
+        self._open_result = table_result(pa.table({"explain": pa.array(lines, pa.string())}))
         return self._open_result
 
     def _unregister(self, view: str) -> None:
@@ -395,6 +648,25 @@ class Executor:
         if isinstance(exc, duckdb.InterruptException):
             return ExecutionError("statement interrupted")
         return ExecutionError(_strip_prefix(message))
+
+
+def _setting_name(statement: str, words: list[str]) -> str | None:
+    """The matchsql setting of ``SHOW name`` / ``RESET name``; None for other statements."""
+    if len(words) < 2 or words[1].lower() not in Config.names():
+        return None
+    if statement[after_words(statement, 2):].strip():
+        return None
+    return words[1].lower()
+
+
+def _path_name(spec: MatchSpec, config: Config) -> str:
+    """The execution path the planner picks for ``spec`` (see fsm/planner.choose_path)."""
+    from matchsql.fsm.planner import choose_path
+
+    try:
+        return choose_path(spec, config.execution_path).name
+    except Error as err:
+        return f"none ({err.message})"
 
 
 def direct_select(tree, nodes: list):

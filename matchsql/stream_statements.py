@@ -29,6 +29,7 @@ from matchsql.errors import Error, SemanticError, StreamError
 from matchsql.executor import BatchSource
 from matchsql.result import Result, table_result
 from matchsql.storage.catalog import Catalog, StreamDef
+from matchsql.storage.shm_ring import Ring
 
 
 class StreamStatements:
@@ -148,6 +149,14 @@ class StreamStatements:
             return None
         return definition
 
+    def schema_of_stream(self, definition: StreamDef) -> pa.Schema:
+        """The columns of a stream, as its shared-memory ring declares them."""
+        ring = Ring.attach(definition.segment)
+        try:
+            return ring.schema
+        finally:
+            ring.close()
+
     def match_reader(self, node, statement: str, definition: StreamDef) -> _MatchReader:
         """Analyse ``node`` against the stream's schema; the lazy reader of its matches."""
         from matchsql.adaptive.modes import InputOptions
@@ -156,14 +165,9 @@ class StreamStatements:
         from matchsql.fsm.spec import SkipMode
         from matchsql.grammar import analyze
         from matchsql.router.continuous import continuous_batches
-        from matchsql.storage.shm_ring import Ring
 
-        ring = Ring.attach(definition.segment)
-        try:
-            schema = ring.schema
-        finally:
-            ring.close()
-        spec = analyze(node, schema, sql=statement, con=self.executor.con)
+        spec = analyze(node, self.schema_of_stream(definition), sql=statement,
+                       con=self.executor.con)
         config = self.executor.config
         stats: dict = {}  # filled with the input metrics when the query ends
         sliding = (Sliding.PAST_LAST_ROW if spec.skip is SkipMode.PAST_LAST_ROW
