@@ -28,7 +28,7 @@ from matchsql.errors import CatalogError, Error, ExecutionError, ParseError, Sem
 from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar import split_statements
 from matchsql.profile import MatchProfile
-from matchsql.result import Result, table_result
+from matchsql.result import LazyReader, Result, table_result
 from matchsql.scope import EMPTY, lookup
 from matchsql.statement_text import (
     after_words,
@@ -85,6 +85,9 @@ class Executor:
         # and the objects its table names stand for (see _external_tables).
         self._scope: Mapping[str, Any] = EMPTY
         self._scans: dict[str, tuple[Any, bool]] = {}
+        # The input metrics of the running statement's first MATCH_RECOGNIZE over a
+        # stream (None while there is none): its Result's stats.
+        self._live_stats: dict | None = None
         # PREPAREd statements with a MATCH_RECOGNIZE: lower-cased name -> text.
         self._prepared: dict[str, str] = {}
         # EXPLAIN ANALYZE: the profile of each MATCH_RECOGNIZE, by its offset in the text.
@@ -245,14 +248,20 @@ class Executor:
             raise self.translate(exc) from None
         return None
 
-    def _run_duckdb(self, sql: str, cleanups: list[Callable[[], None]], params: Params = None):
+    def _run_duckdb(self, sql: str, cleanups: list[Callable[[], None]], params: Params = None,
+                    live: dict[str, pa.RecordBatchReader] | None = None,
+                    stats: dict | None = None):
         """Run ``sql`` in DuckDB: rows stream lazily into a Result; other statements run now.
 
         A table that DuckDB cannot find may be a data frame in a variable of
-        the caller: it is registered for the statement, as DuckDB's
-        replacement scan would (which only looks at its direct caller).
+        the caller (registered for the statement, as DuckDB's replacement scan
+        would, which only looks at its direct caller) or a live stream (its
+        rows until end of stream). ``live`` are the readers registered for the
+        statement that wait on a live stream: a statement reading them starts
+        when its rows are first read (see _deferred), not in ``con.sql()``.
         """
         self._failure.clear()
+        live = dict(live or {})
         while True:
             try:
                 statements = self.con.extract_statements(sql)
@@ -261,10 +270,12 @@ class Executor:
                     _run_all(cleanups)
                     self._raise_failure()
                     return None
+                if live:
+                    return self._deferred(sql, params, live, cleanups, stats)
                 reader = self.con.sql(sql, params=params).to_arrow_reader(self.config.batch_size)
                 break
             except duckdb.CatalogException as exc:
-                if self._register_missing(exc, cleanups):
+                if self._register_missing(exc, cleanups, live):
                     continue
                 _run_all(cleanups)
                 raise self._failure_or(exc) from None
@@ -274,17 +285,42 @@ class Executor:
         self._open_result = Result(reader, on_close=cleanups, translate=self._failure_or)
         return self._open_result
 
-    def _register_missing(self, exc: duckdb.CatalogException,
-                          cleanups: list[Callable[[], None]]) -> bool:
-        """Register the caller's variable that ``exc`` misses as a table; False if none."""
+    def _deferred(self, sql: str, params: Params, live: dict[str, pa.RecordBatchReader],
+                  cleanups: list[Callable[[], None]], stats: dict | None) -> Result:
+        """A Result whose statement runs on its first read: its columns come from running
+        it over empty stand-ins of the ``live`` readers (a row statement changes nothing)."""
+        for name, reader in live.items():
+            self.con.register(name, reader.schema.empty_table())
+        schema = self.con.sql(sql, params=params).to_arrow_table().schema
+        for name, reader in live.items():
+            self.con.register(name, reader)
+        rows = self.config.batch_size
+
+        def start() -> pa.RecordBatchReader:
+            return self.con.sql(sql, params=params).to_arrow_reader(rows)
+
+        self._open_result = Result(LazyReader(schema, start), on_close=cleanups,
+                                   translate=self._failure_or, stats=stats)
+        return self._open_result
+
+    def _register_missing(self, exc: duckdb.CatalogException, cleanups: list[Callable[[], None]],
+                          live: dict[str, pa.RecordBatchReader]) -> bool:
+        """Register what the table name that ``exc`` misses stands for: the caller's variable,
+        else a live stream (added to ``live``); False if neither."""
         missing = _MISSING_TABLE.search(str(exc))
-        if missing is None or missing.group(1) in self._scans:
-            return False
-        value = lookup(self._scope, missing.group(1))
-        if value is None:
+        if missing is None:
             return False
         name = missing.group(1)
-        self._scans[name] = (value, True)
+        if name in self._scans or name in live:
+            return False
+        value = lookup(self._scope, name)
+        if value is not None:
+            self._scans[name] = (value, True)
+        else:
+            definition = self.streams.named(name)
+            if definition is None:
+                return False
+            value = live[name] = self.streams.rows_reader(definition)
         self.con.register(name, value)
         cleanups.append(lambda: self._unregister(name))
         return True
@@ -334,6 +370,7 @@ class Executor:
             raise ParseError("expected one statement", sql=statement, offset=0)
         tree = trees[0]
         cleanups: list[Callable[[], None]] = []
+        self._live_stats = None
         # Match streams not yet claimed by an enclosing MATCH_RECOGNIZE; each is
         # read once, by whichever connection runs the query that references it.
         pending: dict[str, pa.RecordBatchReader] = {}
@@ -366,7 +403,9 @@ class Executor:
         except BaseException:
             _run_all(cleanups)
             raise
-        return self._run_duckdb(tree.sql(dialect="duckdb"), cleanups)
+        stats = self._live_stats
+        return self._run_duckdb(tree.sql(dialect="duckdb"), cleanups,
+                                live=pending if stats is not None else None, stats=stats)
 
     # -- one MATCH_RECOGNIZE ------------------------------------------------------
 
@@ -375,7 +414,10 @@ class Executor:
         """Analyse ``node`` and return the lazy Arrow stream of its matches (see _match_source)."""
         stream = self.streams.stream_of(node)
         if stream is not None:  # a live stream: continuous input, not a DuckDB query
-            return self.streams.match_reader(node, statement, stream).to_reader()
+            matches = self.streams.match_reader(node, statement, stream)
+            if self._live_stats is None:
+                self._live_stats = matches.stats
+            return matches.to_reader()
         schema, batches = self._match_source(node, statement, pending, cleanups)
         return pa.RecordBatchReader.from_batches(schema, batches)
 

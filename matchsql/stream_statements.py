@@ -28,7 +28,10 @@ from sqlglot import exp
 from matchsql.errors import Error, SemanticError, StreamError
 from matchsql.executor import BatchSource
 from matchsql.result import Result, table_result
+from matchsql.router.continuous import _live_batches
+from matchsql.storage.archive import Archive
 from matchsql.storage.catalog import Catalog, StreamDef
+from matchsql.storage.live_reader import LiveReader
 from matchsql.storage.shm_ring import Ring
 
 
@@ -141,13 +144,51 @@ class StreamStatements:
         name = source.name
         if any(cte.alias_or_name.lower() == name.lower() for cte in _visible_ctes(node)):
             return None
+        return self.named(name, source.this.quoted)
+
+    def named(self, name: str, quoted: bool = False) -> StreamDef | None:
+        """The stream called ``name``, or None (also when there is no usable registry)."""
         try:
             definition = self.catalog.get(name)
-            if definition is None and not source.this.quoted:
+            if definition is None and not quoted:
                 definition = self.catalog.get(name.lower())
         except (OSError, StreamError):
             return None
         return definition
+
+    def rows_reader(self, definition: StreamDef) -> pa.RecordBatchReader:
+        """The stream's rows for plain SQL over it, until end of stream.
+
+        Nothing is read (nor the stream claimed) before DuckDB asks for the
+        first batch; the archive's history comes first, as for MATCH_RECOGNIZE.
+        """
+        return pa.RecordBatchReader.from_batches(self.schema_of_stream(definition),
+                                                 self._recording(self._rows(definition)))
+
+    def _rows(self, definition: StreamDef) -> Iterator[pa.RecordBatch]:
+        config = self.executor.config
+        reader = LiveReader(definition, on_producer_death=config.on_producer_death,
+                            cancelled=self.cancelled, max_rows=config.batch_size)
+        archive = Archive(definition, self.executor.con, reader.schema) \
+            if definition.archive else None
+        cursor = self.executor.con.cursor() if archive is not None else None
+        try:
+            reader.open()
+            next_seq = 0
+            if archive is not None and cursor is not None:
+                for last, batch in archive.history(cursor, config.batch_size):
+                    next_seq = last + 1
+                    yield batch
+            for batch, _ in _live_batches(reader, archive, next_seq):
+                yield batch
+        finally:
+            try:
+                if archive is not None:
+                    archive.flush()
+            finally:
+                if cursor is not None:
+                    cursor.close()
+                reader.close()
 
     def schema_of_stream(self, definition: StreamDef) -> pa.Schema:
         """The columns of a stream, as its shared-memory ring declares them."""
