@@ -23,12 +23,14 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
+from matchsql import stats_statement
 from matchsql.config import Config
 from matchsql.errors import CatalogError, Error, ExecutionError, ParseError, SemanticError
 from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar import split_statements
 from matchsql.profile import MatchProfile
-from matchsql.result import LazyReader, Result, table_result
+from matchsql.query_shape import direct_select, visible_ctes
+from matchsql.result import BatchSource, LazyReader, Result, table_result
 from matchsql.scope import EMPTY, lookup
 from matchsql.statement_text import (
     after_words,
@@ -52,6 +54,10 @@ _view_numbers = itertools.count()
 _EXPLAIN = re.compile(r"^\s*explain\b(?!\s+analyze\b)", re.IGNORECASE)
 _VIEW = re.compile(r"__matchsql_matches_\d+")
 _POSITION = "__matchsql_input_position"
+#: Statements whose table references a MATCH_RECOGNIZE view expands in; DESCRIBE and
+#: SHOW read the view's columns from DuckDB, others (PRAGMA, ATTACH, ...) name no query.
+_READS_TABLES = frozenset({"SELECT", "WITH", "FROM", "VALUES", "TABLE", "PIVOT", "UNPIVOT",
+                           "INSERT", "CREATE", "UPDATE", "DELETE", "COPY", "EXPLAIN"})
 _MISSING_TABLE = re.compile(r'Table with name (.+?) does not exist!')
 #: Settings that are matchsql's only: DuckDB knows ``threads`` itself.
 _OWN_SETTINGS = frozenset(Config.names()) - {"threads"}
@@ -88,6 +94,8 @@ class Executor:
         # The input metrics of the running statement's first MATCH_RECOGNIZE over a
         # stream (None while there is none): its Result's stats.
         self._live_stats: dict | None = None
+        # The input metrics of this connection's last query over a stream (SHOW STATS).
+        self.last_stats: dict | None = None
         # PREPAREd statements with a MATCH_RECOGNIZE: lower-cased name -> text.
         self._prepared: dict[str, str] = {}
         # EXPLAIN ANALYZE: the profile of each MATCH_RECOGNIZE, by its offset in the text.
@@ -133,8 +141,6 @@ class Executor:
         if self._open_result is not None:
             self._open_result.close()
             self._open_result = None
-        from matchsql import stats_statement  # SHOW STATS: the last continuous query's metrics
-
         if stats_statement.is_show_stats(statement):
             return stats_statement.show_stats(self)
         words = leading_words(statement, 3)
@@ -157,8 +163,7 @@ class Executor:
             query = expand(create.query, views)
             if _MATCH_RECOGNIZE.search(query):
                 return self._create_view(create, query, statement)
-        elif views and words[:1] not in (["DESCRIBE"], ["SHOW"], ["PREPARE"], ["EXECUTE"],
-                                         ["DEALLOCATE"]):  # the stub has the columns
+        elif views and (not words or words[0] in _READS_TABLES):
             # EXPLAIN [ANALYZE] stays in front: only the statement it explains is parsed.
             head = 0 if words[:1] != ["EXPLAIN"] else \
                 after_words(statement, 2 if words[1:2] == ["ANALYZE"] else 1)
@@ -711,40 +716,6 @@ def _path_name(spec: MatchSpec, config: Config) -> str:
         return f"none ({err.message})"
 
 
-def direct_select(tree, nodes: list):
-    """The MATCH_RECOGNIZE of ``SELECT * FROM <row pattern recognition>`` with no other
-    clause, whose result is exactly that table factor's output; None for any other
-    statement."""
-    if len(nodes) != 1 or not isinstance(tree, exp.Select):
-        return None
-    node = nodes[0]
-    from_ = tree.args.get("from_") or tree.args.get("from")
-    alias = node.args.get("alias")
-    plain = (
-        from_ is not None and from_.this is node
-        and len(tree.expressions) == 1 and isinstance(tree.expressions[0], exp.Star)
-        and not (isinstance(alias, exp.TableAlias) and alias.columns)
-        and not any(tree.args.get(k) for k in (
-            "joins", "where", "group", "having", "order", "limit", "offset", "qualify",
-            "distinct", "with_", "with", "windows", "laterals", "pivots"))
-    )
-    return node if plain else None
-
-
-class BatchSource:
-    """The part of a RecordBatchReader that Result uses, over a generator it can close."""
-
-    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
-        self.schema = schema
-        self._batches = batches
-
-    def __iter__(self) -> Iterator[pa.RecordBatch]:
-        return self._batches
-
-    def close(self) -> None:
-        self._batches.close()
-
-
 def _reader_error(exc: BaseException) -> Error:
     """The matchsql error for a failure the input's Arrow reader raised, without traceback."""
     message = str(exc).split("Detail: Python exception:")[0].strip()
@@ -779,7 +750,7 @@ def _input_query(node, columns: list[str] | None = None) -> str:
         query = f"SELECT {select} FROM {source}"
         if keys:
             query += " ORDER BY " + ", ".join(keys)
-    ctes = _visible_ctes(node)
+    ctes = visible_ctes(node)
     if ctes:
         query = "WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " " + query
     return query
@@ -788,26 +759,6 @@ def _input_query(node, columns: list[str] | None = None) -> str:
 def _column_name(column: exp.Expression) -> str:
     """A partition column as an unqualified identifier, for use outside its table's scope."""
     return exp.to_identifier(column.name, quoted=True).sql(dialect="duckdb")
-
-
-def _visible_ctes(node) -> list[exp.CTE]:
-    """CTEs that the input of ``node`` may reference, outermost first."""
-    visible: list[exp.CTE] = []
-    child, parent = node, node.parent
-    while parent is not None:
-        if isinstance(parent, exp.With):
-            # ``node`` sits inside one of these CTEs: only the earlier ones are
-            # visible, and the owning statement must not add them all again.
-            index = next(i for i, cte in enumerate(parent.expressions) if cte is child)
-            visible = list(parent.expressions[:index]) + visible
-            child = parent.parent
-            parent = child.parent if child is not None else None
-            continue
-        with_ = parent.args.get("with_")
-        if isinstance(with_, exp.With):
-            visible = list(with_.expressions) + visible
-        child, parent = parent, parent.parent
-    return visible
 
 
 def _offset_of(node: exp.Expression) -> int | None:

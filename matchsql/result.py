@@ -245,6 +245,20 @@ class Result:
         return f"<matchsql.Result columns={self.columns}>"
 
 
+class BatchSource:
+    """The part of a RecordBatchReader that Result uses, over a generator it can close."""
+
+    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
+        self.schema = schema
+        self._batches = batches
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        return self._batches
+
+    def close(self) -> None:
+        self._batches.close()
+
+
 def table_result(table: pa.Table) -> Result:
     """A Result over rows already in memory (SHOW STREAMS, SHOW STATS, EXPLAIN)."""
     return Result(pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))

@@ -22,7 +22,6 @@ SHOW_STATS = re.compile(r"^\s*show\s+stats\s*;?\s*$", re.IGNORECASE)
 ORDER = ("avg_mem", "max_mem", "avg_queue", "max_queue", "result", "time", "throughput",
          "records", "latency", "switches")
 
-_ATTRIBUTE = "last_stats"  # on the executor: the last continuous query's stats dict
 SCHEMA = pa.schema([("metric", pa.string()), ("value", pa.float64())])
 
 
@@ -33,11 +32,11 @@ def is_show_stats(statement: str) -> bool:
 def remember(executor, stats: dict | None) -> None:
     """Keep ``stats`` (a continuous query's Result.stats) as the last query's metrics."""
     if stats is not None:
-        setattr(executor, _ATTRIBUTE, stats)
+        executor.last_stats = stats
 
 
 def last_stats(executor) -> dict | None:
-    return getattr(executor, _ATTRIBUTE, None)
+    return executor.last_stats
 
 
 def stats_table(stats: dict | None) -> pa.Table:

@@ -26,8 +26,8 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import Error, SemanticError, StreamError
-from matchsql.executor import BatchSource
-from matchsql.result import Result, table_result
+from matchsql.query_shape import direct_select, visible_ctes
+from matchsql.result import BatchSource, Result, table_result
 from matchsql.router.continuous import _live_batches
 from matchsql.storage.archive import Archive
 from matchsql.storage.catalog import Catalog, StreamDef
@@ -135,14 +135,12 @@ class StreamStatements:
         a usable stream registry (say, a read-only /tmp) there are no streams,
         and one-time queries must not fail because of it.
         """
-        from matchsql.executor import _visible_ctes
-
         source = node.this
         if not isinstance(source, exp.Table) or source.args.get("db") or \
                 not isinstance(source.this, exp.Identifier):
             return None
         name = source.name
-        if any(cte.alias_or_name.lower() == name.lower() for cte in _visible_ctes(node)):
+        if any(cte.alias_or_name.lower() == name.lower() for cte in visible_ctes(node)):
             return None
         return self.named(name, source.this.quoted)
 
@@ -232,8 +230,6 @@ class StreamStatements:
 
     def direct_result(self, tree, nodes: list, statement: str):
         """A Result that bypasses DuckDB for ``SELECT * FROM stream MATCH_RECOGNIZE (...)``."""
-        from matchsql.executor import direct_select
-
         node = direct_select(tree, nodes)
         if node is None:
             return None
@@ -247,7 +243,7 @@ class StreamStatements:
 
 
 class _MatchReader(BatchSource):
-    """A :class:`~matchsql.executor.BatchSource` that also carries the input metrics."""
+    """A :class:`~matchsql.result.BatchSource` that also carries the input metrics."""
 
     def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch],
                  stats: dict | None = None) -> None:

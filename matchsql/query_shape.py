@@ -1,0 +1,49 @@
+"""The shape of a parsed statement around its MATCH_RECOGNIZE table factors.
+
+Shared by the executor and the stream statements, which both decide from it
+how a statement runs; it depends on nothing of either.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+
+def direct_select(tree, nodes: list):
+    """The MATCH_RECOGNIZE of ``SELECT * FROM <row pattern recognition>`` with no other
+    clause, whose result is exactly that table factor's output; None for any other
+    statement."""
+    if len(nodes) != 1 or not isinstance(tree, exp.Select):
+        return None
+    node = nodes[0]
+    from_ = tree.args.get("from_") or tree.args.get("from")
+    alias = node.args.get("alias")
+    plain = (
+        from_ is not None and from_.this is node
+        and len(tree.expressions) == 1 and isinstance(tree.expressions[0], exp.Star)
+        and not (isinstance(alias, exp.TableAlias) and alias.columns)
+        and not any(tree.args.get(k) for k in (
+            "joins", "where", "group", "having", "order", "limit", "offset", "qualify",
+            "distinct", "with_", "with", "windows", "laterals", "pivots"))
+    )
+    return node if plain else None
+
+
+def visible_ctes(node) -> list[exp.CTE]:
+    """CTEs that the input of ``node`` may reference, outermost first."""
+    visible: list[exp.CTE] = []
+    child, parent = node, node.parent
+    while parent is not None:
+        if isinstance(parent, exp.With):
+            # ``node`` sits inside one of these CTEs: only the earlier ones are
+            # visible, and the owning statement must not add them all again.
+            index = next(i for i, cte in enumerate(parent.expressions) if cte is child)
+            visible = list(parent.expressions[:index]) + visible
+            child = parent.parent
+            parent = child.parent if child is not None else None
+            continue
+        with_ = parent.args.get("with_")
+        if isinstance(with_, exp.With):
+            visible = list(with_.expressions) + visible
+        child, parent = parent, parent.parent
+    return visible
