@@ -83,8 +83,12 @@ class Shell:
             finally:
                 finished.set()
 
-        threading.Thread(target=work, name="matchsql-statement", daemon=True).start()
+        worker = threading.Thread(target=work, name="matchsql-statement", daemon=True)
+        worker.start()
         self._wait(finished)
+        # The worker is past its last line: let it end before going on, so that it does
+        # not drop DuckDB objects while the interpreter shuts down (an abort at exit).
+        worker.join()
         error = outcome.get("error")
         if isinstance(error, Exception):
             return error
