@@ -41,7 +41,7 @@ from matchsql.statement_text import (
     replace_settings,
     split_arguments,
 )
-from matchsql.views import create_stub, definitions, expand, view_query
+from matchsql.views import STUB_MESSAGE, create_stub, definitions, expand, mentions, view_query
 
 Params = Sequence[Any] | Mapping[str, Any] | None
 
@@ -58,6 +58,9 @@ _POSITION = "__matchsql_input_position"
 #: SHOW read the view's columns from DuckDB, others (PRAGMA, ATTACH, ...) name no query.
 _READS_TABLES = frozenset({"SELECT", "WITH", "FROM", "VALUES", "TABLE", "PIVOT", "UNPIVOT",
                            "INSERT", "CREATE", "UPDATE", "DELETE", "COPY", "EXPLAIN"})
+#: Statements after which the MATCH_RECOGNIZE views are read from the catalog again.
+_CHANGES_CATALOG = [[w] for w in ("CREATE", "DROP", "ALTER", "COMMENT", "ATTACH", "DETACH",
+                                  "USE", "ROLLBACK", "IMPORT")]
 _MISSING_TABLE = re.compile(r'Table with name (.+?) does not exist!')
 #: Settings that are matchsql's only: DuckDB knows ``threads`` itself.
 _OWN_SETTINGS = frozenset(Config.names()) - {"threads"}
@@ -96,6 +99,8 @@ class Executor:
         self._live_stats: dict | None = None
         # The input metrics of this connection's last query over a stream (SHOW STATS).
         self.last_stats: dict | None = None
+        # MATCH_RECOGNIZE views by lower-cased name (None: read the catalog again).
+        self._view_cache: dict[str, str] | None = None
         # PREPAREd statements with a MATCH_RECOGNIZE: lower-cased name -> text.
         self._prepared: dict[str, str] = {}
         # EXPLAIN ANALYZE: the profile of each MATCH_RECOGNIZE, by its offset in the text.
@@ -137,7 +142,7 @@ class Executor:
             self._scans = {}
         return result
 
-    def _run_statement(self, statement: str, params: Params = None):
+    def _run_statement(self, statement: str, params: Params = None, retried: bool = False):
         if self._open_result is not None:
             self._open_result.close()
             self._open_result = None
@@ -157,7 +162,10 @@ class Executor:
             handled = self._prepared_statement(statement, words)
             if handled is not False:
                 return handled
-        views = definitions(self.con)
+        written = statement
+        views = self._views(statement)
+        if words[:1] in _CHANGES_CATALOG:
+            self._view_cache = None
         create = create_view(statement)
         if create is not None:
             query = expand(create.query, views)
@@ -169,7 +177,15 @@ class Executor:
                 after_words(statement, 2 if words[1:2] == ["ANALYZE"] else 1)
             statement = statement[:head] + expand(statement[head:], views)
         if not _MATCH_RECOGNIZE.search(statement):
-            return self._run_duckdb(statement, [], params)
+            try:
+                return self._run_duckdb(statement, [], params)
+            except Error as err:
+                # A MATCH_RECOGNIZE view that another connection created since this
+                # one last read the catalog: read it again and expand the view.
+                if retried or STUB_MESSAGE not in err.message:
+                    raise
+                self._view_cache = None
+                return self._run_statement(written, params, retried=True)
         if params is not None:
             statement = bind_values(statement, params)
         if words[:2] == ["EXPLAIN", "ANALYZE"]:
@@ -178,6 +194,14 @@ class Executor:
         if explained:
             return self._explain_match_recognize(statement, explained.end())
         return self._run_match_recognize(statement)
+
+    def _views(self, statement: str) -> dict[str, str]:
+        """The MATCH_RECOGNIZE views, read from the catalog once and again whenever a
+        statement names one (so that one dropped or replaced elsewhere is not expanded)
+        or changes the catalog; see matchsql.views."""
+        if self._view_cache is None or mentions(statement, self._view_cache):
+            self._view_cache = definitions(self.con)
+        return self._view_cache
 
     # -- settings -----------------------------------------------------------------
 
@@ -213,8 +237,7 @@ class Executor:
             if len(words) < 3 or words[2] != "AS":
                 return False
             body = statement[after_words(statement, 3):]
-            views = definitions(self.con)
-            expanded = expand(body, views)
+            expanded = expand(body, self._views(body))
             self._prepared.pop(words[1].lower(), None)
             if not _MATCH_RECOGNIZE.search(expanded):
                 return False
@@ -251,6 +274,8 @@ class Executor:
             create_stub(self.con, create, schema, view_query(create))
         except duckdb.Error as exc:
             raise self.translate(exc) from None
+        finally:
+            self._view_cache = None
         return None
 
     def _run_duckdb(self, sql: str, cleanups: list[Callable[[], None]], params: Params = None,

@@ -20,10 +20,11 @@ from typing import Any
 from sqlglot.tokens import Token, TokenType
 
 from matchsql.errors import Error, ParseError, SemanticError
-from matchsql.grammar.sqltext import _code_start
 from matchsql.grammar.statements import tokenize
 
 _WORD = re.compile(r"[A-Za-z_]+")
+#: Whitespace and comments (an unterminated block comment runs to the end).
+_BLANK = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
 
 
 def leading_words(statement: str, count: int) -> list[str]:
@@ -33,25 +34,24 @@ def leading_words(statement: str, count: int) -> list[str]:
     them; the scan stops at the first thing that is not a word.
     """
     words: list[str] = []
-    i = _code_start(statement)
+    i = _BLANK.match(statement).end()
     while len(words) < count:
         match = _WORD.match(statement, i)
         if match is None:
             break
         words.append(match.group(0).upper())
-        i = _code_start(statement[match.end():]) + match.end()
+        i = _BLANK.match(statement, match.end()).end()
     return words
 
 
 def after_words(statement: str, count: int) -> int:
     """The offset just past the first ``count`` words of ``statement`` (see leading_words)."""
-    i = _code_start(statement)
+    i = _BLANK.match(statement).end()
     for _ in range(count):
         match = _WORD.match(statement, i)
         if match is None:
             break
-        i = match.end()
-        i += _code_start(statement[i:])
+        i = _BLANK.match(statement, match.end()).end()
     return i
 
 

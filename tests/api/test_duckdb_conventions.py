@@ -141,6 +141,18 @@ def test_views_survive_reopening_and_are_seen_by_other_connections(tmp_path):
         plain.close()
 
 
+def test_a_view_made_or_replaced_by_another_connection_is_seen(tmp_path):
+    path = str(tmp_path / "shared.duckdb")
+    with matchsql.connect(path) as first, matchsql.connect(path) as second:
+        first.sql("CREATE TABLE t AS SELECT * FROM (VALUES (1, 1), (2, 2), (3, 3), (4, 1), "
+                  "(5, 2), (6, 1)) AS r(id, v)")
+        assert second.sql("SELECT count(*) FROM t").fetchall() == [(6,)]  # catalog read
+        first.sql(f"CREATE VIEW runs AS {rising('t')}")
+        assert second.sql("SELECT sum(n) FROM runs").fetchall() == [(5,)]
+        first.sql("CREATE OR REPLACE VIEW runs AS SELECT 7 AS n")
+        assert second.sql("SELECT sum(n) FROM runs").fetchall() == [(7,)]
+
+
 # -- EXPLAIN ANALYZE ------------------------------------------------------------------------
 
 
