@@ -29,7 +29,7 @@ from matchsql.errors import CatalogError, Error, ExecutionError, ParseError, Sem
 from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar import split_statements
 from matchsql.profile import MatchProfile
-from matchsql.query_shape import direct_select, visible_ctes
+from matchsql.query_shape import direct_select, offset_of, require_columns, visible_ctes
 from matchsql.result import BatchSource, LazyReader, Result, table_result
 from matchsql.scope import EMPTY, lookup
 from matchsql.statement_text import (
@@ -488,18 +488,14 @@ class Executor:
             cursor.unregister(view)
             cursor.register(view, reader)
         spec = analyze(node, schema, sql=statement, con=self.con)
-        if not spec.output_schema():
-            # SQL:2016 asks ONE ROW PER MATCH for a partition column or a measure.
-            raise SemanticError("ONE ROW PER MATCH without PARTITION BY needs at least one "
-                                "measure: the output would have no columns",
-                                sql=statement, offset=_offset_of(node.this))
+        require_columns(spec, node, statement)
         narrow = self._projected(node, spec)
         if narrow is not None:
             spec, input_sql = narrow
         if self._profiles is None:
             return spec.output_schema(), self._match_batches(spec, cursor, input_sql)
         profile = MatchProfile(_path_name(spec, self.config), not spec.rows_per_match.all_rows)
-        self._profiles[_offset_of(node.this)] = profile
+        self._profiles[offset_of(node.this)] = profile
         return spec.output_schema(), profile.output(
             self._match_batches(spec, cursor, input_sql, profile))
 
@@ -537,7 +533,7 @@ class Executor:
             return cursor.sql(f"SELECT * FROM ({input_sql}) LIMIT 0").to_arrow_table().schema
         except duckdb.Error as exc:
             err = self.translate(exc)
-            offset = _offset_of(node.this)
+            offset = offset_of(node.this)
             raise type(err)(err.message, sql=statement, offset=offset) from None
 
     def _match_batches(self, spec: MatchSpec, cursor, input_sql: str,
@@ -634,7 +630,7 @@ class Executor:
             for name, (value, _) in self._scans.items():
                 cursor.register(name, value)
             for number, node in enumerate(reversed(nodes), 1):
-                key = _offset_of(node.this)
+                key = offset_of(node.this)
                 stream = self.streams.stream_of(node)
                 if stream is not None:
                     schema = self.streams.schema_of_stream(stream)
@@ -784,14 +780,6 @@ def _input_query(node, columns: list[str] | None = None) -> str:
 def _column_name(column: exp.Expression) -> str:
     """A partition column as an unqualified identifier, for use outside its table's scope."""
     return exp.to_identifier(column.name, quoted=True).sql(dialect="duckdb")
-
-
-def _offset_of(node: exp.Expression) -> int | None:
-    for ident in node.find_all(exp.Identifier):
-        start = ident.meta.get("start")
-        if start is not None:
-            return start
-    return None
 
 
 def _relocate(err: Error, text: str, offset: int) -> Error:

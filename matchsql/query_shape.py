@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from matchsql.errors import SemanticError
+from matchsql.fsm.spec import MatchSpec
+
 
 def direct_select(tree, nodes: list):
     """The MATCH_RECOGNIZE of ``SELECT * FROM <row pattern recognition>`` with no other
@@ -47,3 +50,21 @@ def visible_ctes(node) -> list[exp.CTE]:
             visible = list(with_.expressions) + visible
         child, parent = parent, parent.parent
     return visible
+
+
+def offset_of(node: exp.Expression) -> int | None:
+    """Where ``node`` starts in the statement text (its first identifier), if known."""
+    for ident in node.find_all(exp.Identifier):
+        start = ident.meta.get("start")
+        if start is not None:
+            return start
+    return None
+
+
+def require_columns(spec: MatchSpec, node: exp.Expression, statement: str) -> None:
+    """SQL:2016 asks ONE ROW PER MATCH for a partition column or a measure: without
+    either the output has no columns (which no table can hold)."""
+    if not spec.output_schema():
+        raise SemanticError("ONE ROW PER MATCH without PARTITION BY needs at least one "
+                            "measure: the output would have no columns",
+                            sql=statement, offset=offset_of(node.this))

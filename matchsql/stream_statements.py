@@ -26,7 +26,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import Error, SemanticError, StreamError
-from matchsql.query_shape import direct_select, visible_ctes
+from matchsql.query_shape import direct_select, require_columns, visible_ctes
 from matchsql.result import BatchSource, Result, table_result
 from matchsql.router.continuous import _live_batches
 from matchsql.storage.archive import Archive
@@ -207,6 +207,7 @@ class StreamStatements:
 
         spec = analyze(node, self.schema_of_stream(definition), sql=statement,
                        con=self.executor.con)
+        require_columns(spec, node, statement)
         config = self.executor.config
         stats: dict = {}  # filled with the input metrics when the query ends
         sliding = (Sliding.PAST_LAST_ROW if spec.skip is SkipMode.PAST_LAST_ROW

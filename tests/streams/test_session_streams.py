@@ -79,3 +79,12 @@ def test_show_streams_says_ended_once_the_producer_closed(con, spawn):
     assert is_ended()  # closed, the end marker not yet read
     assert bounded(con.sql("SELECT count(*) FROM trades").fetchall) == [(1000,)]
     assert is_ended()  # read to the end: still ended
+
+
+@pytest.mark.parametrize("select", ["*", "count(*)"])
+def test_no_output_column_over_a_stream_is_a_semantic_error(con, select):
+    con.sql(TRADES)
+    query = (f"SELECT {select} FROM trades MATCH_RECOGNIZE (ORDER BY ts PATTERN (A B+) "
+             "DEFINE B AS price > PREV(price))")
+    with pytest.raises(matchsql.SemanticError, match="no columns"):
+        con.sql(query)
