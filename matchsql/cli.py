@@ -54,11 +54,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="matchsql",
         description="SQL with MATCH_RECOGNIZE over DuckDB tables, files and live streams.",
-        epilog="With no FILE and no -c: an interactive shell, or the statements piped on stdin.")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="With no FILE and no -c: an interactive shell, or the statements piped on stdin.\n"
+               "\nsubcommands (each has its own --help):\n"
+               "  matchsql produce ...     write events into a live stream (a producer)\n"
+               "  matchsql experiment ...  run the input-mode experiments and plot them")
     parser.add_argument("file", nargs="?", metavar="FILE",
                         help="SQL script to run ('-' reads stdin)")
     parser.add_argument("-c", "--command", action="append", metavar="SQL",
-                        help="run SQL and exit (may be repeated)")
+                        help="run SQL or a dot-command and exit (may be repeated)")
     parser.add_argument("-d", "--database", default=":memory:", metavar="PATH",
                         help="DuckDB database file (default: in memory, with the demo table)")
     demo = parser.add_mutually_exclusive_group()
@@ -128,7 +132,7 @@ def _run(argv: list[str]) -> int:
     with con:
         shell = Shell(con, max_rows=args.max_rows, timer=args.timer)
         if args.command:
-            return _status(shell, all(shell.run_text(sql) for sql in args.command))
+            return _status(shell, all(_run_command(shell, text) for text in args.command))
         if args.file and args.file != "-":
             return _run_file(shell, Path(args.file))
         if args.file == "-" or not sys.stdin.isatty():
@@ -136,6 +140,13 @@ def _run(argv: list[str]) -> int:
         from matchsql.repl import run_repl
 
         return run_repl(shell)
+
+
+def _run_command(shell, text: str) -> bool:
+    """One -c argument: a dot-command (as DuckDB's CLI takes them there) or SQL."""
+    if text.lstrip().startswith("."):
+        return shell.run_lines(text.splitlines(keepends=True), source="-c")
+    return shell.run_text(text)
 
 
 def _run_file(shell, path: Path) -> int:

@@ -111,8 +111,11 @@ def _timer(shell: Shell, args: list[str]) -> bool:
     return True
 
 
-@dot_command("maxrows", "Rows shown per result (0 shows all)", "N")
+@dot_command("maxrows", "Rows shown per result (0 shows all); no N shows the value", "?N?")
 def _maxrows(shell: Shell, args: list[str]) -> bool:
+    if not args:
+        shell.print(f"maxrows: {shell.max_rows}")
+        return True
     if len(args) != 1 or not args[0].isdigit():
         return _usage_error(shell, "maxrows")
     shell.max_rows = int(args[0])

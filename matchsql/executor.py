@@ -14,12 +14,15 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
+from matchsql import stats_statement
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import (
@@ -33,7 +36,24 @@ from matchsql.errors import (
     without_kind,
 )
 from matchsql.fsm.spec import MatchSpec
+from matchsql.grammar import split_statements
 from matchsql.grammar.subqueries import visible_ctes
+from matchsql.profile import MatchProfile
+from matchsql.query_shape import direct_select, offset_of, require_columns
+from matchsql.result import BatchSource, LazyReader, Result, table_result
+from matchsql.scope import EMPTY, lookup
+from matchsql.statement_text import (
+    after_words,
+    bind_texts,
+    bind_values,
+    create_view,
+    leading_words,
+    replace_settings,
+    split_arguments,
+)
+from matchsql.views import STUB_MESSAGE, create_stub, definitions, expand, mentions, view_query
+
+Params = Sequence[Any] | Mapping[str, Any] | None
 
 _MATCH_RECOGNIZE = re.compile(r"\bmatch_recognize\b", re.IGNORECASE)
 _SET = re.compile(r"^\s*set\s+(?:session\s+)?(\w+)\s*(?:=|\bto\b)\s*(.+?)\s*$",
@@ -44,11 +64,22 @@ _view_numbers = itertools.count()
 _EXPLAIN = re.compile(r"^\s*explain\b(?!\s+analyze\b)", re.IGNORECASE)
 _VIEW = re.compile(r"__matchsql_matches_\d+")
 _POSITION = "__matchsql_input_position"
+#: Statements whose table references a MATCH_RECOGNIZE view expands in; DESCRIBE and
+#: SHOW read the view's columns from DuckDB, others (PRAGMA, ATTACH, ...) name no query.
+_READS_TABLES = frozenset({"SELECT", "WITH", "FROM", "VALUES", "TABLE", "PIVOT", "UNPIVOT",
+                           "INSERT", "CREATE", "UPDATE", "DELETE", "COPY", "EXPLAIN"})
+#: Statements after which the MATCH_RECOGNIZE views are read from the catalog again.
+_CHANGES_CATALOG = [[w] for w in ("CREATE", "DROP", "ALTER", "COMMENT", "ATTACH", "DETACH",
+                                  "USE", "ROLLBACK", "IMPORT")]
+_MISSING_TABLE = re.compile(r'Table with name (.+?) does not exist!')
+#: Settings that are matchsql's only: DuckDB knows ``threads`` itself.
+_OWN_SETTINGS = frozenset(Config.names()) - {"threads"}
 _ROW_STATEMENTS = {
     duckdb.StatementType.SELECT,
     duckdb.StatementType.EXPLAIN,
     duckdb.StatementType.PRAGMA,
     duckdb.StatementType.CALL,
+    duckdb.StatementType.EXECUTE,  # of a prepared SELECT (others give a Count row)
 }
 
 
@@ -70,6 +101,21 @@ class Executor:
         self._cancel = Cancellation()
         # Cursors running MATCH_RECOGNIZE inputs: interrupt() stops their sorts too.
         self._cursors: set[duckdb.DuckDBPyConnection] = set()
+        # The caller's variables while a statement is prepared (replacement scans),
+        # and the objects its table names stand for (see _external_tables).
+        self._scope: Mapping[str, Any] = EMPTY
+        self._scans: dict[str, tuple[Any, bool]] = {}
+        # The input metrics of the running statement's first MATCH_RECOGNIZE over a
+        # stream (None while there is none): its Result's stats.
+        self._live_stats: dict | None = None
+        # The input metrics of this connection's last query over a stream (SHOW STATS).
+        self.last_stats: dict | None = None
+        # MATCH_RECOGNIZE views by lower-cased name (None: read the catalog again).
+        self._view_cache: dict[str, str] | None = None
+        # PREPAREd statements with a MATCH_RECOGNIZE: lower-cased name -> text.
+        self._prepared: dict[str, str] = {}
+        # EXPLAIN ANALYZE: the profile of each MATCH_RECOGNIZE, by its offset in the text.
+        self._profiles: dict[int | None, MatchProfile] | None = None
 
     @property
     def streams(self):
@@ -87,69 +133,284 @@ class Executor:
 
     # -- statements ---------------------------------------------------------------
 
-    def run(self, text: str):
-        """Run every statement of ``text``; return the last statement's Result (or None)."""
-        from matchsql.grammar import split_statements
+    def run(self, text: str, params: Params = None, scope: Mapping[str, Any] = EMPTY):
+        """Run every statement of ``text``; return the last statement's Result (or None).
 
+        ``params`` are the values of the parameters (``?``, ``$1``, ``$name``)
+        of a single statement; ``scope`` the caller's variables, for tables
+        named by a Python variable (DuckDB's replacement scans).
+        """
         statements = split_statements(text)
         if not statements:
             return None
+        if params is not None and len(statements) != 1:
+            raise Error(f"parameters need a single statement, got {len(statements)}")
+        self._scope = scope
         result = None
-        for statement, offset in statements:
-            try:
-                result = self._run_statement(statement)
-            except Error as err:
-                raise _relocate(err, text, offset) from None
-            except Exception as exc:  # a bug inside the engine: a one-line error
-                raise internal_error(exc) from exc
+        try:
+            for statement, offset in statements:
+                try:
+                    result = self._run_statement(statement, params)
+                except Error as err:
+                    raise _relocate(err, text, offset) from None
+                except Exception as exc:  # a bug inside the engine: a one-line error
+                    raise internal_error(exc) from exc
+        finally:
+            self._scope = EMPTY
+            self._scans = {}
         return result
 
-    def _run_statement(self, statement: str):
+    def _run_statement(self, statement: str, params: Params = None, retried: bool = False):
         if self._open_result is not None:
             self._open_result.close()
             self._open_result = None
         self._cancel = Cancellation()
-        from matchsql import stats_statement  # SHOW STATS: the last continuous query's metrics
-
         if stats_statement.is_show_stats(statement):
             return stats_statement.show_stats(self)
+        words = leading_words(statement, 3)
+        setting = self._setting_statement(statement, words)
+        if setting is not False:
+            return setting
+        self.streams.reset()
+        if _STREAM_DDL.match(statement):
+            return self.streams.run_ddl(statement)
+        if "current_setting" in statement.lower():
+            statement = replace_settings(statement, {n: getattr(self.config, n)
+                                                     for n in _OWN_SETTINGS})
+        if words[:1] in (["PREPARE"], ["EXECUTE"], ["DEALLOCATE"]):
+            handled = self._prepared_statement(statement, words)
+            if handled is not False:
+                return handled
+        written = statement
+        views = self._views(statement)
+        if words[:1] in _CHANGES_CATALOG:
+            self._view_cache = None
+        create = create_view(statement)
+        if create is not None:
+            query = expand(create.query, views)
+            if _MATCH_RECOGNIZE.search(query):
+                return self._create_view(create, query, statement)
+        elif views and (not words or words[0] in _READS_TABLES):
+            # EXPLAIN [ANALYZE] stays in front: only the statement it explains is parsed.
+            head = 0 if words[:1] != ["EXPLAIN"] else \
+                after_words(statement, 2 if words[1:2] == ["ANALYZE"] else 1)
+            statement = statement[:head] + expand(statement[head:], views)
+        if not _MATCH_RECOGNIZE.search(statement):
+            try:
+                return self._run_duckdb(statement, [], params)
+            except Error as err:
+                # A MATCH_RECOGNIZE view that another connection created since this
+                # one last read the catalog: read it again and expand the view.
+                if retried or STUB_MESSAGE not in err.message:
+                    raise
+                self._view_cache = None
+                return self._run_statement(written, params, retried=True)
+        if params is not None:
+            statement = bind_values(statement, params)
+        if words[:2] == ["EXPLAIN", "ANALYZE"]:
+            return self._explain_analyze(statement, after_words(statement, 2))
+        explained = _EXPLAIN.match(statement)
+        if explained:
+            return self._explain_match_recognize(statement, explained.end())
+        return self._run_match_recognize(statement)
+
+    def _views(self, statement: str) -> dict[str, str]:
+        """The MATCH_RECOGNIZE views, read from the catalog once and again whenever a
+        statement names one (so that one dropped or replaced elsewhere is not expanded)
+        or changes the catalog; see matchsql.views."""
+        if self._view_cache is None or mentions(statement, self._view_cache):
+            self._view_cache = definitions(self.con)
+        return self._view_cache
+
+    # -- settings -----------------------------------------------------------------
+
+    def _setting_statement(self, statement: str, words: list[str]):
+        """SET, SHOW and RESET of a matchsql setting; False for any other statement."""
         setting = _SET.match(statement)
         if setting and setting.group(1).lower() in Config.names():
             self.config.set(setting.group(1), _unquote(setting.group(2)))
             if setting.group(1).lower() == "threads":  # DuckDB's own setting of that name too
                 return self._run_duckdb(statement, [])
             return None
-        self.streams.reset()
-        if _STREAM_DDL.match(statement):
-            return self.streams.run_ddl(statement)
-        if not _MATCH_RECOGNIZE.search(statement):
+        if words[:1] not in (["SHOW"], ["RESET"]):
+            return False
+        name = _setting_name(statement, words)
+        if name is None:
+            return False
+        if words[0] == "SHOW":
+            value = getattr(self.config, name)
+            return table_result(pa.table({name: pa.array([str(value)], pa.string())}))
+        self.config.set(name, getattr(Config(), name))
+        if name == "threads":
             return self._run_duckdb(statement, [])
-        explained = _EXPLAIN.match(statement)
-        if explained:
-            return self._explain_match_recognize(statement, explained.end())
-        return self._run_match_recognize(statement)
+        return None
 
-    def _run_duckdb(self, sql: str, cleanups: list[Callable[[], None]]):
-        """Run ``sql`` in DuckDB: rows stream lazily into a Result; other statements run now."""
-        from matchsql.connection import Result
+    # -- prepared statements ------------------------------------------------------
 
-        self._failure.clear()
-        try:
-            statements = self.con.extract_statements(sql)
-            if len(statements) != 1 or statements[0].type not in _ROW_STATEMENTS:
-                self.con.execute(sql)
-                _run_all(cleanups)
-                self._raise_failure()
+    def _prepared_statement(self, statement: str, words: list[str]):
+        """PREPARE / EXECUTE / DEALLOCATE of a statement with a MATCH_RECOGNIZE (kept
+        here as text, its parameters bound as literals by EXECUTE); False for one that
+        DuckDB prepares itself."""
+        kind = words[0]
+        if kind == "PREPARE":
+            if len(words) < 3 or words[2] != "AS":
+                return False
+            body = statement[after_words(statement, 3):]
+            expanded = expand(body, self._views(body))
+            self._prepared.pop(words[1].lower(), None)
+            if not _MATCH_RECOGNIZE.search(expanded):
+                return False
+            self._prepared[words[1].lower()] = " " * after_words(statement, 3) + expanded
+            return None
+        if kind == "DEALLOCATE":
+            name = words[2] if words[1:2] == ["PREPARE"] and len(words) > 2 else words[1:2]
+            name = name[0] if isinstance(name, list) and name else name
+            if isinstance(name, str) and self._prepared.pop(name.lower(), None) is not None:
                 return None
-            reader = self.con.sql(sql).to_arrow_reader(self.config.batch_size)
+            return False
+        if len(words) < 2 or words[1].lower() not in self._prepared:
+            return False
+        stored = self._prepared[words[1].lower()]
+        rest = statement[after_words(statement, 2):].strip()
+        if rest and not (rest.startswith("(") and rest.endswith(")")):
+            raise ParseError("EXECUTE takes its values in parentheses: EXECUTE name(v1, v2)",
+                             sql=statement, offset=after_words(statement, 2))
+        values = split_arguments(rest[1:-1]) if rest else []
+        return self._run_statement(bind_texts(stored, values))
+
+    # -- views --------------------------------------------------------------------
+
+    def _create_view(self, create, query: str, statement: str):
+        """CREATE VIEW of a query with a MATCH_RECOGNIZE: checked by preparing it (not
+        reading it), then stored in the database (see matchsql.views)."""
+        check = self._run_statement(" " * create.query_offset + query)
+        try:
+            schema = check.schema
+        finally:
+            check.close()
+            self._open_result = None
+        try:
+            create_stub(self.con, create, schema, view_query(create))
         except duckdb.Error as exc:
-            _run_all(cleanups)
-            raise self._failure_or(exc) from None
+            raise self.translate(exc) from None
+        finally:
+            self._view_cache = None
+        return None
+
+    def _run_duckdb(self, sql: str, cleanups: list[Callable[[], None]], params: Params = None,
+                    live: dict[str, pa.RecordBatchReader] | None = None,
+                    stats: dict | None = None):
+        """Run ``sql`` in DuckDB: rows stream lazily into a Result; other statements run now.
+
+        A table that DuckDB cannot find may be a data frame in a variable of
+        the caller (registered for the statement, as DuckDB's replacement scan
+        would, which only looks at its direct caller) or a live stream (its
+        rows until end of stream). ``live`` are the readers registered for the
+        statement that wait on a live stream: a statement reading them starts
+        when its rows are first read (see _deferred), not in ``con.sql()``.
+        """
+        self._failure.clear()
+        live = dict(live or {})
+        while True:
+            try:
+                statements = self.con.extract_statements(sql)
+                if len(statements) != 1 or statements[0].type not in _ROW_STATEMENTS:
+                    self.con.execute(sql, params)
+                    _run_all(cleanups)
+                    self._raise_failure()
+                    return None
+                if live:
+                    return self._deferred(sql, params, live, cleanups, stats)
+                reader = self.con.sql(sql, params=params).to_arrow_reader(self.config.batch_size)
+                break
+            except duckdb.CatalogException as exc:
+                if self._register_missing(exc, cleanups, live):
+                    continue
+                _run_all(cleanups)
+                raise self._failure_or(exc) from None
+            except duckdb.Error as exc:
+                _run_all(cleanups)
+                raise self._failure_or(exc) from None
         self._open_result = Result(reader, on_close=cleanups, translate=self._failure_or)
         return self._open_result
 
+    def _deferred(self, sql: str, params: Params, live: dict[str, pa.RecordBatchReader],
+                  cleanups: list[Callable[[], None]], stats: dict | None) -> Result:
+        """A Result whose statement runs on its first read: its columns come from running
+        it over empty stand-ins of the ``live`` readers (a row statement changes nothing)."""
+        for name, reader in live.items():
+            self.con.register(name, reader.schema.empty_table())
+        schema = self.con.sql(sql, params=params).to_arrow_table().schema
+        for name, reader in live.items():
+            self.con.register(name, reader)
+        rows = self.config.batch_size
+
+        def start() -> pa.RecordBatchReader:
+            return self.con.sql(sql, params=params).to_arrow_reader(rows)
+
+        self._open_result = Result(LazyReader(schema, start), on_close=cleanups,
+                                   translate=self._failure_or, stats=stats)
+        return self._open_result
+
+    def _register_missing(self, exc: duckdb.CatalogException, cleanups: list[Callable[[], None]],
+                          live: dict[str, pa.RecordBatchReader]) -> bool:
+        """Register what the table name that ``exc`` misses stands for: the caller's variable,
+        else a live stream (added to ``live``); False if neither."""
+        missing = _MISSING_TABLE.search(str(exc))
+        if missing is None:
+            return False
+        name = missing.group(1)
+        if name in self._scans or name in live:
+            return False
+        value = lookup(self._scope, name)
+        if value is not None:
+            self._scans[name] = (value, True)
+        else:
+            definition = self.streams.named(name)
+            if definition is None:
+                return False
+            value = live[name] = self.streams.rows_reader(definition)
+        self.con.register(name, value)
+        cleanups.append(lambda: self._unregister(name))
+        return True
+
+    def _external_tables(self, tree, nodes: list) -> dict[str, tuple[Any, bool]]:
+        """What the statement's unqualified table names stand for when they are not in
+        the database: the caller's data frames, and this connection's temporary tables
+        and registered objects, which the cursors that run MATCH_RECOGNIZE inputs do
+        not see (read into Arrow tables; only those the inputs name). Each with whether
+        the statement's own connection needs it too (the caller's variables)."""
+        ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+        names = {t.name for t in tree.find_all(exp.Table)
+                 if not t.args.get("db") and isinstance(t.this, exp.Identifier)
+                 and t.name.lower() not in ctes and not t.name.startswith("__matchsql_")}
+        if not names:
+            return {}
+        inputs = {t.name.lower() for node in nodes for t in node.this.find_all(exp.Table)}
+        lowered = sorted({n.lower() for n in names})
+        rows = self.con.execute(
+            "SELECT lower(table_name), temporary FROM duckdb_tables() "
+            "WHERE lower(table_name) IN (SELECT unnest(?)) "
+            "UNION ALL SELECT lower(view_name), temporary FROM duckdb_views() "
+            "WHERE lower(view_name) IN (SELECT unnest(?)) AND NOT internal",
+            [lowered, lowered]).fetchall()
+        temporary = {name for name, temp in rows if temp}
+        persistent = {name for name, temp in rows if not temp}
+        found: dict[str, tuple[Any, bool]] = {}
+        for name in sorted(names):
+            folded = name.lower()
+            if folded in temporary:
+                if folded in inputs:
+                    quoted = exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
+                    table = self.con.sql(f"SELECT * FROM {quoted}").to_arrow_table()
+                    found[name] = (table, False)
+            elif folded not in persistent:
+                value = lookup(self._scope, name)
+                if value is not None:
+                    found[name] = (value, True)
+        return found
+
     def _run_match_recognize(self, statement: str):
-        from matchsql.connection import Result
         from matchsql.grammar import parse
         from matchsql.grammar.nodes import MatchRecognizeTable
 
@@ -158,11 +419,17 @@ class Executor:
             raise ParseError("expected one statement", sql=statement, offset=0)
         tree = trees[0]
         cleanups: list[Callable[[], None]] = []
+        self._live_stats = None
         # Match streams not yet claimed by an enclosing MATCH_RECOGNIZE; each is
         # read once, by whichever connection runs the query that references it.
         pending: dict[str, pa.RecordBatchReader] = {}
         try:
             nodes = list(tree.find_all(MatchRecognizeTable, bfs=False))
+            self._scans = self._external_tables(tree, nodes)
+            for name, (value, outer) in self._scans.items():
+                if outer:
+                    self.con.register(name, value)
+                    cleanups.append(lambda name=name: self._unregister(name))
             direct = self.streams.direct_result(tree, nodes, statement)
             if direct is not None:  # SELECT * FROM stream MATCH_RECOGNIZE: rows bypass DuckDB
                 self._open_result = direct
@@ -185,7 +452,9 @@ class Executor:
         except BaseException:
             _run_all(cleanups)
             raise
-        return self._run_duckdb(tree.sql(dialect="duckdb"), cleanups)
+        stats = self._live_stats
+        return self._run_duckdb(tree.sql(dialect="duckdb"), cleanups,
+                                live=pending if stats is not None else None, stats=stats)
 
     # -- one MATCH_RECOGNIZE ------------------------------------------------------
 
@@ -194,7 +463,10 @@ class Executor:
         """Analyse ``node`` and return the lazy Arrow stream of its matches (see _match_source)."""
         stream = self.streams.stream_of(node)
         if stream is not None:  # a live stream: continuous input, not a DuckDB query
-            return self.streams.match_reader(node, statement, stream).to_reader()
+            matches = self.streams.match_reader(node, statement, stream)
+            if self._live_stats is None:
+                self._live_stats = matches.stats
+            return matches.to_reader()
         schema, batches = self._match_source(node, statement, pending, cleanups)
         return pa.RecordBatchReader.from_batches(schema, batches)
 
@@ -225,6 +497,8 @@ class Executor:
         cursor = self.con.cursor()
         self._cursors.add(cursor)
         cleanups.append(lambda: (self._cursors.discard(cursor), cursor.close()))
+        for name, (value, _) in self._scans.items():
+            cursor.register(name, value)
         inner = {view: pending.pop(view) for view in _VIEW.findall(input_sql) if view in pending}
         for view, reader in inner.items():  # zero-row stand-ins while the schema is read
             cursor.register(view, reader.schema.empty_table())
@@ -233,15 +507,16 @@ class Executor:
             cursor.unregister(view)
             cursor.register(view, reader)
         spec = analyze(node, schema, sql=statement, con=self.con)
-        if not spec.output_schema():
-            # SQL:2016 asks ONE ROW PER MATCH for a partition column or a measure.
-            raise SemanticError("ONE ROW PER MATCH without PARTITION BY needs at least one "
-                                "measure: the output would have no columns",
-                                sql=statement, offset=_offset_of(node.this))
+        require_columns(spec, node, statement)
         narrow = self._projected(node, spec)
         if narrow is not None:
             spec, input_sql = narrow
-        return spec.output_schema(), self._match_batches(spec, cursor, input_sql)
+        if self._profiles is None:
+            return spec.output_schema(), self._match_batches(spec, cursor, input_sql)
+        profile = MatchProfile(_path_name(spec, self.config), not spec.rows_per_match.all_rows)
+        self._profiles[offset_of(node.this)] = profile
+        return spec.output_schema(), profile.output(
+            self._match_batches(spec, cursor, input_sql, profile))
 
     def _projected(self, node, spec: MatchSpec) -> tuple[MatchSpec, str] | None:
         """ONE ROW PER MATCH reads only the PARTITION BY and ORDER BY columns and
@@ -277,10 +552,11 @@ class Executor:
             return cursor.sql(f"SELECT * FROM ({input_sql}) LIMIT 0").to_arrow_table().schema
         except duckdb.Error as exc:
             err = self.translate(exc)
-            offset = _offset_of(node.this)
+            offset = offset_of(node.this)
             raise type(err)(err.message, sql=statement, offset=offset) from None
 
-    def _match_batches(self, spec: MatchSpec, cursor, input_sql: str) -> Iterator[pa.RecordBatch]:
+    def _match_batches(self, spec: MatchSpec, cursor, input_sql: str,
+                       profile: MatchProfile | None = None) -> Iterator[pa.RecordBatch]:
         """Stream the input through one matcher run per partition.
 
         With ``threads`` > 1 the partitions run on a thread pool (the compiled
@@ -306,6 +582,8 @@ class Executor:
             # cursor could be interrupted, stops it here instead of after DuckDB's sort.
             cancel.check()
             reader = cursor.sql(input_sql).to_arrow_reader(config.batch_size)
+            if profile is not None:
+                reader = profile.input(reader)
             try:  # plans are built once per spec: here, not racing in the workers
                 choose_path(spec, config.execution_path)
             except Error:
@@ -349,12 +627,18 @@ class Executor:
 
     def _explain_match_recognize(self, statement: str, offset: int):
         """One row per line: for each MATCH_RECOGNIZE (innermost first) its chosen
-        execution path, why, and its automaton program (see fsm/planner.explain).
+        execution path, why, and its automaton program (see fsm/planner.explain)."""
+        lines = [line for _, section in self._explain_sections(statement, offset)
+                 for line in section]
+        self._open_result = table_result(pa.table({"explain": pa.array(lines, pa.string())}))
+        return self._open_result
+
+    def _explain_sections(self, statement: str, offset: int) -> list[tuple[int | None, list[str]]]:
+        """EXPLAIN lines of each MATCH_RECOGNIZE, with its offset in ``statement``.
 
         Inner MATCH_RECOGNIZEs are replaced by empty tables of their output
         schema so that outer ones can be analysed without running anything.
         """
-        from matchsql.connection import Result
         from matchsql.fsm.planner import explain
         from matchsql.grammar import analyze, parse
         from matchsql.grammar.nodes import MatchRecognizeTable
@@ -364,23 +648,56 @@ class Executor:
         if len(trees) != 1:
             raise ParseError("expected one statement", sql=statement, offset=0)
         cursor = self.con.cursor()
-        lines: list[str] = []
+        sections: list[tuple[int | None, list[str]]] = []
         try:
             nodes = list(trees[0].find_all(MatchRecognizeTable, bfs=False))
+            self._scans = self._external_tables(trees[0], nodes)
+            for name, (value, _) in self._scans.items():
+                cursor.register(name, value)
             for number, node in enumerate(reversed(nodes), 1):
-                input_sql = _input_query(node)
-                schema = self._schema_of(cursor, input_sql, node, query)
+                key = offset_of(node.this)
+                stream = self.streams.stream_of(node)
+                if stream is not None:
+                    schema = self.streams.schema_of_stream(stream)
+                else:
+                    schema = self._schema_of(cursor, _input_query(node), node, query)
                 spec = analyze(node, schema, sql=query, con=cursor)
                 view = f"__matchsql_matches_{next(_view_numbers)}"
                 cursor.register(view, spec.output_schema().empty_table())
                 node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
-                lines.append(f"-- MATCH_RECOGNIZE #{number} of {len(nodes)}")
+                lines = [f"-- MATCH_RECOGNIZE #{number} of {len(nodes)}"]
                 lines += explain(spec, self.config).splitlines()
+                sections.append((key, lines))
         finally:
             cursor.close()
-        table = pa.table({"explain": pa.array(lines, pa.string())})
-        self._open_result = Result(pa.RecordBatchReader.from_batches(
-            table.schema, table.to_batches()))
+        return sections
+
+    def _explain_analyze(self, statement: str, offset: int):
+        """EXPLAIN ANALYZE: run the statement to its end, then the EXPLAIN lines of each
+        MATCH_RECOGNIZE with what it did (rows in, matches, time per stage) and the
+        statement's rows and time."""
+        sections = self._explain_sections(statement, offset)
+        query = " " * offset + statement[offset:]
+        self._profiles = {}
+        started = time.perf_counter()
+        rows = 0
+        try:
+            result = self._run_match_recognize(query)
+            for batch in result.fetch_batches():
+                rows += batch.num_rows
+            profiles = self._profiles
+        finally:
+            self._profiles = None
+        elapsed = time.perf_counter() - started
+        lines: list[str] = []
+        for key, section in sections:
+            lines += section
+            profile = profiles.get(key)
+            lines += profile.lines() if profile is not None else \
+                ["analyze: not profiled (live stream input)"]
+        lines += ["-- statement", f"analyze: rows {rows:,}",
+                  f"analyze: total {elapsed * 1000:.3f} ms"]
+        self._open_result = table_result(pa.table({"explain": pa.array(lines, pa.string())}))
         return self._open_result
 
     def _unregister(self, view: str) -> None:
@@ -425,38 +742,23 @@ class Executor:
         return ExecutionError(_strip_prefix(one_line(message)))
 
 
-def direct_select(tree, nodes: list):
-    """The MATCH_RECOGNIZE of ``SELECT * FROM <row pattern recognition>`` with no other
-    clause, whose result is exactly that table factor's output; None for any other
-    statement."""
-    if len(nodes) != 1 or not isinstance(tree, exp.Select):
+def _setting_name(statement: str, words: list[str]) -> str | None:
+    """The matchsql setting of ``SHOW name`` / ``RESET name``; None for other statements."""
+    if len(words) < 2 or words[1].lower() not in Config.names():
         return None
-    node = nodes[0]
-    from_ = tree.args.get("from_") or tree.args.get("from")
-    alias = node.args.get("alias")
-    plain = (
-        from_ is not None and from_.this is node
-        and len(tree.expressions) == 1 and isinstance(tree.expressions[0], exp.Star)
-        and not (isinstance(alias, exp.TableAlias) and alias.columns)
-        and not any(tree.args.get(k) for k in (
-            "joins", "where", "group", "having", "order", "limit", "offset", "qualify",
-            "distinct", "with_", "with", "windows", "laterals", "pivots"))
-    )
-    return node if plain else None
+    if statement[after_words(statement, 2):].strip():
+        return None
+    return words[1].lower()
 
 
-class BatchSource:
-    """The part of a RecordBatchReader that Result uses, over a generator it can close."""
+def _path_name(spec: MatchSpec, config: Config) -> str:
+    """The execution path the planner picks for ``spec`` (see fsm/planner.choose_path)."""
+    from matchsql.fsm.planner import choose_path
 
-    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
-        self.schema = schema
-        self._batches = batches
-
-    def __iter__(self) -> Iterator[pa.RecordBatch]:
-        return self._batches
-
-    def close(self) -> None:
-        self._batches.close()
+    try:
+        return choose_path(spec, config.execution_path).name
+    except Error as err:
+        return f"none ({err.message})"
 
 
 def _reader_error(exc: BaseException) -> Error:
@@ -502,14 +804,6 @@ def _input_query(node, columns: list[str] | None = None) -> str:
 def _column_name(column: exp.Expression) -> str:
     """A partition column as an unqualified identifier, for use outside its table's scope."""
     return exp.to_identifier(column.name, quoted=True).sql(dialect="duckdb")
-
-
-def _offset_of(node: exp.Expression) -> int | None:
-    for ident in node.find_all(exp.Identifier):
-        start = ident.meta.get("start")
-        if start is not None:
-            return start
-    return None
 
 
 def _relocate(err: Error, text: str, offset: int) -> Error:

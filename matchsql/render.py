@@ -56,11 +56,13 @@ def collect(schema: pa.Schema, batches: Iterable[pa.RecordBatch], max_rows: int)
     if max_rows <= 0 or total <= max_rows:
         return Collected(schema, head_table, None, total)
     # More rows than fit: show the first half and the last half, as DuckDB does.
-    tail_table = pa.Table.from_batches(tail, schema=schema)
+    # The tail keeps at least ``max_rows`` rows once it has dropped any, so the
+    # last rows lie in it; with fewer than 2 * max_rows in all some of them are
+    # still in the head, which the tail then directly continues.
+    rest = pa.Table.from_batches(head + tail, schema=schema)
     first = (max_rows + 1) // 2
     last = max_rows - first
-    return Collected(schema, head_table.slice(0, first),
-                     tail_table.slice(tail_table.num_rows - last), total)
+    return Collected(schema, head_table.slice(0, first), rest.slice(rest.num_rows - last), total)
 
 
 def render_batches(schema: pa.Schema, batches: Iterable[pa.RecordBatch], *,

@@ -3,9 +3,9 @@
 The whole statement is one multi-line buffer: Enter runs it once it ends
 with a ``;`` outside strings and comments (or is a dot-command), and
 otherwise starts a new line, so history recalls and edits whole statements.
-Ctrl-C at the prompt clears the buffer; Ctrl-D on an empty prompt exits and
-on a pending statement runs it as it stands (so an unterminated string gets
-its error message instead of a prompt that never ends).
+Ctrl-C at the prompt clears the buffer; Ctrl-D on an empty prompt exits, and
+at the end of an unfinished statement drops it without running it (with a
+note; a second Ctrl-D exits), as the end of input does in DuckDB's CLI.
 """
 
 from __future__ import annotations
@@ -54,6 +54,10 @@ def ready(text: str) -> bool:
     return is_complete(text)
 
 
+class Unfinished(Exception):
+    """Ctrl-D ended the input in the middle of a statement."""
+
+
 class _Editor:
     """Key bindings and continuation prompt; they look at the session's buffer."""
 
@@ -61,7 +65,8 @@ class _Editor:
         self.session: PromptSession[str] | None = None
 
     def pending_at_end(self) -> bool:
-        """Ctrl-D runs the buffer when it holds text and the cursor is at its end."""
+        """Ctrl-D drops the buffer when it holds text and the cursor is at its end
+        (elsewhere it deletes the character under the cursor, as usual)."""
         if self.session is None:
             return False
         buffer = self.session.default_buffer
@@ -83,8 +88,8 @@ class _Editor:
             event.current_buffer.validate_and_handle()
 
         @bindings.add("c-d", filter=Condition(self.pending_at_end))
-        def _run_pending(event: KeyPressEvent) -> None:
-            event.current_buffer.validate_and_handle()
+        def _drop_pending(event: KeyPressEvent) -> None:
+            event.app.exit(exception=Unfinished())
 
         return bindings
 
@@ -120,6 +125,9 @@ def run_repl(shell: Shell) -> int:
         try:
             text = session.prompt(PROMPT)
         except KeyboardInterrupt:
+            continue
+        except Unfinished:
+            shell.error("(unfinished statement not run; Ctrl-D again exits)")
             continue
         except EOFError:
             break

@@ -74,7 +74,7 @@ class Shell:
             result = None
             try:
                 result = self.con.sql(sql)
-                if result is not None and getattr(result, "continuous", False):
+                if result is not None and result.continuous:
                     self._print_live(result)
                 elif result is not None:
                     outcome["text"] = render_batches(

@@ -14,13 +14,14 @@ import re
 
 import pyarrow as pa
 
+from matchsql.result import table_result
+
 SHOW_STATS = re.compile(r"^\s*show\s+stats\s*;?\s*$", re.IGNORECASE)
 
 #: Metric order of the thesis' appendix tables, then the extras.
 ORDER = ("avg_mem", "max_mem", "avg_queue", "max_queue", "result", "time", "throughput",
          "records", "latency", "switches")
 
-_ATTRIBUTE = "last_stats"  # on the executor: the last continuous query's stats dict
 SCHEMA = pa.schema([("metric", pa.string()), ("value", pa.float64())])
 
 
@@ -31,11 +32,11 @@ def is_show_stats(statement: str) -> bool:
 def remember(executor, stats: dict | None) -> None:
     """Keep ``stats`` (a continuous query's Result.stats) as the last query's metrics."""
     if stats is not None:
-        setattr(executor, _ATTRIBUTE, stats)
+        executor.last_stats = stats
 
 
 def last_stats(executor) -> dict | None:
-    return getattr(executor, _ATTRIBUTE, None)
+    return executor.last_stats
 
 
 def stats_table(stats: dict | None) -> pa.Table:
@@ -54,10 +55,8 @@ def stats_table(stats: dict | None) -> pa.Table:
 
 def show_stats(executor):
     """The Result of ``SHOW STATS`` for ``executor``'s connection."""
-    from matchsql.connection import Result
-
     table = stats_table(last_stats(executor))
-    return Result(pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
+    return table_result(table)
 
 
 def describe(stats: dict | None) -> str:

@@ -26,9 +26,14 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import Error, SemanticError, StreamError
-from matchsql.executor import BatchSource
 from matchsql.grammar.subqueries import visible_ctes
+from matchsql.query_shape import direct_select, require_columns
+from matchsql.result import BatchSource, Result, table_result
+from matchsql.router.continuous import _live_batches
+from matchsql.storage.archive import Archive
 from matchsql.storage.catalog import Catalog, StreamDef
+from matchsql.storage.live_reader import LiveReader
+from matchsql.storage.shm_ring import Ring
 
 
 class StreamStatements:
@@ -97,7 +102,7 @@ class StreamStatements:
         if isinstance(parsed, DropStream):
             drop_stream(self.database, parsed.name, if_exists=parsed.if_exists)
             return None
-        return self._table_result(show_streams(self.database))
+        return table_result(show_streams(self.database))
 
     def _schema_of(self, create, statement: str) -> pa.Schema:
         """The Arrow schema DuckDB gives the declared columns (this validates the types)."""
@@ -122,12 +127,6 @@ class StreamStatements:
             cursor.close()
         return pa.schema(fields)
 
-    def _table_result(self, table: pa.Table):
-        from matchsql.connection import Result
-
-        reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
-        return Result(reader)
-
     # -- MATCH_RECOGNIZE over a stream -----------------------------------------------------
 
     def stream_of(self, node) -> StreamDef | None:
@@ -144,13 +143,59 @@ class StreamStatements:
         name = source.name
         if any(cte.alias_or_name.lower() == name.lower() for cte in visible_ctes(node)):
             return None
+        return self.named(name, source.this.quoted)
+
+    def named(self, name: str, quoted: bool = False) -> StreamDef | None:
+        """The stream called ``name``, or None (also when there is no usable registry)."""
         try:
             definition = self.catalog.get(name)
-            if definition is None and not source.this.quoted:
+            if definition is None and not quoted:
                 definition = self.catalog.get(name.lower())
         except (OSError, StreamError):
             return None
         return definition
+
+    def rows_reader(self, definition: StreamDef) -> pa.RecordBatchReader:
+        """The stream's rows for plain SQL over it, until end of stream.
+
+        Nothing is read (nor the stream claimed) before DuckDB asks for the
+        first batch; the archive's history comes first, as for MATCH_RECOGNIZE.
+        """
+        return pa.RecordBatchReader.from_batches(self.schema_of_stream(definition),
+                                                 self._recording(self._rows(definition)))
+
+    def _rows(self, definition: StreamDef) -> Iterator[pa.RecordBatch]:
+        config = self.executor.config
+        reader = LiveReader(definition, on_producer_death=config.on_producer_death,
+                            cancelled=self.cancelled, max_rows=config.batch_size)
+        archive = Archive(definition, self.executor.con, reader.schema) \
+            if definition.archive else None
+        cursor = self.executor.con.cursor() if archive is not None else None
+        try:
+            reader.open()
+            next_seq = 0
+            if archive is not None and cursor is not None:
+                for last, batch in archive.history(cursor, config.batch_size):
+                    next_seq = last + 1
+                    yield batch
+            for batch, _ in _live_batches(reader, archive, next_seq):
+                yield batch
+        finally:
+            try:
+                if archive is not None:
+                    archive.flush()
+            finally:
+                if cursor is not None:
+                    cursor.close()
+                reader.close()
+
+    def schema_of_stream(self, definition: StreamDef) -> pa.Schema:
+        """The columns of a stream, as its shared-memory ring declares them."""
+        ring = Ring.attach(definition.segment)
+        try:
+            return ring.schema
+        finally:
+            ring.close()
 
     def match_reader(self, node, statement: str, definition: StreamDef) -> _MatchReader:
         """Analyse ``node`` against the stream's schema; the lazy reader of its matches."""
@@ -160,23 +205,20 @@ class StreamStatements:
         from matchsql.fsm.spec import SkipMode
         from matchsql.grammar import analyze
         from matchsql.router.continuous import continuous_batches
-        from matchsql.storage.shm_ring import Ring
 
-        ring = Ring.attach(definition.segment)
-        try:
-            schema = ring.schema
-        finally:
-            ring.close()
-        spec = analyze(node, schema, sql=statement, con=self.executor.con)
+        spec = analyze(node, self.schema_of_stream(definition), sql=statement,
+                       con=self.executor.con)
+        require_columns(spec, node, statement)
         config = self.executor.config
         stats: dict = {}  # filled with the input metrics when the query ends
         sliding = (Sliding.PAST_LAST_ROW if spec.skip is SkipMode.PAST_LAST_ROW
                    else Sliding.NEXT_ROW)
         options = InputOptions.for_pattern(spec.pattern, config.input_mode, config.adaptive_u,
                                            sliding, stats, config.adaptive_rule)
+        cancel = self.executor.cancellation  # this statement's, even if read later
         batches = continuous_batches(
             definition, spec.partition_by,
-            lambda key: new_partition_matcher(spec, key, config, self.executor.cancellation),
+            lambda key: new_partition_matcher(spec, key, config, cancel),
             con=self.executor.con, batch_rows=config.batch_size, cancelled=self.cancelled,
             on_producer_death=config.on_producer_death, input_options=options)
         return _MatchReader(spec.output_schema(), self._recording(batches), stats)
@@ -191,9 +233,6 @@ class StreamStatements:
 
     def direct_result(self, tree, nodes: list, statement: str):
         """A Result that bypasses DuckDB for ``SELECT * FROM stream MATCH_RECOGNIZE (...)``."""
-        from matchsql.connection import Result
-        from matchsql.executor import direct_select
-
         node = direct_select(tree, nodes)
         if node is None:
             return None
@@ -201,14 +240,13 @@ class StreamStatements:
         if definition is None:
             return None
         reader = self.match_reader(node, statement, definition)
-        result = Result(reader)
-        result.continuous = True  # the shell prints its rows as they arrive
-        result.stats = reader.stats  # input metrics (Avg/Max Mem, ...), filled at the end
-        return result
+        # The shell prints its rows as they arrive; the input metrics (Avg/Max Mem,
+        # ...) are filled in at the end.
+        return Result(reader, stats=reader.stats, continuous=True)
 
 
 class _MatchReader(BatchSource):
-    """A :class:`~matchsql.executor.BatchSource` that also carries the input metrics."""
+    """A :class:`~matchsql.result.BatchSource` that also carries the input metrics."""
 
     def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch],
                  stats: dict | None = None) -> None:

@@ -11,8 +11,11 @@ from matchsql.errors import CatalogError, StreamError
 from matchsql.storage.archive import Archive
 from matchsql.storage.catalog import Catalog, StreamDef
 from matchsql.storage.shm_ring import (
+    MAX_SLOTS,
+    S_CLOSED,
     W_DROPPED,
     W_EOS,
+    W_EOS_SEQ,
     W_HEAD_SEQ,
     W_MAX_QUEUE,
     W_READER_PID,
@@ -106,8 +109,19 @@ def show_streams(database: str | None) -> pa.Table:
                 "queued": ring.queued, "max_queued": ring.word(W_MAX_QUEUE),
                 "spilled": ring.word(W_SPILLED), "producers": len(live),
                 "reader_pid": ring.word(W_READER_PID) or None,
-                "ended": bool(ring.word(W_EOS)),
+                "ended": _ended(ring, live),
             })
         finally:
             ring.close()
     return pa.Table.from_pylist(rows, schema=SHOW_SCHEMA)
+
+
+def _ended(ring: Ring, live: list[int]) -> bool:
+    """Whether the producers closed the stream: its end marker waits for the reader, or
+    the reader took it and nothing was written (nor a producer attached) since."""
+    if ring.word(W_EOS):
+        return True
+    if live:
+        return False
+    closed = any(ring.slot(i)[S_CLOSED] for i in range(MAX_SLOTS))
+    return bool(closed) and ring.word(W_EOS_SEQ) == ring.word(W_HEAD_SEQ) == ring.word(W_TAIL_SEQ)

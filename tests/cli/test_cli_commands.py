@@ -129,6 +129,23 @@ def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     assert "matchsql 0.1.0" in out and "--database" in out
+    assert "matchsql produce" in out and "matchsql experiment" in out
+
+
+def test_command_runs_a_dot_command(run_cli) -> None:
+    done = run_cli("--no-demo", "-c", "CREATE TABLE listed_here AS SELECT 1 AS x", "-c", ".tables")
+    assert done.returncode == 0, done.stderr
+    assert "listed_here" in done.stdout
+    done = run_cli("-c", ".maxrows")
+    assert done.stdout.strip() == "maxrows: 40"
+
+
+def test_results_a_little_longer_than_max_rows_render(run_cli) -> None:
+    done = run_cli("--no-demo", "-c", "SELECT * FROM range(50)")
+    assert done.returncode == 0, done.stderr
+    assert "50 rows (40 shown)" in done.stdout
+    shown = [line.strip("│ ") for line in done.stdout.splitlines() if line.startswith("│")]
+    assert shown[-20:] == [str(i) for i in range(30, 50)]
 
 
 def test_max_rows_option(run_cli) -> None:

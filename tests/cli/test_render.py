@@ -68,3 +68,16 @@ def test_values_read_as_in_duckdb() -> None:
     assert "[1, 2]" in text and "1.50" in text
     assert "a\\nb" in text
     assert "x…" in text
+
+
+def test_results_just_over_max_rows_show_their_own_last_rows() -> None:
+    # N+1 .. 2N rows: the last rows to show were collected while the head was filling.
+    for total in (41, 50, 60, 61, 79, 80, 81):
+        for batch_rows in (1, 7, 2048):
+            text = _render(f"SELECT range AS i FROM range({total})", batch_rows=batch_rows,
+                           max_rows=40)
+            numbers = [line.strip("│ ") for line in text.splitlines() if line.startswith("│")]
+            assert numbers[2:22] == [str(i) for i in range(20)]
+            assert numbers[22:25] == ["·", "·", "·"]
+            assert numbers[25:] == [str(i) for i in range(total - 20, total)], (total, batch_rows)
+            assert text.splitlines()[-1].strip() == f"{total:,} rows (40 shown)"

@@ -80,7 +80,7 @@ MALFORMED = [
     "SELECT * FROM (FROM trade LIMIT 5) MATCH_RECOGNIZE(ORDER BY ts PATTERN (A));",
     "SELECT * FROM (FROM trade LIMIT 5) MATCH_RECOGNIZE(ORDER BY ts PATTERN A DEFINE A AS true);",
 ]
-# Never complete (the ';' is quoted), so the user ends them with Ctrl-D.
+# Never complete (the ';' is quoted): Ctrl-D drops them unrun (their errors: -c and scripts).
 UNTERMINATED = [
     "SELECT 'unterminated string;",
     'SELECT "unterminated identifier;',
@@ -196,6 +196,21 @@ def test_ctrl_d_exits(env: dict[str, str]) -> None:
     assert session.child.exitstatus == 0
 
 
+def test_ctrl_d_on_a_continuation_line_does_not_run_the_statement(repl: Repl) -> None:
+    repl.run("CREATE TABLE counted (x INTEGER);", expect=PROMPT)
+    repl.enter("INSERT INTO counted VALUES (1)")
+    repl.expect(r"\.\.\.>")
+    repl.enter("")  # an empty continuation line
+    repl.expect(r"\.\.\.>")
+    repl.child.sendcontrol("d")
+    repl.expect(r"unfinished statement not run")
+    repl.expect(PROMPT)
+    out = repl.run("SELECT count(*) AS n FROM counted;")
+    assert re.search(r"│\s+0 │", out), out  # the INSERT never ran
+    repl.child.sendcontrol("d")  # on an empty prompt: exits
+    repl.child.expect(pexpect.EOF, timeout=10)
+
+
 def test_history_is_written(env: dict[str, str], tmp_path: Path) -> None:
     session = Repl(env)
     session.run("SELECT 'remember me' AS h;")
@@ -240,8 +255,8 @@ def test_malformed_statements_give_messages_not_tracebacks(repl: Repl) -> None:
     for statement in UNTERMINATED:
         repl.enter(statement)
         repl.expect(r"\.\.\.>")  # still waiting for the end of the string or comment
-        repl.child.sendcontrol("d")  # runs it as it stands
-        repl.expect(ERROR_LINE)
+        repl.child.sendcontrol("d")  # drops it, does not run it
+        repl.expect(r"unfinished statement not run")
         repl.expect(PROMPT)
     assert "Traceback" not in repl.text()
     out = repl.run("SELECT 42;")

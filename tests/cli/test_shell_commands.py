@@ -59,6 +59,8 @@ def test_tables_timer_maxrows(shell: Shell) -> None:
     assert "Run Time:" in output(shell)[0]
     assert shell.run_dot(".timer off") and not shell.timer
     assert shell.run_dot(".maxrows 3") and shell.max_rows == 3
+    assert shell.run_dot(".maxrows") and shell.max_rows == 3
+    assert output(shell)[0].splitlines()[-1] == "maxrows: 3"
 
 
 def test_bad_dot_commands_are_messages(shell: Shell) -> None:

@@ -1,0 +1,50 @@
+"""The shape of a parsed statement around its MATCH_RECOGNIZE table factors.
+
+Shared by the executor and the stream statements, which both decide from it
+how a statement runs; it depends on nothing of either.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from matchsql.errors import SemanticError
+from matchsql.fsm.spec import MatchSpec
+
+
+def direct_select(tree, nodes: list):
+    """The MATCH_RECOGNIZE of ``SELECT * FROM <row pattern recognition>`` with no other
+    clause, whose result is exactly that table factor's output; None for any other
+    statement."""
+    if len(nodes) != 1 or not isinstance(tree, exp.Select):
+        return None
+    node = nodes[0]
+    from_ = tree.args.get("from_") or tree.args.get("from")
+    alias = node.args.get("alias")
+    plain = (
+        from_ is not None and from_.this is node
+        and len(tree.expressions) == 1 and isinstance(tree.expressions[0], exp.Star)
+        and not (isinstance(alias, exp.TableAlias) and alias.columns)
+        and not any(tree.args.get(k) for k in (
+            "joins", "where", "group", "having", "order", "limit", "offset", "qualify",
+            "distinct", "with_", "with", "windows", "laterals", "pivots"))
+    )
+    return node if plain else None
+
+
+def offset_of(node: exp.Expression) -> int | None:
+    """Where ``node`` starts in the statement text (its first identifier), if known."""
+    for ident in node.find_all(exp.Identifier):
+        start = ident.meta.get("start")
+        if start is not None:
+            return start
+    return None
+
+
+def require_columns(spec: MatchSpec, node: exp.Expression, statement: str) -> None:
+    """SQL:2016 asks ONE ROW PER MATCH for a partition column or a measure: without
+    either the output has no columns (which no table can hold)."""
+    if not spec.output_schema():
+        raise SemanticError("ONE ROW PER MATCH without PARTITION BY needs at least one "
+                            "measure: the output would have no columns",
+                            sql=statement, offset=offset_of(node.this))

@@ -1,0 +1,285 @@
+"""``Result``: the rows of one statement, read lazily, named as in DuckDB's Python API.
+
+A leaf of the session layer: the executor and the stream statements build
+Results, the connection hands them out, and nothing here imports them back.
+
+Reading twice: the batches read are kept (up to :data:`KEEP_BYTES`), so once
+every row was read, a full read (``fetchall``, ``arrow``, ``df``, ``pl``,
+``fetch_record_batch``, ``render``) starts again from the first row, as a
+DuckDB relation does. A result too large to keep raises a clear error on a
+second full read instead of returning nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from matchsql.errors import Error
+from matchsql.render import render_batches
+
+#: Bytes of Arrow data a Result keeps so that it can be read again.
+KEEP_BYTES = 64 * 1024 * 1024
+#: DuckDB's default ``rows_per_batch`` of ``fetch_record_batch``.
+ROWS_PER_BATCH = 1_000_000
+
+
+class LazyReader:
+    """A reader whose statement starts on the first read, not when the Result is made.
+
+    A statement over a live stream would otherwise block in ``con.sql()``
+    until the stream ends; its schema is known beforehand.
+    """
+
+    def __init__(self, schema: pa.Schema, start: Callable[[], Any]) -> None:
+        self.schema = schema
+        self._start = start
+        self._reader: Any = None
+        self._closed = False
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        if self._closed:
+            return iter(())
+        if self._reader is None:
+            self._reader = self._start()
+        return iter(self._reader)
+
+    def close(self) -> None:
+        self._closed = True
+        if self._reader is not None:
+            self._reader.close()
+
+
+class Result:
+    """Rows of one statement, fetched lazily from DuckDB or from the matchers.
+
+    Holds on to whatever the statement registered in DuckDB (matcher output
+    streams) until it is closed or exhausted.
+    """
+
+    def __init__(self, reader: Any, on_close: list[Callable[[], None]] | None = None,
+                 translate: Callable[[duckdb.Error], Error] | None = None, *,
+                 stats: dict | None = None, continuous: bool = False) -> None:
+        self._reader = reader
+        self._translate = translate
+        self._batches: Iterator[pa.RecordBatch] | None = None
+        self._row_buffer: list[tuple] = []
+        self._on_close = on_close or []
+        self._closed = False
+        self._exhausted = False  # every row was read from the reader
+        self._kept: list[pa.RecordBatch] | None = []  # None once over KEEP_BYTES
+        self._kept_bytes = 0
+        #: Input metrics of a query over a live stream (InputMetrics.row, filled when it
+        #: ends); None for others.
+        self.stats = stats
+        #: True for ``SELECT * FROM stream MATCH_RECOGNIZE``: rows arrive as matches
+        #: become final, so the shell prints them one by one.
+        self.continuous = continuous
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._reader.schema
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.schema.names)
+
+    @property
+    def types(self) -> list[pa.DataType]:
+        return list(self.schema.types)
+
+    # -- batches ------------------------------------------------------------------
+
+    def fetch_batches(self) -> Iterator[pa.RecordBatch]:
+        """The rows as Arrow record batches, as they become available.
+
+        The remaining ones while the result is being read; all of them again
+        once it was read to its end.
+        """
+        if self._exhausted and not self._row_buffer:
+            return self._again()
+        if self._batches is None:
+            self._batches = self._read_batches()
+        return self._batches
+
+    def _again(self) -> Iterator[pa.RecordBatch]:
+        if self._kept is None:
+            raise Error(f"this result was already read and is larger than "
+                        f"{KEEP_BYTES // (1024 * 1024)} MiB, too large to keep: "
+                        f"run the statement again to read its rows again")
+        return iter(list(self._kept))
+
+    def _read_batches(self) -> Iterator[pa.RecordBatch]:
+        # One generator for the Result's whole life: fetchone() and friends
+        # take batches from it one at a time without ending the stream.
+        try:
+            if self._closed:
+                return
+            for batch in self._reader:
+                if batch.num_rows:
+                    self._keep(batch)
+                    yield batch
+            self._exhausted = True
+        except duckdb.Error as exc:
+            if self._translate is None:
+                raise
+            raise self._translate(exc) from None
+        finally:
+            self.close()
+
+    def _keep(self, batch: pa.RecordBatch) -> None:
+        if self._kept is None:
+            return
+        self._kept_bytes += batch.nbytes
+        if self._kept_bytes > KEEP_BYTES:
+            self._kept = None
+        else:
+            self._kept.append(batch)
+
+    def fetch_record_batch(self, rows_per_batch: int = ROWS_PER_BATCH) -> pa.RecordBatchReader:
+        """An Arrow RecordBatchReader over the rows, batches of at most ``rows_per_batch``."""
+        if rows_per_batch <= 0:
+            raise Error(f"rows_per_batch must be positive, got {rows_per_batch}")
+        self._refuse_buffered("fetch_record_batch()")
+        return pa.RecordBatchReader.from_batches(
+            self.schema, _sliced(self.fetch_batches(), rows_per_batch))
+
+    to_arrow_reader = fetch_record_batch
+    fetch_arrow_reader = fetch_record_batch
+
+    # -- rows ---------------------------------------------------------------------
+
+    def _next_rows(self) -> bool:
+        if self._exhausted:
+            return False
+        batch = next(self.fetch_batches(), None)
+        if batch is None:
+            return False
+        self._row_buffer.extend(_rows(batch))
+        return True
+
+    def fetchone(self) -> tuple | None:
+        """The next row; None after the last one."""
+        if not self._row_buffer and not self._next_rows():
+            return None
+        return self._row_buffer.pop(0)
+
+    def fetchmany(self, size: int = 1) -> list[tuple]:
+        rows: list[tuple] = []
+        while len(rows) < size:
+            if not self._row_buffer and not self._next_rows():
+                break
+            take = min(size - len(rows), len(self._row_buffer))
+            rows.extend(self._row_buffer[:take])
+            del self._row_buffer[:take]
+        return rows
+
+    def fetchall(self) -> list[tuple]:
+        """The remaining rows; every row again once the result was read to its end."""
+        rows = self._row_buffer
+        self._row_buffer = []
+        for batch in self.fetch_batches():
+            rows.extend(_rows(batch))
+        return rows
+
+    def __iter__(self) -> Iterator[tuple]:
+        while True:
+            row = self.fetchone()
+            if row is None:
+                return
+            yield row
+
+    # -- tables -------------------------------------------------------------------
+
+    def arrow(self) -> pa.Table:
+        """The rows as an Arrow table (the remaining ones, or all once read to the end)."""
+        self._refuse_buffered("arrow()")
+        return pa.Table.from_batches(list(self.fetch_batches()), schema=self.schema)
+
+    fetch_arrow_table = arrow
+    to_arrow_table = arrow
+
+    def df(self):
+        """The rows as a pandas DataFrame."""
+        return self.arrow().to_pandas()
+
+    fetchdf = df
+    to_df = df
+
+    def pl(self):
+        """The rows as a Polars DataFrame (needs the polars package)."""
+        try:
+            polars = importlib.import_module("polars")
+        except ImportError:
+            raise Error("pl() needs the polars package: pip install polars") from None
+        return polars.from_arrow(self.arrow())
+
+    def _refuse_buffered(self, name: str) -> None:
+        if self._row_buffer:
+            raise Error(f"{name} after fetchone()/fetchmany() is not supported: "
+                        f"read the remaining rows with fetchall()")
+
+    def show(self, max_rows: int = 40) -> None:
+        """Print the rows as a box table (DuckDB's rendering)."""
+        print(self.render(max_rows=max_rows))
+
+    def render(self, max_rows: int = 40) -> str:
+        """The rows as a box table, keeping only the rows it shows."""
+        return render_batches(self.schema, self.fetch_batches(), max_rows=max_rows)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._reader.close()
+        for callback in self._on_close:
+            callback()
+        self._on_close = []
+
+    def __repr__(self) -> str:
+        return f"<matchsql.Result columns={self.columns}>"
+
+
+class BatchSource:
+    """The part of a RecordBatchReader that Result uses, over a generator it can close."""
+
+    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
+        self.schema = schema
+        self._batches = batches
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        return self._batches
+
+    def close(self) -> None:
+        self._batches.close()
+
+
+def table_result(table: pa.Table) -> Result:
+    """A Result over rows already in memory (SHOW STREAMS, SHOW STATS, EXPLAIN)."""
+    return Result(pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
+
+
+def _sliced(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        for start in range(0, batch.num_rows, rows):
+            yield batch.slice(start, rows)
+
+
+def _rows(batch: pa.RecordBatch) -> list[tuple]:
+    """Python tuples of ``batch``, with values converted as DuckDB's own fetchall does."""
+    return list(zip(*(_values(column) for column in batch.columns)))
+
+
+def _values(column: pa.Array) -> list:
+    values = column.to_pylist()
+    if pa.types.is_interval(column.type):
+        # DuckDB hands intervals to Python as timedelta, counting a month as 30 days.
+        return [None if v is None else timedelta(days=v.months * 30 + v.days,
+                                                 microseconds=v.nanoseconds // 1000)
+                for v in values]
+    return values
