@@ -19,6 +19,9 @@ class Config:
 
     max_threads: int = 100_000  # live matcher threads per partition
     max_buffered_rows: int = 50_000_000  # rows an InputHolder may hold
+    # Automaton instructions a row pattern may expand to (bounded quantifiers
+    # and PERMUTE are unrolled); checked before anything is built.
+    max_pattern_size: int = 100_000
     batch_size: int = 65_536  # rows per Arrow batch from DuckDB to the matchers
     # Worker threads that run a one-time query's partitions (router/parallel.py);
     # 1 runs them one after the other on the calling thread.

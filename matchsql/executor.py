@@ -22,8 +22,11 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.config import Config
+from matchsql.deep import run_deep
 from matchsql.errors import CatalogError, Error, ExecutionError, ParseError, SemanticError
+from matchsql.fsm.program import check_pattern_size
 from matchsql.fsm.spec import MatchSpec
+from matchsql.grammar.sqltext import check_text
 
 _MATCH_RECOGNIZE = re.compile(r"\bmatch_recognize\b", re.IGNORECASE)
 _SET = re.compile(r"^\s*set\s+(?:session\s+)?(\w+)\s*(?:=|\bto\b)\s*(.+?)\s*$",
@@ -75,6 +78,7 @@ class Executor:
         """Run every statement of ``text``; return the last statement's Result (or None)."""
         from matchsql.grammar import split_statements
 
+        check_text(text)
         statements = split_statements(text)
         if not statements:
             return None
@@ -106,9 +110,9 @@ class Executor:
         if not _MATCH_RECOGNIZE.search(statement):
             return self._run_duckdb(statement, [])
         explained = _EXPLAIN.match(statement)
-        if explained:
-            return self._explain_match_recognize(statement, explained.end())
-        return self._run_match_recognize(statement)
+        if explained:  # parse and analysis recurse per nesting level: run_deep gives room
+            return run_deep(lambda: self._explain_match_recognize(statement, explained.end()))
+        return run_deep(lambda: self._run_match_recognize(statement))
 
     def _run_duckdb(self, sql: str, cleanups: list[Callable[[], None]]):
         """Run ``sql`` in DuckDB: rows stream lazily into a Result; other statements run now."""
@@ -214,6 +218,7 @@ class Executor:
             cursor.unregister(view)
             cursor.register(view, reader)
         spec = analyze(node, schema, sql=statement, con=self.con)
+        check_pattern_size(spec.pattern, self.config.max_pattern_size, statement)
         if not spec.output_schema():
             # SQL:2016 asks ONE ROW PER MATCH for a partition column or a measure.
             raise SemanticError("ONE ROW PER MATCH without PARTITION BY needs at least one "
@@ -346,6 +351,7 @@ class Executor:
                 input_sql = _input_query(node)
                 schema = self._schema_of(cursor, input_sql, node, query)
                 spec = analyze(node, schema, sql=query, con=cursor)
+                check_pattern_size(spec.pattern, self.config.max_pattern_size, query)
                 view = f"__matchsql_matches_{next(_view_numbers)}"
                 cursor.register(view, spec.output_schema().empty_table())
                 node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))

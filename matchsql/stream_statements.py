@@ -27,6 +27,7 @@ from sqlglot import exp
 
 from matchsql.errors import Error, SemanticError, StreamError
 from matchsql.executor import BatchSource
+from matchsql.fsm.program import check_pattern_size
 from matchsql.storage.catalog import Catalog, StreamDef
 
 
@@ -170,6 +171,7 @@ class StreamStatements:
             ring.close()
         spec = analyze(node, schema, sql=statement, con=self.executor.con)
         config = self.executor.config
+        check_pattern_size(spec.pattern, config.max_pattern_size, statement)
         stats: dict = {}  # filled with the input metrics when the query ends
         sliding = (Sliding.PAST_LAST_ROW if spec.skip is SkipMode.PAST_LAST_ROW
                    else Sliding.NEXT_ROW)
