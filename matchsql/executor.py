@@ -23,7 +23,14 @@ from sqlglot import exp
 
 from matchsql.config import Config
 from matchsql.deep import run_deep
-from matchsql.errors import CatalogError, Error, ExecutionError, ParseError, SemanticError
+from matchsql.errors import (
+    CatalogError,
+    Error,
+    ExecutionError,
+    LimitExceededError,
+    ParseError,
+    SemanticError,
+)
 from matchsql.fsm.program import check_pattern_size
 from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar.sqltext import check_text
@@ -88,6 +95,8 @@ class Executor:
                 result = self._run_statement(statement)
             except Error as err:
                 raise _relocate(err, text, offset) from None
+            except MemoryError:
+                raise _out_of_memory() from None
         return result
 
     def _run_statement(self, statement: str):
@@ -152,12 +161,17 @@ class Executor:
             if direct is not None:  # SELECT * FROM stream MATCH_RECOGNIZE: rows bypass DuckDB
                 self._open_result = direct
                 return direct
-            if direct_select(tree, nodes) is not None:
+            if direct_select(tree, nodes, limit_ok=True) is not None:
                 # SELECT * FROM table MATCH_RECOGNIZE: the matches are the result. Reading
                 # them through an outer DuckDB query would run the input query nested in
                 # it on the same database, which measured 30-70 ms slower per 1M rows.
+                # With LIMIT n the matchers stop once n rows are out.
                 schema, batches = self._match_source(nodes[0], statement, pending, cleanups)
-                self._open_result = Result(BatchSource(schema, self._direct(batches)),
+                rows = self._direct(batches)
+                limit = plain_limit(tree)
+                if limit is not None:
+                    rows = first_rows(rows, limit)
+                self._open_result = Result(BatchSource(schema, rows),
                                            on_close=cleanups, translate=self._failure_or)
                 return self._open_result
             for node in reversed(nodes):  # innermost first: their outputs feed the outer ones
@@ -324,6 +338,9 @@ class Executor:
             # the sort, say) as Arrow I/O errors whose text carries a traceback.
             self._failure.append(_reader_error(exc))
             raise
+        except MemoryError:
+            self._failure.append(_out_of_memory())
+            raise self._failure[-1] from None
 
     # -- EXPLAIN of a statement with MATCH_RECOGNIZE --------------------------------
 
@@ -407,12 +424,17 @@ class Executor:
         return ExecutionError(_strip_prefix(message))
 
 
-def direct_select(tree, nodes: list):
+def direct_select(tree, nodes: list, limit_ok: bool = False):
     """The MATCH_RECOGNIZE of ``SELECT * FROM <row pattern recognition>`` with no other
     clause, whose result is exactly that table factor's output; None for any other
-    statement."""
+    statement. ``limit_ok``: a ``LIMIT n`` (:func:`plain_limit`) is allowed too; the
+    caller then keeps the first n rows."""
     if len(nodes) != 1 or not isinstance(tree, exp.Select):
         return None
+    if limit_ok and tree.args.get("limit") is not None and plain_limit(tree) is not None:
+        tree = tree.copy()
+        tree.set("limit", None)
+        nodes = [next(tree.find_all(type(nodes[0]), bfs=False))]
     node = nodes[0]
     from_ = tree.args.get("from_") or tree.args.get("from")
     alias = node.args.get("alias")
@@ -427,6 +449,33 @@ def direct_select(tree, nodes: list):
     return node if plain else None
 
 
+def plain_limit(tree) -> int | None:
+    """n of ``LIMIT n`` with a whole-number literal n; None for no LIMIT or any other."""
+    limit = tree.args.get("limit")
+    if not isinstance(limit, exp.Limit) or limit.args.get("offset") is not None:
+        return None
+    value = limit.args.get("expression")
+    if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
+        return int(value.this)
+    return None
+
+
+def first_rows(batches: Iterator[pa.RecordBatch], n: int) -> Iterator[pa.RecordBatch]:
+    """The first ``n`` rows of ``batches``; then ``batches`` is closed, which stops
+    the matchers and the input query behind it."""
+    try:
+        while n > 0:
+            batch = next(batches, None)
+            if batch is None:
+                return
+            if batch.num_rows > n:
+                batch = batch.slice(0, n)
+            n -= batch.num_rows
+            yield batch
+    finally:
+        batches.close()
+
+
 class BatchSource:
     """The part of a RecordBatchReader that Result uses, over a generator it can close."""
 
@@ -439,6 +488,14 @@ class BatchSource:
 
     def close(self) -> None:
         self._batches.close()
+
+
+def _out_of_memory() -> Error:
+    """The error for a statement that ran out of memory despite the size checks."""
+    return LimitExceededError(
+        "the statement ran out of memory; lower its size (pattern, partitions) or raise "
+        "the memory available to the process (max_buffered_rows and max_pattern_size "
+        "bound the matchers)")
 
 
 def _reader_error(exc: BaseException) -> Error:

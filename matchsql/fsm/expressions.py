@@ -682,8 +682,8 @@ class _Compiler:
             if len(arg.expressions) != 1:
                 raise SemanticError("COUNT(DISTINCT ...) takes one argument here")
             arg = arg.expressions[0]
-        if isinstance(arg, exp.Star) or (isinstance(arg, exp.Column)
-                                         and isinstance(arg.this, exp.Star)):
+        if arg is None or isinstance(arg, exp.Star) or (  # COUNT() is COUNT(*), as in DuckDB
+                isinstance(arg, exp.Column) and isinstance(arg.this, exp.Star)):
             vars_ = self.var_set(arg.table or None) if isinstance(arg, exp.Column) else None
             self.observe_rows(vars_, [], count_only=condition is None)
 

@@ -284,7 +284,7 @@ def program_size(pattern: PatternNode, sql: str | None = None) -> int:
     and refused before anything is built. Follows :func:`lower` and
     :class:`_Emitter` rule for rule.
     """
-    sizes: dict[int, int] = {}
+    sizes: list[int] = []  # of the finished nodes whose parent is not finished yet
     stack: list[tuple[PatternNode, bool]] = [(pattern, False)]
     while stack:
         node, expanded = stack.pop()
@@ -295,9 +295,10 @@ def program_size(pattern: PatternNode, sql: str | None = None) -> int:
                     f"PERMUTE of {len(children)} items: at most {MAX_PERMUTE} (it expands "
                     f"to all {len(children)}! orders)", sql=sql, offset=node.offset)
             stack.append((node, True))
-            stack.extend((child, False) for child in children)
+            stack.extend((child, False) for child in reversed(children))
             continue
-        inner = [sizes.pop(id(child)) for child in children]
+        inner = sizes[len(sizes) - len(children):]
+        del sizes[len(sizes) - len(children):]
         if isinstance(node, (Label, Anchor)):
             size = 1
         elif isinstance(node, Empty):
@@ -317,8 +318,8 @@ def program_size(pattern: PatternNode, sql: str | None = None) -> int:
                 size = node.min * body + max(0, node.max - node.min) * (body + 1)
         else:
             raise SemanticError(f"unsupported row pattern element {type(node).__name__}")
-        sizes[id(node)] = size
-    return sizes[id(pattern)]
+        sizes.append(size)
+    return sizes[0]
 
 
 def check_pattern_size(pattern: PatternNode, limit: int = MAX_PROGRAM_SIZE,

@@ -192,13 +192,24 @@ def families() -> list[Case]:
     ):
         add("runaway", mr(runaway.format(rows=rows, pattern=pattern, define=define_),
                           table="t100k"))
-    add("runaway", mr("ORDER BY id MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS true",
+    add("runaway", mr("ORDER BY ts MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS true",
                       table="trade"))
+    add("long match", mr("PARTITION BY symbol ORDER BY ts MEASURES COUNT(*) AS n "
+                         "PATTERN (A+) DEFINE A AS true", table="trade"))
     add("limit", mr("ORDER BY ts MEASURES MATCH_NUMBER() AS m ALL ROWS PER MATCH "
                     "AFTER MATCH SKIP TO NEXT ROW PATTERN ((A|B)+ C) "
                     "DEFINE A AS price > 100, B AS price <= 100, C AS price < 0",
                     table="t100k", tail=" LIMIT 20"))
     return out
+
+
+#: Families still open (see the issue): the large run reports them, CI leaves them out.
+KNOWN_OPEN = frozenset({
+    # The reference path recomputes a running SUM over the whole match at every
+    # row: one 50,000-row attempt is 1.25e9 additions in Python.
+    mr("ORDER BY id MEASURES COUNT(*) AS n  PATTERN (A B+) DEFINE B AS sum(price) > 10",
+       table="t100k"),
+})
 
 
 def generate(count: int, seed: int = 14) -> list[Case]:

@@ -94,8 +94,10 @@ def _one_worker(cases: list[Case], timeout: float, memory: int) -> tuple[list[Ou
             try:
                 line = lines.get(timeout=max(0.0, started + limit - time.monotonic()))
             except queue.Empty:
+                if current is None and len(outcomes) == len(cases):
+                    return outcomes, rss  # all answered; the worker is slow to exit
                 if current is None:
-                    raise RuntimeError("hostile worker did not start") from None
+                    raise RuntimeError("hostile worker stalled between statements") from None
                 outcomes.append(Outcome(by_id[current], "timeout", f"> {timeout} s", timeout))
                 return outcomes, rss
             if not line:  # the worker died or finished
@@ -118,7 +120,7 @@ def _one_worker(cases: list[Case], timeout: float, memory: int) -> tuple[list[Ou
             elif "outcome" in record:
                 outcomes.append(Outcome(by_id[record["id"]], record["outcome"],
                                         record["detail"], record["seconds"]))
-                current = None
+                current, started = None, time.monotonic()
             elif "rss_mib" in record:
                 rss = record["rss_mib"]
     finally:
