@@ -96,8 +96,17 @@ def _one_worker(cases: list[Case], timeout: float, memory: int) -> tuple[list[Ou
             except queue.Empty:
                 if current is None and len(outcomes) == len(cases):
                     return outcomes, rss  # all answered; the worker is slow to exit
+                if current is None and outcomes:
+                    # The last statement returned but left work behind that kept the
+                    # worker from taking the next one: its answer did not end its work.
+                    last = outcomes[-1]
+                    outcomes[-1] = Outcome(last.case, "timeout", f"answered ({last.kind}: "
+                                           f"{last.detail[:100]}) but work went on past "
+                                           f"{timeout} s", last.seconds)
+                    return outcomes, rss
                 if current is None:
-                    raise RuntimeError("hostile worker stalled between statements") from None
+                    raise RuntimeError("hostile worker stalled before its first statement") \
+                        from None
                 outcomes.append(Outcome(by_id[current], "timeout", f"> {timeout} s", timeout))
                 return outcomes, rss
             if not line:  # the worker died or finished
