@@ -120,7 +120,7 @@ def _one_worker(cases: list[Case], timeout: float, memory: int) -> tuple[list[Ou
                 return outcomes, rss
             record = json.loads(line)
             if record.get("ready"):
-                ready = True
+                ready, started = True, time.monotonic()
                 payload = "".join(json.dumps({"id": key, "sql": case.sql}) + "\n"
                                   for key, case in by_id.items())
                 threading.Thread(target=_feed, args=(proc, payload), daemon=True).start()
