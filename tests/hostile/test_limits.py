@@ -195,3 +195,16 @@ def test_limit_stops_the_matchers() -> None:
     assert [row[1] for row in got] == [k - k % 2 for k in range(15)]
     assert con.sql(sql + " LIMIT 0").fetchall() == []
     con.close()
+
+
+@pytest.mark.parametrize("keys, kind, match", [
+    ("ORDER BY RUNNING id", ParseError, "Expecting PATTERN"),
+    ("PARTITION BY PREV(id) ORDER BY id", matchsql.CatalogError, "prev does not exist"),
+])
+def test_row_pattern_functions_are_plain_sql_in_keys(con, keys: str, kind: type,
+                                                     match: str) -> None:
+    # Used to reach DuckDB's SQL generator as our own nodes: a raw ValueError.
+    sql = f"SELECT * FROM t100 MATCH_RECOGNIZE ({keys} MEASURES COUNT(*) AS n PATTERN (A) " \
+          "DEFINE A AS price > 100)"
+    fails(con, sql, kind, match)
+    fails(con, "EXPLAIN " + sql, kind, match)
