@@ -17,8 +17,17 @@ class Config:
     a clear error instead of exhausting memory.
     """
 
-    max_threads: int = 100_000  # live matcher threads per partition
-    max_buffered_rows: int = 50_000_000  # rows an InputHolder may hold
+    # Live matcher threads of one match attempt. Equivalent threads are merged,
+    # so only patterns whose DEFINEs tell many histories apart get near it.
+    max_threads: int = 10_000
+    # Rows a partition may hold for its open match attempts: an attempt longer
+    # than this fails, which also stops a pattern that never decides (e.g. a
+    # final variable that never holds) after one long attempt instead of one
+    # per row. The demo table's partitions hold 10k rows.
+    max_buffered_rows: int = 50_000
+    # Automaton instructions a row pattern may expand to (bounded quantifiers
+    # and PERMUTE are unrolled); checked before anything is built.
+    max_pattern_size: int = 100_000
     batch_size: int = 65_536  # rows per Arrow batch from DuckDB to the matchers
     # Worker threads that run a one-time query's partitions (router/parallel.py);
     # 1 runs them one after the other on the calling thread.

@@ -25,21 +25,25 @@ from sqlglot import exp
 from matchsql import stats_statement
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
+from matchsql.deep import run_deep
 from matchsql.errors import (
     CatalogError,
     Error,
     ExecutionError,
+    LimitExceededError,
     ParseError,
     SemanticError,
     internal_error,
     one_line,
     without_kind,
 )
+from matchsql.fsm.program import check_pattern_size
 from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar import split_statements
+from matchsql.grammar.sqltext import check_text
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.profile import MatchProfile
-from matchsql.query_shape import direct_select, offset_of, require_columns
+from matchsql.query_shape import direct_select, offset_of, plain_limit, require_columns
 from matchsql.result import BatchSource, LazyReader, Result, table_result
 from matchsql.scope import EMPTY, lookup
 from matchsql.statement_text import (
@@ -140,6 +144,7 @@ class Executor:
         of a single statement; ``scope`` the caller's variables, for tables
         named by a Python variable (DuckDB's replacement scans).
         """
+        check_text(text)
         statements = split_statements(text)
         if not statements:
             return None
@@ -153,6 +158,8 @@ class Executor:
                     result = self._run_statement(statement, params)
                 except Error as err:
                     raise _relocate(err, text, offset) from None
+                except MemoryError:
+                    raise _out_of_memory() from None
                 except Exception as exc:  # a bug inside the engine: a one-line error
                     raise internal_error(exc) from exc
         finally:
@@ -207,12 +214,13 @@ class Executor:
                 return self._run_statement(written, params, retried=True)
         if params is not None:
             statement = bind_values(statement, params)
+        # Parse and analysis recurse per nesting level: run_deep gives them room.
         if words[:2] == ["EXPLAIN", "ANALYZE"]:
-            return self._explain_analyze(statement, after_words(statement, 2))
+            return run_deep(lambda: self._explain_analyze(statement, after_words(statement, 2)))
         explained = _EXPLAIN.match(statement)
         if explained:
-            return self._explain_match_recognize(statement, explained.end())
-        return self._run_match_recognize(statement)
+            return run_deep(lambda: self._explain_match_recognize(statement, explained.end()))
+        return run_deep(lambda: self._run_match_recognize(statement))
 
     def _views(self, statement: str) -> dict[str, str]:
         """The MATCH_RECOGNIZE views, read from the catalog once and again whenever a
@@ -434,12 +442,17 @@ class Executor:
             if direct is not None:  # SELECT * FROM stream MATCH_RECOGNIZE: rows bypass DuckDB
                 self._open_result = direct
                 return direct
-            if direct_select(tree, nodes) is not None:
+            if direct_select(tree, nodes, limit_ok=True) is not None:
                 # SELECT * FROM table MATCH_RECOGNIZE: the matches are the result. Reading
                 # them through an outer DuckDB query would run the input query nested in
                 # it on the same database, which measured 30-70 ms slower per 1M rows.
+                # With LIMIT n the matchers stop once n rows are out.
                 schema, batches = self._match_source(nodes[0], statement, pending, cleanups)
-                self._open_result = Result(BatchSource(schema, self._direct(batches)),
+                rows = self._direct(batches)
+                limit = plain_limit(tree)
+                if limit is not None:
+                    rows = first_rows(rows, limit)
+                self._open_result = Result(BatchSource(schema, rows),
                                            on_close=cleanups, translate=self._failure_or)
                 return self._open_result
             for node in reversed(nodes):  # innermost first: their outputs feed the outer ones
@@ -508,6 +521,7 @@ class Executor:
             cursor.register(view, reader)
         spec = analyze(node, schema, sql=statement, con=self.con)
         require_columns(spec, node, statement)
+        check_pattern_size(spec.pattern, self.config.max_pattern_size, statement)
         narrow = self._projected(node, spec)
         if narrow is not None:
             spec, input_sql = narrow
@@ -618,6 +632,9 @@ class Executor:
             # the sort, say) as Arrow I/O errors whose text carries a traceback.
             self._failure.append(_reader_error(exc))
             raise
+        except MemoryError:
+            self._failure.append(_out_of_memory())
+            raise self._failure[-1] from None
         except Exception as exc:  # a bug inside the engine: a one-line error, no traceback
             err = internal_error(exc)
             self._failure.append(err)
@@ -662,6 +679,7 @@ class Executor:
                 else:
                     schema = self._schema_of(cursor, _input_query(node), node, query)
                 spec = analyze(node, schema, sql=query, con=cursor)
+                check_pattern_size(spec.pattern, self.config.max_pattern_size, query)
                 view = f"__matchsql_matches_{next(_view_numbers)}"
                 cursor.register(view, spec.output_schema().empty_table())
                 node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
@@ -751,6 +769,22 @@ def _setting_name(statement: str, words: list[str]) -> str | None:
     return words[1].lower()
 
 
+def first_rows(batches: Iterator[pa.RecordBatch], n: int) -> Iterator[pa.RecordBatch]:
+    """The first ``n`` rows of ``batches``; then ``batches`` is closed, which stops
+    the matchers and the input query behind it."""
+    try:
+        while n > 0:
+            batch = next(batches, None)
+            if batch is None:
+                return
+            if batch.num_rows > n:
+                batch = batch.slice(0, n)
+            n -= batch.num_rows
+            yield batch
+    finally:
+        batches.close()
+
+
 def _path_name(spec: MatchSpec, config: Config) -> str:
     """The execution path the planner picks for ``spec`` (see fsm/planner.choose_path)."""
     from matchsql.fsm.planner import choose_path
@@ -759,6 +793,14 @@ def _path_name(spec: MatchSpec, config: Config) -> str:
         return choose_path(spec, config.execution_path).name
     except Error as err:
         return f"none ({err.message})"
+
+
+def _out_of_memory() -> Error:
+    """The error for a statement that ran out of memory despite the size checks."""
+    return LimitExceededError(
+        "the statement ran out of memory; lower its size (pattern, partitions) or raise "
+        "the memory available to the process (max_buffered_rows and max_pattern_size "
+        "bound the matchers)")
 
 
 def _reader_error(exc: BaseException) -> Error:

@@ -12,12 +12,17 @@ from matchsql.errors import SemanticError
 from matchsql.fsm.spec import MatchSpec
 
 
-def direct_select(tree, nodes: list):
+def direct_select(tree, nodes: list, limit_ok: bool = False):
     """The MATCH_RECOGNIZE of ``SELECT * FROM <row pattern recognition>`` with no other
     clause, whose result is exactly that table factor's output; None for any other
-    statement."""
+    statement. ``limit_ok``: a ``LIMIT n`` (:func:`plain_limit`) is allowed too; the
+    caller then keeps the first n rows."""
     if len(nodes) != 1 or not isinstance(tree, exp.Select):
         return None
+    if limit_ok and tree.args.get("limit") is not None and plain_limit(tree) is not None:
+        tree = tree.copy()
+        tree.set("limit", None)
+        nodes = [next(tree.find_all(type(nodes[0]), bfs=False))]
     node = nodes[0]
     from_ = tree.args.get("from_") or tree.args.get("from")
     alias = node.args.get("alias")
@@ -30,6 +35,17 @@ def direct_select(tree, nodes: list):
             "distinct", "with_", "with", "windows", "laterals", "pivots"))
     )
     return node if plain else None
+
+
+def plain_limit(tree) -> int | None:
+    """n of ``LIMIT n`` with a whole-number literal n; None for no LIMIT or any other."""
+    limit = tree.args.get("limit")
+    if not isinstance(limit, exp.Limit) or limit.args.get("offset") is not None:
+        return None
+    value = limit.args.get("expression")
+    if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
+        return int(value.this)
+    return None
 
 
 def offset_of(node: exp.Expression) -> int | None:

@@ -26,6 +26,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import Error, SemanticError, StreamError
+from matchsql.fsm.program import check_pattern_size
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.query_shape import direct_select, require_columns
 from matchsql.result import BatchSource, Result, table_result
@@ -210,6 +211,7 @@ class StreamStatements:
                        con=self.executor.con)
         require_columns(spec, node, statement)
         config = self.executor.config
+        check_pattern_size(spec.pattern, config.max_pattern_size, statement)
         stats: dict = {}  # filled with the input metrics when the query ends
         sliding = (Sliding.PAST_LAST_ROW if spec.skip is SkipMode.PAST_LAST_ROW
                    else Sliding.NEXT_ROW)

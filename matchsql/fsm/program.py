@@ -18,6 +18,7 @@ otherwise infinite epsilon loops and matches the standard's rule).
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -36,8 +37,14 @@ from matchsql.grammar.pattern import (
 )
 
 #: Unrolling a bounded quantifier copies its body; beyond this many
-#: instructions the pattern is refused instead of building a huge program.
-MAX_PROGRAM_SIZE = 1_000_000
+#: instructions a pattern is refused instead of building a huge program.
+#: Statements are held to the ``max_pattern_size`` setting (matchsql/config.py)
+#: before planning; this is the cap for any caller, whatever the setting.
+MAX_PROGRAM_SIZE = 10_000_000
+
+#: PERMUTE of n items expands to n! orders: beyond this arity no program
+#: size setting could hold it, and n! itself gets slow to compute.
+MAX_PERMUTE = 10
 
 
 class Op(Enum):
@@ -183,18 +190,17 @@ def lower(node: PatternNode, excluded: bool = False):
 
 
 class _Emitter:
-    def __init__(self) -> None:
+    def __init__(self, limit: int = MAX_PROGRAM_SIZE) -> None:
         self.code: list[Instruction] = []
         self.loops = 0
+        self.limit = limit
 
     def here(self) -> int:
         return len(self.code)
 
     def put(self, ins: Instruction) -> int:
-        if len(self.code) >= MAX_PROGRAM_SIZE:
-            raise SemanticError(
-                f"row pattern too large: more than {MAX_PROGRAM_SIZE} automaton "
-                "instructions after unrolling bounded quantifiers")
+        if len(self.code) >= self.limit:
+            raise SemanticError(_too_large(self.limit))
         self.code.append(ins)
         return len(self.code) - 1
 
@@ -227,9 +233,17 @@ class _Emitter:
             for jump in jumps:
                 self.patch(jump, target=self.here())
         elif isinstance(ir, IROptional):
-            split = self.put(Instruction(Op.SPLIT))
-            self.emit(ir.body)
-            self._order(split, split + 1, self.here(), ir.greedy)
+            # x{0,k} lowers to k optionals nested in a chain; walking the chain
+            # in a loop keeps emission depth independent of k. Every split of
+            # the chain skips to its end.
+            splits = []
+            link = ir
+            while link is not None:
+                splits.append(self.put(Instruction(Op.SPLIT)))
+                link = self._emit_link(link)
+            end = self.here()
+            for split in splits:
+                self._order(split, split + 1, end, ir.greedy)
         elif isinstance(ir, IRStar):
             slot = self.loops
             self.loops += 1
@@ -243,6 +257,17 @@ class _Emitter:
         else:  # pragma: no cover - lower() only builds the classes above
             raise TypeError(ir)
 
+    def _emit_link(self, optional: IROptional) -> IROptional | None:
+        """Emit the body of one optional of a chain; the next optional of the chain, if any."""
+        body = optional.body
+        if (isinstance(body, IRSeq) and len(body.items) == 2
+                and isinstance(body.items[1], IROptional)
+                and body.items[1].greedy == optional.greedy):
+            self.emit(body.items[0])
+            return body.items[1]
+        self.emit(body)
+        return None
+
     def _order(self, split: int, body: int, skip: int, greedy: bool) -> None:
         """Greedy prefers entering the body, reluctant prefers skipping it."""
         if greedy:
@@ -251,9 +276,74 @@ class _Emitter:
             self.patch(split, target=skip, alt=body)
 
 
-def compile_pattern(pattern: PatternNode) -> Program:
-    """Compile a row pattern to a program whose last instruction is ``DONE``."""
-    emitter = _Emitter()
+def program_size(pattern: PatternNode, sql: str | None = None) -> int:
+    """Instructions :func:`compile_pattern` would emit for ``pattern`` (without ``DONE``).
+
+    Computed from the counts alone, bottom up with an explicit stack, so that
+    ``A{99999999}`` or ``PERMUTE`` of many items is measured in microseconds
+    and refused before anything is built. Follows :func:`lower` and
+    :class:`_Emitter` rule for rule.
+    """
+    sizes: list[int] = []  # of the finished nodes whose parent is not finished yet
+    stack: list[tuple[PatternNode, bool]] = [(pattern, False)]
+    while stack:
+        node, expanded = stack.pop()
+        children = node.children()
+        if not expanded and children:
+            if isinstance(node, Permutation) and len(children) > MAX_PERMUTE:
+                raise SemanticError(
+                    f"PERMUTE of {len(children)} items: at most {MAX_PERMUTE} (it expands "
+                    f"to all {len(children)}! orders)", sql=sql, offset=node.offset)
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(children))
+            continue
+        inner = sizes[len(sizes) - len(children):]
+        del sizes[len(sizes) - len(children):]
+        if isinstance(node, (Label, Anchor)):
+            size = 1
+        elif isinstance(node, Empty):
+            size = 0
+        elif isinstance(node, (Concatenation, Exclusion)):
+            size = sum(inner)
+        elif isinstance(node, Alternation):
+            size = sum(inner) + 2 * (len(inner) - 1)
+        elif isinstance(node, Permutation):
+            orders = math.factorial(len(inner))
+            size = orders * sum(inner) + 2 * (orders - 1)
+        elif isinstance(node, Quantified):
+            body = inner[0]
+            if node.max is None:
+                size = node.min * body + body + 3  # split, begin_iter, end_iter
+            else:
+                size = node.min * body + max(0, node.max - node.min) * (body + 1)
+        else:
+            raise SemanticError(f"unsupported row pattern element {type(node).__name__}")
+        sizes.append(size)
+    return sizes[0]
+
+
+def check_pattern_size(pattern: PatternNode, limit: int = MAX_PROGRAM_SIZE,
+                       sql: str | None = None) -> None:
+    """Refuse a pattern whose program would exceed ``limit`` instructions, before building it."""
+    limit = min(limit, MAX_PROGRAM_SIZE)
+    if program_size(pattern, sql) > limit:
+        raise SemanticError(_too_large(limit), sql=sql,
+                            offset=pattern.offset)
+
+
+def _too_large(limit: int) -> str:
+    return (f"row pattern too large: its automaton needs more than {limit} instructions "
+            "after unrolling bounded quantifiers and PERMUTE (limit max_pattern_size; "
+            "SET max_pattern_size = ... to raise it)")
+
+
+def compile_pattern(pattern: PatternNode, limit: int = MAX_PROGRAM_SIZE) -> Program:
+    """Compile a row pattern to a program whose last instruction is ``DONE``.
+
+    ``limit`` is checked on the pattern first (see :func:`program_size`).
+    """
+    check_pattern_size(pattern, limit)
+    emitter = _Emitter(limit + 1)  # DONE comes on top
     emitter.emit(lower(pattern))
     emitter.put(Instruction(Op.DONE))
     return Program(emitter.code, emitter.loops, pattern.variables())

@@ -263,8 +263,14 @@ class ReferenceMatcher:
                 if pos < count:
                     if pos >= limit:
                         break
+                    # An attempt may read at most max_buffered_rows rows: a runaway
+                    # one stops there, not at the partition's end from every row.
+                    cap = self.config.max_buffered_rows
+                    if pos - attempt.start >= cap:
+                        self._too_many_rows(attempt.start)
                     if not windowed:
-                        self.position = attempt.run(pos, min(limit, pos + _CHUNK_ROWS))
+                        self.position = attempt.run(
+                            pos, min(limit, pos + _CHUNK_ROWS, attempt.start + cap))
                     elif self._outside_window(attempt.start, pos):
                         attempt.kill()
                     else:
@@ -398,9 +404,12 @@ class ReferenceMatcher:
             keep = min(keep, self.pending[0].start)
         self.rows.drop_before(keep - self.query.lookback)
         if self.rows.held > self.config.max_buffered_rows:
-            raise LimitExceededError(
-                f"a partition needs more than max_buffered_rows={self.config.max_buffered_rows}"
-                f" buffered rows (a match attempt open since partition row {keep + 1}); "
-                "bound the pattern (e.g. WITHIN) or raise the limit with "
-                "SET max_buffered_rows = ...")
+            self._too_many_rows(keep)
+
+    def _too_many_rows(self, start: int) -> None:
+        raise LimitExceededError(
+            f"a partition needs more than max_buffered_rows={self.config.max_buffered_rows}"
+            f" buffered rows (a match attempt open since partition row {start + 1}); "
+            "bound the pattern (e.g. WITHIN) or raise the limit with "
+            "SET max_buffered_rows = ...")
 

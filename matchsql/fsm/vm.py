@@ -178,6 +178,9 @@ class HistoryLabels(Sequence[str]):
         return self._list
 
     def __getitem__(self, index):  # type: ignore[override]
+        if self._list is None and isinstance(index, int) and (
+                index == -1 or index == len(self) - 1):
+            return self._extra  # CLASSIFIER() of the current row: no walk, no copy
         return self._materialise()[index]
 
     def __iter__(self) -> Iterator[str]:

@@ -141,10 +141,13 @@ class MatchSQLParser(DuckDBParser):
         start = self._prev
         if not self._match(TokenType.L_PAREN):
             self.raise_error("Expecting ( after MATCH_RECOGNIZE")
+        node = MatchRecognizeTable(this=this)
+        node.update_positions(start)
+        # PARTITION BY and ORDER BY name input columns: PREV, RUNNING, CLASSIFIER
+        # and friends mean nothing there, so they are parsed as plain SQL.
+        self._parse_mr_keys(node)
         self._enter_mr()
         try:
-            node = MatchRecognizeTable(this=this)
-            node.update_positions(start)
             self._parse_mr_clauses(node)
         finally:
             self._leave_mr()
@@ -171,7 +174,7 @@ class MatchSQLParser(DuckDBParser):
             del self.FUNCTION_PARSERS
             del self.NO_PAREN_FUNCTION_PARSERS
 
-    def _parse_mr_clauses(self, node: MatchRecognizeTable) -> None:
+    def _parse_mr_keys(self, node: MatchRecognizeTable) -> None:
         if self._match(TokenType.PARTITION_BY):
             node.set("partition_by", self._parse_csv(self._parse_assignment))
         if self._match(TokenType.ORDER_BY):
@@ -179,6 +182,7 @@ class MatchSQLParser(DuckDBParser):
             order.update_positions(self._prev)
             node.set("order", order)
 
+    def _parse_mr_clauses(self, node: MatchRecognizeTable) -> None:
         seen: set[str] = set()
 
         def once(clause: str, token: Token) -> None:

@@ -35,7 +35,12 @@ from matchsql.grammar.pattern import (
     Quantified,
 )
 
-__all__ = ["parse_pattern"]
+__all__ = ["MAX_BOUND", "parse_pattern"]
+
+#: Largest quantifier bound. Any bound near it is refused later anyway by
+#: ``max_pattern_size`` unless it is the lower bound of an unbounded loop
+#: over an empty body; this limit only keeps the numbers machine-sized.
+MAX_BOUND = 1_000_000_000
 
 
 def parse_pattern(text: str, base_offset: int = 0, sql: str | None = None) -> PatternNode:
@@ -190,7 +195,11 @@ class _PatternParser:
             if self.peek() == "-":
                 raise self.error("quantifier bounds must be non-negative integers")
             return None
-        return int(self.text[begin : self.pos])
+        digits = self.text[begin : self.pos]
+        if len(digits.lstrip("0")) > len(str(MAX_BOUND)) or int(digits) > MAX_BOUND:
+            raise self.error(f"quantifier bound {digits[:20]} is too large (limit {MAX_BOUND})",
+                             begin)
+        return int(digits)
 
     def primary(self) -> PatternNode:
         start = self.offset()

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from matchsql.errors import ParseError
+
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
 # ``PATTERN (``: a row pattern body, where ``$`` is the end anchor, not a dollar quote.
 _PATTERN_OPEN = re.compile(r"PATTERN\s*\(", re.IGNORECASE)
@@ -201,3 +203,41 @@ def is_complete(text: str) -> bool:
 def open_construct(text: str) -> str | None:
     """The string quote, identifier quote, dollar tag or ``/*`` left open at the end."""
     return _scan(text).open_quote
+
+
+#: Longest identifier (bare or quoted; any run of word characters, in fact) and
+#: string literal a statement may hold.
+MAX_IDENTIFIER = 10_000
+MAX_LITERAL = 1_000_000
+
+_LONG_TEXT = (
+    (re.compile(rf"[^\W\d]\w{{{MAX_IDENTIFIER}}}"), f"identifier or word longer than "
+     f"{MAX_IDENTIFIER} characters"),
+    (re.compile(rf'"[^"]{{{MAX_IDENTIFIER}}}'), f"quoted identifier longer than {MAX_IDENTIFIER} "
+     "characters"),
+    (re.compile(rf"'[^']{{{MAX_LITERAL}}}"), f"string literal longer than {MAX_LITERAL} "
+     "characters"),
+)
+
+
+def check_text(text: str) -> None:
+    """Refuse statement text that no later stage can handle, before any of them runs.
+
+    A lone surrogate (``'\\ud800'`` from Python) is not Unicode text: DuckDB
+    and every encoder reject it deep inside with TypeErrors. Overlong names
+    and literals would be tokenized character by character before any limit
+    applied. Both checks are single C-level scans. The error's excerpt shows
+    the text with surrogates replaced, so that printing it cannot fail.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        shown = text.encode("utf-8", "replace").decode("utf-8")
+        code = f"\\u{ord(text[exc.start]):04x}"
+        raise ParseError(f"the statement holds a lone surrogate {code}, which is not valid "
+                         "Unicode text", sql=shown, offset=exc.start) from None
+    for pattern, what in _LONG_TEXT:
+        found = pattern.search(text)
+        if found:
+            # No excerpt: its line would hold the whole overlong text.
+            raise ParseError(f"{what}, at character {found.start() + 1}")

@@ -11,6 +11,7 @@ from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
+from matchsql.deep import MAX_CHAIN, MAX_NESTING, nested_too_deeply
 from matchsql.errors import ParseError
 from matchsql.grammar.dialect import MatchSQL, new_parser
 from matchsql.grammar.sqltext import is_blank, split_script
@@ -37,6 +38,7 @@ def tokenize(sql: str) -> list[Token]:
 def parse(sql: str) -> list[exp.Expr]:
     """Parse every statement of ``sql`` (empty statements are dropped)."""
     tokens = tokenize(sql)
+    check_nesting(tokens, sql)
     parser = new_parser()
     try:
         trees = parser.parse(tokens, sql)
@@ -47,6 +49,61 @@ def parse(sql: str) -> list[exp.Expr]:
         offset = len(sql.rstrip()) if token is None else token.start
         raise ParseError(message, sql=sql, offset=offset) from None
     return [tree for tree in trees if tree is not None]
+
+
+_OPEN = frozenset((TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE))
+_CLOSE = frozenset((TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END))
+_PREFIX = frozenset((TokenType.NOT, TokenType.DASH, TokenType.PLUS, TokenType.TILDE))
+_BINARY = frozenset((
+    TokenType.AND, TokenType.OR, TokenType.PLUS, TokenType.DASH, TokenType.STAR,
+    TokenType.SLASH, TokenType.DPIPE, TokenType.MOD, TokenType.CARET, TokenType.AMP,
+    TokenType.DIV))  # comparisons do not chain: ``a < b < c`` is an error anyway
+
+
+def check_nesting(tokens: list[Token], sql: str) -> None:
+    """Refuse text that nests deeper than the parser and the tree walkers can go,
+    before parsing it.
+
+    The parser recurses once per level of brackets, ``CASE`` and prefix
+    operators (``NOT NOT x``, ``- - x``): at most :data:`MAX_NESTING` of
+    those. A chain ``a + b + ... + z`` parses in a loop but becomes a tree as
+    deep as the chain is long, which the evaluators walk recursively: the
+    chained operators of all open levels count too, up to :data:`MAX_CHAIN`.
+    Counting on the token stream is a loop and cannot overflow anything.
+    Inside ``PATTERN ( ... )`` ``|``, ``*`` and ``+`` are row pattern
+    operators, parsed flat: only the brackets count there.
+    """
+    depth = 0
+    run = 0  # prefix operators in a row: each is one more level of recursion
+    chained = [0]  # binary operators so far on each open level
+    pattern_at = 0  # the depth of PATTERN's parenthesis while inside it, else 0
+    previous: Token | None = None
+    for token in tokens:
+        kind = token.token_type
+        if kind in _OPEN:
+            if kind is TokenType.L_PAREN and previous is not None and not pattern_at \
+                    and previous.text.upper() == "PATTERN":
+                pattern_at = depth + 1
+            depth += 1
+            chained.append(0)
+        elif kind in _CLOSE:
+            if depth == pattern_at:
+                pattern_at = 0
+            depth = max(0, depth - 1)
+            if len(chained) > 1:
+                chained.pop()
+        elif kind is TokenType.COMMA:
+            chained[-1] = 0
+        elif kind in _BINARY and not pattern_at:
+            chained[-1] += 1
+        run = run + 1 if kind in _PREFIX else 0
+        if depth + run > MAX_NESTING:
+            raise ParseError(nested_too_deeply(), sql=sql, offset=token.start)
+        if kind in _BINARY and depth + sum(chained) > MAX_CHAIN:
+            raise ParseError(f"expression too long: too many chained operators and nesting "
+                             f"levels (limit {MAX_CHAIN})", sql=sql,
+                             offset=token.start)
+        previous = token
 
 
 def _friendly(message: str) -> str:

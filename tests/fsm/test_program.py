@@ -10,8 +10,10 @@ from matchsql.fsm.program import (
     IRLabel,
     IRSeq,
     Op,
+    check_pattern_size,
     compile_pattern,
     lower,
+    program_size,
 )
 from matchsql.grammar.pattern import Label, Quantified
 
@@ -77,3 +79,29 @@ def test_variables_in_order() -> None:
 def test_bad_bounds_rejected() -> None:
     with pytest.raises(SemanticError):
         compile_pattern(Quantified(Label("A"), 3, 2))
+
+
+@pytest.mark.parametrize("text", [
+    "A", "A B+ C", "A | B | C", "A*? B{2,5} (C | D)+", "PERMUTE(A, B | C, D*)",
+    "^ A {- B{0,3} -} $", "((A{1,3}){2}){0,2}", "()", "(A B{3,}?)*",
+])
+def test_program_size_is_the_emitted_size(text: str) -> None:
+    node = pattern(text)
+    assert program_size(node) == len(compile_pattern(node)) - 1  # without DONE
+
+
+def test_huge_patterns_refused_before_building() -> None:
+    # Each would take minutes or all memory to build; measuring takes microseconds.
+    for text in ("A{99999999}", "A{0,99999999}", "A{99999999,}", "((A{1,50}){1,50}){1,50}",
+                 "PERMUTE(A, B, C, D, E, F, G, H, I)"):
+        with pytest.raises(SemanticError, match=r"row pattern too large.*limit max_pattern_size"):
+            check_pattern_size(pattern(text), 100_000)
+    with pytest.raises(SemanticError, match=r"PERMUTE of 11 items: at most 10"):
+        program_size(pattern("PERMUTE(A, B, C, D, E, F, G, H, I, J, K)"))
+
+
+def test_long_bounded_quantifier_compiles_without_deep_recursion() -> None:
+    # A{1,5000} unrolls into 4999 nested optionals; emission walks the chain.
+    program = compile_pattern(pattern("A{1,5000} B"))
+    assert len(program) == 1 + 2 * 4999 + 2
+    assert program[1].op is Op.SPLIT and program[1].alt == len(program) - 2

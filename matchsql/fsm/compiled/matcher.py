@@ -246,10 +246,16 @@ class CompiledMatcher:
             params = kernel_params(self.spec, self.config)
             params[K.K_ROWS] = n
             params[K.K_BASE] = self.base
-            params[K.K_LIMIT] = n if self.complete else max(0, n - self.ahead)
-            params[K.K_COMPLETE] = int(self.complete)
+            limit = n if self.complete else max(0, n - self.ahead)
             while True:
-                params[K.K_NEXT] = self.next_start - self.base
+                # An attempt may read at most max_buffered_rows rows: the kernel sees
+                # a window that ends there, so a runaway attempt stops at the limit
+                # instead of being run to the partition's end from every start row.
+                first = self.next_start - self.base
+                clipped = first + self.config.max_buffered_rows < limit
+                params[K.K_LIMIT] = first + self.config.max_buffered_rows if clipped else limit
+                params[K.K_COMPLETE] = int(self.complete and not clipped)
+                params[K.K_NEXT] = first
                 params[K.K_MN] = self.match_number
                 params[K.K_COVERED] = self.covered - self.base
                 if dfa is not None:
@@ -266,6 +272,10 @@ class CompiledMatcher:
                 self.next_start = int(nxt) + self.base
                 self.match_number = int(mn)
                 self.covered = int(covered) + self.base
+                if clipped and status == K.ST_WAIT:
+                    if self.next_start - self.base > first:
+                        continue  # attempts decided inside the window: move it on
+                    self._too_many_rows(self.next_start)
                 if status != K.ST_FULL:
                     break
                 self.caps[int(err_row)] *= 2
@@ -357,11 +367,14 @@ class CompiledMatcher:
             self.table = self.table.slice(drop)
             self.base = self.low
         if self.count - self.low > self.config.max_buffered_rows:
-            raise LimitExceededError(
-                f"a partition needs more than max_buffered_rows={self.config.max_buffered_rows}"
-                f" buffered rows (a match attempt open since partition row {keep + 1}); "
-                "bound the pattern (e.g. WITHIN) or raise the limit with "
-                "SET max_buffered_rows = ...")
+            self._too_many_rows(keep)
+
+    def _too_many_rows(self, start: int) -> None:
+        raise LimitExceededError(
+            f"a partition needs more than max_buffered_rows={self.config.max_buffered_rows}"
+            f" buffered rows (a match attempt open since partition row {start + 1}); "
+            "bound the pattern (e.g. WITHIN) or raise the limit with "
+            "SET max_buffered_rows = ...")
 
 
 def label_input(plan: CompiledPlan, dfa: D.Dfa | None, columns: dict, n: int) -> np.ndarray:

@@ -129,7 +129,7 @@ class RowLocalCompiler:
                 raw = str(node.this)
                 try:
                     value = pa.scalar(int(raw), pa.int64())
-                except ValueError:
+                except (ValueError, OverflowError):  # a fraction, or beyond BIGINT
                     value = pa.scalar(float(raw), pa.float64())
             return lambda cols, n: value
         if isinstance(node, exp.Boolean):

@@ -1,0 +1,210 @@
+"""Issue 14's hostile inputs, one by one: each gives rows or a located matchsql.Error,
+at once, and deep-but-reasonable statements work."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import matchsql
+from matchsql.errors import LimitExceededError, ParseError, SemanticError
+
+
+@pytest.fixture(scope="module")
+def con():
+    connection = matchsql.connect(demo=False)
+    connection.duckdb.execute(
+        "CREATE TABLE t100 AS SELECT i AS id, 'S' || (i % 3) AS symbol, "
+        "(100 + (i * 7919) % 13 - 6)::DOUBLE AS price FROM range(100) r(i)")
+    connection.duckdb.execute(
+        "CREATE TABLE t100k AS SELECT i AS id, (100 + (i * 7919) % 13 - 6)::DOUBLE AS price "
+        "FROM range(100000) r(i)")
+    yield connection
+    connection.close()
+
+
+def mr(body: str, table: str = "t100") -> str:
+    return f"SELECT * FROM {table} MATCH_RECOGNIZE (ORDER BY id {body})"
+
+
+def define(condition: str) -> str:
+    return mr(f"MEASURES FIRST(id) AS f, COUNT(*) AS n PATTERN (A B) DEFINE B AS {condition}")
+
+
+def rows(con, sql: str) -> list[tuple]:
+    return con.sql(sql).fetchall()
+
+
+def fails(con, sql: str, kind: type, match: str, seconds: float = 5.0) -> matchsql.Error:
+    began = time.monotonic()
+    with pytest.raises(kind, match=match) as info:
+        con.sql(sql).fetchall()
+    assert time.monotonic() - began < seconds
+    assert "Traceback" not in str(info.value)
+    return info.value
+
+
+def test_fifty_nested_parentheses_work(con) -> None:
+    flat = rows(con, define("price > 100"))
+    assert flat  # the nesting below must not change the answer
+    assert rows(con, define("(" * 50 + "price" + ")" * 50 + " > 100")) == flat
+    measured = rows(con, mr("MEASURES " + "(" * 50 + "LAST(B.price)" + ")" * 50
+                            + " AS x PATTERN (A B) DEFINE B AS price > 100"))
+    assert measured == rows(con, mr(
+        "MEASURES LAST(B.price) AS x PATTERN (A B) DEFINE B AS price > 100"))
+
+
+def test_fifty_nested_navigations_parse(con) -> None:
+    # Nesting PREV in PREV is refused by rule, not by the parser running out of stack.
+    fails(con, define("PREV(" * 50 + "price" + ")" * 50 + " > 100"), SemanticError,
+          "PREV cannot be nested inside PREV")
+
+
+@pytest.mark.parametrize("condition", [
+    "NOT " * 500 + "price > 100",
+    "(" * 500 + "price" + ")" * 500 + " > 100",
+    "- (" * 500 + "price" + ")" * 500 + " < 0",
+    "CASE WHEN " * 300 + "true" + " THEN true END" * 300,
+])
+def test_deep_expressions_refused_with_position(con, condition: str) -> None:
+    err = fails(con, define(condition), ParseError, r"nested too deeply \(limit 100\)")
+    assert err.line == 1 and err.column is not None
+
+
+def test_deep_row_pattern_refused(con) -> None:
+    sql = mr("MEASURES COUNT(*) AS n PATTERN (" + "(" * 500 + "A" + ")" * 500
+             + " B) DEFINE B AS price > 100")
+    fails(con, sql, ParseError, r"nested too deeply \(limit 100\)")
+
+
+def test_long_operator_chains(con) -> None:
+    assert rows(con, define(" AND ".join(["price > 1"] * 300) + " AND price > 100")) \
+        == rows(con, define("price > 100"))
+    fails(con, define(" + ".join(["price"] * 2000) + " > 0"), ParseError,
+          r"too many chained operators .*\(limit 400\)")
+
+
+def test_long_bounded_quantifier_runs(con) -> None:
+    # Emission of 999 nested optionals used to recurse once per optional.
+    got = rows(con, mr("MEASURES COUNT(*) AS n PATTERN (A{1,1000} B) DEFINE B AS price < 95"))
+    assert got and all(n >= 2 for (n,) in got)
+
+
+@pytest.mark.parametrize("quantifier", ["{1000000}", "{99999999}", "{0,99999999}",
+                                        "{99999999,}"])
+def test_huge_quantifiers_refused_at_once(con, quantifier: str) -> None:
+    sql = mr(f"MEASURES COUNT(*) AS n PATTERN (A B{quantifier}) DEFINE B AS price > 100")
+    fails(con, sql, SemanticError, r"row pattern too large.*max_pattern_size", seconds=2)
+    fails(con, "EXPLAIN " + sql, SemanticError, r"row pattern too large", seconds=2)
+
+
+def test_quantifier_bound_beyond_machine_numbers(con) -> None:
+    sql = mr("MEASURES COUNT(*) AS n PATTERN (A B{99999999999}) DEFINE B AS price > 100")
+    fails(con, sql, ParseError, r"quantifier bound 99999999999 is too large \(limit 1000000000\)")
+    fails(con, "EXPLAIN " + sql, ParseError, r"quantifier bound .* too large")
+
+
+def test_max_pattern_size_setting(con) -> None:
+    sql = mr("MEASURES COUNT(*) AS n PATTERN (A{2000} B) DEFINE B AS price > 100")
+    assert rows(con, sql) == []  # 2,001 instructions: within the default
+    con.sql("SET max_pattern_size = 1000")
+    try:
+        fails(con, sql, SemanticError, "more than 1000 instructions")
+    finally:
+        con.sql("SET max_pattern_size = 100000")
+
+
+def test_permute_and_alternatives(con) -> None:
+    names = [f"V{k}" for k in range(11)]
+    fails(con, mr("MEASURES COUNT(*) AS n PATTERN (PERMUTE(" + ", ".join(names)
+                  + ")) DEFINE V0 AS price > 100"), SemanticError,
+          r"PERMUTE of 11 items: at most 10", seconds=2)
+    alternatives = " | ".join(f"V{k}" for k in range(1000))
+    got = rows(con, mr(f"MEASURES COUNT(*) AS n PATTERN (({alternatives}) B) "
+                       "DEFINE V0 AS price > 200, B AS price > 100"))
+    assert got == rows(con, mr("MEASURES COUNT(*) AS n PATTERN ((V0 | V1) B) "
+                               "DEFINE V0 AS price > 200, B AS price > 100"))
+
+
+def test_a_hundred_measures(con) -> None:
+    measures = ", ".join(f"LAST(A.price, {k % 3}) + {k} AS m{k}" for k in range(100))
+    began = time.monotonic()
+    got = rows(con, mr(f"MEASURES {measures} PATTERN (A+ B) DEFINE A AS price > 99, "
+                       "B AS price < 99"))
+    assert got and len(got[0]) == 100
+    assert time.monotonic() - began < 10
+
+
+@pytest.mark.parametrize("sql", [
+    define("symbol = '\ud800'"),
+    mr('MEASURES COUNT(*) AS "\ud800" PATTERN (A B) DEFINE B AS price > 100'),
+    "SELECT '\udfff'",
+])
+def test_lone_surrogates(con, sql: str) -> None:
+    err = fails(con, sql, ParseError, r"lone surrogate \\u(d800|dfff)")
+    err.excerpt.encode("utf-8")  # printable: the surrogate is replaced in the excerpt
+
+
+def test_overlong_names_and_literals(con) -> None:
+    fails(con, mr("MEASURES COUNT(*) AS " + "x" * 10_000_000 + " PATTERN (A) DEFINE A AS true"),
+          ParseError, "identifier or word longer than 10000 characters", seconds=2)
+    fails(con, define("symbol = '" + "y " * 1_000_000 + "'"), ParseError,
+          "string literal longer than 1000000 characters", seconds=2)
+
+
+@pytest.mark.parametrize("pattern, condition", [
+    ("(A|B)*(A|B)*(A|B)*C", "A AS price > 100, B AS price <= 100, C AS price < 0"),
+    ("(A+)+B", "A AS price > 0, B AS price < 0"),
+    ("A B+", "B AS CLASSIFIER() = 'B'"),
+    ("A+ B", "A AS A.price >= FIRST(A.price) - 100, B AS price < 0"),
+])
+def test_runaway_patterns_stop_with_defaults(con, pattern: str, condition: str) -> None:
+    # C/B never holds: every start row's attempt would run to the partition's end.
+    sql = mr(f"MEASURES COUNT(*) AS n PATTERN ({pattern}) DEFINE {condition}", "t100k")
+    fails(con, sql, LimitExceededError, r"max_buffered_rows=50000.*SET max_buffered_rows",
+          seconds=10)
+
+
+def test_runaway_with_unmatched_rows_stops(con) -> None:
+    sql = mr("MEASURES COUNT(*) AS n ALL ROWS PER MATCH WITH UNMATCHED ROWS "
+             "PATTERN ((A|B)* C) DEFINE A AS price > 100, B AS price <= 100, C AS price < 0",
+             "t100k")
+    fails(con, sql, LimitExceededError, "max_buffered_rows", seconds=10)
+
+
+def test_permute_of_eight_refused_by_size(con) -> None:
+    sql = mr("MEASURES COUNT(*) AS n PATTERN (PERMUTE(A, B, C, D, E, F, G, H)) "
+             "DEFINE A AS price > 0", "t100k")
+    fails(con, sql, SemanticError, "max_pattern_size", seconds=2)
+
+
+def test_limit_stops_the_matchers() -> None:
+    # Rows 0-99 match as (even, odd) pairs at once; from row 100 on an attempt
+    # never ends and would fail on max_buffered_rows. With LIMIT the matchers
+    # stop after the first input batches, before reaching it.
+    con = matchsql.connect(demo=False, batch_size=1000)
+    con.duckdb.execute("CREATE TABLE tail AS SELECT i AS id FROM range(200000) r(i)")
+    sql = ("SELECT * FROM tail MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS f "
+           "ALL ROWS PER MATCH PATTERN (A+ B) DEFINE A AS id % 2 = 0 OR id >= 100, "
+           "B AS id % 2 = 1 AND id < 100)")
+    with pytest.raises(LimitExceededError):
+        con.sql(sql).fetchall()
+    got = con.sql(sql + " LIMIT 15").fetchall()
+    assert [row[0] for row in got] == list(range(15))
+    assert [row[1] for row in got] == [k - k % 2 for k in range(15)]
+    assert con.sql(sql + " LIMIT 0").fetchall() == []
+    con.close()
+
+
+@pytest.mark.parametrize("keys, kind, match", [
+    ("ORDER BY RUNNING id", ParseError, "Expecting PATTERN"),
+    ("PARTITION BY PREV(id) ORDER BY id", matchsql.CatalogError, "prev does not exist"),
+])
+def test_row_pattern_functions_are_plain_sql_in_keys(con, keys: str, kind: type,
+                                                     match: str) -> None:
+    # Used to reach DuckDB's SQL generator as our own nodes: a raw ValueError.
+    sql = f"SELECT * FROM t100 MATCH_RECOGNIZE ({keys} MEASURES COUNT(*) AS n PATTERN (A) " \
+          "DEFINE A AS price > 100)"
+    fails(con, sql, kind, match)
+    fails(con, "EXPLAIN " + sql, kind, match)

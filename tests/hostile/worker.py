@@ -1,0 +1,82 @@
+"""Runs hostile statements in a child process and reports each outcome as a JSON line.
+
+``python -m tests.hostile.worker MEMORY_BYTES`` reads one JSON object per line
+(``{"id": ..., "sql": ...}``) from stdin. Before each statement it writes
+``{"id": ..., "start": true}`` so that the parent knows which statement a
+timeout or a crash belongs to; after it, ``{"id", "outcome", "detail",
+"seconds"}`` with outcome ``rows``, ``error`` (a matchsql.Error),
+``traceback`` (a matchsql.Error whose message holds a Python traceback) or
+``exception`` (anything else). The last line is ``{"rss_mib": peak}``.
+
+The address space is capped with RLIMIT_AS so that a runaway statement dies
+of MemoryError here instead of taking the machine down.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+
+import matchsql
+from tests.hostile.corpus import SEEDS
+
+#: Small tables next to the demo ``trade`` table (500k rows, 50 symbols).
+TABLES = {
+    "t100": 100,
+    "t100k": 100_000,
+}
+
+TRACEBACK_MARKS = ("Traceback (most recent call last)", 'File "', "Error: Traceback")
+
+
+def setup(con: matchsql.Connection) -> None:
+    for name, rows in TABLES.items():
+        con.duckdb.execute(
+            f"CREATE TABLE {name} AS SELECT i AS id, 'S' || (i % 3) AS symbol, "
+            "(100 + (i * 7919) % 13 - 6)::DOUBLE AS price, (i % 5)::BIGINT AS volume, "
+            "TIMESTAMP '2024-01-01' + INTERVAL (i) SECOND AS ts "
+            f"FROM range({rows}) r(i)")
+
+
+def outcome_of(con: matchsql.Connection, sql: str) -> tuple[str, str]:
+    """Run ``sql`` to the end; the outcome kind and a one-line detail."""
+    try:
+        result = con.sql(sql)
+        rows = 0 if result is None else len(result.fetchall())
+        return "rows", str(rows)
+    except matchsql.Error as err:
+        text = str(err)
+        if any(mark in text for mark in TRACEBACK_MARKS):
+            return "traceback", text[:2000]
+        return "error", f"{type(err).__name__}: {text.splitlines()[0][:300]}"
+    except BaseException as exc:  # noqa: BLE001 - reporting exactly these is the point
+        return "exception", f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+def main() -> None:
+    limit = int(sys.argv[1])
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    con = matchsql.connect()
+    setup(con)
+    for sql in SEEDS:  # compiled kernels come from the cache (or are built) before timing
+        outcome_of(con, sql)
+    emit({"ready": True})
+    for line in sys.stdin:
+        item = json.loads(line)
+        emit({"id": item["id"], "start": True})
+        began = time.monotonic()
+        kind, detail = outcome_of(con, item["sql"])
+        emit({"id": item["id"], "outcome": kind, "detail": detail,
+              "seconds": round(time.monotonic() - began, 3)})
+    emit({"rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024})
+
+
+def emit(record: dict) -> None:
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
