@@ -7,12 +7,15 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import matchsql
+from matchsql.storage.catalog import Catalog
+from matchsql.storage.shm_ring import W_EOS, W_HEAD_SEQ, Ring
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 60  # upper bound of any single wait in these tests
@@ -95,3 +98,26 @@ def bounded(function: Callable[[], object], timeout: float = WAIT_S) -> object:
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]
     return outcome.get("value")
+
+
+def stream_word(name: str, word: int) -> int:
+    """One header word of stream ``name`` of the in-memory namespace (see shm_ring.W_*)."""
+    ring = Ring.attach(Catalog(None).require(name).segment)
+    try:
+        return ring.word(word)
+    finally:
+        ring.close()
+
+
+def wait_reopened(name: str, written_before: int, timeout: float = WAIT_S) -> None:
+    """Wait until a new producer has opened the ended stream ``name`` (or already wrote).
+
+    An ended stream stays ended until a producer opens it, and a query that
+    starts before that ends at once; a test that means the query to read a new
+    producer's tuples waits for this first.
+    """
+    deadline = time.monotonic() + timeout
+    while stream_word(name, W_EOS) and stream_word(name, W_HEAD_SEQ) == written_before:
+        if time.monotonic() > deadline:
+            pytest.fail(f"no producer opened stream {name!r} within {timeout} s")
+        time.sleep(0.005)
