@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -121,3 +122,60 @@ def wait_reopened(name: str, written_before: int, timeout: float = WAIT_S) -> No
         if time.monotonic() > deadline:
             pytest.fail(f"no producer opened stream {name!r} within {timeout} s")
         time.sleep(0.005)
+
+
+class ScratchFs:
+    """A small file system of the test's own: read-only or full on demand, for real.
+
+    A tmpfs mount where this process may mount one (root); otherwise, a
+    directory whose read-only mode is a chmod (which root would ignore, hence
+    the mount) and no way to fill it (``fill`` skips the test).
+    """
+
+    def __init__(self, path: Path, mounted: bool) -> None:
+        self.path = path
+        self.mounted = mounted
+
+    def readonly(self, on: bool = True) -> None:
+        if self.mounted:
+            _mount("-o", f"remount,{'ro' if on else 'rw'}", str(self.path))
+        else:
+            self.path.chmod(0o500 if on else 0o700)
+
+    def fill(self) -> Path:
+        """Take every free byte; delete the returned file to give them back."""
+        if not self.mounted:
+            pytest.skip("filling a disk needs a tmpfs mount")
+        filler = self.path / "filler"
+        with open(filler, "wb", buffering=0) as handle:
+            with contextlib.suppress(OSError):
+                while True:
+                    handle.write(b"\0" * 4096)
+        return filler
+
+
+def _mount(*args: str) -> bool:
+    done = subprocess.run(["mount", *args], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+@pytest.fixture
+def scratch_fs(tmp_path):
+    """``make(path)``: a :class:`ScratchFs` at ``path`` (2 MiB when mounted); all unmounted after."""
+    made: list[ScratchFs] = []
+
+    def make(path: Path | None = None) -> ScratchFs:
+        path = path or tmp_path / f"fs{len(made)}"
+        path.mkdir(parents=True, exist_ok=True)
+        mounted = os.geteuid() == 0
+        if mounted and not _mount("-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(path)):
+            pytest.skip("cannot mount a tmpfs here (a read-only directory needs one as root)")
+        made.append(ScratchFs(path, mounted))
+        return made[-1]
+
+    yield make
+    for fs in reversed(made):
+        if fs.mounted:
+            subprocess.run(["umount", "-l", str(fs.path)], capture_output=True, check=False)
+        else:
+            fs.path.chmod(0o700)
