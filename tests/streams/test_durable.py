@@ -61,7 +61,7 @@ def test_a_second_reader_in_the_same_process_is_refused(con, spawn):
         assert time.monotonic() < deadline
         time.sleep(0.005)
     with pytest.raises(StreamError, match="stream 'ticks' already has a reader"):
-        other.sql(EVERY_TUPLE).fetchall()
+        bounded(other.sql(EVERY_TUPLE).fetchall, 20)
     assert spawn(WRITE, "0", "1000").wait() == 0
     thread.join(30)
     assert first["rows"] == list(range(1000))  # the refused query took none of them
