@@ -16,7 +16,7 @@ import matchsql
 from matchsql.errors import StreamError, StreamWriteError
 from matchsql.storage import Producer
 from matchsql.storage.catalog import Catalog
-from matchsql.storage.shm_ring import W_HEAD_SEQ, W_READER_PID
+from matchsql.storage.shm_ring import W_HEAD_SEQ, W_READER_PID, W_TAIL_SEQ, Ring
 from tests.streams.conftest import bounded, stream_word
 
 TICKS = "CREATE STREAM ticks (i BIGINT)"
@@ -177,3 +177,15 @@ def test_a_spill_directory_that_cannot_be_written_loses_nothing(con, scratch_fs,
     assert producer.write_batch(ticks(0, 1000), batch_id=1)  # the rest, now spilled
     producer.close()
     assert delivered(con) == list(range(1000))
+
+
+def test_a_reader_killed_while_releasing_leaves_a_readable_ring(con, spawn):
+    """Releasing stores TAIL_SEQ, then TAIL_BYTES: the next reader mends a death in between."""
+    con.sql(TICKS)
+    assert spawn(WRITE, "0", "750").wait() == 0  # three frames of 250
+    ring = Ring.attach(Catalog(None).require("ticks").segment)
+    try:
+        ring.set_word(W_TAIL_SEQ, 250)  # the first frame released, its bytes not yet
+    finally:
+        ring.close()
+    assert delivered(con) == list(range(250, 750))
