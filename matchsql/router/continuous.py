@@ -60,7 +60,8 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                         durable=bool(definition.archive))
     archive = Archive(definition, con, reader.schema) if definition.archive else None
     if archive is not None:
-        reader.on_idle = lambda: _commit(reader, archive)
+        reader.on_idle = lambda urgent: _commit(reader, archive) \
+            if urgent or archive.due() else None
     cursor = con.cursor() if archive is not None else None
     push: PushInput | None = None
     try:
@@ -116,8 +117,8 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                 options.stats.clear()
                 options.stats.update(metrics.row())
                 options.stats["input_mode"] = options.mode
-            if archive is not None:
-                _commit(reader, archive)
+            if archive is not None and (push is None or not push.thread.is_alive()):
+                _commit(reader, archive)  # else the tuples stay in the ring: none is lost
         finally:
             if cursor is not None:
                 cursor.close()

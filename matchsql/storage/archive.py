@@ -129,8 +129,12 @@ class Archive:
         self._buffer.append(table)
         self._buffered += batch.num_rows
         self._appended_to = first_seq + batch.num_rows
-        if self._buffered >= FLUSH_ROWS or time.monotonic() - self._since >= FLUSH_S:
+        if self._buffered >= FLUSH_ROWS or self.due():
             self.flush()
+
+    def due(self) -> bool:
+        """Whether buffered tuples waited the flush interval."""
+        return bool(self._buffer) and time.monotonic() - self._since >= FLUSH_S
 
     def mark_durable(self, next_seq: int) -> None:
         """The tuples before ``next_seq`` are in the archive already (read as history)."""

@@ -81,8 +81,9 @@ class LiveReader:
         self.max_rows = max_rows
         self.durable = durable
         # Called before the reader sleeps on an empty queue while it holds unreleased
-        # tuples: the moment to make them durable (a full ring waits for that).
-        self.on_idle: Callable[[], None] | None = None
+        # tuples, with whether that is urgent (a writer waits for room, or the held
+        # tuples fill half the ring): the moment to make them durable and release them.
+        self.on_idle: Callable[[bool], None] | None = None
         self.rows_read = 0
         # sum(rows * enqueue_ns) of the batch the last read() returned (monotonic ns).
         self.last_enqueue_sum_ns = 0
@@ -173,7 +174,7 @@ class LiveReader:
             if ring.word(W_EOS) and first >= ring.word(W_EOS_SEQ):
                 return None
             if self._pending and self.on_idle is not None:
-                self.on_idle()
+                self.on_idle(ring.take_blocked() or self.under_pressure())
             if self.cancelled():
                 raise ExecutionError("statement interrupted")
             now = time.monotonic()

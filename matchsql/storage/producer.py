@@ -292,6 +292,7 @@ class Producer:
             if deadline is not None and time.monotonic() > deadline:
                 raise StreamError(f"stream {self.definition.name!r} stayed full past the "
                                   "timeout")
+            ring.note_blocked()
             ring.wait_space()
 
     def _background(self) -> None:

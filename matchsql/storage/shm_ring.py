@@ -70,7 +70,7 @@ WAIT_S = 0.2  # longest blocking wait between liveness checks
 (W_MAGIC, W_VERSION, W_DATA_BYTES, W_CAPACITY, W_HEAD_BYTES, W_TAIL_BYTES, W_HEAD_SEQ, W_TAIL_SEQ,
  W_RING_IN, W_RING_OUT, W_EOS, W_EOS_SEQ, W_ON_FULL, W_READER_PID, W_READER_STARTED,
  W_READER_BEAT, W_WLOCK_PID, W_DROPPED, W_SCHEMA_LEN, W_SPILLED, W_MAX_QUEUE,
- W_OWNER_PID, W_OWNER_STARTED) = range(23)
+ W_OWNER_PID, W_OWNER_STARTED, W_WRITER_BLOCKED) = range(24)
 
 (S_IN_USE, S_CLOSED, S_PID, S_STARTED, S_BEAT, S_LAST_BATCH, S_ROWS) = range(7)
 S_NAME = 8  # 8 words = 64 bytes of UTF-8 name
@@ -334,6 +334,17 @@ class Ring:
     def wake_reader(self) -> None:
         if self.data_sem.value == 0:
             self.data_sem.release()
+
+    def note_blocked(self) -> None:
+        """A writer found the ring full and waits: the reader should release what it can."""
+        self.h[W_WRITER_BLOCKED] = 1
+
+    def take_blocked(self) -> bool:
+        """Whether a writer waited for space since the last call."""
+        if not self.h[W_WRITER_BLOCKED]:
+            return False
+        self.h[W_WRITER_BLOCKED] = 0
+        return True
 
     def wait_space(self) -> None:
         with contextlib.suppress(posix_ipc.BusyError):

@@ -189,3 +189,20 @@ def test_a_reader_killed_while_releasing_leaves_a_readable_ring(con, spawn):
     finally:
         ring.close()
     assert delivered(con) == list(range(250, 750))
+
+
+def test_a_slow_producer_does_not_make_a_parquet_file_per_frame(con, spawn, tmp_path):
+    """Waiting for tuples is not a reason to write the archive: it flushes each second,
+    or at once when a writer waits for room."""
+    con.sql(TICKS + f" WITH (archive = '{tmp_path / 'hist'}/')")
+    trickle = spawn("""
+        import time
+        from matchsql.storage import Producer
+        with Producer.open("ticks") as producer:
+            for low in range(0, 200, 10):
+                producer.write_batch({"i": list(range(low, low + 10))})
+                time.sleep(0.01)
+    """)
+    assert delivered(con) == list(range(200))
+    assert trickle.wait() == 0
+    assert len(list((tmp_path / "hist").glob("part-*.parquet"))) <= 3
