@@ -11,12 +11,15 @@ The pipeline of one continuous query::
 Handover: the reader claims the stream *before* the history is read, so no
 other reader can consume tuples in between; the history ends at the last
 archived sequence number ``k`` and live tuples with a sequence number <= k
-are skipped. The archive is the stream's log: the reader releases a tuple
-from the ring only once the archive holds it durably, so after a reader is
-killed the next one finds every tuple after ``k`` still in the ring - no
-gap, and the skip above makes no duplicate. The matcher runs see one uninterrupted sequence, so a match that
+are skipped. The matcher runs see one uninterrupted sequence, so a match that
 spans the boundary is found once, exactly as in a one-shot query over the
 concatenation.
+
+The archive is the stream's log: the reader releases a tuple from the ring
+only once the archive holds it durably (it flushes when a writer waits for
+room, when the tuples it holds fill half the ring, each second, and at the
+end), so after a reader is killed the next one finds every tuple after ``k``
+still in the ring - no gap, and the skip above makes no duplicate.
 """
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ The reader side (the engine process, which owns the DuckDB database) writes
 the archive: every tuple a query consumes from the live queue is appended,
 fully or - with ``archive_filter`` - only the rows the predicate keeps, so
 the archive is append-only and in sequence order. Writes are buffered
-(64k rows or 1 s, sooner when the ring fills or the queue is idle) and
-flushed when the query ends or stops.
+(64k rows or 1 s; sooner when a writer waits for room in the ring or the
+tuples the reader holds fill half of it) and flushed when the query ends or
+stops.
 
 The archive is the stream's log: a Parquet part is fsync'd and renamed into
 place (and its directory fsync'd) before its tuples are released from the
