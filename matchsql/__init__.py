@@ -14,6 +14,7 @@ from matchsql.errors import (
     ParseError,
     SemanticError,
     StreamError,
+    StreamWriteError,
     TypeMismatchError,
 )
 
@@ -27,6 +28,7 @@ __all__ = [
     "Result",
     "SemanticError",
     "StreamError",
+    "StreamWriteError",
     "TypeMismatchError",
     "connect",
 ]

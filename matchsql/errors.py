@@ -85,6 +85,19 @@ class StreamError(Error):
     """A live stream failed: its producer died, its queue is gone, ..."""
 
 
+class StreamWriteError(StreamError):
+    """A batch was written only in part: ``rows_written`` of its first rows went out.
+
+    Those rows are in the stream, in order; the rest are not. Writing
+    ``batch.slice(rows_written)`` (or the same batch again with its
+    ``batch_id``) completes it without a duplicate.
+    """
+
+    def __init__(self, message: str, rows_written: int) -> None:
+        self.rows_written = rows_written
+        super().__init__(message)
+
+
 def line_column(sql: str, offset: int) -> tuple[int, int]:
     """1-based line and column of character ``offset`` in ``sql``."""
     offset = max(0, min(offset, len(sql)))

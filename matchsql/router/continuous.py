@@ -14,6 +14,12 @@ archived sequence number ``k`` and live tuples with a sequence number <= k
 are skipped. The matcher runs see one uninterrupted sequence, so a match that
 spans the boundary is found once, exactly as in a one-shot query over the
 concatenation.
+
+The archive is the stream's log: the reader releases a tuple from the ring
+only once the archive holds it durably (it flushes when a writer waits for
+room, when the tuples it holds fill half the ring, each second, and at the
+end), so after a reader is killed the next one finds every tuple after ``k``
+still in the ring - no gap, and the skip above makes no duplicate.
 """
 
 from __future__ import annotations
@@ -53,8 +59,12 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
     metrics.start(time.monotonic())
     stop = threading.Event()
     reader = LiveReader(definition, on_producer_death=on_producer_death,
-                        cancelled=lambda: stop.is_set() or cancelled(), max_rows=batch_rows)
+                        cancelled=lambda: stop.is_set() or cancelled(), max_rows=batch_rows,
+                        durable=bool(definition.archive))
     archive = Archive(definition, con, reader.schema) if definition.archive else None
+    if archive is not None:
+        reader.on_idle = lambda urgent: _commit(reader, archive) \
+            if urgent or archive.due() else None
     cursor = con.cursor() if archive is not None else None
     push: PushInput | None = None
     try:
@@ -70,6 +80,7 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                         raise ExecutionError("statement interrupted")
             else:
                 next_seq = archive.last_seq(cursor) + 1
+            archive.mark_durable(next_seq)
         live = _live_batches(reader, archive, next_seq)
         if options.mode == "pull":
             sampling = options.stats is not None  # pull costs nothing extra unless asked
@@ -109,8 +120,8 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                 options.stats.clear()
                 options.stats.update(metrics.row())
                 options.stats["input_mode"] = options.mode
-            if archive is not None:
-                archive.flush()
+            if archive is not None and (push is None or not push.thread.is_alive()):
+                _commit(reader, archive)  # else the tuples stay in the ring: none is lost
         finally:
             if cursor is not None:
                 cursor.close()
@@ -129,7 +140,8 @@ def _live_batches(reader: LiveReader, archive: Archive | None,
         first, batch = item
         enqueue_sum_ns = reader.last_enqueue_sum_ns
         if first + batch.num_rows <= next_seq:
-            continue  # already archived (and read as history)
+            reader.release(next_seq)  # already archived (and read as history)
+            continue
         if first < next_seq:
             rows = batch.num_rows
             batch = batch.slice(next_seq - first)
@@ -138,7 +150,16 @@ def _live_batches(reader: LiveReader, archive: Archive | None,
         next_seq = first + batch.num_rows
         if archive is not None:
             archive.append(first, batch)
+            if reader.under_pressure():
+                archive.flush()  # a full ring would wait for the flush timer otherwise
+            reader.release(archive.durable_seq)
         yield batch, enqueue_sum_ns
+
+
+def _commit(reader: LiveReader, archive: Archive) -> None:
+    """Make what the reader holds durable in the archive, then let the ring free it."""
+    archive.flush()
+    reader.release(archive.durable_seq)
 
 
 def _counted(metrics: InputMetrics,

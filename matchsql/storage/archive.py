@@ -12,7 +12,15 @@ The reader side (the engine process, which owns the DuckDB database) writes
 the archive: every tuple a query consumes from the live queue is appended,
 fully or - with ``archive_filter`` - only the rows the predicate keeps, so
 the archive is append-only and in sequence order. Writes are buffered
-(64k rows or 1 s) and flushed when the query ends or stops.
+(64k rows or 1 s; sooner when a writer waits for room in the ring or the
+tuples the reader holds fill half of it) and flushed when the query ends or
+stops.
+
+The archive is the stream's log: a Parquet part is fsync'd and renamed into
+place (and its directory fsync'd) before its tuples are released from the
+ring, so a reader killed at any moment leaves each acknowledged tuple either
+in the archive or still in the ring, never in neither. The directory and its
+files are owner-only (0700 directories this creates, 0600 files).
 
 A hybrid query reads the archive ordered by ``_seq`` and continues on the
 live queue after the last archived sequence number.
@@ -28,12 +36,12 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import sqlglot
 from sqlglot import exp
 
 from matchsql.errors import SemanticError, StreamError
 from matchsql.storage.catalog import StreamDef
+from matchsql.storage.files import io_error, make_private_dirs, write_atomically
 
 SEQ = "_seq"
 FLUSH_ROWS = 65_536
@@ -76,6 +84,10 @@ class Archive:
         self._buffer: list[pa.Table] = []
         self._buffered = 0
         self._since = time.monotonic()
+        self._appended_to = 0
+        # Every tuple before this sequence number is durable in the archive (or was
+        # left out by archive_filter): the ring may let it go.
+        self.durable_seq = 0
 
     def archived_schema(self) -> pa.Schema:
         return pa.schema([pa.field(SEQ, pa.int64()), *self.schema])
@@ -83,7 +95,14 @@ class Archive:
     def create(self) -> None:
         """Make sure the archive exists (table with the stream's columns, or directory)."""
         if self.directory is not None:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            try:
+                make_private_dirs(self.directory)
+                for leftover in self.directory.glob("part-*.tmp"):  # a crashed flush's
+                    leftover.unlink()
+            except OSError as exc:
+                raise io_error(f"cannot create the archive of stream "
+                               f"{self.definition.name!r} at", str(self.directory), exc) \
+                    from None
             return
         empty = self.archived_schema().empty_table()
         cursor = self.con.cursor()
@@ -110,14 +129,27 @@ class Archive:
             self._since = time.monotonic()
         self._buffer.append(table)
         self._buffered += batch.num_rows
-        if self._buffered >= FLUSH_ROWS or time.monotonic() - self._since >= FLUSH_S:
+        self._appended_to = first_seq + batch.num_rows
+        if self._buffered >= FLUSH_ROWS or self.due():
             self.flush()
 
+    def due(self) -> bool:
+        """Whether buffered tuples waited the flush interval."""
+        return bool(self._buffer) and time.monotonic() - self._since >= FLUSH_S
+
+    def mark_durable(self, next_seq: int) -> None:
+        """The tuples before ``next_seq`` are in the archive already (read as history)."""
+        self.durable_seq = max(self.durable_seq, next_seq)
+
     def flush(self) -> None:
+        """Make the buffered tuples durable; then :attr:`durable_seq` moves past them.
+
+        On failure the buffer is kept and a StreamError names the path and the
+        cause; the tuples are still in the stream's ring, so none is lost.
+        """
         if not self._buffer:
             return
         table = pa.concat_tables(self._buffer)
-        self._buffer, self._buffered = [], 0
         cursor = self.con.cursor()
         try:
             cursor.register("__matchsql_archive_rows", table)
@@ -128,9 +160,9 @@ class Archive:
                 if kept.num_rows:
                     first = kept.column(SEQ)[0].as_py()
                     final = self.directory / f"part-{first:020d}.parquet"
-                    tmp = final.with_suffix(".tmp")
-                    pq.write_table(kept, tmp, compression="zstd")
-                    os.replace(tmp, final)
+                    write_atomically(final, kept, final.with_suffix(".tmp"),
+                                     f"cannot append to the archive of stream "
+                                     f"{self.definition.name!r} at")
             else:
                 cursor.execute(f"INSERT INTO {self.table} {select}")
         except duckdb.Error as exc:
@@ -138,14 +170,20 @@ class Archive:
                               f"{self.definition.name!r}: {exc}") from None
         finally:
             cursor.close()
+        self._buffer, self._buffered = [], 0
+        self.durable_seq = max(self.durable_seq, self._appended_to)
 
     # -- reading -----------------------------------------------------------------------
 
     def _source(self) -> str | None:
         if self.directory is None:
             return self.table
-        if not any(self.directory.glob("part-*.parquet")):
-            return None
+        try:
+            if not any(self.directory.glob("part-*.parquet")):
+                return None
+        except OSError as exc:
+            raise io_error(f"cannot read the archive of stream {self.definition.name!r} at",
+                           str(self.directory), exc) from None
         pattern = str(self.directory / "part-*.parquet").replace("'", "''")
         return f"read_parquet('{pattern}')"
 
@@ -176,7 +214,11 @@ class Archive:
         source = self._source()
         if source is None:
             return -1
-        value = cursor.execute(f"SELECT max({SEQ}) FROM {source}").fetchall()[0][0]
+        try:
+            value = cursor.execute(f"SELECT max({SEQ}) FROM {source}").fetchall()[0][0]
+        except duckdb.Error as exc:
+            raise StreamError(f"cannot read the archive of stream "
+                              f"{self.definition.name!r}: {exc}") from None
         return -1 if value is None else int(value)
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from matchsql.errors import StreamError
+from matchsql.errors import StreamError, StreamWriteError
 from matchsql.storage import liveness
 from matchsql.storage.catalog import Catalog, StreamDef
 from matchsql.storage.shm_ring import (
@@ -121,8 +121,13 @@ class Producer:
                     timeout: float | None = None) -> bool:
         """Write Arrow rows as one unit; False when ``batch_id`` was already written.
 
-        ``timeout`` bounds how long a blocking stream may stay full (StreamError
-        after it); without it the writer waits for the reader as long as one lives.
+        ``timeout`` bounds how long a blocking stream may stay full; without it
+        the writer waits for the reader as long as one lives. A batch that
+        cannot be written whole (timeout, reader died, spill failed, stream
+        dropped) raises :class:`~matchsql.errors.StreamWriteError`, whose
+        ``rows_written`` says how many of its first rows are in the stream: a
+        batch may be larger than the ring, so it cannot be all-or-nothing.
+        Retrying with the same ``batch_id`` writes exactly the rest.
         """
         self._check_open()
         table = self._conform(data)
@@ -236,23 +241,32 @@ class Producer:
                     slot[S_LAST_BATCH] = batch_id
                     slot[S_BATCH_ROWS] = 0
         deadline = None if timeout is None else time.monotonic() + timeout
-        table = table.slice(skip)
-        for batch in table.to_batches(max_chunksize=self._frame_rows):
-            if batch.num_rows:
-                self._write_frame(batch, batch_id, deadline)
+        written = [skip]  # rows of ``table`` in the stream so far
+        try:
+            for batch in table.slice(skip).to_batches(max_chunksize=self._frame_rows):
+                if batch.num_rows:
+                    self._write_frame(batch, batch_id, deadline, written)
+        except StreamWriteError:
+            raise
+        except StreamError as exc:
+            done = written[0]
+            what = (f"the first {done} of the batch's {table.num_rows} rows were written"
+                    if done else f"none of the batch's {table.num_rows} rows was written")
+            raise StreamWriteError(f"{exc.message}; {what}", done) from None
         if batch_id is not None:
             with ring.locked():
                 slot[S_BATCH_ROWS] = -1
         return True
 
     def _write_frame(self, batch: pa.RecordBatch, batch_id: int | None,
-                     deadline: float | None) -> None:
+                     deadline: float | None, written: list[int]) -> None:
+        """Publish ``batch`` (adding its rows to ``written[0]``) or raise StreamError."""
         ring = self.ring
         payload = batch.serialize()
         if payload.size + 64 > ring.size // 2 and batch.num_rows > 1:
             half = batch.num_rows // 2  # too big for the ring: halve
-            self._write_frame(batch.slice(0, half), batch_id, deadline)
-            self._write_frame(batch.slice(half), batch_id, deadline)
+            self._write_frame(batch.slice(0, half), batch_id, deadline, written)
+            self._write_frame(batch.slice(half), batch_id, deadline, written)
             return
         slot = ring.slot(self._slot)
         while True:
@@ -268,15 +282,17 @@ class Producer:
                     slot[S_ROWS] += batch.num_rows
                     if batch_id is not None:
                         slot[S_BATCH_ROWS] += batch.num_rows
+                    written[0] += batch.num_rows
                     return
             dead = ring.reader_dead()
             if dead:
                 raise StreamError(
                     f"stream {self.definition.name!r} is full and its reader (process {dead}) "
-                    "died; the batch was not written")
+                    "died")
             if deadline is not None and time.monotonic() > deadline:
-                raise StreamError(f"stream {self.definition.name!r} stayed full; "
-                                  "the batch was not written")
+                raise StreamError(f"stream {self.definition.name!r} stayed full past the "
+                                  "timeout")
+            ring.note_blocked()
             ring.wait_space()
 
     def _background(self) -> None:

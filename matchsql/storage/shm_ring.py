@@ -22,12 +22,19 @@ reader merges ring and spill by sequence number, which keeps the order exact.
 
 Concurrency: producers serialise on a named semaphore used as a lock (whose
 holder pid is recorded, so a producer that dies holding it is detected and
-the lock taken over); there is one reader. A writer copies the frame, then
+the lock taken over); there is one reader, in one thread of one process. A
+writer copies the frame, then
 publishes HEAD_BYTES and then HEAD_SEQ; the reader loads HEAD_SEQ before
 HEAD_BYTES, so a sequence number it sees is either in a published frame or in
 a spill file already renamed into place. Two counting semaphores wake the
 reader when data arrives and a blocked writer when space frees; waits use a
 timeout (~200 ms) so liveness checks run even when nobody posts.
+
+Reading and freeing are two steps: the reader reads ahead of TAIL with a
+cursor of its own and *releases* tuples (TAIL_SEQ, then TAIL_BYTES) only when
+they may go - for a stream with an archive, once they are durable in it. So
+the ring (with the spill files) holds every tuple that is not yet in the
+stream's log, and a reader that dies leaves them there for the next one.
 """
 
 from __future__ import annotations
@@ -36,8 +43,10 @@ import contextlib
 import mmap
 import os
 import struct
+import threading
 import time
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 import posix_ipc
@@ -61,7 +70,7 @@ WAIT_S = 0.2  # longest blocking wait between liveness checks
 (W_MAGIC, W_VERSION, W_DATA_BYTES, W_CAPACITY, W_HEAD_BYTES, W_TAIL_BYTES, W_HEAD_SEQ, W_TAIL_SEQ,
  W_RING_IN, W_RING_OUT, W_EOS, W_EOS_SEQ, W_ON_FULL, W_READER_PID, W_READER_STARTED,
  W_READER_BEAT, W_WLOCK_PID, W_DROPPED, W_SCHEMA_LEN, W_SPILLED, W_MAX_QUEUE,
- W_OWNER_PID, W_OWNER_STARTED) = range(23)
+ W_OWNER_PID, W_OWNER_STARTED, W_WRITER_BLOCKED) = range(24)
 
 (S_IN_USE, S_CLOSED, S_PID, S_STARTED, S_BEAT, S_LAST_BATCH, S_ROWS) = range(7)
 S_NAME = 8  # 8 words = 64 bytes of UTF-8 name
@@ -69,6 +78,20 @@ NAME_BYTES = 64
 
 ON_FULL_CODES = {"block": 0, "spill": 1}
 _FRAME = struct.Struct("<qqqq")
+
+# Segments this process reads: the header records a pid, which two threads share.
+_CLAIMS: set[str] = set()
+_CLAIMS_LOCK = threading.Lock()
+
+
+class Frame(NamedTuple):
+    """One frame as read: its tuples' sequence numbers, IPC bytes and where it ends."""
+
+    first: int
+    rows: int
+    enqueue_ns: int
+    ipc: bytes
+    end: int  # the ring's byte counter just after this frame
 
 
 def _align8(n: int) -> int:
@@ -312,22 +335,35 @@ class Ring:
         if self.data_sem.value == 0:
             self.data_sem.release()
 
+    def note_blocked(self) -> None:
+        """A writer found the ring full and waits: the reader should release what it can."""
+        self.h[W_WRITER_BLOCKED] = 1
+
+    def take_blocked(self) -> bool:
+        """Whether a writer waited for space since the last call."""
+        if not self.h[W_WRITER_BLOCKED]:
+            return False
+        self.h[W_WRITER_BLOCKED] = 0
+        return True
+
     def wait_space(self) -> None:
         with contextlib.suppress(posix_ipc.BusyError):
             self.space_sem.acquire(WAIT_S)
 
     # -- reading (one reader) ----------------------------------------------------------
 
-    def read_frames(self, max_rows: int) -> list[tuple[int, int, int, bytes]]:
-        """Take the ring's frames that continue at TAIL_SEQ: (first, rows, enqueue_ns, ipc).
+    def read_frames(self, tail: int, expected: int, max_rows: int) -> list[Frame]:
+        """The ring's frames from byte counter ``tail`` that continue at sequence ``expected``.
 
-        Stops before a frame that does not continue the sequence: the tuples in
-        between are in spill files, which the caller reads first.
+        Reading moves nothing in the header: the reader keeps its own cursor,
+        and frees a frame's bytes later with :meth:`release` (once its tuples
+        are durable, for a stream with an archive). Stops before a frame that
+        does not continue the sequence: the tuples in between are in spill
+        files, which the caller reads first.
         """
-        h, size, mm = self.h, self.size, self.mm
-        expected = int(h[W_TAIL_SEQ])
-        head, tail = int(h[W_HEAD_BYTES]), int(h[W_TAIL_BYTES])
-        frames: list[tuple[int, int, int, bytes]] = []
+        size, mm = self.size, self.mm
+        head = int(self.h[W_HEAD_BYTES])
+        frames: list[Frame] = []
         rows_taken = 0
         while tail < head and rows_taken < max_rows:
             pos = tail % size
@@ -343,39 +379,55 @@ class Ring:
                 break
             length = kind_len & 0xFFFFFFFF
             body = HEADER_BYTES + pos + FRAME_HEADER
-            frames.append((first, rows, stamp, mm[body:body + length]))
             tail += FRAME_HEADER + _align8(length)
+            frames.append(Frame(first, rows, stamp, mm[body:body + length], tail))
             expected += rows
             rows_taken += rows
-        if tail != int(h[W_TAIL_BYTES]):
-            h[W_TAIL_BYTES] = tail
-            h[W_RING_OUT] += rows_taken
-            h[W_TAIL_SEQ] = expected
-            if self.space_sem.value == 0:
-                self.space_sem.release()
         return frames
 
-    def next_frame_seq(self) -> int | None:
-        """First sequence number of the oldest unread ring frame, or None if the ring is empty."""
+    def release(self, next_seq: int, end_bytes: int | None, ring_rows: int) -> None:
+        """Free everything before ``next_seq``: ring bytes up to ``end_bytes`` (None for
+        tuples that were in a spill file) and ``ring_rows`` tuples of the ring's count.
+
+        TAIL_SEQ moves first: a reader killed between the two stores leaves
+        frames that lie wholly below TAIL_SEQ, which :meth:`recover_tail` skips.
+        """
+        h = self.h
+        h[W_TAIL_SEQ] = next_seq
+        if end_bytes is not None:
+            h[W_TAIL_BYTES] = end_bytes
+            h[W_RING_OUT] += ring_rows
+        if self.space_sem.value == 0:
+            self.space_sem.release()
+
+    def recover_tail(self) -> None:
+        """Make the released position consistent after a reader died while releasing.
+
+        Call with the lock held (no writer moves HEAD meanwhile): frames wholly
+        below TAIL_SEQ are freed, and the ring's row count is recomputed from
+        the frames that remain.
+        """
         h, size = self.h, self.size
-        head, tail = int(h[W_HEAD_BYTES]), int(h[W_TAIL_BYTES])
+        tail, head, tail_seq = int(h[W_TAIL_BYTES]), int(h[W_HEAD_BYTES]), int(h[W_TAIL_SEQ])
+        freed_to = tail
+        in_ring = 0
         while tail < head:
             pos = tail % size
             to_end = size - pos
             if to_end < FRAME_HEADER:
                 tail += to_end
                 continue
-            kind_len, first, _, _ = _FRAME.unpack_from(self.mm, HEADER_BYTES + pos)
+            kind_len, first, rows, _ = _FRAME.unpack_from(self.mm, HEADER_BYTES + pos)
             if kind_len >> 32 == KIND_WRAP:
                 tail += to_end
                 continue
-            return first
-        return None
-
-    def consumed_spill(self, rows: int) -> None:
-        self.h[W_TAIL_SEQ] += rows
-        if self.space_sem.value == 0:
-            self.space_sem.release()
+            tail += FRAME_HEADER + _align8(kind_len & 0xFFFFFFFF)
+            if first + rows <= tail_seq and in_ring == 0:
+                freed_to = tail
+            else:
+                in_ring += rows
+        h[W_TAIL_BYTES] = freed_to
+        h[W_RING_OUT] = int(h[W_RING_IN]) - in_ring
 
     def wait_data(self, timeout: float = WAIT_S) -> None:
         with contextlib.suppress(posix_ipc.BusyError):
@@ -405,20 +457,29 @@ class Ring:
 
     # -- the reader's claim ----------------------------------------------------------------
 
-    def claim_reader(self) -> None:
-        """Become the stream's reader; another live reader is an error."""
-        with self.locked():
+    def claim_reader(self, stream: str) -> None:
+        """Become the stream's reader; another live reader, in this process or another,
+        is an error (one cursor per stream, so two readers would split its tuples)."""
+        with _CLAIMS_LOCK, self.locked():
             pid = int(self.h[W_READER_PID])
-            if pid and pid != self.pid and liveness.alive(pid, int(self.h[W_READER_STARTED])):
-                raise StreamError(f"the stream is already being read by process {pid}; "
-                                  "a stream has one reader at a time")
+            live = pid and liveness.alive(pid, int(self.h[W_READER_STARTED]))
+            if live and (pid != self.pid or self.segment in _CLAIMS):
+                where = "this process" if pid == self.pid else f"process {pid}"
+                raise StreamError(f"stream {stream!r} already has a reader ({where}); "
+                                  "a stream is read by one query at a time")
             self.h[W_READER_PID] = self.pid
             self.h[W_READER_STARTED] = liveness.start_time(self.pid)
             self.h[W_READER_BEAT] = time.monotonic_ns()
+            self.recover_tail()
+            _CLAIMS.add(self.segment)
 
     def release_reader(self) -> None:
-        if not self.mm.closed and int(self.h[W_READER_PID]) == self.pid:
-            self.h[W_READER_PID] = 0
+        with _CLAIMS_LOCK:
+            if self.segment not in _CLAIMS:
+                return
+            _CLAIMS.discard(self.segment)
+            if not self.mm.closed and int(self.h[W_READER_PID]) == self.pid:
+                self.h[W_READER_PID] = 0
 
     def reader_dead(self) -> int:
         """The pid of a reader that died while reading, else 0."""

@@ -6,16 +6,22 @@ then publishes the sequence numbers, so the reader never looks for a file
 that is not complete. The reader drains files in sequence order, merged with
 the ring, materialises their tuples into the archive like any other, and
 deletes them. A faster producer therefore loses nothing: it never blocks and
-the backlog lives on disk instead of in shared memory.
+the backlog lives on disk instead of in shared memory. A file is deleted
+only when its tuples are released (see :mod:`matchsql.storage.live_reader`).
+Files are owner-only (0600 in a 0700 directory); an I/O failure is a
+:class:`~matchsql.errors.StreamError` naming the path and the cause.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from matchsql.storage.files import io_error, make_private_dirs, write_atomically
 
 
 def spill_path(directory: str, first_seq: int) -> Path:
@@ -23,12 +29,15 @@ def spill_path(directory: str, first_seq: int) -> Path:
 
 
 def write_spill(directory: str, first_seq: int, table: pa.Table) -> None:
-    """Write ``table`` (first tuple ``first_seq``) atomically."""
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+    """Write ``table`` (first tuple ``first_seq``) atomically, or raise a StreamError and
+    leave nothing behind (the caller has not published the tuples, so none is lost)."""
     final = spill_path(directory, first_seq)
-    tmp = final.with_suffix(f".tmp{os.getpid()}")
-    pq.write_table(table, tmp, compression="zstd")
-    os.replace(tmp, final)
+    try:
+        make_private_dirs(Path(directory))
+    except OSError as exc:
+        raise io_error("cannot create the spill directory", directory, exc) from None
+    write_atomically(final, table, final.with_suffix(f".tmp{os.getpid()}"),
+                     "cannot write spill file", sync=False)
 
 
 def read_spill(directory: str, first_seq: int) -> pa.Table | None:
@@ -38,6 +47,8 @@ def read_spill(directory: str, first_seq: int) -> pa.Table | None:
         return pq.read_table(path)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise io_error("cannot read spill file", str(path), exc) from None
 
 
 def remove_spill(directory: str, first_seq: int) -> None:
@@ -45,3 +56,16 @@ def remove_spill(directory: str, first_seq: int) -> None:
         spill_path(directory, first_seq).unlink()
     except FileNotFoundError:
         pass
+
+
+def remove_spills_before(directory: str, seq: int) -> None:
+    """Delete spill files whose tuples were all released (a reader died before deleting)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        stem, _, suffix = name.partition(".")
+        if suffix == "parquet" and stem.isdigit() and int(stem) < seq:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, name))

@@ -9,7 +9,7 @@ import pytest
 
 from matchsql.errors import StreamError
 from matchsql.storage.demo import synthetic_trades
-from tests.streams.conftest import bounded
+from tests.streams.conftest import bounded, wait_reopened
 from tests.streams.test_live import PRODUCE_SYNTHETIC, QUERY, TRADES, one_shot
 
 PRODUCE_RANGE = """
@@ -83,8 +83,10 @@ def test_hybrid_query_equals_one_shot_at_random_splits(con, spawn, tmp_path):
         # A first query consumes (and so archives) the first `split` rows...
         assert spawn(code, str(rows), "0", str(split)).wait() == 0
         bounded(con.sql(query).fetchall)
-        # ...then the rest arrives live, and a new query runs over both.
+        # ...then the rest arrives live, and a new query runs over both (once the
+        # tail's producer has opened the stream: before that it is still ended).
         tail = spawn(code, str(rows), str(split), str(rows))
+        wait_reopened(name, split)
         hybrid = sorted(bounded(con.sql(query).fetchall))
         assert tail.wait() == 0
         assert hybrid == expected, f"split at {split}"

@@ -11,7 +11,8 @@ import pytest
 from matchsql.adaptive.modes import InputOptions
 from matchsql.queries import DEJAVU, over
 from matchsql.storage.demo import synthetic_trades
-from tests.streams.conftest import bounded
+from matchsql.storage.shm_ring import W_HEAD_SEQ
+from tests.streams.conftest import bounded, stream_word, wait_reopened
 from tests.streams.test_live import PRODUCE_SYNTHETIC, QUERY, TRADES, one_shot
 
 ROWS = 4000
@@ -68,7 +69,9 @@ def test_dejavu_queries_equal_in_every_mode(con, spawn, name):
         con.sql(f"SET input_mode = '{mode}'")
         con.sql(f"SET adaptive_u = {u}")
         con.sql(f"SET adaptive_rule = '{rule}'")
+        written = stream_word("trades", W_HEAD_SEQ)
         producer = spawn(PRODUCE_SYNTHETIC, str(DEJAVU_ROWS), "100")
+        wait_reopened("trades", written)  # the last round ended the stream
         result = con.sql(over(DEJAVU[name], "trades"))
         rows = sorted(bounded(result.fetchall, WAIT_S))
         assert producer.wait(WAIT_S) == 0, producer.output()
