@@ -37,6 +37,11 @@ class Cancellation:
         self._children: list[Cancellation] = []
         self._lock = threading.Lock()
 
+    def __reduce__(self):
+        # A matcher's state may be pickled (Spark's state store) and restored in another
+        # process, where no statement of this one can cancel it: it gets a fresh token.
+        return (Cancellation, ())
+
     def child(self) -> Cancellation:
         """A token cancelled with this one, and also cancellable on its own."""
         token = Cancellation()
