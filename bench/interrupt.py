@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     delays = [float(d) for d in args.delays.split(",")]
 
-    con = matchsql.connect(demo=False)
+    con = matchsql.connect(demo=False, max_buffered_rows=100_000_000)  # run until interrupted
     con.sql(f"CREATE TABLE t AS SELECT i % 50 AS p, i AS ts, (hash(i) % 1000)::DOUBLE AS price "
             f"FROM range({args.rows}) r(i)")
     con.sql("CREATE TABLE warm AS SELECT * FROM t LIMIT 1000")

@@ -38,7 +38,8 @@ C_BY_PATH = {"reference": "price > 1000000", "row_local": "price > 1000000",
 
 @pytest.fixture(scope="module")
 def con():
-    con = matchsql.connect(demo=False)
+    # No limit on an attempt's rows: the queries must run until interrupted.
+    con = matchsql.connect(demo=False, max_buffered_rows=100_000_000)
     con.sql("CREATE TABLE t AS SELECT i % 7 AS p, i AS ts, (hash(i) % 1000)::DOUBLE AS price "
             "FROM range(400000) r(i)")
     yield con
@@ -59,10 +60,13 @@ def _interrupted(con: matchsql.Connection, sql: str, after: float) -> float:
 
     timer = threading.Timer(after, fire)
     timer.start()
-    with pytest.raises(ExecutionError, match="^statement interrupted$"):
-        con.sql(sql).fetchall()
-    ended = time.perf_counter()
-    timer.join()
+    try:
+        with pytest.raises(ExecutionError, match="^statement interrupted$"):
+            con.sql(sql).fetchall()
+        ended = time.perf_counter()
+    finally:
+        timer.cancel()  # a failed test must not interrupt the next one
+        timer.join()
     return ended - fired[0]
 
 

@@ -39,6 +39,8 @@ def test_ctrl_c_stops_the_work_and_quit_exits(env: dict[str, str]) -> None:
     try:
         repl.enter("SET threads = 2;")
         repl.expect(PROMPT)
+        repl.enter("SET max_buffered_rows = 100000000;")  # runs until interrupted
+        repl.expect(PROMPT)
         repl.enter(LONG_ALL_ROWS)
         time.sleep(2.0)
         repl.child.sendcontrol("c")
