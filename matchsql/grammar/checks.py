@@ -79,6 +79,8 @@ class ExpressionChecker:
         if node.final and self.in_define:
             raise self.error("FINAL is not allowed in DEFINE", node)
         target = node.this
+        if isinstance(target, exp.Filter):  # RUNNING count(*) FILTER (WHERE ...)
+            target = target.this
         if not isinstance(target, (Navigation, exp.AggFunc, Classifier, MatchNumber)):
             raise self.error(f"{word} applies only to navigation functions and aggregates", target)
 

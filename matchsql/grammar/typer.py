@@ -145,16 +145,24 @@ def to_plain_sql(expr: exp.Expr) -> exp.Expr:
         return node
 
     plain = _bottom_up(expr.copy(), visit)
-    if isinstance(plain, exp.AggFunc):  # replace() cannot swap the root: wrap it here
+    if _aggregate_call(plain):  # replace() cannot swap the root: wrap it here
         window = exp.Window(this=plain)
         window.meta.update(plain.meta)
         return window
     for agg in list(plain.find_all(exp.AggFunc)):
-        if not isinstance(agg.parent, exp.Window):
-            window = exp.Window(this=agg.copy())
-            window.meta.update(agg.meta)
-            agg.replace(window)
+        # ``agg FILTER (WHERE ...)`` is one call: the window goes around both.
+        call = agg.parent if isinstance(agg.parent, exp.Filter) else agg
+        if not isinstance(call.parent, exp.Window):
+            window = exp.Window(this=call.copy())
+            window.meta.update(call.meta)
+            call.replace(window)
     return plain
+
+
+def _aggregate_call(node: exp.Expr) -> bool:
+    """An aggregate, with its FILTER clause if it has one."""
+    return isinstance(node, exp.AggFunc) or (
+        isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc))
 
 
 def _bottom_up(node: exp.Expr, fun) -> exp.Expr:

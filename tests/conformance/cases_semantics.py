@@ -318,5 +318,20 @@ SUBQUERIES = [
          matchsql.ExecutionError, "a scalar subquery with two rows is an error, as in DuckDB"),
 ]
 
+# -- aggregates with FILTER (WHERE ...) ---------------------------------------------------------
+
+# The dip match is rows 1-5, x = 10 8 6 9 12, labelled A B B C C.
+FILTERED_AGGREGATES = [
+    dip_one("filter_count_star_one_row", "count(*) FILTER (WHERE x > 7) AS m", (4,),
+            "x > 7 holds at rows 1, 2, 4 and 5 (10, 8, 9, 12), not at row 3 (6)"),
+    dip_all("filter_running_count_variable", "RUNNING count(B.x) FILTER (WHERE B.x > 6)",
+            [0, 1, 1, 1, 1],
+            "the B rows are 2 (8) and 3 (6); only 8 > 6, counted from row 2 on; row 1 has "
+            "no B row yet"),
+    dip_all("filter_final_sum", "FINAL sum(x) FILTER (WHERE x < 10)", [23] * 5,
+            "FINAL sees the whole match on every row: 8 + 6 + 9 = 23 (10 and 12 are "
+            "filtered out)"),
+]
+
 CASES: list[Case] = (COUNT_NO_ARGUMENT + DOLLAR_ANCHOR + CLASSIFIER_MATCH_NUMBER_AGGREGATES
-                     + SUBQUERIES)
+                     + SUBQUERIES + FILTERED_AGGREGATES)
