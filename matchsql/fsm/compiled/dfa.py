@@ -306,7 +306,7 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
     status = K.ST_DONE
     err_row = -1
     start = 0
-    budget = K.CANCEL_EVERY
+    stop = n_rows if n_rows < limit else limit
     while True:
         if cancel[0] != 0:
             status = K.ST_CANCELLED
@@ -332,21 +332,25 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
         hist[0] = state
         pos = start
         wait = False
+        # One test per row: ``bound`` is the nearest of the rows' end, the look-ahead
+        # limit and the next poll of the cancel flag; which one it was is sorted out there.
+        check_at = pos + K.CANCEL_EVERY
+        bound = stop if stop < check_at else check_at
         while state != 0:
-            budget -= 1
-            if budget == 0:
-                budget = K.CANCEL_EVERY
+            if pos >= bound:
+                if pos >= n_rows:
+                    if complete:
+                        break  # end of partition: every live thread waits for a row
+                    wait = True
+                    break
+                if pos >= limit:
+                    wait = True
+                    break
                 if cancel[0] != 0:
                     wait = True  # leaves the attempt open; the status below says why
                     break
-            if pos >= n_rows:
-                if complete:
-                    break  # end of partition: every live thread waits for a row
-                wait = True
-                break
-            if pos >= limit:
-                wait = True
-                break
+                check_at = pos + K.CANCEL_EVERY
+                bound = stop if stop < check_at else check_at
             e = step[state, sym[pos]]
             if e & low:
                 has_best = True
