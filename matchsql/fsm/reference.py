@@ -41,7 +41,7 @@ from sqlglot import exp
 
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
-from matchsql.errors import ExecutionError, LimitExceededError
+from matchsql.errors import ExecutionError, too_many_rows
 from matchsql.fsm.defines import FastDefine, compile_define
 from matchsql.fsm.expressions import (
     CompiledExpression,
@@ -407,9 +407,5 @@ class ReferenceMatcher:
             self._too_many_rows(keep)
 
     def _too_many_rows(self, start: int) -> None:
-        raise LimitExceededError(
-            f"a partition needs more than max_buffered_rows={self.config.max_buffered_rows}"
-            f" buffered rows (a match attempt open since partition row {start + 1}); "
-            "bound the pattern (e.g. WITHIN) or raise the limit with "
-            "SET max_buffered_rows = ...")
+        raise too_many_rows(self.config.max_buffered_rows, start)
 
