@@ -195,10 +195,6 @@ def families() -> list[Case]:
                           table="t100k"))
     add("runaway", mr("ORDER BY ts MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS true",
                       table="trade"))
-    add("runaway", mr("PARTITION BY symbol ORDER BY id MEASURES COUNT(*) AS n "
-                      "AFTER MATCH SKIP TO NEXT ROW PATTERN ((A|B)*(A|B)*(A|B)*C) "
-                      "DEFINE A AS price > 100, B AS price <= 100, C AS price < 0",
-                      table="t100k"))
     add("long match", mr("PARTITION BY symbol ORDER BY ts MEASURES COUNT(*) AS n "
                          "PATTERN (A+) DEFINE A AS true", table="trade"))
     add("limit", mr("ORDER BY ts MEASURES MATCH_NUMBER() AS m ALL ROWS PER MATCH "
