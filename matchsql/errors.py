@@ -81,6 +81,15 @@ class LimitExceededError(ExecutionError):
     """A configured limit (live threads, buffered rows) was exceeded."""
 
 
+def too_many_rows(limit: int, start: int) -> LimitExceededError:
+    """The error of a match attempt (open since 0-based partition row ``start``) that
+    would read more than ``max_buffered_rows`` rows; one message for every matcher."""
+    return LimitExceededError(
+        f"a partition needs more than max_buffered_rows={limit} buffered rows (a match "
+        f"attempt open since partition row {start + 1}); bound the pattern (e.g. WITHIN) "
+        "or raise the limit with SET max_buffered_rows = ...")
+
+
 class StreamError(Error):
     """A live stream failed: its producer died, its queue is gone, ..."""
 

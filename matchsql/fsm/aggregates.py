@@ -127,3 +127,72 @@ def agg_string_agg(pairs: Sequence[tuple[Any, Any]]) -> Any:
 
 
 Reducer = Callable[[Sequence[Any]], Any]
+
+
+# -- running folds ---------------------------------------------------------------------------
+
+
+class Fold:
+    """A reducer as a left fold: ``finish(step(...step(initial, v1)..., vn))`` equals
+    ``reducer([v1, ..., vn])`` exactly (the same operations in the same order), so a
+    DEFINE can carry a running aggregate from row to row instead of recomputing it."""
+
+    __slots__ = ("initial", "step", "finish")
+
+    def __init__(self, initial: Any, step: Callable[[Any, Any], Any],
+                 finish: Callable[[Any], Any] = lambda state: state) -> None:
+        self.initial = initial
+        self.step = step
+        self.finish = finish
+
+
+def _sum_step(total: Any, v: Any) -> Any:
+    if v is None:
+        return total
+    return v if total is None else scalars.add(total, v)
+
+
+def _extreme_step(sign: int) -> Callable[[Any, Any], Any]:
+    def step(best: Any, v: Any) -> Any:
+        if v is not None and (best is None or scalars.compare(v, best) == sign):
+            return v
+        return best
+    return step
+
+
+def _avg_step(state: tuple[Any, int], v: Any) -> tuple[Any, int]:
+    return state if v is None else (_sum_step(state[0], v), state[1] + 1)
+
+
+def _avg_finish(state: tuple[Any, int]) -> Any:
+    total, n = state
+    if not n:
+        return None
+    if isinstance(total, Decimal):
+        return float(total) / n
+    return scalars.div(total, n)
+
+
+def _bool_step(every: bool) -> Callable[[Any, Any], Any]:
+    def step(state: Any, v: Any) -> Any:
+        if v is None:
+            return state
+        t = scalars.truth(v)
+        if state is None:
+            return bool(t)
+        return (state and bool(t)) if every else (state or bool(t))
+    return step
+
+
+#: The reducers that have a running form (the others are recomputed per row).
+FOLDS: dict[Reducer, Fold] = {
+    agg_count: Fold(0, lambda n, v: n if v is None else n + 1),
+    agg_sum: Fold(None, _sum_step),
+    agg_avg: Fold((None, 0), _avg_step, _avg_finish),
+    agg_min: Fold(None, _extreme_step(-1)),
+    agg_max: Fold(None, _extreme_step(1)),
+    agg_bool_and: Fold(None, _bool_step(True)),
+    agg_bool_or: Fold(None, _bool_step(False)),
+    agg_count_if: Fold(0, lambda n, v: n + 1 if scalars.truth(v) is True else n),
+    agg_any_value: Fold(None, lambda first, v: v if first is None else first),
+}

@@ -412,6 +412,41 @@ _ANONYMOUS_AGGREGATES: dict[str, Callable[[Sequence[Any]], Any]] = {
 }
 
 
+def _whole_history(view: MatchView) -> bool:
+    """Whether the view is a DEFINE's: its labels are a thread's history ending at the
+    current row (so RUNNING and FINAL see the same rows) and can fold over it."""
+    return hasattr(view.labels, "fold") and \
+        len(view.labels) == view.current - view.start + 1
+
+
+def _running(fold: agg.Fold | None, vars_: VarSet, value: _Fn, condition: _Fn | None,
+             args: list[exp.Expression | None]) -> Callable[[MatchView], Any] | None:
+    """An aggregate as a running fold over the history (see ``HistoryLabels.fold``), or
+    None when it has no fold or its argument or FILTER reads more than its own row.
+
+    A row's contribution is then fixed once the row is in the match: it reads
+    only that row's columns, not labels (``CLASSIFIER``) or other rows
+    (navigation), whose answers may change as the match grows.
+    """
+    if fold is None:
+        return None
+    for arg in args:
+        if arg is not None and any(isinstance(n, Navigation | Classifier) for n in arg.walk()):
+            return None
+    token = object()
+    initial, add, finish = fold.initial, fold.step, fold.finish
+
+    def evaluate(view: MatchView) -> Any:
+        def step(state: Any, row: int, label: str) -> Any:
+            if vars_ is not None and label not in vars_:
+                return state
+            if condition is not None and sc.truth(condition(view, row)) is not True:
+                return state
+            return add(state, value(view, row))
+        return finish(view.labels.fold(token, initial, step))  # type: ignore[attr-defined]
+    return evaluate
+
+
 def is_aggregate(node: exp.Expression) -> bool:
     """Is ``node`` an aggregate over the rows of a pattern variable (with its FILTER)?"""
     if isinstance(node, exp.Filter) or (
@@ -676,8 +711,12 @@ class _Compiler:
             condition = self.compile(where, bound)
         pair = isinstance(node, _PAIR_AGGREGATES)
         self.observe_rows(vars_, args, count_only=False)
+        running = None if pair else _running(agg.FOLDS.get(reducer), vars_, parts[0],
+                                             condition, [*args, where])
 
         def evaluate(view: MatchView, row: Any) -> Any:
+            if running is not None and _whole_history(view):
+                return running(view)
             positions = rows_of(view, vars_, scope.final(view))
             if condition is not None:
                 positions = [p for p in positions if sc.truth(condition(view, p)) is True]
@@ -709,8 +748,12 @@ class _Compiler:
                                          and isinstance(arg.this, exp.Star)):
             vars_ = self.var_set(arg.table or None) if isinstance(arg, exp.Column) else None
             self.observe_rows(vars_, [], count_only=condition is None)
+            running = _running(agg.FOLDS[agg.agg_count], vars_, lambda view, row: 1,
+                               condition, [where])
 
             def count_rows(view: MatchView, row: Any) -> int:
+                if running is not None and _whole_history(view):
+                    return running(view)
                 positions = rows_of(view, vars_, scope.final(view))
                 if condition is None:
                     return len(positions)
@@ -720,8 +763,11 @@ class _Compiler:
         value = self.compile(arg, bound)
         self.observe_rows(vars_, [arg], count_only=False)
         reducer = agg.agg_count_distinct if distinct else agg.agg_count
+        running = _running(agg.FOLDS.get(reducer), vars_, value, condition, [arg, where])
 
         def count_values(view: MatchView, row: Any) -> int:
+            if running is not None and _whole_history(view):
+                return running(view)
             positions = rows_of(view, vars_, scope.final(view))
             if condition is not None:
                 positions = [p for p in positions if sc.truth(condition(view, p)) is True]

@@ -41,7 +41,7 @@ from sqlglot import exp
 
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
-from matchsql.errors import ExecutionError, LimitExceededError
+from matchsql.errors import ExecutionError, too_many_rows
 from matchsql.fsm.defines import FastDefine, compile_define
 from matchsql.fsm.expressions import (
     CompiledExpression,
@@ -196,6 +196,8 @@ class ReferenceMatcher:
         self.pending: deque[MatchRecord | UnmatchedRow] = deque()
         self._define_cache: dict[str, bool] = {}
         self._define_cache_row = -1
+        # Running aggregates of DEFINE per history node of the current attempt.
+        self._folds: dict = {}
         self.machine = Machine(self.query.closures, self._tests(), self.config.max_threads,
                                all_ends=self.all_ends)
         self._within_column = self.spec.order_by[0] if (
@@ -323,7 +325,7 @@ class ReferenceMatcher:
             if hit is not None:
                 return hit
         labels = HistoryLabels(history, var, row, key, self.query.history_key,
-                               length=row - attempt.start + 1)
+                               length=row - attempt.start + 1, folds=self._folds)
         view = MatchView(self.rows, attempt.start, labels, row, self.match_number + 1)
         result = truth(compiled.fn(view)) is True  # a NULL condition is false
         if cacheable:
@@ -333,6 +335,7 @@ class ReferenceMatcher:
     def _decide(self, attempt: Attempt) -> None:
         """The attempt has no live threads: report its match(es) and pick the next start."""
         self._define_cache_row = -1
+        self._folds.clear()
         start = attempt.start
         best = attempt.best
         if best is None:
@@ -407,9 +410,5 @@ class ReferenceMatcher:
             self._too_many_rows(keep)
 
     def _too_many_rows(self, start: int) -> None:
-        raise LimitExceededError(
-            f"a partition needs more than max_buffered_rows={self.config.max_buffered_rows}"
-            f" buffered rows (a match attempt open since partition row {start + 1}); "
-            "bound the pattern (e.g. WITHIN) or raise the limit with "
-            "SET max_buffered_rows = ...")
+        raise too_many_rows(self.config.max_buffered_rows, start)
 

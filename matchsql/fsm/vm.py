@@ -35,6 +35,7 @@ general closure.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from matchsql.errors import LimitExceededError
 from matchsql.fsm.expressions import HistoryUse
@@ -138,10 +139,11 @@ class HistoryLabels(Sequence[str]):
     without walking at all.
     """
 
-    __slots__ = ("_tail", "_extra", "_list", "_row", "_key", "_summary", "_length")
+    __slots__ = ("_tail", "_extra", "_list", "_row", "_key", "_summary", "_length", "_folds")
 
     def __init__(self, tail: History, extra: str, row: int = -1, key: tuple = (),
-                 summary: HistoryKey | None = None, length: int | None = None) -> None:
+                 summary: HistoryKey | None = None, length: int | None = None,
+                 folds: dict | None = None) -> None:
         self._tail = tail
         self._extra = extra
         self._list: list[str] | None = None
@@ -151,6 +153,35 @@ class HistoryLabels(Sequence[str]):
         # Histories are contiguous from the attempt's start, so callers that
         # know the start pass the length instead of having it counted.
         self._length = length
+        self._folds = folds
+
+    def fold(self, token: object, initial: Any, step: Callable[[Any, int, str], Any]) -> Any:
+        """``step`` folded over ``(row, label)`` of every row, the tentative one last.
+
+        Running aggregates in DEFINE: the state after each history node is
+        remembered in ``folds`` (one dict per attempt, per ``token``), and
+        threads share their history's nodes, so each row is folded once per
+        node instead of once per later row. A node is keyed by its id; the
+        entry holds the node, so the id stays its own while the entry lives.
+        """
+        memo: dict = {}
+        if self._folds is not None:
+            memo = self._folds.setdefault(token, memo)
+        state = initial
+        pending: list[tuple[Node, int]] = []
+        node, row = self._tail, self._row - 1
+        while node is not None:
+            hit = memo.get(id(node))
+            if hit is not None and hit[0] is node:
+                state = hit[1]
+                break
+            pending.append((node, row))
+            node = node[0]
+            row -= 1
+        for node, row in reversed(pending):
+            state = step(state, row, node[1])
+            memo[id(node)] = (node, state)
+        return step(state, self._row, self._extra)
 
     def last_rows(self, vars_: frozenset[str]) -> tuple[tuple[int, ...], bool] | None:
         """Most recent absolute rows mapped to ``vars_`` (ascending), and whether that
@@ -225,7 +256,8 @@ class HistoryKey:
         if use.all_labels:
             self.parts.append(("labels", None, 0, True))
         self.initial: tuple = tuple(
-            None if _scalar(part) else 0 if part[0] == "count" else () for part in self.parts)
+            0 if part[0] == "count" else () if part[0] in ("last", "first") and not _scalar(part)
+            else None for part in self.parts)
         self._advancers: dict[str, Advance | None] = {}
 
     def recent(self, key: tuple, vars_: frozenset[str]) -> tuple[tuple[int, ...], bool] | None:
@@ -273,7 +305,7 @@ class HistoryKey:
             elif kind == "count":
                 out[i] = key[i] + 1
             else:  # every / labels
-                out[i] = key[i] + (entry,)
+                out[i] = Chain(key[i], entry)
         return tuple(out)
 
     def advancer(self, var: str) -> Advance | None:
@@ -307,6 +339,45 @@ class HistoryKey:
                 return self.advance(key, row, var)
         self._advancers[var] = fn
         return fn
+
+
+class Chain:
+    """A key component that grows by one entry per row (all rows of a set): a cons list.
+
+    A tuple would be copied and rehashed whole at every row, which makes a long
+    attempt quadratic. A chain appends in O(1), keeps its hash, and compares
+    equal chains in O(1) where they share their tail (threads forked from one
+    thread do), walking only as far as two chains were built apart.
+    """
+
+    __slots__ = ("parent", "entry", "length", "_hash")
+
+    def __init__(self, parent: Chain | None, entry: Any) -> None:
+        self.parent = parent
+        self.entry = entry
+        self.length = 1 if parent is None else parent.length + 1
+        self._hash = hash((None if parent is None else parent._hash, entry))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        a: Chain | None = self
+        b = other
+        while a is not b:
+            if not isinstance(b, Chain) or a is None or a._hash != b._hash \
+                    or a.length != b.length or a.entry != b.entry:
+                return False
+            a, b = a.parent, b.parent
+        return True
+
+    def __repr__(self) -> str:
+        entries = []
+        node: Chain | None = self
+        while node is not None:
+            entries.append(node.entry)
+            node = node.parent
+        return f"Chain({entries[::-1]!r})"
 
 
 def _scalar(part: tuple) -> bool:

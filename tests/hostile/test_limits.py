@@ -166,6 +166,37 @@ def test_runaway_patterns_stop_with_defaults(con, pattern: str, condition: str) 
           seconds=10)
 
 
+def test_runaway_in_whole_partitions_of_a_batch_stops(con) -> None:
+    # Partitions of 60,000 rows fit in one input batch and are matched together
+    # (batch.py); an attempt there reads at most max_buffered_rows rows too.
+    con.duckdb.execute("CREATE TABLE parts AS SELECT i // 60000 AS p, i AS id, "
+                       "(100 + (i * 7919) % 13 - 6)::DOUBLE AS price FROM range(120000) r(i)")
+    sql = ("SELECT * FROM parts MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES "
+           "COUNT(*) AS n AFTER MATCH SKIP TO NEXT ROW PATTERN ((A|B)*(A|B)*(A|B)*C) "
+           "DEFINE A AS price > 100, B AS price <= 100, C AS price < 0)")
+    assert "batched: yes" in "\n".join(r[0] for r in con.sql(f"EXPLAIN {sql}").fetchall())
+    fails(con, sql, LimitExceededError,
+          r"max_buffered_rows=50000.*partition row 1\).*SET max_buffered_rows", seconds=10)
+
+
+@pytest.mark.parametrize("condition", [
+    "sum(price) > 10", "sum(B.price) > 10", "avg(price) > 10 AND count(B.price) > 0",
+    "max(B.price) >= min(price) AND count(*) > 0",
+])
+def test_running_aggregates_in_define_are_linear(con, condition: str) -> None:
+    # Every B row keeps the aggregate true, so the attempt at row 1 runs to the
+    # cap; recomputing the aggregate at each row took minutes.
+    sql = mr(f"MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE B AS {condition}", "t100k")
+    fails(con, sql, LimitExceededError, r"max_buffered_rows=50000", seconds=10)
+    con.sql("SET max_buffered_rows = 200000")
+    try:
+        began = time.monotonic()
+        assert rows(con, sql) == [(100_000,)]
+        assert time.monotonic() - began < 10
+    finally:
+        con.sql("RESET max_buffered_rows")
+
+
 def test_runaway_with_unmatched_rows_stops(con) -> None:
     sql = mr("MEASURES COUNT(*) AS n ALL ROWS PER MATCH WITH UNMATCHED ROWS "
              "PATTERN ((A|B)* C) DEFINE A AS price > 100, B AS price <= 100, C AS price < 0",

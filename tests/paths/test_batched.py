@@ -209,3 +209,48 @@ def test_column_wise_running_measures_equal_reference(pattern, a, b, skip, outpu
             continue
         assert _plan(spec)[1].measures is not None  # column-wise, not the reference builder
         assert run(spec, rows, cuts, path, batched=False) == expected, (path, cuts)
+
+
+def batched_match(spec, rows: pa.Table, sizes: list[int], config: Config):
+    """Rows or the error of the batched matcher alone over one batch of whole partitions."""
+    whole, why = whole_partitions(spec, config)
+    assert whole is not None, why
+    bounds = np.cumsum([0, *sizes])
+    try:
+        out = whole.match(rows.combine_chunks().to_batches()[0], bounds)
+    except ExecutionError as exc:
+        return "error", exc.message
+    return "rows", [tuple(r.values()) for b in out for r in b.to_pylist()]
+
+
+@pytest.mark.parametrize("path", ["row_local", "registers"])
+def test_batched_attempts_read_at_most_max_buffered_rows(path: str) -> None:
+    # B never holds (x < 4 always), so every attempt of (A|B)* C runs to the
+    # partition's end; with max_buffered_rows=20 the one at row 1 of the 30-row
+    # partition must stop at 20 rows with the per-partition matcher's error.
+    spec = spec_of(query("(A|B)* C", "x >= 0 OR x IS NULL", "x < 0", "TO NEXT ROW")
+                   .replace("DEFINE", "DEFINE C AS y > 9,"))
+    config = Config(max_buffered_rows=20)
+    config.execution_path = path
+    rows = table([5, 30, 4], 2)
+    got = batched_match(spec, rows, [5, 30, 4], config)
+    assert got[0] == "error"
+    assert "max_buffered_rows=20" in got[1] and "partition row 1)" in got[1]
+    matcher = new_partition_matcher(spec, (1,), config)
+    with pytest.raises(ExecutionError) as caught:
+        matcher.feed(rows.slice(5, 30).to_batches()[0])
+        matcher.finish()
+    assert caught.value.message == got[1]
+
+
+@pytest.mark.parametrize("path", ["row_local", "registers"])
+def test_batched_window_moves_past_short_matches(path: str) -> None:
+    # Matches of 2-3 rows in partitions longer than the cap: the window moves on
+    # and the rows are those of the reference matcher without a cap.
+    spec = spec_of(query("A B?", "TRUE", "x = 1", "PAST LAST ROW"))
+    config = Config(max_buffered_rows=7)
+    config.execution_path = path
+    rows = table([50, 3, 41], 5)
+    got = batched_match(spec, rows, [50, 3, 41], config)
+    assert got == run(spec, rows, [], "reference", batched=False)
+    assert len(got[1]) > 60

@@ -29,7 +29,7 @@ import pyarrow as pa
 from matchsql.adaptive.statistics import StateKind, StateSpec
 from matchsql.cancel import INTERRUPTED, Cancellation
 from matchsql.config import Config
-from matchsql.errors import ExecutionError, LimitExceededError
+from matchsql.errors import ExecutionError, LimitExceededError, too_many_rows
 from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled import prefilter as P
@@ -370,11 +370,7 @@ class CompiledMatcher:
             self._too_many_rows(keep)
 
     def _too_many_rows(self, start: int) -> None:
-        raise LimitExceededError(
-            f"a partition needs more than max_buffered_rows={self.config.max_buffered_rows}"
-            f" buffered rows (a match attempt open since partition row {start + 1}); "
-            "bound the pattern (e.g. WITHIN) or raise the limit with "
-            "SET max_buffered_rows = ...")
+        raise too_many_rows(self.config.max_buffered_rows, start)
 
 
 def label_input(plan: CompiledPlan, dfa: D.Dfa | None, columns: dict, n: int) -> np.ndarray:
