@@ -331,6 +331,11 @@ FILTERED_AGGREGATES = [
     dip_all("filter_final_sum", "FINAL sum(x) FILTER (WHERE x < 10)", [23] * 5,
             "FINAL sees the whole match on every row: 8 + 6 + 9 = 23 (10 and 12 are "
             "filtered out)"),
+    define_case("filter_running_count_in_define", [10, 8, 6, 9, 12, 7], "A B+",
+                "B AS count(*) FILTER (WHERE x < 9) <= 2", [(1, 1, 5)],
+                "in DEFINE the count is running, current row included: rows with x < 9 "
+                "are 2 (8), 3 (6) and 6 (7), so B holds at rows 2-5 (count 1, 2, 2, 2) and "
+                "fails at row 6 (count 3); from row 6 no B row follows"),
 ]
 
 CASES: list[Case] = (COUNT_NO_ARGUMENT + DOLLAR_ANCHOR + CLASSIFIER_MATCH_NUMBER_AGGREGATES

@@ -9,6 +9,7 @@ import stat
 import pyarrow as pa
 import pytest
 
+import matchsql
 from matchsql.errors import CatalogError, ParseError, SemanticError, StreamError
 from matchsql.shell import Shell
 from matchsql.storage.catalog import Catalog
@@ -83,20 +84,29 @@ def test_unknown_stream_for_producer():
         Producer.open("nosuch")
 
 
-def test_stale_stream_of_a_crashed_owner_is_reclaimed(con, spawn):
+def test_stale_stream_of_a_crashed_owner_is_reclaimed(spawn, tmp_path):
+    # A database file of its own: the in-memory stream namespace is shared with the
+    # tests running in other processes, whose SHOW STREAMS would reclaim the orphan first.
+    database = str(tmp_path / "own.duckdb")
     owner = spawn("""
-        import os, matchsql
-        con = matchsql.connect(demo=False)
+        import os, sys, matchsql
+        con = matchsql.connect(sys.argv[1], demo=False)
         con.sql("CREATE STREAM orphan (a INT)")
-        print(matchsql.storage.catalog.Catalog(None).require("orphan").segment, flush=True)
+        print(matchsql.storage.catalog.Catalog(sys.argv[1]).require("orphan").segment,
+              flush=True)
         os._exit(0)  # no clean-up: like a crash
-    """)
+    """, database)
     assert owner.wait() == 0
     segment = owner.output().strip()
     assert os.path.exists("/dev/shm" + segment)  # left behind by the "crash"
-    assert con.sql("SHOW STREAMS").fetchall() == []  # detected and reclaimed
-    assert not os.path.exists("/dev/shm" + segment)
-    con.sql("CREATE STREAM orphan (a INT)")  # the name is free again
+    con = matchsql.connect(database, demo=False)
+    try:
+        assert con.sql("SHOW STREAMS").fetchall() == []  # detected and reclaimed
+        assert not os.path.exists("/dev/shm" + segment)
+        con.sql("CREATE STREAM orphan (a INT)")  # the name is free again
+        con.sql("DROP STREAM orphan")
+    finally:
+        con.close()
 
 
 def test_streams_dot_command(con):
