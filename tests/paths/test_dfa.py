@@ -71,6 +71,7 @@ def _drive(kind, prog, rl, dfa, splits, base, ahead, skip, skip_mask, unmatched,
     caps = np.array([1, 1, 2, 1, 1, 1], np.int64)  # tiny: every output array must grow
     work = K.workspace(caps, len(prog), n_vars)
     params = np.zeros(K.K_PARAMS, np.int64)
+    params[K.K_MAX_SPAN] = 1 << 40  # no cap on an attempt's rows
     next_start, mn, covered = 0, 0, -1
     out = []
     status = K.ST_DONE

@@ -24,7 +24,6 @@ import pyarrow as pa
 
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
-from matchsql.errors import too_many_rows
 from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled import prefilter as P
@@ -98,23 +97,18 @@ class WholePartitions:
         work = K.workspace(caps, len(plan.program), len(plan.variables))
         params = kernel_params(self.spec, self.config)
         params[K.K_BASE] = 0
+        params[K.K_COMPLETE] = 1
         pieces: list[tuple[np.ndarray, np.ndarray]] = []
-        cap = self.config.max_buffered_rows
         for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             rows = b - a
             params[K.K_ROWS] = rows
+            params[K.K_LIMIT] = rows
             params[K.K_NEXT] = 0
             params[K.K_MN] = 0
             params[K.K_COVERED] = -1
             part_cols = cols if cols.shape[1] == 1 else np.ascontiguousarray(cols[:, a:b])
             part_valid = valid if valid.shape[1] == 1 else np.ascontiguousarray(valid[:, a:b])
             while True:
-                # The per-partition matcher's cap: an attempt reads at most
-                # max_buffered_rows rows, so the kernel sees a window ending there.
-                first = int(params[K.K_NEXT])
-                clipped = first + cap < rows
-                params[K.K_LIMIT] = first + cap if clipped else rows
-                params[K.K_COMPLETE] = int(not clipped)
                 if self.dfa is not None:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
                         self.dfa, labels[a:b], self.skip_mask, params, work[-2], work[-1], flag)
@@ -128,15 +122,11 @@ class WholePartitions:
                     records = work[-2][:n_rec].copy()
                     records[:, 1] += a
                     pieces.append((records, work[-1][:n_lab].copy()))
+                if status != K.ST_FULL:
+                    break
                 params[K.K_NEXT] = nxt
                 params[K.K_MN] = mn
                 params[K.K_COVERED] = covered
-                if clipped and status == K.ST_WAIT:
-                    if nxt > first:
-                        continue  # attempts decided inside the window: move it on
-                    raise too_many_rows(cap, int(nxt))
-                if status != K.ST_FULL:
-                    break
                 caps[int(err_row)] *= 2
                 work = K.workspace(caps, len(plan.program), len(plan.variables))
                 self.caps = np.maximum(self.caps, caps)

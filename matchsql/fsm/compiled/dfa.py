@@ -296,6 +296,7 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
     covered = params[K.K_COVERED]
     skip_mode = params[K.K_SKIP]
     with_unmatched = params[K.K_UNMATCHED] != 0
+    max_span = params[K.K_MAX_SPAN]
     cap_records = records.shape[0]
     cap_labels = labels.shape[0]
     hist = np.empty(n_rows + 1, np.int32)  # state after each row of the open attempt
@@ -331,26 +332,32 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
         best_src = -1
         hist[0] = state
         pos = start
-        wait = False
+        wait = K.ST_DONE  # ST_WAIT, ST_CANCELLED or ST_SPAN: why the attempt stopped open
         # One test per row: ``bound`` is the nearest of the rows' end, the look-ahead
-        # limit and the next poll of the cancel flag; which one it was is sorted out there.
+        # limit, the attempt's longest span and the next poll of the cancel flag; which
+        # one it was is sorted out there.
+        span_end = start + max_span
+        reach = stop if stop < span_end else span_end
         check_at = pos + K.CANCEL_EVERY
-        bound = stop if stop < check_at else check_at
+        bound = reach if reach < check_at else check_at
         while state != 0:
             if pos >= bound:
                 if pos >= n_rows:
                     if complete:
                         break  # end of partition: every live thread waits for a row
-                    wait = True
+                    wait = K.ST_WAIT
                     break
                 if pos >= limit:
-                    wait = True
+                    wait = K.ST_WAIT
+                    break
+                if pos >= span_end:
+                    wait = K.ST_SPAN
                     break
                 if cancel[0] != 0:
-                    wait = True  # leaves the attempt open; the status below says why
+                    wait = K.ST_CANCELLED
                     break
                 check_at = pos + K.CANCEL_EVERY
-                bound = stop if stop < check_at else check_at
+                bound = reach if reach < check_at else check_at
             e = step[state, sym[pos]]
             if e & low:
                 has_best = True
@@ -359,8 +366,9 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
             state = e >> DONE_BITS
             pos += 1
             hist[pos - start] = state
-        if wait:
-            status = K.ST_CANCELLED if cancel[0] != 0 else K.ST_WAIT
+        if wait != K.ST_DONE:
+            status = wait
+            err_row = start
             break
         # -- decide -------------------------------------------------------------------
         if not has_best:

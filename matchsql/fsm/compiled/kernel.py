@@ -40,8 +40,10 @@ R_CUR, R_LAST, R_FIRST, R_START, R_BACK, R_FORTH = range(6)
 
 # Kernel status. ST_FULL: a workspace or output array is full; the matcher
 # grows them and calls again (the kernel stops at an attempt boundary).
-# ST_CANCELLED: the statement's cancel flag was seen set (matchsql.cancel).
-ST_DONE, ST_WAIT, ST_FULL, ST_THREADS, ST_SKIP_ABSENT, ST_SKIP_FIRST, ST_CANCELLED = range(7)
+# ST_CANCELLED: the statement's cancel flag was seen set (matchsql.cancel). ST_SPAN: an
+# attempt (open since ``err_row``) would read more than ``params[K_MAX_SPAN]`` rows.
+(ST_DONE, ST_WAIT, ST_FULL, ST_THREADS, ST_SKIP_ABSENT, ST_SKIP_FIRST, ST_CANCELLED,
+ ST_SPAN) = range(8)
 
 # Kernels read the cancel flag once per this many steps (a power of two).
 CANCEL_EVERY = 4096
@@ -51,7 +53,7 @@ W_THREADS, W_SEEN, W_STACK, W_ARENA, W_RECORDS, W_LABELS = range(6)
 
 # Parameter slots.
 (K_ROWS, K_BASE, K_LIMIT, K_COMPLETE, K_NEXT, K_MN, K_COVERED, K_ALL_ENDS, K_SKIP,
- K_MAX_THREADS, K_UNMATCHED, K_PARAMS) = range(12)
+ K_MAX_THREADS, K_UNMATCHED, K_MAX_SPAN, K_PARAMS) = range(13)
 
 SKIP_PAST, SKIP_NEXT, SKIP_FIRST, SKIP_LAST = range(4)
 
@@ -263,6 +265,7 @@ def run_attempts(prog, rl, viable, code, fconst, spans, cols, valid, set_mask, o
     skip_mode = params[K_SKIP]
     max_threads = params[K_MAX_THREADS]
     with_unmatched = params[K_UNMATCHED] != 0
+    max_span = params[K_MAX_SPAN]
     n_vars = rl.shape[1]
     collect = stat_state.shape[0] > 0
     prefilter = viable.shape[0] > 0
@@ -341,6 +344,10 @@ def run_attempts(prog, rl, viable, code, fconst, spans, cols, valid, set_mask, o
             if pos < n_rows:
                 if pos >= limit:
                     status = ST_WAIT
+                    break
+                if pos - start >= max_span:
+                    status = ST_SPAN
+                    err_row = start
                     break
                 mode = 1
             elif not complete:

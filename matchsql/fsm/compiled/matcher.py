@@ -246,16 +246,10 @@ class CompiledMatcher:
             params = kernel_params(self.spec, self.config)
             params[K.K_ROWS] = n
             params[K.K_BASE] = self.base
-            limit = n if self.complete else max(0, n - self.ahead)
+            params[K.K_LIMIT] = n if self.complete else max(0, n - self.ahead)
+            params[K.K_COMPLETE] = int(self.complete)
             while True:
-                # An attempt may read at most max_buffered_rows rows: the kernel sees
-                # a window that ends there, so a runaway attempt stops at the limit
-                # instead of being run to the partition's end from every start row.
-                first = self.next_start - self.base
-                clipped = first + self.config.max_buffered_rows < limit
-                params[K.K_LIMIT] = first + self.config.max_buffered_rows if clipped else limit
-                params[K.K_COMPLETE] = int(self.complete and not clipped)
-                params[K.K_NEXT] = first
+                params[K.K_NEXT] = self.next_start - self.base
                 params[K.K_MN] = self.match_number
                 params[K.K_COVERED] = self.covered - self.base
                 if dfa is not None:
@@ -272,10 +266,6 @@ class CompiledMatcher:
                 self.next_start = int(nxt) + self.base
                 self.match_number = int(mn)
                 self.covered = int(covered) + self.base
-                if clipped and status == K.ST_WAIT:
-                    if self.next_start - self.base > first:
-                        continue  # attempts decided inside the window: move it on
-                    self._too_many_rows(self.next_start)
                 if status != K.ST_FULL:
                     break
                 self.caps[int(err_row)] *= 2
@@ -415,6 +405,9 @@ def kernel_params(spec: MatchSpec, config: Config) -> np.ndarray:
     params[K.K_SKIP] = _SKIP[spec.skip]
     params[K.K_MAX_THREADS] = config.max_threads
     params[K.K_UNMATCHED] = int(spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED)
+    # An attempt may read at most max_buffered_rows rows: a runaway one stops there
+    # (ST_SPAN) instead of running to the partition's end from every start row.
+    params[K.K_MAX_SPAN] = config.max_buffered_rows
     return params
 
 
@@ -423,6 +416,8 @@ def raise_status(spec: MatchSpec, config: Config, status: int, start: int) -> No
     partition row ``start`` (0-based)."""
     if status == K.ST_CANCELLED:
         raise ExecutionError(INTERRUPTED)
+    if status == K.ST_SPAN:
+        raise too_many_rows(config.max_buffered_rows, start)
     if status == K.ST_THREADS:
         raise LimitExceededError(
             f"row pattern matching needs more than max_threads={config.max_threads} "
