@@ -67,7 +67,3 @@ class Cancellation:
         """Raise the interrupt error once cancelled; cheap enough for every chunk of rows."""
         if self._event.is_set():
             raise ExecutionError(INTERRUPTED)
-
-    def wait(self, timeout: float) -> bool:
-        """Sleep up to ``timeout`` seconds, waking at once on cancellation; True if cancelled."""
-        return self._event.wait(timeout)

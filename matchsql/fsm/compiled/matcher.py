@@ -357,10 +357,7 @@ class CompiledMatcher:
             self.table = self.table.slice(drop)
             self.base = self.low
         if self.count - self.low > self.config.max_buffered_rows:
-            self._too_many_rows(keep)
-
-    def _too_many_rows(self, start: int) -> None:
-        raise too_many_rows(self.config.max_buffered_rows, start)
+            raise too_many_rows(self.config.max_buffered_rows, keep)
 
 
 def label_input(plan: CompiledPlan, dfa: D.Dfa | None, columns: dict, n: int) -> np.ndarray:
