@@ -178,7 +178,6 @@ class Executor:
         setting = self._setting_statement(statement, words)
         if setting is not False:
             return setting
-        self.streams.reset()
         if _STREAM_DDL.match(statement):
             return self.streams.run_ddl(statement)
         if "current_setting" in statement.lower():
@@ -740,7 +739,6 @@ class Executor:
                 cursor.interrupt()
             except duckdb.Error:
                 pass
-        self.streams.interrupt()
         self.con.interrupt()
 
     @staticmethod

@@ -18,13 +18,13 @@ Output of a continuous query:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
+from matchsql.cancel import Cancellation
 from matchsql.errors import Error, SemanticError, StreamError
 from matchsql.fsm.program import check_pattern_size
 from matchsql.grammar.subqueries import visible_ctes
@@ -42,7 +42,6 @@ class StreamStatements:
 
     def __init__(self, executor) -> None:
         self.executor = executor
-        self._cancel = threading.Event()
         self._database: str | None = None
         self._catalog: Catalog | None = None
 
@@ -66,16 +65,6 @@ class StreamStatements:
         if self._catalog is None:
             self._catalog = Catalog(self.database)
         return self._catalog
-
-    def reset(self) -> None:
-        """A new statement starts: forget the previous statement's interrupt."""
-        self._cancel.clear()
-
-    def interrupt(self) -> None:
-        self._cancel.set()
-
-    def cancelled(self) -> bool:
-        return self._cancel.is_set()
 
     # -- DDL -------------------------------------------------------------------------------
 
@@ -163,12 +152,14 @@ class StreamStatements:
         first batch; the archive's history comes first, as for MATCH_RECOGNIZE.
         """
         return pa.RecordBatchReader.from_batches(self.schema_of_stream(definition),
-                                                 self._recording(self._rows(definition)))
+                                                 self._recording(self._rows(
+                                                     definition, self.executor.cancellation)))
 
-    def _rows(self, definition: StreamDef) -> Iterator[pa.RecordBatch]:
+    def _rows(self, definition: StreamDef, cancel: Cancellation) -> Iterator[pa.RecordBatch]:
+        """``cancel`` is the statement's token, taken when it ran, not when it is read."""
         config = self.executor.config
         reader = LiveReader(definition, on_producer_death=config.on_producer_death,
-                            cancelled=self.cancelled, max_rows=config.batch_size)
+                            cancelled=lambda: cancel.cancelled, max_rows=config.batch_size)
         archive = Archive(definition, self.executor.con, reader.schema) \
             if definition.archive else None
         cursor = self.executor.con.cursor() if archive is not None else None
@@ -221,7 +212,8 @@ class StreamStatements:
         batches = continuous_batches(
             definition, spec.partition_by,
             lambda key: new_partition_matcher(spec, key, config, cancel),
-            con=self.executor.con, batch_rows=config.batch_size, cancelled=self.cancelled,
+            con=self.executor.con, batch_rows=config.batch_size,
+            cancelled=lambda: cancel.cancelled,
             on_producer_death=config.on_producer_death, input_options=options)
         return _MatchReader(spec.output_schema(), self._recording(batches), stats)
 
