@@ -85,8 +85,7 @@ def test_unknown_stream_for_producer():
 
 
 def test_stale_stream_of_a_crashed_owner_is_reclaimed(spawn, tmp_path):
-    # A database file of its own: the in-memory stream namespace is shared with the
-    # tests running in other processes, whose SHOW STREAMS would reclaim the orphan first.
+    # A database file of its own, so that its registry entry is this test's alone.
     database = str(tmp_path / "own.duckdb")
     owner = spawn("""
         import os, sys, matchsql
@@ -98,7 +97,8 @@ def test_stale_stream_of_a_crashed_owner_is_reclaimed(spawn, tmp_path):
     """, database)
     assert owner.wait() == 0
     segment = owner.output().strip()
-    assert os.path.exists("/dev/shm" + segment)  # left behind by the "crash"
+    # The segment is left behind by the "crash"; any process's orphan sweep (another
+    # test's, in parallel) may remove it first, so only the outcome is asserted.
     con = matchsql.connect(database, demo=False)
     try:
         assert con.sql("SHOW STREAMS").fetchall() == []  # detected and reclaimed
