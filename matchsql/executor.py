@@ -38,10 +38,10 @@ from matchsql.errors import (
     without_kind,
 )
 from matchsql.fsm.program import check_pattern_size
-from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar import split_statements
 from matchsql.grammar.sqltext import check_text
 from matchsql.grammar.subqueries import visible_ctes
+from matchsql.plan.spec import MatchSpec
 from matchsql.profile import MatchProfile
 from matchsql.query_shape import direct_select, offset_of, plain_limit, require_columns
 from matchsql.result import BatchSource, LazyReader, Result, table_result

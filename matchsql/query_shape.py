@@ -9,7 +9,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from matchsql.errors import SemanticError
-from matchsql.fsm.spec import MatchSpec
+from matchsql.plan.spec import MatchSpec
 
 
 def direct_select(tree, nodes: list, limit_ok: bool = False):

@@ -194,8 +194,8 @@ class StreamStatements:
         from matchsql.adaptive.modes import InputOptions
         from matchsql.adaptive.statistics import Sliding
         from matchsql.fsm.planner import new_partition_matcher
-        from matchsql.fsm.spec import SkipMode
         from matchsql.grammar import analyze
+        from matchsql.plan.spec import SkipMode
         from matchsql.router.continuous import continuous_batches
 
         spec = analyze(node, self.schema_of_stream(definition), sql=statement,

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from matchsql.adaptive.statistics import Sliding, StateSpec, label_states, states_from_pattern
-from matchsql.grammar.pattern import PatternNode
+from matchsql.adaptive.statistics import Sliding
+from matchsql.fsm.states import StateSpec, label_states, states_from_pattern
+from matchsql.plan.pattern import PatternNode
 
 MODES = ("pull", "push", "adaptive")
 RULES = ("most_tuples", "total_pressure")

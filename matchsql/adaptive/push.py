@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator, Sequence
 import pyarrow as pa
 
 from matchsql.adaptive.metrics import InputMetrics
-from matchsql.adaptive.statistics import Sliding, StateKind, StateSpec, StateStatistics
+from matchsql.adaptive.statistics import Sliding, StateStatistics
 from matchsql.adaptive.switch import (
     Go4RiskSwitch,
     MostTuplesRule,
@@ -55,6 +55,7 @@ from matchsql.adaptive.switch import (
     Pressure,
     TotalPressureRule,
 )
+from matchsql.fsm.states import StateKind, StateSpec
 from matchsql.router.hashed import HashPartitionRouter
 from matchsql.router.partitions import PartitionRun, RunFactory
 

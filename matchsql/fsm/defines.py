@@ -18,10 +18,10 @@ the InputHolder's column lists directly:
 * ``PREV/NEXT(e, k)`` move that row by ``k`` and read ``e`` there, NULL
   outside the partition, as :func:`~matchsql.fsm.expressions._physical` does.
 
-Values go through the same :mod:`~matchsql.fsm.scalars` functions as the
+Values go through the same :mod:`~matchsql.expr.values` functions as the
 general evaluator, with one shortcut: comparing two ``int``/``float`` values
 uses Python's operators directly, written so that NaN behaves exactly like
-:func:`~matchsql.fsm.scalars.compare` (``(a > b) - (a < b)``), and when both
+:func:`~matchsql.expr.values.compare` (``(a > b) - (a < b)``), and when both
 sides are statically numeric (numeric columns, number literals) the type
 test and the calls to read them are folded into one closure. AND/OR chains
 are flattened keeping their evaluation order. A condition that reads only
@@ -41,12 +41,12 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import ExecutionError, SemanticError
-from matchsql.fsm import scalars as sc
+from matchsql.expr import values as sc
 from matchsql.fsm.expressions import _BINARY, _Compiler
 from matchsql.fsm.holder import InputHolder
-from matchsql.fsm.spec import MatchSpec
 from matchsql.fsm.vm import History, HistoryKey, Test
 from matchsql.grammar.nodes import Navigation, PatternSemantics
+from matchsql.plan.spec import MatchSpec
 
 #: A specialised expression, called exactly like the VM calls a test:
 #: (thread's history, its key, absolute row being tested) -> SQL value. The

@@ -42,10 +42,10 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import SemanticError
-from matchsql.fsm import aggregates as agg
-from matchsql.fsm import scalars as sc
-from matchsql.fsm.spec import MatchSpec
+from matchsql.expr import aggregates as agg
+from matchsql.expr import values as sc
 from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation, PatternSemantics
+from matchsql.plan.spec import MatchSpec
 
 # -- what an expression sees ---------------------------------------------------------------
 

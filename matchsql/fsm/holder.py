@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from matchsql.errors import ExecutionError
-from matchsql.fsm.scalars import from_arrow_interval
+from matchsql.expr.values import from_arrow_interval
 
 
 class InputHolder:

@@ -46,8 +46,7 @@ import pyarrow as pa
 from matchsql.errors import ExecutionError, LimitExceededError
 from matchsql.fsm.expressions import ListRows, MatchView
 from matchsql.fsm.oracle_navigation import OracleExpression
-from matchsql.fsm.spec import MatchSpec, RowsPerMatch, SkipMode
-from matchsql.grammar.pattern import (
+from matchsql.plan.pattern import (
     Alternation,
     Anchor,
     AnchorKind,
@@ -59,6 +58,7 @@ from matchsql.grammar.pattern import (
     Permutation,
     Quantified,
 )
+from matchsql.plan.spec import MatchSpec, RowsPerMatch, SkipMode
 
 __all__ = ["Oracle", "run_oracle", "run_oracle_partitions"]
 

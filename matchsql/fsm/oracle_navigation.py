@@ -37,8 +37,8 @@ from sqlglot import exp
 from matchsql.errors import SemanticError
 from matchsql.fsm.compiled.lowering import column_name, var_set
 from matchsql.fsm.expressions import MatchView, RowSource, compile_expression, is_aggregate
-from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar.nodes import Classifier, Navigation, PatternSemantics
+from matchsql.plan.spec import MatchSpec
 
 __all__ = ["OracleExpression"]
 

@@ -19,10 +19,10 @@ from typing import Any
 import pyarrow as pa
 
 from matchsql.errors import ExecutionError
-from matchsql.fsm import scalars as sc
+from matchsql.expr import values as sc
 from matchsql.fsm.expressions import Evaluator, MatchView, RowSource
 from matchsql.fsm.holder import InputHolder
-from matchsql.fsm.spec import MatchSpec, RowsPerMatch
+from matchsql.plan.spec import MatchSpec, RowsPerMatch
 
 
 @dataclass

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
-from matchsql.fsm.spec import MatchSpec
+from matchsql.plan.spec import MatchSpec
 
 PATHS = ("auto", "reference", "row_local", "registers")
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from matchsql.errors import SemanticError
-from matchsql.grammar.pattern import (
+from matchsql.plan.pattern import (
     Alternation,
     Anchor,
     AnchorKind,

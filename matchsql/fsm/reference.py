@@ -42,6 +42,7 @@ from sqlglot import exp
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError, too_many_rows
+from matchsql.expr.values import compare, sub, truth
 from matchsql.fsm.defines import FastDefine, compile_define
 from matchsql.fsm.expressions import (
     CompiledExpression,
@@ -53,8 +54,6 @@ from matchsql.fsm.expressions import (
 from matchsql.fsm.holder import InputHolder
 from matchsql.fsm.output import MatchRecord, OutputBuilder, UnmatchedRow
 from matchsql.fsm.program import Program, compile_pattern
-from matchsql.fsm.scalars import compare, sub, truth
-from matchsql.fsm.spec import MatchSpec, RowsPerMatch, SkipMode
 from matchsql.fsm.vm import (
     Attempt,
     Closures,
@@ -67,6 +66,7 @@ from matchsql.fsm.vm import (
     Test,
     history_lists,
 )
+from matchsql.plan.spec import MatchSpec, RowsPerMatch, SkipMode
 
 
 class CompiledQuery:

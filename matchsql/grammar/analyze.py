@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import typing as t
 
 import duckdb
 import pyarrow as pa
@@ -18,12 +17,10 @@ from sqlglot import exp
 from matchsql.errors import CatalogError, Error, SemanticError, TypeMismatchError
 from matchsql.grammar.checks import ExpressionChecker, position
 from matchsql.grammar.nodes import MatchRecognizeTable, MeasureDef, VariableDef
-from matchsql.grammar.pattern import Exclusion, PatternNode
 from matchsql.grammar.subqueries import fold_subqueries
 from matchsql.grammar.typer import ExpressionTyper
-
-if t.TYPE_CHECKING:
-    from matchsql.fsm.spec import MatchSpec, Measure, RowsPerMatch, SkipMode
+from matchsql.plan.pattern import Exclusion, PatternNode
+from matchsql.plan.spec import MatchSpec, Measure, RowsPerMatch, SkipMode
 
 __all__ = ["analyze"]
 
@@ -86,10 +83,6 @@ class _Analyzer:
         return cls(message, sql=self.sql, offset=offset)
 
     def run(self) -> MatchSpec:
-        # Imported here: matchsql.fsm.spec imports this package's pattern
-        # module, so a top-level import would be circular.
-        from matchsql.fsm.spec import MatchSpec, RowsPerMatch
-
         subsets = self.subsets()
         names = set(self.variables) | set(subsets)
         skip, skip_var = self.skip(names)
@@ -171,8 +164,6 @@ class _Analyzer:
         return out
 
     def skip(self, names: set[str]) -> tuple[SkipMode, str | None]:
-        from matchsql.fsm.spec import SkipMode
-
         after = self.node.args.get("after")
         var = self.node.args.get("after_var")
         if var is not None and var.name not in names:
@@ -273,8 +264,6 @@ class _Analyzer:
         taken = {c.lower(): "a PARTITION BY column" for c in partition_by}
         if rows.all_rows:
             taken.update({c.lower(): "an input column" for c in self.schema.names})
-        from matchsql.fsm.spec import Measure
-
         seen: set[str] = set()
         out: list[Measure] = []
         for measure in self.node.args.get("measures") or []:

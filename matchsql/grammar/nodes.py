@@ -101,7 +101,7 @@ class VariableDef(exp.Expression):
 
 
 class RowPattern(exp.Expression):
-    """Holds the parsed :class:`matchsql.grammar.pattern.PatternNode` in ``this``."""
+    """Holds the parsed :class:`matchsql.plan.pattern.PatternNode` in ``this``."""
 
     arg_types = {"this": True}
 

@@ -22,7 +22,7 @@ Nested concatenations and alternations are flattened so that rendering with
 from __future__ import annotations
 
 from matchsql.errors import ParseError
-from matchsql.grammar.pattern import (
+from matchsql.plan.pattern import (
     Alternation,
     Anchor,
     AnchorKind,

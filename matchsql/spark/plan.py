@@ -27,7 +27,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import ParseError, SemanticError
-from matchsql.fsm.spec import MatchSpec
+from matchsql.plan.spec import MatchSpec
 
 # The name of the matches inside the translated outer statement.
 MATCHES_VIEW = "__matchsql_spark_matches"

@@ -12,14 +12,10 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from matchsql.adaptive.statistics import (
-    Sliding,
-    StateStatistics,
-    label_states,
-    states_from_pattern,
-)
+from matchsql.adaptive.statistics import Sliding, StateStatistics
 from matchsql.fsm.planner import new_partition_matcher
 from matchsql.fsm.program import Op, compile_pattern
+from matchsql.fsm.states import label_states, states_from_pattern
 from matchsql.grammar import analyze, parse
 from matchsql.grammar.nodes import MatchRecognizeTable
 from tests.property.strategies import patterns

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 import matchsql
 from matchsql.adaptive.metrics import InputMetrics
 from matchsql.adaptive.push import PushInput
-from matchsql.adaptive.statistics import label_states
 from matchsql.config import Config
 from matchsql.fsm.planner import new_partition_matcher
 from matchsql.fsm.reference import ReferenceMatcher
+from matchsql.fsm.states import label_states
 from tests.property.strategies import SCHEMA, partitions, queries, spec_of
 
 SETTINGS = settings(max_examples=40, deadline=None,

@@ -10,8 +10,8 @@ import pytest
 
 from matchsql.adaptive.metrics import InputMetrics
 from matchsql.adaptive.push import MIN_UNIT_ROWS, UNIT_ROWS, PushInput
-from matchsql.adaptive.statistics import label_states
 from matchsql.fsm.planner import new_partition_matcher
+from matchsql.fsm.states import label_states
 from matchsql.grammar import analyze, parse
 from matchsql.grammar.nodes import MatchRecognizeTable
 

@@ -8,7 +8,8 @@ step without depending on the production matcher.
 
 from __future__ import annotations
 
-from matchsql.adaptive.statistics import StateKind, StateStatistics
+from matchsql.adaptive.statistics import StateStatistics
+from matchsql.fsm.states import StateKind
 
 
 class ThesisRun:

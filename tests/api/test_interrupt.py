@@ -22,7 +22,7 @@ from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
 from matchsql.fsm.planner import new_partition_matcher
-from matchsql.fsm.spec import SkipMode
+from matchsql.plan.spec import SkipMode
 from tests.fsm.specs import make_spec
 
 QUERY = """SELECT * FROM t MATCH_RECOGNIZE (

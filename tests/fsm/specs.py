@@ -21,9 +21,8 @@ from sqlglot import exp
 
 from matchsql.config import Config
 from matchsql.fsm.reference import ReferenceMatcher
-from matchsql.fsm.spec import MatchSpec, Measure, RowsPerMatch, SkipMode
 from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation, PatternSemantics
-from matchsql.grammar.pattern import (
+from matchsql.plan.pattern import (
     Alternation,
     Anchor,
     AnchorKind,
@@ -35,6 +34,7 @@ from matchsql.grammar.pattern import (
     Permutation,
     Quantified,
 )
+from matchsql.plan.spec import MatchSpec, Measure, RowsPerMatch, SkipMode
 
 # -- expressions ----------------------------------------------------------------------------
 

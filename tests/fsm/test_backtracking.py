@@ -18,8 +18,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from matchsql.fsm.spec import MatchSpec, Measure, RowsPerMatch, SkipMode
-from matchsql.grammar.pattern import (
+from matchsql.plan.pattern import (
     Alternation,
     Anchor,
     AnchorKind,
@@ -31,6 +30,7 @@ from matchsql.grammar.pattern import (
     Permutation,
     Quantified,
 )
+from matchsql.plan.spec import MatchSpec, Measure, RowsPerMatch, SkipMode
 
 from .specs import expr, letters, run
 

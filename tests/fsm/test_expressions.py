@@ -11,7 +11,7 @@ import pytest
 
 from matchsql.errors import ExecutionError, SemanticError
 from matchsql.fsm.expressions import ListRows, MatchView, analyze_expression, compile_expression
-from matchsql.fsm.spec import MatchSpec
+from matchsql.plan.spec import MatchSpec
 
 from .specs import expr, pattern
 

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from matchsql.errors import ExecutionError
-from matchsql.fsm.spec import RowsPerMatch, SkipMode
+from matchsql.plan.spec import RowsPerMatch, SkipMode
 
 from .specs import LETTER_DEFINES, MATCH_BOUNDS, ROW_MEASURES, letters, make_spec, run
 

@@ -15,7 +15,7 @@ from matchsql.fsm.program import (
     lower,
     program_size,
 )
-from matchsql.grammar.pattern import Label, Quantified
+from matchsql.plan.pattern import Label, Quantified
 
 from .specs import pattern
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from matchsql.config import Config
 from matchsql.errors import LimitExceededError
 from matchsql.fsm.reference import ReferenceMatcher
-from matchsql.fsm.spec import RowsPerMatch, SkipMode
+from matchsql.plan.spec import RowsPerMatch, SkipMode
 
 from .specs import LETTER_DEFINES, MATCH_BOUNDS, ROW_MEASURES, letters, make_spec, run
 

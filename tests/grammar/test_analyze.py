@@ -11,10 +11,10 @@ from grammar_helpers import SEED_QUERIES, only_mr
 from sqlglot import exp
 
 from matchsql.errors import CatalogError, SemanticError, TypeMismatchError, line_column
-from matchsql.fsm.spec import RowsPerMatch, SkipMode
 from matchsql.grammar import analyze
 from matchsql.grammar.nodes import Navigation
-from matchsql.grammar.pattern import Concatenation
+from matchsql.plan.pattern import Concatenation
+from matchsql.plan.spec import RowsPerMatch, SkipMode
 
 SCHEMA = pa.schema(
     [

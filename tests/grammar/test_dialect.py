@@ -16,7 +16,7 @@ from matchsql.grammar.nodes import (
     Navigation,
     PatternSemantics,
 )
-from matchsql.grammar.pattern import Concatenation, Label, Quantified
+from matchsql.plan.pattern import Concatenation, Label, Quantified
 
 
 def measure(node: MatchRecognizeTable, index: int = 0) -> exp.Expr:

@@ -13,8 +13,8 @@ import sqlglot
 import matchsql
 from matchsql.grammar import MatchSQL, parse, split_statements
 from matchsql.grammar.nodes import MatchRecognizeTable
-from matchsql.grammar.pattern import Anchor, AnchorKind, Label
 from matchsql.grammar.sqltext import is_complete, open_construct, split_script
+from matchsql.plan.pattern import Anchor, AnchorKind, Label
 
 
 def mr(pattern: str, define: str = "B AS true") -> str:

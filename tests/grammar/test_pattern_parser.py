@@ -6,7 +6,7 @@ import pytest
 
 from matchsql.errors import ParseError
 from matchsql.grammar import parse_pattern
-from matchsql.grammar.pattern import (
+from matchsql.plan.pattern import (
     Alternation,
     Anchor,
     AnchorKind,

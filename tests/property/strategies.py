@@ -12,10 +12,9 @@ import duckdb
 import pyarrow as pa
 from hypothesis import strategies as st
 
-from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar import analyze, parse
 from matchsql.grammar.nodes import MatchRecognizeTable
-from matchsql.grammar.pattern import (
+from matchsql.plan.pattern import (
     Alternation,
     Anchor,
     AnchorKind,
@@ -27,6 +26,7 @@ from matchsql.grammar.pattern import (
     Permutation,
     Quantified,
 )
+from matchsql.plan.spec import MatchSpec
 
 SCHEMA = pa.schema([("id", pa.int32()), ("x", pa.int32()), ("y", pa.int32())])
 VARIABLES = ("A", "B", "C")

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import matchsql
 from matchsql.fsm.oracle import Oracle
-from matchsql.grammar.pattern import Concatenation, Label, PatternNode, Quantified
+from matchsql.plan.pattern import Concatenation, Label, PatternNode, Quantified
 from tests.paths.test_random_paths import _run as run_path
 
 from .strategies import CONDITIONS, ROWS, SKIPS, VARIABLES, partitions, patterns, spec_of

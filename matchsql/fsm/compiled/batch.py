@@ -27,6 +27,7 @@ from matchsql.config import Config
 from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled import prefilter as P
+from matchsql.fsm.compiled.match_arrays import Matches, Rows
 from matchsql.fsm.compiled.matcher import (
     CompiledPlan,
     kernel_params,
@@ -34,10 +35,10 @@ from matchsql.fsm.compiled.matcher import (
     raise_status,
     register_columns,
 )
-from matchsql.fsm.compiled.measures import Matches, Rows, output_batch
+from matchsql.fsm.compiled.measures import output_batch
 from matchsql.fsm.compiled.rowlocal import EDGES, PartitionEdges
-from matchsql.fsm.spec import RowsPerMatch
 from matchsql.grammar.nodes import Navigation
+from matchsql.plan.spec import RowsPerMatch
 
 
 def unsupported(plan: CompiledPlan) -> str | None:

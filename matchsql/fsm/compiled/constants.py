@@ -11,19 +11,16 @@ analysis declared for the measure, so both paths give the same column.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import Error
 from matchsql.fsm.compiled.lowering import Unsupported, describe
+from matchsql.fsm.compiled.match_arrays import Expansion, Matches, Rows
 from matchsql.fsm.expressions import compile_expression
-from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation, PatternSemantics
-
-if TYPE_CHECKING:
-    from matchsql.fsm.compiled.measures import Expansion, Matches, Rows
+from matchsql.plan.spec import MatchSpec
 
 __all__ = ["ConstantMeasure", "constant_measure"]
 

@@ -25,8 +25,8 @@ from sqlglot import exp
 
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.program import Op, Program
-from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar.nodes import MatchNumber, Navigation, PatternSemantics
+from matchsql.plan.spec import MatchSpec
 
 _OPS = [Op.LABEL, Op.SPLIT, Op.JUMP, Op.BEGIN_ITER, Op.END_ITER, Op.START_ANCHOR,
         Op.END_ANCHOR, Op.DONE]

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from matchsql.adaptive.statistics import StateKind, StateSpec
 from matchsql.cancel import INTERRUPTED, Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError, LimitExceededError, too_many_rows
@@ -50,7 +49,8 @@ from matchsql.fsm.compiled.measures import (
 from matchsql.fsm.compiled.rowlocal import RowLocalCompiler, Term, evaluate
 from matchsql.fsm.output import MatchRecord, OutputBuilder, UnmatchedRow
 from matchsql.fsm.reference import CompiledQuery
-from matchsql.fsm.spec import MatchSpec, RowsPerMatch, SkipMode
+from matchsql.fsm.states import StateKind, StateSpec
+from matchsql.plan.spec import MatchSpec, RowsPerMatch, SkipMode
 
 _SKIP = {SkipMode.PAST_LAST_ROW: K.SKIP_PAST, SkipMode.TO_NEXT_ROW: K.SKIP_NEXT,
          SkipMode.TO_FIRST: K.SKIP_FIRST, SkipMode.TO_LAST: K.SKIP_LAST}
@@ -176,7 +176,7 @@ class CompiledMatcher:
         """Count Go4Risk statistics per tuple from now on (the adaptive input mode).
 
         ``label_state[k]`` is the linear state of the k-th LABEL instruction
-        (:func:`matchsql.adaptive.statistics.label_states`). Returns False when
+        (:func:`matchsql.fsm.states.label_states`). Returns False when
         the mapping does not fit this program, so the caller falls back to
         coarser statistics.
         """

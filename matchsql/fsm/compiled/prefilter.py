@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from matchsql.fsm.compiled import dfa as D
-from matchsql.fsm.spec import RowsPerMatch
+from matchsql.plan.spec import RowsPerMatch
 
 NONE = np.zeros(0, np.uint8)  # the kernel's "no prefilter"
 _UNSET = object()

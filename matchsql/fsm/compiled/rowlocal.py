@@ -24,8 +24,8 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from matchsql.fsm.compiled.lowering import Unsupported, column_name, describe, strip, var_set
-from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar.nodes import Navigation
+from matchsql.plan.spec import MatchSpec
 
 Columns = dict[str, pa.Array]
 Value = pa.Array | pa.Scalar

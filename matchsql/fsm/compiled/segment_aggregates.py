@@ -26,7 +26,6 @@ from __future__ import annotations
 import decimal
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -35,10 +34,8 @@ from numba import njit
 from sqlglot import exp
 
 from matchsql.fsm.compiled.lowering import Unsupported, column_name, describe, var_set
-from matchsql.fsm.spec import MatchSpec
-
-if TYPE_CHECKING:
-    from matchsql.fsm.compiled.measures import Expansion, Matches, Rows
+from matchsql.fsm.compiled.match_arrays import Expansion, Matches, Rows
+from matchsql.plan.spec import MatchSpec
 
 __all__ = ["SegmentAggregate", "segment_aggregate"]
 

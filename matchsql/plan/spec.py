@@ -16,7 +16,7 @@ from enum import Enum
 import pyarrow as pa
 from sqlglot import exp
 
-from matchsql.grammar.pattern import PatternNode
+from matchsql.plan.pattern import PatternNode
 
 
 class RowsPerMatch(Enum):

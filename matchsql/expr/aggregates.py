@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
-from matchsql.fsm import scalars
+from matchsql.expr import values as scalars
 
 
 def _non_null(values: Sequence[Any]) -> list[Any]:
