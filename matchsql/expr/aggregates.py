@@ -196,3 +196,16 @@ FOLDS: dict[Reducer, Fold] = {
     agg_count_if: Fold(0, lambda n, v: n + 1 if scalars.truth(v) is True else n),
     agg_any_value: Fold(None, lambda first, v: v if first is None else first),
 }
+
+#: Canonical aggregate names (as :mod:`matchsql.plan.binder` names them) -> reducers.
+#: ``count_star`` counts rows: its reducer receives a 1 per row.
+REDUCERS: dict[str, Reducer] = {
+    "count": agg_count, "count_star": agg_count, "sum": agg_sum, "avg": agg_avg,
+    "min": agg_min, "max": agg_max, "any_value": agg_any_value, "arbitrary": agg_arbitrary,
+    "list": agg_list, "bool_and": agg_bool_and, "bool_or": agg_bool_or,
+    "count_if": agg_count_if, "arg_max": agg_arg_max, "arg_min": agg_arg_min,
+    "string_agg": agg_string_agg,
+}
+#: Aggregates whose reducer takes (value, second argument) pairs.
+PAIR_AGGREGATES = frozenset({"arg_max", "arg_min", "string_agg"})
+

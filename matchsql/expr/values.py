@@ -15,11 +15,14 @@ import calendar
 import datetime as dt
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from matchsql.errors import ExecutionError
+from sqlglot import exp
+
+from matchsql.errors import ExecutionError, SemanticError
 
 
 @dataclass(frozen=True)
@@ -595,3 +598,42 @@ def epoch_seconds(v: Any) -> Any:
     if v is None:
         return None
     return date_part("epoch", v)
+
+
+def caster(to: exp.DataType) -> Callable[[Any], Any]:
+    """A conversion function for ``CAST(... AS to)``."""
+    T = exp.DataType.Type
+    kind = to.this
+    ints = {T.TINYINT, T.SMALLINT, T.MEDIUMINT, T.INT, T.BIGINT, T.INT128, T.UTINYINT,
+            T.USMALLINT, T.UINT, T.UBIGINT, T.UINT128}
+    floats = {T.FLOAT, T.DOUBLE}
+    texts = {T.TEXT, T.VARCHAR, T.CHAR, T.NVARCHAR, T.NCHAR, T.BPCHAR}
+    stamps = {T.TIMESTAMP, T.TIMESTAMPNTZ, T.DATETIME, T.TIMESTAMP_S, T.TIMESTAMP_MS,
+              T.TIMESTAMP_NS}
+    if kind in ints:
+        return to_int
+    if kind in floats:
+        return to_float
+    if kind in texts:
+        return to_str
+    if kind == T.BOOLEAN:
+        return to_bool
+    if kind == T.DATE:
+        return to_date
+    if kind in stamps:
+        return to_timestamp
+    if kind == T.DECIMAL:
+        params = [p.this for p in to.expressions]
+        scale = int(params[1].this) if len(params) > 1 else (3 if not params else 0)
+        return lambda v: to_decimal(v, scale)
+    if kind == T.INTERVAL:
+        return lambda v: parse_interval(v) if isinstance(v, str) else v
+    raise SemanticError(f"CAST to {to.sql(dialect='duckdb')} is not supported in row pattern "
+                        "expressions")
+
+
+#: SQL arithmetic operators (sqlglot classes) -> their value functions.
+ARITHMETIC: dict[type, Callable[[Any, Any], Any]] = {
+    exp.Add: add, exp.Sub: sub, exp.Mul: mul, exp.Div: div,
+    exp.IntDiv: int_div, exp.Mod: mod, exp.Pow: power,
+}

@@ -42,10 +42,10 @@ from sqlglot import exp
 
 from matchsql.errors import ExecutionError, SemanticError
 from matchsql.expr import values as sc
-from matchsql.fsm.expressions import _BINARY, _Compiler
 from matchsql.fsm.holder import InputHolder
 from matchsql.fsm.vm import History, HistoryKey, Test
-from matchsql.grammar.nodes import Navigation, PatternSemantics
+from matchsql.plan.binder import bind
+from matchsql.plan.bound import Const, Pointer
 from matchsql.plan.spec import MatchSpec
 
 #: A specialised expression, called exactly like the VM calls a test:
@@ -140,7 +140,7 @@ def compile_define(expr: exp.Expression, spec: MatchSpec, var: str,
     :class:`~matchsql.fsm.expressions.HistoryUse`).
     """
     try:
-        code = _DefineCompiler(spec, var, history_key).compile(expr, None)
+        code = _DefineCompiler(spec, var, history_key).compile(bind(expr, spec))
     except (_Unsupported, SemanticError, ExecutionError):
         return None  # the general evaluator reports errors in its own words
     return FastDefine(code, row_local)
@@ -152,47 +152,38 @@ def _numeric_type(t: pa.DataType) -> bool:
 
 
 class _DefineCompiler:
+    """Specialises a bound DEFINE of ``var`` (see the module docstring for the subset)."""
+
     def __init__(self, spec: MatchSpec, var: str, history_key: HistoryKey) -> None:
-        self.names = _Compiler(spec)  # column and variable name resolution, shared rules
         self.types = {f.name: f.type for f in spec.columns}
         self.var = var
         self.history_key = history_key
 
-    def compile(self, node: exp.Expression, at: Locator | None) -> _Code:
-        """``at``: inside PREV/NEXT, the row every column reads; None outside."""
-        if isinstance(node, exp.Paren):
-            return self.compile(node.this, at)
-        if isinstance(node, exp.Column):
-            return self.column(node, at)
-        if isinstance(node, exp.Literal):
-            value = self.literal(node)
-            numeric = not isinstance(value, str)
+    def compile(self, node: exp.Expression) -> _Code:
+        if isinstance(node, Pointer):
+            return self.pointer(node)
+        if isinstance(node, Const):
+            value = node.value
+            if value is None or isinstance(value, bool):
+                return _Code(_constant(value), boolean=True)
+            numeric = isinstance(value, int | float)
             return _Code(_constant(value), numeric=numeric,
                          operand=(_CONST, "", 0, 0, value) if numeric else None)
-        if isinstance(node, exp.Null):
-            return _Code(_constant(None), boolean=True)
-        if isinstance(node, exp.Boolean):
-            return _Code(_constant(bool(node.this)), boolean=True)
-        if isinstance(node, Navigation):
-            return self.navigation(node, at)
-        if isinstance(node, PatternSemantics):
-            if node.final:
-                raise _Unsupported  # an error in DEFINE; the general path says so
-            return self.compile(node.this, at)
         if isinstance(node, exp.And | exp.Or):
-            return self.connective(node, at)
+            return self.connective(node)
         if isinstance(node, exp.Not):
-            inner = self.compile(node.this, at).factory
+            inner = self.compile(node.this).factory
             return _Code(lambda holder: _not(inner(holder)), boolean=True)
         if isinstance(node, exp.Neg):
-            inner = self.compile(node.this, at).factory
+            inner = self.compile(node.this).factory
             return _Code(lambda holder: _neg(inner(holder)))
-        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
-            inner = self.compile(node.this, at).factory
+        if isinstance(node, exp.Is) and isinstance(node.expression, Const) \
+                and node.expression.value is None:
+            inner = self.compile(node.this).factory
             return _Code(lambda holder: _is_null(inner(holder)), boolean=True)
         makers = _COMPARISONS.get(type(node))
         if makers is not None:
-            left, right = self.compile(node.this, at), self.compile(node.expression, at)
+            left, right = self.compile(node.this), self.compile(node.expression)
             if left.numeric and right.numeric:
                 if left.operand is not None and right.operand is not None:
                     return _Code(_fused(type(node), left.operand, right.operand), boolean=True)
@@ -201,22 +192,12 @@ class _DefineCompiler:
                 maker = makers[0]
             lf, rf = left.factory, right.factory
             return _Code(lambda holder: maker(lf(holder), rf(holder)), boolean=True)
-        binary = _BINARY.get(type(node))
+        binary = sc.ARITHMETIC.get(type(node))
         if binary is not None:
-            lf = self.compile(node.this, at).factory
-            rf = self.compile(node.expression, at).factory
+            lf = self.compile(node.this).factory
+            rf = self.compile(node.expression).factory
             return _Code(lambda holder: _binary(binary, lf(holder), rf(holder)))
         raise _Unsupported
-
-    def literal(self, node: exp.Literal) -> Any:
-        """The same values as :meth:`_Compiler.literal`."""
-        if node.is_string:
-            return node.this
-        raw = str(node.this)
-        try:
-            return int(raw)
-        except ValueError:
-            return float(raw)
 
     def last_of(self, vars_: frozenset[str] | None) -> Locator:
         """Locator of the last row mapped to ``vars_`` (RUNNING, in DEFINE of ``var``)."""
@@ -227,48 +208,34 @@ class _DefineCompiler:
             raise _Unsupported
         return ("key", *slot, 0)
 
-    def column(self, node: exp.Column, at: Locator | None) -> _Code:
-        if isinstance(node.this, exp.Star):
-            raise _Unsupported
-        name = self.names.column_name(node)
-        if at is None:
-            at = self.last_of(self.names.var_set(node.table or None))
+    def pointer(self, node: Pointer) -> _Code:
+        at = node.position
+        if node.classifier or not at.current or at.final:
+            raise _Unsupported  # labels, FIRST/LAST offsets; FINAL is an error in DEFINE
+        anchor = self.last_of(at.vars)
+        where = anchor[:-1] + (anchor[-1] + at.physical,)
+        name = node.column
         operand: _Operand | None = None
-        if at[0] == "cur" and at[-1] <= 0:
-            operand = (_ROW, name, 0, at[-1], None)
-        elif at[0] == "key" and at[3] and at[-1] <= 0:  # a bare row number (scalar)
-            operand = (_KEY, name, at[1], at[-1], None)
-        return _Code(_reader(name, at), numeric=_numeric_type(self.types[name]),
+        if where[0] == "cur" and where[-1] <= 0:
+            operand = (_ROW, name, 0, where[-1], None)
+        elif where[0] == "key" and where[3] and where[-1] <= 0:  # a bare row number (scalar)
+            operand = (_KEY, name, where[1], where[-1], None)
+        return _Code(_reader(name, where), numeric=_numeric_type(self.types[name]),
                      operand=operand)
 
-    def navigation(self, node: Navigation, at: Locator | None) -> _Code:
-        if not node.physical or at is not None:
-            raise _Unsupported  # FIRST/LAST, or navigation nested in navigation
-        arg = node.this
-        while isinstance(arg, exp.Paren):
-            arg = arg.this
-        offset = node.offset
-        if not isinstance(offset, int) or offset < 0 or isinstance(arg, Navigation):
-            raise _Unsupported
-        anchor = self.last_of(self.names.arg_vars(arg, node.kind))
-        delta = -offset if node.kind == "PREV" else offset
-        return self.compile(arg, anchor[:-1] + (anchor[-1] + delta,))
-
-    def connective(self, node: exp.And | exp.Or, at: Locator | None) -> _Code:
+    def connective(self, node: exp.And | exp.Or) -> _Code:
         """Flatten an AND (OR) chain; evaluation order and short-circuit are unchanged."""
         kind = type(node)
         operands: list[exp.Expression] = []
         pending: list[exp.Expression] = [node]
         while pending:  # left-to-right leaves of the same connective
             item = pending.pop()
-            while isinstance(item, exp.Paren):
-                item = item.this
             if type(item) is kind:
                 pending.append(item.expression)
                 pending.append(item.this)
             else:
                 operands.append(item)
-        parts = [self.compile(item, at) for item in operands]
+        parts = [self.compile(item) for item in operands]
         factories = [p.factory for p in parts]
         boolean = all(p.boolean for p in parts)
         if kind is exp.And:

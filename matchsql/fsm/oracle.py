@@ -44,7 +44,7 @@ from typing import Any
 import pyarrow as pa
 
 from matchsql.errors import ExecutionError, LimitExceededError
-from matchsql.fsm.expressions import ListRows, MatchView
+from matchsql.expr.rows import ListRows, MatchView
 from matchsql.fsm.oracle_navigation import OracleExpression
 from matchsql.plan.pattern import (
     Alternation,

@@ -35,9 +35,10 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import SemanticError
-from matchsql.fsm.compiled.lowering import column_name, var_set
-from matchsql.fsm.expressions import MatchView, RowSource, compile_expression, is_aggregate
-from matchsql.grammar.nodes import Classifier, Navigation, PatternSemantics
+from matchsql.expr.rows import MatchView, RowSource
+from matchsql.expr.rowwise import compile_expression
+from matchsql.plan.binder import is_aggregate, resolve_column, resolve_vars
+from matchsql.plan.row_functions import Classifier, Navigation, PatternSemantics
 from matchsql.plan.spec import MatchSpec
 
 __all__ = ["OracleExpression"]
@@ -169,7 +170,7 @@ class OracleExpression:
                                 "without aggregates")
         def read(node: exp.Expression) -> exp.Expression:
             if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
-                return self._reference(_Reference(where, column_name(self.spec, node)))
+                return self._reference(_Reference(where, resolve_column(self.spec, node.name)))
             if isinstance(node, Classifier):
                 return self._reference(_Reference(where, None))
             return node
@@ -185,7 +186,7 @@ class OracleExpression:
         names |= {n.variable for n in arg.walk() if isinstance(n, Classifier) and n.variable}
         if len(names) > 1:
             raise SemanticError("a navigation argument must refer to one pattern variable")
-        return var_set(self.spec, names.pop() if names else None)
+        return resolve_vars(self.spec, names.pop() if names else None)
 
 
 def _unwrap(node: exp.Expression) -> exp.Expression:

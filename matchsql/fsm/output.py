@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from matchsql.errors import ExecutionError
 from matchsql.expr import values as sc
-from matchsql.fsm.expressions import Evaluator, MatchView, RowSource
+from matchsql.expr.rows import Evaluator, MatchView, RowSource
 from matchsql.fsm.holder import InputHolder
 from matchsql.plan.spec import MatchSpec, RowsPerMatch
 

@@ -42,15 +42,11 @@ from sqlglot import exp
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError, too_many_rows
+from matchsql.expr.history import HistoryUse, Reach
+from matchsql.expr.rows import MatchView
+from matchsql.expr.rowwise import CompiledExpression, analyze_expression
 from matchsql.expr.values import compare, sub, truth
 from matchsql.fsm.defines import FastDefine, compile_define
-from matchsql.fsm.expressions import (
-    CompiledExpression,
-    HistoryUse,
-    MatchView,
-    Reach,
-    analyze_expression,
-)
 from matchsql.fsm.holder import InputHolder
 from matchsql.fsm.output import MatchRecord, OutputBuilder, UnmatchedRow
 from matchsql.fsm.program import Program, compile_pattern

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from matchsql.errors import LimitExceededError
-from matchsql.fsm.expressions import HistoryUse
+from matchsql.expr.history import HistoryUse
 from matchsql.fsm.program import Op, Program
 
 #: One row of a thread's history: ``(parent, var, excluded)``, a cons cell

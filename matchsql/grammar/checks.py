@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from matchsql.errors import SemanticError
 from matchsql.grammar.dialect import first_offset
-from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation, PatternSemantics
+from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
 
 __all__ = ["ExpressionChecker", "position"]
 

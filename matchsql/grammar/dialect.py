@@ -49,18 +49,15 @@ from sqlglot.tokens import Token, TokenType
 
 from matchsql.errors import SemanticError
 from matchsql.grammar.nodes import (
-    Classifier,
-    MatchNumber,
     MatchRecognizeTable,
     MeasureDef,
-    Navigation,
-    PatternSemantics,
     RowPattern,
     SubsetDef,
     VariableDef,
 )
 from matchsql.grammar.pattern_parser import parse_pattern
 from matchsql.grammar.sqltext import pattern_body_end
+from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
 
 __all__ = ["MatchSQL", "variable_identifier", "variable_sql"]
 

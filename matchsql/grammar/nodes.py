@@ -28,59 +28,6 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-NAVIGATION_KINDS = ("PREV", "NEXT", "FIRST", "LAST")
-
-
-class Navigation(exp.Expression):
-    """``PREV/NEXT`` (physical) or ``FIRST/LAST`` (logical) navigation.
-
-    ``kind`` is one of :data:`NAVIGATION_KINDS`; ``offset`` is a non-negative
-    Python int (default 1 for PREV/NEXT, 0 for FIRST/LAST).
-    """
-
-    arg_types = {"this": True, "kind": True, "offset": False}
-
-    @property
-    def kind(self) -> str:
-        return self.args["kind"]
-
-    @property
-    def offset(self) -> int:
-        offset = self.args.get("offset")
-        if offset is None:
-            return 1 if self.kind in ("PREV", "NEXT") else 0
-        return offset
-
-    @property
-    def physical(self) -> bool:
-        return self.kind in ("PREV", "NEXT")
-
-
-class PatternSemantics(exp.Expression):
-    """``RUNNING expr`` or ``FINAL expr``."""
-
-    arg_types = {"this": True, "final": True}
-
-    @property
-    def final(self) -> bool:
-        return bool(self.args["final"])
-
-
-class Classifier(exp.Expression):
-    """``CLASSIFIER()`` or ``CLASSIFIER(V)``: the variable a row was mapped to."""
-
-    arg_types = {"this": False}  # optional variable or subset name (str)
-
-    @property
-    def variable(self) -> str | None:
-        return self.args.get("this")
-
-
-class MatchNumber(exp.Expression):
-    """``MATCH_NUMBER()``: sequential number of the match in its partition, from 1."""
-
-    arg_types: dict = {}
-
 
 class MeasureDef(exp.Expression):
     """``expr AS name`` in MEASURES; ``this`` is the expression, ``alias`` the name."""

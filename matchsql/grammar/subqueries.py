@@ -34,13 +34,8 @@ from matchsql.errors import (
     without_kind,
 )
 from matchsql.grammar.checks import position
-from matchsql.grammar.nodes import (
-    Classifier,
-    MatchNumber,
-    MatchRecognizeTable,
-    Navigation,
-    PatternSemantics,
-)
+from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
 
 __all__ = ["fold_subqueries", "visible_ctes"]
 

@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from matchsql.errors import CatalogError, Error, SemanticError, TypeMismatchError
 from matchsql.grammar.checks import position
-from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation, PatternSemantics
+from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
 
 __all__ = ["ExpressionTyper"]
 

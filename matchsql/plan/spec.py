@@ -71,6 +71,9 @@ class MatchSpec:
     all_matches: bool = False
     incremental: bool = False
     within: object | None = None  # datetime.timedelta or a number, in ORDER BY units
+    #: id(expression) -> (expression, its bound form); see :func:`matchsql.plan.binder.bind`.
+    bound_cache: dict[int, tuple[exp.Expression, exp.Expression]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def variables(self) -> list[str]:

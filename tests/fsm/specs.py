@@ -21,7 +21,6 @@ from sqlglot import exp
 
 from matchsql.config import Config
 from matchsql.fsm.reference import ReferenceMatcher
-from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation, PatternSemantics
 from matchsql.plan.pattern import (
     Alternation,
     Anchor,
@@ -34,6 +33,7 @@ from matchsql.plan.pattern import (
     Permutation,
     Quantified,
 )
+from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
 from matchsql.plan.spec import MatchSpec, Measure, RowsPerMatch, SkipMode
 
 # -- expressions ----------------------------------------------------------------------------

@@ -18,9 +18,10 @@ import pyarrow as pa
 import pytest
 
 from matchsql.errors import ExecutionError
+from matchsql.expr.rows import MatchView
+from matchsql.expr.rowwise import analyze_expression
 from matchsql.expr.values import truth
 from matchsql.fsm.defines import compile_define
-from matchsql.fsm.expressions import MatchView, analyze_expression
 from matchsql.fsm.holder import InputHolder
 from matchsql.fsm.vm import HistoryKey, HistoryLabels
 from matchsql.plan.spec import MatchSpec

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pytest
 
 from matchsql.errors import ExecutionError, SemanticError
-from matchsql.fsm.expressions import ListRows, MatchView, analyze_expression, compile_expression
+from matchsql.expr.rows import ListRows, MatchView
+from matchsql.expr.rowwise import analyze_expression, compile_expression
 from matchsql.plan.spec import MatchSpec
 
 from .specs import expr, pattern

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from matchsql.fsm.expressions import HistoryUse
+from matchsql.expr.history import HistoryUse
 from matchsql.fsm.vm import Chain, HistoryKey
 
 

@@ -12,8 +12,8 @@ from sqlglot import exp
 
 from matchsql.errors import CatalogError, SemanticError, TypeMismatchError, line_column
 from matchsql.grammar import analyze
-from matchsql.grammar.nodes import Navigation
 from matchsql.plan.pattern import Concatenation
+from matchsql.plan.row_functions import Navigation
 from matchsql.plan.spec import RowsPerMatch, SkipMode
 
 SCHEMA = pa.schema(

@@ -8,15 +8,9 @@ from grammar_helpers import SEED_QUERIES, match_tables, only_mr
 from sqlglot import exp
 
 from matchsql.grammar import MatchSQL, parse, to_sql
-from matchsql.grammar.nodes import (
-    Classifier,
-    MatchNumber,
-    MatchRecognizeTable,
-    MeasureDef,
-    Navigation,
-    PatternSemantics,
-)
+from matchsql.grammar.nodes import MatchRecognizeTable, MeasureDef
 from matchsql.plan.pattern import Concatenation, Label, Quantified
+from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
 
 
 def measure(node: MatchRecognizeTable, index: int = 0) -> exp.Expr:

@@ -37,7 +37,7 @@ from matchsql.fsm.compiled.matcher import (
 )
 from matchsql.fsm.compiled.measures import output_batch
 from matchsql.fsm.compiled.rowlocal import EDGES, PartitionEdges
-from matchsql.grammar.nodes import Navigation
+from matchsql.plan.row_functions import Navigation
 from matchsql.plan.spec import RowsPerMatch
 
 

@@ -16,16 +16,16 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import Error
-from matchsql.fsm.compiled.lowering import Unsupported, describe
+from matchsql.expr.rowwise import evaluator
+from matchsql.fsm.compiled.lowering import Unsupported
 from matchsql.fsm.compiled.match_arrays import Expansion, Matches, Rows
-from matchsql.fsm.expressions import compile_expression
-from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation, PatternSemantics
+from matchsql.plan.binder import bind
+from matchsql.plan.bound import AggregateCall, MatchNumberRef, Pointer, describe
 from matchsql.plan.spec import MatchSpec
 
 __all__ = ["ConstantMeasure", "constant_measure"]
 
-_READS_MATCH = (exp.Column, exp.Star, Navigation, Classifier, MatchNumber, PatternSemantics,
-                exp.AggFunc, exp.Anonymous)
+_READS_MATCH = (Pointer, AggregateCall, MatchNumberRef)
 
 
 @dataclass
@@ -46,22 +46,16 @@ class ConstantMeasure:
 
 
 def constant_measure(spec: MatchSpec, node: exp.Expression) -> ConstantMeasure | None:
-    """The constant measure ``node`` (a measure expression without RUNNING/FINAL); None
-    when ``node`` reads the match or is not one of ``spec``'s measures."""
+    """The constant measure ``node`` (the bound form of one of ``spec``'s measures); None
+    when ``node`` reads the match or is no measure's."""
     if any(isinstance(n, _READS_MATCH) for n in node.walk()):
         return None
-    declared = next((m.type for m in spec.measures if _bare(m.expr) is node), None)
+    declared = next((m.type for m in spec.measures if bind(m.expr, spec) is node), None)
     if declared is None:
         return None
     try:
-        value = compile_expression(node, spec)(None)  # type: ignore[arg-type]
+        value = evaluator(node)(None)  # type: ignore[arg-type]
         return ConstantMeasure(pa.scalar(value, type=declared))
     except (Error, pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
         # the reference evaluator reports it (an invalid CAST, say) where it occurs
         raise Unsupported(f"constant measure {describe(node)}: {exc}") from None
-
-
-def _bare(node: exp.Expression) -> exp.Expression:
-    while isinstance(node, exp.Paren | PatternSemantics):
-        node = node.this
-    return node

@@ -10,9 +10,9 @@ kernel interprets against a thread's registers. Anything the bytecode cannot
 express exactly raises :class:`Unsupported`, and the planner routes the query
 to the reference matcher, naming the reason.
 
-The bytecode is built from the analysed tree only: column names are mapped
-to column indexes, literals are re-parsed as numbers; no user text is ever
-evaluated.
+The bytecode is built from the bound form (:mod:`matchsql.plan.bound`):
+each pointer becomes one register load, each constant one operand; names and
+literals were resolved by the binder, and no user text is ever evaluated.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.program import Op, Program
-from matchsql.grammar.nodes import MatchNumber, Navigation, PatternSemantics
+from matchsql.plan.bound import AggregateCall, Const, MatchNumberRef, Pointer, describe
 from matchsql.plan.spec import MatchSpec
 
 _OPS = [Op.LABEL, Op.SPLIT, Op.JUMP, Op.BEGIN_ITER, Op.END_ITER, Op.START_ANCHOR,
@@ -47,51 +47,10 @@ def program_array(program: Program) -> np.ndarray:
 
 
 def conjuncts(expr: exp.Expression) -> list[exp.Expression]:
-    """The top-level ``AND`` terms of a condition."""
-    while isinstance(expr, exp.Paren):
-        expr = expr.this
+    """The top-level ``AND`` terms of a bound condition."""
     if isinstance(expr, exp.And):
         return conjuncts(expr.this) + conjuncts(expr.expression)
     return [expr]
-
-
-def column_name(spec: MatchSpec, node: exp.Column) -> str:
-    """The input column a reference names (exact, else the one case-insensitive match)."""
-    names = spec.columns.names
-    if node.name in names:
-        return node.name
-    matches = [c for c in names if c.lower() == node.name.lower()]
-    if len(matches) == 1:
-        return matches[0]
-    raise Unsupported(f"unknown column {node.name!r}")
-
-
-def var_set(spec: MatchSpec, name: str | None) -> frozenset[str] | None:
-    """The primary variables a qualifier stands for (None: unqualified)."""
-    if not name:
-        return None
-    for candidate in (name, name.upper()):
-        if candidate in spec.subsets:
-            return frozenset(spec.subsets[candidate])
-        if candidate in spec.variables:
-            return frozenset((candidate,))
-    raise Unsupported(f"unknown pattern variable {name!r}")
-
-
-def describe(node: exp.Expression) -> str:
-    """SQL text of a node for messages (the pattern nodes have no SQL generator)."""
-    try:
-        return node.sql(dialect="duckdb")
-    except ValueError:
-        return type(node).__name__.upper()
-
-
-def strip(node: exp.Expression) -> exp.Expression:
-    while isinstance(node, exp.Paren | PatternSemantics):
-        if isinstance(node, PatternSemantics) and node.final:
-            raise Unsupported("FINAL inside DEFINE")
-        node = node.this
-    return node
 
 
 def is_numeric(t: pa.DataType) -> bool:
@@ -174,30 +133,27 @@ class RegisterCompiler:
 
     def emit(self, node: exp.Expression) -> str:
         """Emit code for ``node``; return its kind: 'num', 'bool' or 'null'."""
-        node = strip(node)
-        if isinstance(node, exp.Literal):
-            if node.is_string:
+        if isinstance(node, Const):
+            value = node.value
+            if value is None:
+                self.put(K.C_NULL)
+                return "null"
+            if isinstance(value, bool):
+                self.put(K.C_CONST, value=1.0 if value else 0.0)
+                return "bool"
+            if isinstance(value, str):
                 raise Unsupported("string values in conditions that read other rows")
-            raw = str(node.this)
-            try:
-                value = float(int(raw))
-            except ValueError:
-                value = float(raw)
-            self.put(K.C_CONST, value=value)
+            self.put(K.C_CONST, value=float(value))
             return "num"
-        if isinstance(node, exp.Boolean):
-            self.put(K.C_CONST, value=1.0 if node.this else 0.0)
-            return "bool"
-        if isinstance(node, exp.Null):
-            self.put(K.C_NULL)
-            return "null"
-        if isinstance(node, MatchNumber):
+        if isinstance(node, MatchNumberRef):
             self.put(K.C_MATCHNO)
             return "num"
-        if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
-            self.put(K.C_COUNT_ALL)
-            return "num"
-        if isinstance(node, exp.Column | Navigation):
+        if isinstance(node, AggregateCall):
+            if node.function == "count_star" and node.vars is None and node.condition is None:
+                self.put(K.C_COUNT_ALL)
+                return "num"
+            raise Unsupported(f"{describe(node)} in a condition that reads other rows")
+        if isinstance(node, Pointer):
             self.load(node)
             return "num"
         if type(node) in _BINARY:
@@ -224,7 +180,8 @@ class RegisterCompiler:
                 raise Unsupported("arithmetic on non-numeric values")
             self.put(K.C_NEG if isinstance(node, exp.Neg) else K.C_ABS)
             return "num"
-        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+        if isinstance(node, exp.Is) and isinstance(node.expression, Const) \
+                and node.expression.value is None:
             self.emit(node.this)
             self.put(K.C_ISNULL)
             return "bool"
@@ -236,7 +193,7 @@ class RegisterCompiler:
             self.put(K.C_LE)
             self.put(K.C_AND)
             return "bool"
-        raise Unsupported(f"{type(node).__name__.upper()} in a condition that reads other rows")
+        raise Unsupported(f"{describe(node)} in a condition that reads other rows")
 
     def numeric(self, left: exp.Expression, right: exp.Expression) -> None:
         for side in (left, right):
@@ -245,52 +202,36 @@ class RegisterCompiler:
 
     # -- row references -------------------------------------------------------------------
 
-    def load(self, node: exp.Expression) -> None:
-        delta = 0
-        if isinstance(node, Navigation) and node.physical:
-            delta = -node.offset if node.kind == "PREV" else node.offset
-            node = strip(node.this)
-        if isinstance(node, Navigation):
-            if node.physical:
-                raise Unsupported("PREV/NEXT nested in PREV/NEXT")
-            target = strip(node.this)
-            if not isinstance(target, exp.Column) or isinstance(target.this, exp.Star):
-                raise Unsupported(f"{node.kind} over an expression")
-            col = self.column(target)
-            members = var_set(self.spec, target.table or None)
-            k = node.offset
-            if node.kind == "LAST":
-                if members is None or self.var in members:
-                    kind, s = (K.R_CUR, 0) if k == 0 else (K.R_BACK, k)
-                    if members is not None and k:
-                        raise Unsupported(f"LAST({describe(target)}, {k})")
-                else:
-                    if k:
-                        raise Unsupported(f"LAST({describe(target)}, {k})")
-                    kind, s = K.R_LAST, self.set_id(members)
-                    self.out.obs_last |= members
+    def load(self, node: Pointer) -> None:
+        """One register load: the row the pointer names, as the kernel's row kinds say it."""
+        at = node.position
+        if node.classifier or at.aggregated:
+            raise Unsupported(f"{node.text} in a condition that reads other rows")
+        if at.final:
+            raise Unsupported("FINAL inside DEFINE")
+        col = self.column(node.column)
+        members, k = at.vars, at.offset
+        if not at.first:
+            if members is None or self.var in members:
+                if members is not None and k:
+                    raise Unsupported(f"{node.text}: LAST with an offset over a variable")
+                kind, s = (K.R_CUR, 0) if k == 0 else (K.R_BACK, k)
             else:
-                if members is None:
-                    kind, s = (K.R_START, 0) if k == 0 else (K.R_FORTH, k)
-                else:
-                    if k:
-                        raise Unsupported(f"FIRST({describe(target)}, {k})")
-                    kind, s = K.R_FIRST, self.set_id(members)
-                    self.out.obs_first |= members
-            self.put(K.C_LOAD, col, kind, s, delta)
-            return
-        if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
-            raise Unsupported(f"{describe(node)} as a navigation argument")
-        col = self.column(node)
-        members = var_set(self.spec, node.table or None)
-        if members is None or self.var in members:
-            self.put(K.C_LOAD, col, K.R_CUR, 0, delta)
+                if k:
+                    raise Unsupported(f"{node.text}: LAST with an offset over a variable")
+                kind, s = K.R_LAST, self.set_id(members)
+                self.out.obs_last |= members
         else:
-            self.out.obs_last |= members
-            self.put(K.C_LOAD, col, K.R_LAST, self.set_id(members), delta)
+            if members is None:
+                kind, s = (K.R_START, 0) if k == 0 else (K.R_FORTH, k)
+            else:
+                if k:
+                    raise Unsupported(f"{node.text}: FIRST with an offset over a variable")
+                kind, s = K.R_FIRST, self.set_id(members)
+                self.out.obs_first |= members
+        self.put(K.C_LOAD, col, kind, s, at.physical)
 
-    def column(self, node: exp.Column) -> int:
-        name = column_name(self.spec, node)
+    def column(self, name: str) -> int:
         if not is_numeric(self.types[name]):
             raise Unsupported(f"column {name} of type {self.types[name]} in a condition that "
                               "reads other rows (numeric columns only)")

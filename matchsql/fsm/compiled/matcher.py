@@ -50,6 +50,7 @@ from matchsql.fsm.compiled.rowlocal import RowLocalCompiler, Term, evaluate
 from matchsql.fsm.output import MatchRecord, OutputBuilder, UnmatchedRow
 from matchsql.fsm.reference import CompiledQuery
 from matchsql.fsm.states import StateKind, StateSpec
+from matchsql.plan.binder import bind
 from matchsql.plan.spec import MatchSpec, RowsPerMatch, SkipMode
 
 _SKIP = {SkipMode.PAST_LAST_ROW: K.SKIP_PAST, SkipMode.TO_NEXT_ROW: K.SKIP_NEXT,
@@ -86,7 +87,7 @@ class CompiledPlan:
             expr = spec.defines.get(var)
             local: list[Term] = []
             other = []
-            for term in conjuncts(expr) if expr is not None else []:
+            for term in conjuncts(bind(expr, spec)) if expr is not None else []:
                 try:
                     local.append(RowLocalCompiler(spec, var).compile(term))
                 except Unsupported:

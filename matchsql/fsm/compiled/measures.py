@@ -32,10 +32,11 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.fsm.compiled.constants import constant_measure
-from matchsql.fsm.compiled.lowering import Unsupported, column_name, describe, strip, var_set
+from matchsql.fsm.compiled.lowering import Unsupported
 from matchsql.fsm.compiled.match_arrays import Expansion, Matches, Rows
 from matchsql.fsm.compiled.segment_aggregates import segment_aggregate
-from matchsql.grammar.nodes import Classifier, MatchNumber, Navigation, PatternSemantics
+from matchsql.plan.binder import bind
+from matchsql.plan.bound import AggregateCall, MatchNumberRef, Pointer, describe
 from matchsql.plan.spec import MatchSpec, RowsPerMatch
 
 Locate = Callable[[Matches, Rows], np.ndarray]  # absolute row per match, -1 for none
@@ -72,7 +73,7 @@ class MeasureCompiler:
     def compile_all(self) -> list:
         out = []
         for m in self.spec.measures:
-            fn, natural = self.compile_one(m.expr)
+            fn, natural = self.compile_one(bind(m.expr, self.spec))
             if natural != m.type:
                 raise Unsupported(f"measure {m.name}: computed as {natural}, declared {m.type}")
             out.append(fn)
@@ -87,14 +88,13 @@ class MeasureCompiler:
         return np.array([self.variables.index(v) for v in members], np.int64)
 
     def measure(self, node: exp.Expression) -> tuple[Measure, pa.DataType]:
-        node = strip_final(node)
         direct = segment_aggregate(self.spec, self.variables, node) or constant_measure(
             self.spec, node)
         if direct is not None:
             return direct.final, direct.type
-        if isinstance(node, MatchNumber):
+        if isinstance(node, MatchNumberRef):
             return (lambda m, rows: pa.array(m.numbers, pa.int64())), pa.int64()
-        if isinstance(node, Classifier) and node.variable is None:
+        if _plain_classifier(node):
             names = np.array(self.variables + [None], dtype=object)
 
             def classifier(m: Matches, rows: Rows) -> pa.Array:
@@ -103,22 +103,20 @@ class MeasureCompiler:
                                  else -1, -1)
                 return pa.array(names[codes], pa.string())
             return classifier, pa.string()
-        if isinstance(node, exp.Count) and not node.args.get("distinct"):
-            arg = node.this
-            if isinstance(arg, exp.Star):
+        if isinstance(node, AggregateCall) and node.function == "count_star" \
+                and node.condition is None:
+            if node.vars is None:
                 return (lambda m, rows: pa.array(m.lengths, pa.int64())), pa.int64()
-            if isinstance(arg, exp.Column) and isinstance(arg.this, exp.Star):
-                ids = self.ids(var_set(self.spec, arg.table or None))
+            ids = self.ids(node.vars)
 
-                def count(m: Matches, rows: Rows) -> pa.Array:
-                    out = np.zeros(len(m.starts), np.int64)
-                    nonempty = m.lengths > 0
-                    if nonempty.any() and len(m.labels):
-                        hits = np.isin(m.labels, ids).astype(np.int64)
-                        out[nonempty] = np.add.reduceat(hits, m.offsets[nonempty])
-                    return pa.array(out, pa.int64())
-                return count, pa.int64()
-            raise Unsupported("COUNT over an expression")
+            def count(m: Matches, rows: Rows) -> pa.Array:
+                out = np.zeros(len(m.starts), np.int64)
+                nonempty = m.lengths > 0
+                if nonempty.any() and len(m.labels):
+                    hits = np.isin(m.labels, ids).astype(np.int64)
+                    out[nonempty] = np.add.reduceat(hits, m.offsets[nonempty])
+                return pa.array(out, pa.int64())
+            return count, pa.int64()
         locate, column = self.locator(node)
         ctype = self.types[column]
 
@@ -135,20 +133,13 @@ class MeasureCompiler:
     def target(self, node: exp.Expression) -> tuple[int, str, np.ndarray | None, bool, int]:
         """What a value measure reads: ``(PREV/NEXT shift, column, variable ids or None
         for all rows, LAST (else FIRST), logical offset)``."""
-        delta = 0
-        if isinstance(node, Navigation) and node.physical:
-            delta = -node.offset if node.kind == "PREV" else node.offset
-            node = strip_final(node.this)
-        if isinstance(node, Navigation) and not node.physical:
-            target, last, k = strip_final(node.this), node.kind == "LAST", node.offset
-        else:
-            target, last, k = node, True, 0
-        if not isinstance(target, exp.Column) or isinstance(target.this, exp.Star):
+        if not isinstance(node, Pointer) or node.classifier or node.position.aggregated:
             raise Unsupported(f"measure {describe(node)}")
-        ids = self.ids(var_set(self.spec, target.table or None))
-        if ids is not None and k:
-            raise Unsupported(f"{describe(node)}: offset navigation over a variable")
-        return delta, column_name(self.spec, target), ids, last, k
+        at = node.position
+        ids = self.ids(at.vars)
+        if ids is not None and at.offset:
+            raise Unsupported(f"{node.text}: offset navigation over a variable")
+        return at.physical, node.column, ids, not at.first, at.offset
 
     def locator(self, node: exp.Expression) -> tuple[Locate, str]:
         """The row a value measure reads, and the column it reads there."""
@@ -210,25 +201,19 @@ class RunningMeasureCompiler(MeasureCompiler):
         return self.running(node)
 
     def running(self, node: exp.Expression) -> tuple[RunningMeasure, pa.DataType]:
-        while isinstance(node, exp.Paren):
-            node = node.this
-        if isinstance(node, PatternSemantics) and not node.final:
-            node = node.this
-        node = _inner_semantics(node)
-        if isinstance(node, PatternSemantics):  # FINAL: the ONE ROW value on every row
-            if any(not s.final for s in node.this.find_all(PatternSemantics)):
-                raise Unsupported(f"measure {describe(node.this)}: RUNNING inside FINAL")
-            whole, natural = self.measure(node.this)
+        finals = _finals(node)
+        if True in finals:  # FINAL: the ONE ROW value on every row
+            if len(finals) > 1:
+                raise Unsupported(f"measure {describe(node)}: RUNNING and FINAL mixed")
+            whole, natural = self.measure(node)
             return (lambda m, e, rows: whole(m, rows).take(pa.array(e.match))), natural
-        if any(isinstance(n, PatternSemantics) for n in node.find_all(PatternSemantics)):
-            raise Unsupported(f"measure {describe(node)}: nested RUNNING/FINAL")
         direct = segment_aggregate(self.spec, self.variables, node) or constant_measure(
             self.spec, node)
         if direct is not None:
             return direct.running, direct.type
-        if isinstance(node, MatchNumber):
+        if isinstance(node, MatchNumberRef):
             return (lambda m, e, rows: pa.array(m.numbers[e.match], pa.int64())), pa.int64()
-        if isinstance(node, Classifier) and node.variable is None:
+        if _plain_classifier(node):
             names = np.array(self.variables + [None], dtype=object)
 
             def classifier(m: Matches, e: Expansion, rows: Rows) -> pa.Array:
@@ -236,22 +221,20 @@ class RunningMeasureCompiler(MeasureCompiler):
                 codes = m.labels[np.maximum(at, 0)] if len(m.labels) else np.zeros(len(at), int)
                 return pa.array(names[np.where(at >= 0, codes, -1)], pa.string())
             return classifier, pa.string()
-        if isinstance(node, exp.Count) and not node.args.get("distinct"):
-            arg = node.this
-            if isinstance(arg, exp.Star):
+        if isinstance(node, AggregateCall) and node.function == "count_star" \
+                and node.condition is None:
+            if node.vars is None:
                 return (lambda m, e, rows: pa.array(e.pos + 1, pa.int64())), pa.int64()
-            if isinstance(arg, exp.Column) and isinstance(arg.this, exp.Star):
-                ids = self.ids(var_set(self.spec, arg.table or None))
+            ids = self.ids(node.vars)
 
-                def count(m: Matches, e: Expansion, rows: Rows) -> pa.Array:
-                    at = np.where(e.pos >= 0, m.offsets[e.match] + e.pos, -1)
-                    hits = np.cumsum(np.isin(m.labels, ids), dtype=np.int64)
-                    before = np.where(m.offsets > 0, hits[np.maximum(m.offsets - 1, 0)]
-                                      if len(hits) else 0, 0)
-                    upto = hits[np.maximum(at, 0)] if len(hits) else np.zeros(len(at), np.int64)
-                    return pa.array(np.where(at >= 0, upto - before[e.match], 0), pa.int64())
-                return count, pa.int64()
-            raise Unsupported("COUNT over an expression")
+            def count(m: Matches, e: Expansion, rows: Rows) -> pa.Array:
+                at = np.where(e.pos >= 0, m.offsets[e.match] + e.pos, -1)
+                hits = np.cumsum(np.isin(m.labels, ids), dtype=np.int64)
+                before = np.where(m.offsets > 0, hits[np.maximum(m.offsets - 1, 0)]
+                                  if len(hits) else 0, 0)
+                upto = hits[np.maximum(at, 0)] if len(hits) else np.zeros(len(at), np.int64)
+                return pa.array(np.where(at >= 0, upto - before[e.match], 0), pa.int64())
+            return count, pa.int64()
         locate, column = self.running_locator(node)
 
         def gather(m: Matches, e: Expansion, rows: Rows) -> pa.Array:
@@ -298,27 +281,18 @@ def _running_pick(m: Matches, mask: np.ndarray, last: bool) -> np.ndarray:
     return np.repeat(first, m.lengths)
 
 
-def _inner_semantics(node: exp.Expression) -> exp.Expression:
-    """``PREV/NEXT(RUNNING LAST(x))`` as ``PREV/NEXT(LAST(x))`` (RUNNING is the default
-    here); ``PREV/NEXT(FINAL ..)`` as ``FINAL PREV/NEXT(..)``: the physical move starts
-    from the row FIRST/LAST found, so a FINAL inside makes the whole measure final."""
-    if not (isinstance(node, Navigation) and node.physical):
-        return node
-    arg = node.this
-    while isinstance(arg, exp.Paren):
-        arg = arg.this
-    if not isinstance(arg, PatternSemantics):
-        return node
-    moved = node.copy()
-    moved.set("this", arg.this.copy())
-    return PatternSemantics(this=moved, final=True) if arg.final else moved
+def _finals(node: exp.Expression) -> set[bool | None]:
+    """The RUNNING/FINAL settings of the reads in ``node``."""
+    out: set[bool | None] = set()
+    for n in node.walk():
+        if isinstance(n, Pointer) and not n.position.aggregated:
+            out.add(n.position.final)
+        elif isinstance(n, AggregateCall):
+            out.add(n.final)
+    return out
 
 
-def strip_final(node: exp.Expression) -> exp.Expression:
-    """RUNNING/FINAL mean the same in ONE ROW PER MATCH."""
-    while isinstance(node, exp.Paren | PatternSemantics):
-        node = node.this
-    return node
-
-
-__all__ = ["Expansion", "Matches", "MeasureCompiler", "Rows", "RunningMeasureCompiler", "strip"]
+def _plain_classifier(node: exp.Expression) -> bool:
+    """``CLASSIFIER()``: the label of the current (ONE ROW: the last) row."""
+    return isinstance(node, Pointer) and node.classifier and node.position.vars is None \
+        and node.position.current and not node.position.physical

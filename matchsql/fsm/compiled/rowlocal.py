@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from matchsql.fsm.compiled.lowering import Unsupported, column_name, describe, strip, var_set
-from matchsql.grammar.nodes import Navigation
+from matchsql.fsm.compiled.lowering import Unsupported
+from matchsql.plan.bound import Const, Pointer, describe
 from matchsql.plan.spec import MatchSpec
 
 Columns = dict[str, pa.Array]
@@ -121,34 +121,11 @@ class RowLocalCompiler:
         return fn
 
     def node(self, node: exp.Expression) -> Term:
-        node = strip(node)
-        if isinstance(node, exp.Literal):
-            if node.is_string:
-                value = pa.scalar(node.this, pa.string())
-            else:
-                raw = str(node.this)
-                try:
-                    value = pa.scalar(int(raw), pa.int64())
-                except (ValueError, OverflowError):  # a fraction, or beyond BIGINT
-                    value = pa.scalar(float(raw), pa.float64())
+        if isinstance(node, Const):
+            value = _scalar(node.value)
             return lambda cols, n: value
-        if isinstance(node, exp.Boolean):
-            flag = pa.scalar(bool(node.this))
-            return lambda cols, n: flag
-        if isinstance(node, exp.Null):
-            return lambda cols, n: _NULL
-        if isinstance(node, exp.Column):
-            return self.column(node, 0)
-        if isinstance(node, Navigation):
-            if not node.physical:
-                raise Unsupported(f"{node.kind}() reads other rows of the match")
-            delta = -node.offset if node.kind == "PREV" else node.offset
-            inner = strip(node.this)
-            if isinstance(inner, Navigation):
-                raise Unsupported("navigation nested in PREV/NEXT")
-            arg = self.node(inner)
-            self.current_only(inner)
-            return lambda cols, n: _shift(arg(cols, n), n, delta, cols.get(EDGES))
+        if isinstance(node, Pointer):
+            return self.pointer(node)
         if type(node) in _COMPARE:
             return self.call(_COMPARE[type(node)], node.this, node.expression)
         if type(node) in _ARITH:
@@ -174,7 +151,8 @@ class RowLocalCompiler:
         if isinstance(node, exp.Abs):
             inner = self.node(node.this)
             return lambda cols, n: pc.abs_checked(_widen(inner(cols, n)))
-        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
+        if isinstance(node, exp.Is) and isinstance(node.expression, Const) \
+                and node.expression.value is None:
             inner = self.node(node.this)
 
             def is_null(cols: Columns, n: int) -> Value:
@@ -221,18 +199,37 @@ class RowLocalCompiler:
             return fn(a, b)
         return apply
 
-    def column(self, node: exp.Column, delta: int) -> Term:
-        if isinstance(node.this, exp.Star):
-            raise Unsupported(f"{describe(node)} outside COUNT")
-        members = var_set(self.spec, node.table or None)
-        if members is not None and self.var not in members:
-            raise Unsupported(f"{describe(node)} reads the last row of another variable")
-        name = column_name(self.spec, node)
+    def pointer(self, node: Pointer) -> Term:
+        """A column of the tested row, shifted by its PREV/NEXT offset."""
+        at = node.position
+        if node.classifier or at.aggregated or at.final:
+            raise Unsupported(f"{node.text} is not evaluated column-wise")
+        if not at.current:
+            raise Unsupported(f"{node.text} reads other rows of the match")
+        if at.vars is not None and self.var not in at.vars:
+            raise Unsupported(f"{node.text} reads the last row of another variable")
+        name = node.column
         self.columns.add(name)
-        return lambda cols, n: cols[name]
+        delta = at.physical
+        if not delta:
+            return lambda cols, n: cols[name]
+        return lambda cols, n: _shift(cols[name], n, delta, cols.get(EDGES))
 
-    def current_only(self, node: exp.Expression) -> None:
-        """PREV/NEXT arguments must be anchored to the current row (checked by node())."""
+
+def _scalar(value: object) -> pa.Scalar:
+    """A bound constant as an Arrow scalar (integers beyond BIGINT as DOUBLE)."""
+    if value is None:
+        return _NULL
+    if isinstance(value, bool):
+        return pa.scalar(value)
+    if isinstance(value, str):
+        return pa.scalar(value, pa.string())
+    if isinstance(value, int):
+        try:
+            return pa.scalar(value, pa.int64())
+        except (OverflowError, pa.ArrowInvalid):
+            return pa.scalar(float(value), pa.float64())
+    return pa.scalar(value, pa.float64())
 
 
 def evaluate(terms: list[Term], columns: Columns, n: int) -> np.ndarray:

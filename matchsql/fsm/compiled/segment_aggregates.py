@@ -33,14 +33,14 @@ import pyarrow.compute as pc
 from numba import njit
 from sqlglot import exp
 
-from matchsql.fsm.compiled.lowering import Unsupported, column_name, describe, var_set
+from matchsql.fsm.compiled.lowering import Unsupported
 from matchsql.fsm.compiled.match_arrays import Expansion, Matches, Rows
+from matchsql.plan.bound import AggregateCall, Pointer, describe
 from matchsql.plan.spec import MatchSpec
 
 __all__ = ["SegmentAggregate", "segment_aggregate"]
 
-_KINDS: dict[type, str] = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg",
-                           exp.Min: "min", exp.Max: "max"}
+_KINDS = frozenset({"count", "sum", "avg", "min", "max"})
 # Below this bound an int64 prefix sum cannot overflow and a float64 of it is exact.
 _EXACT = 2 ** 53
 
@@ -189,18 +189,19 @@ def _running_float_sums(values: np.ndarray, mask: np.ndarray,
 
 def segment_aggregate(spec: MatchSpec, variables: list[str],
                       node: exp.Expression) -> SegmentAggregate | None:
-    """The column-wise form of aggregate ``node``; None when ``node`` is no aggregate this
-    module computes (the caller decides what else to try). Raises Unsupported for an
+    """The column-wise form of bound aggregate ``node``; None when ``node`` is no aggregate
+    this module computes (the caller decides what else to try). Raises Unsupported for an
     aggregate over a column whose result would not match the reference exactly."""
-    kind = _KINDS.get(type(node))
-    if kind is None or node.args.get("distinct") or isinstance(node.this, exp.Distinct):
+    if not isinstance(node, AggregateCall) or node.function not in _KINDS \
+            or node.distinct or node.condition is not None or len(node.expressions) != 1:
         return None
-    arg = node.this
-    if not isinstance(arg, exp.Column) or isinstance(arg.this, exp.Star):
+    kind = node.function
+    arg = node.expressions[0]
+    if not isinstance(arg, Pointer) or arg.classifier:
         return None
-    name = column_name(spec, arg)
+    name = arg.column
     t = spec.columns.field(name).type
-    members = var_set(spec, arg.table or None)
+    members = node.vars
     ids = None if members is None else np.array([variables.index(v) for v in members], np.int64)
     if kind in ("sum", "avg") and not (pa.types.is_integer(t) or pa.types.is_floating(t)):
         raise Unsupported(f"{describe(node)}: column-wise SUM/AVG over {t}")

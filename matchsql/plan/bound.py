@@ -1,0 +1,151 @@
+"""The bound form of a DEFINE or MEASURES expression: what every backend evaluates.
+
+After analysis each expression is one scalar tree in which every read of the
+input is a :class:`Pointer` (after Trino's value pointers): a column, or a
+row's label (``CLASSIFIER``), read at one row that the pointer names by its
+:class:`Position`. Navigation no longer appears as an operator: ``PREV(A.x +
+A.y, 2)`` binds to ``PREV(A.x, 2) + PREV(A.y, 2)``, which locates the same row
+for both columns (a navigation argument names one variable, a checked rule).
+Aggregates are :class:`AggregateCall` nodes whose arguments read the row being
+aggregated; literals are :class:`Const` nodes holding their Python value;
+``MATCH_NUMBER()`` is :class:`MatchNumberRef`. Everything else (arithmetic,
+comparisons, AND/OR/NOT, CASE, casts, scalar functions) stays sqlglot's own
+expression classes, so a backend handles operators as it would in any
+sqlglot-based evaluator and never re-resolves a name or re-parses a literal.
+
+Column names are the input relation's exact names; variable sets are frozen
+sets of primary variables (a subset is expanded), ``None`` meaning the
+universal variable (every row of the match).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sqlglot import exp
+
+VarSet = frozenset[str] | None
+
+
+@dataclass(frozen=True)
+class Position:
+    """Which row a pointer reads.
+
+    The row is located logically first: the ``offset``-th last (``first`` False)
+    or first (``first`` True) row of the match mapped to ``vars``; then moved
+    ``physical`` rows in the partition (PREV < 0, NEXT > 0), NULL outside it.
+    ``final`` is FINAL (True), RUNNING (False) or the context's default (None).
+    ``aggregated`` pointers read the row an enclosing aggregate is visiting and
+    ignore the other fields.
+    """
+
+    vars: VarSet = None
+    first: bool = False
+    offset: int = 0
+    physical: int = 0
+    final: bool | None = None
+    aggregated: bool = False
+
+    @property
+    def current(self) -> bool:
+        """Reads the last row of ``vars`` (in a DEFINE of a member: the tested row)."""
+        return not self.aggregated and not self.first and self.offset == 0
+
+    def moved(self, delta: int) -> Position:
+        return replace(self, physical=self.physical + delta)
+
+
+class Pointer(exp.Expression):
+    """A value read at one row: input column ``column``, or the row's label when
+    ``column`` is None (``CLASSIFIER``); ``text`` is the source, for messages."""
+
+    arg_types = {"column": False, "position": True, "text": False}
+
+    @property
+    def column(self) -> str | None:
+        return self.args.get("column")
+
+    @property
+    def position(self) -> Position:
+        return self.args["position"]
+
+    @property
+    def classifier(self) -> bool:
+        return self.args.get("column") is None
+
+    @property
+    def text(self) -> str:
+        return self.args.get("text") or (self.column or "CLASSIFIER()")
+
+
+class Const(exp.Expression):
+    """A literal's value, parsed once (``None`` for NULL)."""
+
+    arg_types = {"value": False, "text": False}
+
+    @property
+    def value(self) -> Any:
+        return self.args.get("value")
+
+
+class MatchNumberRef(exp.Expression):
+    """``MATCH_NUMBER()``: the match's number in its partition, from 1."""
+
+    arg_types: dict = {}
+
+
+class AggregateCall(exp.Expression):
+    """An aggregate over the rows of the match mapped to ``vars``.
+
+    ``function`` is the canonical lower-case name (``count_star`` for
+    ``COUNT(*)``/``COUNT(A.*)``); ``expressions`` are the bound arguments, which
+    read the aggregated row through ``aggregated`` pointers; ``filter`` is the
+    bound FILTER (WHERE ...) condition; ``final`` as in :class:`Position`.
+    """
+
+    arg_types = {"function": True, "expressions": False, "vars": False, "filter": False,
+                 "distinct": False, "final": False, "text": False}
+
+    @property
+    def function(self) -> str:
+        return self.args["function"]
+
+    @property
+    def vars(self) -> VarSet:
+        return self.args.get("vars")
+
+    @property
+    def condition(self) -> exp.Expression | None:
+        return self.args.get("filter")
+
+    @property
+    def distinct(self) -> bool:
+        return bool(self.args.get("distinct"))
+
+    @property
+    def final(self) -> bool | None:
+        return self.args.get("final")
+
+    @property
+    def text(self) -> str:
+        return self.args.get("text") or self.function
+
+
+def pointers(node: exp.Expression) -> Iterator[Pointer]:
+    """Every pointer of ``node`` (those inside aggregates too)."""
+    for n in node.walk():
+        if isinstance(n, Pointer):
+            yield n
+
+
+def describe(node: exp.Expression) -> str:
+    """Source-like text of a bound node, for messages."""
+    if isinstance(node, Pointer | AggregateCall):
+        return node.text
+    if isinstance(node, Const):
+        return node.args.get("text") or repr(node.value)
+    if isinstance(node, MatchNumberRef):
+        return "MATCH_NUMBER()"
+    return type(node).__name__.upper()
