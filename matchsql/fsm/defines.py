@@ -42,6 +42,7 @@ from sqlglot import exp
 
 from matchsql.errors import ExecutionError, SemanticError
 from matchsql.expr import values as sc
+from matchsql.expr.support import DEFINE_FAST, why_not
 from matchsql.fsm.holder import InputHolder
 from matchsql.fsm.vm import History, HistoryKey, Test
 from matchsql.plan.binder import bind
@@ -140,7 +141,10 @@ def compile_define(expr: exp.Expression, spec: MatchSpec, var: str,
     :class:`~matchsql.fsm.expressions.HistoryUse`).
     """
     try:
-        code = _DefineCompiler(spec, var, history_key).compile(bind(expr, spec))
+        bound = bind(expr, spec)
+        if why_not(bound, DEFINE_FAST) is not None:
+            return None
+        code = _DefineCompiler(spec, var, history_key).compile(bound)
     except (_Unsupported, SemanticError, ExecutionError):
         return None  # the general evaluator reports errors in its own words
     return FastDefine(code, row_local)

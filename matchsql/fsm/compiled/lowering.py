@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
+from matchsql.expr.support import REGISTERS, why_not
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.program import Op, Program
 from matchsql.plan.bound import AggregateCall, Const, MatchNumberRef, Pointer, describe
@@ -109,6 +110,9 @@ class RegisterCompiler:
         self.var = var
         lo = len(self.out.code)
         for i, term in enumerate(terms):
+            reason = why_not(term, REGISTERS)
+            if reason is not None:
+                raise Unsupported(reason)
             kind = self.emit(term)
             if kind not in ("bool", "null"):
                 raise Unsupported(f"DEFINE {var}: a condition that is not boolean")

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from matchsql.expr.support import ROW_LOCAL, why_not
 from matchsql.fsm.compiled.lowering import Unsupported
 from matchsql.plan.bound import Const, Pointer, describe
 from matchsql.plan.spec import MatchSpec
@@ -109,6 +110,9 @@ class RowLocalCompiler:
         self.columns: set[str] = set()
 
     def compile(self, term: exp.Expression) -> Term:
+        reason = why_not(term, ROW_LOCAL)
+        if reason is not None:
+            raise Unsupported(reason)
         fn = self.node(term)
         empty = {f.name: pa.array([], f.type) for f in self.spec.columns}
         try:

@@ -1,0 +1,106 @@
+"""Which backend evaluates which bound node: the one table behind "why this path".
+
+Every backend compiles the same bound form (:mod:`matchsql.plan.bound`). Before a
+backend compiles a DEFINE term it asks :func:`why_not` whether every node of the
+term is one it evaluates; the first node that is not gives the reason the
+planner shows in EXPLAIN. The backends keep finer checks that depend on types
+or on the pattern (numeric columns only in registers, say) and report those in
+their own words. A new backend (the GPU column path) adds one column here.
+
+Backends:
+
+* ``rowwise`` - the reference evaluator, row at a time (:mod:`matchsql.expr.rowwise`);
+  evaluates every bound node and is the fallback of every other backend;
+* ``define_fast`` - the reference VM's specialised DEFINE closures
+  (:mod:`matchsql.fsm.defines`);
+* ``registers`` - the compiled kernel's register bytecode
+  (:mod:`matchsql.fsm.compiled.lowering`);
+* ``row_local`` - column-wise Arrow terms over the tested row and PREV/NEXT of it
+  (:mod:`matchsql.fsm.compiled.rowlocal`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from matchsql.plan.bound import AggregateCall, Const, MatchNumberRef, Pointer, describe
+
+ROWWISE, DEFINE_FAST, REGISTERS, ROW_LOCAL = "rowwise", "define_fast", "registers", "row_local"
+BACKENDS = (ROWWISE, DEFINE_FAST, REGISTERS, ROW_LOCAL)
+_NAMES = {ROWWISE: "the reference evaluator", DEFINE_FAST: "the VM's fast DEFINE path",
+          REGISTERS: "the compiled register bytecode", ROW_LOCAL: "the column-wise row-local terms"}
+
+_CORE = frozenset({DEFINE_FAST, REGISTERS, ROW_LOCAL})  # besides rowwise, which takes all
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+
+#: Node kind -> the backends (other than ``rowwise``) that evaluate it.
+SUPPORT: dict[type, frozenset[str]] = {
+    Const: _CORE,
+    Pointer: _CORE,
+    MatchNumberRef: frozenset({REGISTERS}),
+    AggregateCall: frozenset({REGISTERS}),
+    exp.Add: _CORE, exp.Sub: _CORE, exp.Mul: _CORE,
+    exp.Div: _CORE,
+    exp.IntDiv: frozenset({DEFINE_FAST}), exp.Mod: frozenset({DEFINE_FAST}),
+    exp.Pow: frozenset({DEFINE_FAST}),
+    **{c: _CORE for c in _COMPARISONS},
+    exp.And: _CORE, exp.Or: _CORE, exp.Not: _CORE, exp.Neg: _CORE,
+    exp.Abs: frozenset({REGISTERS, ROW_LOCAL}),
+    exp.Is: _CORE,
+    exp.Between: frozenset({REGISTERS, ROW_LOCAL}),
+    exp.In: frozenset({ROW_LOCAL}),
+}
+
+
+def _pointer_rule(node: Pointer, backend: str) -> str | None:
+    """What a backend cannot read of a pointer (None: it can)."""
+    at = node.position
+    if node.classifier:
+        return f"{node.text} (a label)"
+    if at.aggregated:
+        return None
+    if backend == ROW_LOCAL and not at.current:
+        return f"{node.text} reads other rows of the match"
+    if backend == DEFINE_FAST and not at.current:
+        return f"{node.text} (FIRST/LAST with an offset)"
+    return None
+
+
+def _aggregate_rule(node: AggregateCall, backend: str) -> str | None:
+    if backend == REGISTERS and node.function == "count_star" and node.vars is None \
+            and node.condition is None:
+        return None
+    return f"{node.text}"
+
+
+def _is_rule(node: exp.Is, backend: str) -> str | None:
+    target = node.expression
+    if isinstance(target, Const) and target.value is None:
+        return None
+    return "IS TRUE/FALSE" if backend != ROWWISE else None
+
+
+_RULES: dict[type, Callable[..., str | None]] = {
+    Pointer: _pointer_rule, AggregateCall: _aggregate_rule, exp.Is: _is_rule,
+}
+
+
+def why_not(node: exp.Expression, backend: str) -> str | None:
+    """Why ``backend`` cannot evaluate bound ``node`` (its first unsupported part), or None."""
+    if backend == ROWWISE:
+        return None
+    pending = [node]
+    while pending:
+        n = pending.pop()
+        backends = SUPPORT.get(type(n))
+        if backends is None or backend not in backends:
+            return f"{describe(n)} is not evaluated by {_NAMES[backend]}"
+        rule = _RULES.get(type(n))
+        reason = rule(n, backend) if rule is not None else None
+        if reason is not None:
+            return f"{reason} is not evaluated by {_NAMES[backend]}"
+        if not isinstance(n, AggregateCall):  # an aggregate's arguments are its own business
+            pending.extend(reversed(list(n.iter_expressions())))
+    return None
