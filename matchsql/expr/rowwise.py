@@ -68,10 +68,6 @@ def analyze_expression(expr: exp.Expression, spec: MatchSpec) -> CompiledExpress
     return CompiledExpression(lambda view: fn(view, None), history, reach)
 
 
-_COMPARE: dict[type, Callable[[int], bool]] = {
-    exp.EQ: lambda c: c == 0, exp.NEQ: lambda c: c != 0, exp.GT: lambda c: c > 0,
-    exp.GTE: lambda c: c >= 0, exp.LT: lambda c: c < 0, exp.LTE: lambda c: c <= 0,
-}
 
 
 def _null_safe(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -208,9 +204,9 @@ class _Compiler:
         binary = sc.ARITHMETIC.get(type(node))
         if binary is not None:
             return self.binary(node, binary)
-        test = _COMPARE.get(type(node))
+        test = sc.COMPARISONS.get(type(node))
         if test is not None:
-            return self.comparison(node, test)
+            return self.comparison(node, test[1])
         handler = getattr(self, "on_" + type(node).__name__.lower(), None)
         if handler is not None:
             return handler(node)
@@ -307,32 +303,15 @@ class _Compiler:
         return lambda view, row: not same(view, row)
 
     def on_and(self, node: exp.And) -> _Fn:
-        left = self.compile(node.this)
-        right = self.compile(node.expression)
-
-        def both(view: MatchView, row: Any) -> Any:
-            a = sc.truth(left(view, row))
-            if a is False:
-                return False
-            b = sc.truth(right(view, row))
-            if b is False:
-                return False
-            return None if a is None or b is None else True
-        return both
+        return self.connective(node, sc.and_)
 
     def on_or(self, node: exp.Or) -> _Fn:
-        left = self.compile(node.this)
-        right = self.compile(node.expression)
+        return self.connective(node, sc.or_)
 
-        def either(view: MatchView, row: Any) -> Any:
-            a = sc.truth(left(view, row))
-            if a is True:
-                return True
-            b = sc.truth(right(view, row))
-            if b is True:
-                return True
-            return None if a is None or b is None else False
-        return either
+    def connective(self, node: exp.Expression,
+                   combine: Callable[[Any], bool | None]) -> _Fn:
+        parts = (self.compile(node.this), self.compile(node.expression))
+        return lambda view, row: combine(p(view, row) for p in parts)
 
     def on_not(self, node: exp.Not) -> _Fn:
         inner = self.compile(node.this)

@@ -15,7 +15,7 @@ import calendar
 import datetime as dt
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
@@ -296,24 +296,25 @@ def truth(v: Any) -> bool | None:
     raise ExecutionError(f"{_type_name(v)} value {v!r} used as a condition")
 
 
-def and_(values: list[Any]) -> bool | None:
+def _connective(values: Iterable[Any], decisive: bool) -> bool | None:
+    """Three-valued AND (``decisive`` False) or OR (True), left to right, stopping at the
+    first value that decides it; ``values`` may be a generator, so the rest is not
+    evaluated then."""
     unknown = False
     for v in values:
         t = truth(v)
-        if t is False:
-            return False
+        if t is decisive:
+            return decisive
         unknown |= t is None
-    return None if unknown else True
+    return None if unknown else not decisive
 
 
-def or_(values: list[Any]) -> bool | None:
-    unknown = False
-    for v in values:
-        t = truth(v)
-        if t is True:
-            return True
-        unknown |= t is None
-    return None if unknown else False
+def and_(values: Iterable[Any]) -> bool | None:
+    return _connective(values, False)
+
+
+def or_(values: Iterable[Any]) -> bool | None:
+    return _connective(values, True)
 
 
 def not_(v: Any) -> bool | None:
@@ -637,3 +638,16 @@ ARITHMETIC: dict[type, Callable[[Any, Any], Any]] = {
     exp.Add: add, exp.Sub: sub, exp.Mul: mul, exp.Div: div,
     exp.IntDiv: int_div, exp.Mod: mod, exp.Pow: power,
 }
+
+#: SQL comparisons (sqlglot classes) -> (the test on two int/float values, the test on
+#: :func:`compare`'s sign). The number tests are written so that NaN behaves exactly
+#: like the sign of ``(a > b) - (a < b)``: ``a < b`` and ``a > b`` never both hold.
+COMPARISONS: dict[type, tuple[Callable[[Any, Any], bool], Callable[[int], bool]]] = {
+    exp.LT: (lambda a, b: a < b, lambda c: c < 0),
+    exp.LTE: (lambda a, b: not a > b, lambda c: c <= 0),
+    exp.GT: (lambda a, b: a > b, lambda c: c > 0),
+    exp.GTE: (lambda a, b: not a < b, lambda c: c >= 0),
+    exp.EQ: (lambda a, b: not (a < b or a > b), lambda c: c == 0),
+    exp.NEQ: (lambda a, b: a < b or a > b, lambda c: c != 0),
+}
+

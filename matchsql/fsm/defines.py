@@ -337,142 +337,34 @@ def _reader(name: str, at: Locator) -> Factory:
 _NUM = (int, float)
 
 
-def _cmp_lt(left: Fn, right: Fn) -> Fn:
-    def lt(history: History, key: tuple, row: int) -> Any:
-        a = left(history, key, row)
-        b = right(history, key, row)
-        if a is None or b is None:
-            return None
-        if type(a) in _NUM and type(b) in _NUM:
-            return a < b
-        c = sc.compare(a, b)
-        return None if c is None else c < 0
-    return lt
+def _general(number_test: Callable[[Any, Any], bool], sign_test: Callable[[int], bool]
+             ) -> Callable[[Fn, Fn], Fn]:
+    """A comparison of any two values (int/float ones compared directly)."""
+    def make(left: Fn, right: Fn) -> Fn:
+        def compare(history: History, key: tuple, row: int) -> Any:
+            a = left(history, key, row)
+            b = right(history, key, row)
+            if a is None or b is None:
+                return None
+            if type(a) in _NUM and type(b) in _NUM:
+                return number_test(a, b)
+            c = sc.compare(a, b)
+            return None if c is None else sign_test(c)
+        return compare
+    return make
 
 
-def _num_lt(left: Fn, right: Fn) -> Fn:
-    def lt(history: History, key: tuple, row: int) -> Any:
-        a = left(history, key, row)
-        b = right(history, key, row)
-        if a is None or b is None:
-            return None
-        return a < b
-    return lt
-
-
-def _cmp_le(left: Fn, right: Fn) -> Fn:
-    def le(history: History, key: tuple, row: int) -> Any:
-        a = left(history, key, row)
-        b = right(history, key, row)
-        if a is None or b is None:
-            return None
-        if type(a) in _NUM and type(b) in _NUM:
-            return not a > b
-        c = sc.compare(a, b)
-        return None if c is None else c <= 0
-    return le
-
-
-def _num_le(left: Fn, right: Fn) -> Fn:
-    def le(history: History, key: tuple, row: int) -> Any:
-        a = left(history, key, row)
-        b = right(history, key, row)
-        if a is None or b is None:
-            return None
-        return not a > b
-    return le
-
-
-def _cmp_gt(left: Fn, right: Fn) -> Fn:
-    def gt(history: History, key: tuple, row: int) -> Any:
-        a = left(history, key, row)
-        b = right(history, key, row)
-        if a is None or b is None:
-            return None
-        if type(a) in _NUM and type(b) in _NUM:
-            return a > b
-        c = sc.compare(a, b)
-        return None if c is None else c > 0
-    return gt
-
-
-def _num_gt(left: Fn, right: Fn) -> Fn:
-    def gt(history: History, key: tuple, row: int) -> Any:
-        a = left(history, key, row)
-        b = right(history, key, row)
-        if a is None or b is None:
-            return None
-        return a > b
-    return gt
-
-
-def _cmp_ge(left: Fn, right: Fn) -> Fn:
-    def ge(history: History, key: tuple, row: int) -> Any:
-        a = left(history, key, row)
-        b = right(history, key, row)
-        if a is None or b is None:
-            return None
-        if type(a) in _NUM and type(b) in _NUM:
-            return not a < b
-        c = sc.compare(a, b)
-        return None if c is None else c >= 0
-    return ge
-
-
-def _num_ge(left: Fn, right: Fn) -> Fn:
-    def ge(history: History, key: tuple, row: int) -> Any:
-        a = left(history, key, row)
-        b = right(history, key, row)
-        if a is None or b is None:
-            return None
-        return not a < b
-    return ge
-
-
-def _cmp_eq(left: Fn, right: Fn) -> Fn:
-    def eq(history: History, key: tuple, row: int) -> Any:
-        a = left(history, key, row)
-        b = right(history, key, row)
-        if a is None or b is None:
-            return None
-        if type(a) in _NUM and type(b) in _NUM:
-            return not (a < b or a > b)
-        c = sc.compare(a, b)
-        return None if c is None else c == 0
-    return eq
-
-
-def _num_eq(left: Fn, right: Fn) -> Fn:
-    def eq(history: History, key: tuple, row: int) -> Any:
-        a = left(history, key, row)
-        b = right(history, key, row)
-        if a is None or b is None:
-            return None
-        return not (a < b or a > b)
-    return eq
-
-
-def _cmp_ne(left: Fn, right: Fn) -> Fn:
-    def ne(history: History, key: tuple, row: int) -> Any:
-        a = left(history, key, row)
-        b = right(history, key, row)
-        if a is None or b is None:
-            return None
-        if type(a) in _NUM and type(b) in _NUM:
-            return a < b or a > b
-        c = sc.compare(a, b)
-        return None if c is None else c != 0
-    return ne
-
-
-def _num_ne(left: Fn, right: Fn) -> Fn:
-    def ne(history: History, key: tuple, row: int) -> Any:
-        a = left(history, key, row)
-        b = right(history, key, row)
-        if a is None or b is None:
-            return None
-        return a < b or a > b
-    return ne
+def _numeric(number_test: Callable[[Any, Any], bool]) -> Callable[[Fn, Fn], Fn]:
+    """A comparison of two statically int/float sides."""
+    def make(left: Fn, right: Fn) -> Fn:
+        def compare(history: History, key: tuple, row: int) -> Any:
+            a = left(history, key, row)
+            b = right(history, key, row)
+            if a is None or b is None:
+                return None
+            return number_test(a, b)
+        return compare
+    return make
 
 
 def _fused(kind: type, left: _Operand, right: _Operand) -> Factory:
@@ -579,8 +471,8 @@ _OPS = {exp.LT: 0, exp.LTE: 1, exp.GT: 2, exp.GTE: 3, exp.EQ: 4, exp.NEQ: 5}
 
 #: comparison node -> (general, both sides int/float)
 _COMPARISONS: dict[type, tuple[Callable[[Fn, Fn], Fn], Callable[[Fn, Fn], Fn]]] = {
-    exp.LT: (_cmp_lt, _num_lt), exp.LTE: (_cmp_le, _num_le), exp.GT: (_cmp_gt, _num_gt),
-    exp.GTE: (_cmp_ge, _num_ge), exp.EQ: (_cmp_eq, _num_eq), exp.NEQ: (_cmp_ne, _num_ne),
+    kind: (_general(number_test, sign_test), _numeric(number_test))
+    for kind, (number_test, sign_test) in sc.COMPARISONS.items()
 }
 
 

@@ -19,6 +19,7 @@ from matchsql.grammar.checks import ExpressionChecker, position
 from matchsql.grammar.nodes import MatchRecognizeTable, MeasureDef, VariableDef
 from matchsql.grammar.subqueries import fold_subqueries
 from matchsql.grammar.typer import ExpressionTyper
+from matchsql.plan.binder import column_candidates
 from matchsql.plan.pattern import Exclusion, PatternNode
 from matchsql.plan.spec import MatchSpec, Measure, RowsPerMatch, SkipMode
 
@@ -217,10 +218,7 @@ class _Analyzer:
 
     def column_name(self, ident: exp.Identifier) -> str:
         """The input column ``ident`` names; DuckDB matches names case-insensitively."""
-        names = self.schema.names
-        if ident.name in names:
-            return ident.name
-        folded = [n for n in names if n.lower() == ident.name.lower()]
+        folded = column_candidates(self.schema.names, ident.name)
         if len(folded) == 1:
             return folded[0]
         if folded:

@@ -69,12 +69,17 @@ def literal_value(node: exp.Literal) -> object:
         return float(raw)
 
 
+def column_candidates(columns: list[str], name: str) -> list[str]:
+    """The input columns ``name`` may refer to: itself when exact, else every
+    case-insensitive match (DuckDB's rule; more than one is ambiguous)."""
+    if name in columns:
+        return [name]
+    return [c for c in columns if c.lower() == name.lower()]
+
+
 def resolve_column(spec: MatchSpec, name: str) -> str:
     """The input column ``name`` refers to: exact, else the one case-insensitive match."""
-    columns = spec.columns.names
-    if name in columns:
-        return name
-    matches = [c for c in columns if c.lower() == name.lower()]
+    matches = column_candidates(spec.columns.names, name)
     if len(matches) == 1:
         return matches[0]
     raise SemanticError(f"unknown column {name!r} in row pattern expression")
