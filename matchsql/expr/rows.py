@@ -3,7 +3,7 @@
 A :class:`MatchView` is the partition's rows, the start of a (partial) match,
 the variable each matched row was mapped to and the row at which the
 expression is evaluated. Locating a :class:`~matchsql.plan.bound.Position` is
-``last_row``/``first_row`` then a physical move; these functions are the
+``last_row``/``first_row`` then ``physical_move``; these functions are the
 row-at-a-time statement of the navigation rules (the column-wise and register
 backends compute the same rows in bulk).
 
@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from matchsql.plan.bound import Position, VarSet
+from matchsql.plan.bound import VarSet
 
 # -- what an expression sees ---------------------------------------------------------------
 
@@ -172,27 +172,3 @@ def physical_move(view: MatchView, row: int | None, delta: int) -> int | None:
     if target < 0 or (view.rows.complete and target >= view.rows.count):
         return None
     return target
-
-
-def locate(view: MatchView, at: Position) -> int | None:
-    """Absolute index of the row ``at`` names in ``view`` (None: no such row)."""
-    final = view.final if at.final is None else at.final
-    if at.first:
-        row = first_row(view, at.vars, at.offset)
-    else:
-        row = last_row(view, at.vars, at.offset, final)
-    return physical_move(view, row, at.physical) if at.physical else row
-
-
-def locator(at: Position) -> Callable[[MatchView], int | None]:
-    """:func:`locate` specialised to one position (the common cases without branching)."""
-    vars_, k, delta, fixed = at.vars, at.offset, at.physical, at.final
-    if at.first:
-        if not delta:
-            return lambda view: first_row(view, vars_, k)
-        return lambda view: physical_move(view, first_row(view, vars_, k), delta)
-    if not delta:
-        if fixed is None:
-            return lambda view: last_row(view, vars_, k, view.final)
-        return lambda view: last_row(view, vars_, k, fixed)
-    return lambda view: locate(view, at)

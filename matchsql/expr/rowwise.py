@@ -28,9 +28,9 @@ from matchsql.errors import SemanticError
 from matchsql.expr import aggregates as agg
 from matchsql.expr import values as sc
 from matchsql.expr.history import HistoryUse, Reach, observe
-from matchsql.expr.rows import MatchView, label_at, locator, rows_of
+from matchsql.expr.rows import MatchView, first_row, label_at, last_row, physical_move, rows_of
 from matchsql.plan.binder import bind
-from matchsql.plan.bound import AggregateCall, Const, MatchNumberRef, Pointer, pointers
+from matchsql.plan.bound import AggregateCall, Const, MatchNumberRef, Pointer, Position, pointers
 from matchsql.plan.spec import MatchSpec
 
 Evaluator = Callable[[MatchView], Any]
@@ -154,6 +154,22 @@ _ANONYMOUS: dict[str, Callable[..., Any]] = {
     "ifnull": lambda a, b: b if a is None else a,
 }
 
+def _finder(at: Position) -> Callable[[MatchView], int | None]:
+    """:func:`~matchsql.expr.rows.locate` specialised to one position: pointer reads are
+    the evaluator's innermost loop, so the position's fields are bound once."""
+    vars_, k, delta, fixed = at.vars, at.offset, at.physical, at.final
+    if at.first:
+        def find_first(view: MatchView) -> int | None:
+            row = first_row(view, vars_, k)
+            return physical_move(view, row, delta) if delta else row
+        return find_first
+
+    def find_last(view: MatchView) -> int | None:
+        row = last_row(view, vars_, k, view.final if fixed is None else fixed)
+        return physical_move(view, row, delta) if delta else row
+    return find_last
+
+
 def _whole_history(view: MatchView) -> bool:
     """Whether the view is a DEFINE's: its labels are a thread's history ending at the
     current row (so RUNNING and FINAL see the same rows) and can fold over it."""
@@ -235,13 +251,13 @@ class _Compiler:
             if name is None:
                 return lambda view, row: label_at(view, row)
             return lambda view, row: None if row is None else view.rows.value(row, name)
-        find = locator(node.position)
+        find = _finder(node.position)
         if name is None:
             return lambda view, row: label_at(view, find(view))
 
         def read(view: MatchView, row: Any) -> Any:
-            at = find(view)
-            return None if at is None else view.rows.value(at, name)
+            found = find(view)
+            return None if found is None else view.rows.value(found, name)
         return read
 
     # -- aggregates ----------------------------------------------------------------------------
@@ -303,15 +319,10 @@ class _Compiler:
         return lambda view, row: not same(view, row)
 
     def on_and(self, node: exp.And) -> _Fn:
-        return self.connective(node, sc.and_)
+        return sc.both(self.compile(node.this), self.compile(node.expression))
 
     def on_or(self, node: exp.Or) -> _Fn:
-        return self.connective(node, sc.or_)
-
-    def connective(self, node: exp.Expression,
-                   combine: Callable[[Any], bool | None]) -> _Fn:
-        parts = (self.compile(node.this), self.compile(node.expression))
-        return lambda view, row: combine(p(view, row) for p in parts)
+        return sc.either(self.compile(node.this), self.compile(node.expression))
 
     def on_not(self, node: exp.Not) -> _Fn:
         inner = self.compile(node.this)

@@ -309,6 +309,29 @@ def _connective(values: Iterable[Any], decisive: bool) -> bool | None:
     return None if unknown else not decisive
 
 
+def _lazy_pair(decisive: bool) -> Callable[[Callable[..., Any], Callable[..., Any]],
+                                            Callable[..., bool | None]]:
+    """The same rule for two operands evaluated on demand: ``make(left, right)`` is a
+    function of the operands' arguments that calls ``right`` only when ``left`` does
+    not decide (the evaluators' AND/OR, without building a sequence per row)."""
+    def make(left: Callable[..., Any], right: Callable[..., Any]) -> Callable[..., bool | None]:
+        def apply(*args: Any) -> bool | None:
+            a = truth(left(*args))
+            if a is decisive:
+                return decisive
+            b = truth(right(*args))
+            if b is decisive:
+                return decisive
+            return None if a is None or b is None else not decisive
+        return apply
+    return make
+
+
+#: ``both(left, right)`` / ``either(left, right)``: lazy three-valued AND / OR.
+both = _lazy_pair(False)
+either = _lazy_pair(True)
+
+
 def and_(values: Iterable[Any]) -> bool | None:
     return _connective(values, False)
 
