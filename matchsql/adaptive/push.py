@@ -55,9 +55,9 @@ from matchsql.adaptive.switch import (
     Pressure,
     TotalPressureRule,
 )
+from matchsql.fsm.matcher import Matcher
 from matchsql.fsm.states import StateKind, StateSpec
 from matchsql.router.hashed import HashPartitionRouter
-from matchsql.router.partitions import PartitionRun, RunFactory
 
 WAIT_S = 0.05  # longest sleep of either thread between checks for cancellation and races
 JOIN_S = 5.0
@@ -130,7 +130,7 @@ class InputHolder:
 class PushInput:
     """A push thread filling InputHolders and the query-side loop that drains them."""
 
-    def __init__(self, keys: list[str], new_run: RunFactory,
+    def __init__(self, keys: list[str], new_run: Callable[[tuple], Matcher],
                  next_batch: Callable[[], Pushed | None], *,
                  metrics: InputMetrics, queued: Callable[[], int] = lambda: 0,
                  adaptive: bool = False, states: Sequence[StateSpec] = (),
@@ -268,7 +268,7 @@ class PushInput:
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         """Match what was pushed until the push thread ends; then finish every run."""
-        runs: dict[tuple, PartitionRun] = {}
+        runs: dict[tuple, Matcher] = {}
         counting: dict[tuple, bool] = {}  # whether the run counts statistics per tuple
         while True:
             with self.cond:
@@ -289,15 +289,13 @@ class PushInput:
             run = runs.get(key)
             if run is None:
                 run = runs[key] = self.new_run(key)
-                observe = getattr(run, "observe", None)
                 counting[key] = bool(self.switch is not None and self.label_state
-                                     and observe is not None
-                                     and observe(self.states, self.label_state))
+                                     and run.observe(self.states, self.label_state))
             out = run.feed(batch)
             counts = run.state_counts() if counting[key] else None
             with self.cond:
                 self.taken -= batch.num_rows
-                self.buffered[key] = int(getattr(run, "buffered_rows", 0))
+                self.buffered[key] = run.buffered_rows
                 stats = self.statistics[key]
                 if counts is not None:
                     stats.load(*counts)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
+from matchsql.fsm.matcher import Matcher
 from matchsql.plan.spec import MatchSpec
 
 PATHS = ("auto", "reference", "row_local", "registers")
@@ -92,7 +93,7 @@ def choose_path(spec: MatchSpec, requested: str = "auto") -> PathChoice:
 
 
 def new_partition_matcher(spec: MatchSpec, key: tuple = (), config: Config | None = None,
-                          cancel: Cancellation | None = None):
+                          cancel: Cancellation | None = None) -> Matcher:
     """A resumable matcher for one partition on the path chosen for ``spec``; it stops
     with "statement interrupted" once ``cancel`` (the statement's) is set."""
     from matchsql.fsm.compiled.matcher import CompiledMatcher

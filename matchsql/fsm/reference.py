@@ -34,6 +34,7 @@ then applied to the standard's preferred match of that start row.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Sequence
 from functools import partial
 
 import pyarrow as pa
@@ -48,8 +49,10 @@ from matchsql.expr.rowwise import CompiledExpression, analyze_expression
 from matchsql.expr.values import compare, sub, truth
 from matchsql.fsm.defines import FastDefine, compile_define
 from matchsql.fsm.holder import InputHolder
+from matchsql.fsm.matcher import StateCounts
 from matchsql.fsm.output import MatchRecord, OutputBuilder, UnmatchedRow
 from matchsql.fsm.program import Program, compile_pattern
+from matchsql.fsm.states import StateSpec
 from matchsql.fsm.vm import (
     Attempt,
     Closures,
@@ -222,6 +225,17 @@ class ReferenceMatcher:
         self.rows.finish()
         self._run()
         return self._collect()
+
+    def feed_final(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        return self.feed(batch) + self.finish()
+
+    def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> bool:
+        """The thread VM keeps no per-state counts: the adaptive switch falls back to
+        window counts for reference partitions."""
+        return False
+
+    def state_counts(self) -> StateCounts:
+        raise ExecutionError("internal error: state counts of a matcher that does not observe")
 
     # -- matching --------------------------------------------------------------------------
 

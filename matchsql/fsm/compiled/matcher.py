@@ -47,6 +47,7 @@ from matchsql.fsm.compiled.measures import (
     output_batch,
 )
 from matchsql.fsm.compiled.rowlocal import RowLocalCompiler, Term, evaluate
+from matchsql.fsm.matcher import StateCounts
 from matchsql.fsm.output import MatchRecord, OutputBuilder, UnmatchedRow
 from matchsql.fsm.reference import CompiledQuery
 from matchsql.fsm.states import StateKind, StateSpec
@@ -191,7 +192,7 @@ class CompiledMatcher:
         self.stat = np.zeros((4, len(states) + 1), np.int64)
         return True
 
-    def state_counts(self) -> tuple[np.ndarray, np.ndarray, int, int, int]:
+    def state_counts(self) -> StateCounts:
         """Totals of decided attempts: ``(in, out, windows, matched windows, current state)``."""
         n = self.stat.shape[1] - 1
         stat = self.stat
