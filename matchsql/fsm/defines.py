@@ -1,7 +1,7 @@
 """DEFINE conditions specialised for the reference matcher's thread VM.
 
-:mod:`matchsql.fsm.expressions` evaluates any expression against a
-:class:`~matchsql.fsm.expressions.MatchView`, which is complete but costs a
+:mod:`matchsql.expr.rowwise` evaluates any expression against a
+:class:`~matchsql.expr.rows.MatchView`, which is complete but costs a
 view, a label sequence and a walk to find each row per evaluation. Nearly all
 real DEFINEs are much simpler: comparisons and arithmetic over columns of the
 current row, of the last row of some variable (``A.price``), and of rows a
@@ -16,7 +16,7 @@ the InputHolder's column lists directly:
   entry of the thread's :class:`~matchsql.fsm.vm.HistoryKey` component for
   ``S`` (the key tracks it because the DEFINE observes it);
 * ``PREV/NEXT(e, k)`` move that row by ``k`` and read ``e`` there, NULL
-  outside the partition, as :func:`~matchsql.fsm.expressions._physical` does.
+  outside the partition, as :func:`~matchsql.expr.rows.physical_move` does.
 
 Values go through the same :mod:`~matchsql.expr.values` functions as the
 general evaluator, with one shortcut: comparing two ``int``/``float`` values
@@ -138,7 +138,7 @@ def compile_define(expr: exp.Expression, spec: MatchSpec, var: str,
     """DEFINE ``expr`` of ``var`` specialised, or None when it is outside the subset.
 
     ``row_local`` says the condition observes no history (from its
-    :class:`~matchsql.fsm.expressions.HistoryUse`).
+    :class:`~matchsql.expr.history.HistoryUse`).
     """
     try:
         bound = bind(expr, spec)

@@ -3,7 +3,7 @@
 Navigation is the part of the expression semantics that is easiest to get
 subtly wrong, and a second opinion is worth something only if it is formed
 independently, so the oracle does not take it from the engine's evaluator
-(:mod:`matchsql.fsm.expressions`). It resolves every value reference itself,
+(:mod:`matchsql.expr.rowwise`). It resolves every value reference itself,
 straight from the rules Trino implements (``LogicalIndexNavigation``):
 
 * a column ``V.x`` (or ``x``) is ``LAST(V.x)``; ``CLASSIFIER(V)`` is
@@ -21,7 +21,7 @@ straight from the rules Trino implements (``LogicalIndexNavigation``):
 
 Each reference is replaced by a placeholder column that holds the value read;
 what is left (operators, functions, aggregates) is evaluated by the shared
-value library through :func:`~matchsql.fsm.expressions.compile_expression`.
+value library through :func:`~matchsql.expr.rowwise.compile_expression`.
 Aggregates are left whole to that evaluator: the rows they range over are
 not navigation.
 """

@@ -3,7 +3,7 @@
 It is the oracle for every faster path, so it favours obvious correctness:
 match attempts run one after another, each from one start row, in a thread
 VM (:mod:`matchsql.fsm.vm`) over the compiled program; DEFINE and MEASURES
-are evaluated by :mod:`matchsql.fsm.expressions`.
+are evaluated by :mod:`matchsql.expr.rowwise`.
 
 It must also be usable on real data (hundreds of thousands of rows per
 second), which it gets without a second semantics: DEFINEs in the common

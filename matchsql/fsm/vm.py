@@ -10,7 +10,7 @@ Each thread carries its history (row -> variable labels) as a shared linked
 list, so forking is O(1). Threads at the same program state whose histories
 look the same to every DEFINE condition have identical futures; only the
 first (preferred) of them is kept. What "look the same" means comes from
-:class:`~matchsql.fsm.expressions.HistoryUse`: with DEFINEs that read no
+:class:`~matchsql.expr.history.HistoryUse`: with DEFINEs that read no
 history the state alone decides, which makes ``(A|B)*(A|B)*C`` linear.
 
 The VM knows nothing about rows or expressions: the caller hands it one

@@ -434,7 +434,7 @@ def raise_status(spec: MatchSpec, config: Config, status: int, start: int) -> No
 
 
 class _BufferRows:
-    """A :class:`~matchsql.fsm.expressions.RowSource` over a compiled matcher's buffer."""
+    """A :class:`~matchsql.expr.rows.RowSource` over a compiled matcher's buffer."""
 
     def __init__(self, matcher: CompiledMatcher) -> None:
         self.m = matcher
