@@ -22,7 +22,7 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from matchsql import stats_statement
+from matchsql import stats_statement, window_measures
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.deep import run_deep
@@ -201,6 +201,10 @@ class Executor:
             head = 0 if words[:1] != ["EXPLAIN"] else \
                 after_words(statement, 2 if words[1:2] == ["ANALYZE"] else 1)
             statement = statement[:head] + expand(statement[head:], views)
+        if window_measures.mentions(statement) and (not words or words[0] in _READS_TABLES):
+            handled = self._pattern_windows(statement, words, params)
+            if handled is not None:
+                return handled
         if not _MATCH_RECOGNIZE.search(statement):
             try:
                 return self._run_duckdb(statement, [], params)
@@ -220,6 +224,21 @@ class Executor:
         if explained:
             return run_deep(lambda: self._explain_match_recognize(statement, explained.end()))
         return run_deep(lambda: self._run_match_recognize(statement))
+
+    def _pattern_windows(self, statement: str, words: list[str], params: Params):
+        """A statement with a row pattern window (see matchsql.window_measures): its Result
+        or EXPLAIN; None when it has no such window after all."""
+        if params is not None:
+            statement = bind_values(statement, params)
+        windows = window_measures.WindowMeasures(self)
+        if words[:1] == ["EXPLAIN"]:
+            head = after_words(statement, 2 if words[1:2] == ["ANALYZE"] else 1)
+            lines = run_deep(lambda: windows.explain_lines(" " * head + statement[head:]))
+            if not lines:
+                return None
+            self._open_result = table_result(pa.table({"explain": pa.array(lines, pa.string())}))
+            return self._open_result
+        return run_deep(lambda: windows.run(statement))
 
     def _views(self, statement: str) -> dict[str, str]:
         """The MATCH_RECOGNIZE views, read from the catalog once and again whenever a

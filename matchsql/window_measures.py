@@ -1,0 +1,553 @@
+"""Row pattern measures over a window (SQL:2016 R020), run on MATCH_RECOGNIZE's matchers.
+
+``SELECT .., m OVER w FROM t WINDOW w AS (.. MEASURES .. AS m .. PATTERN .. DEFINE ..)``
+is rewritten so that DuckDB runs everything but the pattern matching:
+
+1. the SELECT's single FROM source, filtered by its WHERE (window functions see
+   the rows after WHERE), is read once into Arrow with a row number, and
+   registered; both the matching and the rewritten statement read that copy,
+   so the row numbers agree;
+2. the window becomes a :class:`~matchsql.fsm.spec.MatchSpec` through the very
+   analysis MATCH_RECOGNIZE uses (its measures renamed, plus hidden measures for
+   the first and last row of the match and the AFTER MATCH SKIP target);
+3. for every row that is not skipped by an earlier row's match, a partition
+   matcher of the chosen path (fsm/planner) runs over that row's frame only, so
+   that neither matching nor navigation sees a row outside the frame; INITIAL
+   anchors the pattern at the frame's first row (``^``), SEEK takes the first
+   match in the frame; the first match found is the row's match;
+4. the per-row measure values are registered as an Arrow table and joined back
+   by row number; each ``m OVER w`` becomes a column of that join.
+
+Semantics (Trino's documentation of row pattern recognition in a window):
+measures are evaluated over the whole match (RUNNING and FINAL alike); a row
+with no match, or inside the skipped span of an earlier row's match, has NULL
+measures; an aggregate called over the window (``count(*) OVER w``) is the
+aggregate over the match's rows, over an empty frame for an unmatched row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+from sqlglot import exp
+
+from matchsql.cancel import Cancellation
+from matchsql.config import Config
+from matchsql.errors import ExecutionError, SemanticError
+from matchsql.fsm.planner import choose_path, explain, new_partition_matcher
+from matchsql.fsm.program import check_pattern_size
+from matchsql.fsm.spec import MatchSpec, RowsPerMatch, SkipMode
+from matchsql.grammar import analyze, parse
+from matchsql.grammar.checks import position
+from matchsql.grammar.nodes import MatchNumber, MatchRecognizeTable, MeasureDef, Navigation
+from matchsql.grammar.pattern import Anchor, AnchorKind, Concatenation
+from matchsql.grammar.subqueries import visible_ctes
+from matchsql.grammar.window_pattern import PatternWindow
+from matchsql.router.partitions import feed_last, segments
+
+__all__ = ["mentions", "WindowMeasures"]
+
+ROW = "__matchsql_row"  # the row number the measures are joined back by
+_FIRST, _LAST, _TARGET = "__matchsql_first", "__matchsql_last", "__matchsql_skip_to"
+_MENTION = re.compile(r"\bwindow\b.*\bpattern\s*\(", re.IGNORECASE | re.DOTALL)
+_numbers = itertools.count()
+#: Aggregates that give 0, not NULL, over an empty frame (an unmatched row).
+_COUNTING = (exp.Count, exp.CountIf)
+_FIRST_CHUNK = 16
+#: planner.explain lines about running whole partitions, which a window never does.
+_WHOLE_PARTITION_LINES = ("partitions:", "batched:")  # rows of a frame fed before looking for a match; doubles after
+
+
+def mentions(statement: str) -> bool:
+    """Cheap test: could ``statement`` define a window with row pattern recognition?"""
+    return _MENTION.search(statement) is not None
+
+
+@dataclasses.dataclass
+class _Call:
+    """One ``x OVER w`` of the statement: the column that replaces it."""
+
+    node: exp.Window
+    column: str
+    counting: bool  # an aggregate that counts: 0 for an unmatched row
+
+
+@dataclasses.dataclass
+class _Window:
+    """One window with row pattern recognition, analysed."""
+
+    node: PatternWindow
+    prefix: str  # of the window's output columns, unique in the statement
+    measures: dict[str, str]  # user measure name (lower) -> output column
+    calls: list[_Call]
+    spec: MatchSpec | None = None  # the matchers' spec (anchored for INITIAL)
+    skip: SkipMode = SkipMode.PAST_LAST_ROW
+    skip_variable: str | None = None
+    end: int | None = None  # frame end as rows after the current one; None: unbounded
+
+    @property
+    def name(self) -> str:
+        return self.node.this.name
+
+
+class WindowMeasures:
+    """Runs (or explains) statements with row pattern windows for an executor."""
+
+    def __init__(self, executor: Any) -> None:
+        self.executor = executor
+
+    @property
+    def config(self) -> Config:
+        return self.executor.config
+
+    def run(self, statement: str):
+        """The statement's Result; the registered tables go when it is closed."""
+        cleanups: list[Callable[[], None]] = []
+        try:
+            tree, windows = self._rewrite(statement, cleanups, run=True)
+            if not windows:
+                return None  # no row pattern window after all: the ordinary route
+            if tree.find(MatchRecognizeTable) is not None:
+                result = self.executor._run_match_recognize(tree.sql(dialect="matchsql"))
+                result._on_close.extend(cleanups)  # the statement's registrations go with it
+                return result
+        except BaseException:
+            _run_all(cleanups)
+            raise
+        return self.executor._run_duckdb(tree.sql(dialect="duckdb"), cleanups)
+
+    def explain_lines(self, statement: str) -> list[str]:
+        """EXPLAIN lines: for each window, that it is a row pattern window, and its path."""
+        cleanups: list[Callable[[], None]] = []
+        try:
+            windows = self._rewrite(statement, cleanups, run=False)[1]
+        finally:
+            _run_all(cleanups)
+        lines: list[str] = []
+        for number, window in enumerate(windows, 1):
+            spec = window.spec
+            assert spec is not None
+            end = "UNBOUNDED FOLLOWING" if window.end is None else \
+                "CURRENT ROW" if window.end == 0 else f"{window.end} FOLLOWING"
+            called = ", ".join(c.node.this.sql(dialect="matchsql") for c in window.calls) or "none"
+            skip = window.skip.value + (f" {window.skip_variable}" if window.skip_variable else "")
+            lines += [
+                f"-- WINDOW {window.name} #{number} of {len(windows)}: window pattern measure "
+                f"(row pattern recognition in a window)",
+                f"called: {called}",
+                f"frame: ROWS BETWEEN CURRENT ROW AND {end}; "
+                f"{'INITIAL' if window.node.args.get('initial') is not False else 'SEEK'}; "
+                f"AFTER MATCH SKIP {skip}",
+                "per row: one matcher run over the row's frame; measures joined back by row "
+                "number, DuckDB runs the rest of the statement",
+            ]
+            lines += [line for line in explain(spec, self.config).splitlines()
+                      if not line.startswith(_WHOLE_PARTITION_LINES)]
+        return lines
+
+    # -- rewrite ------------------------------------------------------------------------
+
+    def _rewrite(self, statement: str, cleanups: list, run: bool):
+        trees = parse(statement)
+        if len(trees) != 1:
+            raise SemanticError("expected one statement", sql=statement, offset=0)
+        tree = trees[0]
+        done: list[_Window] = []
+        # Innermost SELECT first: an outer one's source may read an inner one's rows.
+        for select in reversed(list(tree.find_all(exp.Select, bfs=False))):
+            windows = [w for w in select.args.get("windows") or [] if isinstance(w, PatternWindow)]
+            if windows:
+                done += self._rewrite_select(select, windows, statement, cleanups, run)
+        return tree, done
+
+    def _rewrite_select(self, select: exp.Select, nodes: list[PatternWindow], statement: str,
+                        cleanups: list, run: bool) -> list[_Window]:
+        number = next(_numbers)
+        windows = _collect_windows(nodes, statement, number)
+        _collect_calls(select, windows, statement)
+        for clause in ("group", "having"):
+            if select.args.get(clause) is not None:
+                raise SemanticError(
+                    f"{clause.upper()} BY is not supported in a SELECT with a row pattern "
+                    "window" if clause == "group" else "HAVING is not supported in a SELECT "
+                    "with a row pattern window", sql=statement, offset=position(nodes[0]))
+        source, alias = _single_source(select, statement, nodes[0])
+        # The source, filtered, numbered and read once (see the module docstring).
+        numbered = exp.select("*", f"row_number() OVER () AS {ROW}").from_(source.copy())
+        where = select.args.get("where")
+        if where is not None:
+            numbered.set("where", where.copy())
+        ctes = visible_ctes(select.args["from_"])
+        text = numbered.sql(dialect="matchsql")
+        if ctes:
+            text = "WITH " + ", ".join(c.sql(dialect="matchsql") for c in ctes) + " " + text
+        table = self._read(text if run else f"SELECT * FROM ({text}) LIMIT 0")
+        source_view = f"__matchsql_window_source_{number}"
+        self._register(source_view, table, cleanups)
+        _check_bare_measures(select, windows, table.schema.names, statement)
+        for window in windows:
+            self._analyze(window, table.schema, alias, statement)
+        if not run:
+            return windows
+        joined = exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier("__s"))) \
+            .from_(exp.Table(this=exp.to_identifier(source_view), alias=exp.TableAlias(
+                this=exp.to_identifier("__s"))))
+        cancel = self.executor.cancellation
+        hidden = [ROW]
+        for window in windows:
+            result = _match_window(window, self._sorted(source_view, window, alias),
+                                   self.config, cancel)
+            hidden += result.schema.names[1:]
+            view = f"__matchsql_window_measures_{number}_{id(window)}"
+            self._register(view, result, cleanups)
+            short = f"__w{len(joined.args.get('joins') or [])}"
+            joined = joined.join(
+                exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(
+                    this=exp.to_identifier(short))),
+                on=f"__s.{ROW} = {short}.{ROW}", join_type="left")
+            for name in result.schema.names[1:]:
+                joined = joined.select(exp.column(name, table=short, quoted=True))
+        _replace_calls(select, windows)
+        _exclude_from_stars(select, hidden)
+        select.set("where", None)
+        select.set("windows", [w for w in select.args["windows"]
+                               if not isinstance(w, PatternWindow)] or None)
+        select.args["from_"].set("this", exp.Subquery(
+            this=joined, alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))))
+        return windows
+
+    def _sorted(self, view: str, window: _Window, alias: str) -> pa.Table:
+        """The window's input rows in partition and window order (ties: source order)."""
+        node = window.node
+        keys = [_unqualified(p, alias).sql(dialect="duckdb")
+                for p in node.args.get("partition_by") or []]
+        order = node.args.get("order")
+        if order is not None:
+            keys += [_unqualified(o, alias).sql(dialect="duckdb") for o in order.expressions]
+        keys.append(ROW)
+        return self.executor.con.sql(
+            f"SELECT * FROM {view} ORDER BY {', '.join(keys)}").to_arrow_table()
+
+    def _read(self, sql: str) -> pa.Table:
+        """Rows of ``sql`` (which may hold a MATCH_RECOGNIZE) through the executor."""
+        result = self.executor._run_statement(sql)
+        try:
+            return result.arrow()
+        finally:
+            result.close()
+            self.executor._open_result = None
+
+    def _register(self, name: str, table: pa.Table, cleanups: list) -> None:
+        con = self.executor.con
+        con.register(name, table)
+        cleanups.append(lambda: self.executor._unregister(name))
+
+    def _analyze(self, window: _Window, schema: pa.Schema, alias: str, statement: str) -> None:
+        """The window's MatchSpec, through MATCH_RECOGNIZE's analysis, and its frame."""
+        node = window.node
+        measures = [MeasureDef(this=m.this, alias=exp.to_identifier(window.measures[
+            m.args["alias"].name.lower()])) for m in node.args.get("measures") or []]
+        measures += [MeasureDef(this=_call_aggregate(c), alias=exp.to_identifier(c.column))
+                     for c in window.calls if c.column not in window.measures.values()]
+        row = exp.column(ROW, quoted=True)
+        measures += [MeasureDef(this=Navigation(this=row.copy(), kind="FIRST"),
+                                alias=exp.to_identifier(_FIRST)),
+                     MeasureDef(this=Navigation(this=row.copy(), kind="LAST"),
+                                alias=exp.to_identifier(_LAST))]
+        var = node.args.get("after_var")
+        after = node.args.get("after")
+        if var is not None:
+            target = exp.column(ROW, table=var.copy(), quoted=True)
+            target.this.set("quoted", True)
+            kind = "FIRST" if after == "TO FIRST" else "LAST"
+            measures.append(MeasureDef(this=Navigation(this=target, kind=kind),
+                                       alias=exp.to_identifier(_TARGET)))
+        mr = MatchRecognizeTable(
+            this=exp.Table(this=exp.to_identifier(ROW)),
+            partition_by=[_unqualified(p, alias) for p in node.args.get("partition_by") or []],
+            measures=measures, after=after, after_var=var, pattern=node.args["pattern"],
+            subsets=node.args.get("subsets"), define=node.args.get("define"))
+        order = node.args.get("order")
+        if order is not None:
+            mr.set("order", exp.Order(expressions=[_unqualified(o, alias)
+                                                   for o in order.expressions]))
+        spec = analyze(mr, schema, sql=statement, con=self.executor.con)
+        check_pattern_size(spec.pattern, self.config.max_pattern_size, statement)
+        window.skip, window.skip_variable = spec.skip, spec.skip_variable
+        pattern = spec.pattern
+        if node.args.get("initial") is not False:  # INITIAL: the match starts at the row
+            pattern = Concatenation(items=(Anchor(AnchorKind.START), pattern))
+        window.spec = dataclasses.replace(spec, pattern=pattern, skip=SkipMode.PAST_LAST_ROW,
+                                          skip_variable=None, rows_per_match=RowsPerMatch.ONE)
+        window.end = self._frame_end(node.args["end"], statement)
+
+    def _frame_end(self, end: str | exp.Expr, statement: str) -> int | None:
+        if end == "UNBOUNDED":
+            return None
+        if end == "CURRENT ROW":
+            return 0
+        value: Any = None
+        assert isinstance(end, exp.Expr)
+        try:
+            value = self.executor.con.execute(
+                f"SELECT {end.sql(dialect='duckdb')}").fetchall()[0][0]
+        except Exception:  # not a constant: reported below
+            value = None
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise SemanticError("the frame end n FOLLOWING needs a non-negative integer constant",
+                                sql=statement, offset=position(end))
+        return value
+
+
+# -- analysis helpers ---------------------------------------------------------------------
+
+
+def _collect_windows(nodes: list[PatternWindow], statement: str, number: int) -> list[_Window]:
+    out: list[_Window] = []
+    names: set[str] = set()
+    for index, node in enumerate(nodes):
+        if node.this.name.lower() in names:
+            raise SemanticError(f"window {node.this.name} is defined twice", sql=statement,
+                                offset=position(node.this))
+        names.add(node.this.name.lower())
+        for part in node.args["pattern"].this.walk():
+            if isinstance(part, Anchor):
+                raise SemanticError("the anchors ^ and $ are not allowed in a window pattern",
+                                    sql=statement, offset=part.offset)
+        clauses = [m.this for m in node.args.get("measures") or []]
+        clauses += [d.expression for d in node.args.get("define") or []]
+        for clause in clauses:
+            found = clause.find(MatchNumber)
+            if found is not None:
+                raise SemanticError("MATCH_NUMBER is not allowed in a window with row "
+                                    "pattern recognition", sql=statement,
+                                    offset=position(found))
+        measures: dict[str, str] = {}
+        for k, measure in enumerate(node.args.get("measures") or []):
+            alias = measure.args["alias"]
+            if alias.name.lower() in measures:
+                raise SemanticError(f"measure {alias.name} is defined twice", sql=statement,
+                                    offset=position(alias))
+            measures[alias.name.lower()] = f"__matchsql_w{number}_{index}_m{k}"
+        out.append(_Window(node, f"__matchsql_w{number}_{index}", measures, []))
+    return out
+
+
+def _own(node: exp.Expr, select: exp.Select) -> bool:
+    """True when ``node`` belongs to ``select`` itself, not to a subquery inside it."""
+    return node.find_ancestor(exp.Select) is select
+
+
+def _collect_calls(select: exp.Select, windows: list[_Window], statement: str) -> None:
+    by_name = {w.name.lower(): w for w in windows}
+    for node in list(select.find_all(exp.Window)):
+        alias = node.args.get("alias")
+        if not isinstance(alias, exp.Identifier) or alias.name.lower() not in by_name \
+                or not _own(node, select) or node.args.get("partition_by") \
+                or node.args.get("order") or node.args.get("spec"):
+            continue
+        window = by_name[alias.name.lower()]
+        this = node.this
+        if isinstance(this, exp.Column) and not this.table and isinstance(this.this, exp.Identifier):
+            column = window.measures.get(this.name.lower())
+            if column is None:
+                raise SemanticError(f"{this.name} is not a measure of window {window.name}",
+                                    sql=statement, offset=position(this))
+            window.calls.append(_Call(node, column, False))
+        elif isinstance(this, exp.AggFunc):
+            column = f"{window.prefix}_agg{len(window.calls)}"
+            window.calls.append(_Call(node, column, isinstance(this, _COUNTING)))
+        else:
+            raise SemanticError(
+                f"only the measures of window {window.name} and aggregates can be called "
+                f"over it, not {this.sql(dialect='duckdb')}", sql=statement,
+                offset=position(this))
+
+
+def _call_aggregate(call: _Call) -> exp.Expr:
+    return call.node.this.copy()
+
+
+def _check_bare_measures(select: exp.Select, windows: list[_Window], columns: list[str],
+                         statement: str) -> None:
+    """A measure named without ``OVER w`` (and naming no input column) is an error."""
+    inputs = {c.lower() for c in columns} | {e.alias.lower() for e in select.expressions
+                                             if isinstance(e, exp.Alias)}
+    names = {name: w for w in windows for name in w.measures}
+    calls = {id(c.node) for w in windows for c in w.calls}
+    clauses = list(select.expressions) + ([select.args["order"]] if select.args.get("order")
+                                          else [])
+    for clause in clauses:
+        for column in clause.find_all(exp.Column):
+            if column.table or not _own(column, select) or column.name.lower() in inputs:
+                continue
+            window = names.get(column.name.lower())
+            inside = column.find_ancestor(exp.Window)
+            if window is not None and (inside is None or id(inside) not in calls):
+                raise SemanticError(
+                    f"measure {column.name} of window {window.name} must be called as "
+                    f"{column.name} OVER {window.name}", sql=statement, offset=position(column))
+
+
+def _single_source(select: exp.Select, statement: str, where: exp.Expr) -> tuple[exp.Expr, str]:
+    """The SELECT's only FROM item and the name its columns are qualified by."""
+    from_ = select.args.get("from_")
+    if from_ is None or select.args.get("joins"):
+        raise SemanticError("a SELECT with a row pattern window needs a single table, view or "
+                            "subquery in FROM (put a join in a subquery)", sql=statement,
+                            offset=position(where))
+    source = from_.this
+    alias = source.alias_or_name or "__matchsql_source"
+    return source, alias
+
+
+def _unqualified(node: exp.Expr, alias: str) -> exp.Expr:
+    """A copy of a PARTITION BY / ORDER BY item without the source's qualifier."""
+    out = node.copy()
+    for column in out.find_all(exp.Column):
+        if column.table and column.table.lower() == alias.lower() and not column.args.get("db"):
+            column.set("table", None)
+    return out
+
+
+# -- rewrite helpers ----------------------------------------------------------------------
+
+
+def _replace_calls(select: exp.Select, windows: list[_Window]) -> None:
+    for window in windows:
+        for call in window.calls:
+            column: exp.Expr = exp.column(call.column, quoted=True)
+            if call.counting:
+                column = exp.func("coalesce", column, exp.Literal.number(0))
+            node = call.node
+            if isinstance(node.parent, exp.Select) and node.arg_key == "expressions":
+                column = exp.alias_(column, node.this.sql(dialect="duckdb")
+                                    if not isinstance(node.this, exp.Column) else node.this.name,
+                                    quoted=True)
+            node.replace(column)
+
+
+def _exclude_from_stars(select: exp.Select, hidden: list[str]) -> None:
+    """``*`` of the rewritten SELECT leaves out the row number and the measure columns."""
+    for item in select.expressions:
+        star = item if isinstance(item, exp.Star) else item.this \
+            if isinstance(item, exp.Column) and isinstance(item.this, exp.Star) else None
+        if star is None:
+            continue
+        names = list(star.args.get("except_") or [])
+        star.set("except_", names + [exp.column(n, quoted=True) for n in hidden])
+
+
+# -- matching -----------------------------------------------------------------------------
+
+
+def _match_window(window: _Window, table: pa.Table, config: Config,
+                  cancel: Cancellation) -> pa.Table:
+    """Per input row: the row number and the values of the window's measures and calls.
+
+    ``table`` holds the input rows sorted by the window's partition and order keys.
+    """
+    spec = window.spec
+    assert spec is not None
+    choose_path(spec, config.execution_path)  # a forced path that does not apply says so now
+    rows = table.combine_chunks().to_batches()
+    batch = rows[0] if rows else pa.RecordBatch.from_pylist([], schema=table.schema)
+    matches: list[pa.RecordBatch] = []
+    take: list[int | None] = []
+    if batch.num_rows:
+        for start, stop in segments(batch, spec.partition_by):
+            part = batch.slice(start, stop - start)
+            key = tuple(part.column(k)[0].as_py() for k in spec.partition_by)
+            take += _match_partition(window, part, key, config, cancel, matches)
+    out_schema = spec.output_schema()
+    found = pa.Table.from_batches(matches, schema=out_schema) if matches else \
+        out_schema.empty_table()
+    picked = found.take(pa.array(take, pa.int64()))
+    columns = {ROW: batch.column(ROW) if batch.num_rows else pa.array([], pa.int64())}
+    wanted = list(window.measures.values()) + [c.column for c in window.calls]
+    for name in dict.fromkeys(wanted):
+        columns[name] = picked.column(name)
+    return pa.table(columns)
+
+
+def _match_partition(window: _Window, part: pa.RecordBatch, key: tuple, config: Config,
+                     cancel: Cancellation, matches: list[pa.RecordBatch]) -> list[int | None]:
+    """The index into ``matches`` of each row's match (None: unmatched), appending to it."""
+    spec = window.spec
+    assert spec is not None
+    n = part.num_rows
+    where = {rid: i for i, rid in enumerate(part.column(ROW).to_pylist())}
+    take: list[int | None] = [None] * n
+    resume = 0  # rows before it lie in the skipped span of an earlier row's match
+    for row in range(n):
+        if row < resume:
+            continue
+        last = n - 1 if window.end is None else min(n - 1, row + window.end)
+        match = _first_match(spec, part, row, last, key, config, cancel,
+                             window.node.args.get("initial") is not False)
+        if match is None:
+            continue
+        take[row] = sum(m.num_rows for m in matches)
+        matches.append(match)
+        first = match.column(_FIRST)[0].as_py()
+        if first is None:  # an empty match: the next row is tried next
+            resume = row + 1
+            continue
+        resume = _resume(window, match, where, where[first], row)
+    return take
+
+
+def _resume(window: _Window, match: pa.RecordBatch, where: dict, start: int, row: int) -> int:
+    """The first row after the match's skipped span (AFTER MATCH SKIP, as in MATCH_RECOGNIZE)."""
+    mode = window.skip
+    if mode is SkipMode.PAST_LAST_ROW:
+        return where[match.column(_LAST)[0].as_py()] + 1
+    if mode is SkipMode.TO_NEXT_ROW:
+        return start + 1
+    target = match.column(_TARGET)[0].as_py()
+    how = "FIRST" if mode is SkipMode.TO_FIRST else "LAST"
+    if target is None:
+        raise ExecutionError(
+            f"AFTER MATCH SKIP TO {how} {window.skip_variable} failed: the pattern variable is "
+            f"not present in the match of partition row {row + 1}")
+    if where[target] == start:
+        raise ExecutionError(
+            f"AFTER MATCH SKIP TO {how} {window.skip_variable} failed: it would skip to the "
+            f"first row of the match of partition row {row + 1}")
+    return where[target]
+
+
+def _first_match(spec: MatchSpec, part: pa.RecordBatch, row: int, last: int, key: tuple,
+                 config: Config, cancel: Cancellation, anchored: bool) -> pa.RecordBatch | None:
+    """The first match within the frame ``part[row:last + 1]`` (one output row), or None.
+
+    The frame is fed in growing chunks: a match found early stops the run
+    without reading the rest of the frame, and so does an anchored (INITIAL)
+    pattern's failed attempt at the frame's first row. A matcher holds every
+    row from its oldest undecided attempt or unreported match on, so once it
+    holds fewer rows than it was fed, the attempt at the first row is over and
+    its match, if any, was returned.
+    """
+    matcher = new_partition_matcher(spec, key, config, cancel)
+    at, size = row, _FIRST_CHUNK
+    while at <= last:
+        stop = min(last + 1, at + size)
+        piece = part.slice(at, stop - at)
+        out = feed_last(matcher, piece) if stop > last else matcher.feed(piece)
+        for batch in out:
+            if batch.num_rows:
+                return batch.slice(0, 1)
+        if anchored and matcher.buffered_rows < stop - row:
+            return None
+        at, size = stop, size * 2
+    return None
+
+
+def _run_all(callbacks: list[Callable[[], None]]) -> None:
+    while callbacks:
+        callbacks.pop()()

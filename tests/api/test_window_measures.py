@@ -1,0 +1,163 @@
+"""Row pattern measures over a window: EXPLAIN, error positions, the rewrite around them,
+and agreement with MATCH_RECOGNIZE where both must find the same matches.
+
+The hand-derived semantics cases are in tests/conformance/cases_window.py.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import matchsql
+from matchsql.grammar import parse
+from matchsql.grammar.window_pattern import PatternWindow
+
+LETTERS = "CREATE TABLE s AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (3, 'a'), (4, 'b')) t(id, v)"
+QUERY = """SELECT id, f OVER w AS f FROM s
+WINDOW w AS (ORDER BY id MEASURES FIRST(id) AS f
+  ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING
+  PATTERN (A B) DEFINE A AS v = 'a', B AS v = 'b')
+ORDER BY id"""
+
+
+@pytest.fixture
+def con():
+    con = matchsql.connect(demo=False)
+    con.sql(LETTERS)
+    return con
+
+
+def error_of(con, sql: str, params=None) -> matchsql.Error:
+    with pytest.raises(matchsql.Error) as info:
+        result = con.sql(sql, params)
+        if result is not None:
+            result.fetchall()
+    return info.value
+
+
+@pytest.mark.parametrize("path", ["auto", "reference", "registers", "row_local"])
+def test_explain_names_the_window_and_its_path(path):
+    con = matchsql.connect(demo=False, execution_path=path)
+    con.sql(LETTERS)
+    lines = [row[0] for row in con.sql("EXPLAIN " + QUERY).fetchall()]
+    assert lines[0].startswith("-- WINDOW w #1 of 1: window pattern measure")
+    assert "called: f" in lines
+    assert any(line.startswith("frame: ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING; "
+                               "INITIAL") for line in lines)
+    paths = [line for line in lines if line.startswith("path: ")]
+    expected = "reference" if path == "reference" else "registers" if path == "registers" \
+        else "row_local"
+    assert paths == [f"path: {expected}"]
+    # INITIAL runs the pattern anchored at the row.
+    assert "MATCH_RECOGNIZE PATTERN (^ A B)" in lines
+
+
+def test_explain_of_seek_keeps_the_pattern_unanchored(con):
+    sql = QUERY.replace("PATTERN", "SEEK PATTERN")
+    lines = [row[0] for row in con.sql("EXPLAIN " + sql).fetchall()]
+    assert "MATCH_RECOGNIZE PATTERN (A B)" in lines
+    assert any("; SEEK;" in line for line in lines)
+
+
+@pytest.mark.parametrize(("change", "at"), [
+    (("ROWS BETWEEN", "ALL ROWS PER MATCH ROWS BETWEEN"), "ALL ROWS"),
+    (("SELECT id, f OVER w AS f", "SELECT id, f"), "f FROM"),
+    (("PATTERN (A B)", "PATTERN (A B $)"), "$)"),
+    (("FIRST(id) AS f", "MATCH_NUMBER() AS f"), "MATCH_NUMBER"),
+    (("ROWS BETWEEN CURRENT ROW", "RANGE BETWEEN CURRENT ROW"), "RANGE"),
+    (("f OVER w AS f", "g OVER w AS f"), "g OVER"),
+    (("UNBOUNDED FOLLOWING", "'x' FOLLOWING"), "'x'"),
+])
+def test_errors_point_at_the_offending_text(con, change, at):
+    sql = QUERY.replace(*change)
+    err = error_of(con, sql)
+    assert isinstance(err, matchsql.SemanticError)
+    offset = sql.index(at)
+    line = sql[:offset].count("\n") + 1
+    column = offset - (sql.rfind("\n", 0, offset) + 1) + 1
+    assert (err.line, err.column) == (line, column), str(err)
+    assert "Traceback" not in err.message
+
+
+def test_join_in_from_is_refused(con):
+    err = error_of(con, QUERY.replace("FROM s", "FROM s JOIN s AS s2 USING (id)"))
+    assert "single table" in err.message
+
+
+def test_group_by_is_refused(con):
+    err = error_of(con, QUERY.replace("\nORDER BY id", "\nGROUP BY id, f ORDER BY id"))
+    assert "GROUP BY" in err.message
+
+
+def test_window_clause_round_trips():
+    tree = parse(QUERY.replace("PATTERN", "AFTER MATCH SKIP TO NEXT ROW SEEK PATTERN"))[0]
+    window = tree.args["windows"][0]
+    assert isinstance(window, PatternWindow)
+    text = tree.sql(dialect="matchsql")
+    assert "AFTER MATCH SKIP TO NEXT ROW SEEK PATTERN (A B)" in text
+    assert parse(text)[0].sql(dialect="matchsql") == text
+
+
+def test_parameters_bind_in_the_window(con):
+    sql = QUERY.replace("UNBOUNDED FOLLOWING", "? FOLLOWING").replace("v = 'a'", "v = ?")
+    assert con.sql(sql, [1, "a"]).fetchall() == [(1, 1), (2, None), (3, 3), (4, None)]
+    # A frame of the row alone: A B never fits.
+    assert con.sql(sql, [0, "a"]).fetchall() == [(1, None), (2, None), (3, None), (4, None)]
+
+
+def test_window_in_a_subquery_filtered_outside(con):
+    inner = QUERY.rsplit("\nORDER BY id", 1)[0]
+    sql = f"SELECT id, f FROM ({inner}) AS q WHERE f IS NOT NULL ORDER BY id"
+    assert con.sql(sql).fetchall() == [(1, 1), (3, 3)]
+
+
+def test_window_over_a_match_recognize(con):
+    source = ("(SELECT * FROM s MATCH_RECOGNIZE (ORDER BY id MEASURES CLASSIFIER() AS c "
+              "ALL ROWS PER MATCH PATTERN (X+) DEFINE X AS true)) AS m")
+    sql = QUERY.replace("FROM s", f"FROM {source}").replace("SELECT id,", "SELECT id, c,")
+    assert con.sql(sql).fetchall() == [(1, "X", 1), (2, "X", None), (3, "X", 3), (4, "X", None)]
+
+
+def test_other_statements_naming_window_and_pattern_stay_duckdb(con):
+    sql = ("SELECT id, row_number() OVER w AS rn, 'pattern (' AS t FROM s "
+           "WINDOW w AS (ORDER BY id DESC) ORDER BY id")
+    assert con.sql(sql).fetchall() == [(1, 4, "pattern ("), (2, 3, "pattern ("),
+                                       (3, 2, "pattern ("), (4, 1, "pattern (")]
+
+
+def test_registered_tables_go_with_the_result(con):
+    result = con.sql(QUERY)
+    result.fetchall()
+    result.close()
+    names = {row[0] for row in con.sql("SHOW TABLES").fetchall()}
+    assert not [n for n in names if n.startswith("__matchsql_window")]
+
+
+PATTERNS = ["A B+ C", "A+ B", "(A | B) C*", "A B? C", "A{2,3} B", "(A B)+"]
+
+
+@pytest.mark.parametrize("path", ["reference", "auto"])
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_initial_skip_to_next_row_agrees_with_match_recognize(pattern, path):
+    """With INITIAL, SKIP TO NEXT ROW, an unbounded frame and DEFINEs that read only the
+    current row, each row's window match is MATCH_RECOGNIZE's match that starts at that
+    row under SKIP TO NEXT ROW (both try every row once, over the rest of the partition)."""
+    rng = random.Random(hash(pattern) & 0xFFFF)
+    con = matchsql.connect(demo=False, execution_path=path)
+    rows = ", ".join(f"({i % 3}, {i}, '{rng.choice('abc')}')" for i in range(120))
+    con.sql(f"CREATE TABLE r AS SELECT * FROM (VALUES {rows}) t(p, id, v)")
+    defines = ", ".join(f"{x} AS v = '{x.lower()}'" for x in "ABC" if x in pattern)
+    window = con.sql(
+        f"SELECT p, id, l OVER w, n OVER w FROM r WINDOW w AS (PARTITION BY p ORDER BY id "
+        f"MEASURES LAST(id) AS l, count(*) AS n ROWS BETWEEN CURRENT ROW AND UNBOUNDED "
+        f"FOLLOWING AFTER MATCH SKIP TO NEXT ROW PATTERN ({pattern}) DEFINE {defines}) "
+        f"ORDER BY p, id").fetchall()
+    matches = {(p, f): (lid, n) for p, f, lid, n in con.sql(
+        f"SELECT p, f, l, n FROM r MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
+        f"MEASURES FIRST(id) AS f, LAST(id) AS l, count(*) AS n ONE ROW PER MATCH "
+        f"AFTER MATCH SKIP TO NEXT ROW PATTERN ({pattern}) DEFINE {defines})").fetchall()}
+    assert matches
+    for p, row, lid, n in window:
+        assert (lid, n) == matches.get((p, row), (None, None)), (p, row)
