@@ -194,7 +194,7 @@ class Executor:
         create = create_view(statement)
         if create is not None:
             query = expand(create.query, views)
-            if _MATCH_RECOGNIZE.search(query):
+            if _MATCH_RECOGNIZE.search(query) or window_measures.mentions(query):
                 return self._create_view(create, query, statement)
         elif views and (not words or words[0] in _READS_TABLES):
             # EXPLAIN [ANALYZE] stays in front: only the statement it explains is parsed.
@@ -203,7 +203,7 @@ class Executor:
             statement = statement[:head] + expand(statement[head:], views)
         if window_measures.mentions(statement) and (not words or words[0] in _READS_TABLES):
             handled = self._pattern_windows(statement, words, params)
-            if handled is not None:
+            if handled is not False:
                 return handled
         if not _MATCH_RECOGNIZE.search(statement):
             try:
@@ -227,18 +227,27 @@ class Executor:
 
     def _pattern_windows(self, statement: str, words: list[str], params: Params):
         """A statement with a row pattern window (see matchsql.window_measures): its Result
-        or EXPLAIN; None when it has no such window after all."""
+        or EXPLAIN; False when it has no such window after all."""
         if params is not None:
             statement = bind_values(statement, params)
         windows = window_measures.WindowMeasures(self)
-        if words[:1] == ["EXPLAIN"]:
-            head = after_words(statement, 2 if words[1:2] == ["ANALYZE"] else 1)
-            lines = run_deep(lambda: windows.explain_lines(" " * head + statement[head:]))
-            if not lines:
-                return None
-            self._open_result = table_result(pa.table({"explain": pa.array(lines, pa.string())}))
-            return self._open_result
-        return run_deep(lambda: windows.run(statement))
+        if words[:1] != ["EXPLAIN"]:
+            return run_deep(lambda: windows.run(statement))
+        analyze = words[1:2] == ["ANALYZE"]
+        head = after_words(statement, 2 if analyze else 1)
+        query = " " * head + statement[head:]
+        lines = run_deep(lambda: windows.explain_lines(query))
+        if not lines:
+            return False
+        if analyze:  # run it to its end: the statement's rows and time
+            started = time.perf_counter()
+            result = run_deep(lambda: windows.run(query))
+            rows = sum(b.num_rows for b in result.fetch_batches()) if result else 0
+            elapsed = time.perf_counter() - started
+            lines += ["-- statement", f"analyze: rows {rows:,}",
+                      f"analyze: total {elapsed * 1000:.3f} ms"]
+        self._open_result = table_result(pa.table({"explain": pa.array(lines, pa.string())}))
+        return self._open_result
 
     def _views(self, statement: str) -> dict[str, str]:
         """The MATCH_RECOGNIZE views, read from the catalog once and again whenever a

@@ -106,12 +106,13 @@ class WindowMeasures:
         return self.executor.config
 
     def run(self, statement: str):
-        """The statement's Result; the registered tables go when it is closed."""
+        """The statement's Result (None for one that returns no rows); the registered
+        tables go when it is closed. False when the statement has no row pattern window."""
         cleanups: list[Callable[[], None]] = []
         try:
             tree, windows = self._rewrite(statement, cleanups, run=True)
             if not windows:
-                return None  # no row pattern window after all: the ordinary route
+                return False  # no row pattern window after all: the ordinary route
             if tree.find(MatchRecognizeTable) is not None:
                 result = self.executor._run_match_recognize(tree.sql(dialect="matchsql"))
                 result._on_close.extend(cleanups)  # the statement's registrations go with it
@@ -170,12 +171,10 @@ class WindowMeasures:
         number = next(_numbers)
         windows = _collect_windows(nodes, statement, number)
         _collect_calls(select, windows, statement)
-        for clause in ("group", "having"):
+        for clause, words in (("group", "GROUP BY"), ("having", "HAVING")):
             if select.args.get(clause) is not None:
-                raise SemanticError(
-                    f"{clause.upper()} BY is not supported in a SELECT with a row pattern "
-                    "window" if clause == "group" else "HAVING is not supported in a SELECT "
-                    "with a row pattern window", sql=statement, offset=position(nodes[0]))
+                raise SemanticError(f"{words} is not supported in a SELECT with a row pattern "
+                                    "window", sql=statement, offset=position(nodes[0]))
         source, alias = _single_source(select, statement, nodes[0])
         # The source, filtered, numbered and read once (see the module docstring).
         numbered = exp.select("*", f"row_number() OVER () AS {ROW}").from_(source.copy())
@@ -252,7 +251,8 @@ class WindowMeasures:
         node = window.node
         measures = [MeasureDef(this=m.this, alias=exp.to_identifier(window.measures[
             m.args["alias"].name.lower()])) for m in node.args.get("measures") or []]
-        measures += [MeasureDef(this=_call_aggregate(c), alias=exp.to_identifier(c.column))
+        measures += [MeasureDef(this=_unqualified(c.node.this, alias),
+                                alias=exp.to_identifier(c.column))
                      for c in window.calls if c.column not in window.measures.values()]
         row = exp.column(ROW, quoted=True)
         measures += [MeasureDef(this=Navigation(this=row.copy(), kind="FIRST"),
@@ -353,6 +353,10 @@ def _collect_calls(select: exp.Select, windows: list[_Window], statement: str) -
             continue
         window = by_name[alias.name.lower()]
         this = node.this
+        if node.find_ancestor(exp.Where, exp.Join, exp.From, exp.Select) is not select:
+            raise SemanticError(
+                f"the measures of window {window.name} can be called only in the SELECT list "
+                "and ORDER BY", sql=statement, offset=position(node))
         if isinstance(this, exp.Column) and not this.table and isinstance(this.this, exp.Identifier):
             column = window.measures.get(this.name.lower())
             if column is None:
@@ -367,10 +371,6 @@ def _collect_calls(select: exp.Select, windows: list[_Window], statement: str) -
                 f"only the measures of window {window.name} and aggregates can be called "
                 f"over it, not {this.sql(dialect='duckdb')}", sql=statement,
                 offset=position(this))
-
-
-def _call_aggregate(call: _Call) -> exp.Expr:
-    return call.node.this.copy()
 
 
 def _check_bare_measures(select: exp.Select, windows: list[_Window], columns: list[str],

@@ -72,6 +72,16 @@ class WindowPatternParser:
             return self._parse_window(this)  # type: ignore[attr-defined]
         return this
 
+    def _parse_window(self, this: exp.Expr | None, alias: bool = False) -> exp.Expr | None:
+        token = self._curr
+        if (not alias and token is not None and token.token_type == TokenType.OVER
+                and self._is_pattern_window(1)):
+            raise SemanticError(
+                "row pattern recognition in an OVER clause is not supported: define the "
+                "window in the WINDOW clause and call its measures as m OVER w",
+                sql=self.sql, offset=token.start)
+        return super()._parse_window(this, alias)  # type: ignore[misc]
+
     def _parse_named_window(self) -> exp.Expr | None:
         index = self._index
         name = self._parse_id_var()  # type: ignore[attr-defined]
@@ -98,12 +108,14 @@ class WindowPatternParser:
                 "Expecting ) to close the window with row pattern recognition")
         return node
 
-    def _is_pattern_window(self) -> bool:
-        """True when the parenthesised window ahead names MEASURES or PATTERN at its top level."""
-        if self._curr is None or self._curr.token_type != TokenType.L_PAREN:
+    def _is_pattern_window(self, ahead: int = 0) -> bool:
+        """True when the parenthesised window ``ahead`` tokens on names MEASURES or PATTERN
+        at its top level."""
+        tokens = self._tokens[self._index + ahead:]
+        if not tokens or tokens[0].token_type != TokenType.L_PAREN:
             return False
         depth = 0
-        for token in self._tokens[self._index:]:
+        for token in tokens:
             if token.token_type == TokenType.L_PAREN:
                 depth += 1
             elif token.token_type == TokenType.R_PAREN:

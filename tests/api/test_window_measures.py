@@ -161,3 +161,51 @@ def test_initial_skip_to_next_row_agrees_with_match_recognize(pattern, path):
     assert matches
     for p, row, lid, n in window:
         assert (lid, n) == matches.get((p, row), (None, None)), (p, row)
+
+
+def test_pattern_window_in_over_clause_is_refused_clearly(con):
+    sql = QUERY.replace("f OVER w AS f", "f OVER (ORDER BY id MEASURES FIRST(id) AS f "
+                        "ROWS BETWEEN CURRENT ROW AND CURRENT ROW PATTERN (A) DEFINE A AS true) AS f")
+    err = error_of(con, sql)
+    assert "WINDOW clause" in err.message
+    assert err.column == sql.index("OVER (") + 1
+
+
+def test_view_over_a_pattern_window(con):
+    con.sql("CREATE VIEW pv AS " + QUERY.rsplit("\nORDER BY id", 1)[0])
+    assert con.sql("SELECT * FROM pv ORDER BY id").fetchall() == [
+        (1, 1), (2, None), (3, 3), (4, None)]
+    assert [row[0] for row in con.sql("DESCRIBE pv").fetchall()] == ["id", "f"]
+
+
+def test_cte_union_and_create_table_as(con):
+    inner = QUERY.rsplit("\nORDER BY id", 1)[0]
+    assert con.sql(f"WITH q AS ({inner}) SELECT id FROM q WHERE f IS NULL ORDER BY id"
+                   ).fetchall() == [(2,), (4,)]
+    assert con.sql(f"{inner} UNION ALL SELECT 9, 9 ORDER BY id").fetchall() == [
+        (1, 1), (2, None), (3, 3), (4, None), (9, 9)]
+    con.sql(f"CREATE TABLE kept AS {inner}")
+    assert con.sql("SELECT * FROM kept ORDER BY id").fetchall() == [
+        (1, 1), (2, None), (3, 3), (4, None)]
+
+
+def test_aggregate_over_w_reads_source_qualified_columns(con):
+    sql = QUERY.replace("f OVER w AS f", "max(s.id) OVER w AS f")
+    assert con.sql(sql).fetchall() == [(1, 2), (2, None), (3, 4), (4, None)]
+
+
+def test_measure_in_where_is_refused(con):
+    sql = QUERY.replace("FROM s\n", "FROM s WHERE f OVER w > 0\n")
+    err = error_of(con, sql)
+    assert "only in the SELECT list" in err.message
+
+
+def test_no_input_rows(con):
+    sql = QUERY.replace("FROM s\n", "FROM s WHERE id > 10\n")
+    assert con.sql(sql).fetchall() == []
+
+
+def test_explain_analyze_runs_the_statement(con):
+    lines = [row[0] for row in con.sql("EXPLAIN ANALYZE " + QUERY).fetchall()]
+    assert lines[0].startswith("-- WINDOW w #1 of 1: window pattern measure")
+    assert "analyze: rows 4" in lines
