@@ -293,7 +293,7 @@ class Executor:
             body = statement[after_words(statement, 3):]
             expanded = expand(body, self._views(body))
             self._prepared.pop(words[1].lower(), None)
-            if not _MATCH_RECOGNIZE.search(expanded):
+            if not _MATCH_RECOGNIZE.search(expanded) and not window_measures.mentions(expanded):
                 return False
             self._prepared[words[1].lower()] = " " * after_words(statement, 3) + expanded
             return None

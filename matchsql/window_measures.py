@@ -33,6 +33,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
@@ -93,7 +94,7 @@ class _Window:
     skip: SkipMode = SkipMode.PAST_LAST_ROW
     skip_variable: str | None = None
     end: int | None = None  # frame end as rows after the current one; None: unbounded
-    config: Config | None = None  # of the per-row runs (see _run_config)
+    config: Config | None = None  # of the per-row runs (auto: see _SHORT_RUNS)
     why: str | None = None  # why the per-row runs use another path than the planner's
 
     @property
@@ -273,7 +274,6 @@ class WindowMeasures:
         after = node.args.get("after")
         if var is not None:
             target = exp.column(ROW, table=var.copy(), quoted=True)
-            target.this.set("quoted", True)
             kind = "FIRST" if after == "TO FIRST" else "LAST"
             measures.append(MeasureDef(this=Navigation(this=target, kind=kind),
                                        alias=exp.to_identifier(_TARGET)))
@@ -310,7 +310,7 @@ class WindowMeasures:
         try:
             value = self.executor.con.execute(
                 f"SELECT {end.sql(dialect='duckdb')}").fetchall()[0][0]
-        except Exception:  # not a constant: reported below
+        except duckdb.Error:  # not a constant: reported below
             value = None
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise SemanticError("the frame end n FOLLOWING needs a non-negative integer constant",

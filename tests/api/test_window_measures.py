@@ -211,3 +211,10 @@ def test_explain_analyze_runs_the_statement(con):
     lines = [row[0] for row in con.sql("EXPLAIN ANALYZE " + QUERY).fetchall()]
     assert lines[0].startswith("-- WINDOW w #1 of 1: window pattern measure")
     assert "analyze: rows 4" in lines
+
+
+def test_prepared_statement_with_a_pattern_window(con):
+    sql = QUERY.replace("UNBOUNDED FOLLOWING", "? FOLLOWING")
+    con.sql(f"PREPARE pw AS {sql}")
+    assert con.sql("EXECUTE pw(0)").fetchall() == [(1, None), (2, None), (3, None), (4, None)]
+    assert con.sql("EXECUTE pw(1)").fetchall() == [(1, 1), (2, None), (3, 3), (4, None)]
