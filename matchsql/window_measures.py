@@ -59,6 +59,12 @@ _MENTION = re.compile(r"\bwindow\b.*\bpattern\s*\(", re.IGNORECASE | re.DOTALL)
 _numbers = itertools.count()
 #: Aggregates that give 0, not NULL, over an empty frame (an unmatched row).
 _COUNTING = (exp.Count, exp.CountIf)
+#: Window functions over the match's rows that are row pattern navigation.
+_VALUE_FUNCTIONS: dict[type, str] = {exp.FirstValue: "FIRST", exp.LastValue: "LAST",
+                                     exp.NthValue: "FIRST"}
+#: Window functions that sqlglot calls aggregates but that read rows around the current
+#: one, not a frame: not computed over a match.
+_FRAMELESS = (exp.Lag, exp.Lead)
 _FIRST_CHUNK = 16
 #: Why ``auto`` runs INITIAL windows on the reference matcher (bench: 5,000 rows, one
 #: anchored run per row: 1.1 s on the reference matcher, 6.5 s on the compiled kernels).
@@ -80,6 +86,7 @@ class _Call:
     node: exp.Window
     column: str
     counting: bool  # an aggregate that counts: 0 for an unmatched row
+    expr: exp.Expr | None = None  # the hidden measure computing it (None: a user measure)
 
 
 @dataclasses.dataclass
@@ -262,9 +269,8 @@ class WindowMeasures:
         node = window.node
         measures = [MeasureDef(this=m.this, alias=exp.to_identifier(window.measures[
             m.args["alias"].name.lower()])) for m in node.args.get("measures") or []]
-        measures += [MeasureDef(this=_unqualified(c.node.this, alias),
-                                alias=exp.to_identifier(c.column))
-                     for c in window.calls if c.column not in window.measures.values()]
+        measures += [MeasureDef(this=_unqualified(c.expr, alias), alias=exp.to_identifier(c.column))
+                     for c in window.calls if c.expr is not None]
         row = exp.column(ROW, quoted=True)
         measures += [MeasureDef(this=Navigation(this=row.copy(), kind="FIRST"),
                                 alias=exp.to_identifier(_FIRST)),
@@ -377,14 +383,29 @@ def _collect_calls(select: exp.Select, windows: list[_Window], statement: str) -
                 raise SemanticError(f"{this.name} is not a measure of window {window.name}",
                                     sql=statement, offset=position(this))
             window.calls.append(_Call(node, column, False))
-        elif isinstance(this, exp.AggFunc):
+        elif type(this) in _VALUE_FUNCTIONS:
             column = f"{window.prefix}_agg{len(window.calls)}"
-            window.calls.append(_Call(node, column, isinstance(this, _COUNTING)))
+            window.calls.append(_Call(node, column, False, _navigation(this, statement)))
+        elif isinstance(this, exp.AggFunc) and not isinstance(this, _FRAMELESS):
+            column = f"{window.prefix}_agg{len(window.calls)}"
+            window.calls.append(_Call(node, column, isinstance(this, _COUNTING), this.copy()))
         else:
             raise SemanticError(
-                f"only the measures of window {window.name} and aggregates can be called "
-                f"over it, not {this.sql(dialect='duckdb')}", sql=statement,
-                offset=position(this))
+                f"only the measures of window {window.name}, aggregates and first_value, "
+                f"last_value, nth_value can be called over it, not "
+                f"{this.sql(dialect='duckdb')}", sql=statement, offset=position(this))
+
+
+def _navigation(call: exp.Expr, statement: str) -> Navigation:
+    """first_value / last_value / nth_value over the match's rows, as FIRST / LAST."""
+    if isinstance(call, exp.NthValue):
+        offset = call.args.get("offset")
+        if not (isinstance(offset, exp.Literal) and not offset.is_string
+                and offset.this.isdigit() and int(offset.this) >= 1):
+            raise SemanticError("nth_value over a row pattern window needs a positive integer "
+                                "constant", sql=statement, offset=position(offset or call))
+        return Navigation(this=call.this.copy(), kind="FIRST", offset=int(offset.this) - 1)
+    return Navigation(this=call.this.copy(), kind=_VALUE_FUNCTIONS[type(call)])
 
 
 def _check_bare_measures(select: exp.Select, windows: list[_Window], columns: list[str],

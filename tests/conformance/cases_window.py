@@ -201,6 +201,16 @@ CASES: list[Case] = [
             "frame, where count is 0 and sum is NULL.",
     ),
     Case(
+        "window_value_functions_over_w",
+        letters("aabc"),
+        wq("A+ B", select="id, first_value(id) OVER w AS fv, last_value(id) OVER w AS lv, "
+                          "nth_value(id, 2) OVER w AS n2, nth_value(id, 4) OVER w AS n4"),
+        [(1, 1, 3, 2, N), (2, N, N, N, N), (3, N, N, N, N), (4, N, N, N, N)],
+        why="first_value, last_value and nth_value over w read the match's rows 1-3 (a a "
+            "b): 1, 3, the second row 2, and no fourth row (NULL). Unmatched rows see an "
+            "empty frame: NULL.",
+    ),
+    Case(
         "window_sees_rows_after_where",
         letters("abxab"),
         wq("A B A", extra="AFTER MATCH SKIP TO NEXT ROW", source="s WHERE v <> 'x'"),
@@ -323,6 +333,13 @@ CASES: list[Case] = [
         wq("A B", select="id, g OVER w"),
         matchsql.SemanticError,
         why="g is not one of w's measures.",
+    ),
+    Case(
+        "window_error_ranking_function_over_w",
+        letters("ab"),
+        wq("A B", select="id, row_number() OVER w"),
+        matchsql.SemanticError,
+        why="Only measures, aggregates and first/last/nth_value are computed over a match.",
     ),
     Case(
         "window_error_skip_to_first_row",
