@@ -27,6 +27,7 @@ aggregate over the match's rows, over an empty frame for an unmatched row.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import itertools
 import re
@@ -46,7 +47,17 @@ from matchsql.fsm.spec import MatchSpec, RowsPerMatch, SkipMode
 from matchsql.grammar import analyze, parse
 from matchsql.grammar.checks import position
 from matchsql.grammar.nodes import MatchNumber, MatchRecognizeTable, MeasureDef, Navigation
-from matchsql.grammar.pattern import Anchor, AnchorKind, Concatenation
+from matchsql.grammar.pattern import (
+    Alternation,
+    Anchor,
+    AnchorKind,
+    Concatenation,
+    Exclusion,
+    Label,
+    PatternNode,
+    Permutation,
+    Quantified,
+)
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.grammar.window_pattern import PatternWindow
 from matchsql.router.partitions import feed_last, segments
@@ -103,6 +114,9 @@ class _Window:
     end: int | None = None  # frame end as rows after the current one; None: unbounded
     config: Config | None = None  # of the per-row runs (auto: see _SHORT_RUNS)
     why: str | None = None  # why the per-row runs use another path than the planner's
+    #: The spec of one run over each whole partition, where every row's match can be read
+    #: from it (see _scan_spec); None: one run per row.
+    scan: MatchSpec | None = None
 
     @property
     def name(self) -> str:
@@ -158,10 +172,14 @@ class WindowMeasures:
                 f"frame: ROWS BETWEEN CURRENT ROW AND {end}; "
                 f"{'INITIAL' if window.node.args.get('initial') is not False else 'SEEK'}; "
                 f"AFTER MATCH SKIP {skip}",
-                "per row: one matcher run over the row's frame; measures joined back by row "
-                "number, DuckDB runs the rest of the statement",
+                ("per partition: one run with AFTER MATCH SKIP TO NEXT ROW gives every row's "
+                 "match (no navigation before a match's start, no empty match, frames to the "
+                 "partition end)" if window.scan is not None else
+                 "per row: one matcher run over the row's frame"),
+                "then: measures joined back by row number, DuckDB runs the rest of the statement",
             ]
-            for line in explain(spec, window.config).splitlines():
+            shown = window.scan if window.scan is not None else spec
+            for line in explain(shown, window.config).splitlines():
                 if line.startswith("why: ") and window.why is not None:
                     line = f"why: {window.why}"
                 if not line.startswith(_WHOLE_PARTITION_LINES):
@@ -302,7 +320,10 @@ class WindowMeasures:
                                           skip_variable=None, rows_per_match=RowsPerMatch.ONE)
         window.end = self._frame_end(node.args["end"], statement)
         window.config, window.why = self.config, None
-        if self.config.execution_path == "auto" and node.args.get("initial") is not False:
+        window.scan = _scan_spec(spec, window.end)
+        if window.scan is not None:
+            window.why = None
+        elif self.config.execution_path == "auto" and node.args.get("initial") is not False:
             window.config = dataclasses.replace(self.config, execution_path="reference")
             window.why = _SHORT_RUNS
 
@@ -487,9 +508,10 @@ def _match_window(window: _Window, table: pa.Table, config: Config,
 
     ``table`` holds the input rows sorted by the window's partition and order keys.
     """
-    spec = window.spec
+    spec = window.scan if window.scan is not None else window.spec
     assert spec is not None
     choose_path(spec, config.execution_path)  # a forced path that does not apply says so now
+    match = _scan_partition if window.scan is not None else _match_partition
     rows = table.combine_chunks().to_batches()
     batch = rows[0] if rows else pa.RecordBatch.from_pylist([], schema=table.schema)
     matches: list[pa.RecordBatch] = []
@@ -498,7 +520,7 @@ def _match_window(window: _Window, table: pa.Table, config: Config,
         for start, stop in segments(batch, spec.partition_by):
             part = batch.slice(start, stop - start)
             key = tuple(part.column(k)[0].as_py() for k in spec.partition_by)
-            take += _match_partition(window, part, key, config, cancel, matches)
+            take += match(window, part, key, config, cancel, matches)
     out_schema = spec.output_schema()
     found = pa.Table.from_batches(matches, schema=out_schema) if matches else \
         out_schema.empty_table()
@@ -534,6 +556,67 @@ def _match_partition(window: _Window, part: pa.RecordBatch, key: tuple, config: 
             resume = row + 1
             continue
         resume = _resume(window, match, where, where[first], row)
+    return take
+
+
+def _scan_spec(spec: MatchSpec, end: int | None) -> MatchSpec | None:
+    """The spec of a whole-partition run whose match from each start row is that row's
+    match in the window, or None where there is no such run.
+
+    With SKIP TO NEXT ROW a partition run tries every row once, each attempt on its own;
+    the attempt at row s sees what the window's run for a row r <= s sees when the frame
+    reaches the partition's end and nothing reads a row before the match's first one
+    (no PREV: FIRST/LAST and aggregates stay inside the match). Empty matches are ruled
+    out because they carry no row that would say where they start.
+    """
+    if end is not None or _matches_empty(spec.pattern):
+        return None
+    exprs = [*spec.defines.values(), *(m.expr for m in spec.measures)]
+    if any(n.kind == "PREV" for e in exprs for n in e.find_all(Navigation)):
+        return None
+    return dataclasses.replace(spec, skip=SkipMode.TO_NEXT_ROW)
+
+
+def _matches_empty(node: PatternNode) -> bool:
+    """Whether ``node`` can match no rows at all."""
+    if isinstance(node, Label):
+        return False
+    if isinstance(node, Quantified):
+        return node.min == 0 or _matches_empty(node.child)
+    if isinstance(node, Alternation):
+        return any(_matches_empty(item) for item in node.items)
+    if isinstance(node, (Concatenation, Permutation)):
+        return all(_matches_empty(item) for item in node.items)
+    if isinstance(node, Exclusion):
+        return _matches_empty(node.child)
+    return True  # (), anchors
+
+
+def _scan_partition(window: _Window, part: pa.RecordBatch, key: tuple, config: Config,
+                    cancel: Cancellation, matches: list[pa.RecordBatch]) -> list[int | None]:
+    """:func:`_match_partition` from one run over the whole partition (see _scan_spec)."""
+    assert window.scan is not None
+    matcher = new_partition_matcher(window.scan, key, config, cancel)
+    found = [b for b in feed_last(matcher, part) if b.num_rows]
+    n = part.num_rows
+    take: list[int | None] = [None] * n
+    if not found:
+        return take
+    every = pa.concat_batches(found)
+    where = {rid: i for i, rid in enumerate(part.column(ROW).to_pylist())}
+    starts = [where[rid] for rid in every.column(_FIRST).to_pylist()]  # ascending
+    seek = window.node.args.get("initial") is False
+    resume = 0
+    for row in range(n):
+        if row < resume:
+            continue
+        k = bisect.bisect_left(starts, row)
+        if k == len(starts) or (starts[k] != row and not seek):
+            continue
+        match = every.slice(k, 1)
+        take[row] = sum(m.num_rows for m in matches)
+        matches.append(match)
+        resume = _resume(window, match, where, starts[k], row)
     return take
 
 

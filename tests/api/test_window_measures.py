@@ -41,8 +41,11 @@ def error_of(con, sql: str, params=None) -> matchsql.Error:
 def test_explain_names_the_window_and_its_path(path):
     con = matchsql.connect(demo=False, execution_path=path)
     con.sql(LETTERS)
-    lines = [row[0] for row in con.sql("EXPLAIN " + QUERY).fetchall()]
+    # PREV (which never changes the result here) makes each row's match a run of its own.
+    query = QUERY.replace("B AS v = 'b'", "B AS v = 'b' AND PREV(v) = 'a'")
+    lines = [row[0] for row in con.sql("EXPLAIN " + query).fetchall()]
     assert lines[0].startswith("-- WINDOW w #1 of 1: window pattern measure")
+    assert "per row: one matcher run over the row's frame" in lines
     assert "called: f" in lines
     assert any(line.startswith("frame: ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING; "
                                "INITIAL") for line in lines)
@@ -60,6 +63,8 @@ def test_explain_of_seek_keeps_the_pattern_unanchored(con):
     lines = [row[0] for row in con.sql("EXPLAIN " + sql).fetchall()]
     assert "MATCH_RECOGNIZE PATTERN (A B)" in lines
     assert any("; SEEK;" in line for line in lines)
+    assert any(line.startswith("per partition: one run with AFTER MATCH SKIP TO NEXT ROW")
+               for line in lines)
     assert "path: row_local" in lines  # SEEK scans the frame: the planner's choice
 
 
@@ -218,3 +223,44 @@ def test_prepared_statement_with_a_pattern_window(con):
     con.sql(f"PREPARE pw AS {sql}")
     assert con.sql("EXECUTE pw(0)").fetchall() == [(1, None), (2, None), (3, None), (4, None)]
     assert con.sql("EXECUTE pw(1)").fetchall() == [(1, 1), (2, None), (3, 3), (4, None)]
+
+
+SCAN_PATTERNS = ["A B+ C", "A+ B", "(A | B) C*", "A B? C", "A{2,3} B", "(A B)+", "PERMUTE(A, B) C?"]
+SKIPS = ["PAST LAST ROW", "TO NEXT ROW", "TO LAST A"]
+
+
+@pytest.mark.parametrize("mode", ["INITIAL", "SEEK"])
+@pytest.mark.parametrize("skip", SKIPS)
+@pytest.mark.parametrize("pattern", SCAN_PATTERNS)
+def test_partition_scan_agrees_with_per_row_runs(pattern, skip, mode):
+    """A window whose rows' matches are read from one run per partition (no PREV, no empty
+    match, frames to the partition end) gives what one run per row frame gives; the second
+    query forces per-row runs with a PREV that is always true (NULL or not)."""
+    rng = random.Random(f"{pattern}/{skip}/{mode}")
+    con = matchsql.connect(demo=False)
+    letters = ["aabbc"[i // 2 % 5] if rng.random() < 0.7 else rng.choice("abc")
+               for i in range(90)]
+    rows = ", ".join(f"({i % 2}, {i}, '{v}')" for i, v in enumerate(letters))
+    con.sql(f"CREATE TABLE r AS SELECT * FROM (VALUES {rows}) t(p, id, v)")
+    defines = [f"{x} AS v = '{x.lower()}'" for x in "ABC" if x in pattern]
+    noop = " AND (PREV(id) IS NULL OR PREV(id) IS NOT NULL)"
+    template = ("SELECT p, id, f OVER w, l OVER w, c OVER w, n OVER w FROM r WINDOW w AS ("
+                "PARTITION BY p ORDER BY id MEASURES FIRST(id) AS f, LAST(id) AS l, "
+                "CLASSIFIER() AS c, count(A.id) AS n ROWS BETWEEN CURRENT ROW AND UNBOUNDED "
+                f"FOLLOWING AFTER MATCH SKIP {skip} {mode} PATTERN ({pattern}) DEFINE @) "
+                "ORDER BY p, id")
+    scanned = template.replace("@", ", ".join(defines))
+    per_row = template.replace("@", ", ".join([defines[0] + noop, *defines[1:]]))
+    assert any("per partition: one run" in line[0]
+               for line in con.sql("EXPLAIN " + scanned).fetchall())
+    assert any("per row: one matcher run" in line[0]
+               for line in con.sql("EXPLAIN " + per_row).fetchall())
+    try:
+        want = con.sql(per_row).fetchall()
+    except matchsql.ExecutionError as exc:  # SKIP TO LAST A onto a match's first row
+        with pytest.raises(matchsql.ExecutionError, match="AFTER MATCH SKIP"):
+            con.sql(scanned).fetchall()
+        assert "AFTER MATCH SKIP" in exc.message
+        return
+    assert any(row[2] is not None for row in want)
+    assert con.sql(scanned).fetchall() == want
