@@ -514,7 +514,7 @@ def _match_window(window: _Window, table: pa.Table, config: Config,
     match = _scan_partition if window.scan is not None else _match_partition
     rows = table.combine_chunks().to_batches()
     batch = rows[0] if rows else pa.RecordBatch.from_pylist([], schema=table.schema)
-    matches: list[pa.RecordBatch] = []
+    matches = _Found()
     take: list[int | None] = []
     if batch.num_rows:
         for start, stop in segments(batch, spec.partition_by):
@@ -522,7 +522,7 @@ def _match_window(window: _Window, table: pa.Table, config: Config,
             key = tuple(part.column(k)[0].as_py() for k in spec.partition_by)
             take += match(window, part, key, config, cancel, matches)
     out_schema = spec.output_schema()
-    found = pa.Table.from_batches(matches, schema=out_schema) if matches else \
+    found = pa.Table.from_batches(matches.batches, schema=out_schema) if matches.rows else \
         out_schema.empty_table()
     picked = found.take(pa.array(take, pa.int64()))
     columns = {ROW: batch.column(ROW) if batch.num_rows else pa.array([], pa.int64())}
@@ -532,9 +532,23 @@ def _match_window(window: _Window, table: pa.Table, config: Config,
     return pa.table(columns)
 
 
+class _Found:
+    """The output rows of the matches found so far, as the batches they came in."""
+
+    def __init__(self) -> None:
+        self.batches: list[pa.RecordBatch] = []
+        self.rows = 0
+
+    def add(self, batch: pa.RecordBatch) -> int:
+        """Keep ``batch``; the index its first row has among all rows kept."""
+        self.batches.append(batch)
+        self.rows += batch.num_rows
+        return self.rows - batch.num_rows
+
+
 def _match_partition(window: _Window, part: pa.RecordBatch, key: tuple, config: Config,
-                     cancel: Cancellation, matches: list[pa.RecordBatch]) -> list[int | None]:
-    """The index into ``matches`` of each row's match (None: unmatched), appending to it."""
+                     cancel: Cancellation, matches: _Found) -> list[int | None]:
+    """The index into ``matches`` of each row's match (None: unmatched), adding to it."""
     spec = window.spec
     assert spec is not None
     n = part.num_rows
@@ -549,8 +563,7 @@ def _match_partition(window: _Window, part: pa.RecordBatch, key: tuple, config: 
                              window.node.args.get("initial") is not False)
         if match is None:
             continue
-        take[row] = sum(m.num_rows for m in matches)
-        matches.append(match)
+        take[row] = matches.add(match)
         first = match.column(_FIRST)[0].as_py()
         if first is None:  # an empty match: the next row is tried next
             resume = row + 1
@@ -593,7 +606,7 @@ def _matches_empty(node: PatternNode) -> bool:
 
 
 def _scan_partition(window: _Window, part: pa.RecordBatch, key: tuple, config: Config,
-                    cancel: Cancellation, matches: list[pa.RecordBatch]) -> list[int | None]:
+                    cancel: Cancellation, matches: _Found) -> list[int | None]:
     """:func:`_match_partition` from one run over the whole partition (see _scan_spec)."""
     assert window.scan is not None
     matcher = new_partition_matcher(window.scan, key, config, cancel)
@@ -603,6 +616,7 @@ def _scan_partition(window: _Window, part: pa.RecordBatch, key: tuple, config: C
     if not found:
         return take
     every = pa.concat_batches(found)
+    base = matches.add(every)
     where = {rid: i for i, rid in enumerate(part.column(ROW).to_pylist())}
     starts = [where[rid] for rid in every.column(_FIRST).to_pylist()]  # ascending
     seek = window.node.args.get("initial") is False
@@ -613,10 +627,8 @@ def _scan_partition(window: _Window, part: pa.RecordBatch, key: tuple, config: C
         k = bisect.bisect_left(starts, row)
         if k == len(starts) or (starts[k] != row and not seek):
             continue
-        match = every.slice(k, 1)
-        take[row] = sum(m.num_rows for m in matches)
-        matches.append(match)
-        resume = _resume(window, match, where, starts[k], row)
+        take[row] = base + k
+        resume = _resume(window, every.slice(k, 1), where, starts[k], row)
     return take
 
 
