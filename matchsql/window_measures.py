@@ -10,11 +10,8 @@ is rewritten so that DuckDB runs everything but the pattern matching:
 2. the window becomes a :class:`~matchsql.fsm.spec.MatchSpec` through the very
    analysis MATCH_RECOGNIZE uses (its measures renamed, plus hidden measures for
    the first and last row of the match and the AFTER MATCH SKIP target);
-3. for every row that is not skipped by an earlier row's match, a partition
-   matcher of the chosen path (fsm/planner) runs over that row's frame only, so
-   that neither matching nor navigation sees a row outside the frame; INITIAL
-   anchors the pattern at the frame's first row (``^``), SEEK takes the first
-   match in the frame; the first match found is the row's match;
+3. each row's match is found by the partition matchers of MATCH_RECOGNIZE
+   (fsm/planner), see :mod:`matchsql.window_matching`;
 4. the per-row measure values are registered as an Arrow table and joined back
    by row number; each ``m OVER w`` becomes a column of that join.
 
@@ -27,7 +24,6 @@ aggregate over the match's rows, over an empty frame for an unmatched row.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import itertools
 import re
@@ -38,34 +34,29 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from matchsql.cancel import Cancellation
 from matchsql.config import Config
-from matchsql.errors import ExecutionError, SemanticError
-from matchsql.fsm.planner import choose_path, explain, new_partition_matcher
+from matchsql.errors import SemanticError
+from matchsql.fsm.planner import explain
 from matchsql.fsm.program import check_pattern_size
-from matchsql.fsm.spec import MatchSpec, RowsPerMatch, SkipMode
+from matchsql.fsm.spec import RowsPerMatch, SkipMode
 from matchsql.grammar import analyze, parse
 from matchsql.grammar.checks import position
 from matchsql.grammar.nodes import MatchNumber, MatchRecognizeTable, MeasureDef, Navigation
-from matchsql.grammar.pattern import (
-    Alternation,
-    Anchor,
-    AnchorKind,
-    Concatenation,
-    Exclusion,
-    Label,
-    PatternNode,
-    Permutation,
-    Quantified,
-)
+from matchsql.grammar.pattern import Anchor, AnchorKind, Concatenation
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.grammar.window_pattern import PatternWindow
-from matchsql.router.partitions import feed_last, segments
+from matchsql.window_matching import (
+    FIRST_ROW,
+    LAST_ROW,
+    ROW,
+    SKIP_TARGET,
+    WindowRuns,
+    match_window,
+    scan_spec,
+)
 
 __all__ = ["mentions", "WindowMeasures"]
 
-ROW = "__matchsql_row"  # the row number the measures are joined back by
-_FIRST, _LAST, _TARGET = "__matchsql_first", "__matchsql_last", "__matchsql_skip_to"
 _MENTION = re.compile(r"\bwindow\b.*\bpattern\s*\(", re.IGNORECASE | re.DOTALL)
 _numbers = itertools.count()
 #: Aggregates that give 0, not NULL, over an empty frame (an unmatched row).
@@ -76,13 +67,12 @@ _VALUE_FUNCTIONS: dict[type, str] = {exp.FirstValue: "FIRST", exp.LastValue: "LA
 #: Window functions that sqlglot calls aggregates but that read rows around the current
 #: one, not a frame: not computed over a match.
 _FRAMELESS = (exp.Lag, exp.Lead)
-_FIRST_CHUNK = 16
 #: Why ``auto`` runs INITIAL windows on the reference matcher (bench: 5,000 rows, one
 #: anchored run per row: 1.1 s on the reference matcher, 6.5 s on the compiled kernels).
 _SHORT_RUNS = ("INITIAL: each row's run ends with the attempt at the row, too short for the "
                "compiled kernels' per-run setup to pay off")
 #: planner.explain lines about running whole partitions, which a window never does.
-_WHOLE_PARTITION_LINES = ("partitions:", "batched:")  # rows of a frame fed before looking for a match; doubles after
+_WHOLE_PARTITION_LINES = ("partitions:", "batched:")
 
 
 def mentions(statement: str) -> bool:
@@ -108,15 +98,8 @@ class _Window:
     prefix: str  # of the window's output columns, unique in the statement
     measures: dict[str, str]  # user measure name (lower) -> output column
     calls: list[_Call]
-    spec: MatchSpec | None = None  # the matchers' spec (anchored for INITIAL)
-    skip: SkipMode = SkipMode.PAST_LAST_ROW
-    skip_variable: str | None = None
-    end: int | None = None  # frame end as rows after the current one; None: unbounded
-    config: Config | None = None  # of the per-row runs (auto: see _SHORT_RUNS)
+    runs: WindowRuns | None = None  # how its rows are matched, once analysed
     why: str | None = None  # why the per-row runs use another path than the planner's
-    #: The spec of one run over each whole partition, where every row's match can be read
-    #: from it (see _scan_spec); None: one run per row.
-    scan: MatchSpec | None = None
 
     @property
     def name(self) -> str:
@@ -159,27 +142,27 @@ class WindowMeasures:
             _run_all(cleanups)
         lines: list[str] = []
         for number, window in enumerate(windows, 1):
-            spec = window.spec
-            assert spec is not None
-            end = "UNBOUNDED FOLLOWING" if window.end is None else \
-                "CURRENT ROW" if window.end == 0 else f"{window.end} FOLLOWING"
+            runs = window.runs
+            assert runs is not None
+            end = "UNBOUNDED FOLLOWING" if runs.end is None else \
+                "CURRENT ROW" if runs.end == 0 else f"{runs.end} FOLLOWING"
             called = ", ".join(c.node.this.sql(dialect="matchsql") for c in window.calls) or "none"
-            skip = window.skip.value + (f" {window.skip_variable}" if window.skip_variable else "")
+            skip = runs.skip.value + (f" {runs.skip_variable}" if runs.skip_variable else "")
             lines += [
                 f"-- WINDOW {window.name} #{number} of {len(windows)}: window pattern measure "
                 f"(row pattern recognition in a window)",
                 f"called: {called}",
                 f"frame: ROWS BETWEEN CURRENT ROW AND {end}; "
-                f"{'INITIAL' if window.node.args.get('initial') is not False else 'SEEK'}; "
+                f"{'SEEK' if runs.seek else 'INITIAL'}; "
                 f"AFTER MATCH SKIP {skip}",
                 ("per partition: one run with AFTER MATCH SKIP TO NEXT ROW gives every row's "
                  "match (no navigation before a match's start, no empty match, frames to the "
-                 "partition end)" if window.scan is not None else
+                 "partition end)" if runs.scan is not None else
                  "per row: one matcher run over the row's frame"),
                 "then: measures joined back by row number, DuckDB runs the rest of the statement",
             ]
-            shown = window.scan if window.scan is not None else spec
-            for line in explain(shown, window.config).splitlines():
+            shown = runs.scan if runs.scan is not None else runs.spec
+            for line in explain(shown, runs.config).splitlines():
                 if line.startswith("why: ") and window.why is not None:
                     line = f"why: {window.why}"
                 if not line.startswith(_WHOLE_PARTITION_LINES):
@@ -234,9 +217,8 @@ class WindowMeasures:
         cancel = self.executor.cancellation
         hidden = [ROW]
         for window in windows:
-            assert window.config is not None
-            result = _match_window(window, self._sorted(source_view, window, alias),
-                                   window.config, cancel)
+            assert window.runs is not None
+            result = match_window(window.runs, self._sorted(source_view, window, alias), cancel)
             hidden += result.schema.names[1:]
             view = f"__matchsql_window_measures_{number}_{id(window)}"
             self._register(view, result, cleanups)
@@ -291,16 +273,16 @@ class WindowMeasures:
                      for c in window.calls if c.expr is not None]
         row = exp.column(ROW, quoted=True)
         measures += [MeasureDef(this=Navigation(this=row.copy(), kind="FIRST"),
-                                alias=exp.to_identifier(_FIRST)),
+                                alias=exp.to_identifier(FIRST_ROW)),
                      MeasureDef(this=Navigation(this=row.copy(), kind="LAST"),
-                                alias=exp.to_identifier(_LAST))]
+                                alias=exp.to_identifier(LAST_ROW))]
         var = node.args.get("after_var")
         after = node.args.get("after")
         if var is not None:
             target = exp.column(ROW, table=var.copy(), quoted=True)
             kind = "FIRST" if after == "TO FIRST" else "LAST"
             measures.append(MeasureDef(this=Navigation(this=target, kind=kind),
-                                       alias=exp.to_identifier(_TARGET)))
+                                       alias=exp.to_identifier(SKIP_TARGET)))
         mr = MatchRecognizeTable(
             this=exp.Table(this=exp.to_identifier(ROW)),
             partition_by=[_unqualified(p, alias) for p in node.args.get("partition_by") or []],
@@ -312,20 +294,21 @@ class WindowMeasures:
                                                    for o in order.expressions]))
         spec = analyze(mr, schema, sql=statement, con=self.executor.con)
         check_pattern_size(spec.pattern, self.config.max_pattern_size, statement)
-        window.skip, window.skip_variable = spec.skip, spec.skip_variable
+        seek = node.args.get("initial") is False
         pattern = spec.pattern
-        if node.args.get("initial") is not False:  # INITIAL: the match starts at the row
+        if not seek:  # INITIAL: the match starts at the row
             pattern = Concatenation(items=(Anchor(AnchorKind.START), pattern))
-        window.spec = dataclasses.replace(spec, pattern=pattern, skip=SkipMode.PAST_LAST_ROW,
-                                          skip_variable=None, rows_per_match=RowsPerMatch.ONE)
-        window.end = self._frame_end(node.args["end"], statement)
-        window.config, window.why = self.config, None
-        window.scan = _scan_spec(spec, window.end)
-        if window.scan is not None:
-            window.why = None
-        elif self.config.execution_path == "auto" and node.args.get("initial") is not False:
-            window.config = dataclasses.replace(self.config, execution_path="reference")
+        per_row = dataclasses.replace(spec, pattern=pattern, skip=SkipMode.PAST_LAST_ROW,
+                                      skip_variable=None, rows_per_match=RowsPerMatch.ONE)
+        end = self._frame_end(node.args["end"], statement)
+        scan = scan_spec(spec, end)
+        config, window.why = self.config, None
+        if scan is None and not seek and config.execution_path == "auto":
+            config = dataclasses.replace(config, execution_path="reference")
             window.why = _SHORT_RUNS
+        columns = [*window.measures.values(), *(c.column for c in window.calls)]
+        window.runs = WindowRuns(per_row, scan, seek, spec.skip, spec.skip_variable, end,
+                                 config, tuple(dict.fromkeys(columns)))
 
     def _frame_end(self, end: str | exp.Expr, statement: str) -> int | None:
         if end == "UNBOUNDED":
@@ -500,182 +483,6 @@ def _exclude_from_stars(select: exp.Select, hidden: list[str]) -> None:
 
 
 # -- matching -----------------------------------------------------------------------------
-
-
-def _match_window(window: _Window, table: pa.Table, config: Config,
-                  cancel: Cancellation) -> pa.Table:
-    """Per input row: the row number and the values of the window's measures and calls.
-
-    ``table`` holds the input rows sorted by the window's partition and order keys.
-    """
-    spec = window.scan if window.scan is not None else window.spec
-    assert spec is not None
-    choose_path(spec, config.execution_path)  # a forced path that does not apply says so now
-    match = _scan_partition if window.scan is not None else _match_partition
-    rows = table.combine_chunks().to_batches()
-    batch = rows[0] if rows else pa.RecordBatch.from_pylist([], schema=table.schema)
-    matches = _Found()
-    take: list[int | None] = []
-    if batch.num_rows:
-        for start, stop in segments(batch, spec.partition_by):
-            part = batch.slice(start, stop - start)
-            key = tuple(part.column(k)[0].as_py() for k in spec.partition_by)
-            take += match(window, part, key, config, cancel, matches)
-    out_schema = spec.output_schema()
-    found = pa.Table.from_batches(matches.batches, schema=out_schema) if matches.rows else \
-        out_schema.empty_table()
-    picked = found.take(pa.array(take, pa.int64()))
-    columns = {ROW: batch.column(ROW) if batch.num_rows else pa.array([], pa.int64())}
-    wanted = list(window.measures.values()) + [c.column for c in window.calls]
-    for name in dict.fromkeys(wanted):
-        columns[name] = picked.column(name)
-    return pa.table(columns)
-
-
-class _Found:
-    """The output rows of the matches found so far, as the batches they came in."""
-
-    def __init__(self) -> None:
-        self.batches: list[pa.RecordBatch] = []
-        self.rows = 0
-
-    def add(self, batch: pa.RecordBatch) -> int:
-        """Keep ``batch``; the index its first row has among all rows kept."""
-        self.batches.append(batch)
-        self.rows += batch.num_rows
-        return self.rows - batch.num_rows
-
-
-def _match_partition(window: _Window, part: pa.RecordBatch, key: tuple, config: Config,
-                     cancel: Cancellation, matches: _Found) -> list[int | None]:
-    """The index into ``matches`` of each row's match (None: unmatched), adding to it."""
-    spec = window.spec
-    assert spec is not None
-    n = part.num_rows
-    where = {rid: i for i, rid in enumerate(part.column(ROW).to_pylist())}
-    take: list[int | None] = [None] * n
-    resume = 0  # rows before it lie in the skipped span of an earlier row's match
-    for row in range(n):
-        if row < resume:
-            continue
-        last = n - 1 if window.end is None else min(n - 1, row + window.end)
-        match = _first_match(spec, part, row, last, key, config, cancel,
-                             window.node.args.get("initial") is not False)
-        if match is None:
-            continue
-        take[row] = matches.add(match)
-        first = match.column(_FIRST)[0].as_py()
-        if first is None:  # an empty match: the next row is tried next
-            resume = row + 1
-            continue
-        resume = _resume(window, match, where, where[first], row)
-    return take
-
-
-def _scan_spec(spec: MatchSpec, end: int | None) -> MatchSpec | None:
-    """The spec of a whole-partition run whose match from each start row is that row's
-    match in the window, or None where there is no such run.
-
-    With SKIP TO NEXT ROW a partition run tries every row once, each attempt on its own;
-    the attempt at row s sees what the window's run for a row r <= s sees when the frame
-    reaches the partition's end and nothing reads a row before the match's first one
-    (no PREV: FIRST/LAST and aggregates stay inside the match). Empty matches are ruled
-    out because they carry no row that would say where they start.
-    """
-    if end is not None or _matches_empty(spec.pattern):
-        return None
-    exprs = [*spec.defines.values(), *(m.expr for m in spec.measures)]
-    if any(n.kind == "PREV" for e in exprs for n in e.find_all(Navigation)):
-        return None
-    return dataclasses.replace(spec, skip=SkipMode.TO_NEXT_ROW)
-
-
-def _matches_empty(node: PatternNode) -> bool:
-    """Whether ``node`` can match no rows at all."""
-    if isinstance(node, Label):
-        return False
-    if isinstance(node, Quantified):
-        return node.min == 0 or _matches_empty(node.child)
-    if isinstance(node, Alternation):
-        return any(_matches_empty(item) for item in node.items)
-    if isinstance(node, (Concatenation, Permutation)):
-        return all(_matches_empty(item) for item in node.items)
-    if isinstance(node, Exclusion):
-        return _matches_empty(node.child)
-    return True  # (), anchors
-
-
-def _scan_partition(window: _Window, part: pa.RecordBatch, key: tuple, config: Config,
-                    cancel: Cancellation, matches: _Found) -> list[int | None]:
-    """:func:`_match_partition` from one run over the whole partition (see _scan_spec)."""
-    assert window.scan is not None
-    matcher = new_partition_matcher(window.scan, key, config, cancel)
-    found = [b for b in feed_last(matcher, part) if b.num_rows]
-    n = part.num_rows
-    take: list[int | None] = [None] * n
-    if not found:
-        return take
-    every = pa.concat_batches(found)
-    base = matches.add(every)
-    where = {rid: i for i, rid in enumerate(part.column(ROW).to_pylist())}
-    starts = [where[rid] for rid in every.column(_FIRST).to_pylist()]  # ascending
-    seek = window.node.args.get("initial") is False
-    resume = 0
-    for row in range(n):
-        if row < resume:
-            continue
-        k = bisect.bisect_left(starts, row)
-        if k == len(starts) or (starts[k] != row and not seek):
-            continue
-        take[row] = base + k
-        resume = _resume(window, every.slice(k, 1), where, starts[k], row)
-    return take
-
-
-def _resume(window: _Window, match: pa.RecordBatch, where: dict, start: int, row: int) -> int:
-    """The first row after the match's skipped span (AFTER MATCH SKIP, as in MATCH_RECOGNIZE)."""
-    mode = window.skip
-    if mode is SkipMode.PAST_LAST_ROW:
-        return where[match.column(_LAST)[0].as_py()] + 1
-    if mode is SkipMode.TO_NEXT_ROW:
-        return start + 1
-    target = match.column(_TARGET)[0].as_py()
-    how = "FIRST" if mode is SkipMode.TO_FIRST else "LAST"
-    if target is None:
-        raise ExecutionError(
-            f"AFTER MATCH SKIP TO {how} {window.skip_variable} failed: the pattern variable is "
-            f"not present in the match of partition row {row + 1}")
-    if where[target] == start:
-        raise ExecutionError(
-            f"AFTER MATCH SKIP TO {how} {window.skip_variable} failed: it would skip to the "
-            f"first row of the match of partition row {row + 1}")
-    return where[target]
-
-
-def _first_match(spec: MatchSpec, part: pa.RecordBatch, row: int, last: int, key: tuple,
-                 config: Config, cancel: Cancellation, anchored: bool) -> pa.RecordBatch | None:
-    """The first match within the frame ``part[row:last + 1]`` (one output row), or None.
-
-    The frame is fed in growing chunks: a match found early stops the run
-    without reading the rest of the frame, and so does an anchored (INITIAL)
-    pattern's failed attempt at the frame's first row. A matcher holds every
-    row from its oldest undecided attempt or unreported match on, so once it
-    holds fewer rows than it was fed, the attempt at the first row is over and
-    its match, if any, was returned.
-    """
-    matcher = new_partition_matcher(spec, key, config, cancel)
-    at, size = row, _FIRST_CHUNK
-    while at <= last:
-        stop = min(last + 1, at + size)
-        piece = part.slice(at, stop - at)
-        out = feed_last(matcher, piece) if stop > last else matcher.feed(piece)
-        for batch in out:
-            if batch.num_rows:
-                return batch.slice(0, 1)
-        if anchored and matcher.buffered_rows < stop - row:
-            return None
-        at, size = stop, size * 2
-    return None
 
 
 def _run_all(callbacks: list[Callable[[], None]]) -> None:
