@@ -232,6 +232,12 @@ class WindowMeasures:
         _replace_calls(select, windows)
         _exclude_from_stars(select, hidden)
         select.set("where", None)
+        qualify = select.args.get("qualify")
+        if qualify is not None and not any(_own(w, select) for w in select.find_all(exp.Window)):
+            # Only measure calls were left to QUALIFY: DuckDB wants a window function there,
+            # and a plain filter over the joined measures means the same.
+            select.set("qualify", None)
+            select.set("where", exp.Where(this=qualify.this))
         select.set("windows", [w for w in select.args["windows"]
                                if not isinstance(w, PatternWindow)] or None)
         select.args["from_"].set("this", exp.Subquery(

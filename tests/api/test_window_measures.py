@@ -264,3 +264,16 @@ def test_partition_scan_agrees_with_per_row_runs(pattern, skip, mode):
         return
     assert any(row[2] is not None for row in want)
     assert con.sql(scanned).fetchall() == want
+
+
+def test_qualify_named_windows_distinct_and_limit(con):
+    window = QUERY.split("WINDOW ", 1)[1].rsplit("\nORDER BY id", 1)[0]
+    assert con.sql(f"SELECT id FROM s WINDOW {window} QUALIFY f OVER w IS NOT NULL "
+                   "ORDER BY id").fetchall() == [(1,), (3,)]
+    assert con.sql(f"SELECT id, sum(id) OVER w2 AS run FROM s WINDOW {window}, "
+                   "w2 AS (ORDER BY id) QUALIFY f OVER w IS NULL ORDER BY id").fetchall() == [
+        (2, 3), (4, 10)]
+    assert con.sql(f"SELECT DISTINCT f OVER w AS f FROM s WINDOW {window} ORDER BY f"
+                   ).fetchall() == [(1,), (3,), (None,)]
+    assert con.sql(f"SELECT id, f OVER w AS f FROM s WINDOW {window} ORDER BY id DESC LIMIT 1"
+                   ).fetchall() == [(4, None)]
