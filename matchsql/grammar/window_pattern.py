@@ -115,14 +115,15 @@ class WindowPatternParser:
         if not tokens or tokens[0].token_type != TokenType.L_PAREN:
             return False
         depth = 0
-        for token in tokens:
+        for i, token in enumerate(tokens):
             if token.token_type == TokenType.L_PAREN:
                 depth += 1
             elif token.token_type == TokenType.R_PAREN:
                 depth -= 1
                 if depth == 0:
                     return False
-            elif depth == 1 and token.text.upper() in _PATTERN_WORDS:
+            elif depth == 1 and token.text.upper() in _PATTERN_WORDS and i + 1 < len(tokens) \
+                    and _starts_clause(tokens[i - 1], tokens[i + 1]):
                 return True
         return False
 
@@ -196,6 +197,14 @@ class WindowPatternParser:
                     "the only frame exclusion allowed with row pattern recognition is "
                     "EXCLUDE NO OTHERS", sql=self.sql, offset=where.start)
         return result
+
+
+def _starts_clause(before: Token, after: Token) -> bool:
+    """Whether MEASURES or PATTERN between ``before`` and ``after`` is the clause, not a
+    column of that name (``ORDER BY pattern``, ``PARTITION BY a, measures``)."""
+    if before.token_type in (TokenType.ORDER_BY, TokenType.PARTITION_BY, TokenType.COMMA):
+        return False
+    return after.token_type not in (TokenType.R_PAREN, TokenType.COMMA)
 
 
 def _bound_sql(bound: dict) -> str:

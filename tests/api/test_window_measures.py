@@ -277,3 +277,12 @@ def test_qualify_named_windows_distinct_and_limit(con):
                    ).fetchall() == [(1,), (3,), (None,)]
     assert con.sql(f"SELECT id, f OVER w AS f FROM s WINDOW {window} ORDER BY id DESC LIMIT 1"
                    ).fetchall() == [(4, None)]
+
+
+def test_columns_named_pattern_or_measures_keep_ordinary_windows(con):
+    con.sql("CREATE TABLE c AS SELECT * FROM (VALUES (1, 2, 3)) t(pattern, measures, x)")
+    sql = ("SELECT sum(x) OVER w AS s, 'pattern (' AS t FROM c WINDOW w AS (PARTITION BY "
+           "measures ORDER BY pattern, measures)")
+    assert con.sql(sql).fetchall() == [(3, "pattern (")]
+    tree = parse(sql)[0]
+    assert not [w for w in tree.args["windows"] if isinstance(w, PatternWindow)]
