@@ -225,7 +225,8 @@ def test_prepared_statement_with_a_pattern_window(con):
     assert con.sql("EXECUTE pw(1)").fetchall() == [(1, 1), (2, None), (3, 3), (4, None)]
 
 
-SCAN_PATTERNS = ["A B+ C", "A+ B", "(A | B) C*", "A B? C", "A{2,3} B", "(A B)+", "PERMUTE(A, B) C?"]
+SCAN_PATTERNS = ["A B+ C", "A+ B", "(A | B) C*", "A B? C", "A{2,3} B", "(A B)+", "PERMUTE(A, B) C?",
+                 "A B*? C"]
 SKIPS = ["PAST LAST ROW", "TO NEXT ROW", "TO LAST A"]
 
 
