@@ -266,6 +266,56 @@ CASES: list[Case] = [
             "and resumes at its first B, row 6, which is tried and (b) fails.",
     ),
     Case(
+        "window_skip_to_last_variable",
+        letters("abbab"),
+        wq("A B+", extra="AFTER MATCH SKIP TO LAST B"),
+        [(1, 1, 3), (2, N, N), (3, N, N), (4, 4, 5), (5, N, N)],
+        why="Row 1 matches a b b (1-3) and resumes at its last B, row 3: row 2 is skipped, "
+            "row 3 (b) is tried and fails. Row 4 matches a b (4-5) and resumes at row 5, "
+            "which fails.",
+    ),
+    Case(
+        "window_define_next_stops_at_frame_end",
+        table("t", "id INTEGER, x INTEGER", [(1, 1), (2, 2), (3, 3)]),
+        wq("A", measures="x AS val", select="id, val OVER w", source="t",
+           frame="ROWS BETWEEN CURRENT ROW AND CURRENT ROW", defines="A AS NEXT(x) > x"),
+        [(1, N), (2, N), (3, N)],
+        why="The frame is the row alone, so NEXT(x) in DEFINE reads past the frame: NULL, "
+            "and the condition is never true (MATCH_RECOGNIZE would match rows 1 and 2).",
+    ),
+    Case(
+        "window_define_next_inside_frame",
+        table("t", "id INTEGER, x INTEGER", [(1, 1), (2, 2), (3, 3)]),
+        wq("A", measures="x AS val", select="id, val OVER w", source="t",
+           frame="ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING", defines="A AS NEXT(x) > x"),
+        [(1, 1), (2, 2), (3, N)],
+        why="With one following row in the frame, NEXT(x) is 2 > 1 at row 1 and 3 > 2 at "
+            "row 2 (each match is the row alone, so nothing is skipped); row 3 has no next "
+            "row.",
+    ),
+    Case(
+        "window_measure_next_stops_at_frame_end",
+        table("t", "id INTEGER, x INTEGER", [(1, 10), (2, 20), (3, 30)]),
+        wq("A", measures="NEXT(x) AS nx, PREV(x) AS px", select="id, nx OVER w, px OVER w",
+           source="t", frame="ROWS BETWEEN CURRENT ROW AND CURRENT ROW", defines="A AS true"),
+        [(1, N, N), (2, N, N), (3, N, N)],
+        why="Every row matches itself; measures cannot read outside the frame either: "
+            "NEXT and PREV of the match's only row are NULL.",
+    ),
+    Case(
+        "window_partitions_seek_bounded_frame",
+        partitioned_letters({"x": "cab", "y": "cca"}),
+        wq("A B?", frame="ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING",
+           extra="AFTER MATCH SKIP TO NEXT ROW SEEK", keys="PARTITION BY p ORDER BY id",
+           select="p, id, f OVER w, l OVER w", tail="ORDER BY p, id"),
+        [("x", 1, 2, 2), ("x", 2, N, N), ("x", 3, N, N), ("y", 4, N, N), ("y", 5, 6, 6),
+         ("y", 6, N, N)],
+        why="x: row 1's frame (c a) holds a at 2, but B? cannot take row 3 outside the "
+            "frame: match 2-2, resuming at 3, so row 2 is skipped; row 3 (b) alone has no "
+            "a. y: row 4's frame (c c) has no a; row 5's frame (c a) gives 6-6 and skips "
+            "row 6.",
+    ),
+    Case(
         "window_source_subquery_with_cte",
         letters("abab"),
         "WITH q AS (SELECT id AS k, v FROM s)\n"
