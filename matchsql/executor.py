@@ -242,7 +242,12 @@ class Executor:
         if analyze:  # run it to its end: the statement's rows and time
             started = time.perf_counter()
             result = run_deep(lambda: windows.run(query))
-            rows = sum(b.num_rows for b in result.fetch_batches()) if result else 0
+            rows = 0
+            if result:
+                try:
+                    rows = sum(b.num_rows for b in result.fetch_batches())
+                finally:
+                    result.close()
             elapsed = time.perf_counter() - started
             lines += ["-- statement", f"analyze: rows {rows:,}",
                       f"analyze: total {elapsed * 1000:.3f} ms"]

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import random
 
+import duckdb
+import pyarrow as pa
 import pytest
 
 import matchsql
+from matchsql import window_measures
 from matchsql.grammar import parse
 from matchsql.grammar.window_pattern import PatternWindow
 
@@ -134,12 +137,29 @@ def test_other_statements_naming_window_and_pattern_stay_duckdb(con):
                                        (3, 2, "pattern ("), (4, 1, "pattern (")]
 
 
+def registered_sources(con) -> list[int]:
+    """Numbers of the window sources still registered on ``con``'s DuckDB connection."""
+    top = next(window_measures._numbers)
+    raw = con._executor.con
+    found = []
+    for number in range(top):
+        try:
+            raw.sql(f"SELECT 1 FROM __matchsql_window_source_{number} LIMIT 0").fetchall()
+        except duckdb.CatalogException:
+            continue
+        found.append(number)
+    return found
+
+
 def test_registered_tables_go_with_the_result(con):
     result = con.sql(QUERY)
     result.fetchall()
     result.close()
-    names = {row[0] for row in con.sql("SHOW TABLES").fetchall()}
-    assert not [n for n in names if n.startswith("__matchsql_window")]
+    assert registered_sources(con) == []
+    # The check sees a source that is still registered.
+    number = next(window_measures._numbers)
+    con._executor.con.register(f"__matchsql_window_source_{number}", pa.table({"x": [1]}))
+    assert registered_sources(con) == [number]
 
 
 PATTERNS = ["A B+ C", "A+ B", "(A | B) C*", "A B? C", "A{2,3} B", "(A B)+"]
@@ -216,6 +236,7 @@ def test_explain_analyze_runs_the_statement(con):
     lines = [row[0] for row in con.sql("EXPLAIN ANALYZE " + QUERY).fetchall()]
     assert lines[0].startswith("-- WINDOW w #1 of 1: window pattern measure")
     assert "analyze: rows 4" in lines
+    assert registered_sources(con) == []
 
 
 def test_prepared_statement_with_a_pattern_window(con):
