@@ -126,7 +126,7 @@ class WindowMeasures:
                 return False  # no row pattern window after all: the ordinary route
             if tree.find(MatchRecognizeTable) is not None:
                 result = self.executor._run_match_recognize(tree.sql(dialect="matchsql"))
-                result._on_close.extend(cleanups)  # the statement's registrations go with it
+                result.close_with(cleanups)  # the statement's registrations go with it
                 return result
         except BaseException:
             _run_all(cleanups)

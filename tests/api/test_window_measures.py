@@ -308,3 +308,13 @@ def test_columns_named_pattern_or_measures_keep_ordinary_windows(con):
     assert con.sql(sql).fetchall() == [(3, "pattern (")]
     tree = parse(sql)[0]
     assert not [w for w in tree.args["windows"] if isinstance(w, PatternWindow)]
+
+
+def test_match_recognize_beside_a_pattern_window(con):
+    inner = QUERY.rsplit("\nORDER BY id", 1)[0]
+    other = ("SELECT n AS id, n AS f FROM s MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) "
+             "AS n ONE ROW PER MATCH PATTERN (A+) DEFINE A AS true)")
+    result = con.sql(f"{inner} UNION ALL {other} ORDER BY id, f")
+    assert result.fetchall() == [(1, 1), (2, None), (3, 3), (4, 4), (4, None)]
+    result.close()
+    assert registered_sources(con) == []
