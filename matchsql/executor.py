@@ -22,7 +22,7 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from matchsql import stats_statement
+from matchsql import stats_statement, window_measures
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.deep import run_deep
@@ -194,13 +194,17 @@ class Executor:
         create = create_view(statement)
         if create is not None:
             query = expand(create.query, views)
-            if _MATCH_RECOGNIZE.search(query):
+            if _MATCH_RECOGNIZE.search(query) or window_measures.mentions(query):
                 return self._create_view(create, query, statement)
         elif views and (not words or words[0] in _READS_TABLES):
             # EXPLAIN [ANALYZE] stays in front: only the statement it explains is parsed.
             head = 0 if words[:1] != ["EXPLAIN"] else \
                 after_words(statement, 2 if words[1:2] == ["ANALYZE"] else 1)
             statement = statement[:head] + expand(statement[head:], views)
+        if window_measures.mentions(statement) and (not words or words[0] in _READS_TABLES):
+            handled = self._pattern_windows(statement, words, params)
+            if handled is not False:
+                return handled
         if not _MATCH_RECOGNIZE.search(statement):
             try:
                 return self._run_duckdb(statement, [], params)
@@ -220,6 +224,35 @@ class Executor:
         if explained:
             return run_deep(lambda: self._explain_match_recognize(statement, explained.end()))
         return run_deep(lambda: self._run_match_recognize(statement))
+
+    def _pattern_windows(self, statement: str, words: list[str], params: Params):
+        """A statement with a row pattern window (see matchsql.window_measures): its Result
+        or EXPLAIN; False when it has no such window after all."""
+        if params is not None:
+            statement = bind_values(statement, params)
+        windows = window_measures.WindowMeasures(self)
+        if words[:1] != ["EXPLAIN"]:
+            return run_deep(lambda: windows.run(statement))
+        analyze = words[1:2] == ["ANALYZE"]
+        head = after_words(statement, 2 if analyze else 1)
+        query = " " * head + statement[head:]
+        lines = run_deep(lambda: windows.explain_lines(query))
+        if not lines:
+            return False
+        if analyze:  # run it to its end: the statement's rows and time
+            started = time.perf_counter()
+            result = run_deep(lambda: windows.run(query))
+            rows = 0
+            if result:
+                try:
+                    rows = sum(b.num_rows for b in result.fetch_batches())
+                finally:
+                    result.close()
+            elapsed = time.perf_counter() - started
+            lines += ["-- statement", f"analyze: rows {rows:,}",
+                      f"analyze: total {elapsed * 1000:.3f} ms"]
+        self._open_result = table_result(pa.table({"explain": pa.array(lines, pa.string())}))
+        return self._open_result
 
     def _views(self, statement: str) -> dict[str, str]:
         """The MATCH_RECOGNIZE views, read from the catalog once and again whenever a
@@ -265,7 +298,7 @@ class Executor:
             body = statement[after_words(statement, 3):]
             expanded = expand(body, self._views(body))
             self._prepared.pop(words[1].lower(), None)
-            if not _MATCH_RECOGNIZE.search(expanded):
+            if not _MATCH_RECOGNIZE.search(expanded) and not window_measures.mentions(expanded):
                 return False
             self._prepared[words[1].lower()] = " " * after_words(statement, 3) + expanded
             return None

@@ -232,6 +232,10 @@ class Result:
         """The rows as a box table, keeping only the rows it shows."""
         return render_batches(self.schema, self.fetch_batches(), max_rows=max_rows)
 
+    def close_with(self, callbacks: list[Callable[[], None]]) -> None:
+        """Run ``callbacks`` too when the result is closed (what else the statement holds)."""
+        self._on_close.extend(callbacks)
+
     def close(self) -> None:
         if self._closed:
             return

@@ -57,6 +57,7 @@ from matchsql.grammar.nodes import (
 )
 from matchsql.grammar.pattern_parser import parse_pattern
 from matchsql.grammar.sqltext import pattern_body_end
+from matchsql.grammar.window_pattern import PatternWindow, WindowPatternParser, patternwindow_sql
 from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
 
 __all__ = ["MatchSQL", "variable_identifier", "variable_sql"]
@@ -90,8 +91,8 @@ def variable_sql(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-class MatchSQLParser(DuckDBParser):
-    """DuckDB's parser plus MATCH_RECOGNIZE table factors."""
+class MatchSQLParser(WindowPatternParser, DuckDBParser):
+    """DuckDB's parser plus MATCH_RECOGNIZE table factors and row pattern windows."""
 
     QUERY_MODIFIER_PARSERS: t.ClassVar = {
         key: value
@@ -474,6 +475,7 @@ class MatchSQLGenerator(DuckDBGenerator):
         PatternSemantics: lambda self, e: self.patternsemantics_sql(e),
         Classifier: lambda self, e: self.classifier_sql(e),
         MatchNumber: lambda self, e: self.matchnumber_sql(e),
+        PatternWindow: patternwindow_sql,
     }
 
     def matchrecognizetable_sql(self, expression: MatchRecognizeTable) -> str:
