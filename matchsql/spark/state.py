@@ -187,8 +187,14 @@ def snapshot_matcher(matcher: Any) -> bytes:
 
 def restore_matcher(plan: MatchPlan, data: bytes, config: Config | None = None) -> Any:
     """Rebuild a matcher from :func:`snapshot_matcher` bytes, on this worker's lowering."""
-    template = new_matcher(plan, (), config)
-    matcher = _Unpickler(io.BytesIO(bytes(data)), _roots(template)).load()
-    if type(matcher) is not type(template):
+    matcher = restore_like(new_matcher(plan, (), config), data)
+    if matcher is None:
         raise ExecutionError("corrupt matcher state in the Spark state store")
     return matcher
+
+
+def restore_like(template: Any, data: bytes) -> Any:
+    """The matcher of :func:`snapshot_matcher` bytes on ``template``'s lowering (a fresh
+    matcher of the same query in this process); None when the bytes hold another kind."""
+    matcher = _Unpickler(io.BytesIO(bytes(data)), _roots(template)).load()
+    return matcher if type(matcher) is type(template) else None

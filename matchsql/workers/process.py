@@ -1,0 +1,172 @@
+"""The worker process: runs the partition matchers of the buckets routed to it.
+
+A worker serves one query at a time, for the life of its pool. It takes
+notices in order from its input channel, so everything the router sent for
+a bucket before a snapshot request has been matched when the snapshot is
+taken (the State Transfer protocol's "flush" needs nothing more):
+
+* ``query``: the MatchSpec and Config of the next query (pickled);
+* ``data``: pieces of partitions, one Arrow batch, in input order per partition;
+  a partition's last piece finishes its run;
+* ``snapshot`` / ``restore``: a bucket's open runs leave / join this worker;
+* ``end``: the query is over; ``stop``: exit.
+
+It answers with ``out`` (matches per partition, in order), ``state``,
+``error`` (the first matchsql error of the query; the rest of the query is
+skipped) and ``ended``.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+import pyarrow as pa
+
+from matchsql.config import Config
+from matchsql.errors import Error, internal_error
+from matchsql.fsm.planner import new_partition_matcher
+from matchsql.fsm.spec import MatchSpec
+from matchsql.router.parallel import coalesce
+from matchsql.router.partitions import PartitionRun, feed_last
+from matchsql.spark.state import restore_like, snapshot_matcher
+from matchsql.workers.channel import RingReader, RingWriter
+from matchsql.workers.frames import pack, unpack
+
+
+class _Query:
+    """One query's open partition runs on this worker."""
+
+    def __init__(self, spec: MatchSpec, config: Config) -> None:
+        self.spec = spec
+        self.config = config
+        self.schema = spec.output_schema()
+        # partition number -> (bucket, key, run): the partitions begun and not finished.
+        self.runs: dict[int, tuple[int, tuple, PartitionRun]] = {}
+        self.failed = False
+        self.rows = 0
+        self.busy_ns = 0
+
+    def new_run(self, key: tuple) -> PartitionRun:
+        return new_partition_matcher(self.spec, key, self.config)
+
+    def data(self, entries: list[tuple], batches: list[pa.RecordBatch]) -> tuple[list, list]:
+        """Feed each entry's rows to its partition's run; the matches per partition."""
+        rows = pa.concat_batches(batches) if len(batches) > 1 else \
+            (batches[0] if batches else None)
+        out_entries: list[tuple[int, int, bool]] = []
+        out: list[pa.RecordBatch] = []
+        offset = 0
+        for number, bucket, key, count, last in entries:
+            piece = rows.slice(offset, count) if count else None
+            offset += count
+            held = self.runs.get(number)
+            run = held[2] if held is not None else self.new_run(key)
+            if last:
+                self.runs.pop(number, None)
+                produced = feed_last(run, piece) if piece is not None else run.finish()
+            else:
+                self.runs[number] = (bucket, key, run)
+                produced = run.feed(piece) if piece is not None else []
+            produced = [b for b in coalesce(produced) if b.num_rows]
+            if produced or last:
+                out_entries.append((number, len(produced), last))
+                out += produced
+            self.rows += count
+        return out_entries, out
+
+    def snapshot(self, bucket: int) -> bytes:
+        """The bucket's open runs as bytes; they leave this worker."""
+        moving = {number: held for number, held in self.runs.items() if held[0] == bucket}
+        state = []
+        for number, (_, key, run) in moving.items():
+            del self.runs[number]
+            state.append((number, key, snapshot_matcher(run)))
+        return pickle.dumps((bucket, state), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, payload: bytes) -> list[int]:
+        bucket, state = pickle.loads(payload)
+        numbers = []
+        for number, key, data in state:
+            run = restore_like(self.new_run(key), data)
+            if run is None:
+                raise Error("a migrated partition's state did not restore")
+            self.runs[number] = (bucket, key, run)
+            numbers.append(number)
+        return numbers
+
+
+def _cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    if batch.schema.equals(schema):
+        return batch
+    return pa.RecordBatch.from_arrays(
+        [column.cast(field.type) for column, field in zip(batch.columns, schema)], schema=schema)
+
+
+def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
+         capacity: int) -> None:
+    """The worker's loop (the target of a spawned process)."""
+    reader = RingReader(inbox, inbox_name, capacity)
+    writer = RingWriter(outbox, capacity)
+    outbox.send(("hello", writer.name, os.getpid()))
+    query: _Query | None = None
+    try:
+        while True:
+            try:
+                kind, payload, extra = reader.receive()
+            except (EOFError, OSError):
+                return  # the router's process is gone
+            if kind == "stop":
+                return
+            if kind == "query":
+                spec, config = pickle.loads(payload)
+                query = _Query(spec, config)
+                continue
+            if kind == "end":
+                stats = (query.rows, query.busy_ns) if query is not None else (0, 0)
+                query = None
+                writer.send("ended", None, stats)
+                continue
+            if query is None or query.failed:
+                continue
+            started = time.perf_counter_ns()
+            try:
+                _serve(query, writer, kind, payload, extra)
+            except Error as err:
+                query.failed = True
+                writer.send("error", _error_bytes(err))
+            except MemoryError:
+                query.failed = True
+                writer.send("error", _error_bytes(Error("a worker process ran out of memory")))
+            except Exception as exc:  # a bug in the engine: a one-line error, no traceback
+                query.failed = True
+                writer.send("error", _error_bytes(internal_error(exc)))
+            query.busy_ns += time.perf_counter_ns() - started
+    finally:
+        reader.close()
+        writer.close()
+
+
+def _serve(query: _Query, writer: RingWriter, kind: str, payload: bytes, extra: Any) -> None:
+    if kind == "data":
+        entries, batches = unpack(payload)
+        out_entries, out = query.data(entries, batches)
+        if out_entries:
+            out = [_cast(batch, query.schema) for batch in out]
+            writer.send("out", pack(out_entries, out, query.schema), query.rows)
+    elif kind == "snapshot":
+        writer.send("state", query.snapshot(extra), extra)
+    elif kind == "restore":
+        query.restore(payload)
+
+
+def _error_bytes(err: Error) -> bytes:
+    try:
+        data = pickle.dumps(err, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.loads(data)
+        return data
+    except Exception:  # an error whose arguments do not round-trip: keep its text
+        return pickle.dumps(Error(err.message))
