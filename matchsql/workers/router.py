@@ -254,8 +254,9 @@ class WorkerRouter:
         try:
             kind, payload, extra = worker.outbox.receive()
         except (EOFError, OSError):
-            self._check_alive()
-            raise ExecutionError(f"lost the connection to worker process {index}") from None
+            self._check()
+            worker.proc.join(2.0)  # its end of the pipe closed: it is dying or dead
+            raise _died(worker, worker.death() or "closed its channel") from None
         if kind == "out":
             entries, batches = unpack(payload)
             position = 0
@@ -296,6 +297,10 @@ class WorkerRouter:
         for worker in self.workers:
             death = worker.death()
             if death is not None and not worker.pipe.poll(0):
-                raise ExecutionError(
-                    f"worker process {worker.index} (pid {worker.pid}) {death} while running "
-                    "the query; its partitions' matches are lost, so the query failed")
+                raise _died(worker, death)
+
+
+def _died(worker: Worker, how: str) -> ExecutionError:
+    return ExecutionError(
+        f"worker process {worker.index} (pid {worker.pid}) {how} while running the query; "
+        "its partitions' matches are lost, so the query failed")
