@@ -12,6 +12,7 @@ check); the next query starts a fresh one.
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing as mp
 import os
 import signal
@@ -41,6 +42,7 @@ class Worker:
     # Figures for SHOW WORKERS and the balancer, kept by the router.
     rows_in: int = 0
     rows_done: int = 0
+    busy_s: float = 0.0  # time spent matching (CPU of the worker, to first order)
     buckets: set[int] = field(default_factory=set)
 
     @property
@@ -69,6 +71,7 @@ class WorkerPool:
         self.workers: list[Worker] = []
         self.migrations = 0  # over the pool's life, for SHOW WORKERS
         context = mp.get_context("spawn")
+        atexit.register(self.kill)  # a connection never closed: no worker or segment outlives us
         try:
             for index in range(size):
                 self.workers.append(self._start(context, index))
@@ -118,6 +121,7 @@ class WorkerPool:
 
     def kill(self) -> None:
         """SIGKILL every worker now and free the shared memory (idempotent)."""
+        atexit.unregister(self.kill)
         for worker in self.workers:
             if worker.proc.exitcode is None:
                 try:

@@ -24,14 +24,15 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from matchsql.config import Config
 from matchsql.errors import Error, internal_error
-from matchsql.fsm.planner import new_partition_matcher
+from matchsql.fsm.planner import new_partition_matcher, whole_partitions
 from matchsql.fsm.spec import MatchSpec
 from matchsql.router.parallel import coalesce
-from matchsql.router.partitions import PartitionRun, feed_last
+from matchsql.router.partitions import PartitionRun, feed_last, segments
 from matchsql.spark.state import restore_like, snapshot_matcher
 from matchsql.workers.channel import RingReader, RingWriter
 from matchsql.workers.frames import pack, unpack
@@ -46,6 +47,11 @@ class _Query:
         self.schema = spec.output_schema()
         # partition number -> (bucket, key, run): the partitions begun and not finished.
         self.runs: dict[int, tuple[int, tuple, PartitionRun]] = {}
+        # Matches a run of complete partitions at once (fsm/compiled/batch.py), when the
+        # planner allows it and the output carries the partition columns to cut it by.
+        whole, _ = whole_partitions(spec, config)
+        names = set(self.schema.names)
+        self.whole = whole if whole is not None and set(spec.partition_by) <= names else None
         self.failed = False
         self.rows = 0
         self.busy_ns = 0
@@ -54,29 +60,68 @@ class _Query:
         return new_partition_matcher(self.spec, key, self.config)
 
     def data(self, entries: list[tuple], batches: list[pa.RecordBatch]) -> tuple[list, list]:
-        """Feed each entry's rows to its partition's run; the matches per partition."""
+        """Feed each entry's rows to its partition's run; the matches per partition.
+
+        Runs of complete partitions (first and last piece in this message) are
+        matched together where the planner allows it, as the single-process
+        router does; their output is cut back into partitions by key.
+        """
         rows = pa.concat_batches(batches) if len(batches) > 1 else \
             (batches[0] if batches else None)
         out_entries: list[tuple[int, int, bool]] = []
         out: list[pa.RecordBatch] = []
-        offset = 0
-        for number, bucket, key, count, last in entries:
-            piece = rows.slice(offset, count) if count else None
-            offset += count
-            held = self.runs.get(number)
-            run = held[2] if held is not None else self.new_run(key)
-            if last:
-                self.runs.pop(number, None)
-                produced = feed_last(run, piece) if piece is not None else run.finish()
-            else:
-                self.runs[number] = (bucket, key, run)
-                produced = run.feed(piece) if piece is not None else []
+        group: list[tuple[int, tuple, int, int]] = []
+
+        def emit(number: int, produced: list[pa.RecordBatch], last: bool) -> None:
             produced = [b for b in coalesce(produced) if b.num_rows]
             if produced or last:
                 out_entries.append((number, len(produced), last))
-                out += produced
+                out.extend(produced)
+
+        def flush() -> None:
+            if len(group) > 1:
+                for number, produced in self._whole(rows, group):
+                    emit(number, produced, True)
+            for number, key, offset, count in group if len(group) == 1 else ():
+                emit(number, feed_last(self.new_run(key), rows.slice(offset, count)), True)
+            group.clear()
+
+        offset = 0
+        for number, bucket, key, count, last in entries:
+            start, offset = offset, offset + count
             self.rows += count
+            held = self.runs.get(number)
+            if self.whole is not None and held is None and last and count and _plain(key):
+                group.append((number, key, start, count))
+                continue
+            flush()
+            piece = rows.slice(start, count) if count else None
+            run = held[2] if held is not None else self.new_run(key)
+            if last:
+                self.runs.pop(number, None)
+                emit(number, feed_last(run, piece) if piece is not None else run.finish(), True)
+            else:
+                self.runs[number] = (bucket, key, run)
+                emit(number, run.feed(piece) if piece is not None else [], False)
+        flush()
         return out_entries, out
+
+    def _whole(self, rows: pa.RecordBatch, group: list[tuple[int, tuple, int, int]]
+               ) -> list[tuple[int, list[pa.RecordBatch]]]:
+        """Complete partitions matched in one pass, each one's output found by its key."""
+        start = group[0][2]
+        counts = [count for _, _, _, count in group]
+        bounds = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        assert self.whole is not None
+        produced = self.whole.match(rows.slice(start, int(bounds[-1])), bounds)
+        number_of = {key: number for number, key, _, _ in group}
+        per: dict[int, list[pa.RecordBatch]] = {number: [] for number, _, _, _ in group}
+        keys = self.spec.partition_by
+        for batch in produced:
+            for a, b in segments(batch, keys):
+                key = tuple(batch.column(name)[a].as_py() for name in keys)
+                per[number_of[key]].append(batch.slice(a, b - a))
+        return list(per.items())
 
     def snapshot(self, bucket: int) -> bytes:
         """The bucket's open runs as bytes; they leave this worker."""
@@ -97,6 +142,11 @@ class _Query:
             self.runs[number] = (bucket, key, run)
             numbers.append(number)
         return numbers
+
+
+def _plain(key: tuple) -> bool:
+    """A key that equals itself (no NaN), so the output's copy of it finds it again."""
+    return all(value == value for value in key)
 
 
 def _cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
@@ -132,7 +182,7 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
                 continue
             if query is None or query.failed:
                 continue
-            started = time.perf_counter_ns()
+            started = time.process_time_ns()
             try:
                 _serve(query, writer, kind, payload, extra)
             except Error as err:
@@ -144,7 +194,7 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
             except Exception as exc:  # a bug in the engine: a one-line error, no traceback
                 query.failed = True
                 writer.send("error", _error_bytes(internal_error(exc)))
-            query.busy_ns += time.perf_counter_ns() - started
+            query.busy_ns += time.process_time_ns() - started
     finally:
         reader.close()
         writer.close()

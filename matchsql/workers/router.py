@@ -112,8 +112,8 @@ class WorkerRouter:
     def run(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """The matches of every partition of ``batches``, in the single-process order."""
         payload = pickle.dumps((self.spec, self.config), protocol=pickle.HIGHEST_PROTOCOL)
-        for worker in self.workers:
-            worker.inbox.send("query", payload, idle=self._drain)
+        for index in range(len(self.workers)):
+            self._post(index, "query", payload)
         open_number: int | None = None
         open_key: tuple | None = None
         open_bucket = 0
@@ -141,8 +141,8 @@ class WorkerRouter:
             self._wait()
             self._step(decide=False)
             yield from self._ready()
-        for worker in self.workers:
-            worker.inbox.send("end", idle=self._drain)
+        for index in range(len(self.workers)):
+            self._post(index, "end")
         while self._ended < len(self.workers):
             self._wait()
 
@@ -201,7 +201,7 @@ class WorkerRouter:
         pieces = [piece for _, piece in pending if piece is not None and piece.num_rows]
         rows = [pa.concat_batches(pieces)] if pieces else []
         payload = pack([entry for entry, _ in pending], rows)
-        self.workers[index].inbox.send("data", payload, idle=self._drain)
+        self._post(index, "data", payload)
 
     # -- migration ----------------------------------------------------------------------
 
@@ -212,12 +212,12 @@ class WorkerRouter:
             return False
         self._send(source)  # flush: the source gets every piece routed before the request
         self.migrating[bucket] = Migration(bucket, source, target, time.perf_counter())
-        self.workers[source].inbox.send("snapshot", None, bucket, idle=self._drain)
+        self._post(source, "snapshot", None, bucket)
         return True
 
     def _finish_migration(self, bucket: int, state: bytes) -> None:
         moving = self.migrating.pop(bucket)
-        self.workers[moving.target].inbox.send("restore", state, bucket, idle=self._drain)
+        self._post(moving.target, "restore", state, bucket)
         self.owner[bucket] = moving.target
         _, runs = pickle.loads(state)
         for entry, piece in moving.buffered:
@@ -230,6 +230,16 @@ class WorkerRouter:
             bucket, moving.source, moving.target, time.perf_counter() - moving.started,
             len(state), len(runs), moving.buffered_rows))
         self.pool.migrations += 1
+
+    def _post(self, index: int, kind: str, payload=None, extra=None) -> None:
+        """Send to worker ``index``, taking answers while its channel is full."""
+        worker = self.workers[index]
+        try:
+            worker.inbox.send(kind, payload, extra, idle=self._drain)
+        except OSError:  # a broken pipe: the worker is gone
+            self._check()
+            worker.proc.join(2.0)
+            raise _died(worker, worker.death() or "closed its channel") from None
 
     # -- answers --------------------------------------------------------------------------
 
@@ -275,6 +285,7 @@ class WorkerRouter:
         elif kind == "ended":
             self._ended += 1
             worker.rows_done += extra[0]
+            worker.busy_s += extra[1] / 1e9
 
     def _ready(self) -> Iterator[pa.RecordBatch]:
         """The matches of the leading partitions, as far as they are known."""
