@@ -65,7 +65,7 @@ class WorkerSession:
         pool, router = self.pool, self.last
         rows: dict[str, list] = {name: [] for name in (
             "worker", "pid", "alive", "buckets", "queued_rows", "queued_messages",
-            "rows_matched", "migrations_in", "migrations_out")}
+            "rows_matched", "cpu_s", "migrations_in", "migrations_out")}
         for worker in pool.workers if pool is not None else []:
             index = worker.index
             mine = [] if router is None or router.pool is not pool else \
@@ -79,11 +79,12 @@ class WorkerSession:
             rows["queued_rows"].append(queued)
             rows["queued_messages"].append(worker.inbox.unread())
             rows["rows_matched"].append(worker.rows_done)
+            rows["cpu_s"].append(round(worker.busy_s, 3))
             moves = router.migrations if router is not None and router.pool is pool else []
             rows["migrations_in"].append(sum(m.target == index for m in moves))
             rows["migrations_out"].append(sum(m.source == index for m in moves))
         types = {"worker": pa.int64(), "pid": pa.int64(), "alive": pa.bool_(),
                  "buckets": pa.string(), "queued_rows": pa.int64(),
-                 "queued_messages": pa.int64(), "rows_matched": pa.int64(),
+                 "queued_messages": pa.int64(), "rows_matched": pa.int64(), "cpu_s": pa.float64(),
                  "migrations_in": pa.int64(), "migrations_out": pa.int64()}
         return pa.table({name: pa.array(values, types[name]) for name, values in rows.items()})
