@@ -178,10 +178,33 @@ class _Unpickler(pickle.Unpickler):
         return obj
 
 
-def snapshot_matcher(matcher: Any) -> bytes:
-    """The matcher's state as bytes, without its query's (shared) lowering."""
+class _PlainPickler(pickle.Pickler):
+    """The standard pickler with the same shared-object paths: no cloudpickle import."""
+
+    def __init__(self, file: io.BytesIO, shared: dict[int, tuple]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._shared = shared
+
+    def persistent_id(self, obj: Any) -> tuple | None:
+        return self._shared.get(id(obj))
+
+
+def snapshot_matcher(matcher: Any, plain_first: bool = False) -> bytes:
+    """The matcher's state as bytes, without its query's (shared) lowering.
+
+    ``plain_first`` tries the standard pickler before cloudpickle: compiled
+    matchers need nothing more, and importing pyspark takes about half a second.
+    """
+    shared = _shared_objects(_roots(matcher))
+    if plain_first:
+        buffer = io.BytesIO()
+        try:
+            _PlainPickler(buffer, shared).dump(matcher)
+            return buffer.getvalue()
+        except (pickle.PicklingError, AttributeError, TypeError):
+            pass  # a closure in the state: cloudpickle handles it
     buffer = io.BytesIO()
-    _pickler(buffer, _shared_objects(_roots(matcher))).dump(matcher)
+    _pickler(buffer, shared).dump(matcher)
     return buffer.getvalue()
 
 

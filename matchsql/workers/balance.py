@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -28,6 +28,7 @@ class Load:
     owner: dict[int, int]
     recent: dict[int, int]
     migrating: frozenset[int]
+    total: dict[int, int] = field(default_factory=dict)  # rows routed per bucket so far
 
 
 class Policy(Protocol):

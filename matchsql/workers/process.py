@@ -55,6 +55,8 @@ class _Query:
         self.failed = False
         self.rows = 0
         self.busy_ns = 0
+        # CPU per bucket (a message's time shared by its rows): the bench's scaling model.
+        self.bucket_ns: dict[int, int] = {}
 
     def new_run(self, key: tuple) -> PartitionRun:
         return new_partition_matcher(self.spec, key, self.config)
@@ -129,7 +131,7 @@ class _Query:
         state = []
         for number, (_, key, run) in moving.items():
             del self.runs[number]
-            state.append((number, key, snapshot_matcher(run)))
+            state.append((number, key, snapshot_matcher(run, plain_first=True)))
         return pickle.dumps((bucket, state), protocol=pickle.HIGHEST_PROTOCOL)
 
     def restore(self, payload: bytes) -> list[int]:
@@ -176,7 +178,8 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
                 query = _Query(spec, config)
                 continue
             if kind == "end":
-                stats = (query.rows, query.busy_ns) if query is not None else (0, 0)
+                stats = (query.rows, query.busy_ns, query.bucket_ns) if query is not None \
+                    else (0, 0, {})
                 query = None
                 writer.send("ended", None, stats)
                 continue
@@ -203,10 +206,15 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
 def _serve(query: _Query, writer: RingWriter, kind: str, payload: bytes, extra: Any) -> None:
     if kind == "data":
         entries, batches = unpack(payload)
+        started = time.process_time_ns()
         out_entries, out = query.data(entries, batches)
-        if out_entries:
-            out = [_cast(batch, query.schema) for batch in out]
-            writer.send("out", pack(out_entries, out, query.schema), query.rows)
+        spent = time.process_time_ns() - started
+        total = sum(entry[3] for entry in entries) or 1
+        for entry in entries:
+            query.bucket_ns[entry[1]] = query.bucket_ns.get(entry[1], 0) + spent * entry[3] // total
+        # Sent even when empty: the row count is the router's measure of this queue.
+        out = [_cast(batch, query.schema) for batch in out]
+        writer.send("out", pack(out_entries, out, query.schema), query.rows)
     elif kind == "snapshot":
         writer.send("state", query.snapshot(extra), extra)
     elif kind == "restore":

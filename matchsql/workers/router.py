@@ -81,7 +81,8 @@ class WorkerRouter:
 
     def __init__(self, pool: WorkerPool, spec: MatchSpec, config: Config,
                  cancel: Cancellation, *, buckets: int = BUCKETS,
-                 chunk_rows: int = 16_384, policy: Policy | None = None) -> None:
+                 chunk_rows: int = 16_384, max_queued_rows: int = 131_072,
+                 policy: Policy | None = None) -> None:
         self.pool = pool
         self.workers: list[Worker] = pool.workers
         self.spec = spec
@@ -89,6 +90,7 @@ class WorkerRouter:
         self.cancel = cancel
         self.buckets = buckets
         self.chunk_rows = chunk_rows
+        self.max_queued_rows = max_queued_rows
         self.policy = policy
         n = len(self.workers)
         self.owner: dict[int, int] = {}
@@ -105,6 +107,8 @@ class WorkerRouter:
         self._out: dict[int, list[pa.RecordBatch]] = {}
         self._done: set[int] = set()
         self._ended = 0
+        self.worker_cpu_s = [0.0] * n  # this query's matching CPU per worker
+        self.bucket_cpu_s: dict[int, float] = {}  # ... and per bucket
         self.partitions = 0
 
     # -- the query --------------------------------------------------------------------
@@ -167,7 +171,7 @@ class WorkerRouter:
     def _load(self) -> Load:
         queued = [self.routed[i] - self.done_rows[i] for i in range(len(self.workers))]
         return Load(tuple(self.routed), tuple(queued), dict(self.owner), dict(self.recent),
-                    frozenset(self.migrating))
+                    frozenset(self.migrating), dict(self.bucket_rows))
 
     # -- routing ------------------------------------------------------------------------
 
@@ -194,6 +198,13 @@ class WorkerRouter:
 
     def _send(self, index: int) -> None:
         pending = self._pending[index]
+        if not pending:
+            return
+        # Back-pressure: a worker's queue stays short, so a snapshot request (which
+        # waits behind it) is answered soon and the queue lengths mean something.
+        while self.routed_unmatched(index) > self.max_queued_rows:
+            self._wait()
+            pending = self._pending[index]
         if not pending:
             return
         self._pending[index] = []
@@ -286,6 +297,9 @@ class WorkerRouter:
             self._ended += 1
             worker.rows_done += extra[0]
             worker.busy_s += extra[1] / 1e9
+            self.worker_cpu_s[index] = extra[1] / 1e9
+            for bucket, ns in extra[2].items():
+                self.bucket_cpu_s[bucket] = self.bucket_cpu_s.get(bucket, 0.0) + ns / 1e9
 
     def _ready(self) -> Iterator[pa.RecordBatch]:
         """The matches of the leading partitions, as far as they are known."""

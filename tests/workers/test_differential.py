@@ -152,3 +152,24 @@ def test_migrations_move_open_partitions(connections) -> None:
     session.policy_factory = lambda: RandomMigrations(3, rate=1.0)
     assert _rows(con, query, 3) == expected
     assert any(m.open_partitions for m in session.last.migrations)
+
+
+@pytest.mark.parametrize("path", ["reference", "auto"])
+def test_migrations_on_each_matcher_kind(connections, path: str) -> None:
+    """Reference matchers hold closures (cloudpickle), compiled ones do not (plain pickle)."""
+    _random_table(connections[1], random.Random(11))
+    _random_table(connections[2], random.Random(11))
+    query = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+             "MATCH_NUMBER() AS mn, FIRST(ts) AS s, LAST(ts) AS e ONE ROW PER MATCH "
+             "PATTERN (A B+ C?) DEFINE B AS v > FIRST(A.v) - 40, C AS v < PREV(v))")
+    for con in (connections[1], connections[2]):
+        con.sql(f"SET execution_path = {path}")
+    try:
+        expected = _rows(connections[1], query, 4)
+        session = connections[2]._executor.workers
+        session.policy_factory = lambda: RandomMigrations(5, rate=0.5)
+        assert _rows(connections[2], query, 4) == expected
+        assert any(m.open_partitions for m in session.last.migrations)
+    finally:
+        for con in (connections[1], connections[2]):
+            con.sql("SET execution_path = auto")
