@@ -209,9 +209,10 @@ class WorkerRouter:
             return
         self._pending[index] = []
         self._pending_rows[index] = 0
+        # The pieces go as they are (the worker concatenates them: that copy runs in
+        # parallel there, not in this serial router).
         pieces = [piece for _, piece in pending if piece is not None and piece.num_rows]
-        rows = [pa.concat_batches(pieces)] if pieces else []
-        payload = pack([entry for entry, _ in pending], rows)
+        payload = pack([entry for entry, _ in pending], pieces)
         self._post(index, "data", payload)
 
     # -- migration ----------------------------------------------------------------------
