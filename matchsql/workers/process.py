@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import time
 from multiprocessing.connection import Connection
 from typing import Any
@@ -161,6 +162,10 @@ def _cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
          capacity: int) -> None:
     """The worker's loop (the target of a spawned process)."""
+    # Ctrl-C in a terminal reaches the whole process group: the router turns it into an
+    # interrupt of the statement (which kills this pool); dying here on our own would
+    # report a lost worker instead.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     reader = RingReader(inbox, inbox_name, capacity)
     writer = RingWriter(outbox, capacity)
     outbox.send(("hello", writer.name, os.getpid()))

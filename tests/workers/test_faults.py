@@ -114,3 +114,13 @@ def _alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_workers_ignore_ctrl_c_of_the_terminal(con) -> None:
+    """SIGINT reaches the whole process group; the statement's interrupt handles it."""
+    expected = con.sql(QUERY).fetchall()
+    for worker in con._executor.workers.pool.workers:
+        os.kill(worker.pid, signal.SIGINT)
+    time.sleep(0.2)
+    assert con._executor.workers.pool.alive()
+    assert con.sql(QUERY).fetchall() == expected
