@@ -615,7 +615,7 @@ class Executor:
 
             threads, _ = partition_threads(spec, config)
             whole, _ = whole_partitions(spec, config)
-            if config.workers > 1 and spec.partition_by:
+            if config.workers > 1 and spec.partition_by and self.workers.claim():
                 yield from self.workers.run(spec, config, reader, cancel)
             elif threads > 1:
                 yield from ParallelPartitionRouter(

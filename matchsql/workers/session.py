@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
@@ -30,6 +31,7 @@ class WorkerSession:
         self.last: WorkerRouter | None = None
         # The policy of the next queries' routers; tests put a fault injector here.
         self.policy_factory = Rebalancer
+        self._busy = threading.Lock()
 
     def _pool(self, size: int) -> WorkerPool:
         if self.pool is not None and (self.pool.size != size or not self.pool.alive()):
@@ -39,21 +41,33 @@ class WorkerSession:
             self.pool = WorkerPool(size)
         return self.pool
 
+    def claim(self) -> bool:
+        """Take the pool for one MATCH_RECOGNIZE; False while another one holds it.
+
+        A statement with nested MATCH_RECOGNIZEs runs them at the same time (the
+        outer one reads the inner one's matches), and a worker serves one query
+        at a time: the MATCH_RECOGNIZE that finds the pool taken runs in this
+        process. :meth:`run`, started right after a successful claim, releases it.
+        """
+        return self._busy.acquire(blocking=False)
+
     def run(self, spec: MatchSpec, config: Config, batches: Iterable[pa.RecordBatch],
             cancel: Cancellation, policy: Policy | None = None) -> Iterator[pa.RecordBatch]:
-        pool = self._pool(config.workers)
-        router = WorkerRouter(pool, spec, config, cancel,
-                              policy=policy if policy is not None else self.policy_factory())
-        self.last = router
         clean = False
+        pool: WorkerPool | None = None
         try:
+            pool = self._pool(config.workers)
+            router = WorkerRouter(pool, spec, config, cancel,
+                                  policy=policy if policy is not None else self.policy_factory())
+            self.last = router
             yield from router.run(batches)
             clean = True
         finally:
-            if not clean:
+            if not clean and pool is not None:
                 pool.kill()
                 if self.pool is pool:
                     self.pool = None
+            self._busy.release()
 
     def close(self) -> None:
         if self.pool is not None:

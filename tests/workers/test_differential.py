@@ -173,3 +173,19 @@ def test_migrations_on_each_matcher_kind(connections, path: str) -> None:
     finally:
         for con in (connections[1], connections[2]):
             con.sql("SET execution_path = auto")
+
+
+def test_nested_match_recognize(connections) -> None:
+    """The outer MATCH_RECOGNIZE reads the inner one's matches while both run: one of
+    them has the pool, the other runs in the connection's process; same rows."""
+    for n in (1, 2):
+        _random_table(connections[n], random.Random(21))
+    query = ("SELECT * FROM (SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
+             "MEASURES FIRST(ts) AS s, LAST(v) AS lv ONE ROW PER MATCH PATTERN (A B+) "
+             "DEFINE B AS v > PREV(v))) MATCH_RECOGNIZE (PARTITION BY p ORDER BY s "
+             "MEASURES COUNT(*) AS n, LAST(s) AS last_s ONE ROW PER MATCH PATTERN (X Y*) "
+             "DEFINE Y AS lv >= PREV(lv))")
+    expected = _rows(connections[1], query, 16)
+    assert expected
+    assert _rows(connections[2], query, 16) == expected
+    assert _rows(connections[2], query, 16) == expected  # the pool is free again
