@@ -32,6 +32,9 @@ class Config:
     # Worker threads that run a one-time query's partitions (router/parallel.py);
     # 1 runs them one after the other on the calling thread.
     threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    # Worker processes that run a one-time query's partitions (matchsql/workers/);
+    # 1 keeps them in this process. ``SET workers = auto`` takes one per core.
+    workers: int = 1
     execution_path: str = "auto"  # auto | reference | row_local | registers (fsm/planner.py)
     on_producer_death: str = "error"  # error | wait: what a live query does when its producer dies
     # How a continuous query's tuples reach its matchers (thesis chapters 3-4):
@@ -65,6 +68,8 @@ class Config:
         if key not in known:
             raise Error(f"unknown setting {name!r}; known settings: {', '.join(known)}")
         current = getattr(self, key)
+        if key == "workers" and str(value).strip().lower() == "auto":
+            value = os.cpu_count() or 1
         try:
             if isinstance(current, bool):
                 value = str(value).lower() in ("1", "true", "on", "yes")

@@ -67,6 +67,7 @@ class Connection:
             "SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()]
 
     def close(self) -> None:
+        self._executor.workers.close()
         self._duckdb.close()
 
     def __enter__(self) -> Connection:

@@ -56,6 +56,7 @@ from matchsql.statement_text import (
     split_arguments,
 )
 from matchsql.views import STUB_MESSAGE, create_stub, definitions, expand, mentions, view_query
+from matchsql.workers.session import WorkerSession, is_show_workers
 
 Params = Sequence[Any] | Mapping[str, Any] | None
 
@@ -120,6 +121,8 @@ class Executor:
         self._prepared: dict[str, str] = {}
         # EXPLAIN ANALYZE: the profile of each MATCH_RECOGNIZE, by its offset in the text.
         self._profiles: dict[int | None, MatchProfile] | None = None
+        # Worker processes of ``SET workers = N`` (matchsql/workers/), started on first use.
+        self.workers = WorkerSession()
 
     @property
     def streams(self):
@@ -174,6 +177,8 @@ class Executor:
         self._cancel = Cancellation()
         if stats_statement.is_show_stats(statement):
             return stats_statement.show_stats(self)
+        if is_show_workers(statement):
+            return table_result(self.workers.table())
         words = leading_words(statement, 3)
         setting = self._setting_statement(statement, words)
         if setting is not False:
@@ -643,7 +648,9 @@ class Executor:
 
             threads, _ = partition_threads(spec, config)
             whole, _ = whole_partitions(spec, config)
-            if threads > 1:
+            if config.workers > 1 and spec.partition_by and self.workers.claim():
+                yield from self.workers.run(spec, config, reader, cancel)
+            elif threads > 1:
                 yield from ParallelPartitionRouter(
                     spec.partition_by, new_run, threads, chunk_rows=config.batch_size,
                     cancel=cancel, whole=match_whole if whole is not None else None).run(reader)

@@ -178,17 +178,46 @@ class _Unpickler(pickle.Unpickler):
         return obj
 
 
-def snapshot_matcher(matcher: Any) -> bytes:
-    """The matcher's state as bytes, without its query's (shared) lowering."""
+class _PlainPickler(pickle.Pickler):
+    """The standard pickler with the same shared-object paths: no cloudpickle import."""
+
+    def __init__(self, file: io.BytesIO, shared: dict[int, tuple]) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._shared = shared
+
+    def persistent_id(self, obj: Any) -> tuple | None:
+        return self._shared.get(id(obj))
+
+
+def snapshot_matcher(matcher: Any, plain_first: bool = False) -> bytes:
+    """The matcher's state as bytes, without its query's (shared) lowering.
+
+    ``plain_first`` tries the standard pickler before cloudpickle: compiled
+    matchers need nothing more, and importing pyspark takes about half a second.
+    """
+    shared = _shared_objects(_roots(matcher))
+    if plain_first:
+        buffer = io.BytesIO()
+        try:
+            _PlainPickler(buffer, shared).dump(matcher)
+            return buffer.getvalue()
+        except (pickle.PicklingError, AttributeError, TypeError):
+            pass  # a closure in the state: cloudpickle handles it
     buffer = io.BytesIO()
-    _pickler(buffer, _shared_objects(_roots(matcher))).dump(matcher)
+    _pickler(buffer, shared).dump(matcher)
     return buffer.getvalue()
 
 
 def restore_matcher(plan: MatchPlan, data: bytes, config: Config | None = None) -> Any:
     """Rebuild a matcher from :func:`snapshot_matcher` bytes, on this worker's lowering."""
-    template = new_matcher(plan, (), config)
-    matcher = _Unpickler(io.BytesIO(bytes(data)), _roots(template)).load()
-    if type(matcher) is not type(template):
+    matcher = restore_like(new_matcher(plan, (), config), data)
+    if matcher is None:
         raise ExecutionError("corrupt matcher state in the Spark state store")
     return matcher
+
+
+def restore_like(template: Any, data: bytes) -> Any:
+    """The matcher of :func:`snapshot_matcher` bytes on ``template``'s lowering (a fresh
+    matcher of the same query in this process); None when the bytes hold another kind."""
+    matcher = _Unpickler(io.BytesIO(bytes(data)), _roots(template)).load()
+    return matcher if type(matcher) is type(template) else None

@@ -1,0 +1,85 @@
+"""Where buckets go: route-key balancing at first sight, then migrations from load metrics.
+
+UPM-CEP assigns each route key (here: a bucket of partition keys) to an
+instance manager and lets a metric server move hot keys off saturated
+instances. :func:`least_loaded` is the first part: a bucket met for the
+first time goes to the worker with the fewest rows routed so far (the
+measured load: every row costs the same matcher work to first order).
+:class:`Rebalancer` is the second: when one worker's queue (rows sent and
+not yet matched) runs well ahead of the others', its busiest bucket of the
+recent past moves to the least queued worker, at most one move in flight.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass
+class Load:
+    """What a policy sees: per worker, rows routed and rows still queued; per bucket,
+    its owner and rows routed since the last decision."""
+
+    routed: Sequence[int]
+    queued: Sequence[int]
+    owner: dict[int, int]
+    recent: dict[int, int]
+    migrating: frozenset[int]
+    total: dict[int, int] = field(default_factory=dict)  # rows routed per bucket so far
+
+
+class Policy(Protocol):
+    def decide(self, load: Load) -> list[tuple[int, int]]:
+        """Migrations to start now, as ``(bucket, target worker)``."""
+
+
+def least_loaded(load: Load) -> int:
+    """The worker a new bucket goes to."""
+    return min(range(len(load.routed)), key=lambda w: (load.routed[w], w))
+
+
+class Rebalancer:
+    """Moves the busiest bucket off a worker whose queue is ``ratio`` times the shortest."""
+
+    def __init__(self, ratio: float = 2.0, min_rows: int = 200_000) -> None:
+        self.ratio = ratio
+        self.min_rows = min_rows
+
+    def decide(self, load: Load) -> list[tuple[int, int]]:
+        if load.migrating or len(load.queued) < 2:
+            return []
+        busy = max(range(len(load.queued)), key=lambda w: load.queued[w])
+        idle = min(range(len(load.queued)), key=lambda w: load.queued[w])
+        if load.queued[busy] < self.min_rows or \
+                load.queued[busy] < self.ratio * max(1, load.queued[idle]):
+            return []
+        mine = [b for b, w in load.owner.items() if w == busy]
+        if len(mine) < 2:
+            return []  # moving a worker's only bucket just moves the hot spot
+        hottest = max(mine, key=lambda b: (load.recent.get(b, 0), -b))
+        if load.recent.get(hottest, 0) == 0:
+            return []
+        return [(hottest, idle)]
+
+
+class RandomMigrations:
+    """Moves a random bucket to a random other worker with probability ``rate`` per
+    decision: the fault injector of the differential tests."""
+
+    def __init__(self, seed: int, rate: float = 0.5) -> None:
+        self.random = random.Random(seed)
+        self.rate = rate
+        self.started = 0
+
+    def decide(self, load: Load) -> list[tuple[int, int]]:
+        workers = len(load.routed)
+        candidates = sorted(b for b in load.owner if b not in load.migrating)
+        if workers < 2 or not candidates or self.random.random() >= self.rate:
+            return []
+        bucket = self.random.choice(candidates)
+        target = self.random.choice([w for w in range(workers) if w != load.owner[bucket]])
+        self.started += 1
+        return [(bucket, target)]

@@ -1,0 +1,155 @@
+"""One direction between two processes: bytes through shared memory, notices through a pipe.
+
+Payloads (Arrow IPC streams, pickled matcher state) are copied into a byte
+ring in a :class:`multiprocessing.shared_memory.SharedMemory` segment; the
+pipe carries only a small notice ``(kind, start, length, extra)`` per
+payload, which also wakes the reader. Only the notice goes through the
+kernel; the bulk data is one ``memcpy`` in and one out.
+
+The ring is single-producer, single-consumer with monotonic byte counters
+(position = counter % capacity). The writer knows its own counter; the
+reader publishes how far it has copied out (word 0 of the header) and how
+many notices it has taken (word 1). The writer waits while the ring lacks
+room or while :data:`MAX_NOTICES` notices are unread, so the pipe itself
+never fills and a writer never blocks inside the kernel. A payload that
+cannot fit the ring goes through a segment of its own, which the reader
+unlinks once copied.
+
+The reader copies a payload out before releasing its bytes: matchers keep
+references to the rows they buffer, so nothing may point into the ring.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.shared_memory import SharedMemory
+from typing import Any
+
+import numpy as np
+
+_HEADER = 64  # bytes: word 0 = bytes released by the reader, word 1 = notices taken
+MAX_NOTICES = 256
+_WAIT_S = 0.0002
+
+
+class RingWriter:
+    """The writing end: owns the segment (creates and unlinks it)."""
+
+    def __init__(self, pipe: Connection, capacity: int) -> None:
+        self.pipe = pipe
+        self.capacity = capacity
+        self.shm = SharedMemory(create=True, size=_HEADER + capacity)
+        self._words = np.ndarray(2, np.int64, self.shm.buf, 0)
+        self._words[:] = 0
+        self._written = 0
+        self._sent = 0
+
+    @property
+    def name(self) -> str:
+        return self.shm.name
+
+    def unread(self) -> int:
+        """Notices sent that the reader has not taken yet (its queue length)."""
+        return self._sent - int(self._words[1])
+
+    def send(self, kind: str, payload: bytes | memoryview | None = None, extra: Any = None,
+             idle: Callable[[], None] | None = None) -> None:
+        """Copy ``payload`` into the ring and send its notice; ``idle`` runs while waiting."""
+        if payload is not None:
+            payload = memoryview(payload).cast("B")  # bytes as bytes, whatever the exporter
+        length = 0 if payload is None else len(payload)
+        if length > self.capacity // 2:
+            seg = SharedMemory(create=True, size=max(1, length))
+            seg.buf[:length] = payload
+            name = seg.name
+            seg.close()
+            self._wait(lambda: self.unread() < MAX_NOTICES, idle)
+            self._notice((kind, -1, length, extra, name))
+            return
+        start = self._written
+        if length:
+            pos = start % self.capacity
+            if pos + length > self.capacity:
+                start += self.capacity - pos  # skip the ring's tail: payloads are contiguous
+                pos = 0
+            end = start + length
+            self._wait(lambda: end - int(self._words[0]) <= self.capacity
+                       and self.unread() < MAX_NOTICES, idle)
+            self.shm.buf[_HEADER + pos:_HEADER + pos + length] = payload
+            self._written = end
+        else:
+            self._wait(lambda: self.unread() < MAX_NOTICES, idle)
+        self._notice((kind, start, length, extra, None))
+
+    def _notice(self, notice: tuple) -> None:
+        self._sent += 1
+        self.pipe.send(notice)
+
+    @staticmethod
+    def _wait(ready: Callable[[], bool], idle: Callable[[], None] | None) -> None:
+        while not ready():
+            if idle is not None:
+                idle()
+            time.sleep(_WAIT_S)
+
+    def close(self) -> None:
+        """Release and unlink the segment (the reader's mapping stays valid until it closes)."""
+        self._words = None
+        try:
+            self.shm.close()
+        except BufferError:
+            pass
+        try:
+            self.shm.unlink()
+        except FileNotFoundError:
+            pass
+
+
+class RingReader:
+    """The reading end: attaches to the writer's segment by name."""
+
+    def __init__(self, pipe: Connection, name: str, capacity: int) -> None:
+        self.pipe = pipe
+        self.shm = SharedMemory(name=name, create=False)
+        self.capacity = capacity
+        self._words = np.ndarray(2, np.int64, self.shm.buf, 0)
+        self._taken = 0
+
+    def poll(self, timeout: float | None = 0.0) -> bool:
+        return self.pipe.poll(timeout)
+
+    def receive(self) -> tuple[str, bytes, Any]:
+        """The next ``(kind, payload, extra)``; blocks until one comes (EOFError once the
+        writer is gone)."""
+        kind, start, length, extra, name = self.pipe.recv()
+        if name is not None:
+            seg = SharedMemory(name=name, create=False)
+            try:
+                payload = bytes(seg.buf[:length])
+            finally:
+                seg.close()
+                seg.unlink()
+        elif length:
+            pos = start % self.capacity
+            payload = bytes(self.shm.buf[_HEADER + pos:_HEADER + pos + length])
+            self._words[0] = start + length
+        else:
+            payload = b""
+        self._taken += 1
+        self._words[1] = self._taken
+        return kind, payload, extra
+
+    def close(self, unlink: bool = False) -> None:
+        """Detach; ``unlink`` also frees the segment (its writer died without doing so)."""
+        self._words = None
+        try:
+            self.shm.close()
+        except BufferError:
+            pass
+        if unlink:
+            try:
+                self.shm.unlink()
+            except FileNotFoundError:
+                pass

@@ -1,0 +1,332 @@
+"""Routes a one-time query's partitions to worker processes and merges their matches.
+
+The input arrives sorted by the partition keys (DuckDB's sort), cut into
+partitions as :func:`~matchsql.router.partitions.split` cuts it. Partition
+number *i* (in input order) hashes into one of ``buckets`` buckets; a bucket
+belongs to one worker at a time (:mod:`.balance` picks which). Pieces are
+gathered per worker and sent ``chunk_rows`` at a time as one Arrow batch.
+
+Order: every worker answers for its partitions in the order it got them,
+each partition's matches tagged with its number, plus a "done" mark. The
+router yields partition *i*'s matches once every partition before it is
+done, so the output is exactly the single-process router's, row for row.
+
+Migration (State Transfer, UPM-CEP section 5): the router sends the
+bucket's pending pieces to its source worker, then asks it for a snapshot
+and keeps (buffers) the bucket's further pieces; the source, having matched
+everything it got before the request, returns the bucket's open runs as
+bytes and forgets them; the router hands them to the target worker ahead of
+the buffered pieces, and from then on routes the bucket there. The source's
+matches of a moving partition all reach the router before its snapshot does
+(one ordered channel), the target's after: no match is lost, repeated or
+reordered.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+import zlib
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+
+import pyarrow as pa
+
+from matchsql.cancel import INTERRUPTED, Cancellation
+from matchsql.config import Config
+from matchsql.errors import Error, ExecutionError
+from matchsql.fsm.spec import MatchSpec
+from matchsql.router.parallel import coalesce
+from matchsql.router.partitions import split
+from matchsql.workers.balance import Load, Policy, least_loaded
+from matchsql.workers.frames import pack, unpack
+from matchsql.workers.pool import Worker, WorkerPool
+
+BUCKETS = 64
+_POLL_S = 0.05
+
+
+def bucket_of(key: tuple, buckets: int) -> int:
+    """A partition key's bucket: stable across processes and runs (no salted ``hash``)."""
+    return zlib.crc32(repr(key).encode()) % buckets
+
+
+@dataclass
+class Migration:
+    bucket: int
+    source: int
+    target: int
+    started: float
+    buffered: list[tuple[tuple, pa.RecordBatch | None]] = field(default_factory=list)
+    buffered_rows: int = 0
+
+
+@dataclass
+class MigrationRecord:
+    """One finished migration, for SHOW WORKERS and the bench."""
+
+    bucket: int
+    source: int
+    target: int
+    pause_s: float  # from the snapshot request to the switch of routing
+    state_bytes: int
+    open_partitions: int
+    buffered_rows: int
+
+
+class WorkerRouter:
+    """Runs ``spec``'s partitions of sorted batches on ``pool``'s workers."""
+
+    def __init__(self, pool: WorkerPool, spec: MatchSpec, config: Config,
+                 cancel: Cancellation, *, buckets: int = BUCKETS,
+                 chunk_rows: int = 16_384, max_queued_rows: int = 131_072,
+                 policy: Policy | None = None) -> None:
+        self.pool = pool
+        self.workers: list[Worker] = pool.workers
+        self.spec = spec
+        self.config = config
+        self.cancel = cancel
+        self.buckets = buckets
+        self.chunk_rows = chunk_rows
+        self.max_queued_rows = max_queued_rows
+        self.policy = policy
+        n = len(self.workers)
+        self.owner: dict[int, int] = {}
+        self.routed = [0] * n  # rows sent (or pending) per worker
+        self.done_rows = [0] * n  # rows the worker has matched, as it last said
+        self.bucket_rows: dict[int, int] = {}
+        self.recent: dict[int, int] = {}
+        self._pending: list[list[tuple[tuple, pa.RecordBatch | None]]] = [[] for _ in range(n)]
+        self._pending_rows = [0] * n
+        self.migrating: dict[int, Migration] = {}
+        self.migrations: list[MigrationRecord] = []
+        self._states: deque[tuple[int, bytes]] = deque()  # snapshots to hand on
+        self._order: deque[int] = deque()
+        self._out: dict[int, list[pa.RecordBatch]] = {}
+        self._done: set[int] = set()
+        self._ended = 0
+        self.worker_cpu_s = [0.0] * n  # this query's matching CPU per worker
+        self.bucket_cpu_s: dict[int, float] = {}  # ... and per bucket
+        self.partitions = 0
+
+    # -- the query --------------------------------------------------------------------
+
+    def run(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """The matches of every partition of ``batches``, in the single-process order."""
+        payload = pickle.dumps((self.spec, self.config), protocol=pickle.HIGHEST_PROTOCOL)
+        for index in range(len(self.workers)):
+            self._post(index, "query", payload)
+        open_number: int | None = None
+        open_key: tuple | None = None
+        open_bucket = 0
+        for batch in batches:
+            self._check()
+            for key, piece in split(batch, self.spec.partition_by):
+                if open_number is None or key != open_key:
+                    if open_number is not None:
+                        self._add(open_bucket, (open_number, open_bucket, open_key, 0, True), None)
+                    open_number, open_key = self.partitions, key
+                    open_bucket = bucket_of(key, self.buckets)
+                    self.partitions += 1
+                    self._order.append(open_number)
+                    if open_bucket not in self.owner:
+                        self.owner[open_bucket] = least_loaded(self._load())
+                entry = (open_number, open_bucket, open_key, piece.num_rows, False)
+                self._add(open_bucket, entry, piece)
+            self._step()
+            yield from self._ready()
+        if open_number is not None:
+            self._add(open_bucket, (open_number, open_bucket, open_key, 0, True), None)
+        for index in range(len(self.workers)):
+            self._send(index)
+        while self._order or self.migrating:
+            self._wait()
+            self._step(decide=False)
+            yield from self._ready()
+        for index in range(len(self.workers)):
+            self._post(index, "end")
+        while self._ended < len(self.workers):
+            self._wait()
+
+    def _step(self, decide: bool = True) -> None:
+        """Safe point (not inside a send): hand on snapshots, start migrations, send."""
+        self._drain()
+        while self._states:
+            self._finish_migration(*self._states.popleft())
+        if decide and self.policy is not None:
+            for bucket, target in self.policy.decide(self._load()):
+                self.migrate(bucket, target)
+            self.recent = {}
+        for index in range(len(self.workers)):
+            if self._pending_rows[index] >= self.chunk_rows or \
+                    (self._pending[index] and not self.routed_unmatched(index)):
+                self._send(index)
+
+    def routed_unmatched(self, index: int) -> int:
+        """Rows sent to worker ``index`` that it has not matched yet."""
+        return self.routed[index] - self._pending_rows[index] - self.done_rows[index]
+
+    def _load(self) -> Load:
+        queued = [self.routed[i] - self.done_rows[i] for i in range(len(self.workers))]
+        return Load(tuple(self.routed), tuple(queued), dict(self.owner), dict(self.recent),
+                    frozenset(self.migrating), dict(self.bucket_rows))
+
+    # -- routing ------------------------------------------------------------------------
+
+    def _add(self, bucket: int, entry: tuple, piece: pa.RecordBatch | None) -> None:
+        rows = entry[3]
+        self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + rows
+        self.recent[bucket] = self.recent.get(bucket, 0) + rows
+        moving = self.migrating.get(bucket)
+        if moving is not None:
+            moving.buffered.append((entry, piece))
+            moving.buffered_rows += rows
+            return
+        index = self.owner[bucket]
+        pending = self._pending[index]
+        if piece is None and pending and pending[-1][0][0] == entry[0]:
+            last = pending[-1][0]  # a partition's end right after its last piece: mark it
+            pending[-1] = ((*last[:4], True), pending[-1][1])
+        else:
+            pending.append((entry, piece))
+        self._pending_rows[index] += rows
+        self.routed[index] += rows
+        if self._pending_rows[index] >= self.chunk_rows:
+            self._send(index)
+
+    def _send(self, index: int) -> None:
+        pending = self._pending[index]
+        if not pending:
+            return
+        # Back-pressure: a worker's queue stays short, so a snapshot request (which
+        # waits behind it) is answered soon and the queue lengths mean something.
+        while self.routed_unmatched(index) > self.max_queued_rows:
+            self._wait()
+            pending = self._pending[index]
+        if not pending:
+            return
+        self._pending[index] = []
+        self._pending_rows[index] = 0
+        # The pieces go as they are (the worker concatenates them: that copy runs in
+        # parallel there, not in this serial router).
+        pieces = [piece for _, piece in pending if piece is not None and piece.num_rows]
+        payload = pack([entry for entry, _ in pending], pieces)
+        self._post(index, "data", payload)
+
+    # -- migration ----------------------------------------------------------------------
+
+    def migrate(self, bucket: int, target: int) -> bool:
+        """Start moving ``bucket`` to worker ``target``; False when there is nothing to do."""
+        source = self.owner.get(bucket)
+        if source is None or source == target or bucket in self.migrating:
+            return False
+        self._send(source)  # flush: the source gets every piece routed before the request
+        self.migrating[bucket] = Migration(bucket, source, target, time.perf_counter())
+        self._post(source, "snapshot", None, bucket)
+        return True
+
+    def _finish_migration(self, bucket: int, state: bytes) -> None:
+        moving = self.migrating.pop(bucket)
+        self._post(moving.target, "restore", state, bucket)
+        self.owner[bucket] = moving.target
+        _, runs = pickle.loads(state)
+        for entry, piece in moving.buffered:
+            rows = entry[3]
+            self.bucket_rows[bucket] -= rows  # _add counts them again
+            self.recent[bucket] = self.recent.get(bucket, 0) - rows
+            self._add(bucket, entry, piece)
+        self._send(moving.target)
+        self.migrations.append(MigrationRecord(
+            bucket, moving.source, moving.target, time.perf_counter() - moving.started,
+            len(state), len(runs), moving.buffered_rows))
+        self.pool.migrations += 1
+
+    def _post(self, index: int, kind: str, payload=None, extra=None) -> None:
+        """Send to worker ``index``, taking answers while its channel is full."""
+        worker = self.workers[index]
+        try:
+            worker.inbox.send(kind, payload, extra, idle=self._drain)
+        except OSError:  # a broken pipe: the worker is gone
+            self._check()
+            worker.proc.join(2.0)
+            raise _died(worker, worker.death() or "closed its channel") from None
+
+    # -- answers --------------------------------------------------------------------------
+
+    def _drain(self) -> None:
+        """Take every answer already there, without waiting."""
+        self._check()
+        for index, worker in enumerate(self.workers):
+            while worker.pipe.poll(0):
+                self._take(index, worker)
+        self._check_alive()
+
+    def _wait(self) -> None:
+        """Wait for at least one answer (watching the interrupt and the workers' lives)."""
+        self._check()
+        pipes = [w.pipe for w in self.workers]
+        ready = wait(pipes + [w.proc.sentinel for w in self.workers], _POLL_S)
+        if ready:
+            self._drain()
+
+    def _take(self, index: int, worker: Worker) -> None:
+        assert worker.outbox is not None
+        try:
+            kind, payload, extra = worker.outbox.receive()
+        except (EOFError, OSError):
+            self._check()
+            worker.proc.join(2.0)  # its end of the pipe closed: it is dying or dead
+            raise _died(worker, worker.death() or "closed its channel") from None
+        if kind == "out":
+            entries, batches = unpack(payload)
+            position = 0
+            for number, count, done in entries:
+                if count:
+                    self._out.setdefault(number, []).extend(batches[position:position + count])
+                    position += count
+                if done:
+                    self._done.add(number)
+            self.done_rows[index] = extra
+        elif kind == "state":
+            self._states.append((extra, payload))
+        elif kind == "error":
+            err = pickle.loads(payload)
+            raise err if isinstance(err, Error) else ExecutionError(str(err))
+        elif kind == "ended":
+            self._ended += 1
+            worker.rows_done += extra[0]
+            worker.busy_s += extra[1] / 1e9
+            self.worker_cpu_s[index] = extra[1] / 1e9
+            for bucket, ns in extra[2].items():
+                self.bucket_cpu_s[bucket] = self.bucket_cpu_s.get(bucket, 0.0) + ns / 1e9
+
+    def _ready(self) -> Iterator[pa.RecordBatch]:
+        """The matches of the leading partitions, as far as they are known."""
+        out: list[pa.RecordBatch] = []
+        while self._order:
+            number = self._order[0]
+            out += self._out.pop(number, ())
+            if number not in self._done:
+                break
+            self._done.discard(number)
+            self._order.popleft()
+        yield from coalesce(out)
+
+    def _check(self) -> None:
+        if self.cancel.cancelled:
+            raise ExecutionError(INTERRUPTED)
+
+    def _check_alive(self) -> None:
+        self._check()  # an interrupt that killed nothing yet is still an interrupt
+        for worker in self.workers:
+            death = worker.death()
+            if death is not None and not worker.pipe.poll(0):
+                raise _died(worker, death)
+
+
+def _died(worker: Worker, how: str) -> ExecutionError:
+    return ExecutionError(
+        f"worker process {worker.index} (pid {worker.pid}) {how} while running the query; "
+        "its partitions' matches are lost, so the query failed")

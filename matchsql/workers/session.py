@@ -1,0 +1,104 @@
+"""What one connection keeps of its workers: the pool and the last query's figures."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+
+from matchsql.cancel import Cancellation
+from matchsql.config import Config
+from matchsql.fsm.spec import MatchSpec
+from matchsql.workers.balance import Policy, Rebalancer
+from matchsql.workers.pool import WorkerPool
+from matchsql.workers.router import WorkerRouter
+
+_SHOW_WORKERS = re.compile(r"^\s*show\s+workers\s*;?\s*$", re.IGNORECASE)
+
+
+def is_show_workers(statement: str) -> bool:
+    return _SHOW_WORKERS.match(statement) is not None
+
+
+class WorkerSession:
+    """Starts the pool on first use, reuses it, and kills it whenever a query does not
+    end cleanly (so no worker is left busy with an abandoned query)."""
+
+    def __init__(self) -> None:
+        self.pool: WorkerPool | None = None
+        self.last: WorkerRouter | None = None
+        # The policy of the next queries' routers; tests put a fault injector here.
+        self.policy_factory = Rebalancer
+        self._busy = threading.Lock()
+
+    def _pool(self, size: int) -> WorkerPool:
+        if self.pool is not None and (self.pool.size != size or not self.pool.alive()):
+            self.pool.kill()
+            self.pool = None
+        if self.pool is None:
+            self.pool = WorkerPool(size)
+        return self.pool
+
+    def claim(self) -> bool:
+        """Take the pool for one MATCH_RECOGNIZE; False while another one holds it.
+
+        A statement with nested MATCH_RECOGNIZEs runs them at the same time (the
+        outer one reads the inner one's matches), and a worker serves one query
+        at a time: the MATCH_RECOGNIZE that finds the pool taken runs in this
+        process. :meth:`run`, started right after a successful claim, releases it.
+        """
+        return self._busy.acquire(blocking=False)
+
+    def run(self, spec: MatchSpec, config: Config, batches: Iterable[pa.RecordBatch],
+            cancel: Cancellation, policy: Policy | None = None) -> Iterator[pa.RecordBatch]:
+        clean = False
+        pool: WorkerPool | None = None
+        try:
+            pool = self._pool(config.workers)
+            router = WorkerRouter(pool, spec, config, cancel,
+                                  policy=policy if policy is not None else self.policy_factory())
+            self.last = router
+            yield from router.run(batches)
+            clean = True
+        finally:
+            if not clean and pool is not None:
+                pool.kill()
+                if self.pool is pool:
+                    self.pool = None
+            self._busy.release()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+    def table(self) -> pa.Table:
+        """SHOW WORKERS: one row per worker of the pool."""
+        pool, router = self.pool, self.last
+        rows: dict[str, list] = {name: [] for name in (
+            "worker", "pid", "alive", "buckets", "queued_rows", "queued_messages",
+            "rows_matched", "cpu_s", "migrations_in", "migrations_out")}
+        for worker in pool.workers if pool is not None else []:
+            index = worker.index
+            mine = [] if router is None or router.pool is not pool else \
+                sorted(b for b, w in router.owner.items() if w == index)
+            rows["worker"].append(index)
+            rows["pid"].append(worker.pid)
+            rows["alive"].append(worker.proc.exitcode is None)
+            rows["buckets"].append(",".join(map(str, mine)))
+            queued = 0 if router is None or router.pool is not pool else \
+                router.routed[index] - router.done_rows[index]
+            rows["queued_rows"].append(queued)
+            rows["queued_messages"].append(worker.inbox.unread())
+            rows["rows_matched"].append(worker.rows_done)
+            rows["cpu_s"].append(round(worker.busy_s, 3))
+            moves = router.migrations if router is not None and router.pool is pool else []
+            rows["migrations_in"].append(sum(m.target == index for m in moves))
+            rows["migrations_out"].append(sum(m.source == index for m in moves))
+        types = {"worker": pa.int64(), "pid": pa.int64(), "alive": pa.bool_(),
+                 "buckets": pa.string(), "queued_rows": pa.int64(),
+                 "queued_messages": pa.int64(), "rows_matched": pa.int64(), "cpu_s": pa.float64(),
+                 "migrations_in": pa.int64(), "migrations_out": pa.int64()}
+        return pa.table({name: pa.array(values, types[name]) for name, values in rows.items()})

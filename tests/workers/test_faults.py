@@ -1,0 +1,126 @@
+"""A worker that dies, a failing matcher, an interrupt: a clear error, never a hang.
+
+The kill is real: a policy object (called by the router between input
+batches, where rebalancing decisions are made) sends SIGKILL to a worker
+process in the middle of the query.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import matchsql
+from matchsql.errors import ExecutionError, LimitExceededError
+from matchsql.workers.balance import Load
+
+QUERY = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+         "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS v >= PREV(v))")
+
+
+@pytest.fixture()
+def con():
+    con = matchsql.connect(demo=False, workers=2, batch_size=1_000)
+    con.sql("CREATE TABLE t AS SELECT i % 300 AS p, i AS ts, hash(i) % 1000 AS v "
+            "FROM range(300000) r(i)")
+    yield con
+    con.close()
+
+
+class KillAfter:
+    """Kills worker ``victim`` once ``batches`` input batches were routed."""
+
+    def __init__(self, session, victim: int, batches: int) -> None:
+        self.session = session
+        self.victim = victim
+        self.batches = batches
+        self.killed_pid = 0
+
+    def decide(self, load: Load) -> list[tuple[int, int]]:
+        self.batches -= 1
+        if self.batches == 0:
+            self.killed_pid = self.session.pool.workers[self.victim].pid
+            os.kill(self.killed_pid, signal.SIGKILL)
+        return []
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+def test_killed_worker_fails_the_query_clearly(con, victim: int) -> None:
+    expected = con.sql(QUERY).fetchall()  # warms the pool and gives the right rows
+    session = con._executor.workers
+    killer = KillAfter(session, victim, batches=20)
+    session.policy_factory = lambda: killer
+    started = time.monotonic()
+    with pytest.raises(ExecutionError) as info:
+        con.sql(QUERY).fetchall()
+    assert time.monotonic() - started < 30
+    assert killer.killed_pid
+    message = info.value.message
+    assert f"worker process {victim}" in message and "SIGKILL" in message, message
+    assert "Traceback" not in message
+    # The next query gets a fresh pool and the right rows again.
+    session.policy_factory = lambda: KillAfter(session, victim, batches=10**9)
+    assert con.sql(QUERY).fetchall() == expected
+    assert all(w.pid != killer.killed_pid for w in session.pool.workers)
+
+
+def test_matcher_error_in_a_worker_keeps_its_class(con) -> None:
+    con.sql("SET max_buffered_rows = 50")
+    query = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+             "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B* C) DEFINE C AS v < -5000)")
+    with pytest.raises(LimitExceededError):
+        con.sql(query).fetchall()
+    con.sql("SET max_buffered_rows = 50000")
+    assert con.sql(QUERY).fetchall()
+
+
+def test_interrupt_stops_the_workers(con) -> None:
+    slow = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+            "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B* C) DEFINE C AS v < -5000)")
+    con.sql("SET execution_path = reference")  # slow enough to be caught running
+    con.sql(QUERY).fetchall()  # the pool is up
+    pids = [w.pid for w in con._executor.workers.pool.workers]
+    timer = threading.Timer(1.0, con.interrupt)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(ExecutionError, match="interrupted"):
+        con.sql(slow).fetchall()
+    assert time.monotonic() - started < 10
+    timer.join()
+    for pid in pids:  # killed at once, not left matching an abandoned query
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.05)
+        assert not _alive(pid)
+
+
+def test_early_stop_then_next_query(con) -> None:
+    expected = con.sql(QUERY).fetchall()
+    assert len(con.sql(QUERY + " LIMIT 3").fetchall()) == 3
+    assert con.sql(QUERY).fetchall() == expected
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie not yet reaped counts as gone
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_workers_ignore_ctrl_c_of_the_terminal(con) -> None:
+    """SIGINT reaches the whole process group; the statement's interrupt handles it."""
+    expected = con.sql(QUERY).fetchall()
+    for worker in con._executor.workers.pool.workers:
+        os.kill(worker.pid, signal.SIGINT)
+    time.sleep(0.2)
+    assert con._executor.workers.pool.alive()
+    assert con.sql(QUERY).fetchall() == expected
