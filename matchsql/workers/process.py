@@ -31,7 +31,7 @@ import pyarrow as pa
 from matchsql.config import Config
 from matchsql.errors import Error, internal_error
 from matchsql.fsm.planner import new_partition_matcher, whole_partitions
-from matchsql.fsm.spec import MatchSpec
+from matchsql.plan.spec import MatchSpec
 from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import PartitionRun, feed_last, segments
 from matchsql.spark.state import restore_like, snapshot_matcher

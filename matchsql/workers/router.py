@@ -37,7 +37,7 @@ import pyarrow as pa
 from matchsql.cancel import INTERRUPTED, Cancellation
 from matchsql.config import Config
 from matchsql.errors import Error, ExecutionError
-from matchsql.fsm.spec import MatchSpec
+from matchsql.plan.spec import MatchSpec
 from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import split
 from matchsql.workers.balance import Load, Policy, least_loaded

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
-from matchsql.fsm.spec import MatchSpec
+from matchsql.plan.spec import MatchSpec
 from matchsql.workers.balance import Policy, Rebalancer
 from matchsql.workers.pool import WorkerPool
 from matchsql.workers.router import WorkerRouter
