@@ -27,7 +27,9 @@ class Connection:
             self._duckdb = duckdb.connect(database, read_only=read_only, config=duckdb_config or {})
         except duckdb.Error as exc:
             raise Executor.translate(exc) from None
-        self._duckdb.execute("SET enable_progress_bar = false")
+        # DuckDB tracks progress (for query_progress()) but never prints a bar itself.
+        self._duckdb.execute("SET enable_progress_bar = true")
+        self._duckdb.execute("SET enable_progress_bar_print = false")
         self._executor = Executor(self._duckdb, self.config)
 
     @property
@@ -61,6 +63,14 @@ class Connection:
     def interrupt(self) -> None:
         """Cancel the statement running on this connection (safe from another thread)."""
         self._executor.interrupt()
+
+    def query_progress(self) -> float:
+        """DuckDB's estimate of how far the running plain-SQL statement is, in percent;
+        -1 when it has none (as DuckDB's ``query_progress()``). Safe from another thread."""
+        try:
+            return float(self._duckdb.query_progress())
+        except duckdb.Error:
+            return -1.0
 
     def tables(self) -> list[str]:
         return [row[0] for row in self._duckdb.execute(

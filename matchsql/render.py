@@ -76,9 +76,9 @@ def render_collected(data: Collected, *, max_width: int | None = None) -> str:
     names = list(data.schema.names)
     if not names:
         return _rows_label(data.total, None)
-    types, head = _as_text(data.head)
-    tail = _as_text(data.tail)[1] if data.tail is not None else None
-    right = [_numeric(t) for t in data.schema.types]
+    types, head = as_text(data.head)
+    tail = as_text(data.tail)[1] if data.tail is not None else None
+    right = [numeric(t) for t in data.schema.types]
 
     columns = [
         _Column(name, type_, [row[i] for row in head], [row[i] for row in tail or []], right[i])
@@ -98,7 +98,7 @@ def _rows_label(total: int, shown: int | None) -> str:
     return label + (f" ({shown} shown)" if shown is not None else "")
 
 
-def _as_text(table: pa.Table) -> tuple[list[str], list[tuple[str | None, ...]]]:
+def as_text(table: pa.Table) -> tuple[list[str], list[tuple[str | None, ...]]]:
     """DuckDB type names and DuckDB's text for every value of ``table``."""
     con = duckdb.connect()
     try:
@@ -113,7 +113,7 @@ def _as_text(table: pa.Table) -> tuple[list[str], list[tuple[str | None, ...]]]:
         con.close()
 
 
-def _numeric(type_: pa.DataType) -> bool:
+def numeric(type_: pa.DataType) -> bool:
     return pa.types.is_integer(type_) or pa.types.is_floating(type_) or pa.types.is_decimal(type_)
 
 

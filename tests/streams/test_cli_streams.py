@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from matchsql.shell import Shell
+from matchsql.cli.shell import Shell
 from tests.streams.conftest import ROOT, WAIT_S, bounded
 
 COUNT_QUERY = ("SELECT * FROM trades MATCH_RECOGNIZE(MEASURES A.volume AS v ONE ROW PER MATCH "

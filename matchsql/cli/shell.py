@@ -11,7 +11,9 @@ one-line "internal error".
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -21,12 +23,16 @@ from typing import TextIO
 
 import duckdb
 
+from matchsql.cli.dot_commands import run_dot_command
+from matchsql.cli.modes import render
+from matchsql.cli.progress import DEFAULT_DELAY, Progress
 from matchsql.connection import Connection
 from matchsql.errors import Error
 from matchsql.grammar.sqltext import Statement, is_blank, is_complete, split_script
-from matchsql.render import render_batches
 
 DEFAULT_MAX_ROWS = 40
+PAGER_ENV = "MATCHSQL_PAGER"
+DEFAULT_PAGER = "less -SRFX"
 # Set to see the traceback behind an "internal error" (for matchsql developers).
 TRACEBACK_ENV = "MATCHSQL_TRACEBACK"
 
@@ -37,12 +43,22 @@ class Shell:
     def __init__(self, con: Connection, *, out: TextIO | None = None, err: TextIO | None = None,
                  max_rows: int = DEFAULT_MAX_ROWS, timer: bool = False) -> None:
         self.con = con
-        self.out = out or sys.stdout
+        self.stdout = out or sys.stdout
+        self.out = self.stdout  # where results go: stdout, or the file of .output
+        self.output_path: str | None = None
         self.err = err or sys.stderr
         self.max_rows = max_rows
+        self.max_width = 0  # 0: the terminal's width (no limit for files and pipes)
+        self.mode = "box"
         self.timer = timer
+        self.pager: str | None = None  # the pager command while .pager is on
+        # Seconds before a running statement shows its progress line (None: never);
+        # shown on a terminal only.
+        self.progress_delay: float | None = DEFAULT_DELAY
         self.done = False  # set by .quit: the caller's loop stops
         self.interrupted = False  # the last failed statement was cancelled by Ctrl-C
+        #: Bumped after every statement, so the REPL's completer knows its catalog is stale.
+        self.generation = 0
 
     # -- output -------------------------------------------------------------------
 
@@ -53,13 +69,35 @@ class Shell:
         print(text, file=self.err, flush=True)
 
     def width(self) -> int | None:
-        """Terminal width when writing to a terminal; no limit for files and pipes."""
-        try:
-            if self.out.isatty():
-                return shutil.get_terminal_size((120, 24)).columns
-        except (AttributeError, ValueError, OSError):
-            pass
-        return None
+        """``.maxwidth`` if set, else the terminal's width; no limit for files and pipes."""
+        if self.max_width:
+            return self.max_width
+        return shutil.get_terminal_size((120, 24)).columns if _isatty(self.out) else None
+
+    def set_output(self, path: str | None) -> None:
+        """Send results to ``path`` (truncated), or back to stdout with None."""
+        target = self.stdout if path is None else open(  # noqa: SIM115 - kept open until .output
+            os.path.expanduser(path), "w", encoding="utf-8")
+        if self.out is not self.stdout:
+            self.out.close()
+        self.out = target
+        self.output_path = path
+
+    def default_pager(self) -> str:
+        return os.environ.get(PAGER_ENV) or os.environ.get("PAGER") or DEFAULT_PAGER
+
+    def _emit(self, text: str) -> None:
+        """Print a finished result, through the pager when it is on and the result is
+        taller than the terminal."""
+        if self.pager and _isatty(self.out) and \
+                text.count("\n") >= shutil.get_terminal_size((120, 24)).lines - 1:
+            try:
+                subprocess.run(shlex.split(self.pager), input=text, text=True, check=False)
+                return
+            except OSError as exc:
+                self.error(f"warning: pager {self.pager!r} failed ({exc.strerror}); printing")
+        self.out.write(text)
+        self.out.flush()
 
     # -- running ------------------------------------------------------------------
 
@@ -68,17 +106,30 @@ class Shell:
         started = time.perf_counter()
         outcome: dict[str, object] = {}
         finished = threading.Event()
-        max_rows, width = self.max_rows, self.width()
+        max_rows, width, mode = self.max_rows, self.width(), self.mode
+        progress = Progress(self.err, self.progress_delay if _isatty(self.err) else None,
+                            self.con.query_progress)
+        # Box tables are drawn once every row was read; the other modes stream their
+        # pieces to the output, unless the pager needs the whole text.
+        whole = mode in ("box", "duckbox") or bool(self.pager)
 
         def work() -> None:
             result = None
             try:
                 result = self.con.sql(sql)
                 if result is not None and result.continuous:
+                    progress.stop()
                     self._print_live(result)
                 elif result is not None:
-                    outcome["text"] = render_batches(
-                        result.schema, result.fetch_batches(), max_rows=max_rows, max_width=width)
+                    pieces = render(mode, result.schema, progress.count(result.fetch_batches()),
+                                    max_rows=max_rows, max_width=width)
+                    if whole:
+                        outcome["text"] = "".join(pieces)
+                    else:
+                        for piece in pieces:
+                            progress.stop()
+                            self.out.write(piece)
+                        self.out.flush()
             except BaseException as exc:  # reported by the waiting thread
                 outcome["error"] = exc
             finally:
@@ -88,17 +139,22 @@ class Shell:
                 result = None
                 finished.set()
 
+        progress.start()
         worker = threading.Thread(target=work, name="matchsql-statement", daemon=True)
         worker.start()
-        self._wait(finished)
+        try:
+            self._wait(finished)
+        finally:
+            progress.stop()
         worker.join(timeout=5.0)  # only its return is left: the exit must not overtake it
+        self.generation += 1
         error = outcome.get("error")
         if isinstance(error, Exception):
             return error
         if isinstance(error, BaseException):  # SystemExit and kin from inside the engine
             return RuntimeError(f"{type(error).__name__} {error}".strip())
         if "text" in outcome:
-            self.print(str(outcome["text"]))
+            self._emit(str(outcome["text"]))
         if self.timer:
             self.print(f"Run Time: {time.perf_counter() - started:.3f} s")
         return None
@@ -166,8 +222,6 @@ class Shell:
 
     def run_dot(self, line: str) -> bool:
         """Run one dot-command line; False if it failed."""
-        from matchsql.dot_commands import run_dot_command
-
         try:
             return run_dot_command(self, line)
         except Exception as exc:  # a dot-command must not end the shell either
@@ -219,3 +273,10 @@ def _relocated(error: Exception, statement: Statement, text: str, line: int) -> 
     script = "\n" * (line - 1) + text
     return type(error)(error.message, sql=script, line=line + statement.line - 1 + error.line - 1,
                        column=column)
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
