@@ -79,7 +79,7 @@ def read_catalog(con: Connection, words: tuple[list[str], list[str]]) -> Catalog
         duck.close()
     streams: list[str] = []
     result = con.sql("SHOW STREAMS")
-    for name, spec in result.fetchall() if result is not None else []:
+    for name, spec, *_ in result.fetchall() if result is not None else []:
         streams.append(name)
         columns[name.lower()] = [part.split()[0] for part in spec.split(", ") if part.strip()]
     return Catalog(words[0], words[1], tables, streams, columns)

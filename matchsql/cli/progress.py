@@ -63,7 +63,7 @@ class Progress:
         with self._lock:
             if self._stopped.is_set():
                 return
-            self._bar = tqdm(total=100, file=self._stream, leave=False,
+            self._bar = tqdm(total=100, desc="0 rows", file=self._stream, leave=False,
                              dynamic_ncols=True, mininterval=0, bar_format=_WITHOUT_BAR)
             self._show()
         while not self._stopped.wait(TICK):

@@ -126,8 +126,12 @@ class Shell:
                     if whole:
                         outcome["text"] = "".join(pieces)
                     else:
+                        # The progress line shares the terminal with rows printed there, not
+                        # with rows written to a file (.output), which it keeps counting.
+                        on_terminal = _isatty(self.out)
                         for piece in pieces:
-                            progress.stop()
+                            if on_terminal:
+                                progress.stop()
                             self.out.write(piece)
                         self.out.flush()
             except BaseException as exc:  # reported by the waiting thread
