@@ -12,6 +12,7 @@ from matchsql.executor import Executor
 from matchsql.result import Result
 from matchsql.scope import caller_scope
 from matchsql.stats_statement import last_stats, remember
+from matchsql.storage.demo import install_demo_trade, needs_demo
 
 __all__ = ["Connection", "Result", "connect"]
 
@@ -20,9 +21,13 @@ class Connection:
     """A DuckDB connection that also understands MATCH_RECOGNIZE."""
 
     def __init__(self, database: str = ":memory:", *, config: Config | None = None,
-                 duckdb_config: dict[str, Any] | None = None, read_only: bool = False) -> None:
+                 duckdb_config: dict[str, Any] | None = None, read_only: bool = False,
+                 demo: bool = False) -> None:
         self.database = database
         self.config = config or Config()
+        #: Whether the demo ``trade`` table was asked for; it is built on first use.
+        self.demo = demo
+        self._demo_pending = demo
         try:
             self._duckdb = duckdb.connect(database, read_only=read_only, config=duckdb_config or {})
         except duckdb.Error as exc:
@@ -35,7 +40,15 @@ class Connection:
     @property
     def duckdb(self) -> duckdb.DuckDBPyConnection:
         """The DuckDB connection underneath, for anything matchsql does not wrap."""
+        self._build_demo()
         return self._duckdb
+
+    def _build_demo(self, text: str | None = None) -> None:
+        """Build the demo table if it is still pending and ``text`` (any use of the
+        connection, without one) might see it."""
+        if self._demo_pending and (text is None or needs_demo(self._duckdb, text)):
+            self._demo_pending = False
+            install_demo_trade(self._duckdb)
 
     def sql(self, text: str, params: Sequence[Any] | Mapping[str, Any] | None = None
             ) -> Result | None:
@@ -45,6 +58,7 @@ class Connection:
         ``$1``, ``$name``). A table may be named by a variable of the caller
         that holds a pandas or Polars DataFrame or an Arrow table, as in DuckDB.
         """
+        self._build_demo(text)
         result = self._executor.run(text, params, caller_scope())
         if result is not None:
             remember(self._executor, result.stats)  # a continuous query's: SHOW STATS shows it
@@ -73,6 +87,7 @@ class Connection:
             return -1.0
 
     def tables(self) -> list[str]:
+        self._build_demo()
         return [row[0] for row in self._duckdb.execute(
             "SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()]
 
@@ -95,12 +110,7 @@ def connect(database: str = ":memory:", *, demo: bool | None = None, read_only: 
     adds it to a file database that lacks it). ``config`` sets matchsql options
     (see :class:`matchsql.config.Config`); ``duckdb_config`` goes to DuckDB.
     """
-    con = Connection(database, config=Config.from_options(config),
-                     duckdb_config=duckdb_config, read_only=read_only)
     if demo is None:
         demo = database == ":memory:"
-    if demo:
-        from matchsql.storage.demo import install_demo_trade
-
-        install_demo_trade(con.duckdb)
-    return con
+    return Connection(database, config=Config.from_options(config),
+                      duckdb_config=duckdb_config, read_only=read_only, demo=demo)

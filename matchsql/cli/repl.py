@@ -109,10 +109,9 @@ class _Editor:
 
 
 def banner(shell: Shell) -> str:
-    tables = shell.con.tables()
     lines = [f"matchsql {__version__} (DuckDB {duckdb.__version__}): SQL with MATCH_RECOGNIZE."]
-    if "trade" in tables:
-        lines.append("The demo table 'trade' (symbol, price, volume, ts) is loaded.")
+    if shell.con.demo:  # not built yet: the first statement that may read it builds it
+        lines.append("The demo table 'trade' (symbol, price, volume, ts) is available.")
     lines.append("End statements with ';'. Type .help for help, .quit or Ctrl-D to exit.")
     return "\n".join(lines)
 

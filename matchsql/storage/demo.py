@@ -11,11 +11,16 @@ benchmarks can compare results across runs and machines.
 
 Rows are in global time order: the seed queries have no ORDER BY and rely on
 arrival order, which for a DuckDB table is insertion order.
+
+Building the table takes longer than starting matchsql, so a connection
+builds it on first use (:func:`needs_demo`): ``matchsql -c "SELECT 1"``
+never pays for it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import duckdb
 import numpy as np
@@ -165,3 +170,28 @@ def install_demo_trade(con: duckdb.DuckDBPyConnection, rows: int = DEMO_ROWS,
     table = synthetic_trades(rows, symbols, seed)
     con.execute("CREATE TABLE trade(symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP)")
     con.from_arrow(table).insert_into("trade")
+
+
+_FROM = re.compile(r"\bFROM\b", re.IGNORECASE)
+_NO_TABLES = ("SELECT", "VALUES", "SET", "RESET")
+
+
+def needs_demo(con: duckdb.DuckDBPyConnection, text: str) -> bool:
+    """Whether ``text`` might see the demo table, so that it must be built first.
+
+    Only statements that DuckDB itself parses as a ``SELECT``/``VALUES``
+    without FROM and without any table (``SELECT 1``), or as ``SET``/``RESET``,
+    cannot; anything else (a catalog listing, a table function, text DuckDB
+    cannot parse, such as MATCH_RECOGNIZE) builds it, which is never wrong,
+    only slower.
+    """
+    try:
+        statements = con.extract_statements(text)
+        for statement in statements:
+            query = statement.query.strip()
+            if query.split(None, 1)[0].upper() not in _NO_TABLES or _FROM.search(query) \
+                    or con.get_table_names(query):
+                return True
+    except (duckdb.Error, IndexError):
+        return True
+    return False

@@ -1,0 +1,57 @@
+"""Start-up stays light: the demo table is built on first use, heavy modules on first need."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import duckdb
+import pytest
+
+import matchsql
+from matchsql.storage.demo import DEMO_ROWS, needs_demo
+from tests.cli.conftest import ROOT
+
+HEAVY = ("numba", "pandas", "matplotlib", "pyspark", "prompt_toolkit", "pygments", "tqdm",
+         "matchsql.storage.producer", "pyarrow.parquet")
+
+
+@pytest.mark.parametrize("text, needed", [
+    ("SELECT 1", False),
+    ("SELECT 1 AS a; SELECT 'x' || 'y'", False),
+    ("VALUES (1), (2)", False),
+    ("SET threads = 1", False),
+    ("SELECT * FROM trade", True),
+    ("FROM trade", True),
+    ("SELECT 1; SELECT count(*) FROM trade", True),
+    ("SHOW TABLES", True),
+    ("DESCRIBE trade", True),
+    ("SELECT * FROM duckdb_tables()", True),  # a catalog function, no table name
+    ("SELECT (SELECT max(price) FROM trade)", True),
+    ("CREATE TABLE trade (x INTEGER)", True),  # must fail: the demo table exists
+    ("SELECT * FROM trade MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS true)", True),
+    ("SELEC 1", True),  # DuckDB cannot parse it: build, then report the error
+])
+def test_which_statements_need_the_demo_table(text: str, needed: bool) -> None:
+    assert needs_demo(duckdb.connect(), text) is needed
+
+
+def test_demo_table_is_there_whenever_something_looks() -> None:
+    con = matchsql.connect()
+    assert con.sql("SELECT 41 + 1").fetchall() == [(42,)]
+    assert "trade" in con.tables()
+    assert con.sql("SELECT count(*) FROM trade").fetchall() == [(DEMO_ROWS,)]
+    other = matchsql.connect()
+    assert other.duckdb.sql("SELECT count(*) FROM trade").fetchall() == [(DEMO_ROWS,)]
+    with pytest.raises(matchsql.Error, match="already exists"):
+        matchsql.connect().sql("CREATE TABLE trade (x INTEGER)")
+    assert "trade" not in matchsql.connect(demo=False).tables()
+
+
+def test_select_1_imports_nothing_heavy() -> None:
+    code = ("import sys; from matchsql.cli import main; main(['-c', 'SELECT 1']); "
+            f"print('LOADED:', *(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         check=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout
+    assert "│       1 │" in out
+    assert out.strip().splitlines()[-1] == "LOADED:"
