@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from matchsql.adaptive.plots import plot_results, series_label
 from matchsql.progress_bar import note, progress_bar
 
 QUERIES = ("Q1", "Q2", "Q3", "Q4")
@@ -82,13 +83,6 @@ class Run:
     def label(self) -> str:
         """The line this run belongs to in the plots."""
         return series_label(self.mode, self.u, self.rule)
-
-
-def series_label(mode: str, u: object, rule: object) -> str:
-    if mode != "adaptive":
-        return mode
-    label = f"adaptive U={u}"
-    return f"{label} ({rule})" if rule else label
 
 
 # -- data and the producer process ----------------------------------------------------
@@ -482,8 +476,6 @@ def run_experiment(args: argparse.Namespace, *, con=None) -> tuple[list[dict], l
             con.close()
     pictures: list[Path] = []
     if args.plots:
-        from matchsql.adaptive.plots import plot_results
-
         pictures = plot_results(rows, out)
     return rows, pictures
 

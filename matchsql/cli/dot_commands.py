@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from matchsql.cli.modes import MODES
 from matchsql.config import Config
+from matchsql.errors import Error
+from matchsql.plot import save_plot
 from matchsql.stats_statement import describe
 
 if TYPE_CHECKING:
@@ -252,6 +254,38 @@ def _show(shell: Shell, args: list[str]) -> bool:
     for name, value in settings.items():
         shell.print(f"{name:>{width}}: {value}")
     return True
+
+
+PLOT_OPTIONS = ("match", "by", "file", "title")
+
+
+@dot_command("plot", "Draw the last result's Y over X, each match banded, into a PNG "
+             "(match=: the MATCH_NUMBER() column, by=: one line per partition)",
+             "X Y [match=COL] [by=COL] [file=PATH.png] [title=TEXT]")
+def _plot(shell: Shell, args: list[str]) -> bool:
+    positional = [a for a in args if "=" not in a]
+    options = dict(a.split("=", 1) for a in args if "=" in a)
+    if len(positional) != 2 or set(options) - set(PLOT_OPTIONS):
+        return _usage_error(shell, "plot")
+    if shell.last_result is None:
+        shell.error("Error: no result to plot: run a statement that returns rows first")
+        return False
+    path = options.pop("file", None) or _free_plot_path()
+    try:
+        written = save_plot(shell.last_result, path, positional[0], positional[1], **options)
+    except Error as err:
+        shell.error(f"Error: {err}")
+        return False
+    shell.print(str(written))
+    return True
+
+
+def _free_plot_path() -> Path:
+    """``matchsql_plot_N.png`` in the current directory, N the first free number."""
+    number = 1
+    while Path(f"matchsql_plot_{number}.png").exists():
+        number += 1
+    return Path(f"matchsql_plot_{number}.png")
 
 
 @dot_command("quit", "Exit matchsql", aliases=("exit",))

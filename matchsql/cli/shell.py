@@ -18,10 +18,11 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TextIO
 
 import duckdb
+import pyarrow as pa
 
 from matchsql.cli.dot_commands import run_dot_command
 from matchsql.cli.modes import render
@@ -31,6 +32,8 @@ from matchsql.errors import Error
 from matchsql.grammar.sqltext import Statement, is_blank, is_complete, split_script
 
 DEFAULT_MAX_ROWS = 40
+#: Bytes of the last result the shell keeps for ``.plot``.
+KEEP_BYTES = 64 * 1024 * 1024
 PAGER_ENV = "MATCHSQL_PAGER"
 DEFAULT_PAGER = "less -SRFX"
 # Set to see the traceback behind an "internal error" (for matchsql developers).
@@ -59,6 +62,9 @@ class Shell:
         self.interrupted = False  # the last failed statement was cancelled by Ctrl-C
         #: Bumped after every statement, so the REPL's completer knows its catalog is stale.
         self.generation = 0
+        #: The rows of the last statement that returned rows (for .plot); None when it
+        #: had none or was larger than KEEP_BYTES.
+        self.last_result: pa.Table | None = None
 
     # -- output -------------------------------------------------------------------
 
@@ -121,8 +127,10 @@ class Shell:
                     progress.stop()
                     self._print_live(result)
                 elif result is not None:
-                    pieces = render(mode, result.schema, progress.count(result.fetch_batches()),
-                                    max_rows=max_rows, max_width=width)
+                    self.last_result = None
+                    batches = self._keep(result.schema, progress.count(result.fetch_batches()))
+                    pieces = render(mode, result.schema, batches, max_rows=max_rows,
+                                    max_width=width)
                     if whole:
                         outcome["text"] = "".join(pieces)
                     else:
@@ -162,6 +170,22 @@ class Shell:
         if self.timer:
             self.print(f"Run Time: {time.perf_counter() - started:.3f} s")
         return None
+
+    def _keep(self, schema: pa.Schema, batches: Iterable[pa.RecordBatch]
+              ) -> Iterator[pa.RecordBatch]:
+        """``batches``, kept as :attr:`last_result` once they all went by (if small enough)."""
+        kept: list[pa.RecordBatch] | None = []
+        size = 0
+        for batch in batches:
+            if kept is not None:
+                size += batch.nbytes
+                if size <= KEEP_BYTES:
+                    kept.append(batch)
+                else:
+                    kept = None
+            yield batch
+        if kept is not None:
+            self.last_result = pa.Table.from_batches(kept, schema=schema)
 
     def _print_live(self, result) -> None:
         """Print a continuous query's rows as they arrive, numbered (Ctrl-C stops it)."""
