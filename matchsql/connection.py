@@ -47,8 +47,11 @@ class Connection:
         """Build the demo table if it is still pending and ``text`` (any use of the
         connection, without one) might see it."""
         if self._demo_pending and (text is None or needs_demo(self._duckdb, text)):
+            try:
+                install_demo_trade(self._duckdb)
+            except duckdb.Error as exc:  # e.g. Ctrl-C while it is built: built next time
+                raise Executor.translate(exc) from None
             self._demo_pending = False
-            install_demo_trade(self._duckdb)
 
     def sql(self, text: str, params: Sequence[Any] | Mapping[str, Any] | None = None
             ) -> Result | None:

@@ -161,15 +161,19 @@ def install_demo_trade(con: duckdb.DuckDBPyConnection, rows: int = DEMO_ROWS,
     Rows are inserted in timestamp order, since queries without ORDER BY
     (the DejaVu seeds) see rows in insertion order.
     """
-    exists = con.execute(
+    (exists,), = con.execute(
         "SELECT count(*) FROM information_schema.tables "
         "WHERE table_name = 'trade' AND table_schema = current_schema() "
-        "AND table_catalog = current_database()").fetchone()
-    if exists and exists[0]:
+        "AND table_catalog = current_database()").fetchall()
+    if exists:
         return
     table = synthetic_trades(rows, symbols, seed)
-    con.execute("CREATE TABLE trade(symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP)")
-    con.from_arrow(table).insert_into("trade")
+    # One statement, so that an interrupted build leaves no empty table behind.
+    con.register("__matchsql_demo_trade", table)
+    try:
+        con.execute("CREATE TABLE trade AS SELECT * FROM __matchsql_demo_trade")
+    finally:
+        con.unregister("__matchsql_demo_trade")
 
 
 _FROM = re.compile(r"\bFROM\b", re.IGNORECASE)

@@ -27,13 +27,24 @@ def repl(env: dict[str, str]):
     assert "Traceback" not in session.text()
 
 
+def settle(repl: Repl) -> None:
+    """Wait until everything typed so far has run and the REPL waits at its prompt.
+
+    Keys typed while a statement still runs go to the terminal's line buffer
+    (a Tab there is a plain tab), so completion tests must wait; a prompt seen
+    in the echo of what was typed does not prove it.
+    """
+    repl.run("SELECT 'settled' AS s;")
+
+
 def _plain(text: str) -> str:
     """``text`` without terminal escape sequences."""
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
 
 
 def test_tab_completes_tables_columns_and_match_recognize_words(repl: Repl) -> None:
-    repl.run("CREATE TABLE zebra_cells AS SELECT 41 AS stripe_count;", expect=PROMPT)
+    repl.enter("CREATE TABLE zebra_cells AS SELECT 41 AS stripe_count;")
+    settle(repl)
     repl.child.send("SELECT stripe_co")
     repl.child.send("\t")
     repl.expect("unt")  # the column's name was completed
@@ -42,6 +53,7 @@ def test_tab_completes_tables_columns_and_match_recognize_words(repl: Repl) -> N
     repl.expect("lls")
     out = repl.run(";")
     assert re.search(r"│\s+42 │", out), out
+    settle(repl)
     repl.child.send("SELECT count(*) AS matches FROM (FROM trade LIMIT 20) MATCH_RECO")
     repl.child.send("\t")
     repl.expect("GNIZE")
@@ -152,7 +164,8 @@ def test_progress_line_on_a_slow_statement(repl: Repl) -> None:
     repl.expect(r"\d+%\|[^\r\n]*\| [\d,]+ rows, [\d,]+ rows/s", timeout=30)
     repl.expect(RESULT_END, timeout=60)
     repl.expect(PROMPT)
-    out = repl.run("SELECT 1 AS quick;")  # a quick statement shows no progress line
+    repl.enter(".progress 5")
+    out = repl.run("SELECT 1 AS quick;")  # a statement quicker than the delay shows none
     assert "rows/s" not in out
 
 
@@ -182,7 +195,8 @@ def test_ctrl_c_while_the_progress_line_shows(repl: Repl) -> None:
 
 def test_ctrl_d_exits_after_features_were_used(env: dict[str, str]) -> None:
     repl = Repl(env)
-    repl.run(".mode json", expect=PROMPT)
+    repl.enter(".mode json")
+    repl.run("SELECT 'settled' AS s;", expect=r"\[\{\"s\": \"settled\"\}\]")
     repl.child.send("SELECT * FROM tra")
     repl.child.send("\t")
     repl.expect("de")
@@ -192,3 +206,22 @@ def test_ctrl_d_exits_after_features_were_used(env: dict[str, str]) -> None:
     repl.child.expect(pexpect.EOF, timeout=10)
     repl.child.close()
     assert repl.child.exitstatus == 0
+
+
+def test_plot_writes_a_png_and_prints_its_path(env: dict[str, str], tmp_path: Path) -> None:
+    repl = Repl(env)
+    try:
+        out = repl.run(
+            "SELECT * FROM (SELECT * FROM trade WHERE symbol = 'MSFT' ORDER BY ts LIMIT 400) "
+            "MATCH_RECOGNIZE (ORDER BY ts MEASURES MATCH_NUMBER() AS m ALL ROWS PER MATCH "
+            "WITH UNMATCHED ROWS AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+ C+) "
+            "DEFINE B AS price < PREV(price), C AS price > PREV(price));")
+        assert "400 rows" in out
+        target = tmp_path / "msft.png"
+        repl.enter(f".plot ts price file={target}")
+        repl.expect(re.escape(str(target)) + r"\r\n")  # printed (the echo ends otherwise)
+        repl.expect(PROMPT)
+        assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    finally:
+        repl.close()
+    assert "Traceback" not in repl.text()

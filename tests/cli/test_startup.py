@@ -9,6 +9,7 @@ import duckdb
 import pytest
 
 import matchsql
+import matchsql.connection as connection
 from matchsql.storage.demo import DEMO_ROWS, needs_demo
 from tests.cli.conftest import ROOT
 
@@ -55,3 +56,23 @@ def test_select_1_imports_nothing_heavy() -> None:
                          check=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout
     assert "│       1 │" in out
     assert out.strip().splitlines()[-1] == "LOADED:"
+
+
+def test_a_demo_build_cut_short_is_done_again(monkeypatch) -> None:
+    """Ctrl-C while the first statement builds the demo table: a clear error, and the
+    next statement builds it (never a half-built or missing table)."""
+    real = connection.install_demo_trade
+    calls: list[int] = []
+
+    def interrupted_once(con) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+        real(con)
+
+    monkeypatch.setattr(connection, "install_demo_trade", interrupted_once)
+    con = matchsql.connect()
+    with pytest.raises(matchsql.Error, match="^statement interrupted$"):
+        con.sql("SELECT count(*) FROM trade")
+    assert con.sql("SELECT count(*) FROM trade").fetchall() == [(DEMO_ROWS,)]
+    assert len(calls) == 2
