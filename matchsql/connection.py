@@ -43,10 +43,16 @@ class Connection:
         self._build_demo()
         return self._duckdb
 
+    def raw_cursor(self) -> duckdb.DuckDBPyConnection:
+        """A new DuckDB cursor on this database that, unlike :attr:`duckdb`, does not
+        build the demo table: for helper queries that read no table of the user's
+        (the shell renders values as text with one)."""
+        return self._duckdb.cursor()
+
     def _build_demo(self, text: str | None = None) -> None:
         """Build the demo table if it is still pending and ``text`` (any use of the
         connection, without one) might see it."""
-        if self._demo_pending and (text is None or needs_demo(self._duckdb, text)):
+        if self._demo_pending and (text is None or needs_demo(text)):
             try:
                 install_demo_trade(self._duckdb)
             except duckdb.Error as exc:  # e.g. Ctrl-C while it is built: built next time

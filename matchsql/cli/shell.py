@@ -30,6 +30,7 @@ from matchsql.cli.progress import DEFAULT_DELAY, Progress
 from matchsql.connection import Connection
 from matchsql.errors import Error
 from matchsql.grammar.sqltext import Statement, is_blank, is_complete, split_script
+from matchsql.render import as_text
 
 DEFAULT_MAX_ROWS = 40
 #: Bytes of the last result the shell keeps for ``.plot``.
@@ -46,6 +47,7 @@ class Shell:
     def __init__(self, con: Connection, *, out: TextIO | None = None, err: TextIO | None = None,
                  max_rows: int = DEFAULT_MAX_ROWS, timer: bool = False) -> None:
         self.con = con
+        as_text.lend(con.raw_cursor())  # no second DuckDB instance just to render values
         self.stdout = out or sys.stdout
         self.out = self.stdout  # where results go: stdout, or the file of .output
         self.output_path: str | None = None

@@ -26,6 +26,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from matchsql.grammar.sqltext import split_script
+
 DEMO_ROWS = 500_000
 DEMO_SYMBOLS = 50
 
@@ -176,26 +178,22 @@ def install_demo_trade(con: duckdb.DuckDBPyConnection, rows: int = DEMO_ROWS,
         con.unregister("__matchsql_demo_trade")
 
 
-_FROM = re.compile(r"\bFROM\b", re.IGNORECASE)
+_TABLE_WORDS = re.compile(r"\b(FROM|JOIN)\b", re.IGNORECASE)
 _NO_TABLES = ("SELECT", "VALUES", "SET", "RESET")
 
 
-def needs_demo(con: duckdb.DuckDBPyConnection, text: str) -> bool:
+def needs_demo(text: str) -> bool:
     """Whether ``text`` might see the demo table, so that it must be built first.
 
-    Only statements that DuckDB itself parses as a ``SELECT``/``VALUES``
-    without FROM and without any table (``SELECT 1``), or as ``SET``/``RESET``,
-    cannot; anything else (a catalog listing, a table function, text DuckDB
-    cannot parse, such as MATCH_RECOGNIZE) builds it, which is never wrong,
-    only slower.
+    Only statements that begin with ``SELECT``/``VALUES`` and never say FROM
+    or JOIN (``SELECT 1``), and ``SET``/``RESET``, cannot name a table; any
+    other (a catalog listing, ``DESCRIBE``, a leading comment, MATCH_RECOGNIZE)
+    builds it, which is never wrong, only slower. Pure text: no parse, so
+    that ``SELECT 1`` stays as quick as in DuckDB.
     """
-    try:
-        statements = con.extract_statements(text)
-        for statement in statements:
-            query = statement.query.strip()
-            if query.split(None, 1)[0].upper() not in _NO_TABLES or _FROM.search(query) \
-                    or con.get_table_names(query):
-                return True
-    except (duckdb.Error, IndexError):
-        return True
+    for statement in split_script(text):
+        words = statement.text.split(None, 1)
+        if not words or words[0].rstrip(";").upper() not in _NO_TABLES or \
+                _TABLE_WORDS.search(statement.text):
+            return True
     return False
