@@ -4,7 +4,8 @@
 
 Each case is a fresh process, run ``--repeat`` times; the table shows the
 median and the fastest wall time (the fastest is the least disturbed by
-other load on the machine):
+other load on the machine) and the median CPU time (user + system) of the
+child, which load on a shared machine inflates far less than wall time:
 
 * ``python -c "import duckdb"``: the floor, Python plus DuckDB's module;
 * ``matchsql -c "SELECT 1"``: the whole command, plain SQL (the demo table
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -43,17 +45,23 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _run(argv: list[str]) -> float:
-    started = time.perf_counter()
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(argv: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of ``argv``."""
+    started, cpu = time.perf_counter(), _cpu()
     subprocess.run(argv, env=_env(), cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _cpu() - cpu
 
 
-def _to_prompt() -> float:
+def _to_prompt() -> tuple[float, float]:
     import pexpect  # a dev dependency: only this case needs it
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _cpu()
     child = pexpect.spawn(sys.executable, ["-m", "matchsql"], env=_env(), cwd=str(ROOT),
                           encoding="utf-8", timeout=60, dimensions=(40, 120))
     child.expect("matchsql>")
@@ -61,7 +69,7 @@ def _to_prompt() -> float:
     child.sendcontrol("d")
     child.expect(pexpect.EOF)
     child.close()
-    return elapsed
+    return elapsed, _cpu() - cpu  # CPU: the whole session, its exit included
 
 
 def _imported_heavy() -> list[str]:
@@ -87,11 +95,13 @@ def main(argv: list[str] | None = None) -> None:
     _run([python, "-m", "matchsql", "-c", MATCH])  # fills the numba cache
     print(f"Start-up time, {args.repeat} runs each, wall seconds "
           f"(load average {os.getloadavg()[0]:.1f} at start)\n")
-    print(f"| {'case':<40} | {'median s':>8} | {'fastest s':>9} |")
-    print(f"|{'-' * 42}|{'-' * 10}|{'-' * 11}|")
+    print(f"| {'case':<40} | {'median s':>8} | {'fastest s':>9} | {'CPU s':>6} |")
+    print(f"|{'-' * 42}|{'-' * 10}|{'-' * 11}|{'-' * 8}|")
     for label, measure in cases:
-        times = sorted(measure() for _ in range(args.repeat))
-        print(f"| {label:<40} | {statistics.median(times):8.3f} | {times[0]:9.3f} |",
+        runs = [measure() for _ in range(args.repeat)]
+        wall = sorted(w for w, _ in runs)
+        cpu = statistics.median(c for _, c in runs)
+        print(f"| {label:<40} | {statistics.median(wall):8.3f} | {wall[0]:9.3f} | {cpu:6.3f} |",
               flush=True)
     heavy = _imported_heavy()
     print(f"\nheavy modules imported by -c \"SELECT 1\": {', '.join(heavy) or 'none'}")
