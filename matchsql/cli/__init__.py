@@ -1,6 +1,6 @@
 """The ``matchsql`` command line: the statement shell, the REPL and their dot-commands.
 
-    main.py          argument parsing, ``-c``, scripts, piped input, subcommands
+    command.py       the `matchsql` command: arguments, ``-c``, scripts, piped input, subcommands
     shell.py         Shell: runs statements and dot-commands, prints results
     repl.py          the interactive prompt (prompt_toolkit) on top of Shell
     dot_commands.py  the dot-command table (.mode, .output, .show, .plot, ...)
@@ -9,9 +9,9 @@
     highlight.py     syntax highlighting (Pygments)
     progress.py      the progress line of slow statements
 
-Layers: main -> repl -> shell -> dot_commands -> modes; none imports back.
+Layers: command -> repl -> shell -> dot_commands -> modes; none imports back.
 """
 
-from matchsql.cli.main import SUBCOMMANDS, main
+from matchsql.cli.command import SUBCOMMANDS, main
 
 __all__ = ["SUBCOMMANDS", "main"]

@@ -31,7 +31,7 @@ _FUNCTIONS = frozenset(MATCH_RECOGNIZE_FUNCTIONS)
 class MatchSqlLexer(SqlLexer):
     """SQL with MATCH_RECOGNIZE's words highlighted as keywords and functions.
 
-    Also: whitespace is left unstyled (so typed text is not cut up by colour
+    Also: a dot-command line is not SQL and stays plain; whitespace is left unstyled (so typed text is not cut up by colour
     codes), and the rest of a string still being typed reads as a string
     (Pygments shows its opening quote as an error and its words as names).
     """
@@ -41,6 +41,9 @@ class MatchSqlLexer(SqlLexer):
 
     def get_tokens_unprocessed(self, text: str, *args: object
                                ) -> Iterator[tuple[int, _TokenType, str]]:
+        if text.lstrip().startswith("."):  # a dot-command, not SQL: left plain
+            yield 0, Text, text
+            return
         unterminated: _TokenType | None = None
         for index, token, value in super().get_tokens_unprocessed(text, *args):
             if unterminated is not None:

@@ -163,6 +163,8 @@ class Shell:
         worker.join(timeout=5.0)  # only its return is left: the exit must not overtake it
         self.generation += 1
         error = outcome.get("error")
+        if isinstance(error, BrokenPipeError):  # the reader of our output went away
+            raise error
         if isinstance(error, Exception):
             return error
         if isinstance(error, BaseException):  # SystemExit and kin from inside the engine
@@ -254,6 +256,8 @@ class Shell:
         """Run one dot-command line; False if it failed."""
         try:
             return run_dot_command(self, line)
+        except BrokenPipeError:  # the reader of our output went away: the caller stops
+            raise
         except Exception as exc:  # a dot-command must not end the shell either
             self.error(f"Error: {self.describe(exc)}")
             return False

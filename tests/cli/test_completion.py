@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from prompt_toolkit.document import Document
-from pygments.token import Keyword, Name, String
+from pygments.token import Keyword, Name, String, Text
 
 import matchsql
 from matchsql.cli.completion import SqlCompleter, read_catalog, read_words
@@ -96,3 +96,8 @@ def test_lexer_marks_row_pattern_words() -> None:
 def test_lexer_reads_an_unfinished_string_as_a_string() -> None:
     tokens = _tokens("SELECT 'half typed")
     assert tokens["half"] in String and tokens["typed"] in String
+
+
+def test_lexer_leaves_dot_commands_plain() -> None:
+    tokens = list(MatchSqlLexer().get_tokens_unprocessed(".plot ts price file=/tmp/x.png"))
+    assert tokens == [(0, Text, ".plot ts price file=/tmp/x.png")]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -13,6 +15,7 @@ import pytest
 import matchsql
 from matchsql.cli.modes import MODES, render
 from matchsql.cli.shell import Shell
+from tests.cli.conftest import cli_env
 
 # Two rows with what each format must escape: a comma and a quote, a pipe, a NULL,
 # a newline, a timestamp and a NaN (JSON has no NaN: it becomes DuckDB's text).
@@ -152,3 +155,15 @@ def test_pager_and_progress_settings(shell) -> None:
     assert sh.run_dot(".progress 0.5") and sh.progress_delay == 0.5
     assert not sh.run_dot(".progress soon")
     assert "Usage: .progress" in err.getvalue()
+
+
+def test_a_reader_that_goes_away_ends_a_streamed_mode_quietly(tmp_path: Path) -> None:
+    """``matchsql -c ... | head``: no "internal error" when head stops reading."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "matchsql", "-c", ".mode csv", "-c", "SELECT * FROM range(3000000)"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(tmp_path), text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "range\n"
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "Error" not in err
