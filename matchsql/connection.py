@@ -12,6 +12,7 @@ from matchsql.executor import Executor
 from matchsql.result import Result
 from matchsql.scope import caller_scope
 from matchsql.stats_statement import last_stats, remember
+from matchsql.storage.demo import install_demo_trade, needs_demo
 
 __all__ = ["Connection", "Result", "connect"]
 
@@ -20,20 +21,43 @@ class Connection:
     """A DuckDB connection that also understands MATCH_RECOGNIZE."""
 
     def __init__(self, database: str = ":memory:", *, config: Config | None = None,
-                 duckdb_config: dict[str, Any] | None = None, read_only: bool = False) -> None:
+                 duckdb_config: dict[str, Any] | None = None, read_only: bool = False,
+                 demo: bool = False) -> None:
         self.database = database
         self.config = config or Config()
+        #: Whether the demo ``trade`` table was asked for; it is built on first use.
+        self.demo = demo
+        self._demo_pending = demo
         try:
             self._duckdb = duckdb.connect(database, read_only=read_only, config=duckdb_config or {})
         except duckdb.Error as exc:
             raise Executor.translate(exc) from None
-        self._duckdb.execute("SET enable_progress_bar = false")
+        # DuckDB tracks progress (for query_progress()) but never prints a bar itself.
+        self._duckdb.execute("SET enable_progress_bar = true")
+        self._duckdb.execute("SET enable_progress_bar_print = false")
         self._executor = Executor(self._duckdb, self.config)
 
     @property
     def duckdb(self) -> duckdb.DuckDBPyConnection:
         """The DuckDB connection underneath, for anything matchsql does not wrap."""
+        self._build_demo()
         return self._duckdb
+
+    def raw_cursor(self) -> duckdb.DuckDBPyConnection:
+        """A new DuckDB cursor on this database that, unlike :attr:`duckdb`, does not
+        build the demo table: for helper queries that read no table of the user's
+        (the shell renders values as text with one)."""
+        return self._duckdb.cursor()
+
+    def _build_demo(self, text: str | None = None) -> None:
+        """Build the demo table if it is still pending and ``text`` (any use of the
+        connection, without one) might see it."""
+        if self._demo_pending and (text is None or needs_demo(text)):
+            try:
+                install_demo_trade(self._duckdb)
+            except duckdb.Error as exc:  # e.g. Ctrl-C while it is built: built next time
+                raise Executor.translate(exc) from None
+            self._demo_pending = False
 
     def sql(self, text: str, params: Sequence[Any] | Mapping[str, Any] | None = None
             ) -> Result | None:
@@ -43,6 +67,7 @@ class Connection:
         ``$1``, ``$name``). A table may be named by a variable of the caller
         that holds a pandas or Polars DataFrame or an Arrow table, as in DuckDB.
         """
+        self._build_demo(text)
         result = self._executor.run(text, params, caller_scope())
         if result is not None:
             remember(self._executor, result.stats)  # a continuous query's: SHOW STATS shows it
@@ -62,7 +87,16 @@ class Connection:
         """Cancel the statement running on this connection (safe from another thread)."""
         self._executor.interrupt()
 
+    def query_progress(self) -> float:
+        """DuckDB's estimate of how far the running plain-SQL statement is, in percent;
+        -1 when it has none (as DuckDB's ``query_progress()``). Safe from another thread."""
+        try:
+            return float(self._duckdb.query_progress())
+        except duckdb.Error:
+            return -1.0
+
     def tables(self) -> list[str]:
+        self._build_demo()
         return [row[0] for row in self._duckdb.execute(
             "SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()]
 
@@ -86,12 +120,7 @@ def connect(database: str = ":memory:", *, demo: bool | None = None, read_only: 
     adds it to a file database that lacks it). ``config`` sets matchsql options
     (see :class:`matchsql.config.Config`); ``duckdb_config`` goes to DuckDB.
     """
-    con = Connection(database, config=Config.from_options(config),
-                     duckdb_config=duckdb_config, read_only=read_only)
     if demo is None:
         demo = database == ":memory:"
-    if demo:
-        from matchsql.storage.demo import install_demo_trade
-
-        install_demo_trade(con.duckdb)
-    return con
+    return Connection(database, config=Config.from_options(config),
+                      duckdb_config=duckdb_config, read_only=read_only, demo=demo)

@@ -11,6 +11,7 @@ as in DuckDB.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -76,9 +77,9 @@ def render_collected(data: Collected, *, max_width: int | None = None) -> str:
     names = list(data.schema.names)
     if not names:
         return _rows_label(data.total, None)
-    types, head = _as_text(data.head)
-    tail = _as_text(data.tail)[1] if data.tail is not None else None
-    right = [_numeric(t) for t in data.schema.types]
+    types, head = as_text(data.head)
+    tail = as_text(data.tail)[1] if data.tail is not None else None
+    right = [numeric(t) for t in data.schema.types]
 
     columns = [
         _Column(name, type_, [row[i] for row in head], [row[i] for row in tail or []], right[i])
@@ -98,22 +99,56 @@ def _rows_label(total: int, shown: int | None) -> str:
     return label + (f" ({shown} shown)" if shown is not None else "")
 
 
-def _as_text(table: pa.Table) -> tuple[list[str], list[tuple[str | None, ...]]]:
-    """DuckDB type names and DuckDB's text for every value of ``table``."""
-    con = duckdb.connect()
+class _Caster:
+    """Turns values into DuckDB's text for them, on a DuckDB connection kept open.
+
+    Opening a DuckDB instance costs more than rendering a small result (tens
+    of ms), and every statement the shell runs is rendered: so the shell lends
+    a cursor of the connection it has open anyway (:meth:`lend`), and without
+    one a private in-memory instance is opened on first use. A lent cursor
+    whose connection was closed since is replaced by a private one. Results
+    render on the shell's worker thread and in the Python API, so uses are
+    serialised.
+    """
+
+    def __init__(self) -> None:
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._lock = threading.Lock()
+
+    def lend(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Cast on ``con`` from now on (a cursor nobody else uses)."""
+        with self._lock:
+            self._con = con
+
+    def __call__(self, table: pa.Table) -> tuple[list[str], list[tuple[str | None, ...]]]:
+        with self._lock:
+            if self._con is None:
+                self._con = duckdb.connect()
+            try:
+                return _cast(self._con, table)
+            except duckdb.ConnectionException:  # the lent cursor's connection was closed
+                self._con = duckdb.connect()
+                return _cast(self._con, table)
+
+
+def _cast(con: duckdb.DuckDBPyConnection, table: pa.Table
+          ) -> tuple[list[str], list[tuple[str | None, ...]]]:
+    con.register("rows_to_render", table)
     try:
-        con.register("rows_to_render", table)
         types = [str(t).lower() for t in con.table("rows_to_render").types]
         if not table.num_rows:
             return types, []
-        casts = ", ".join(f'CAST(#{i + 1} AS VARCHAR)' for i in range(table.num_columns))
-        rows = con.execute(f"SELECT {casts} FROM rows_to_render").fetchall()
-        return types, rows
+        casts = ", ".join(f"CAST(#{i + 1} AS VARCHAR)" for i in range(table.num_columns))
+        return types, con.execute(f"SELECT {casts} FROM rows_to_render").fetchall()
     finally:
-        con.close()
+        con.unregister("rows_to_render")
 
 
-def _numeric(type_: pa.DataType) -> bool:
+#: DuckDB type names and DuckDB's text for every value of a table.
+as_text = _Caster()
+
+
+def numeric(type_: pa.DataType) -> bool:
     return pa.types.is_integer(type_) or pa.types.is_floating(type_) or pa.types.is_decimal(type_)
 
 

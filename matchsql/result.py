@@ -21,6 +21,7 @@ import duckdb
 import pyarrow as pa
 
 from matchsql.errors import Error
+from matchsql.plot import plot_matches, save_plot
 from matchsql.render import render_batches
 
 #: Bytes of Arrow data a Result keeps so that it can be read again.
@@ -218,6 +219,19 @@ class Result:
         except ImportError:
             raise Error("pl() needs the polars package: pip install polars") from None
         return polars.from_arrow(self.arrow())
+
+    def plot(self, x: str, y: str, *, match: str | None = None, by: str | None = None,
+             path: str | None = None, title: str | None = None):
+        """A matplotlib Figure of ``y`` over ``x`` with each match banded (matchsql.plot).
+
+        ``match`` names the MATCH_NUMBER() column (found by name when left
+        out), ``by`` draws one line per partition; with ``path`` the picture is
+        also written there as a PNG.
+        """
+        table = self.arrow()
+        if path is not None:
+            save_plot(table, path, x, y, match=match, by=by, title=title)
+        return plot_matches(table, x, y, match=match, by=by, title=title)
 
     def _refuse_buffered(self, name: str) -> None:
         if self._row_buffer:

@@ -47,6 +47,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from matchsql.adaptive.plots import plot_results, series_label
+from matchsql.progress_bar import note, progress_bar
+
 QUERIES = ("Q1", "Q2", "Q3", "Q4")
 MODES = ("pull", "push", "adaptive")
 RULES = ("most_tuples", "total_pressure")
@@ -80,13 +83,6 @@ class Run:
     def label(self) -> str:
         """The line this run belongs to in the plots."""
         return series_label(self.mode, self.u, self.rule)
-
-
-def series_label(mode: str, u: object, rule: object) -> str:
-    if mode != "adaptive":
-        return mode
-    label = f"adaptive U={u}"
-    return f"{label} ({rule})" if rule else label
 
 
 # -- data and the producer process ----------------------------------------------------
@@ -466,11 +462,11 @@ def run_experiment(args: argparse.Namespace, *, con=None) -> tuple[list[dict], l
         with path.open("w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=COLUMNS)
             writer.writeheader()
-            for run in _progress(runs, args.progress):
+            for run in progress_bar(runs, mode=args.progress, desc="experiment", unit="run"):
                 row = run_once(con, run, symbols=args.symbols, seed=args.seed,
                                timeout=args.timeout)
                 if row["status"] != "ok":
-                    _note(f"run {run.query} {run.label} at {run.rate:,.0f}/s failed: "
+                    note(f"run {run.query} {run.label} at {run.rate:,.0f}/s failed: "
                           f"{row['error']}")
                 rows.append(row)
                 writer.writerow(row)
@@ -480,24 +476,8 @@ def run_experiment(args: argparse.Namespace, *, con=None) -> tuple[list[dict], l
             con.close()
     pictures: list[Path] = []
     if args.plots:
-        from matchsql.adaptive.plots import plot_results
-
         pictures = plot_results(rows, out)
     return rows, pictures
-
-
-def _progress(runs: list[Run], mode: str):
-    from tqdm import tqdm
-
-    disable = mode == "off" or (mode == "auto" and not sys.stderr.isatty())
-    return tqdm(runs, desc="experiment", unit="run", file=sys.stderr, disable=disable,
-                dynamic_ncols=True)
-
-
-def _note(text: str) -> None:
-    from tqdm import tqdm
-
-    tqdm.write(text, file=sys.stderr)
 
 
 def main(argv: list[str]) -> int:

@@ -7,8 +7,8 @@ import io
 import pytest
 
 import matchsql
-from matchsql.dot_commands import COMMANDS, dot_command
-from matchsql.shell import Shell
+from matchsql.cli.dot_commands import COMMANDS, dot_command
+from matchsql.cli.shell import Shell
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_error_positions_refer_to_the_script(shell: Shell, monkeypatch) -> None:
 
 
 def test_history_path(monkeypatch, tmp_path) -> None:
-    from matchsql.repl import HISTORY_ENV, history_path
+    from matchsql.cli.repl import HISTORY_ENV, history_path
 
     monkeypatch.delenv(HISTORY_ENV, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -117,7 +117,7 @@ def test_history_path(monkeypatch, tmp_path) -> None:
 
 
 def test_enter_runs_only_finished_input() -> None:
-    from matchsql.repl import ready
+    from matchsql.cli.repl import ready
 
     assert ready("") and ready(".tables") and ready("SELECT 1;")
     assert not ready("SELECT 1") and not ready("SELECT ';") and not ready(".x\nSELECT 1")

@@ -7,8 +7,8 @@ import io
 import pytest
 
 import matchsql
-from matchsql.dot_commands import COMMANDS
-from matchsql.shell import Shell
+from matchsql.cli.dot_commands import COMMANDS
+from matchsql.cli.shell import Shell
 from matchsql.storage import Producer
 from matchsql.storage.demo import synthetic_trades
 from tests.streams.test_live import QUERY, TRADES

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 
-from matchsql.shell import Shell
+from matchsql.cli.shell import Shell
 from tests.streams.conftest import ROOT, WAIT_S, bounded
 
 COUNT_QUERY = ("SELECT * FROM trades MATCH_RECOGNIZE(MEASURES A.volume AS v ONE ROW PER MATCH "
@@ -39,6 +40,25 @@ def test_produce_from_csv(con, tmp_path):
     proc.communicate(timeout=WAIT_S)
     assert proc.returncode == 0
     assert rows == [(100,), (200,)]
+
+
+def test_produce_progress_bar(con):
+    con.sql("CREATE STREAM trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP)")
+    proc = produce("trades", "--synthetic", "--count", "20000", "--rate", "40k/s",
+                   "--progress", "on")
+    rows = bounded(con.sql(COUNT_QUERY).fetchall)
+    _, err = proc.communicate(timeout=WAIT_S)
+    assert proc.returncode == 0, err
+    assert len(rows) == 20000
+    bar = err.replace("\r", "\n").splitlines()
+    assert any(re.match(r"trades: 100%\|.*\| 20\.0k/20\.0k \[.*rows/s\]", line) for line in bar), err
+    # Not on a terminal and not asked for: no bar.
+    con.sql("DROP STREAM trades")
+    con.sql("CREATE STREAM trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP)")
+    proc = produce("trades", "--synthetic", "--count", "100")
+    bounded(con.sql(COUNT_QUERY).fetchall)
+    _, err = proc.communicate(timeout=WAIT_S)
+    assert "%|" not in err and "100 rows in" in err
 
 
 def test_produce_errors():

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 import matchsql
+from matchsql.cli.shell import Shell
 from matchsql.errors import CatalogError, ParseError, SemanticError, StreamError
-from matchsql.shell import Shell
 from matchsql.storage.catalog import Catalog
 from tests.streams.conftest import bounded
 

@@ -11,22 +11,32 @@ one-line "internal error".
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
+import subprocess
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TextIO
 
 import duckdb
+import pyarrow as pa
 
+from matchsql.cli.dot_commands import run_dot_command
+from matchsql.cli.modes import render
+from matchsql.cli.progress import DEFAULT_DELAY, Progress
 from matchsql.connection import Connection
 from matchsql.errors import Error
 from matchsql.grammar.sqltext import Statement, is_blank, is_complete, split_script
-from matchsql.render import render_batches
+from matchsql.render import as_text
 
 DEFAULT_MAX_ROWS = 40
+#: Bytes of the last result the shell keeps for ``.plot``.
+KEEP_BYTES = 64 * 1024 * 1024
+PAGER_ENV = "MATCHSQL_PAGER"
+DEFAULT_PAGER = "less -SRFX"
 # Set to see the traceback behind an "internal error" (for matchsql developers).
 TRACEBACK_ENV = "MATCHSQL_TRACEBACK"
 
@@ -37,12 +47,26 @@ class Shell:
     def __init__(self, con: Connection, *, out: TextIO | None = None, err: TextIO | None = None,
                  max_rows: int = DEFAULT_MAX_ROWS, timer: bool = False) -> None:
         self.con = con
-        self.out = out or sys.stdout
+        as_text.lend(con.raw_cursor())  # no second DuckDB instance just to render values
+        self.stdout = out or sys.stdout
+        self.out = self.stdout  # where results go: stdout, or the file of .output
+        self.output_path: str | None = None
         self.err = err or sys.stderr
         self.max_rows = max_rows
+        self.max_width = 0  # 0: the terminal's width (no limit for files and pipes)
+        self.mode = "box"
         self.timer = timer
+        self.pager: str | None = None  # the pager command while .pager is on
+        # Seconds before a running statement shows its progress line (None: never);
+        # shown on a terminal only.
+        self.progress_delay: float | None = DEFAULT_DELAY
         self.done = False  # set by .quit: the caller's loop stops
         self.interrupted = False  # the last failed statement was cancelled by Ctrl-C
+        #: Bumped after every statement, so the REPL's completer knows its catalog is stale.
+        self.generation = 0
+        #: The rows of the last statement that returned rows (for .plot); None when it
+        #: had none or was larger than KEEP_BYTES.
+        self.last_result: pa.Table | None = None
 
     # -- output -------------------------------------------------------------------
 
@@ -53,13 +77,35 @@ class Shell:
         print(text, file=self.err, flush=True)
 
     def width(self) -> int | None:
-        """Terminal width when writing to a terminal; no limit for files and pipes."""
-        try:
-            if self.out.isatty():
-                return shutil.get_terminal_size((120, 24)).columns
-        except (AttributeError, ValueError, OSError):
-            pass
-        return None
+        """``.maxwidth`` if set, else the terminal's width; no limit for files and pipes."""
+        if self.max_width:
+            return self.max_width
+        return shutil.get_terminal_size((120, 24)).columns if _isatty(self.out) else None
+
+    def set_output(self, path: str | None) -> None:
+        """Send results to ``path`` (truncated), or back to stdout with None."""
+        target = self.stdout if path is None else open(  # noqa: SIM115 - kept open until .output
+            os.path.expanduser(path), "w", encoding="utf-8")
+        if self.out is not self.stdout:
+            self.out.close()
+        self.out = target
+        self.output_path = path
+
+    def default_pager(self) -> str:
+        return os.environ.get(PAGER_ENV) or os.environ.get("PAGER") or DEFAULT_PAGER
+
+    def _emit(self, text: str) -> None:
+        """Print a finished result, through the pager when it is on and the result is
+        taller than the terminal."""
+        if self.pager and _isatty(self.out) and \
+                text.count("\n") >= shutil.get_terminal_size((120, 24)).lines - 1:
+            try:
+                subprocess.run(shlex.split(self.pager), input=text, text=True, check=False)
+                return
+            except OSError as exc:
+                self.error(f"warning: pager {self.pager!r} failed ({exc.strerror}); printing")
+        self.out.write(text)
+        self.out.flush()
 
     # -- running ------------------------------------------------------------------
 
@@ -68,17 +114,36 @@ class Shell:
         started = time.perf_counter()
         outcome: dict[str, object] = {}
         finished = threading.Event()
-        max_rows, width = self.max_rows, self.width()
+        max_rows, width, mode = self.max_rows, self.width(), self.mode
+        progress = Progress(self.err, self.progress_delay if _isatty(self.err) else None,
+                            self.con.query_progress)
+        # Box tables are drawn once every row was read; the other modes stream their
+        # pieces to the output, unless the pager needs the whole text.
+        whole = mode in ("box", "duckbox") or bool(self.pager)
 
         def work() -> None:
             result = None
             try:
                 result = self.con.sql(sql)
                 if result is not None and result.continuous:
+                    progress.stop()
                     self._print_live(result)
                 elif result is not None:
-                    outcome["text"] = render_batches(
-                        result.schema, result.fetch_batches(), max_rows=max_rows, max_width=width)
+                    self.last_result = None
+                    batches = self._keep(result.schema, progress.count(result.fetch_batches()))
+                    pieces = render(mode, result.schema, batches, max_rows=max_rows,
+                                    max_width=width)
+                    if whole:
+                        outcome["text"] = "".join(pieces)
+                    else:
+                        # The progress line shares the terminal with rows printed there, not
+                        # with rows written to a file (.output), which it keeps counting.
+                        on_terminal = _isatty(self.out)
+                        for piece in pieces:
+                            if on_terminal:
+                                progress.stop()
+                            self.out.write(piece)
+                        self.out.flush()
             except BaseException as exc:  # reported by the waiting thread
                 outcome["error"] = exc
             finally:
@@ -88,20 +153,43 @@ class Shell:
                 result = None
                 finished.set()
 
+        progress.start()
         worker = threading.Thread(target=work, name="matchsql-statement", daemon=True)
         worker.start()
-        self._wait(finished)
+        try:
+            self._wait(finished)
+        finally:
+            progress.stop()
         worker.join(timeout=5.0)  # only its return is left: the exit must not overtake it
+        self.generation += 1
         error = outcome.get("error")
+        if isinstance(error, BrokenPipeError):  # the reader of our output went away
+            raise error
         if isinstance(error, Exception):
             return error
         if isinstance(error, BaseException):  # SystemExit and kin from inside the engine
             return RuntimeError(f"{type(error).__name__} {error}".strip())
         if "text" in outcome:
-            self.print(str(outcome["text"]))
+            self._emit(str(outcome["text"]))
         if self.timer:
             self.print(f"Run Time: {time.perf_counter() - started:.3f} s")
         return None
+
+    def _keep(self, schema: pa.Schema, batches: Iterable[pa.RecordBatch]
+              ) -> Iterator[pa.RecordBatch]:
+        """``batches``, kept as :attr:`last_result` once they all went by (if small enough)."""
+        kept: list[pa.RecordBatch] | None = []
+        size = 0
+        for batch in batches:
+            if kept is not None:
+                size += batch.nbytes
+                if size <= KEEP_BYTES:
+                    kept.append(batch)
+                else:
+                    kept = None
+            yield batch
+        if kept is not None:
+            self.last_result = pa.Table.from_batches(kept, schema=schema)
 
     def _print_live(self, result) -> None:
         """Print a continuous query's rows as they arrive, numbered (Ctrl-C stops it)."""
@@ -166,10 +254,10 @@ class Shell:
 
     def run_dot(self, line: str) -> bool:
         """Run one dot-command line; False if it failed."""
-        from matchsql.dot_commands import run_dot_command
-
         try:
             return run_dot_command(self, line)
+        except BrokenPipeError:  # the reader of our output went away: the caller stops
+            raise
         except Exception as exc:  # a dot-command must not end the shell either
             self.error(f"Error: {self.describe(exc)}")
             return False
@@ -219,3 +307,10 @@ def _relocated(error: Exception, statement: Statement, text: str, line: int) -> 
     script = "\n" * (line - 1) + text
     return type(error)(error.message, sql=script, line=line + statement.line - 1 + error.line - 1,
                        column=column)
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False

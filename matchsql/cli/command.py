@@ -11,6 +11,11 @@ The first word may name a subcommand (``matchsql produce ...``,
 before the options are parsed, so each subcommand owns its own arguments.
 Exit status: 0 on success, 1 when a statement fails, 2 on bad usage, 130
 when interrupted.
+
+Start-up time matters here (``matchsql -c "SELECT 1"`` should answer about
+as fast as Python's ``duckdb`` does), so the REPL (prompt_toolkit, Pygments)
+and the subcommands (pyarrow's readers, matplotlib) are imported only when
+they run; that lazy import is the point, not a way around an import cycle.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from matchsql import __version__
+from matchsql.cli.shell import Shell
+from matchsql.connection import connect
+from matchsql.errors import Error
 
 # name -> main(argv) of a subcommand; argv excludes the subcommand's name.
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
@@ -120,10 +128,6 @@ def _run(argv: list[str]) -> int:
             return EXIT_USAGE
         options[name.strip()] = value.strip()
 
-    from matchsql.connection import connect
-    from matchsql.errors import Error
-    from matchsql.shell import Shell
-
     try:
         con = connect(args.database, demo=args.demo, read_only=args.read_only, **options)
     except Error as err:
@@ -137,7 +141,7 @@ def _run(argv: list[str]) -> int:
             return _run_file(shell, Path(args.file))
         if args.file == "-" or not sys.stdin.isatty():
             return _status(shell, shell.run_lines(sys.stdin, source="<stdin>"))
-        from matchsql.repl import run_repl
+        from matchsql.cli.repl import run_repl
 
         return run_repl(shell)
 

@@ -1,8 +1,9 @@
-"""Dot-commands of the shell (``.help``, ``.tables``, ``.timer``, ...).
+"""Dot-commands of the shell (``.help``, ``.tables``, ``.mode``, ``.show``, ...).
 
 They live in one table, name -> :class:`DotCommand`, so that other parts of
-matchsql can add theirs (``.streams``, ``.stats``) with :func:`dot_command`
-without touching the REPL.
+matchsql can add theirs with :func:`dot_command` without touching the REPL.
+The shell imports this module; this module knows the shell only as a type,
+so the two never import each other at run time.
 """
 
 from __future__ import annotations
@@ -13,8 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from matchsql.cli.modes import MODES
+from matchsql.config import Config
+from matchsql.errors import Error
+from matchsql.plot import save_plot
+from matchsql.stats_statement import describe
+
 if TYPE_CHECKING:
-    from matchsql.shell import Shell
+    from matchsql.cli.shell import Shell
 
 Handler = Callable[["Shell", list[str]], bool]
 
@@ -149,14 +156,136 @@ def _streams(shell: Shell, args: list[str]) -> bool:
 def _stats(shell: Shell, args: list[str]) -> bool:
     if args:
         return _usage_error(shell, "stats")
-    from matchsql.stats_statement import describe
-
     shell.print(describe(shell.con.last_stats))
     error = shell.run_statement("SHOW STATS")
     if error is not None:
         shell.error(f"Error: {shell.describe(error)}")
         return False
     return True
+
+
+@dot_command("mode", "How results are shown; no MODE shows the current one",
+             "box|csv|markdown|line|json")
+def _mode(shell: Shell, args: list[str]) -> bool:
+    if not args:
+        shell.print(f"current output mode: {shell.mode}")
+        return True
+    if len(args) != 1 or args[0].lower() not in MODES:
+        return _usage_error(shell, "mode")
+    shell.mode = args[0].lower()
+    return True
+
+
+@dot_command("maxwidth", "Width of box tables (0: the terminal's); no N shows the value", "?N?")
+def _maxwidth(shell: Shell, args: list[str]) -> bool:
+    if not args:
+        shell.print(f"maxwidth: {shell.max_width}")
+        return True
+    if len(args) != 1 or not args[0].isdigit():
+        return _usage_error(shell, "maxwidth")
+    shell.max_width = int(args[0])
+    return True
+
+
+@dot_command("output", "Send results to FILE; no FILE sends them back to the terminal",
+             "?FILE?")
+def _output(shell: Shell, args: list[str]) -> bool:
+    if len(args) > 1:
+        return _usage_error(shell, "output")
+    path = args[0] if args and args[0] not in ("stdout", "-") else None
+    try:
+        shell.set_output(path)
+    except OSError as exc:
+        shell.error(f"Error: cannot write {path}: {exc.strerror}")
+        return False
+    return True
+
+
+@dot_command("pager", "Show results taller than the terminal through a pager "
+             "(default $MATCHSQL_PAGER, $PAGER or less)", "on|off|COMMAND")
+def _pager(shell: Shell, args: list[str]) -> bool:
+    if not args:
+        shell.print(f"pager: {shell.pager or 'off'}")
+        return True
+    word = " ".join(args)
+    if word.lower() == "off":
+        shell.pager = None
+    else:
+        shell.pager = shell.default_pager() if word.lower() == "on" else word
+    return True
+
+
+@dot_command("progress", "Progress line (rows, rows/s) for statements running longer than "
+             "SECONDS (default 1)", "on|off|SECONDS")
+def _progress(shell: Shell, args: list[str]) -> bool:
+    if len(args) != 1:
+        return _usage_error(shell, "progress")
+    word = args[0].lower()
+    if word in ("on", "off"):
+        shell.progress_delay = 1.0 if word == "on" else None
+        return True
+    try:
+        delay = float(word)
+    except ValueError:
+        return _usage_error(shell, "progress")
+    if delay < 0:
+        return _usage_error(shell, "progress")
+    shell.progress_delay = delay
+    return True
+
+
+@dot_command("show", "List the shell's settings and the connection's matchsql settings")
+def _show(shell: Shell, args: list[str]) -> bool:
+    if args:
+        return _usage_error(shell, "show")
+    delay = shell.progress_delay
+    settings = {
+        "mode": shell.mode,
+        "maxrows": shell.max_rows,
+        "maxwidth": shell.max_width,
+        "output": shell.output_path or "stdout",
+        "pager": shell.pager or "off",
+        "progress": "off" if delay is None else f"after {delay:g} s",
+        "timer": "on" if shell.timer else "off",
+    }
+    for name in Config.names():
+        settings[name] = getattr(shell.con.config, name)
+    width = max(len(name) for name in settings)
+    for name, value in settings.items():
+        shell.print(f"{name:>{width}}: {value}")
+    return True
+
+
+PLOT_OPTIONS = ("match", "by", "file", "title")
+
+
+@dot_command("plot", "Draw the last result's Y over X, each match banded, into a PNG "
+             "(match=: the MATCH_NUMBER() column, by=: one line per partition)",
+             "X Y [match=COL] [by=COL] [file=PATH.png] [title=TEXT]")
+def _plot(shell: Shell, args: list[str]) -> bool:
+    positional = [a for a in args if "=" not in a]
+    options = dict(a.split("=", 1) for a in args if "=" in a)
+    if len(positional) != 2 or set(options) - set(PLOT_OPTIONS):
+        return _usage_error(shell, "plot")
+    if shell.last_result is None:
+        shell.error("Error: no result to plot: run a statement that returns rows first")
+        return False
+    path = options.pop("file", None) or _free_plot_path()
+    try:
+        written = save_plot(shell.last_result, path, positional[0], positional[1], **options)
+    except Error as err:
+        shell.error(f"Error: {err}")
+        return False
+    shell.print(str(written))
+    return True
+
+
+def _free_plot_path() -> Path:
+    """``matchsql_plot_N.png`` in the current directory, N the first free number."""
+    number = 1
+    while Path(f"matchsql_plot_{number}.png").exists():
+        number += 1
+    return Path(f"matchsql_plot_{number}.png")
 
 
 @dot_command("quit", "Exit matchsql", aliases=("exit",))

@@ -1,4 +1,4 @@
-"""The interactive REPL: prompt_toolkit line editing on top of :class:`matchsql.shell.Shell`.
+"""The interactive REPL: prompt_toolkit line editing on top of :class:`matchsql.cli.shell.Shell`.
 
 The whole statement is one multi-line buffer: Enter runs it once it ends
 with a ``;`` outside strings and comments (or is a dot-command), and
@@ -6,6 +6,8 @@ otherwise starts a new line, so history recalls and edits whole statements.
 Ctrl-C at the prompt clears the buffer; Ctrl-D on an empty prompt exits, and
 at the end of an unfinished statement drops it without running it (with a
 note; a second Ctrl-D exits), as the end of input does in DuckDB's CLI.
+Tab completes from the connection's catalog (:mod:`matchsql.cli.completion`)
+and the input is highlighted as SQL (:mod:`matchsql.cli.highlight`).
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 from matchsql import __version__
+from matchsql.cli.completion import Catalog, SqlCompleter, read_catalog, read_words
+from matchsql.cli.highlight import lexer, style
+from matchsql.cli.shell import Shell
 from matchsql.grammar.sqltext import is_complete, open_construct
-from matchsql.shell import Shell
 
 HISTORY_ENV = "MATCHSQL_HISTORY"
 PROMPT = "matchsql> "
@@ -105,12 +109,29 @@ class _Editor:
 
 
 def banner(shell: Shell) -> str:
-    tables = shell.con.tables()
     lines = [f"matchsql {__version__} (DuckDB {duckdb.__version__}): SQL with MATCH_RECOGNIZE."]
-    if "trade" in tables:
-        lines.append("The demo table 'trade' (symbol, price, volume, ts) is loaded.")
+    if shell.con.demo:  # not built yet: the first statement that may read it builds it
+        lines.append("The demo table 'trade' (symbol, price, volume, ts) is available.")
     lines.append("End statements with ';'. Type .help for help, .quit or Ctrl-D to exit.")
     return "\n".join(lines)
+
+
+class _CatalogCache:
+    """The completion catalog, read again after each statement the shell ran."""
+
+    def __init__(self, shell: Shell) -> None:
+        self.shell = shell
+        self._words: tuple[list[str], list[str]] | None = None
+        self._catalog: Catalog | None = None
+        self._generation = -1
+
+    def __call__(self) -> Catalog:
+        if self._catalog is None or self._generation != self.shell.generation:
+            if self._words is None:
+                self._words = read_words(self.shell.con)
+            self._catalog = read_catalog(self.shell.con, self._words)
+            self._generation = self.shell.generation
+        return self._catalog
 
 
 def run_repl(shell: Shell) -> int:
@@ -118,7 +139,9 @@ def run_repl(shell: Shell) -> int:
     editor = _Editor()
     session: PromptSession[str] = PromptSession(
         history=_history(shell), multiline=True, key_bindings=editor.key_bindings(),
-        prompt_continuation=editor.continuation, enable_open_in_editor=False)
+        prompt_continuation=editor.continuation, enable_open_in_editor=False,
+        completer=SqlCompleter(_CatalogCache(shell)), complete_while_typing=False,
+        lexer=lexer(), style=style(), include_default_pygments_style=False)
     editor.session = session
     shell.print(banner(shell))
     while not shell.done:

@@ -1,0 +1,111 @@
+"""Start-up time: how long ``matchsql`` takes to answer, next to Python's ``duckdb`` alone.
+
+    python -m bench.startup [--repeat 7]
+
+Each case is a fresh process, run ``--repeat`` times; the table shows the
+median and the fastest wall time (the fastest is the least disturbed by
+other load on the machine) and the median CPU time (user + system) of the
+child, which load on a shared machine inflates far less than wall time:
+
+* ``python -c "import duckdb"``: the floor, Python plus DuckDB's module;
+* ``matchsql -c "SELECT 1"``: the whole command, plain SQL (the demo table
+  is not built: nothing reads it);
+* ``matchsql`` to its first prompt: the REPL in a pseudo-terminal, until
+  ``matchsql>`` is drawn (needs pexpect);
+* ``matchsql -c "<MATCH_RECOGNIZE>"``: the first MATCH_RECOGNIZE of a
+  session over the demo table, which builds it (500,000 rows) and loads the
+  compiled matchers from the numba cache (warmed by one run beforehand).
+
+Plus, once, the modules a ``SELECT 1`` imports that a matchsql user might
+think heavy (numba, pandas, matplotlib, pyspark, prompt_toolkit): none should be.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MATCH = ("SELECT count(*) AS matches FROM trade MATCH_RECOGNIZE (PARTITION BY symbol "
+         "ORDER BY ts MEASURES A.price AS p ONE ROW PER MATCH PATTERN (A B+ C) "
+         "DEFINE B AS price < PREV(price), C AS price > PREV(price))")
+HEAVY = ("numba", "pandas", "matplotlib", "pyspark", "prompt_toolkit", "pygments", "tqdm")
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PROMPT_TOOLKIT_NO_CPR="1", TERM="xterm")
+    env.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".numba_cache"))
+    env["MATCHSQL_HISTORY"] = os.devnull
+    return env
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(argv: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of ``argv``."""
+    started, cpu = time.perf_counter(), _cpu()
+    subprocess.run(argv, env=_env(), cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    return time.perf_counter() - started, _cpu() - cpu
+
+
+def _to_prompt() -> tuple[float, float]:
+    import pexpect  # a dev dependency: only this case needs it
+
+    started, cpu = time.perf_counter(), _cpu()
+    child = pexpect.spawn(sys.executable, ["-m", "matchsql"], env=_env(), cwd=str(ROOT),
+                          encoding="utf-8", timeout=60, dimensions=(40, 120))
+    child.expect("matchsql>")
+    elapsed = time.perf_counter() - started
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
+    child.close()
+    return elapsed, _cpu() - cpu  # CPU: the whole session, its exit included
+
+
+def _imported_heavy() -> list[str]:
+    code = ("import sys; from matchsql.cli import main; main(['-c', 'SELECT 1']); "
+            f"print('HEAVY:', *(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], env=_env(), cwd=ROOT, check=True,
+                         capture_output=True, text=True).stdout
+    return out.strip().splitlines()[-1].split()[1:]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7, help="runs per case (default 7)")
+    args = parser.parse_args(argv)
+    python = sys.executable
+    cases = [
+        ('python -c "import duckdb"', lambda: _run([python, "-c", "import duckdb"])),
+        ('matchsql -c "SELECT 1"', lambda: _run([python, "-m", "matchsql", "-c", "SELECT 1"])),
+        ("matchsql, to the first prompt", _to_prompt),
+        ('matchsql -c "<first MATCH_RECOGNIZE>"',
+         lambda: _run([python, "-m", "matchsql", "-c", MATCH])),
+    ]
+    _run([python, "-m", "matchsql", "-c", MATCH])  # fills the numba cache
+    print(f"Start-up time, {args.repeat} runs each, wall seconds "
+          f"(load average {os.getloadavg()[0]:.1f} at start)\n")
+    print(f"| {'case':<40} | {'median s':>8} | {'fastest s':>9} | {'CPU s':>6} |")
+    print(f"|{'-' * 42}|{'-' * 10}|{'-' * 11}|{'-' * 8}|")
+    for label, measure in cases:
+        runs = [measure() for _ in range(args.repeat)]
+        wall = sorted(w for w, _ in runs)
+        cpu = statistics.median(c for _, c in runs)
+        print(f"| {label:<40} | {statistics.median(wall):8.3f} | {wall[0]:9.3f} | {cpu:6.3f} |",
+              flush=True)
+    heavy = _imported_heavy()
+    print(f"\nheavy modules imported by -c \"SELECT 1\": {', '.join(heavy) or 'none'}")
+
+
+if __name__ == "__main__":
+    main()

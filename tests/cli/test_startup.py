@@ -1,0 +1,82 @@
+"""Start-up stays light: the demo table is built on first use, heavy modules on first need."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import duckdb
+import pytest
+
+import matchsql
+import matchsql.connection as connection
+from matchsql.storage.demo import DEMO_ROWS, needs_demo
+from tests.cli.conftest import ROOT
+
+HEAVY = ("numba", "pandas", "matplotlib", "pyspark", "prompt_toolkit", "pygments", "tqdm",
+         "matchsql.storage.producer", "pyarrow.parquet")
+
+
+@pytest.mark.parametrize("text, needed", [
+    ("SELECT 1", False),
+    ("SELECT 1 AS a; SELECT 'x' || 'y'", False),
+    ("VALUES (1), (2)", False),
+    ("SET threads = 1", False),
+    ("SELECT * FROM trade", True),
+    ("FROM trade", True),
+    ("SELECT 1; SELECT count(*) FROM trade", True),
+    ("SHOW TABLES", True),
+    ("DESCRIBE trade", True),
+    ("SELECT * FROM duckdb_tables()", True),  # a catalog function, no table name
+    ("SELECT (SELECT max(price) FROM trade)", True),
+    ("CREATE TABLE trade (x INTEGER)", True),  # must fail: the demo table exists
+    ("SELECT * FROM trade MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS true)", True),
+    ("SELEC 1", True),  # not a statement that surely reads no table: build, then fail
+    ("-- a comment\nSELECT 1", False),  # the comment in front is no statement
+    ("SELECT 'no FROM here' AS s", True),  # conservative: FROM in a string counts too
+    ("select 1;", False),
+    ("SELECT 1 AS a JOIN", True),
+])
+def test_which_statements_need_the_demo_table(text: str, needed: bool) -> None:
+    assert needs_demo(text) is needed
+
+
+def test_demo_table_is_there_whenever_something_looks() -> None:
+    con = matchsql.connect()
+    assert con.sql("SELECT 41 + 1").fetchall() == [(42,)]
+    assert "trade" in con.tables()
+    assert con.sql("SELECT count(*) FROM trade").fetchall() == [(DEMO_ROWS,)]
+    other = matchsql.connect()
+    assert other.duckdb.sql("SELECT count(*) FROM trade").fetchall() == [(DEMO_ROWS,)]
+    with pytest.raises(matchsql.Error, match="already exists"):
+        matchsql.connect().sql("CREATE TABLE trade (x INTEGER)")
+    assert "trade" not in matchsql.connect(demo=False).tables()
+
+
+def test_select_1_imports_nothing_heavy() -> None:
+    code = ("import sys; from matchsql.cli import main; main(['-c', 'SELECT 1']); "
+            f"print('LOADED:', *(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                         check=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout
+    assert "│       1 │" in out
+    assert out.strip().splitlines()[-1] == "LOADED:"
+
+
+def test_a_demo_build_cut_short_is_done_again(monkeypatch) -> None:
+    """Ctrl-C while the first statement builds the demo table: a clear error, and the
+    next statement builds it (never a half-built or missing table)."""
+    real = connection.install_demo_trade
+    calls: list[int] = []
+
+    def interrupted_once(con) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+        real(con)
+
+    monkeypatch.setattr(connection, "install_demo_trade", interrupted_once)
+    con = matchsql.connect()
+    with pytest.raises(matchsql.Error, match="^statement interrupted$"):
+        con.sql("SELECT count(*) FROM trade")
+    assert con.sql("SELECT count(*) FROM trade").fetchall() == [(DEMO_ROWS,)]
+    assert len(calls) == 2
