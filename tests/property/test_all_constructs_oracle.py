@@ -151,6 +151,7 @@ def queries(draw: st.DrawFn) -> str:
         f"  MEASURES {draw(measures())}\n"
         f"  {draw(st.sampled_from(rows))}\n"
         f"  AFTER MATCH SKIP {draw(st.sampled_from(SKIPS))}\n"
+        f"  {draw(st.sampled_from(['', '', '', 'ALL MATCHES']))}\n"
         f"  PATTERN ({pattern.to_sql()})\n"
         f"  {SUBSETS}\n"
         f"  DEFINE {defines}\n"
@@ -210,9 +211,42 @@ def expected(oracle: Oracle, key: tuple, rows: list[dict]) -> tuple[str, object]
         return "error", type(exc).__name__
 
 
+def sql_rows(sql: str, rows: list[dict], path: str) -> tuple[str, object]:
+    """The statement's rows through the public API on ``path`` (any order), with the
+    table created in a fresh connection; ('n/a', None) where the path does not apply."""
+    con = matchsql.connect(demo=False, execution_path=path, batch_size=3)
+    try:
+        con.sql("CREATE TABLE t (p INTEGER, id INTEGER, x INTEGER, y INTEGER)")
+        con.sql("INSERT INTO t VALUES " + ", ".join(
+            "(" + ", ".join("NULL" if r[c] is None else str(r[c]) for c in SCHEMA.names) + ")"
+            for r in rows))
+        result = con.sql(sql)
+        got = result.fetchall() if result is not None else []
+    except matchsql.Error as exc:
+        if NOT_APPLICABLE in str(exc):
+            return "n/a", None
+        return "error", type(exc).__name__
+    finally:
+        con.close()
+    return "rows", sorted(got, key=repr)
+
+
+def _coverage(sql: str) -> None:
+    """Which output mode, skip and partitioning a query drew (--hypothesis-show-statistics)."""
+    for mode in reversed(ROWS):
+        if mode in sql:
+            event(mode)
+            break
+    for skip in SKIPS:
+        if f"SKIP {skip}\n" in sql:
+            event(f"SKIP {skip}")
+    event("PARTITION BY" if "PARTITION BY" in sql else "one partition")
+
+
 @SETTINGS
 @given(sql=queries(), rows=tables, data=st.data())
 def test_every_path_matches_oracle(sql: str, rows: list[dict], data: st.DataObject) -> None:
+    _coverage(sql)
     try:
         spec = spec_of(sql, SCHEMA)
     except matchsql.Error as exc:
@@ -227,11 +261,19 @@ def test_every_path_matches_oracle(sql: str, rows: list[dict], data: st.DataObje
         for path in PATHS:
             assert run_path(spec, (), [], [], path) == want, (path, sql)
         return
+    whole: list[tuple] | None = []
     for key, part in partitions_of(spec, rows):
         want = expected(oracle, key, part)
+        whole = whole + want[1] if whole is not None and want[0] == "rows" else None
         splits = data.draw(st.lists(st.integers(0, len(part)), max_size=3))
         for path in PATHS:
             got = run_path(spec, key, part, splits, path)
             if got[0] != "n/a":
                 event(f"ran on {path}")
                 assert got == want, (path, sql, key, part, splits)
+    if whole is not None and data.draw(st.integers(0, 4)) == 0:  # now and then end to end
+        path = data.draw(st.sampled_from(PATHS))
+        got = sql_rows(sql, rows, path)
+        if got[0] != "n/a":
+            event("ran through SQL")
+            assert got == ("rows", sorted(whole, key=repr)), (path, sql, rows)
