@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from matchsql.errors import SemanticError
 from matchsql.grammar.dialect import first_offset
+from matchsql.plan.binder import is_aggregate
 from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
 
 __all__ = ["ExpressionChecker", "position"]
@@ -79,9 +80,10 @@ class ExpressionChecker:
         if node.final and self.in_define:
             raise self.error("FINAL is not allowed in DEFINE", node)
         target = node.this
-        if isinstance(target, exp.Filter):  # RUNNING count(*) FILTER (WHERE ...)
-            target = target.this
-        if not isinstance(target, (Navigation, exp.AggFunc, Classifier, MatchNumber)):
+        # is_aggregate: also the aggregates DuckDB's dialect leaves anonymous (arbitrary,
+        # any_value, ...) and RUNNING count(*) FILTER (WHERE ...)
+        if not isinstance(target, (Navigation, Classifier, MatchNumber)) \
+                and not is_aggregate(target):
             raise self.error(f"{word} applies only to navigation functions and aggregates", target)
 
     def navigation(self, node: Navigation, scope: _Scope) -> _Scope:

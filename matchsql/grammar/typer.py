@@ -150,8 +150,11 @@ def to_plain_sql(expr: exp.Expr) -> exp.Expr:
         window.meta.update(plain.meta)
         return window
     for agg in list(plain.find_all(exp.AggFunc)):
-        # ``agg FILTER (WHERE ...)`` is one call: the window goes around both.
-        call = agg.parent if isinstance(agg.parent, exp.Filter) else agg
+        # ``agg FILTER (WHERE ...)`` is one call: the window goes around both (and around
+        # the IGNORE NULLS that DuckDB's dialect puts on ``any_value``).
+        call = agg
+        while isinstance(call.parent, exp.Filter | exp.IgnoreNulls):
+            call = call.parent
         if not isinstance(call.parent, exp.Window):
             window = exp.Window(this=call.copy())
             window.meta.update(call.meta)
@@ -161,8 +164,9 @@ def to_plain_sql(expr: exp.Expr) -> exp.Expr:
 
 def _aggregate_call(node: exp.Expr) -> bool:
     """An aggregate, with its FILTER clause if it has one."""
-    return isinstance(node, exp.AggFunc) or (
-        isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc))
+    while isinstance(node, exp.Filter | exp.IgnoreNulls):
+        node = node.this
+    return isinstance(node, exp.AggFunc)
 
 
 def _bottom_up(node: exp.Expr, fun) -> exp.Expr:

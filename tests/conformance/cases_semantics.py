@@ -338,5 +338,21 @@ FILTERED_AGGREGATES = [
                 "fails at row 6 (count 3); from row 6 no B row follows"),
 ]
 
+# -- RUNNING/FINAL on the aggregates DuckDB's dialect parses as plain function calls ----------
+
+# Trino: RUNNING and FINAL apply to every aggregate; arbitrary and any_value are aggregates
+# even though the dialect gives them no aggregate class. Same dip match as above.
+SEMANTICS_ON_ANY_AGGREGATE = [
+    dip_all("final_any_value_all_rows", "FINAL any_value(C.x)", [9] * 5,
+            "FINAL sees the whole match on every row: its C rows are 4 (9) and 5 (12), and "
+            "any_value is the first non-NULL value, 9, even on rows 1-3 that precede them"),
+    dip_all("running_arbitrary_all_rows", "RUNNING arbitrary(B.x)", [None, 8, 8, 8, 8],
+            "RUNNING: at row 1 the match has no B row yet, so NULL; from row 2 on the first "
+            "B row is row 2 (x = 8)"),
+    dip_one("final_any_value_filter_one_row",
+            "FINAL any_value(x) FILTER (WHERE x < 10) AS m", (8,),
+            "the match's rows in order are 10, 8, 6, 9, 12; the first with x < 10 is 8"),
+]
+
 CASES: list[Case] = (COUNT_NO_ARGUMENT + DOLLAR_ANCHOR + CLASSIFIER_MATCH_NUMBER_AGGREGATES
-                     + SUBQUERIES + FILTERED_AGGREGATES)
+                     + SUBQUERIES + FILTERED_AGGREGATES + SEMANTICS_ON_ANY_AGGREGATE)

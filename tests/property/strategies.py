@@ -100,8 +100,8 @@ def queries(draw: st.DrawFn) -> str:
     )
 
 
-def spec_of(sql: str) -> MatchSpec:
+def spec_of(sql: str, schema: pa.Schema = SCHEMA) -> MatchSpec:
     """Parse and analyse ``sql`` (one MATCH_RECOGNIZE over ``t``) into its MatchSpec."""
     tree = parse(sql)[-1]
     node = next(tree.find_all(MatchRecognizeTable))
-    return analyze(node, SCHEMA, sql=sql, con=duckdb.connect())
+    return analyze(node, schema, sql=sql, con=duckdb.connect())
