@@ -149,9 +149,11 @@ def _launch(prog, rl, mask, starts: np.ndarray, n: int, config: Config, frames: 
     m = len(starts)
     stack = cuda.device_array((m, frames, G.FRAME), np.int64)
     out = [cuda.device_array(m, np.int64) for _ in range(4)]
-    blocks = (m + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
+    # A block no wider than the starts: the simulator runs every thread of a block.
+    width = max(1, min(THREADS_PER_BLOCK, m))
+    blocks = (m + width - 1) // width
     max_steps = max(1 << 20, 64 * min(n, config.max_buffered_rows + 1))
-    G.walk[blocks, THREADS_PER_BLOCK](prog, rl, mask, cuda.to_device(starts), n,
+    G.walk[blocks, width](prog, rl, mask, cuda.to_device(starts), n,
                                       config.max_buffered_rows, max_steps, stack, *out,
                                       labels, label_off, write)
     return tuple(a.copy_to_host() for a in out)
