@@ -97,9 +97,11 @@ def choose_path(spec: MatchSpec, requested: str = "auto") -> PathChoice:
     return PathChoice(requested, "forced by SET execution_path", notes)
 
 
-def gpu_path(spec: MatchSpec, config: Config) -> PathChoice | None:
+def gpu_path(spec: MatchSpec, config: Config, live: bool = False) -> PathChoice | None:
     """The GPU path's choice for ``spec`` under ``config.gpu`` (None: a CPU path runs);
-    ``gpu = 'on'`` where the path cannot run is an error naming the reason."""
+    ``gpu = 'on'`` where the path cannot run is an error naming the reason. ``live``:
+    a continuous query, whose matches must come out batch by batch, while the GPU
+    matcher holds a partition until it ends."""
     from matchsql.gpu import device
     from matchsql.gpu.plan import unsupported, window
 
@@ -107,6 +109,9 @@ def gpu_path(spec: MatchSpec, config: Config) -> PathChoice | None:
         return None  # under 'auto', SET execution_path forces a CPU path
     _, plan, why_not = _plan(spec)
     why = unsupported(spec, plan, why_not)
+    if why is None and live:
+        why = "a live stream's matches come out per batch; the GPU path holds a partition " \
+              "until it ends"
     if why is not None and config.gpu == "auto":
         return None  # decided without loading numba.cuda
     found = device.detect()
@@ -128,14 +133,15 @@ def gpu_path(spec: MatchSpec, config: Config) -> PathChoice | None:
 
 
 def new_partition_matcher(spec: MatchSpec, key: tuple = (), config: Config | None = None,
-                          cancel: Cancellation | None = None) -> Matcher:
+                          cancel: Cancellation | None = None, live: bool = False) -> Matcher:
     """A resumable matcher for one partition on the path chosen for ``spec``; it stops
-    with "statement interrupted" once ``cancel`` (the statement's) is set."""
+    with "statement interrupted" once ``cancel`` (the statement's) is set. ``live``: the
+    partition belongs to a continuous query (see :func:`gpu_path`)."""
     from matchsql.fsm.compiled.matcher import CompiledMatcher
     from matchsql.fsm.reference import ReferenceMatcher
 
     config = config or Config()
-    if gpu_path(spec, config) is not None:
+    if gpu_path(spec, config, live) is not None:
         from matchsql.gpu.matcher import GpuMatcher
 
         min_work = config.gpu_min_work if config.gpu == "auto" else 0

