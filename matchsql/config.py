@@ -46,6 +46,13 @@ class Config:
     # Which InputHolder(s) the Go4Risk switch watches with PARTITION BY (adaptive/switch.py):
     # the thesis' partition that received most tuples, or the total over all holders.
     adaptive_rule: str = "most_tuples"
+    # The GPU column path (matchsql/gpu/): 'auto' takes it on a CUDA device for
+    # partitions whose estimated work (rows x window) reaches gpu_min_work, 'on'
+    # forces it (an error names why it cannot apply), 'off' never takes it.
+    gpu: str = "auto"
+    # Below this many row visits a kernel launch and the transfers cost more than
+    # they save; the default is the size where one partition keeps a device busy.
+    gpu_min_work: int = 100_000_000
 
     #: Whole-number settings for which 0 is meaningful; all others must be positive.
     _ZERO_ALLOWED = frozenset({"adaptive_u"})
@@ -95,6 +102,10 @@ class Config:
             value = value.lower()
             if value not in rules:
                 raise Error(f"adaptive_rule must be one of {', '.join(rules)}, got {value!r}")
+        if key == "gpu":
+            value = value.lower()
+            if value not in ("auto", "on", "off"):
+                raise Error(f"gpu must be one of auto, on, off, got {value!r}")
         if key == "on_producer_death" and value not in ("error", "wait"):
             raise Error(f"on_producer_death must be 'error' or 'wait', got {value!r}")
         setattr(self, key, value)

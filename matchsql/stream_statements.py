@@ -211,7 +211,7 @@ class StreamStatements:
         cancel = self.executor.cancellation  # this statement's, even if read later
         batches = continuous_batches(
             definition, spec.partition_by,
-            lambda key: new_partition_matcher(spec, key, config, cancel),
+            lambda key: new_partition_matcher(spec, key, config, cancel, live=True),
             con=self.executor.con, batch_rows=config.batch_size,
             cancelled=lambda: cancel.cancelled,
             on_producer_death=config.on_producer_death, input_options=options)

@@ -16,7 +16,9 @@ Backends:
 * ``registers`` - the compiled kernel's register bytecode
   (:mod:`matchsql.fsm.compiled.lowering`);
 * ``row_local`` - column-wise Arrow terms over the tested row and PREV/NEXT of it
-  (:mod:`matchsql.fsm.compiled.rowlocal`).
+  (:mod:`matchsql.fsm.compiled.rowlocal`);
+* ``gpu`` - the GPU column path's per-variable bitsets (:mod:`matchsql.gpu`): row-local
+  terms over numeric columns (the path checks the column types itself).
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from sqlglot import exp
 from matchsql.plan.bound import AggregateCall, Const, MatchNumberRef, Pointer, describe
 
 ROWWISE, DEFINE_FAST, REGISTERS, ROW_LOCAL = "rowwise", "define_fast", "registers", "row_local"
-BACKENDS = (ROWWISE, DEFINE_FAST, REGISTERS, ROW_LOCAL)
+GPU = "gpu"
+BACKENDS = (ROWWISE, DEFINE_FAST, REGISTERS, ROW_LOCAL, GPU)
 _NAMES = {ROWWISE: "the reference evaluator", DEFINE_FAST: "the VM's fast DEFINE path",
-          REGISTERS: "the compiled register bytecode", ROW_LOCAL: "the column-wise row-local terms"}
+          REGISTERS: "the compiled register bytecode", ROW_LOCAL: "the column-wise row-local terms",
+          GPU: "the GPU column path"}
 
-_CORE = frozenset({DEFINE_FAST, REGISTERS, ROW_LOCAL})  # besides rowwise, which takes all
+_CORE = frozenset({DEFINE_FAST, REGISTERS, ROW_LOCAL, GPU})  # besides rowwise, which takes all
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 
 #: Node kind -> the backends (other than ``rowwise``) that evaluate it.
@@ -49,7 +53,7 @@ SUPPORT: dict[type, frozenset[str]] = {
     exp.And: _CORE, exp.Or: _CORE, exp.Not: _CORE, exp.Neg: _CORE,
     exp.Abs: frozenset({REGISTERS, ROW_LOCAL}),
     exp.Is: _CORE,
-    exp.Between: frozenset({REGISTERS, ROW_LOCAL}),
+    exp.Between: frozenset({REGISTERS, ROW_LOCAL, GPU}),
     exp.In: frozenset({ROW_LOCAL}),
 }
 
@@ -61,7 +65,7 @@ def _pointer_rule(node: Pointer, backend: str) -> str | None:
         return f"{node.text} (a label)"
     if at.aggregated:
         return None
-    if backend == ROW_LOCAL and not at.current:
+    if backend in (ROW_LOCAL, GPU) and not at.current:
         return f"{node.text} reads other rows of the match"
     if backend == DEFINE_FAST and not at.current:
         return f"{node.text} (FIRST/LAST with an offset)"

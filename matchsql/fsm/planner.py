@@ -16,6 +16,11 @@ Paths (see DESIGN.md, "Execution paths"):
   match; the kernel carries the rows those reads locate as registers and
   interprets the terms' bytecode;
 * ``reference``: everything else (and the oracle of both).
+
+On top of these, ``config.gpu`` picks the GPU column path (:mod:`matchsql.gpu`)
+for the row-local queries it takes: ``'on'`` forces it, ``'auto'`` takes it
+on a real CUDA device for partitions whose estimated work reaches
+``gpu_min_work`` (never on the simulator, which is for tests), ``'off'`` never.
 """
 
 from __future__ import annotations
@@ -92,14 +97,55 @@ def choose_path(spec: MatchSpec, requested: str = "auto") -> PathChoice:
     return PathChoice(requested, "forced by SET execution_path", notes)
 
 
+def gpu_path(spec: MatchSpec, config: Config, live: bool = False) -> PathChoice | None:
+    """The GPU path's choice for ``spec`` under ``config.gpu`` (None: a CPU path runs);
+    ``gpu = 'on'`` where the path cannot run is an error naming the reason. ``live``:
+    a continuous query, whose matches must come out batch by batch, while the GPU
+    matcher holds a partition until it ends."""
+    from matchsql.gpu import device
+    from matchsql.gpu.plan import unsupported, window
+
+    if config.gpu == "off" or (config.gpu == "auto" and config.execution_path != "auto"):
+        return None  # under 'auto', SET execution_path forces a CPU path
+    _, plan, why_not = _plan(spec)
+    why = unsupported(spec, plan, why_not)
+    if why is None and live:
+        why = "a live stream's matches come out per batch; the GPU path holds a partition " \
+              "until it ends"
+    if why is not None and config.gpu == "auto":
+        return None  # decided without loading numba.cuda
+    found = device.detect()
+    if not found.present:
+        if config.gpu == "on":
+            raise ExecutionError(device.NO_DEVICE)
+        return None
+    if why is not None:
+        raise ExecutionError(f"gpu = 'on' does not apply to this query: {why}")
+    if config.gpu == "auto" and found.simulated:
+        return None
+    estimate = (f"work estimate: rows x window, window {window(config)} rows "
+                f"(max_buffered_rows); device: {found.name}")
+    if config.gpu == "on":
+        return PathChoice("gpu", "forced by SET gpu = 'on'", (estimate,))
+    return PathChoice("gpu", f"CUDA device present; partitions with rows x window >= "
+                             f"gpu_min_work={config.gpu_min_work} run on it, smaller ones on "
+                             f"the CPU", (estimate,))
+
+
 def new_partition_matcher(spec: MatchSpec, key: tuple = (), config: Config | None = None,
-                          cancel: Cancellation | None = None) -> Matcher:
+                          cancel: Cancellation | None = None, live: bool = False) -> Matcher:
     """A resumable matcher for one partition on the path chosen for ``spec``; it stops
-    with "statement interrupted" once ``cancel`` (the statement's) is set."""
+    with "statement interrupted" once ``cancel`` (the statement's) is set. ``live``: the
+    partition belongs to a continuous query (see :func:`gpu_path`)."""
     from matchsql.fsm.compiled.matcher import CompiledMatcher
     from matchsql.fsm.reference import ReferenceMatcher
 
     config = config or Config()
+    if gpu_path(spec, config, live) is not None:
+        from matchsql.gpu.matcher import GpuMatcher
+
+        min_work = config.gpu_min_work if config.gpu == "auto" else 0
+        return GpuMatcher(_plan(spec)[1], key, config, cancel, min_work)
     choice = choose_path(spec, config.execution_path)
     query, plan, _ = _plan(spec) if choice.name != "reference" or \
         config.execution_path != "reference" else (None, None, "")
@@ -124,6 +170,8 @@ def partition_threads(spec: MatchSpec, config: Config | None = None) -> tuple[in
     if not spec.partition_by:
         return 1, "no PARTITION BY: one partition"
     try:
+        if gpu_path(spec, config) is not None:
+            return 1, "partitions share one device"
         choice = choose_path(spec, config.execution_path)
     except ExecutionError:
         return 1, "no applicable path"
@@ -145,6 +193,8 @@ def whole_partitions(spec: MatchSpec, config: Config | None = None):
     if not spec.partition_by:
         return None, "one partition"
     try:
+        if gpu_path(spec, config) is not None:
+            return None, "GPU path"
         choice = choose_path(spec, config.execution_path)
     except ExecutionError:
         return None, "no applicable path"
@@ -163,11 +213,11 @@ def explain(spec: MatchSpec, config: Config | None = None) -> str:
 
     config = config or Config()
     try:
-        choice = choose_path(spec, config.execution_path)
+        choice = gpu_path(spec, config) or choose_path(spec, config.execution_path)
         path = f"path: {choice.name}\nwhy: {choice.reason}"
         for note in choice.notes:
             path += f"\n{note}"
-        if choice.name != "reference":
+        if choice.name not in ("reference", "gpu"):
             from matchsql.fsm.compiled.dfa import for_matcher
             from matchsql.fsm.compiled.prefilter import relaxed_dfa
 

@@ -1,1 +1,6 @@
-"""GPU column path (CuPy + numba.cuda), testable under the CUDA simulator."""
+"""GPU column path (numba.cuda; numpy stands in for CuPy), testable under the CUDA simulator.
+
+Nothing here is imported by ``import matchsql``: the planner asks
+:mod:`matchsql.gpu.device` only when a query is planned, and the kernels
+(:mod:`matchsql.gpu.kernels`) are imported only when the GPU path runs.
+"""

@@ -1,0 +1,112 @@
+"""GPU column path benchmark: the CPU paths and the GPU path in one run.
+
+    python -m bench.gpu [--rows 1000000] [--windows 1000,10000,100000,250000]
+                        [--lengths 10,25,50,100]
+    NUMBA_ENABLE_CUDASIM=1 python -m bench.gpu --simulator   # small sizes, no GPU
+
+Workloads (one partition, ``ts`` ordered, ``v`` a hash of the row in [0, 1e6)):
+
+* Cugola-Margara's shape: a sequence of three variables with content
+  constraints inside a window, ``PATTERN (A Z*? B Z*? C)``: ``A`` holds on 1% of
+  the rows, ``B`` and ``C`` each on one row in ``window``, so an attempt from an
+  ``A`` walks about ``2 * window`` rows; the selection policy is *each*
+  (``AFTER MATCH SKIP TO NEXT ROW``: every start) or *last*
+  (``SKIP PAST LAST ROW``); the window is swept from 1k to 250k rows;
+* the thesis' sequence-length sweep: ``V1 Z*? V2 Z*? ... Vk`` for k = 10 .. 100
+  variables, each ``Vi`` holding on one row in ten.
+
+For every case it runs the query with ``gpu = 'off'`` (the planner's best CPU
+path) and ``gpu = 'on'`` and checks that the rows are equal; it reports rows/s
+of both and the speed-up. Where the GPU is numba's simulator, the timings of
+the GPU side mean nothing: the run checks correctness at small sizes, prints
+the CPU side only, and says that no GPU figure was taken. Host/device
+transfers are part of the GPU time (the truth table in, ends and labels out);
+the run reports the input transfer apart where a device is present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import matchsql
+from matchsql.gpu.device import detect
+
+SEED = 17
+
+
+
+
+def cugola_margara(window: int, skip: str) -> str:
+    return (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts "
+            f"MEASURES FIRST(ts) AS s, LAST(ts) AS e ONE ROW PER MATCH AFTER MATCH SKIP {skip} "
+            f"PATTERN (A Z*? B Z*? C) DEFINE A AS v BETWEEN 400000 AND 409999, "
+            f"B AS v < {1_000_000 // window}, C AS v >= {1_000_000 - 1_000_000 // window})")
+
+
+def sequence(k: int) -> str:
+    pattern = " Z*? ".join(f"V{i}" for i in range(1, k + 1))
+    defines = ", ".join(f"V{i} AS v >= {i % 10 * 100000} AND v < {(i % 10 + 1) * 100000}"
+                        for i in range(1, k + 1))
+    return (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES FIRST(ts) AS s, "
+            f"LAST(ts) AS e ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+            f"PATTERN ({pattern}) DEFINE {defines})")
+
+
+def _run(con: matchsql.Connection, sql: str) -> tuple[float, list]:
+    began = time.perf_counter()
+    rows = con.sql(sql).fetchall()
+    return time.perf_counter() - began, rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--windows", default="1000,10000,100000,250000")
+    ap.add_argument("--lengths", default="10,25,50,100")
+    ap.add_argument("--simulator", action="store_true",
+                    help="small sizes for numba's CUDA simulator")
+    args = ap.parse_args()
+    device = detect()
+    rows, windows, lengths = args.rows, [int(w) for w in args.windows.split(",")], \
+        [int(k) for k in args.lengths.split(",")]
+    if args.simulator or device.simulated:
+        rows, windows, lengths = min(rows, 600), [20, 50, 100], [10, 20]
+    cons = {}
+    for gpu in ("off", "on"):
+        con = matchsql.connect(demo=False, gpu=gpu, max_buffered_rows=max(rows, 1))
+        # The same pseudo-random values in both connections (DuckDB's hash of the row).
+        con.sql(f"CREATE TABLE t AS SELECT i AS ts, (hash(i + {SEED}) % 1000000)::BIGINT AS v "
+                f"FROM range({rows}) r(i)")
+        cons[gpu] = con
+    print(f"device: {device.name}; rows: {rows}")
+    cases = [(f"CM window={w} {name}", cugola_margara(w, skip))
+             for w in windows for name, skip in (("each", "TO NEXT ROW"), ("last",
+                                                                         "PAST LAST ROW"))]
+    cases += [(f"sequence k={k}", sequence(k)) for k in lengths]
+    real = device.present and not device.simulated
+    print(f"{'case':<28} {'matches':>8} {'cpu s':>8} {'cpu rows/s':>12} "
+          f"{'gpu s':>8} {'speed-up':>8}  same rows")
+    differences = 0
+    for name, sql in cases:
+        cpu_s, cpu_rows = _run(cons["off"], sql)
+        gpu_s, gpu_rows = _run(cons["on"], sql) if device.present else (float("nan"), cpu_rows)
+        same = sorted(cpu_rows) == sorted(gpu_rows)
+        differences += not same
+        checked = "yes" if same else "NO"
+        gpu_text = f"{gpu_s:8.3f} {cpu_s / gpu_s:7.1f}x" if real else f"{'-':>8} {'-':>8}"
+        print(f"{name:<28} {len(cpu_rows):>8} {cpu_s:8.3f} {rows / cpu_s:12,.0f} {gpu_text}  "
+              f"{checked if device.present else '-'}")
+    if device.present:
+        print(f"correctness: {len(cases) - differences}/{len(cases)} cases give the CPU paths' "
+              f"rows on the GPU path ({device.name})")
+    else:
+        print("correctness: not checked (no device and no simulator; set NUMBA_ENABLE_CUDASIM=1)")
+    if not real:
+        print("no GPU figure was taken: no CUDA device in this run"
+              + (" (the GPU side ran in numba's simulator, correctness only)"
+                 if device.simulated else ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""Is there a CUDA device (or numba's simulator) to run the GPU path on?
+
+``numba.cuda`` is imported here on first use, not at module import: it is an
+optional dependency (the ``gpu`` extra), loading it costs a noticeable part of
+a second, and numba reads ``NUMBA_ENABLE_CUDASIM`` when it is first imported,
+so ``import matchsql`` must not pin that choice.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import cache
+
+NO_DEVICE = ("no CUDA device: install the gpu extra on a machine with an NVIDIA GPU, or set "
+             "NUMBA_ENABLE_CUDASIM=1 to run the kernels in numba's simulator")
+
+
+@dataclass(frozen=True)
+class Device:
+    """What the GPU path would run on."""
+
+    present: bool  # a device or the simulator can run kernels
+    simulated: bool  # numba's CUDA simulator (correct, but slow: tests only)
+    name: str
+
+
+@cache
+def detect() -> Device:
+    """The device of this process (detected once: numba fixes it at first import)."""
+    try:
+        cuda = importlib.import_module("numba.cuda")
+        config = importlib.import_module("numba.core.config")
+    except ImportError:
+        return Device(False, False, "numba.cuda is not installed")
+    simulated = bool(getattr(config, "ENABLE_CUDASIM", 0))
+    try:
+        present = bool(cuda.is_available())
+    except Exception:  # a broken driver install reads as "no device"
+        present = False
+    if simulated:
+        return Device(present, True, "numba CUDA simulator")
+    if not present:
+        return Device(False, False, "none")
+    try:
+        name = cuda.get_current_device().name
+        name = name.decode() if isinstance(name, bytes) else str(name)
+    except Exception:
+        name = "CUDA device"
+    return Device(True, False, name)
+
+

@@ -1,0 +1,62 @@
+"""AFTER MATCH SKIP resolved on the host from every candidate start's preferred match.
+
+The kernel decides each start on its own; which starts are attempted depends
+on the matches before them. One sequential pass over the starts, as the CPU
+paths take them, keeps exactly the starts the sequential rule attempts, so the
+matches (and MATCH_NUMBER) equal the CPU paths'. It is compiled on the CPU:
+it reads one int per start and is O(rows).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from matchsql.fsm.compiled.kernel import (
+    SKIP_LAST,
+    SKIP_NEXT,
+    SKIP_PAST,
+    ST_DONE,
+    ST_SKIP_ABSENT,
+    ST_SKIP_FIRST,
+    ST_SPAN,
+)
+
+NO_MATCH = -2
+S_OK, S_SPAN = 0, 1
+#: Scan status besides the CPU kernel's: a kept start ran out of stack or steps.
+ST_RETRY = 100
+
+
+@njit(cache=True, nogil=True)
+def resolve(ends, firsts, lasts, status, skip_mode):
+    """``(status, error row, kept starts)`` of the sequential SKIP rule."""
+    n = ends.shape[0]
+    kept = np.empty(n, np.int64)
+    k = 0
+    s = 0
+    while s < n:
+        if status[s] == S_SPAN:
+            return ST_SPAN, s, kept[:k]
+        if status[s] != S_OK:
+            return ST_RETRY, s, kept[:k]
+        e = ends[s]
+        if e == NO_MATCH:
+            s += 1
+            continue
+        kept[k] = s
+        k += 1
+        if e < s or skip_mode == SKIP_NEXT:
+            s += 1
+        elif skip_mode == SKIP_PAST:
+            s = e + 1
+        else:
+            target = lasts[s] if skip_mode == SKIP_LAST else firsts[s]
+            if target < 0:
+                return ST_SKIP_ABSENT, s, kept[:k]
+            if target == s:
+                return ST_SKIP_FIRST, s, kept[:k]
+            s = target
+    return ST_DONE, -1, kept[:k]
+
+
