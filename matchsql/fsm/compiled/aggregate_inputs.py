@@ -45,8 +45,8 @@ _NUMERIC_OPS = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Abs)
 
 def _plain(t: pa.DataType) -> bool:
     """Types whose Arrow operations give the reference's values."""
-    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)
-            or pa.types.is_boolean(t) or pa.types.is_null(t))
+    return ((pa.types.is_integer(t) and t != pa.uint64()) or pa.types.is_floating(t)
+            or pa.types.is_string(t) or pa.types.is_boolean(t) or pa.types.is_null(t))
 
 
 def _numeric(v: Value) -> bool:
@@ -119,6 +119,9 @@ class ArgumentCompiler(RowLocalCompiler):
         super().__init__(spec, "")
         self.types = {f.name: f.type for f in spec.columns}
         self.bare = False
+        # node id -> (node, term): each node compiled once (the numeric check compiles the
+        # operands the base compiler compiles too); the node is held so its id stays its own
+        self._terms: dict[int, tuple[exp.Expression, Term]] = {}
 
     def argument(self, node: exp.Expression) -> Argument:
         """``node`` (an aggregate's argument or FILTER) as a column-wise function."""
@@ -126,6 +129,7 @@ class ArgumentCompiler(RowLocalCompiler):
         if reason is not None:
             raise Unsupported(reason)
         self.columns = set()
+        self._terms = {}
         self.bare = isinstance(node, Pointer)
         fn = self.node(node)
         empty: Columns = {f.name: pa.array([], f.type) for f in self.spec.columns}
@@ -138,6 +142,14 @@ class ArgumentCompiler(RowLocalCompiler):
         return Argument(fn, set(self.columns), probe.type, describe(node))
 
     def node(self, node: exp.Expression) -> Term:
+        hit = self._terms.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        term = self._compile(node)
+        self._terms[id(node)] = (node, term)
+        return term
+
+    def _compile(self, node: exp.Expression) -> Term:
         if isinstance(node, MatchNumberRef):
             self.columns.add(MATCH_NUMBER)
             return lambda cols, n: cols[MATCH_NUMBER]
@@ -192,7 +204,7 @@ class ArgumentCompiler(RowLocalCompiler):
             values = [_widen(r(cols, n)) for r in results]
             if otherwise is not None:
                 values.append(_widen(otherwise(cols, n)))
-            typed = {v.type for v in values if not pa.types.is_null(v.type)}
+            typed = {v.type for v in values if not _null(v)}
             if len(typed) > 1:
                 raise TypeError(f"CASE branches of types {sorted(map(str, typed))}")
             t = typed.pop() if typed else pa.null()
@@ -251,6 +263,11 @@ class ArgumentCompiler(RowLocalCompiler):
                 raise TypeError(f"CAST of {v.type} to {node.to.sql()}")
             return v.cast(to)
         return cast
+
+
+def _null(v: Value) -> bool:
+    """A NULL literal (a typed invalid scalar) or a NULL-typed value."""
+    return pa.types.is_null(v.type) or (isinstance(v, pa.Scalar) and not v.is_valid)
 
 
 def _full(v: Value, n: int) -> pa.Array:
