@@ -53,7 +53,7 @@ MEASURES = [
     "max_by(s, x)", "min_by(id, x)", "max_by(d, s) FILTER (WHERE x IS NOT NULL)",
     "min_by(x, b)", "max_by(f, CLASSIFIER())",
     "array_agg(x)", "array_agg(CLASSIFIER())", "list(s) FILTER (WHERE b)", "array_agg(U.x * 2)",
-    "array_agg(f)", "array_agg(B.d)",
+    "array_agg(f)", "array_agg(B.d)", "max(f)", "min(U.f * 2)", "max_by(id, f)",
     "string_agg(s, '-')", "string_agg(x, '')", "string_agg(CLASSIFIER())",
     "string_agg(A.s, ', ') FILTER (WHERE id > 2)",
     "sum(MATCH_NUMBER() * 10)", "array_agg(CLASSIFIER() || CAST(MATCH_NUMBER() AS VARCHAR))",
@@ -114,11 +114,38 @@ def test_distinct_stays_on_the_reference(con: matchsql.Connection) -> None:
     assert run(con, query, "registers") == run(con, query, "reference")
 
 
-def test_float_extremes_stay_on_the_reference(con: matchsql.Connection) -> None:
-    """The reference compares NaN equal to everything; Arrow orders it last."""
-    query = QUERY.format(measure="max(f)", rows="ONE ROW PER MATCH", skip="PAST LAST ROW")
-    assert any("reference evaluator per match" in line and "MIN/MAX over double" in line
-               for line in explain(con, query))
+FLOATS = (
+    "CREATE TABLE g (id INTEGER, p VARCHAR, f DOUBLE, s VARCHAR)",
+    "INSERT INTO g VALUES (1, 'p', 0.0, 'a'), (2, 'p', -0.0, 'b'), (3, 'p', 'NaN', 'c'), "
+    "(4, 'p', 2.5, 'd'), (5, 'p', NULL, 'e'), (6, 'q', NULL, 'f'), (7, 'q', 'NaN', 'g'), "
+    "(8, 'q', 9.0, 'h')",
+)
+FLOAT_QUERY = ("SELECT id, hi, lo, hb, lb FROM g MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
+               "MEASURES max(f) AS hi, min(f) AS lo, max_by(s, f) AS hb, min_by(s, f) AS lb "
+               "ALL ROWS PER MATCH PATTERN (A+) DEFINE A AS true) ORDER BY id")
+
+
+@pytest.mark.parametrize("path", ["reference", "registers"])
+def test_float_extremes_by_hand(path: str) -> None:
+    """The reference compares NaN equal to every value (and -0.0 equal to 0.0): a later
+    equal key never replaces the best one, so NaN neither wins nor loses once a key is
+    there, and a NaN first key stays."""
+    con = matchsql.connect(demo=False)
+    for stmt in FLOATS:
+        con.sql(stmt)
+    assert any("output: column-wise rows" in line for line in explain(con, FLOAT_QUERY))
+    got = [tuple(repr(v) if isinstance(v, float) else v for v in row)
+           for row in run(con, FLOAT_QUERY, path)]
+    assert got == [
+        (1, "0.0", "0.0", "a", "a"),
+        (2, "0.0", "0.0", "a", "a"),  # -0.0 equals 0.0: the first row keeps it
+        (3, "0.0", "0.0", "a", "a"),  # NaN equals everything: no change
+        (4, "2.5", "0.0", "d", "a"),
+        (5, "2.5", "0.0", "d", "a"),  # NULL keys are skipped
+        (6, None, None, None, None),
+        (7, "nan", "nan", "g", "g"),  # a NaN first key ...
+        (8, "nan", "nan", "g", "g"),  # ... is never replaced (9.0 compares equal to it)
+    ]
 
 
 TIES = (

@@ -166,6 +166,25 @@ class Segments:
             return values.take(pa.array(at, pa.int64(), mask=none))
         return evaluate
 
+    def float_extreme(self, keys: pa.Array, values: pa.Array, mask: np.ndarray,
+                      largest: bool) -> Evaluate:
+        """:meth:`extreme` over floating keys with the reference's NaN rule: NaN
+        compares equal to every value, so a NaN never replaces the best key, and a NaN
+        first key is never replaced. The result is therefore the first keyed row's value
+        where that key is NaN, else the extreme over the keys that are not NaN."""
+        keyed = mask & _valid(keys)
+        nan = np.asarray(pc.fill_null(pc.is_nan(keys), False), dtype=bool)
+        best = self.extreme(keys, values, keyed & ~nan, largest)
+        first_key = self.first_value(keys, keyed)
+        first_value = self.first_value(values, keyed)
+
+        def evaluate(idx: np.ndarray) -> pa.Array:
+            first_nan = pc.fill_null(pc.is_nan(first_key(idx)), False)
+            if not pc.any(first_nan).as_py():
+                return best(idx)
+            return pc.if_else(first_nan, first_value(idx), best(idx))
+        return evaluate
+
     def first_value(self, values: pa.Array, mask: np.ndarray) -> Evaluate:
         """The value at the first masked label of the match, once ``idx`` has reached it."""
         first = segment_pick(self.m, mask, last=False)
