@@ -101,12 +101,16 @@ class Argument:
         self.text = text
 
     def __call__(self, rows: LabelledRows) -> pa.Array:
+        return self.evaluate(rows.columns(self.columns), rows.n)
+
+    def evaluate(self, columns: Columns, n: int) -> pa.Array:
+        """The value for ``n`` rows of ``columns``, as one array."""
         try:
-            v = self.term(rows.columns(self.columns), rows.n)
+            v = self.term(columns, n)
         except pa.ArrowInvalid as exc:  # integer overflow: DuckDB reports it too
             raise ExecutionError(f"cannot compute {self.text}: {exc}") from None
         if isinstance(v, pa.Scalar):
-            v = pa.repeat(v, rows.n)
+            v = pa.repeat(v, n)
         if isinstance(v, pa.ChunkedArray):
             v = v.combine_chunks()
         return v
@@ -115,9 +119,11 @@ class Argument:
 class ArgumentCompiler(RowLocalCompiler):
     """Compiles the bound argument of an aggregate over its ``aggregated`` pointers."""
 
-    def __init__(self, spec: MatchSpec) -> None:
+    def __init__(self, spec: MatchSpec, extra: dict[str, pa.DataType] | None = None) -> None:
         super().__init__(spec, "")
-        self.types = {f.name: f.type for f in spec.columns}
+        # ``extra``: further named columns (a measure's parts, see measures.composite)
+        self.extra = extra or {}
+        self.types = {f.name: f.type for f in spec.columns} | self.extra
         self.bare = False
         # node id -> (node, term): each node compiled once (the numeric check compiles the
         # operands the base compiler compiles too); the node is held so its id stays its own
@@ -135,6 +141,7 @@ class ArgumentCompiler(RowLocalCompiler):
         empty: Columns = {f.name: pa.array([], f.type) for f in self.spec.columns}
         empty[CLASSIFIER] = pa.array([], pa.string())
         empty[MATCH_NUMBER] = pa.array([], pa.int64())
+        empty.update({name: pa.array([], t) for name, t in self.extra.items()})
         try:
             probe = fn(empty, 0)
         except (pa.ArrowException, TypeError, ValueError) as exc:

@@ -31,11 +31,12 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
+from matchsql.fsm.compiled.composite_measures import composite, is_composite
 from matchsql.fsm.compiled.constants import constant_measure
 from matchsql.fsm.compiled.lowering import Unsupported
 from matchsql.fsm.compiled.match_arrays import Expansion, Matches, Rows
-from matchsql.fsm.compiled.segment_aggregates import segment_aggregate
-from matchsql.fsm.compiled.segment_reductions import segment_pick
+from matchsql.fsm.compiled.segment_aggregates import fits, segment_aggregate
+from matchsql.fsm.compiled.segment_reductions import cast_exact, segment_pick
 from matchsql.plan.binder import bind
 from matchsql.plan.bound import AggregateCall, MatchNumberRef, Pointer, describe
 from matchsql.plan.spec import MatchSpec, RowsPerMatch
@@ -57,7 +58,10 @@ class MeasureCompiler:
         for m in self.spec.measures:
             fn, natural = self.compile_one(bind(m.expr, self.spec))
             if natural != m.type:
-                raise Unsupported(f"measure {m.name}: computed as {natural}, declared {m.type}")
+                if not fits(natural, m.type):
+                    raise Unsupported(f"measure {m.name}: computed as {natural}, "
+                                      f"declared {m.type}")
+                fn = _cast(fn, m.type, f"measure {m.name}")
             out.append(fn)
         return out
 
@@ -74,6 +78,8 @@ class MeasureCompiler:
             self.spec, node)
         if direct is not None:
             return direct.final, direct.type
+        if is_composite(node):
+            return composite(self.spec, node, self.measure)
         if isinstance(node, MatchNumberRef):
             return (lambda m, rows: pa.array(m.numbers, pa.int64())), pa.int64()
         if _plain_classifier(node):
@@ -126,6 +132,11 @@ class MeasureCompiler:
         return locate, column
 
 
+def _cast(fn: Callable[..., pa.Array], to: pa.DataType, what: str) -> Callable[..., pa.Array]:
+    """``fn``'s values cast exactly to the declared type ``to``."""
+    return lambda *args: cast_exact(fn(*args), to, what)
+
+
 def _moved(at: np.ndarray, delta: int, rows: Rows) -> np.ndarray:
     """Rows ``at`` moved by PREV/NEXT ``delta``: -1 where none, or outside the partition."""
     if not delta:
@@ -169,6 +180,8 @@ class RunningMeasureCompiler(MeasureCompiler):
         return self.running(node)
 
     def running(self, node: exp.Expression) -> tuple[RunningMeasure, pa.DataType]:
+        if is_composite(node):
+            return composite(self.spec, node, self.running)  # each part RUNNING or FINAL
         finals = _finals(node)
         if True in finals:  # FINAL: the ONE ROW value on every row
             if len(finals) > 1:

@@ -47,7 +47,7 @@ from matchsql.plan.binder import bind
 from matchsql.plan.bound import AggregateCall, describe
 from matchsql.plan.spec import MatchSpec
 
-__all__ = ["SegmentAggregate", "segment_aggregate"]
+__all__ = ["SegmentAggregate", "fits", "segment_aggregate"]
 
 _COUNTS = frozenset({"count", "count_star", "count_if"})
 _EXTREMES = frozenset({"min", "max", "arg_min", "arg_max"})
@@ -69,7 +69,7 @@ def _boolean(t: pa.DataType) -> bool:
     return pa.types.is_boolean(t) or pa.types.is_null(t)
 
 
-def _fits(natural: pa.DataType, declared: pa.DataType) -> bool:
+def fits(natural: pa.DataType, declared: pa.DataType) -> bool:
     """Whether values of ``natural`` become ``declared`` by an exact cast (the reference
     converts its Python values to the declared type, failing where one does not fit)."""
     if natural == declared:
@@ -78,7 +78,7 @@ def _fits(natural: pa.DataType, declared: pa.DataType) -> bool:
         return pa.types.is_integer(declared) or (
             pa.types.is_decimal(declared) and declared.scale == 0)
     if pa.types.is_list(natural) and pa.types.is_list(declared):
-        return _fits(natural.value_type, declared.value_type)
+        return fits(natural.value_type, declared.value_type)
     return False
 
 
@@ -198,15 +198,13 @@ def _check_types(node: AggregateCall, kind: str, args: list[Argument]) -> None:
 
 def segment_aggregate(spec: MatchSpec, variables: list[str],
                       node: exp.Expression) -> SegmentAggregate | None:
-    """The column-wise form of bound aggregate ``node`` (a whole measure of ``spec``);
-    None when ``node`` is no aggregate measure (the caller decides what else to try).
-    Raises Unsupported for an aggregate whose result would not match the reference
-    exactly."""
+    """The column-wise form of bound aggregate ``node``: a whole measure of ``spec``
+    (then with the measure's declared type) or part of one (with the type it computes);
+    None when ``node`` is no aggregate (the caller decides what else to try). Raises
+    Unsupported for an aggregate whose result would not match the reference exactly."""
     if not isinstance(node, AggregateCall):
         return None
     measure = next((m for m in spec.measures if bind(m.expr, spec) is node), None)
-    if measure is None:
-        return None
     kind = node.function
     if kind not in _KINDS:
         raise Unsupported(f"{describe(node)}: {kind} is not computed column-wise")
@@ -225,10 +223,10 @@ def segment_aggregate(spec: MatchSpec, variables: list[str],
         raise Unsupported(f"{describe(node)}: a FILTER condition that is not boolean")
     _check_types(node, kind, args)
     natural = _natural(kind, args)
-    if not _fits(natural, measure.type):
-        raise Unsupported(f"measure {measure.name}: computed as {natural}, "
-                          f"declared {measure.type}")
+    declared, name = (measure.type, measure.name) if measure is not None \
+        else (natural, describe(node))
+    if not fits(natural, declared):
+        raise Unsupported(f"measure {name}: computed as {natural}, declared {declared}")
     members = node.vars
     ids = None if members is None else np.array([variables.index(v) for v in members], np.int64)
-    return SegmentAggregate(kind, args, condition, ids, variables, measure.type, measure.name,
-                            separator)
+    return SegmentAggregate(kind, args, condition, ids, variables, declared, name, separator)
