@@ -19,6 +19,8 @@ Backends:
   (:mod:`matchsql.fsm.compiled.rowlocal`);
 * ``gpu`` - the GPU column path's per-variable bitsets (:mod:`matchsql.gpu`): row-local
   terms over numeric columns (the path checks the column types itself).
+* ``aggregate_args`` - column-wise Arrow terms over the rows an aggregate visits, its
+  arguments and FILTER in MEASURES (:mod:`matchsql.fsm.compiled.aggregate_inputs`).
 """
 
 from __future__ import annotations
@@ -31,19 +33,21 @@ from matchsql.plan.bound import AggregateCall, Const, MatchNumberRef, Pointer, d
 
 ROWWISE, DEFINE_FAST, REGISTERS, ROW_LOCAL = "rowwise", "define_fast", "registers", "row_local"
 GPU = "gpu"
-BACKENDS = (ROWWISE, DEFINE_FAST, REGISTERS, ROW_LOCAL, GPU)
+AGGREGATE_ARGS = "aggregate_args"
+BACKENDS = (ROWWISE, DEFINE_FAST, REGISTERS, ROW_LOCAL, GPU, AGGREGATE_ARGS)
 _NAMES = {ROWWISE: "the reference evaluator", DEFINE_FAST: "the VM's fast DEFINE path",
           REGISTERS: "the compiled register bytecode", ROW_LOCAL: "the column-wise row-local terms",
-          GPU: "the GPU column path"}
+          GPU: "the GPU column path", AGGREGATE_ARGS: "the column-wise aggregate arguments"}
 
-_CORE = frozenset({DEFINE_FAST, REGISTERS, ROW_LOCAL, GPU})  # besides rowwise, which takes all
+_CORE = frozenset({DEFINE_FAST, REGISTERS, ROW_LOCAL, GPU, AGGREGATE_ARGS})  # besides rowwise
+_ARGS = frozenset({AGGREGATE_ARGS})
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 
 #: Node kind -> the backends (other than ``rowwise``) that evaluate it.
 SUPPORT: dict[type, frozenset[str]] = {
     Const: _CORE,
     Pointer: _CORE,
-    MatchNumberRef: frozenset({REGISTERS}),
+    MatchNumberRef: frozenset({REGISTERS, AGGREGATE_ARGS}),
     AggregateCall: frozenset({REGISTERS}),
     exp.Add: _CORE, exp.Sub: _CORE, exp.Mul: _CORE,
     exp.Div: _CORE,
@@ -51,16 +55,20 @@ SUPPORT: dict[type, frozenset[str]] = {
     exp.Pow: frozenset({DEFINE_FAST}),
     **{c: _CORE for c in _COMPARISONS},
     exp.And: _CORE, exp.Or: _CORE, exp.Not: _CORE, exp.Neg: _CORE,
-    exp.Abs: frozenset({REGISTERS, ROW_LOCAL}),
+    exp.Abs: frozenset({REGISTERS, ROW_LOCAL, AGGREGATE_ARGS}),
     exp.Is: _CORE,
-    exp.Between: frozenset({REGISTERS, ROW_LOCAL, GPU}),
-    exp.In: frozenset({ROW_LOCAL}),
+    exp.Between: frozenset({REGISTERS, ROW_LOCAL, GPU, AGGREGATE_ARGS}),
+    exp.In: frozenset({ROW_LOCAL, AGGREGATE_ARGS}),
+    exp.Case: _ARGS, exp.If: _ARGS, exp.DPipe: _ARGS, exp.Cast: _ARGS,
+    exp.DataType: _ARGS, exp.DataTypeParam: _ARGS,
 }
 
 
 def _pointer_rule(node: Pointer, backend: str) -> str | None:
     """What a backend cannot read of a pointer (None: it can)."""
     at = node.position
+    if backend == AGGREGATE_ARGS:
+        return None if at.aggregated else f"{node.text} reads a row other than the aggregated one"
     if node.classifier:
         return f"{node.text} (a label)"
     if at.aggregated:

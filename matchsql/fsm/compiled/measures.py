@@ -31,35 +31,18 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
+from matchsql.fsm.compiled.composite_measures import composite, is_composite
 from matchsql.fsm.compiled.constants import constant_measure
 from matchsql.fsm.compiled.lowering import Unsupported
 from matchsql.fsm.compiled.match_arrays import Expansion, Matches, Rows
-from matchsql.fsm.compiled.segment_aggregates import segment_aggregate
+from matchsql.fsm.compiled.segment_aggregates import fits, segment_aggregate
+from matchsql.fsm.compiled.segment_reductions import cast_exact, segment_pick
 from matchsql.plan.binder import bind
 from matchsql.plan.bound import AggregateCall, MatchNumberRef, Pointer, describe
 from matchsql.plan.spec import MatchSpec, RowsPerMatch
 
 Locate = Callable[[Matches, Rows], np.ndarray]  # absolute row per match, -1 for none
 Measure = Callable[[Matches, Rows], pa.Array]
-
-
-def _segment_pick(m: Matches, mask: np.ndarray, last: bool) -> np.ndarray:
-    """Index (into ``labels``) of the last/first masked label of each match, -1 for none."""
-    out = np.full(len(m.starts), -1, np.int64)
-    nonempty = m.lengths > 0
-    if not nonempty.any() or len(m.labels) == 0:
-        return out
-    pos = np.arange(len(m.labels), dtype=np.int64)
-    if last:
-        keyed = np.where(mask, pos, -1)
-        picked = np.maximum.reduceat(keyed, m.offsets[nonempty])
-    else:
-        big = np.int64(len(m.labels) + 1)
-        keyed = np.where(mask, pos, big)
-        picked = np.minimum.reduceat(keyed, m.offsets[nonempty])
-        picked = np.where(picked == big, -1, picked)
-    out[nonempty] = picked
-    return out
 
 
 class MeasureCompiler:
@@ -75,7 +58,10 @@ class MeasureCompiler:
         for m in self.spec.measures:
             fn, natural = self.compile_one(bind(m.expr, self.spec))
             if natural != m.type:
-                raise Unsupported(f"measure {m.name}: computed as {natural}, declared {m.type}")
+                if not fits(natural, m.type):
+                    raise Unsupported(f"measure {m.name}: computed as {natural}, "
+                                      f"declared {m.type}")
+                fn = _cast(fn, m.type, f"measure {m.name}")
             out.append(fn)
         return out
 
@@ -92,6 +78,8 @@ class MeasureCompiler:
             self.spec, node)
         if direct is not None:
             return direct.final, direct.type
+        if is_composite(node):
+            return composite(self.spec, node, self.measure)
         if isinstance(node, MatchNumberRef):
             return (lambda m, rows: pa.array(m.numbers, pa.int64())), pa.int64()
         if _plain_classifier(node):
@@ -103,20 +91,6 @@ class MeasureCompiler:
                                  else -1, -1)
                 return pa.array(names[codes], pa.string())
             return classifier, pa.string()
-        if isinstance(node, AggregateCall) and node.function == "count_star" \
-                and node.condition is None:
-            if node.vars is None:
-                return (lambda m, rows: pa.array(m.lengths, pa.int64())), pa.int64()
-            ids = self.ids(node.vars)
-
-            def count(m: Matches, rows: Rows) -> pa.Array:
-                out = np.zeros(len(m.starts), np.int64)
-                nonempty = m.lengths > 0
-                if nonempty.any() and len(m.labels):
-                    hits = np.isin(m.labels, ids).astype(np.int64)
-                    out[nonempty] = np.add.reduceat(hits, m.offsets[nonempty])
-                return pa.array(out, pa.int64())
-            return count, pa.int64()
         locate, column = self.locator(node)
         ctype = self.types[column]
 
@@ -152,10 +126,15 @@ class MeasureCompiler:
                 else:
                     at = np.where(m.lengths > k, m.starts + k, -1)
             else:
-                pick = _segment_pick(m, np.isin(m.labels, ids), last)
+                pick = segment_pick(m, np.isin(m.labels, ids), last)
                 at = np.where(pick >= 0, m.starts + (pick - m.offsets), -1)
             return _moved(at, delta, rows)
         return locate, column
+
+
+def _cast(fn: Callable[..., pa.Array], to: pa.DataType, what: str) -> Callable[..., pa.Array]:
+    """``fn``'s values cast exactly to the declared type ``to``."""
+    return lambda *args: cast_exact(fn(*args), to, what)
 
 
 def _moved(at: np.ndarray, delta: int, rows: Rows) -> np.ndarray:
@@ -201,6 +180,8 @@ class RunningMeasureCompiler(MeasureCompiler):
         return self.running(node)
 
     def running(self, node: exp.Expression) -> tuple[RunningMeasure, pa.DataType]:
+        if is_composite(node):
+            return composite(self.spec, node, self.running)  # each part RUNNING or FINAL
         finals = _finals(node)
         if True in finals:  # FINAL: the ONE ROW value on every row
             if len(finals) > 1:
@@ -221,20 +202,6 @@ class RunningMeasureCompiler(MeasureCompiler):
                 codes = m.labels[np.maximum(at, 0)] if len(m.labels) else np.zeros(len(at), int)
                 return pa.array(names[np.where(at >= 0, codes, -1)], pa.string())
             return classifier, pa.string()
-        if isinstance(node, AggregateCall) and node.function == "count_star" \
-                and node.condition is None:
-            if node.vars is None:
-                return (lambda m, e, rows: pa.array(e.pos + 1, pa.int64())), pa.int64()
-            ids = self.ids(node.vars)
-
-            def count(m: Matches, e: Expansion, rows: Rows) -> pa.Array:
-                at = np.where(e.pos >= 0, m.offsets[e.match] + e.pos, -1)
-                hits = np.cumsum(np.isin(m.labels, ids), dtype=np.int64)
-                before = np.where(m.offsets > 0, hits[np.maximum(m.offsets - 1, 0)]
-                                  if len(hits) else 0, 0)
-                upto = hits[np.maximum(at, 0)] if len(hits) else np.zeros(len(at), np.int64)
-                return pa.array(np.where(at >= 0, upto - before[e.match], 0), pa.int64())
-            return count, pa.int64()
         locate, column = self.running_locator(node)
 
         def gather(m: Matches, e: Expansion, rows: Rows) -> pa.Array:
@@ -277,7 +244,7 @@ def _running_pick(m: Matches, mask: np.ndarray, last: bool) -> np.ndarray:
     if last:
         filled = np.maximum.accumulate(np.where(mask, pos, -1))
         return np.where(filled >= segment_start, filled, -1)
-    first = _segment_pick(m, mask, last=False)
+    first = segment_pick(m, mask, last=False)
     return np.repeat(first, m.lengths)
 
 

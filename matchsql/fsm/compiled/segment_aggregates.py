@@ -1,160 +1,150 @@
-"""COUNT/SUM/AVG/MIN/MAX measures over a column, computed column-wise per match.
+"""Aggregate measures computed column-wise per match: every aggregate of the reference.
 
-Each match is a segment of the chunk's label array. An aggregate over
-``x`` or ``A.x`` reads the column at every labelled row once (one Arrow
-``take``), masks the rows of the variable (and the NULLs), and then
+An aggregate measure (``sum(A.x * 2)``, ``array_agg(CLASSIFIER())``,
+``max_by(s, x) FILTER (WHERE x > 0)``, ...) is computed in two steps over a
+chunk of matches:
 
-* COUNT, and SUM and AVG of integers, are prefix sums: the value at a label
-  is the prefix at that label minus the prefix just before its match (exact);
-  SUM and AVG of floats restart at each match and add in row order, as the
-  reference does, so that rounding agrees too;
-* MIN and MAX are running maxima of ``segment * (n + 1) + rank``, where
-  ``rank`` orders the values: the segment term keeps one match's maximum
-  from leaking into the next, the rank names the row that holds it.
+1. its arguments and FILTER condition are evaluated once for every labelled
+   row of the chunk (:mod:`.aggregate_inputs`, Arrow compute over the bound
+   tree), and the rows that count are a mask: the aggregate's variables, and
+   a FILTER condition that is TRUE;
+2. a segment reduction (:mod:`.segment_reductions`) gives the aggregate over
+   each match up to any of its labels: at the match's last label for ONE ROW
+   PER MATCH and FINAL, at each output row's label for a running measure in
+   ALL ROWS PER MATCH, linear in the match length either way.
 
-A running value at output row ``i`` is the segment value at ``i``'s label; a
-final one (ONE ROW PER MATCH, or FINAL) is the value at the match's last
-label. So running aggregates in ALL ROWS PER MATCH cost linear time in the
-match length instead of the reference evaluator's quadratic recomputation.
-Only aggregates whose result is bit-for-bit the reference's are taken:
-SUM/AVG over integer and floating columns, MIN/MAX over integer, decimal,
-string and date/time columns (no NaN ordering).
+Only aggregates whose result is bit-for-bit the reference's are taken; for
+the others :class:`Unsupported` says why and the reference evaluator builds
+the output: ``count(DISTINCT ...)``, SUM/AVG over decimals, ``string_agg``
+with a separator that is not a constant text or over values other than text
+and integers (the reference's text of a float is Python's). MIN/MAX and
+max_by/min_by over floating keys follow the reference's NaN rule
+(:meth:`Segments.float_extreme`). The result has the measure's declared (DuckDB)
+type: where the computed type differs (an integer expression under a narrower
+declared integer, COUNT_IF's HUGEINT) the values are cast exactly, a value
+that does not fit failing as the reference's conversion does.
 """
 
 from __future__ import annotations
 
-import decimal
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from numba import njit
 from sqlglot import exp
 
+from matchsql.fsm.compiled.aggregate_inputs import (
+    Argument,
+    ArgumentCompiler,
+    LabelledRows,
+    constant_text,
+)
 from matchsql.fsm.compiled.lowering import Unsupported
 from matchsql.fsm.compiled.match_arrays import Expansion, Matches, Rows
-from matchsql.plan.bound import AggregateCall, Pointer, describe
+from matchsql.fsm.compiled.segment_reductions import Evaluate, Segments, cast_exact, true_mask
+from matchsql.plan.binder import bind
+from matchsql.plan.bound import AggregateCall, describe
 from matchsql.plan.spec import MatchSpec
 
-__all__ = ["SegmentAggregate", "segment_aggregate"]
+__all__ = ["SegmentAggregate", "fits", "segment_aggregate"]
 
-_KINDS = frozenset({"count", "sum", "avg", "min", "max"})
-# Below this bound an int64 prefix sum cannot overflow and a float64 of it is exact.
-_EXACT = 2 ** 53
+_COUNTS = frozenset({"count", "count_star", "count_if"})
+_EXTREMES = frozenset({"min", "max", "arg_min", "arg_max"})
+_BOOLEAN_ARGS = frozenset({"count_if", "bool_and", "bool_or"})
+_KINDS = _COUNTS | _EXTREMES | _BOOLEAN_ARGS | {
+    "sum", "avg", "any_value", "arbitrary", "list", "string_agg"}
+_DECIMAL_SUM = pa.decimal128(38, 0)  # DuckDB's HUGEINT, as Arrow exports it
 
 
 def _ordered(t: pa.DataType) -> bool:
-    return (pa.types.is_integer(t) or pa.types.is_decimal(t) or pa.types.is_string(t)
-            or pa.types.is_large_string(t) or pa.types.is_date(t) or pa.types.is_timestamp(t))
+    """Types whose Arrow order is the reference's (floats with the reference's NaN rule,
+    see :meth:`Segments.float_extreme`)."""
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_string(t)
+            or pa.types.is_large_string(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
+            or pa.types.is_boolean(t))
+
+
+def _boolean(t: pa.DataType) -> bool:
+    return pa.types.is_boolean(t) or pa.types.is_null(t)
+
+
+def fits(natural: pa.DataType, declared: pa.DataType) -> bool:
+    """Whether values of ``natural`` become ``declared`` by an exact cast (the reference
+    converts its Python values to the declared type, failing where one does not fit)."""
+    if natural == declared:
+        return True
+    if pa.types.is_integer(natural):
+        return pa.types.is_integer(declared) or (
+            pa.types.is_decimal(declared) and declared.scale == 0)
+    if pa.types.is_list(natural) and pa.types.is_list(declared):
+        return fits(natural.value_type, declared.value_type)
+    return False
 
 
 @dataclass
 class SegmentAggregate:
-    """One aggregate measure: its kind, the column it reads and the variables it covers."""
+    """One aggregate measure: what it reduces, over which rows, with which result type."""
 
     kind: str
-    column: str
+    args: list[Argument]
+    condition: Argument | None
     ids: np.ndarray | None  # variable ids the aggregate covers; None: every row
+    variables: list[str]
     type: pa.DataType  # the measure's declared (DuckDB) type
+    name: str
+    separator: str = ","
 
-    # -- shared per-chunk state --------------------------------------------------------------
-
-    def _masked(self, m: Matches, rows: Rows) -> tuple[pa.Array, np.ndarray]:
-        """The column at every labelled row of the chunk, and the rows that count."""
-        n = len(m.labels)
-        at = np.repeat(m.starts - m.offsets, m.lengths) + np.arange(n, dtype=np.int64)
-        values = rows.table.column(self.column).take(pa.array(at - rows.base, pa.int64()))
-        if isinstance(values, pa.ChunkedArray):
-            values = values.combine_chunks()
-        mask = ~np.asarray(values.is_null(), dtype=bool)
-        if self.ids is not None:
-            mask &= np.isin(m.labels, self.ids)
-        return values, mask
-
-    def _segment_values(self, m: Matches, rows: Rows) -> Callable[[np.ndarray], pa.Array]:
+    def _segment_values(self, m: Matches, rows: Rows) -> Evaluate:
         """A function from label indexes (-1: before any row) to the aggregate over the
         labels of that label's match up to and including it."""
-        n = len(m.labels)
-        if n == 0:
-            if self.kind == "count":
-                return lambda idx: pa.array(np.zeros(len(idx), np.int64), pa.int64())
+        if len(m.labels) == 0:
+            if self.kind in _COUNTS:
+                return lambda idx: cast_exact(pa.array(np.zeros(len(idx), np.int64)),
+                                              self.type)
             return lambda idx: pa.nulls(len(idx), self.type)
-        values, mask = self._masked(m, rows)
-        match_of = np.repeat(np.arange(len(m.starts), dtype=np.int64), m.lengths)
-        if self.kind in ("min", "max"):
-            return self._extreme(values, mask, match_of)
-        first = m.offsets[match_of]
+        inputs = LabelledRows(m, rows, self.variables)
+        values = [a(inputs) for a in self.args]
+        mask = np.ones(len(m.labels), bool)
+        if self.ids is not None:
+            mask &= np.isin(m.labels, self.ids)
+        if self.condition is not None:
+            mask &= true_mask(self.condition(inputs))
+        evaluate = self._reduction(Segments(m), values, mask)
+        what = f"measure {self.name}"
+        return lambda idx: cast_exact(evaluate(idx), self.type, what)
 
-        def upto(prefix: np.ndarray, idx: np.ndarray) -> np.ndarray:
-            """Prefix at ``idx`` minus the prefix before its match (0 for idx -1)."""
-            safe = np.maximum(idx, 0)
-            start = first[safe]
-            before = np.where(start > 0, prefix[np.maximum(start - 1, 0)], 0)
-            return np.where(idx >= 0, prefix[safe] - before, 0)
-
-        counts = np.cumsum(mask, dtype=np.int64)
-        if self.kind == "count":
-            return lambda idx: pa.array(upto(counts, idx), pa.int64())
-        if pa.types.is_floating(values.type):
-            return self._float_sums(values, mask, first, counts, upto)
-        raw = np.where(mask, np.asarray(values.fill_null(0), dtype=np.int64), 0)
-        exact = int(np.abs(raw).max()) * n < _EXACT
-        sums = np.cumsum(raw if exact else raw.astype(object))
-
-        def evaluate(idx: np.ndarray) -> pa.Array:
-            count = upto(counts, idx)
-            total = upto(sums, idx)
-            empty = count == 0
-            if not exact:  # Python integers: exact at any size
-                pairs = zip(total.tolist(), count.tolist(), strict=True)
-                if self.kind == "avg":
-                    # DuckDB (and the reference) divide the sum as a double
-                    return pa.array([float(t) / c if c else None for t, c in pairs],
-                                    pa.float64())
-                return pa.array([decimal.Decimal(int(t)) if c else None for t, c in pairs],
-                                self.type)
-            if self.kind == "avg":
-                return pa.array(total / np.maximum(count, 1), pa.float64(), mask=empty)
-            return pa.array(total, pa.int64(), mask=empty).cast(self.type)
-        return evaluate
-
-    def _float_sums(self, values: pa.Array, mask: np.ndarray, first: np.ndarray,
-                    counts: np.ndarray, upto: Callable) -> Callable[[np.ndarray], pa.Array]:
-        """SUM/AVG of a floating column: each match summed from its first row on, in
-        row order, as the reference adds (a difference of prefix sums would round
-        differently)."""
-        sums = _running_float_sums(np.asarray(values.fill_null(0.0), dtype=np.float64),
-                                   mask, first)
-
-        def evaluate(idx: np.ndarray) -> pa.Array:
-            count = upto(counts, idx)
-            empty = count == 0
-            total = np.where(idx >= 0, sums[np.maximum(idx, 0)], 0.0)
-            if self.kind == "avg":
-                total = total / np.maximum(count, 1)
-            return pa.array(total, pa.float64(), mask=empty)
-        return evaluate
-
-    def _extreme(self, values: pa.Array, mask: np.ndarray,
-                 match_of: np.ndarray) -> Callable[[np.ndarray], pa.Array]:
-        n = len(values)
-        order = np.asarray(pc.sort_indices(values), dtype=np.int64)  # label index by rank
-        rank = np.empty(n, np.int64)
-        rank[order] = np.arange(n, dtype=np.int64)
-        score = rank + 1 if self.kind == "max" else n - rank  # 1..n, higher wins
-        base = match_of * (n + 1)
-        best = np.maximum.accumulate(base + np.where(mask, score, 0)) - base  # 0: none yet
-
-        def evaluate(idx: np.ndarray) -> pa.Array:
-            got = np.where(idx >= 0, best[np.maximum(idx, 0)], 0)
-            none = got == 0
-            ranked = got - 1 if self.kind == "max" else n - got
-            at = order[np.where(none, 0, ranked)]
-            picked = values.take(pa.array(at, pa.int64(), mask=none))
-            return picked if picked.type == self.type else picked.cast(self.type)
-        return evaluate
+    def _reduction(self, seg: Segments, values: list[pa.Array], mask: np.ndarray) -> Evaluate:
+        kind = self.kind
+        if kind == "count_star":
+            return seg.count(mask)
+        v = values[0]
+        valid = ~np.asarray(v.is_null(), dtype=bool)
+        if kind == "count":
+            return seg.count(mask & valid)
+        if kind == "count_if":
+            return seg.count(mask & true_mask(v))
+        if kind in ("bool_and", "bool_or"):
+            return seg.booleans(v, mask, every=kind == "bool_and")
+        if kind in ("sum", "avg"):
+            total = pa.float64() if pa.types.is_floating(v.type) else _DECIMAL_SUM
+            return seg.sum(v, mask, kind == "avg", total)
+        if kind in _EXTREMES:
+            keys = v if kind in ("min", "max") else values[1]
+            largest = kind in ("max", "arg_max")
+            if pa.types.is_floating(keys.type):
+                return seg.float_extreme(keys, v, mask, largest)
+            return seg.extreme(keys, v, mask, largest)
+        if kind == "any_value":
+            return seg.first_value(v, mask & valid)
+        if kind == "arbitrary":
+            return seg.first_value(v, mask)
+        if kind == "list":
+            return seg.lists(v, mask, self.type)
+        # string_agg: the list of the non-NULL values as text, joined
+        texts = v if pa.types.is_string(v.type) else v.cast(pa.string())
+        lists = seg.lists(texts, mask & valid, pa.list_(pa.string()))
+        return lambda idx: pc.binary_join(lists(idx), self.separator)
 
     # -- the two shapes of output ----------------------------------------------------------------
 
@@ -169,46 +159,74 @@ class SegmentAggregate:
         return evaluate(np.where(e.pos >= 0, m.offsets[e.match] + e.pos, -1))
 
 
-@njit(cache=True, nogil=True)
-def _running_float_sums(values: np.ndarray, mask: np.ndarray,
-                        first: np.ndarray) -> np.ndarray:  # pragma: no cover (compiled)
-    """Per label: the sum of the masked values of its match up to it, added in order."""
-    out = np.empty(len(values), np.float64)
-    total = 0.0
-    started = False
-    for i in range(len(values)):
-        if first[i] == i:
-            total = 0.0
-            started = False
-        if mask[i]:
-            total = total + values[i] if started else values[i]
-            started = True
-        out[i] = total
-    return out
+def _natural(kind: str, args: list[Argument]) -> pa.DataType:
+    """The type the reduction computes (before the cast to the declared type)."""
+    if kind in _COUNTS:
+        return pa.int64()
+    if kind in ("bool_and", "bool_or"):
+        return pa.bool_()
+    if kind == "string_agg":
+        return pa.string()
+    t = args[0].type
+    if kind == "avg":
+        return pa.float64()
+    if kind == "sum":
+        return pa.float64() if pa.types.is_floating(t) else _DECIMAL_SUM
+    if kind == "list":
+        return pa.list_(t)
+    return t
+
+
+def _check_types(node: AggregateCall, kind: str, args: list[Argument]) -> None:
+    """Unsupported for argument types whose column-wise result would differ."""
+    if any(pa.types.is_null(a.type) for a in args) and kind not in _BOOLEAN_ARGS | {"count"}:
+        raise Unsupported(f"{describe(node)}: a NULL-typed argument")
+    t = args[0].type if args else None
+    if kind in ("sum", "avg") and not (
+            (pa.types.is_integer(t) and t != pa.uint64()) or pa.types.is_floating(t)):
+        raise Unsupported(f"{describe(node)}: column-wise SUM/AVG over {t}")
+    if kind in ("min", "max") and not _ordered(t):
+        raise Unsupported(f"{describe(node)}: column-wise MIN/MAX over {t}")
+    if kind in ("arg_min", "arg_max") and (len(args) != 2 or not _ordered(args[1].type)):
+        raise Unsupported(f"{describe(node)}: column-wise {kind} key over "
+                          f"{args[1].type if len(args) == 2 else 'nothing'}")
+    if kind in _BOOLEAN_ARGS and not _boolean(t):
+        raise Unsupported(f"{describe(node)}: {kind} over {t}")
+    if kind == "string_agg" and not (pa.types.is_string(t) or pa.types.is_integer(t)):
+        raise Unsupported(f"{describe(node)}: column-wise string_agg over {t}")
 
 
 def segment_aggregate(spec: MatchSpec, variables: list[str],
                       node: exp.Expression) -> SegmentAggregate | None:
-    """The column-wise form of bound aggregate ``node``; None when ``node`` is no aggregate
-    this module computes (the caller decides what else to try). Raises Unsupported for an
-    aggregate over a column whose result would not match the reference exactly."""
-    if not isinstance(node, AggregateCall) or node.function not in _KINDS \
-            or node.distinct or node.condition is not None or len(node.expressions) != 1:
+    """The column-wise form of bound aggregate ``node``: a whole measure of ``spec``
+    (then with the measure's declared type) or part of one (with the type it computes);
+    None when ``node`` is no aggregate (the caller decides what else to try). Raises
+    Unsupported for an aggregate whose result would not match the reference exactly."""
+    if not isinstance(node, AggregateCall):
         return None
+    measure = next((m for m in spec.measures if bind(m.expr, spec) is node), None)
     kind = node.function
-    arg = node.expressions[0]
-    if not isinstance(arg, Pointer) or arg.classifier:
-        return None
-    name = arg.column
-    t = spec.columns.field(name).type
+    if kind not in _KINDS:
+        raise Unsupported(f"{describe(node)}: {kind} is not computed column-wise")
+    if node.distinct:
+        raise Unsupported(f"{describe(node)}: DISTINCT aggregates stay on the reference")
+    compiler = ArgumentCompiler(spec)
+    separator = ","
+    exprs = list(node.expressions)
+    if kind == "string_agg":
+        sep = constant_text(exprs[1]) if len(exprs) > 1 else None
+        separator = "," if sep is None else sep
+        exprs = exprs[:1]
+    args = [compiler.argument(a) for a in exprs]
+    condition = compiler.argument(node.condition) if node.condition is not None else None
+    if condition is not None and not _boolean(condition.type):
+        raise Unsupported(f"{describe(node)}: a FILTER condition that is not boolean")
+    _check_types(node, kind, args)
+    natural = _natural(kind, args)
+    declared, name = (measure.type, measure.name) if measure is not None \
+        else (natural, describe(node))
+    if not fits(natural, declared):
+        raise Unsupported(f"measure {name}: computed as {natural}, declared {declared}")
     members = node.vars
     ids = None if members is None else np.array([variables.index(v) for v in members], np.int64)
-    if kind in ("sum", "avg") and not (pa.types.is_integer(t) or pa.types.is_floating(t)):
-        raise Unsupported(f"{describe(node)}: column-wise SUM/AVG over {t}")
-    if kind in ("min", "max") and not _ordered(t):
-        raise Unsupported(f"{describe(node)}: column-wise MIN/MAX over {t}")
-    # DuckDB's result types; the measure compiler checks them against the declared ones.
-    natural = {"count": pa.int64(), "avg": pa.float64(),
-               "sum": pa.float64() if pa.types.is_floating(t) else pa.decimal128(38, 0)
-               }.get(kind, t)
-    return SegmentAggregate(kind, name, ids, natural)
+    return SegmentAggregate(kind, args, condition, ids, variables, declared, name, separator)
