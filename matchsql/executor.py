@@ -41,6 +41,7 @@ from matchsql.fsm.program import check_pattern_size
 from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar import split_statements
 from matchsql.grammar.sqltext import check_text
+from matchsql.grammar.stream_ddl import is_stream_statement
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.profile import MatchProfile
 from matchsql.query_shape import direct_select, offset_of, plain_limit, require_columns
@@ -62,8 +63,6 @@ Params = Sequence[Any] | Mapping[str, Any] | None
 _MATCH_RECOGNIZE = re.compile(r"\bmatch_recognize\b", re.IGNORECASE)
 _SET = re.compile(r"^\s*set\s+(?:session\s+)?(\w+)\s*(?:=|\bto\b)\s*(.+?)\s*$",
                   re.IGNORECASE | re.DOTALL)
-_STREAM_DDL = re.compile(r"^\s*(create\s+stream|drop\s+stream|show\s+streams)\b",
-                         re.IGNORECASE)
 _view_numbers = itertools.count()
 _EXPLAIN = re.compile(r"^\s*explain\b(?!\s+analyze\b)", re.IGNORECASE)
 _VIEW = re.compile(r"__matchsql_matches_\d+")
@@ -178,7 +177,7 @@ class Executor:
         setting = self._setting_statement(statement, words)
         if setting is not False:
             return setting
-        if _STREAM_DDL.match(statement):
+        if is_stream_statement(statement):
             return self.streams.run_ddl(statement)
         if "current_setting" in statement.lower():
             statement = replace_settings(statement, {n: getattr(self.config, n)

@@ -284,11 +284,11 @@ class Producer:
                         slot[S_BATCH_ROWS] += batch.num_rows
                     written[0] += batch.num_rows
                     return
-            dead = ring.reader_dead()
-            if dead:
+            dead, live = ring.reap_readers()
+            if dead and not live:
                 raise StreamError(
-                    f"stream {self.definition.name!r} is full and its reader (process {dead}) "
-                    "died")
+                    f"stream {self.definition.name!r} is full and its reader (process "
+                    f"{dead[0]}) died")
             if deadline is not None and time.monotonic() > deadline:
                 raise StreamError(f"stream {self.definition.name!r} stayed full past the "
                                   "timeout")
