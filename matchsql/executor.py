@@ -40,6 +40,7 @@ from matchsql.errors import (
 from matchsql.fsm.program import check_pattern_size
 from matchsql.fsm.spec import MatchSpec
 from matchsql.grammar import split_statements
+from matchsql.grammar.continuous_ddl import is_continuous_statement
 from matchsql.grammar.sqltext import check_text
 from matchsql.grammar.stream_ddl import is_stream_statement
 from matchsql.grammar.subqueries import visible_ctes
@@ -99,6 +100,7 @@ class Executor:
         # the previous statement's unfinished Result, as DuckDB's own API does.
         self._open_result = None
         self._streams = None
+        self._continuous = None
         # The running statement's cancellation: new for each statement (an old
         # statement's leftover work keeps its own token), set by interrupt().
         self._cancel = Cancellation()
@@ -128,6 +130,15 @@ class Executor:
 
             self._streams = StreamStatements(self)
         return self._streams
+
+    @property
+    def continuous(self):
+        """Named continuous queries (CREATE/RESUME/STOP/DROP/SHOW); see matchsql.continuous."""
+        if self._continuous is None:
+            from matchsql.continuous import ContinuousQueries
+
+            self._continuous = ContinuousQueries(self)
+        return self._continuous
 
     @property
     def cancellation(self) -> Cancellation:
@@ -179,6 +190,8 @@ class Executor:
             return setting
         if is_stream_statement(statement):
             return self.streams.run_ddl(statement)
+        if is_continuous_statement(statement):
+            return self.continuous.run(statement)
         if "current_setting" in statement.lower():
             statement = replace_settings(statement, {n: getattr(self.config, n)
                                                      for n in _OWN_SETTINGS})

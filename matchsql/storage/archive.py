@@ -42,6 +42,7 @@ import sqlglot
 from sqlglot import exp
 
 from matchsql.errors import SemanticError, StreamError
+from matchsql.storage import faults
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.files import io_error, make_private_dirs, write_atomically
 
@@ -180,6 +181,7 @@ class Archive:
                     write_atomically(final, kept, final.with_suffix(".tmp"),
                                      f"cannot append to the archive of stream "
                                      f"{self.definition.name!r} at")
+                    faults.point("archive")  # durable, not yet published to the ring
             else:
                 cursor.execute(f"INSERT INTO {self.table} {select}")
         except duckdb.Error as exc:
@@ -204,15 +206,17 @@ class Archive:
         pattern = str(self.directory / "part-*.parquet").replace("'", "''")
         return f"read_parquet('{pattern}')"
 
-    def history(self, cursor: duckdb.DuckDBPyConnection, batch_rows: int
+    def history(self, cursor: duckdb.DuckDBPyConnection, batch_rows: int, since: int = 0
                 ) -> Iterator[tuple[int, pa.RecordBatch]]:
-        """The archived tuples in sequence order: (last seq of the batch, stream-shaped batch)."""
+        """The archived tuples from sequence number ``since`` on, in order: (last seq of the
+        batch, stream-shaped batch)."""
         source = self._source()
         if source is None:
             return
         columns = ", ".join(_quote(n) for n in self.schema.names)
         try:
-            reader = cursor.sql(f"SELECT {SEQ}, {columns} FROM {source} ORDER BY {SEQ}") \
+            where = f" WHERE {SEQ} >= {int(since)}" if since else ""
+            reader = cursor.sql(f"SELECT {SEQ}, {columns} FROM {source}{where} ORDER BY {SEQ}") \
                 .to_arrow_reader(batch_rows)
             for batch in reader:
                 if batch.num_rows:

@@ -91,6 +91,8 @@ class LiveReader:
         self.archive = archive
         self.con = con
         self.label = label
+        # Called before each wait on an empty queue (every 50 ms at most while idle).
+        self.on_wait: Callable[[], None] | None = None
         self.rows_read = 0
         # sum(rows * enqueue_ns) of the batch the last read() returned (monotonic ns).
         self.last_enqueue_sum_ns = 0
@@ -160,6 +162,8 @@ class LiveReader:
                 return None
             if self.archiver is not None:
                 self.archiver.pump(self.max_rows, urgent=ring.take_blocked())
+            if self.on_wait is not None:
+                self.on_wait()
             if self.cancelled():
                 raise ExecutionError("statement interrupted")
             now = time.monotonic()

@@ -30,7 +30,7 @@ from typing import Any
 import pyarrow as pa
 
 from matchsql.errors import StreamError, StreamWriteError
-from matchsql.storage import liveness
+from matchsql.storage import faults, liveness
 from matchsql.storage.catalog import Catalog, StreamDef
 from matchsql.storage.shm_ring import (
     MAX_SLOTS,
@@ -277,6 +277,7 @@ class Producer:
                     first = ring.reserve_spill(batch.num_rows)
                     write_spill(self.definition.spill_dir, first,
                                 pa.Table.from_batches([batch]))
+                    faults.point("spill")  # written, not yet published
                     ring.publish_spill(first, batch.num_rows)
                 if first is not None:
                     slot[S_ROWS] += batch.num_rows

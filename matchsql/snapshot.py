@@ -1,0 +1,86 @@
+"""Snapshots of partition matchers: their state pickled, their plan referenced by path.
+
+A partition matcher holds two kinds of objects: its state (rows it keeps,
+counters, the match number, partial threads) and the query's plan that every
+partition shares (the analysed spec, the compiled program, DEFINE and
+MEASURES functions - closures that cannot be pickled - and the config). A
+snapshot pickles the state and writes each plan object as its *path* from the
+plan's roots (``spec.measures[2].fn``); restoring walks a freshly planned copy
+of the same query the same way and puts its objects back at those paths. So a
+snapshot is small, and restoring it needs only the query text.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import types
+from collections import deque
+from collections.abc import Mapping
+
+import numpy as np
+
+_LEAVES = (str, bytes, int, float, complex, bool, type(None), range, types.ModuleType, type)
+_MAX_OBJECTS = 200_000
+
+
+def _children(obj: object):
+    """(step, child) pairs in a deterministic order (no sets: their order varies)."""
+    if isinstance(obj, (list, tuple)):
+        return list(enumerate(obj))
+    if isinstance(obj, dict):
+        return [(("key", repr(k)), v) for k, v in obj.items()
+                if isinstance(k, (str, int, tuple))]
+    if isinstance(obj, (np.ndarray, types.FunctionType, types.BuiltinFunctionType)):
+        return []
+    found = []
+    state = getattr(obj, "__dict__", None)
+    if isinstance(state, dict):
+        found.extend((("attr", k), v) for k, v in state.items())
+    for cls in type(obj).__mro__:
+        for slot in getattr(cls, "__slots__", ()) if isinstance(
+                getattr(cls, "__slots__", ()), (tuple, list)) else ():
+            if hasattr(obj, slot) and not slot.startswith("__"):
+                found.append((("attr", slot), getattr(obj, slot)))
+    return found
+
+
+def plan_paths(roots: Mapping[str, object]) -> dict[tuple, object]:
+    """Every non-leaf object reachable from ``roots``, by the first path that reaches it
+    (breadth first, so the same plan built twice gives the same paths)."""
+    paths: dict[tuple, object] = {}
+    seen: set[int] = set()
+    queue = deque(((name,), obj) for name, obj in roots.items())
+    while queue and len(paths) < _MAX_OBJECTS:
+        path, obj = queue.popleft()
+        if isinstance(obj, _LEAVES) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        paths[path] = obj
+        queue.extend((path + (step,), child) for step, child in _children(obj))
+    return paths
+
+
+def dumps(state: object, roots: Mapping[str, object]) -> bytes:
+    """Pickle ``state``, writing every object of the plan (``roots``) as its path."""
+    by_id = {id(obj): path for path, obj in plan_paths(roots).items()}
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=5)
+    pickler.persistent_id = lambda obj: by_id.get(id(obj))  # type: ignore[method-assign]
+    pickler.dump(state)
+    return buffer.getvalue()
+
+
+def loads(blob: bytes, roots: Mapping[str, object]) -> object:
+    """The state :func:`dumps` saved, its plan objects taken from ``roots`` (re-planned)."""
+    paths = plan_paths(roots)
+    unpickler = pickle.Unpickler(io.BytesIO(blob))
+
+    def persistent_load(path: tuple) -> object:
+        try:
+            return paths[path]
+        except KeyError:
+            raise pickle.UnpicklingError(f"the plan has no object at {path}") from None
+
+    unpickler.persistent_load = persistent_load  # type: ignore[method-assign]
+    return unpickler.load()
