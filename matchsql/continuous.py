@@ -366,8 +366,10 @@ class _Runner:
         cursor = self._cursor = con.cursor()
         history = con.cursor()
         config = self.executor.config
+        # A checkpoint falls between batches: checkpoint_rows bounds a batch too.
+        batch_rows = min(config.batch_size, self.every_rows or config.batch_size)
         reader = LiveReader(self.plan.definition, on_producer_death="wait",
-                            cancelled=self._halt.is_set, max_rows=config.batch_size,
+                            cancelled=self._halt.is_set, max_rows=batch_rows,
                             label=f"cq {self.name}")
         try:
             archive = reader.take_archive(history)
@@ -382,7 +384,7 @@ class _Runner:
                 start = max(start, reader.next_seq)  # nothing to replay from: at most once
             next_seq = start
             if archive is not None and self.checkpointing:
-                for last, batch in archive.history(history, config.batch_size, since=start):
+                for last, batch in archive.history(history, batch_rows, since=start):
                     self.replayed += batch.num_rows
                     self._feed(batch, last + 1)
                     if self._halt.is_set():
