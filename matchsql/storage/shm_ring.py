@@ -457,10 +457,12 @@ class Ring:
         if h[W_HAS_ARCHIVE]:
             cursors.append((int(h[W_ARCH_SEQ]), int(h[W_ARCH_BYTES])))
         seq = min(c[0] for c in cursors)
-        to = min(c[1] for c in cursors)
         tail_seq, tail = int(h[W_TAIL_SEQ]), int(h[W_TAIL_BYTES])
         if seq <= tail_seq:
             return tail_seq
+        # A cursor's byte position may lag its sequence number (one restored or taken
+        # over): free every whole frame below the new tail all the same.
+        to = self.frame_end_before(max(tail, min(c[1] for c in cursors)), seq)
         h[W_TAIL_SEQ] = seq
         if to > tail:
             h[W_RING_OUT] += self._rows_between(tail, to)
