@@ -346,6 +346,8 @@ class _Runner:
         self.committed = int(row["matches"])
         self.checkpoints = int(row["checkpoints"])
         self.replayed = 0  # tuples read again from the log after a restart
+        # Set to a list to record each live batch's latency (bench/checkpoint.py).
+        self.latencies_ns: list[int] | None = None
         self._pending: list[pa.RecordBatch] = []
         self._rows_since = 0
         self._last = time.monotonic()
@@ -391,8 +393,11 @@ class _Runner:
                         raise ExecutionError("statement interrupted")
                 next_seq = max(next_seq, self.position)
             self.position = next_seq  # live batches continue from there without a gap
-            for batch, _ in _live_batches(reader, next_seq):
+            for batch, enqueue_sum_ns in _live_batches(reader, next_seq):
                 self._feed(batch, self.position + batch.num_rows)
+                if self.latencies_ns is not None:  # enqueue to processed (and checkpointed)
+                    self.latencies_ns.append(time.monotonic_ns()
+                                             - enqueue_sum_ns // max(1, batch.num_rows))
             for out in router.finish():
                 self._pending.append(out)
             self._checkpoint("finished")
