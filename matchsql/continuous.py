@@ -23,8 +23,8 @@ The query needs a stream with an unfiltered archive (the log to replay) and
 a file database (the checkpoints). It resumes when the next connection to
 the database opens (``matchsql.connect(path)``), or with
 ``RESUME CONTINUOUS QUERY name``. ``checkpoint_interval = 0`` with no
-``checkpoint_rows`` turns checkpoints off: sink rows are inserted as matches
-are found and nothing is saved (after a crash the query restarts at the
+``checkpoint_rows`` turns checkpoints off: sink rows are inserted each second
+(and at the end) and nothing is saved (after a crash the query restarts at the
 stream's current end: at most once). At end of stream the partitions are
 closed, the last matches committed and the query is ``finished``. Producer
 deaths do not stop it (it waits for a new producer).
@@ -432,11 +432,12 @@ class _Runner:
         self._maybe_checkpoint()
 
     def _maybe_checkpoint(self) -> None:
-        if not self.checkpointing:
-            if self._pending:
+        if not self.checkpointing:  # sink rows only, each second (no state, no position)
+            if self._pending and time.monotonic() - self._last >= DEFAULT_INTERVAL_S:
                 self._insert(self._pending)
                 self.committed += sum(b.num_rows for b in self._pending)
                 self._pending = []
+                self._last = time.monotonic()
             return
         due = (self.interval and time.monotonic() - self._last >= self.interval) or \
             (self.every_rows and self._rows_since >= self.every_rows)
