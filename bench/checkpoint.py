@@ -1,6 +1,6 @@
 """Checkpoint overhead of a named continuous query: off, every 1 s, every 10 s.
 
-    python -m bench.checkpoint [--rows 3000000] [--rate 200000] [--seconds 12]
+    python -m bench.checkpoint [--rows 3000000] [--rate 200000] [--seconds 12] [--repeat 3]
 
 The query is the DejaVu Q1 over a live stream of synthetic trades (50
 symbols, so 50 partition matchers in every snapshot) with a Parquet archive,
@@ -17,8 +17,9 @@ sink SELECT * FROM trades MATCH_RECOGNIZE (...)`` in a file database.
 
 ``off`` inserts the matches into the sink each second and saves no state
 (at most once after a crash); the others commit sink rows, matcher
-state and position in one DuckDB transaction. ``snapshot`` is the size of
-the last checkpoint's matcher state.
+state and position in one DuckDB transaction. ``snapshot`` is the largest
+matcher-state snapshot written. Each figure is the median of ``repeat`` runs,
+the settings interleaved (a shared machine's load drifts).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 
 import matchsql
 from bench.queries import Q1
@@ -99,8 +101,7 @@ def run(directory: Path, label: str, interval: float, mode: str, args) -> dict:
                   "max": values[-1] if values else float("nan")}
     shown = con.sql("SHOW CONTINUOUS QUERIES")
     row = dict(zip(shown.columns, shown.fetchall()[0]))
-    snap = con.sql("SELECT octet_length(snapshot) FROM __matchsql_continuous_queries") \
-        .fetchall()[0][0]
+    snap = runner.snapshot_bytes
     con.sql("DROP CONTINUOUS QUERY q")
     con.sql("DROP STREAM trades")
     con.close()
@@ -112,6 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=3_000_000)
     parser.add_argument("--rate", type=int, default=200_000)
     parser.add_argument("--seconds", type=float, default=12.0)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     print(f"Q1 over 50 symbols; throughput: {args.rows:,} rows as fast as possible; latency: "
           f"{args.rate:,} rows/s for {args.seconds:g} s in 1,000-row frames")
@@ -120,15 +122,20 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
         run(directory, "warm-up", 1.0, "throughput", argparse.Namespace(rows=100_000))
-        base = None
-        for label, interval in SETTINGS:
-            fast = run(directory, label, interval, "throughput", args)
-            paced = run(directory, label, interval, "latency", args)
-            base = base or fast["rows/s"]
-            print(f"{label:<12}{fast['rows/s']:>12,.0f}{fast['rows/s'] / base - 1:>+8.1%}"
-                  f"{paced['p50']:>9.1f}{paced['p99']:>9.1f}{paced['max']:>9.1f}"
-                  f"{fast['checkpoints']:>6}/{paced['checkpoints']:<6}"
-                  f"{max(fast['snapshot'], paced['snapshot']) / 1024:>14,.0f}")
+        runs: dict[str, list[tuple[dict, dict]]] = {label: [] for label, _ in SETTINGS}
+        for _ in range(args.repeat):
+            for label, interval in SETTINGS:
+                runs[label].append((run(directory, label, interval, "throughput", args),
+                                    run(directory, label, interval, "latency", args)))
+    base = None
+    for label, _ in SETTINGS:
+        fast = {k: median(f[k] for f, _ in runs[label]) for k in runs[label][0][0]}
+        paced = {k: median(p[k] for _, p in runs[label]) for k in runs[label][0][1]}
+        base = base or fast["rows/s"]
+        print(f"{label:<12}{fast['rows/s']:>12,.0f}{fast['rows/s'] / base - 1:>+8.1%}"
+              f"{paced['p50']:>9.1f}{paced['p99']:>9.1f}{paced['max']:>9.1f}"
+              f"{fast['checkpoints']:>6.0f}/{paced['checkpoints']:<6.0f}"
+              f"{max(fast['snapshot'], paced['snapshot']) / 1024:>14,.0f}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Fan-out: 1, 2 and 4 readers of one live stream, each in its own process.
 
-    python -m bench.fanout [--rows 2000000] [--q1-rows 300000]
+    python -m bench.fanout [--rows 2000000] [--q1-rows 300000] [--repeat 3]
 
 Each reader has its own cursor and reads every tuple. Stages:
 
@@ -13,13 +13,15 @@ trades with ``write_batch`` in 65,536-row frames. ``producer rows/s`` is its
 own write rate; ``readers total rows/s`` is the tuples all readers received
 together over the time from the producer's first write to the last reader's
 end of stream (system-wide monotonic clock); ``vs 1 reader`` compares that
-with the single reader's.
+with the single reader's. Each figure is the median of ``repeat`` runs, the
+reader counts interleaved (a shared machine's load drifts).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from statistics import median
 
 import matchsql
 from bench.stream_common import scratch_stream, spawn_producer
@@ -84,14 +86,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--q1-rows", type=int, default=300_000)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     con = matchsql.connect(demo=False)
     print(f"{'stage':<7}{'readers':>8}{'rows each':>12}{'producer rows/s':>17}"
           f"{'readers total rows/s':>22}{'vs 1 reader':>13}{'seconds':>9}")
     for stage, rows in (("queue", args.rows), ("Q1", args.q1_rows)):
+        runs: dict[int, list[tuple]] = {n: [] for n in (1, 2, 4)}
+        for _ in range(args.repeat):
+            for readers in runs:
+                runs[readers].append(run(con, stage, readers, rows))
         single = None
-        for readers in (1, 2, 4):
-            write_rate, total, seconds = run(con, stage, readers, rows)
+        for readers, measured in runs.items():
+            write_rate, total, seconds = (median(m[i] for m in measured) for i in range(3))
             single = single or total
             print(f"{stage:<7}{readers:>8}{rows:>12,}{write_rate:>17,.0f}{total:>22,.0f}"
                   f"{total / single:>12.2f}x{seconds:>9.2f}")

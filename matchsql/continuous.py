@@ -346,6 +346,7 @@ class _Runner:
         self.committed = int(row["matches"])
         self.checkpoints = int(row["checkpoints"])
         self.replayed = 0  # tuples read again from the log after a restart
+        self.snapshot_bytes = 0  # the largest matcher-state snapshot written
         # Set to a list to record each live batch's latency (bench/checkpoint.py).
         self.latencies_ns: list[int] | None = None
         self._pending: list[pa.RecordBatch] = []
@@ -458,6 +459,7 @@ class _Runner:
         cursor, router = self._cursor, self._router
         assert cursor is not None and router is not None
         state = snapshot.dumps(router.runs, self.plan.roots) if self.checkpointing else None
+        self.snapshot_bytes = max(self.snapshot_bytes, len(state or b""))
         found = sum(b.num_rows for b in self._pending)
         cursor.begin()
         try:
