@@ -93,7 +93,7 @@ class _Plan:
     insert_sql: str  # the INSERT with the MATCH_RECOGNIZE replaced by ``view``
     view: str
     schema: pa.Schema  # the matches' columns
-    roots: dict[str, Any]  # the plan objects a snapshot refers to (see matchsql.snapshot)
+    index: snapshot.PlanIndex  # the plan objects a snapshot refers to
 
 
 class ContinuousQueries:
@@ -301,8 +301,9 @@ class ContinuousQueries:
             return new_partition_matcher(spec, key, config)
 
         roots = {"spec": spec, "config": config, "template": new_run(())}
+        index = snapshot.PlanIndex(roots)
         try:
-            snapshot.dumps({(): new_run(())}, roots)
+            index.dumps({(): new_run(())})
         except Exception as exc:  # noqa: BLE001 - any pickling failure means the same
             raise SemanticError(f"this MATCH_RECOGNIZE's matcher state cannot be checkpointed "
                                 f"(it runs on the {type(roots['template']).__name__}: "
@@ -310,7 +311,7 @@ class ContinuousQueries:
         view = f"__matchsql_cq_{name.lower()}"
         node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
         return _Plan(definition, spec.partition_by, new_run, tree.sql(dialect="duckdb"), view,
-                     spec.output_schema(), roots)
+                     spec.output_schema(), index)
 
     def _start_position(self, definition: StreamDef) -> int:
         """A new query starts at the oldest tuple the ring still holds (the stream's
@@ -381,7 +382,7 @@ class _Runner:
             router = self._router = HashPartitionRouter(self.plan.partition_by,
                                                         self.plan.new_run)
             if self.saved:
-                router.runs = snapshot.loads(self.saved, self.plan.roots)
+                router.runs = self.plan.index.loads(self.saved)
             start = self.position
             if not self.checkpointing:
                 start = max(start, reader.next_seq)  # nothing to replay from: at most once
@@ -458,7 +459,7 @@ class _Runner:
         """Sink rows, matcher state and position, in one transaction."""
         cursor, router = self._cursor, self._router
         assert cursor is not None and router is not None
-        state = snapshot.dumps(router.runs, self.plan.roots) if self.checkpointing else None
+        state = self.plan.index.dumps(router.runs) if self.checkpointing else None
         self.snapshot_bytes = max(self.snapshot_bytes, len(state or b""))
         found = sum(b.num_rows for b in self._pending)
         cursor.begin()

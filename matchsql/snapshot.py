@@ -61,26 +61,33 @@ def plan_paths(roots: Mapping[str, object]) -> dict[tuple, object]:
     return paths
 
 
-def dumps(state: object, roots: Mapping[str, object]) -> bytes:
-    """Pickle ``state``, writing every object of the plan (``roots``) as its path."""
-    by_id = {id(obj): path for path, obj in plan_paths(roots).items()}
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=5)
-    pickler.persistent_id = lambda obj: by_id.get(id(obj))  # type: ignore[method-assign]
-    pickler.dump(state)
-    return buffer.getvalue()
+class PlanIndex:
+    """The paths of one plan's objects, computed once for every snapshot of its matchers."""
 
+    def __init__(self, roots: Mapping[str, object]) -> None:
+        self.roots = dict(roots)  # keeps the objects (and so their ids) alive
+        self.paths = plan_paths(roots)
+        self._by_id = {id(obj): path for path, obj in self.paths.items()}
 
-def loads(blob: bytes, roots: Mapping[str, object]) -> object:
-    """The state :func:`dumps` saved, its plan objects taken from ``roots`` (re-planned)."""
-    paths = plan_paths(roots)
-    unpickler = pickle.Unpickler(io.BytesIO(blob))
+    def dumps(self, state: object) -> bytes:
+        """Pickle ``state``, writing every object of the plan as its path."""
+        buffer = io.BytesIO()
+        pickler = pickle.Pickler(buffer, protocol=5)
+        by_id = self._by_id
+        pickler.persistent_id = lambda obj: by_id.get(id(obj))  # type: ignore[method-assign]
+        pickler.dump(state)
+        return buffer.getvalue()
 
-    def persistent_load(path: tuple) -> object:
-        try:
-            return paths[path]
-        except KeyError:
-            raise pickle.UnpicklingError(f"the plan has no object at {path}") from None
+    def loads(self, blob: bytes) -> object:
+        """The state a :meth:`dumps` of the same query saved, in this plan's objects."""
+        paths = self.paths
+        unpickler = pickle.Unpickler(io.BytesIO(blob))
 
-    unpickler.persistent_load = persistent_load  # type: ignore[method-assign]
-    return unpickler.load()
+        def persistent_load(path: tuple) -> object:
+            try:
+                return paths[path]
+            except KeyError:
+                raise pickle.UnpicklingError(f"the plan has no object at {path}") from None
+
+        unpickler.persistent_load = persistent_load  # type: ignore[method-assign]
+        return unpickler.load()
