@@ -25,6 +25,7 @@ the settings interleaved (a shared machine's load drifts).
 from __future__ import annotations
 
 import argparse
+import itertools
 import tempfile
 import time
 from pathlib import Path
@@ -65,6 +66,7 @@ PACED = """
     producer.close()
 """
 SETTINGS = (("off", 0.0), ("every 1 s", 1.0), ("every 10 s", 10.0))
+_RUNS = itertools.count()
 
 
 def _query(name: str) -> str:
@@ -72,7 +74,7 @@ def _query(name: str) -> str:
 
 
 def run(directory: Path, label: str, interval: float, mode: str, args) -> dict:
-    database = str(directory / f"{label.replace(' ', '_')}_{mode}.duckdb")
+    database = str(directory / f"{label.replace(' ', '_')}_{mode}_{next(_RUNS)}.duckdb")
     con = matchsql.connect(database)
     con.sql(f"CREATE STREAM trades ({COLUMNS}) WITH (capacity = 1048576, "
             f"archive = '{directory / (Path(database).stem + '_hist')}/')")

@@ -151,6 +151,7 @@ class ContinuousQueries:
 
     def resume(self, name: str) -> None:
         row = self._require(name)
+        name = row["name"]
         runner = self.runners.get(name)
         if runner is not None and runner.thread.is_alive():
             raise ExecutionError(f"continuous query {name!r} is running already")
@@ -183,7 +184,7 @@ class ContinuousQueries:
 
     def stop(self, name: str, state: str = "stopped") -> None:
         """Stop the query's thread after a last checkpoint (it resumes with RESUME)."""
-        self._require(name)
+        name = self._require(name)["name"]
         runner = self.runners.pop(name, None)
         if runner is not None:
             runner.stop(state)
@@ -192,10 +193,12 @@ class ContinuousQueries:
                                       "AND state = 'running'", [state, name])
 
     def drop(self, name: str, *, if_exists: bool = False) -> None:
-        if self._row(name) is None:
+        row = self._row(name)
+        if row is None:
             if if_exists:
                 return
             raise CatalogError(f"continuous query {name!r} does not exist")
+        name = row["name"]
         runner = self.runners.pop(name, None)
         if runner is not None:
             runner.stop("stopped")
@@ -287,7 +290,8 @@ class ContinuousQueries:
         node = nodes[0]
         definition = self.executor.streams.stream_of(node)
         if definition is None:
-            raise SemanticError("the MATCH_RECOGNIZE of a continuous query reads a stream",
+            raise SemanticError(f"the MATCH_RECOGNIZE of a continuous query reads a stream; "
+                                f"{node.this.sql(dialect='duckdb')} is no live stream",
                                 sql=statement, offset=offset)
         if not definition.archive or definition.archive_filter:
             raise SemanticError(f"stream {definition.name!r} needs an archive without "
