@@ -34,11 +34,13 @@ Definitions and checkpoints live in the table ``__matchsql_continuous_queries``.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +104,7 @@ class ContinuousQueries:
     def __init__(self, executor) -> None:
         self.executor = executor
         self.runners: dict[str, _Runner] = {}
+        _LIVE.add(self)
 
     # -- statements ------------------------------------------------------------------------
 
@@ -333,6 +336,18 @@ class ContinuousQueries:
                          row["position"] if position is None else position)
         self.runners[name] = runner
         runner.thread.start()
+
+
+# Every instance, so that the process stops their threads before it exits: a daemon
+# thread cut off inside DuckDB at interpreter shutdown aborts the process.
+_LIVE: weakref.WeakSet[ContinuousQueries] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all() -> None:
+    for queries in list(_LIVE):
+        with contextlib.suppress(Exception):
+            queries.close()
 
 
 class _Runner:
