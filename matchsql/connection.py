@@ -36,6 +36,9 @@ class Connection:
         self._duckdb.execute("SET enable_progress_bar = true")
         self._duckdb.execute("SET enable_progress_bar_print = false")
         self._executor = Executor(self._duckdb, self.config)
+        if database != ":memory:" and not read_only:
+            # Continuous queries whose process died go on from their last checkpoint.
+            self._executor.continuous.resume_interrupted()
 
     @property
     def duckdb(self) -> duckdb.DuckDBPyConnection:
@@ -100,7 +103,32 @@ class Connection:
         return [row[0] for row in self._duckdb.execute(
             "SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()]
 
+    # -- named continuous queries (the same as their SQL statements) ----------------------
+
+    def create_continuous_query(self, name: str, insert_sql: str, *,
+                                checkpoint_interval: float | None = None,
+                                checkpoint_rows: int | None = None,
+                                if_not_exists: bool = False) -> None:
+        """``CREATE CONTINUOUS QUERY name WITH (...) AS insert_sql`` (see matchsql.continuous)."""
+        options = {k: v for k, v in (("checkpoint_interval", checkpoint_interval),
+                                     ("checkpoint_rows", checkpoint_rows)) if v is not None}
+        self._executor.continuous.create_from(name, insert_sql, options, if_not_exists)
+
+    def resume_continuous_query(self, name: str) -> None:
+        self._executor.continuous.resume(name)
+
+    def stop_continuous_query(self, name: str) -> None:
+        self._executor.continuous.stop(name)
+
+    def drop_continuous_query(self, name: str, *, if_exists: bool = False) -> None:
+        self._executor.continuous.drop(name, if_exists=if_exists)
+
+    def continuous_queries(self) -> Result:
+        """``SHOW CONTINUOUS QUERIES``: name, state, position, lag, last checkpoint, ..."""
+        return self.sql("SHOW CONTINUOUS QUERIES")
+
     def close(self) -> None:
+        self._executor.continuous.close()
         self._executor.workers.close()
         self._duckdb.close()
 

@@ -39,7 +39,9 @@ from matchsql.errors import (
 )
 from matchsql.fsm.program import check_pattern_size
 from matchsql.grammar import split_statements
+from matchsql.grammar.continuous_ddl import is_continuous_statement
 from matchsql.grammar.sqltext import check_text
+from matchsql.grammar.stream_ddl import is_stream_statement
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.plan.spec import MatchSpec
 from matchsql.profile import MatchProfile
@@ -63,8 +65,6 @@ Params = Sequence[Any] | Mapping[str, Any] | None
 _MATCH_RECOGNIZE = re.compile(r"\bmatch_recognize\b", re.IGNORECASE)
 _SET = re.compile(r"^\s*set\s+(?:session\s+)?(\w+)\s*(?:=|\bto\b)\s*(.+?)\s*$",
                   re.IGNORECASE | re.DOTALL)
-_STREAM_DDL = re.compile(r"^\s*(create\s+stream|drop\s+stream|show\s+streams)\b",
-                         re.IGNORECASE)
 _view_numbers = itertools.count()
 _EXPLAIN = re.compile(r"^\s*explain\b(?!\s+analyze\b)", re.IGNORECASE)
 _VIEW = re.compile(r"__matchsql_matches_\d+")
@@ -101,6 +101,7 @@ class Executor:
         # the previous statement's unfinished Result, as DuckDB's own API does.
         self._open_result = None
         self._streams = None
+        self._continuous = None
         # The running statement's cancellation: new for each statement (an old
         # statement's leftover work keeps its own token), set by interrupt().
         self._cancel = Cancellation()
@@ -132,6 +133,15 @@ class Executor:
 
             self._streams = StreamStatements(self)
         return self._streams
+
+    @property
+    def continuous(self):
+        """Named continuous queries (CREATE/RESUME/STOP/DROP/SHOW); see matchsql.continuous."""
+        if self._continuous is None:
+            from matchsql.continuous import ContinuousQueries
+
+            self._continuous = ContinuousQueries(self)
+        return self._continuous
 
     @property
     def cancellation(self) -> Cancellation:
@@ -183,8 +193,10 @@ class Executor:
         setting = self._setting_statement(statement, words)
         if setting is not False:
             return setting
-        if _STREAM_DDL.match(statement):
+        if is_stream_statement(statement):
             return self.streams.run_ddl(statement)
+        if is_continuous_statement(statement):
+            return self.continuous.run(statement)
         if "current_setting" in statement.lower():
             statement = replace_settings(statement, {n: getattr(self.config, n)
                                                      for n in _OWN_SETTINGS})

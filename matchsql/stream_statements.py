@@ -31,7 +31,6 @@ from matchsql.grammar.subqueries import visible_ctes
 from matchsql.query_shape import direct_select, require_columns
 from matchsql.result import BatchSource, Result, table_result
 from matchsql.router.continuous import _live_batches
-from matchsql.storage.archive import Archive
 from matchsql.storage.catalog import Catalog, StreamDef
 from matchsql.storage.live_reader import LiveReader
 from matchsql.storage.shm_ring import Ring
@@ -72,9 +71,15 @@ class StreamStatements:
         from matchsql.grammar.stream_ddl import (
             CreateStream,
             DropStream,
+            ShowStreamReaders,
             parse_stream_statement,
         )
-        from matchsql.storage.streams import create_stream, drop_stream, show_streams
+        from matchsql.storage.streams import (
+            create_stream,
+            drop_stream,
+            show_stream_readers,
+            show_streams,
+        )
 
         parsed = parse_stream_statement(statement)
         if isinstance(parsed, CreateStream):
@@ -92,6 +97,8 @@ class StreamStatements:
         if isinstance(parsed, DropStream):
             drop_stream(self.database, parsed.name, if_exists=parsed.if_exists)
             return None
+        if isinstance(parsed, ShowStreamReaders):
+            return table_result(show_stream_readers(self.database, parsed.name))
         return table_result(show_streams(self.database))
 
     def _schema_of(self, create, statement: str) -> pa.Schema:
@@ -160,8 +167,7 @@ class StreamStatements:
         config = self.executor.config
         reader = LiveReader(definition, on_producer_death=config.on_producer_death,
                             cancelled=lambda: cancel.cancelled, max_rows=config.batch_size)
-        archive = Archive(definition, self.executor.con, reader.schema) \
-            if definition.archive else None
+        archive = reader.take_archive(self.executor.con)
         cursor = self.executor.con.cursor() if archive is not None else None
         try:
             reader.open()
@@ -170,16 +176,12 @@ class StreamStatements:
                 for last, batch in archive.history(cursor, config.batch_size):
                     next_seq = last + 1
                     yield batch
-            for batch, _ in _live_batches(reader, archive, next_seq):
+            for batch, _ in _live_batches(reader, next_seq):
                 yield batch
         finally:
-            try:
-                if archive is not None:
-                    archive.flush()
-            finally:
-                if cursor is not None:
-                    cursor.close()
-                reader.close()
+            if cursor is not None:
+                cursor.close()
+            reader.close()
 
     def schema_of_stream(self, definition: StreamDef) -> pa.Schema:
         """The columns of a stream, as its shared-memory ring declares them."""

@@ -6,6 +6,7 @@
                archive_filter = '<SQL predicate>')]
     DROP STREAM [IF EXISTS] name
     SHOW STREAMS
+    SHOW STREAM READERS [name]      one row per reader: cursor, lag, archive writer
 
 These are not DuckDB statements, so they are recognised by their first
 words and parsed here over the matchsql tokenizer (errors point at the
@@ -24,7 +25,8 @@ from sqlglot.tokens import Token, TokenType
 from matchsql.errors import ParseError
 from matchsql.grammar.statements import tokenize
 
-_STATEMENT = re.compile(r"^\s*(create\s+stream|drop\s+stream|show\s+streams)\b",
+_STATEMENT = re.compile(r"^\s*(create\s+stream|drop\s+stream|show\s+streams|"
+                        r"show\s+stream\s+readers)\b",
                         re.IGNORECASE)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 OPTIONS = ("capacity", "on_full", "archive", "archive_filter")
@@ -51,7 +53,12 @@ class ShowStreams:
     pass
 
 
-StreamStatement = CreateStream | DropStream | ShowStreams
+@dataclass
+class ShowStreamReaders:
+    name: str | None = None
+
+
+StreamStatement = CreateStream | DropStream | ShowStreams | ShowStreamReaders
 
 
 def is_stream_statement(sql: str) -> bool:
@@ -119,6 +126,11 @@ class _Parser:
 
     def statement(self) -> StreamStatement:
         if self.word("SHOW"):
+            if self.word("STREAM"):
+                self.expect_word("READERS")
+                name = self.stream_name() if self.peek() is not None else None
+                self.end()
+                return ShowStreamReaders(name)
             self.expect_word("STREAMS")
             self.end()
             return ShowStreams()

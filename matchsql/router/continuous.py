@@ -15,11 +15,11 @@ are skipped. The matcher runs see one uninterrupted sequence, so a match that
 spans the boundary is found once, exactly as in a one-shot query over the
 concatenation.
 
-The archive is the stream's log: the reader releases a tuple from the ring
-only once the archive holds it durably (it flushes when a writer waits for
-room, when the tuples it holds fill half the ring, each second, and at the
-end), so after a reader is killed the next one finds every tuple after ``k``
-still in the ring - no gap, and the skip above makes no duplicate.
+The archive is the stream's log: the ring frees a tuple only once the
+archive holds it durably (its writer, one of the readers, flushes when a
+writer waits for room, when its buffer fills half the ring, each second, and
+at the end), so after a reader is killed the next one finds every tuple
+after ``k`` still in the ring - no gap, and the skip above makes no duplicate.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from matchsql.adaptive.push import PushInput
 from matchsql.errors import ExecutionError
 from matchsql.router.hashed import HashPartitionRouter
 from matchsql.router.partitions import RunFactory
-from matchsql.storage.archive import Archive
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.live_reader import LiveReader
 from matchsql.storage.shm_ring import W_HEAD_SEQ
@@ -59,12 +58,8 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
     metrics.start(time.monotonic())
     stop = threading.Event()
     reader = LiveReader(definition, on_producer_death=on_producer_death,
-                        cancelled=lambda: stop.is_set() or cancelled(), max_rows=batch_rows,
-                        durable=bool(definition.archive))
-    archive = Archive(definition, con, reader.schema) if definition.archive else None
-    if archive is not None:
-        reader.on_idle = lambda urgent: _commit(reader, archive) \
-            if urgent or archive.due() else None
+                        cancelled=lambda: stop.is_set() or cancelled(), max_rows=batch_rows)
+    archive = reader.take_archive(con)
     cursor = con.cursor() if archive is not None else None
     push: PushInput | None = None
     try:
@@ -80,8 +75,7 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                         raise ExecutionError("statement interrupted")
             else:
                 next_seq = archive.last_seq(cursor) + 1
-            archive.mark_durable(next_seq)
-        live = _live_batches(reader, archive, next_seq)
+        live = _live_batches(reader, next_seq)
         if options.mode == "pull":
             sampling = options.stats is not None  # pull costs nothing extra unless asked
             for batch, enqueue_sum_ns in live:
@@ -120,8 +114,6 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                 options.stats.clear()
                 options.stats.update(metrics.row())
                 options.stats["input_mode"] = options.mode
-            if archive is not None and (push is None or not push.thread.is_alive()):
-                _commit(reader, archive)  # else the tuples stay in the ring: none is lost
         finally:
             if cursor is not None:
                 cursor.close()
@@ -129,9 +121,8 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                 reader.close()
 
 
-def _live_batches(reader: LiveReader, archive: Archive | None,
-                  next_seq: int) -> Iterator[tuple[pa.RecordBatch, int]]:
-    """Live tuples after the archived history, each appended to the archive as read.
+def _live_batches(reader: LiveReader, next_seq: int) -> Iterator[tuple[pa.RecordBatch, int]]:
+    """Live tuples from ``next_seq`` on (those before it were read as archived history).
 
     Yields ``(batch, enqueue_sum_ns)``: the sum of the batch's tuples' enqueue
     instants (monotonic ns), for the latency metric.
@@ -140,26 +131,14 @@ def _live_batches(reader: LiveReader, archive: Archive | None,
         first, batch = item
         enqueue_sum_ns = reader.last_enqueue_sum_ns
         if first + batch.num_rows <= next_seq:
-            reader.release(next_seq)  # already archived (and read as history)
-            continue
+            continue  # already archived (and read as history)
         if first < next_seq:
             rows = batch.num_rows
             batch = batch.slice(next_seq - first)
             first = next_seq
             enqueue_sum_ns = enqueue_sum_ns * batch.num_rows // rows  # rows * mean enqueue
         next_seq = first + batch.num_rows
-        if archive is not None:
-            archive.append(first, batch)
-            if reader.under_pressure():
-                archive.flush()  # a full ring would wait for the flush timer otherwise
-            reader.release(archive.durable_seq)
         yield batch, enqueue_sum_ns
-
-
-def _commit(reader: LiveReader, archive: Archive) -> None:
-    """Make what the reader holds durable in the archive, then let the ring free it."""
-    archive.flush()
-    reader.release(archive.durable_seq)
 
 
 def _counted(metrics: InputMetrics,

@@ -8,13 +8,15 @@ Two kinds, chosen by the ``archive`` option of ``CREATE STREAM``:
   one zstd-compressed file per flush, ``part-<first seq>.parquet``, with the
   same columns.
 
-The reader side (the engine process, which owns the DuckDB database) writes
-the archive: every tuple a query consumes from the live queue is appended,
-fully or - with ``archive_filter`` - only the rows the predicate keeps, so
-the archive is append-only and in sequence order. Writes are buffered
-(64k rows or 1 s; sooner when a writer waits for room in the ring or the
-tuples the reader holds fill half of it) and flushed when the query ends or
-stops.
+The reader side writes the archive: one of the stream's readers at a time
+(the holder of the archive lease, see :mod:`matchsql.storage.archiver`)
+appends every tuple of the live queue, fully or - with ``archive_filter`` -
+only the rows the predicate keeps, so the archive is append-only and in
+sequence order. Writes are buffered (64k rows or 1 s; sooner when a writer
+waits for room in the ring or the buffer holds half of it) and flushed when
+the query ends or stops. A DuckDB table archive is written through the
+connection of the lease holder; readers in several processes should use a
+Parquet directory, which every process sees.
 
 The archive is the stream's log: a Parquet part is fsync'd and renamed into
 place (and its directory fsync'd) before its tuples are released from the
@@ -40,6 +42,7 @@ import sqlglot
 from sqlglot import exp
 
 from matchsql.errors import SemanticError, StreamError
+from matchsql.storage import faults
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.files import io_error, make_private_dirs, write_atomically
 
@@ -83,6 +86,7 @@ class Archive:
         self.filter = definition.archive_filter
         self._buffer: list[pa.Table] = []
         self._buffered = 0
+        self._buffered_bytes = 0
         self._since = time.monotonic()
         self._appended_to = 0
         # Every tuple before this sequence number is durable in the archive (or was
@@ -121,17 +125,31 @@ class Archive:
 
     # -- appending -------------------------------------------------------------------
 
-    def append(self, first_seq: int, batch: pa.RecordBatch) -> None:
-        """Buffer ``batch`` whose first tuple is ``first_seq``; flush when due."""
+    def append(self, first_seq: int, batch: pa.RecordBatch, *, flush: bool = True) -> None:
+        """Buffer ``batch`` whose first tuple is ``first_seq``; flush when due (and ``flush``)."""
         seq = pa.array(np.arange(first_seq, first_seq + batch.num_rows, dtype=np.int64))
         table = pa.Table.from_batches([batch]).add_column(0, SEQ, seq)
         if not self._buffer:
             self._since = time.monotonic()
         self._buffer.append(table)
         self._buffered += batch.num_rows
+        self._buffered_bytes += batch.nbytes
         self._appended_to = first_seq + batch.num_rows
-        if self._buffered >= FLUSH_ROWS or self.due():
+        if flush and (self._buffered >= FLUSH_ROWS or self.due()):
             self.flush()
+
+    @property
+    def buffered(self) -> int:
+        """Tuples appended and not yet durable."""
+        return self._buffered
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self._buffered_bytes
+
+    def discard(self) -> None:
+        """Forget buffered tuples (a new archive writer starts from what is durable)."""
+        self._buffer, self._buffered, self._buffered_bytes = [], 0, 0
 
     def due(self) -> bool:
         """Whether buffered tuples waited the flush interval."""
@@ -163,6 +181,7 @@ class Archive:
                     write_atomically(final, kept, final.with_suffix(".tmp"),
                                      f"cannot append to the archive of stream "
                                      f"{self.definition.name!r} at")
+                    faults.point("archive")  # durable, not yet published to the ring
             else:
                 cursor.execute(f"INSERT INTO {self.table} {select}")
         except duckdb.Error as exc:
@@ -170,7 +189,7 @@ class Archive:
                               f"{self.definition.name!r}: {exc}") from None
         finally:
             cursor.close()
-        self._buffer, self._buffered = [], 0
+        self._buffer, self._buffered, self._buffered_bytes = [], 0, 0
         self.durable_seq = max(self.durable_seq, self._appended_to)
 
     # -- reading -----------------------------------------------------------------------
@@ -187,15 +206,17 @@ class Archive:
         pattern = str(self.directory / "part-*.parquet").replace("'", "''")
         return f"read_parquet('{pattern}')"
 
-    def history(self, cursor: duckdb.DuckDBPyConnection, batch_rows: int
+    def history(self, cursor: duckdb.DuckDBPyConnection, batch_rows: int, since: int = 0
                 ) -> Iterator[tuple[int, pa.RecordBatch]]:
-        """The archived tuples in sequence order: (last seq of the batch, stream-shaped batch)."""
+        """The archived tuples from sequence number ``since`` on, in order: (last seq of the
+        batch, stream-shaped batch)."""
         source = self._source()
         if source is None:
             return
         columns = ", ".join(_quote(n) for n in self.schema.names)
         try:
-            reader = cursor.sql(f"SELECT {SEQ}, {columns} FROM {source} ORDER BY {SEQ}") \
+            where = f" WHERE {SEQ} >= {int(since)}" if since else ""
+            reader = cursor.sql(f"SELECT {SEQ}, {columns} FROM {source}{where} ORDER BY {SEQ}") \
                 .to_arrow_reader(batch_rows)
             for batch in reader:
                 if batch.num_rows:

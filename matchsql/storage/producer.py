@@ -30,7 +30,7 @@ from typing import Any
 import pyarrow as pa
 
 from matchsql.errors import StreamError, StreamWriteError
-from matchsql.storage import liveness
+from matchsql.storage import faults, liveness
 from matchsql.storage.catalog import Catalog, StreamDef
 from matchsql.storage.shm_ring import (
     MAX_SLOTS,
@@ -277,6 +277,7 @@ class Producer:
                     first = ring.reserve_spill(batch.num_rows)
                     write_spill(self.definition.spill_dir, first,
                                 pa.Table.from_batches([batch]))
+                    faults.point("spill")  # written, not yet published
                     ring.publish_spill(first, batch.num_rows)
                 if first is not None:
                     slot[S_ROWS] += batch.num_rows
@@ -284,11 +285,11 @@ class Producer:
                         slot[S_BATCH_ROWS] += batch.num_rows
                     written[0] += batch.num_rows
                     return
-            dead = ring.reader_dead()
-            if dead:
+            dead, live = ring.reap_readers()
+            if dead and not live:
                 raise StreamError(
-                    f"stream {self.definition.name!r} is full and its reader (process {dead}) "
-                    "died")
+                    f"stream {self.definition.name!r} is full and its reader (process "
+                    f"{dead[0]}) died")
             if deadline is not None and time.monotonic() > deadline:
                 raise StreamError(f"stream {self.definition.name!r} stayed full past the "
                                   "timeout")

@@ -6,9 +6,11 @@ field is read and written with one machine load/store through a numpy view)::
     0      header words (see the W_* indexes): magic, data size, capacity in
            rows, head/tail byte positions, head/tail sequence numbers, rows in
            and out of the ring, end-of-stream flag and sequence number,
-           on_full mode, reader pid/start/heartbeat, writer-lock holder, ...
+           on_full mode, writer-lock holder, the archive's cursor and lease, ...
     512    32 producer slots of 16 words: in use, closed, pid, start time,
            heartbeat, last batch id, rows written, name (64 bytes)
+    5120   16 reader slots of 16 words: in use, pid, start time, heartbeat,
+           released seq/byte position, read position, name (64 bytes)
     8192   the stream's Arrow schema, IPC-serialised (SCHEMA_LEN bytes)
     65536  the ring: frames ``[kind<<32|length, first_seq, rows, enqueue_ns]``
            followed by an Arrow IPC record-batch message padded to 8 bytes; a
@@ -22,19 +24,25 @@ reader merges ring and spill by sequence number, which keeps the order exact.
 
 Concurrency: producers serialise on a named semaphore used as a lock (whose
 holder pid is recorded, so a producer that dies holding it is detected and
-the lock taken over); there is one reader, in one thread of one process. A
-writer copies the frame, then
-publishes HEAD_BYTES and then HEAD_SEQ; the reader loads HEAD_SEQ before
-HEAD_BYTES, so a sequence number it sees is either in a published frame or in
-a spill file already renamed into place. Two counting semaphores wake the
-reader when data arrives and a blocked writer when space frees; waits use a
-timeout (~200 ms) so liveness checks run even when nobody posts.
+the lock taken over). A writer copies the frame, then publishes HEAD_BYTES
+and then HEAD_SEQ; a reader loads HEAD_SEQ before HEAD_BYTES, so a sequence
+number it sees is either in a published frame or in a spill file already
+renamed into place. A counting semaphore per reader slot wakes that reader
+when data arrives, and one wakes a blocked writer when space frees; waits use
+a timeout (~200 ms) so liveness checks run even when nobody posts.
 
-Reading and freeing are two steps: the reader reads ahead of TAIL with a
-cursor of its own and *releases* tuples (TAIL_SEQ, then TAIL_BYTES) only when
-they may go - for a stream with an archive, once they are durable in it. So
-the ring (with the spill files) holds every tuple that is not yet in the
-stream's log, and a reader that dies leaves them there for the next one.
+Many readers: every reader (any thread of any process) holds a reader slot
+with its own cursor. Reading and freeing are two steps: a reader reads ahead
+with its cursor and then *releases* what it consumed into its slot; the
+ring's TAIL is the minimum over the live readers' released positions and,
+for a stream with an archive, the archive's cursor (tuples go only once they
+are durable in the stream's log). So the slowest reader holds the ring (a
+``spill`` stream spills meanwhile), and the ring with the spill files holds
+every tuple not yet in the log. A reader whose process died is reaped (its
+slot freed) by the next reader or blocked writer that looks: a killed reader
+holds the others up for at most a liveness check. The archive's cursor is
+advanced by one reader at a time, the holder of the archive *lease* (a reader
+slot index); when its holder dies another reader takes the lease over.
 """
 
 from __future__ import annotations
@@ -43,7 +51,6 @@ import contextlib
 import mmap
 import os
 import struct
-import threading
 import time
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -56,7 +63,7 @@ from matchsql.errors import StreamError
 from matchsql.storage import liveness
 
 MAGIC = int.from_bytes(b"MSQLRNG1", "little")
-VERSION = 1
+VERSION = 2
 HEADER_BYTES = 65536
 SLOT_BASE = 64  # word index of the first producer slot
 SLOT_WORDS = 16
@@ -68,20 +75,21 @@ KIND_WRAP = 2
 WAIT_S = 0.2  # longest blocking wait between liveness checks
 
 (W_MAGIC, W_VERSION, W_DATA_BYTES, W_CAPACITY, W_HEAD_BYTES, W_TAIL_BYTES, W_HEAD_SEQ, W_TAIL_SEQ,
- W_RING_IN, W_RING_OUT, W_EOS, W_EOS_SEQ, W_ON_FULL, W_READER_PID, W_READER_STARTED,
- W_READER_BEAT, W_WLOCK_PID, W_DROPPED, W_SCHEMA_LEN, W_SPILLED, W_MAX_QUEUE,
- W_OWNER_PID, W_OWNER_STARTED, W_WRITER_BLOCKED) = range(24)
+ W_RING_IN, W_RING_OUT, W_EOS, W_EOS_SEQ, W_ON_FULL, W_HAS_ARCHIVE, W_ARCH_SEQ,
+ W_ARCH_BYTES, W_WLOCK_PID, W_DROPPED, W_SCHEMA_LEN, W_SPILLED, W_MAX_QUEUE,
+ W_OWNER_PID, W_OWNER_STARTED, W_WRITER_BLOCKED, W_ARCH_LEASE) = range(25)
 
 (S_IN_USE, S_CLOSED, S_PID, S_STARTED, S_BEAT, S_LAST_BATCH, S_ROWS) = range(7)
 S_NAME = 8  # 8 words = 64 bytes of UTF-8 name
 NAME_BYTES = 64
+READER_BASE = 640  # word index of the first reader slot
+READER_WORDS = 16
+MAX_READERS = 16
+(R_IN_USE, R_PID, R_STARTED, R_BEAT, R_SEQ, R_BYTES, R_READ) = range(7)
+R_NAME = 8
 
 ON_FULL_CODES = {"block": 0, "spill": 1}
 _FRAME = struct.Struct("<qqqq")
-
-# Segments this process reads: the header records a pid, which two threads share.
-_CLAIMS: set[str] = set()
-_CLAIMS_LOCK = threading.Lock()
 
 
 class Frame(NamedTuple):
@@ -116,7 +124,7 @@ def unlink_segment(segment: str) -> None:
         return
     with contextlib.suppress(posix_ipc.ExistentialError):
         posix_ipc.unlink_shared_memory(segment)
-    for suffix in ("-d", "-s", "-w"):
+    for suffix in ("-d", "-s", "-w", *_reader_suffixes()):
         with contextlib.suppress(posix_ipc.ExistentialError):
             posix_ipc.unlink_semaphore(segment + suffix)
 
@@ -157,6 +165,10 @@ def sweep_orphans(prefix: str = f"msql-{os.getuid()}-", shm_dir: str = "/dev/shm
     return removed
 
 
+def _reader_suffixes() -> list[str]:
+    return [f"-r{i}" for i in range(MAX_READERS)]
+
+
 class Ring:
     """One process's mapping of a stream segment (writer and reader operations)."""
 
@@ -169,12 +181,13 @@ class Ring:
         self.h = np.ndarray((HEADER_BYTES // 8,), dtype=np.int64, buffer=self.mm)
         self.size = 0  # ring bytes, set once the header is valid
         self.pid = os.getpid()
+        self._reader_sems: dict[int, posix_ipc.Semaphore] = {}
 
     # -- life cycle ----------------------------------------------------------------
 
     @classmethod
     def create(cls, segment: str, schema: pa.Schema, capacity: int, on_full: str,
-               first_seq: int = 0) -> Ring:
+               first_seq: int = 0, archived: bool = False) -> Ring:
         """Create an owner-only segment (a leftover of the same name is removed first).
 
         ``first_seq`` is the first tuple's sequence number: an archive that
@@ -188,6 +201,9 @@ class Ring:
                 sems = tuple(posix_ipc.Semaphore(segment + s, posix_ipc.O_CREX, mode=0o600,
                                                  initial_value=v)
                              for s, v in (("-d", 0), ("-s", 0), ("-w", 1)))
+                for suffix in _reader_suffixes():
+                    posix_ipc.Semaphore(segment + suffix, posix_ipc.O_CREX, mode=0o600,
+                                        initial_value=0).close()
                 break
             except posix_ipc.ExistentialError:
                 if attempt:
@@ -207,7 +223,8 @@ class Ring:
         h[W_CAPACITY] = capacity
         h[W_ON_FULL] = ON_FULL_CODES[on_full]
         h[W_SCHEMA_LEN] = blob.size
-        h[W_HEAD_SEQ] = h[W_TAIL_SEQ] = first_seq
+        h[W_HEAD_SEQ] = h[W_TAIL_SEQ] = h[W_ARCH_SEQ] = first_seq
+        h[W_HAS_ARCHIVE] = int(archived)
         h[W_OWNER_PID] = os.getpid()
         h[W_OWNER_STARTED] = liveness.start_time(os.getpid())
         h[W_MAGIC] = MAGIC
@@ -233,7 +250,7 @@ class Ring:
         if self.mm.closed:
             return
         del self.h
-        for sem in (self.data_sem, self.space_sem, self.wlock):
+        for sem in (self.data_sem, self.space_sem, self.wlock, *self._reader_sems.values()):
             with contextlib.suppress(posix_ipc.ExistentialError):
                 sem.close()
         self.mm.close()
@@ -332,8 +349,22 @@ class Ring:
             self.h[W_MAX_QUEUE] = queued
 
     def wake_reader(self) -> None:
-        if self.data_sem.value == 0:
-            self.data_sem.release()
+        """Wake every registered reader (each waits on its slot's semaphore)."""
+        for index in range(MAX_READERS):
+            if self.h[READER_BASE + index * READER_WORDS + R_IN_USE]:
+                sem = self._reader_sem(index)
+                if sem is not None and sem.value == 0:
+                    sem.release()
+
+    def _reader_sem(self, index: int) -> posix_ipc.Semaphore | None:
+        sem = self._reader_sems.get(index)
+        if sem is None:
+            try:
+                sem = posix_ipc.Semaphore(f"{self.segment}-r{index}")
+            except posix_ipc.ExistentialError:
+                return None
+            self._reader_sems[index] = sem
+        return sem
 
     def note_blocked(self) -> None:
         """A writer found the ring full and waits: the reader should release what it can."""
@@ -350,15 +381,17 @@ class Ring:
         with contextlib.suppress(posix_ipc.BusyError):
             self.space_sem.acquire(WAIT_S)
 
-    # -- reading (one reader) ----------------------------------------------------------
+    # -- reading (many readers, each with a cursor) ------------------------------------------
 
     def read_frames(self, tail: int, expected: int, max_rows: int) -> list[Frame]:
         """The ring's frames from byte counter ``tail`` that continue at sequence ``expected``.
 
-        Reading moves nothing in the header: the reader keeps its own cursor,
-        and frees a frame's bytes later with :meth:`release` (once its tuples
-        are durable, for a stream with an archive). Stops before a frame that
-        does not continue the sequence: the tuples in between are in spill
+        Reading moves nothing in the header: the reader keeps its own cursor
+        and releases what it consumed into its slot (:meth:`release_slot`).
+        Frames wholly before ``expected`` are skipped (a cursor's byte
+        position may lag behind its sequence number); a frame that straddles
+        it is returned whole, for the caller to slice. Stops before a frame
+        that starts after ``expected``: the tuples in between are in spill
         files, which the caller reads first.
         """
         size, mm = self.size, self.mm
@@ -375,33 +408,87 @@ class Ring:
             if kind_len >> 32 == KIND_WRAP:
                 tail += to_end
                 continue
-            if first != expected:
+            if first > expected:
                 break
             length = kind_len & 0xFFFFFFFF
             body = HEADER_BYTES + pos + FRAME_HEADER
             tail += FRAME_HEADER + _align8(length)
+            if first + rows <= expected:
+                continue  # consumed already (a cursor's byte position lags its seq)
             frames.append(Frame(first, rows, stamp, mm[body:body + length], tail))
-            expected += rows
+            expected = first + rows
             rows_taken += rows
         return frames
 
-    def release(self, next_seq: int, end_bytes: int | None, ring_rows: int) -> None:
-        """Free everything before ``next_seq``: ring bytes up to ``end_bytes`` (None for
-        tuples that were in a spill file) and ``ring_rows`` tuples of the ring's count.
+    def frame_end_before(self, tail: int, seq: int) -> int:
+        """The byte counter just after the last whole ring frame that ends at or before
+        ``seq``, starting the walk at ``tail`` (frames are contiguous in sequence order)."""
+        size, head = self.size, int(self.h[W_HEAD_BYTES])
+        end = tail
+        while tail < head:
+            pos = tail % size
+            to_end = size - pos
+            if to_end < FRAME_HEADER:
+                tail += to_end
+                continue
+            kind_len, first, rows, _ = _FRAME.unpack_from(self.mm, HEADER_BYTES + pos)
+            if kind_len >> 32 == KIND_WRAP:
+                tail += to_end
+                continue
+            if first + rows > seq:
+                break
+            tail += FRAME_HEADER + _align8(kind_len & 0xFFFFFFFF)
+            end = tail
+        return end
 
-        TAIL_SEQ moves first: a reader killed between the two stores leaves
-        frames that lie wholly below TAIL_SEQ, which :meth:`recover_tail` skips.
+    def _advance_tail(self) -> int:
+        """Move TAIL to the slowest live cursor (readers, and the archive's); hold the lock.
+
+        Without a live reader the tail stays: the tuples wait for the next
+        one. TAIL_SEQ moves first: a process killed between the stores leaves
+        frames wholly below TAIL_SEQ, which :meth:`recover_tail` frees.
+        Returns the new TAIL_SEQ.
         """
         h = self.h
-        h[W_TAIL_SEQ] = next_seq
-        if end_bytes is not None:
-            h[W_TAIL_BYTES] = end_bytes
-            h[W_RING_OUT] += ring_rows
+        cursors = [(int(self.reader(i)[R_SEQ]), int(self.reader(i)[R_BYTES]))
+                   for i in self.readers()]
+        if not cursors:
+            return int(h[W_TAIL_SEQ])
+        if h[W_HAS_ARCHIVE]:
+            cursors.append((int(h[W_ARCH_SEQ]), int(h[W_ARCH_BYTES])))
+        seq = min(c[0] for c in cursors)
+        tail_seq, tail = int(h[W_TAIL_SEQ]), int(h[W_TAIL_BYTES])
+        if seq <= tail_seq:
+            return tail_seq
+        # A cursor's byte position may lag its sequence number (one restored or taken
+        # over): free every whole frame below the new tail all the same.
+        to = self.frame_end_before(max(tail, min(c[1] for c in cursors)), seq)
+        h[W_TAIL_SEQ] = seq
+        if to > tail:
+            h[W_RING_OUT] += self._rows_between(tail, to)
+            h[W_TAIL_BYTES] = to
         if self.space_sem.value == 0:
             self.space_sem.release()
+        return seq
+
+    def _rows_between(self, tail: int, to: int) -> int:
+        size, rows_out = self.size, 0
+        while tail < to:
+            pos = tail % size
+            to_end = size - pos
+            if to_end < FRAME_HEADER:
+                tail += to_end
+                continue
+            kind_len, _, rows, _ = _FRAME.unpack_from(self.mm, HEADER_BYTES + pos)
+            if kind_len >> 32 == KIND_WRAP:
+                tail += to_end
+                continue
+            tail += FRAME_HEADER + _align8(kind_len & 0xFFFFFFFF)
+            rows_out += rows
+        return rows_out
 
     def recover_tail(self) -> None:
-        """Make the released position consistent after a reader died while releasing.
+        """Make the released position consistent after a process died while releasing.
 
         Call with the lock held (no writer moves HEAD meanwhile): frames wholly
         below TAIL_SEQ are freed, and the ring's row count is recomputed from
@@ -429,9 +516,123 @@ class Ring:
         h[W_TAIL_BYTES] = freed_to
         h[W_RING_OUT] = int(h[W_RING_IN]) - in_ring
 
-    def wait_data(self, timeout: float = WAIT_S) -> None:
+    # -- reader slots ------------------------------------------------------------------------
+
+    def reader(self, index: int) -> np.ndarray:
+        base = READER_BASE + index * READER_WORDS
+        return self.h[base:base + READER_WORDS]
+
+    def readers(self) -> list[int]:
+        """Indexes of the reader slots in use."""
+        return [i for i in range(MAX_READERS) if self.h[READER_BASE + i * READER_WORDS]]
+
+    def reader_name(self, index: int) -> str:
+        raw = self.reader(index)[R_NAME:R_NAME + NAME_BYTES // 8].tobytes()
+        return raw.rstrip(b"\0").decode("utf-8", "replace")
+
+    def reader_alive(self, index: int) -> bool:
+        slot = self.reader(index)
+        return liveness.alive(int(slot[R_PID]), int(slot[R_STARTED]))
+
+    def add_reader(self, stream: str, name: str = "") -> int:
+        """Register a reader whose cursor starts at the oldest tuple the ring holds.
+
+        Any number of readers, in this process or others, each get a slot;
+        slots of dead processes are reaped first.
+        """
+        with self.locked():
+            self._reap_locked()
+            self.recover_tail()
+            free = next((i for i in range(MAX_READERS) if not self.reader(i)[R_IN_USE]), None)
+            if free is None:
+                raise StreamError(f"stream {stream!r} has {MAX_READERS} readers already")
+            slot = self.reader(free)
+            slot[R_PID] = self.pid
+            slot[R_STARTED] = liveness.start_time(self.pid)
+            slot[R_BEAT] = time.monotonic_ns()
+            slot[R_SEQ] = slot[R_READ] = self.h[W_TAIL_SEQ]
+            slot[R_BYTES] = self.h[W_TAIL_BYTES]
+            raw = name.encode("utf-8")[:NAME_BYTES].ljust(NAME_BYTES, b"\0")
+            slot[R_NAME:R_NAME + NAME_BYTES // 8] = np.frombuffer(raw, dtype=np.int64)
+            sem = self._reader_sem(free)
+            while sem is not None and sem.value:  # a previous holder's leftover wake-ups
+                with contextlib.suppress(posix_ipc.BusyError):
+                    sem.acquire(0)
+            slot[R_IN_USE] = 1
+        return free
+
+    def remove_reader(self, index: int) -> None:
+        """Give the slot back (and the archive lease with it); the tail moves past it."""
+        if self.mm.closed:
+            return
+        with self.locked():
+            slot = self.reader(index)
+            if slot[R_PID] != self.pid:
+                return
+            slot[R_IN_USE] = 0
+            slot[R_PID] = 0
+            if self.h[W_ARCH_LEASE] == index + 1:
+                self.h[W_ARCH_LEASE] = 0
+            self._advance_tail()
+
+    def release_slot(self, index: int, seq: int, end_bytes: int) -> int:
+        """Reader ``index`` consumed everything before ``seq`` (ring bytes up to
+        ``end_bytes``); free what no cursor needs. Returns the ring's TAIL_SEQ."""
+        slot = self.reader(index)
+        slot[R_BYTES] = end_bytes
+        slot[R_SEQ] = seq
+        with self.locked():
+            return self._advance_tail()
+
+    def set_archived(self, seq: int, end_bytes: int) -> int:
+        """The archive's cursor moved (its tuples are durable in the log); TAIL_SEQ after."""
+        with self.locked():
+            self.h[W_ARCH_BYTES] = end_bytes
+            self.h[W_ARCH_SEQ] = seq
+            return self._advance_tail()
+
+    def take_archive_lease(self, index: int) -> bool:
+        """Make reader ``index`` the archive's writer if nobody (alive) is."""
+        with self.locked():
+            holder = int(self.h[W_ARCH_LEASE])
+            if holder == index + 1:
+                return True
+            if holder and self.reader(holder - 1)[R_IN_USE] and self.reader_alive(holder - 1):
+                return False
+            self.h[W_ARCH_LEASE] = index + 1
+            return True
+
+    def holds_archive_lease(self, index: int) -> bool:
+        return int(self.h[W_ARCH_LEASE]) == index + 1
+
+    def reap_readers(self) -> tuple[list[int], int]:
+        """Free the slots of readers whose process died: (their pids, live readers left)."""
+        with self.locked():
+            return self._reap_locked()
+
+    def _reap_locked(self) -> tuple[list[int], int]:
+        dead, live = [], 0
+        for index in self.readers():
+            if self.reader_alive(index):
+                live += 1
+                continue
+            slot = self.reader(index)
+            dead.append(int(slot[R_PID]))
+            slot[R_IN_USE] = 0
+            slot[R_PID] = 0
+            if self.h[W_ARCH_LEASE] == index + 1:
+                self.h[W_ARCH_LEASE] = 0
+        if dead:
+            self._advance_tail()
+        return dead, live
+
+    def wait_data(self, index: int, timeout: float = WAIT_S) -> None:
+        sem = self._reader_sem(index)
+        if sem is None:
+            time.sleep(timeout)
+            return
         with contextlib.suppress(posix_ipc.BusyError):
-            self.data_sem.acquire(timeout)
+            sem.acquire(timeout)
 
     # -- producer slots -------------------------------------------------------------------
 
@@ -454,36 +655,3 @@ class Ring:
     def slot_alive(self, index: int) -> bool:
         slot = self.slot(index)
         return liveness.alive(int(slot[S_PID]), int(slot[S_STARTED]))
-
-    # -- the reader's claim ----------------------------------------------------------------
-
-    def claim_reader(self, stream: str) -> None:
-        """Become the stream's reader; another live reader, in this process or another,
-        is an error (one cursor per stream, so two readers would split its tuples)."""
-        with _CLAIMS_LOCK, self.locked():
-            pid = int(self.h[W_READER_PID])
-            live = pid and liveness.alive(pid, int(self.h[W_READER_STARTED]))
-            if live and (pid != self.pid or self.segment in _CLAIMS):
-                where = "this process" if pid == self.pid else f"process {pid}"
-                raise StreamError(f"stream {stream!r} already has a reader ({where}); "
-                                  "a stream is read by one query at a time")
-            self.h[W_READER_PID] = self.pid
-            self.h[W_READER_STARTED] = liveness.start_time(self.pid)
-            self.h[W_READER_BEAT] = time.monotonic_ns()
-            self.recover_tail()
-            _CLAIMS.add(self.segment)
-
-    def release_reader(self) -> None:
-        with _CLAIMS_LOCK:
-            if self.segment not in _CLAIMS:
-                return
-            _CLAIMS.discard(self.segment)
-            if not self.mm.closed and int(self.h[W_READER_PID]) == self.pid:
-                self.h[W_READER_PID] = 0
-
-    def reader_dead(self) -> int:
-        """The pid of a reader that died while reading, else 0."""
-        pid = int(self.h[W_READER_PID])
-        if pid and not liveness.alive(pid, int(self.h[W_READER_STARTED])):
-            return pid
-        return 0

@@ -69,3 +69,24 @@ def remove_spills_before(directory: str, seq: int) -> None:
         if suffix == "parquet" and stem.isdigit() and int(stem) < seq:
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(directory, name))
+
+
+def read_spill_covering(directory: str, seq: int) -> tuple[int, pa.Table] | None:
+    """The spill file that holds ``seq`` (it may start before it), with its first seq.
+
+    A cursor normally sits at the start of a file; one restored from a
+    checkpoint or taken over from a dead archive writer may not.
+    """
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return None
+    starts = sorted(int(stem) for stem, _, suffix in (n.partition(".") for n in names)
+                    if suffix == "parquet" and stem.isdigit() and int(stem) <= seq)
+    for first in reversed(starts):
+        table = read_spill(directory, first)
+        if table is not None and first + table.num_rows > seq:
+            return first, table
+        if table is not None:
+            return None
+    return None

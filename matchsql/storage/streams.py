@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 
 import duckdb
 import pyarrow as pa
@@ -12,13 +13,19 @@ from matchsql.storage.archive import Archive
 from matchsql.storage.catalog import Catalog, StreamDef
 from matchsql.storage.shm_ring import (
     MAX_SLOTS,
+    R_BEAT,
+    R_PID,
+    R_READ,
+    R_SEQ,
     S_CLOSED,
+    W_ARCH_LEASE,
+    W_ARCH_SEQ,
     W_DROPPED,
     W_EOS,
     W_EOS_SEQ,
+    W_HAS_ARCHIVE,
     W_HEAD_SEQ,
     W_MAX_QUEUE,
-    W_READER_PID,
     W_SPILLED,
     W_TAIL_SEQ,
     Ring,
@@ -58,7 +65,8 @@ def create_stream(con: duckdb.DuckDBPyConnection, database: str | None, name: st
             first_seq = store.last_seq(cursor) + 1  # sequence numbers continue the archive's
         finally:
             cursor.close()
-    ring = Ring.create(definition.segment, schema, capacity, on_full, first_seq)
+    ring = Ring.create(definition.segment, schema, capacity, on_full, first_seq,
+                       archived=bool(archive))
     ring.close()
     catalog.register(definition)
     return definition
@@ -86,7 +94,13 @@ SHOW_SCHEMA = pa.schema([
     ("on_full", pa.string()), ("archive", pa.string()), ("archive_filter", pa.string()),
     ("written", pa.int64()), ("read", pa.int64()), ("queued", pa.int64()),
     ("max_queued", pa.int64()), ("spilled", pa.int64()), ("producers", pa.int64()),
-    ("reader_pid", pa.int64()), ("ended", pa.bool_()),
+    ("readers", pa.int64()), ("max_lag", pa.int64()), ("archived", pa.int64()),
+    ("ended", pa.bool_()),
+])
+READERS_SCHEMA = pa.schema([
+    ("stream", pa.string()), ("reader", pa.int64()), ("name", pa.string()),
+    ("pid", pa.int64()), ("position", pa.int64()), ("released", pa.int64()),
+    ("lag", pa.int64()), ("archive_writer", pa.bool_()), ("idle_s", pa.float64()),
 ])
 
 
@@ -108,12 +122,49 @@ def show_streams(database: str | None) -> pa.Table:
                 "written": ring.word(W_HEAD_SEQ), "read": ring.word(W_TAIL_SEQ),
                 "queued": ring.queued, "max_queued": ring.word(W_MAX_QUEUE),
                 "spilled": ring.word(W_SPILLED), "producers": len(live),
-                "reader_pid": ring.word(W_READER_PID) or None,
+                **_reader_summary(ring),
                 "ended": _ended(ring, live),
             })
         finally:
             ring.close()
     return pa.Table.from_pylist(rows, schema=SHOW_SCHEMA)
+
+
+def _reader_summary(ring: Ring) -> dict:
+    """How many readers read the stream, how far the slowest one lags behind the producers
+    (tuples written and not yet read by it), and where the archive's cursor is."""
+    head = ring.word(W_HEAD_SEQ)
+    lags = [head - int(ring.reader(i)[R_READ]) for i in ring.readers()]
+    return {"readers": len(lags), "max_lag": max(lags) if lags else None,
+            "archived": ring.word(W_ARCH_SEQ) if ring.word(W_HAS_ARCHIVE) else None}
+
+
+def show_stream_readers(database: str | None, name: str | None = None) -> pa.Table:
+    """One row per registered reader (of stream ``name``, else of every stream): its
+    cursor, its lag behind the producers, and whether it writes the archive."""
+    rows = []
+    for definition in Catalog(database).list():
+        if name is not None and definition.name.lower() != name.lower():
+            continue
+        try:
+            ring = Ring.attach(definition.segment)
+        except StreamError:
+            continue
+        try:
+            head = ring.word(W_HEAD_SEQ)
+            now = time.monotonic_ns()
+            for index in ring.readers():
+                slot = ring.reader(index)
+                rows.append({
+                    "stream": definition.name, "reader": index, "name": ring.reader_name(index),
+                    "pid": int(slot[R_PID]), "position": int(slot[R_READ]),
+                    "released": int(slot[R_SEQ]), "lag": head - int(slot[R_READ]),
+                    "archive_writer": ring.word(W_ARCH_LEASE) == index + 1,
+                    "idle_s": round(max(0, now - int(slot[R_BEAT])) / 1e9, 3),
+                })
+        finally:
+            ring.close()
+    return pa.Table.from_pylist(rows, schema=READERS_SCHEMA)
 
 
 def _ended(ring: Ring, live: list[int]) -> bool:

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-TRIALS = int(os.environ.get("MATCHSQL_FAULT_TRIALS", "5"))
+TRIALS = int(os.environ.get("MATCHSQL_FAULT_TRIALS", "2"))
 SEED = int(os.environ.get("MATCHSQL_FAULT_SEED", "1515"))
 
 PRODUCE = """

@@ -1,22 +1,20 @@
-"""The live store as a durable log: end of stream for every reader, one reader at a time,
+"""The live store as a durable log: end of stream for every reader,
 partial writes that say what they wrote, and I/O failures that are clean and lose nothing."""
 
 from __future__ import annotations
 
 import stat
 import threading
-import time
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import matchsql
 from matchsql.errors import StreamError, StreamWriteError
 from matchsql.storage import Producer
 from matchsql.storage.catalog import Catalog
-from matchsql.storage.shm_ring import W_HEAD_SEQ, W_READER_PID, W_TAIL_SEQ, Ring
+from matchsql.storage.shm_ring import W_HEAD_SEQ, W_TAIL_SEQ, Ring
 from tests.streams.conftest import bounded, stream_word
 
 TICKS = "CREATE STREAM ticks (i BIGINT)"
@@ -48,44 +46,6 @@ def test_a_second_reader_of_an_ended_stream_replays_the_archive_and_ends(con, sp
     # Everything was read and the producer closed: the stream has ended, so a
     # second query gives the archived history and then ends as well.
     assert delivered(con) == list(range(700))
-
-
-def test_a_second_reader_in_the_same_process_is_refused(con, spawn):
-    con.sql(TICKS)
-    other = matchsql.connect(demo=False)
-    first: dict[str, list[int]] = {}
-    thread = threading.Thread(target=lambda: first.update(rows=delivered(con)), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not stream_word("ticks", W_READER_PID):  # the first query holds the stream
-        assert time.monotonic() < deadline
-        time.sleep(0.005)
-    with pytest.raises(StreamError, match="stream 'ticks' already has a reader"):
-        bounded(other.sql(EVERY_TUPLE).fetchall, 20)
-    assert spawn(WRITE, "0", "1000").wait() == 0
-    thread.join(30)
-    assert first["rows"] == list(range(1000))  # the refused query took none of them
-    other.close()
-
-
-def test_a_reader_in_another_process_is_refused(con, spawn):
-    con.sql(TICKS)
-    reader = threading.Thread(target=lambda: delivered(con), daemon=True)
-    reader.start()
-    while not stream_word("ticks", W_READER_PID):
-        time.sleep(0.005)
-    second = spawn("""
-        import matchsql
-        con = matchsql.connect(demo=False)
-        try:
-            con.sql("SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i ONE ROW PER MATCH "
-                    "PATTERN (A) DEFINE A AS TRUE)").fetchall()
-        except matchsql.StreamError as exc:
-            print(exc)
-    """)
-    assert "stream 'ticks' already has a reader (process" in second.output()
-    assert spawn(WRITE, "0", "10").wait() == 0
-    reader.join(30)
 
 
 def test_a_timed_out_batch_says_how_many_rows_it_wrote(con):

@@ -1,0 +1,140 @@
+"""Statements of named continuous queries (their execution: :mod:`matchsql.continuous`).
+
+    CREATE CONTINUOUS QUERY [IF NOT EXISTS] name
+        [WITH (checkpoint_interval = <seconds>, checkpoint_rows = <tuples>)]
+        AS INSERT INTO sink [(columns)] SELECT ... FROM stream MATCH_RECOGNIZE (...) ...
+    RESUME CONTINUOUS QUERY name
+    STOP CONTINUOUS QUERY name
+    DROP CONTINUOUS QUERY [IF EXISTS] name
+    SHOW CONTINUOUS QUERIES
+
+Like the stream statements these are recognised by their first words and
+parsed over the matchsql tokenizer; the body after ``AS`` is kept as text
+(with its offset, so errors in it point into the whole statement) and
+analysed when the query is created.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from sqlglot.tokens import TokenType
+
+from matchsql.grammar.stream_ddl import _Parser, _strip_comments
+
+_STATEMENT = re.compile(r"^\s*((create|resume|stop|drop)\s+continuous\s+query|"
+                        r"show\s+continuous\s+queries)\b", re.IGNORECASE)
+OPTIONS = ("checkpoint_interval", "checkpoint_rows")
+_QUERY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+NAME_RULE = ("a continuous query name is a letter or '_' followed by up to 62 letters, digits "
+             "or '_'")
+
+
+def valid_name(name: str) -> bool:
+    return _QUERY_NAME.match(name) is not None
+
+
+@dataclass
+class CreateContinuousQuery:
+    name: str
+    body: str  # the INSERT statement after AS
+    body_offset: int  # where the body starts in the statement
+    options: dict[str, float] = field(default_factory=dict)
+    if_not_exists: bool = False
+
+
+@dataclass
+class ContinuousQueryAction:
+    """RESUME, STOP or DROP of one query."""
+
+    action: str  # resume | stop | drop
+    name: str
+    if_exists: bool = False
+
+
+@dataclass
+class ShowContinuousQueries:
+    pass
+
+
+ContinuousStatement = CreateContinuousQuery | ContinuousQueryAction | ShowContinuousQueries
+
+
+def is_continuous_statement(sql: str) -> bool:
+    return _STATEMENT.match(_strip_comments(sql)) is not None
+
+
+def parse_continuous_statement(sql: str) -> ContinuousStatement:
+    """Parse one statement for which :func:`is_continuous_statement` holds."""
+    return _ContinuousParser(sql).continuous()
+
+
+class _ContinuousParser(_Parser):
+    def continuous(self) -> ContinuousStatement:
+        if self.word("SHOW"):
+            self.expect_word("CONTINUOUS")
+            self.expect_word("QUERIES")
+            self.end()
+            return ShowContinuousQueries()
+        for action in ("RESUME", "STOP", "DROP"):
+            if self.word(action):
+                self.expect_word("CONTINUOUS")
+                self.expect_word("QUERY")
+                if_exists = action == "DROP" and self.word("IF")
+                if if_exists:
+                    self.expect_word("EXISTS")
+                name = self.query_name()
+                self.end()
+                return ContinuousQueryAction(action.lower(), name, if_exists)
+        self.expect_word("CREATE")
+        self.expect_word("CONTINUOUS")
+        self.expect_word("QUERY")
+        if_not_exists = self.word("IF")
+        if if_not_exists:
+            self.expect_word("NOT")
+            self.expect_word("EXISTS")
+        name = self.query_name()
+        options = self.cq_options() if self.word("WITH") else {}
+        as_token = self.peek()
+        if not self.word("AS"):
+            raise self.error("expected AS and the query's INSERT INTO ... SELECT statement")
+        body = self.peek()
+        if body is None or body.text.upper() != "INSERT":
+            raise self.error("a continuous query is INSERT INTO <table> SELECT ... FROM "
+                             "<stream> MATCH_RECOGNIZE (...)", body)
+        start = as_token.end + 1 if as_token is not None else 0
+        return CreateContinuousQuery(name, self.sql[start:], start, options, if_not_exists)
+
+    def query_name(self) -> str:
+        token = self.peek()
+        name = self.name("a continuous query name")
+        if not valid_name(name):
+            raise self.error(NAME_RULE, token)
+        return name
+
+    def cq_options(self) -> dict[str, float]:
+        self.expect(TokenType.L_PAREN, "'(' and continuous query options")
+        options: dict[str, float] = {}
+        while True:
+            token = self.peek()
+            key = self.name("an option name").lower()
+            if key not in OPTIONS:
+                raise self.error(f"unknown continuous query option {key!r}; known: "
+                                 f"{', '.join(OPTIONS)}", token)
+            self.expect(TokenType.EQ, "'='")
+            value = self.peek()
+            if value is None or value.token_type != TokenType.NUMBER:
+                raise self.error(f"{key} is a number ({'seconds' if 'interval' in key else 'tuples'}"
+                                 ", 0 for none)", value)
+            self.i += 1
+            number = float(value.text)
+            if number < 0 or (key == "checkpoint_rows" and not number.is_integer()):
+                raise self.error(f"{key} must be a non-negative "
+                                 f"{'number' if 'interval' in key else 'whole number'}", value)
+            options[key] = number
+            if self.peek() is not None and self.peek().token_type == TokenType.COMMA:
+                self.i += 1
+                continue
+            self.expect(TokenType.R_PAREN, "',' or ')'")
+            return options

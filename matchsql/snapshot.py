@@ -1,0 +1,93 @@
+"""Snapshots of partition matchers: their state pickled, their plan referenced by path.
+
+A partition matcher holds two kinds of objects: its state (rows it keeps,
+counters, the match number, partial threads) and the query's plan that every
+partition shares (the analysed spec, the compiled program, DEFINE and
+MEASURES functions - closures that cannot be pickled - and the config). A
+snapshot pickles the state and writes each plan object as its *path* from the
+plan's roots (``spec.measures[2].fn``); restoring walks a freshly planned copy
+of the same query the same way and puts its objects back at those paths. So a
+snapshot is small, and restoring it needs only the query text.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+import types
+from collections import deque
+from collections.abc import Mapping
+
+import numpy as np
+
+_LEAVES = (str, bytes, int, float, complex, bool, type(None), range, types.ModuleType, type)
+_MAX_OBJECTS = 200_000
+
+
+def _children(obj: object):
+    """(step, child) pairs in a deterministic order (no sets: their order varies)."""
+    if isinstance(obj, (list, tuple)):
+        return list(enumerate(obj))
+    if isinstance(obj, dict):
+        return [(("key", repr(k)), v) for k, v in obj.items()
+                if isinstance(k, (str, int, tuple))]
+    if isinstance(obj, (np.ndarray, types.FunctionType, types.BuiltinFunctionType)):
+        return []
+    found = []
+    state = getattr(obj, "__dict__", None)
+    if isinstance(state, dict):
+        found.extend((("attr", k), v) for k, v in state.items())
+    for cls in type(obj).__mro__:
+        for slot in getattr(cls, "__slots__", ()) if isinstance(
+                getattr(cls, "__slots__", ()), (tuple, list)) else ():
+            if hasattr(obj, slot) and not slot.startswith("__"):
+                found.append((("attr", slot), getattr(obj, slot)))
+    return found
+
+
+def plan_paths(roots: Mapping[str, object]) -> dict[tuple, object]:
+    """Every non-leaf object reachable from ``roots``, by the first path that reaches it
+    (breadth first, so the same plan built twice gives the same paths)."""
+    paths: dict[tuple, object] = {}
+    seen: set[int] = set()
+    queue = deque(((name,), obj) for name, obj in roots.items())
+    while queue and len(paths) < _MAX_OBJECTS:
+        path, obj = queue.popleft()
+        if isinstance(obj, _LEAVES) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        paths[path] = obj
+        queue.extend((path + (step,), child) for step, child in _children(obj))
+    return paths
+
+
+class PlanIndex:
+    """The paths of one plan's objects, computed once for every snapshot of its matchers."""
+
+    def __init__(self, roots: Mapping[str, object]) -> None:
+        self.roots = dict(roots)  # keeps the objects (and so their ids) alive
+        self.paths = plan_paths(roots)
+        self._by_id = {id(obj): path for path, obj in self.paths.items()}
+
+    def dumps(self, state: object) -> bytes:
+        """Pickle ``state``, writing every object of the plan as its path."""
+        buffer = io.BytesIO()
+        pickler = pickle.Pickler(buffer, protocol=5)
+        by_id = self._by_id
+        pickler.persistent_id = lambda obj: by_id.get(id(obj))  # type: ignore[method-assign]
+        pickler.dump(state)
+        return buffer.getvalue()
+
+    def loads(self, blob: bytes) -> object:
+        """The state a :meth:`dumps` of the same query saved, in this plan's objects."""
+        paths = self.paths
+        unpickler = pickle.Unpickler(io.BytesIO(blob))
+
+        def persistent_load(path: tuple) -> object:
+            try:
+                return paths[path]
+            except KeyError:
+                raise pickle.UnpicklingError(f"the plan has no object at {path}") from None
+
+        unpickler.persistent_load = persistent_load  # type: ignore[method-assign]
+        return unpickler.load()
