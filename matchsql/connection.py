@@ -128,8 +128,7 @@ class Connection:
         return self.sql("SHOW CONTINUOUS QUERIES")
 
     def close(self) -> None:
-        self._executor.continuous.close()
-        self._executor.workers.close()
+        self._executor.close()
         self._duckdb.close()
 
     def __enter__(self) -> Connection:

@@ -143,6 +143,14 @@ class Executor:
             self._continuous = ContinuousQueries(self)
         return self._continuous
 
+    def close(self) -> None:
+        """Stop what outlives statements: named continuous queries (a last checkpoint)
+        and the worker pool. Only what was started is touched, so closing a connection
+        that never used them loads none of their machinery."""
+        if self._continuous is not None:
+            self._continuous.close()
+        self.workers.close()
+
     @property
     def cancellation(self) -> Cancellation:
         """The running (or last) statement's cancellation token."""
