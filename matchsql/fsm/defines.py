@@ -241,11 +241,7 @@ class _DefineCompiler:
                 operands.append(item)
         parts = [self.compile(item) for item in operands]
         factories = [p.factory for p in parts]
-        boolean = all(p.boolean for p in parts)
-        if kind is exp.And:
-            make = _all_bool if boolean else _all
-        else:
-            make = _any_bool if boolean else _any
+        make = sc.every if kind is exp.And else sc.some
         return _Code(lambda holder: make(tuple(f(holder) for f in factories)), boolean=True)
 
 
@@ -429,87 +425,6 @@ _COMPARISONS: dict[type, tuple[Callable[[Fn, Fn], Fn], Callable[[Fn, Fn], Fn]]] 
     kind: (_general(number_test, sign_test), _numeric(number_test))
     for kind, (number_test, sign_test) in sc.COMPARISONS.items()
 }
-
-
-def _all(parts: tuple[Fn, ...]) -> Fn:
-    """Three-valued AND of ``parts``, left to right, stopping at the first FALSE."""
-    truth = sc.truth
-
-    def all_(history: History, key: tuple, row: int) -> Any:
-        unknown = False
-        for part in parts:
-            v = part(history, key, row)
-            if v is True:
-                continue
-            if v is not False and v is not None:
-                v = truth(v)
-            if v is False:
-                return False
-            if v is None:
-                unknown = True
-        return None if unknown else True
-    return all_
-
-
-def _all_bool(parts: tuple[Fn, ...]) -> Fn:
-    """:func:`_all` of parts that yield only True/False/None (no truth conversion)."""
-    if len(parts) == 2:
-        first, second = parts
-
-        def both(history: History, key: tuple, row: int) -> Any:
-            a = first(history, key, row)
-            if a is False:
-                return False
-            b = second(history, key, row)
-            if b is False:
-                return False
-            return None if a is None or b is None else True
-        return both
-
-    def all_(history: History, key: tuple, row: int) -> Any:
-        unknown = False
-        for part in parts:
-            v = part(history, key, row)
-            if v is False:
-                return False
-            if v is None:
-                unknown = True
-        return None if unknown else True
-    return all_
-
-
-def _any(parts: tuple[Fn, ...]) -> Fn:
-    """Three-valued OR of ``parts``, left to right, stopping at the first TRUE."""
-    truth = sc.truth
-
-    def any_(history: History, key: tuple, row: int) -> Any:
-        unknown = False
-        for part in parts:
-            v = part(history, key, row)
-            if v is False:
-                continue
-            if v is not True and v is not None:
-                v = truth(v)
-            if v is True:
-                return True
-            if v is None:
-                unknown = True
-        return None if unknown else False
-    return any_
-
-
-def _any_bool(parts: tuple[Fn, ...]) -> Fn:
-    """:func:`_any` of parts that yield only True/False/None (no truth conversion)."""
-    def any_(history: History, key: tuple, row: int) -> Any:
-        unknown = False
-        for part in parts:
-            v = part(history, key, row)
-            if v is True:
-                return True
-            if v is None:
-                unknown = True
-        return None if unknown else False
-    return any_
 
 
 def _not(inner: Fn) -> Fn:
