@@ -296,48 +296,55 @@ def truth(v: Any) -> bool | None:
     raise ExecutionError(f"{_type_name(v)} value {v!r} used as a condition")
 
 
-def _connective(values: Iterable[Any], decisive: bool) -> bool | None:
-    """Three-valued AND (``decisive`` False) or OR (True), left to right, stopping at the
-    first value that decides it; ``values`` may be a generator, so the rest is not
-    evaluated then."""
-    unknown = False
-    for v in values:
-        t = truth(v)
-        if t is decisive:
-            return decisive
-        unknown |= t is None
-    return None if unknown else not decisive
-
-
-def _lazy_pair(decisive: bool) -> Callable[[Callable[..., Any], Callable[..., Any]],
-                                            Callable[..., bool | None]]:
-    """The same rule for two operands evaluated on demand: ``make(left, right)`` is a
-    function of the operands' arguments that calls ``right`` only when ``left`` does
-    not decide (the evaluators' AND/OR, without building a sequence per row)."""
-    def make(left: Callable[..., Any], right: Callable[..., Any]) -> Callable[..., bool | None]:
-        def apply(*args: Any) -> bool | None:
-            a = truth(left(*args))
-            if a is decisive:
+def _connective(parts: tuple[Callable[..., Any], ...], decisive: bool
+                ) -> Callable[..., bool | None]:
+    """Three-valued AND (``decisive`` False) or OR (True) of operands evaluated on
+    demand: the result is a function of the operands' arguments that evaluates them
+    left to right and stops at the first that decides (the evaluators' AND/OR, with
+    no sequence built per row). Values other than booleans go through :func:`truth`."""
+    def apply(*args: Any) -> bool | None:
+        unknown = False
+        for part in parts:
+            v = part(*args)
+            if v is not True and v is not False and v is not None:
+                v = truth(v)
+            if v is decisive:
                 return decisive
-            b = truth(right(*args))
-            if b is decisive:
-                return decisive
-            return None if a is None or b is None else not decisive
-        return apply
-    return make
+            if v is None:
+                unknown = True
+        return None if unknown else not decisive
+    return apply
 
 
-#: ``both(left, right)`` / ``either(left, right)``: lazy three-valued AND / OR.
-both = _lazy_pair(False)
-either = _lazy_pair(True)
+def every(parts: Iterable[Callable[..., Any]]) -> Callable[..., bool | None]:
+    """Lazy three-valued AND of ``parts`` (see :func:`_connective`)."""
+    return _connective(tuple(parts), False)
+
+
+def some(parts: Iterable[Callable[..., Any]]) -> Callable[..., bool | None]:
+    """Lazy three-valued OR of ``parts``."""
+    return _connective(tuple(parts), True)
+
+
+def both(left: Callable[..., Any], right: Callable[..., Any]) -> Callable[..., bool | None]:
+    return every((left, right))
+
+
+def either(left: Callable[..., Any], right: Callable[..., Any]) -> Callable[..., bool | None]:
+    return some((left, right))
 
 
 def and_(values: Iterable[Any]) -> bool | None:
-    return _connective(values, False)
+    """Three-valued AND of values already computed."""
+    return every(_constant(v) for v in values)()
 
 
 def or_(values: Iterable[Any]) -> bool | None:
-    return _connective(values, True)
+    return some(_constant(v) for v in values)()
+
+
+def _constant(value: Any) -> Callable[[], Any]:
+    return lambda: value
 
 
 def not_(v: Any) -> bool | None:

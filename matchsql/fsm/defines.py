@@ -241,11 +241,7 @@ class _DefineCompiler:
                 operands.append(item)
         parts = [self.compile(item) for item in operands]
         factories = [p.factory for p in parts]
-        boolean = all(p.boolean for p in parts)
-        if kind is exp.And:
-            make = _all_bool if boolean else _all
-        else:
-            make = _any_bool if boolean else _any
+        make = sc.every if kind is exp.And else sc.some
         return _Code(lambda holder: make(tuple(f(holder) for f in factories)), boolean=True)
 
 
@@ -371,22 +367,25 @@ def _fused(kind: type, left: _Operand, right: _Operand) -> Factory:
     """A comparison of two int/float operands that reads them inline.
 
     The same values as :func:`_reader` and :func:`_constant` followed by the
-    ``_num`` comparison of ``kind``, in one closure: nearly every DEFINE is an
-    AND of such comparisons, and calls are the dominant cost in CPython.
+    number test of ``kind`` (:data:`matchsql.expr.values.COMPARISONS`), in one
+    closure: nearly every DEFINE is an AND of such comparisons, and calls are the
+    dominant cost in CPython. The most common left side, a column of the tested
+    row, is read without looking at its mode.
     """
-    op = _OPS[kind]
+    test = sc.COMPARISONS[kind][0]
     lmode, lname, lindex, ldelta, lvalue = left
     rmode, rname, rindex, rdelta, rvalue = right
+    current = lmode == _ROW and ldelta == 0
 
     def make(holder: InputHolder) -> Fn:
         lcol = holder.column_list(lname) if lmode != _CONST else []
         rcol = holder.column_list(rname) if rmode != _CONST else []
-        if lmode == _ROW and ldelta == 0:
-            return current_vs(lcol, holder)
 
         def compare(history: History, key: tuple, row: int) -> Any:
             base = holder.base
-            if lmode == _CONST:
+            if current:
+                a = lcol[row - base]
+            elif lmode == _CONST:
                 a = lvalue
             else:
                 t = row if lmode == _ROW else key[lindex]
@@ -416,145 +415,16 @@ def _fused(kind: type, left: _Operand, right: _Operand) -> Factory:
                         b = rcol[t - base]
             if a is None or b is None:
                 return None
-            if op == 0:
-                return a < b
-            if op == 1:
-                return not a > b
-            if op == 2:
-                return a > b
-            if op == 3:
-                return not a < b
-            if op == 4:
-                return not (a < b or a > b)
-            return a < b or a > b
-        return compare
-
-    def current_vs(lcol: list, holder: InputHolder) -> Fn:
-        """The same for the most common left side, a column of the tested row."""
-        rcol = holder.column_list(rname) if rmode != _CONST else []
-
-        def compare(history: History, key: tuple, row: int) -> Any:
-            base = holder.base
-            a = lcol[row - base]
-            if rmode == _CONST:
-                b = rvalue
-            else:
-                t = row if rmode == _ROW else key[rindex]
-                if t is None:
-                    b = None
-                else:
-                    t += rdelta
-                    if t < 0:
-                        b = None
-                    elif t < base:
-                        raise _not_held(t, base)
-                    else:
-                        b = rcol[t - base]
-            if a is None or b is None:
-                return None
-            if op == 0:
-                return a < b
-            if op == 1:
-                return not a > b
-            if op == 2:
-                return a > b
-            if op == 3:
-                return not a < b
-            if op == 4:
-                return not (a < b or a > b)
-            return a < b or a > b
+            return test(a, b)
         return compare
     return make
 
-
-_OPS = {exp.LT: 0, exp.LTE: 1, exp.GT: 2, exp.GTE: 3, exp.EQ: 4, exp.NEQ: 5}
 
 #: comparison node -> (general, both sides int/float)
 _COMPARISONS: dict[type, tuple[Callable[[Fn, Fn], Fn], Callable[[Fn, Fn], Fn]]] = {
     kind: (_general(number_test, sign_test), _numeric(number_test))
     for kind, (number_test, sign_test) in sc.COMPARISONS.items()
 }
-
-
-def _all(parts: tuple[Fn, ...]) -> Fn:
-    """Three-valued AND of ``parts``, left to right, stopping at the first FALSE."""
-    truth = sc.truth
-
-    def all_(history: History, key: tuple, row: int) -> Any:
-        unknown = False
-        for part in parts:
-            v = part(history, key, row)
-            if v is True:
-                continue
-            if v is not False and v is not None:
-                v = truth(v)
-            if v is False:
-                return False
-            if v is None:
-                unknown = True
-        return None if unknown else True
-    return all_
-
-
-def _all_bool(parts: tuple[Fn, ...]) -> Fn:
-    """:func:`_all` of parts that yield only True/False/None (no truth conversion)."""
-    if len(parts) == 2:
-        first, second = parts
-
-        def both(history: History, key: tuple, row: int) -> Any:
-            a = first(history, key, row)
-            if a is False:
-                return False
-            b = second(history, key, row)
-            if b is False:
-                return False
-            return None if a is None or b is None else True
-        return both
-
-    def all_(history: History, key: tuple, row: int) -> Any:
-        unknown = False
-        for part in parts:
-            v = part(history, key, row)
-            if v is False:
-                return False
-            if v is None:
-                unknown = True
-        return None if unknown else True
-    return all_
-
-
-def _any(parts: tuple[Fn, ...]) -> Fn:
-    """Three-valued OR of ``parts``, left to right, stopping at the first TRUE."""
-    truth = sc.truth
-
-    def any_(history: History, key: tuple, row: int) -> Any:
-        unknown = False
-        for part in parts:
-            v = part(history, key, row)
-            if v is False:
-                continue
-            if v is not True and v is not None:
-                v = truth(v)
-            if v is True:
-                return True
-            if v is None:
-                unknown = True
-        return None if unknown else False
-    return any_
-
-
-def _any_bool(parts: tuple[Fn, ...]) -> Fn:
-    """:func:`_any` of parts that yield only True/False/None (no truth conversion)."""
-    def any_(history: History, key: tuple, row: int) -> Any:
-        unknown = False
-        for part in parts:
-            v = part(history, key, row)
-            if v is True:
-                return True
-            if v is None:
-                unknown = True
-        return None if unknown else False
-    return any_
 
 
 def _not(inner: Fn) -> Fn:
