@@ -471,34 +471,12 @@ class Ring:
             self.space_sem.release()
         return seq
 
-    def _rows_between(self, tail: int, to: int) -> int:
-        size, rows_out = self.size, 0
+    def _frames(self, tail: int, to: int) -> Iterator[tuple[int, int, int]]:
+        """``(byte position after it, first sequence number, rows)`` of each data frame
+        between byte positions ``tail`` and ``to``; wrap markers and the unusable end
+        of the ring are skipped."""
+        size = self.size
         while tail < to:
-            pos = tail % size
-            to_end = size - pos
-            if to_end < FRAME_HEADER:
-                tail += to_end
-                continue
-            kind_len, _, rows, _ = _FRAME.unpack_from(self.mm, HEADER_BYTES + pos)
-            if kind_len >> 32 == KIND_WRAP:
-                tail += to_end
-                continue
-            tail += FRAME_HEADER + _align8(kind_len & 0xFFFFFFFF)
-            rows_out += rows
-        return rows_out
-
-    def recover_tail(self) -> None:
-        """Make the released position consistent after a process died while releasing.
-
-        Call with the lock held (no writer moves HEAD meanwhile): frames wholly
-        below TAIL_SEQ are freed, and the ring's row count is recomputed from
-        the frames that remain.
-        """
-        h, size = self.h, self.size
-        tail, head, tail_seq = int(h[W_TAIL_BYTES]), int(h[W_HEAD_BYTES]), int(h[W_TAIL_SEQ])
-        freed_to = tail
-        in_ring = 0
-        while tail < head:
             pos = tail % size
             to_end = size - pos
             if to_end < FRAME_HEADER:
@@ -509,8 +487,25 @@ class Ring:
                 tail += to_end
                 continue
             tail += FRAME_HEADER + _align8(kind_len & 0xFFFFFFFF)
+            yield tail, first, rows
+
+    def _rows_between(self, tail: int, to: int) -> int:
+        return sum(rows for _, _, rows in self._frames(tail, to))
+
+    def recover_tail(self) -> None:
+        """Make the released position consistent after a process died while releasing.
+
+        Call with the lock held (no writer moves HEAD meanwhile): frames wholly
+        below TAIL_SEQ are freed, and the ring's row count is recomputed from
+        the frames that remain.
+        """
+        h = self.h
+        tail, head, tail_seq = int(h[W_TAIL_BYTES]), int(h[W_HEAD_BYTES]), int(h[W_TAIL_SEQ])
+        freed_to = tail
+        in_ring = 0
+        for end, first, rows in self._frames(tail, head):
             if first + rows <= tail_seq and in_ring == 0:
-                freed_to = tail
+                freed_to = end
             else:
                 in_ring += rows
         h[W_TAIL_BYTES] = freed_to
