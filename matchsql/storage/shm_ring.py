@@ -423,22 +423,11 @@ class Ring:
     def frame_end_before(self, tail: int, seq: int) -> int:
         """The byte counter just after the last whole ring frame that ends at or before
         ``seq``, starting the walk at ``tail`` (frames are contiguous in sequence order)."""
-        size, head = self.size, int(self.h[W_HEAD_BYTES])
         end = tail
-        while tail < head:
-            pos = tail % size
-            to_end = size - pos
-            if to_end < FRAME_HEADER:
-                tail += to_end
-                continue
-            kind_len, first, rows, _ = _FRAME.unpack_from(self.mm, HEADER_BYTES + pos)
-            if kind_len >> 32 == KIND_WRAP:
-                tail += to_end
-                continue
+        for after, first, rows in self._frames(tail, int(self.h[W_HEAD_BYTES])):
             if first + rows > seq:
                 break
-            tail += FRAME_HEADER + _align8(kind_len & 0xFFFFFFFF)
-            end = tail
+            end = after
         return end
 
     def _advance_tail(self) -> int:
