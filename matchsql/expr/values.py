@@ -267,7 +267,7 @@ def compare(a: Any, b: Any) -> int | None:
     try:
         if isinstance(a, Interval):
             a, b = _interval_key(a), _interval_key(b)
-        return (a > b) - (a < b)
+        return int(number_gt(a, b)) - int(number_lt(a, b))
     except TypeError:
         raise ExecutionError(f"cannot compare {_type_name(a)} with {_type_name(b)}") from None
 
@@ -669,15 +669,28 @@ ARITHMETIC: dict[type, Callable[[Any, Any], Any]] = {
     exp.IntDiv: int_div, exp.Mod: mod, exp.Pow: power,
 }
 
+def number_lt(a: Any, b: Any) -> bool:
+    """``a < b`` in DuckDB's order of numbers: NaN is greater than every other number
+    and equal to itself (``x != x`` holds for NaN only)."""
+    return a < b or (b != b and a == a)  # x != x: NaN
+
+
+def number_gt(a: Any, b: Any) -> bool:
+    """``a > b`` in DuckDB's order of numbers (see :func:`number_lt`)."""
+    return a > b or (a != a and b == b)  # x != x: NaN
+
+
 #: SQL comparisons (sqlglot classes) -> (the test on two int/float values, the test on
-#: :func:`compare`'s sign). The number tests are written so that NaN behaves exactly
-#: like the sign of ``(a > b) - (a < b)``: ``a < b`` and ``a > b`` never both hold.
+#: :func:`compare`'s sign). The number tests are :func:`number_lt` and :func:`number_gt`
+#: combined, so that NaN is ordered as DuckDB orders it (greatest, equal to itself) and
+#: ``a < b`` and ``a > b`` never both hold. The compiled kernels and the column-wise
+#: path spell the same order out (fsm/compiled/kernel.py, fsm/compiled/rowlocal.py).
 COMPARISONS: dict[type, tuple[Callable[[Any, Any], bool], Callable[[int], bool]]] = {
-    exp.LT: (lambda a, b: a < b, lambda c: c < 0),
-    exp.LTE: (lambda a, b: not a > b, lambda c: c <= 0),
-    exp.GT: (lambda a, b: a > b, lambda c: c > 0),
-    exp.GTE: (lambda a, b: not a < b, lambda c: c >= 0),
-    exp.EQ: (lambda a, b: not (a < b or a > b), lambda c: c == 0),
-    exp.NEQ: (lambda a, b: a < b or a > b, lambda c: c != 0),
+    exp.LT: (number_lt, lambda c: c < 0),
+    exp.LTE: (lambda a, b: not number_gt(a, b), lambda c: c <= 0),
+    exp.GT: (number_gt, lambda c: c > 0),
+    exp.GTE: (lambda a, b: not number_lt(a, b), lambda c: c >= 0),
+    exp.EQ: (lambda a, b: not (number_lt(a, b) or number_gt(a, b)), lambda c: c == 0),
+    exp.NEQ: (lambda a, b: number_lt(a, b) or number_gt(a, b), lambda c: c != 0),
 }
 

@@ -20,8 +20,8 @@ the InputHolder's column lists directly:
 
 Values go through the same :mod:`~matchsql.expr.values` functions as the
 general evaluator, with one shortcut: comparing two ``int``/``float`` values
-uses Python's operators directly, written so that NaN behaves exactly like
-:func:`~matchsql.expr.values.compare` (``(a > b) - (a < b)``), and when both
+uses the value library's number tests directly (its ``COMPARISONS``, which order
+NaN as DuckDB does, above every other number), and when both
 sides are statically numeric (numeric columns, number literals) the type
 test and the calls to read them are folded into one closure. AND/OR chains
 are flattened keeping their evaluation order. A condition that reads only
@@ -322,9 +322,8 @@ def _reader(name: str, at: Locator) -> Factory:
 # -- operators ------------------------------------------------------------------------------
 #
 # Each comparison: NULL if either side is NULL; two int/float values compare
-# with Python's operators in the form that equals sc.compare's sign test
-# ``(a > b) - (a < b)`` (so NaN behaves the same: a < b and a > b never both
-# hold); anything else goes through sc.compare, which coerces types and
+# with the value library's number tests (sc.COMPARISONS: the same order as
+# sc.compare's sign, NaN greatest and equal to itself); anything else goes through sc.compare, which coerces types and
 # raises on incomparable ones. Both sides are always evaluated, left first,
 # like the general evaluator. The ``_num`` variants are used when both sides
 # are statically int/float (numeric columns and literals) and skip the type

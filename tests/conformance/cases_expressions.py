@@ -557,6 +557,45 @@ TYPES = [
          tags=("types", "define")),
 ]
 
-CASES: list[Case] = ONE_ROW_MEASURES + RUNNING_FINAL + DEFINE_CASES + NULLS_AND_AGGREGATES + TYPES
+# NaN is a value, not NULL, and DuckDB orders it above every other number and equal to
+# itself; every path must too. The table, ids 1-6:  x = 5, NaN, 4, NaN, NaN, 7.
+NAN_TABLE = table("f", "id INTEGER, x DOUBLE",
+                  "(1, 5.0), (2, 'nan'::DOUBLE), (3, 4.0), (4, 'nan'::DOUBLE), "
+                  "(5, 'nan'::DOUBLE), (6, 7.0)")
+
+
+def nan_case(name: str, define: str, measures: str, expected: list[tuple], why: str) -> Case:
+    """``A B+`` over the NaN table, every start tried (SKIP TO NEXT ROW)."""
+    query = ("SELECT * FROM f MATCH_RECOGNIZE (\n"
+             "  ORDER BY id\n"
+             f"  MEASURES FIRST(id) AS s, {measures}\n"
+             "  ONE ROW PER MATCH\n"
+             "  AFTER MATCH SKIP TO NEXT ROW\n"
+             "  PATTERN (A B+)\n"
+             f"  DEFINE B AS {define}\n"
+             ") ORDER BY s")
+    return Case(name, NAN_TABLE, query, expected, why, tags=("types", "define"))
+
+
+NANS = [
+    nan_case("nan_le_prev", "x <= PREV(x)", "LAST(id) AS e", [(2, 3), (4, 6), (5, 6)],
+             "x <= PREV(x) per row: 2 NaN<=5 no, 3 4<=NaN yes, 4 NaN<=4 no, 5 NaN<=NaN yes, "
+             "6 7<=NaN yes; so A at 2 takes row 3, A at 4 rows 5-6, A at 5 row 6"),
+    nan_case("nan_gt_prev", "x > PREV(x)", "LAST(id) AS e", [(1, 2), (3, 4)],
+             "x > PREV(x): 2 NaN>5 yes, 3 no, 4 NaN>4 yes, 5 NaN>NaN no, 6 7>NaN no"),
+    nan_case("nan_equals_itself", "x = PREV(x)", "LAST(id) AS e", [(4, 5)],
+             "only row 5 equals its predecessor: NaN = NaN"),
+    nan_case("nan_register_compare", "x < A.x", "LAST(id) AS e", [(2, 3), (5, 6)],
+             "A.x is the start row's x: below NaN are 4 (A at 2) and 7 (A at 5); "
+             "nothing is below 5, 4 or NaN at A = 1, 3, 4 on the next row"),
+    nan_case("nan_max_min", "x > PREV(x) OR x = PREV(x)",
+             "MAX(x) > 1000 AS big, MIN(x) < 4.5 AS low, isnan(MIN(x)) AS nan_min",
+             [(1, True, False, False), (3, True, True, False), (4, True, False, True)],
+             "matches 1-2 (5, NaN), 3-5 (4, NaN, NaN) and 4-5 (NaN, NaN): MAX is NaN, "
+             "above 1000; MIN is the least value that is not NaN (5, 4), NaN when all are"),
+]
+
+CASES: list[Case] = (ONE_ROW_MEASURES + RUNNING_FINAL + DEFINE_CASES + NULLS_AND_AGGREGATES
+                     + TYPES + NANS)
 
 __all__ = ["CASES", "matchsql"]

@@ -169,18 +169,21 @@ def _condition(code, fconst, lo, hi, cols, valid, set_mask, lp, fp, reg, var, ro
                 r = a * b
             elif op == C_DIV:
                 r = a / b
-            elif op == C_LT:
-                r = 1.0 if a < b else 0.0
-            elif op == C_LE:
-                r = 1.0 if a <= b else 0.0
-            elif op == C_GT:
-                r = 1.0 if a > b else 0.0
-            elif op == C_GE:
-                r = 1.0 if a >= b else 0.0
-            elif op == C_EQ:
-                r = 1.0 if a == b else 0.0
-            else:
-                r = 1.0 if a != b else 0.0
+            else:  # comparisons, in DuckDB's order: NaN greatest, equal to itself
+                lt = a < b or (b != b and a == a)
+                gt = a > b or (a != a and b == b)
+                if op == C_LT:
+                    r = 1.0 if lt else 0.0
+                elif op == C_LE:
+                    r = 0.0 if gt else 1.0
+                elif op == C_GT:
+                    r = 1.0 if gt else 0.0
+                elif op == C_GE:
+                    r = 0.0 if lt else 1.0
+                elif op == C_EQ:
+                    r = 0.0 if lt or gt else 1.0
+                else:
+                    r = 1.0 if lt or gt else 0.0
             sv[sp - 1] = r
     return sn[0] == 0 and sv[0] != 0.0
 

@@ -68,6 +68,35 @@ _COMPARE = {exp.LT: "less", exp.LTE: "less_equal", exp.GT: "greater",
 _ARITH = {exp.Add: "add_checked", exp.Sub: "subtract_checked", exp.Mul: "multiply_checked"}
 
 
+def _nan_ordered(kind: type, compare: Term, left: Term, right: Term) -> Term:
+    """``compare`` in DuckDB's order of numbers, where NaN is greater than every other
+    number and equal to itself (Arrow's comparisons make NaN unordered); the same order
+    as the value library's (matchsql.expr.values.COMPARISONS)."""
+
+    def apply(cols: Columns, n: int) -> Value:
+        a, b = left(cols, n), right(cols, n)
+        floats = [v for v in (a, b) if pa.types.is_floating(v.type)]
+        if not floats or any(pa.types.is_null(v.type) for v in (a, b)):
+            return compare(cols, n)
+        a_nan = pc.is_nan(a) if pa.types.is_floating(a.type) else pa.scalar(False)
+        b_nan = pc.is_nan(b) if pa.types.is_floating(b.type) else pa.scalar(False)
+        if isinstance(a_nan, pa.Scalar) and isinstance(b_nan, pa.Scalar):
+            a_nan = pa.array([a_nan.as_py()] * n, pa.bool_())
+        lt = pc.or_kleene(pc.less(a, b), pc.and_kleene(b_nan, pc.invert(a_nan)))
+        gt = pc.or_kleene(pc.greater(a, b), pc.and_kleene(a_nan, pc.invert(b_nan)))
+        if kind is exp.LT:
+            return lt
+        if kind is exp.GT:
+            return gt
+        if kind is exp.LTE:
+            return pc.invert(gt)
+        if kind is exp.GTE:
+            return pc.invert(lt)
+        unequal = pc.or_kleene(lt, gt)
+        return unequal if kind is exp.NEQ else pc.invert(unequal)
+    return apply
+
+
 def _widen(v: Value) -> Value:
     """Integers become int64 and floats float64, as the reference computes in Python."""
     t = v.type
@@ -131,7 +160,9 @@ class RowLocalCompiler:
         if isinstance(node, Pointer):
             return self.pointer(node)
         if type(node) in _COMPARE:
-            return self.call(_COMPARE[type(node)], node.this, node.expression)
+            compare = self.call(_COMPARE[type(node)], node.this, node.expression)
+            left, right = self.node(node.this), self.node(node.expression)
+            return _nan_ordered(type(node), compare, left, right)
         if type(node) in _ARITH:
             return self.call(_ARITH[type(node)], node.this, node.expression, widen=True)
         if isinstance(node, exp.Div):

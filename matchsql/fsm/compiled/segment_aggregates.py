@@ -18,8 +18,8 @@ the others :class:`Unsupported` says why and the reference evaluator builds
 the output: ``count(DISTINCT ...)``, SUM/AVG over decimals, ``string_agg``
 with a separator that is not a constant text or over values other than text
 and integers (the reference's text of a float is Python's). MIN/MAX and
-max_by/min_by over floating keys follow the reference's NaN rule
-(:meth:`Segments.float_extreme`). The result has the measure's declared (DuckDB)
+max_by/min_by over floating keys order NaN as DuckDB does, above every other
+number (:meth:`Segments.extreme`). The result has the measure's declared (DuckDB)
 type: where the computed type differs (an integer expression under a narrower
 declared integer, COUNT_IF's HUGEINT) the values are cast exactly, a value
 that does not fit failing as the reference's conversion does.
@@ -58,8 +58,8 @@ _DECIMAL_SUM = pa.decimal128(38, 0)  # DuckDB's HUGEINT, as Arrow exports it
 
 
 def _ordered(t: pa.DataType) -> bool:
-    """Types whose Arrow order is the reference's (floats with the reference's NaN rule,
-    see :meth:`Segments.float_extreme`)."""
+    """Types whose Arrow order is the reference's (floats with NaN ranked apart, see
+    :meth:`Segments.extreme`)."""
     return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_string(t)
             or pa.types.is_large_string(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
             or pa.types.is_boolean(t))
@@ -132,8 +132,6 @@ class SegmentAggregate:
         if kind in _EXTREMES:
             keys = v if kind in ("min", "max") else values[1]
             largest = kind in ("max", "arg_max")
-            if pa.types.is_floating(keys.type):
-                return seg.float_extreme(keys, v, mask, largest)
             return seg.extreme(keys, v, mask, largest)
         if kind == "any_value":
             return seg.first_value(v, mask & valid)

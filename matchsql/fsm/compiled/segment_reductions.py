@@ -150,10 +150,18 @@ class Segments:
         winner leaking into the next."""
         n = self.n
         mask = mask & _valid(keys)
-        table = pa.table({"k": keys, "i": pa.array(np.arange(n, dtype=np.int64))})
-        order = np.asarray(pc.sort_indices(table, sort_keys=[
-            ("k", "ascending" if largest else "descending"), ("i", "descending")]),
-            dtype=np.int64)  # label index by rank
+        direction = "ascending" if largest else "descending"
+        columns = {"k": keys, "i": pa.array(np.arange(n, dtype=np.int64))}
+        sort_keys = [("k", direction), ("i", "descending")]
+        if pa.types.is_floating(keys.type):
+            # DuckDB's order of numbers, as the value library's: NaN above every other
+            # number and equal to itself. Arrow places NaN by its own rule, so NaN is
+            # ranked by a key of its own and taken out of ``k``.
+            nan = pc.fill_null(pc.is_nan(keys), False)
+            columns = {"nan": nan, "k": pc.if_else(nan, 0.0, keys), "i": columns["i"]}
+            sort_keys = [("nan", direction), *sort_keys]
+        order = np.asarray(pc.sort_indices(pa.table(columns), sort_keys=sort_keys),
+                           dtype=np.int64)  # label index by rank
         score = np.empty(n, np.int64)
         score[order] = np.arange(1, n + 1, dtype=np.int64)
         base = self.match_of * (n + 1)
@@ -164,25 +172,6 @@ class Segments:
             none = got == 0
             at = order[np.where(none, 0, got - 1)]
             return values.take(pa.array(at, pa.int64(), mask=none))
-        return evaluate
-
-    def float_extreme(self, keys: pa.Array, values: pa.Array, mask: np.ndarray,
-                      largest: bool) -> Evaluate:
-        """:meth:`extreme` over floating keys with the reference's NaN rule: NaN
-        compares equal to every value, so a NaN never replaces the best key, and a NaN
-        first key is never replaced. The result is therefore the first keyed row's value
-        where that key is NaN, else the extreme over the keys that are not NaN."""
-        keyed = mask & _valid(keys)
-        nan = np.asarray(pc.fill_null(pc.is_nan(keys), False), dtype=bool)
-        best = self.extreme(keys, values, keyed & ~nan, largest)
-        first_key = self.first_value(keys, keyed)
-        first_value = self.first_value(values, keyed)
-
-        def evaluate(idx: np.ndarray) -> pa.Array:
-            first_nan = pc.fill_null(pc.is_nan(first_key(idx)), False)
-            if not pc.any(first_nan).as_py():
-                return best(idx)
-            return pc.if_else(first_nan, first_value(idx), best(idx))
         return evaluate
 
     def first_value(self, values: pa.Array, mask: np.ndarray) -> Evaluate:
