@@ -20,7 +20,7 @@ import pytest
 from matchsql.errors import ExecutionError
 from matchsql.expr.rows import MatchView
 from matchsql.expr.rowwise import analyze_expression
-from matchsql.expr.values import truth
+from matchsql.expr.values import number_lt, truth
 from matchsql.fsm.defines import compile_define
 from matchsql.fsm.holder import InputHolder
 from matchsql.fsm.vm import HistoryKey, HistoryLabels
@@ -153,5 +153,5 @@ def test_row_local_results_are_cached_per_row() -> None:
     assert [test(None, (), r) for r in range(12)] == first
     values = holder.column_list("x")
     expected = [r > 0 and values[r] is not None and values[r - 1] is not None
-                and values[r] < values[r - 1] for r in range(12)]
+                and number_lt(values[r], values[r - 1]) for r in range(12)]
     assert first == expected
