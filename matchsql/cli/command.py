@@ -29,7 +29,7 @@ from pathlib import Path
 
 from matchsql import __version__
 from matchsql.cli.shell import Shell
-from matchsql.connection import connect
+from matchsql.api.connection import connect
 from matchsql.errors import Error
 
 # name -> main(argv) of a subcommand; argv excludes the subcommand's name.

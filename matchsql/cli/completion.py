@@ -26,7 +26,7 @@ from matchsql.cli.vocabulary import (
     MATCH_RECOGNIZE_WORDS,
     STATEMENT_WORDS,
 )
-from matchsql.connection import Connection
+from matchsql.api.connection import Connection
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _QUALIFIED = re.compile(r"([A-Za-z_][A-Za-z0-9_$]*)\.([A-Za-z0-9_$]*)$")

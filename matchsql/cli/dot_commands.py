@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from matchsql.cli.modes import MODES
 from matchsql.config import Config
 from matchsql.errors import Error
-from matchsql.plot import save_plot
-from matchsql.stats_statement import describe
+from matchsql.api.plot import save_plot
+from matchsql.session.stats import describe
 
 if TYPE_CHECKING:
     from matchsql.cli.shell import Shell

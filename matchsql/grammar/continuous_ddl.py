@@ -1,4 +1,4 @@
-"""Statements of named continuous queries (their execution: :mod:`matchsql.continuous`).
+"""Statements of named continuous queries (their execution: :mod:`matchsql.session.continuous`).
 
     CREATE CONTINUOUS QUERY [IF NOT EXISTS] name
         [WITH (checkpoint_interval = <seconds>, checkpoint_rows = <tuples>)]

@@ -1,6 +1,6 @@
 """``SHOW STATS``: the input metrics of the connection's last continuous query.
 
-A continuous query's :class:`~matchsql.connection.Result` carries ``stats``,
+A continuous query's :class:`~matchsql.api.connection.Result` carries ``stats``,
 a dict that :func:`matchsql.router.continuous.continuous_batches` fills with
 :meth:`matchsql.adaptive.metrics.InputMetrics.row` when the query ends (or is
 closed). The connection remembers the last such dict (:func:`remember`);
@@ -14,7 +14,7 @@ import re
 
 import pyarrow as pa
 
-from matchsql.result import table_result
+from matchsql.api.result import table_result
 
 SHOW_STATS = re.compile(r"^\s*show\s+stats\s*;?\s*$", re.IGNORECASE)
 

@@ -60,7 +60,7 @@ from matchsql.grammar.continuous_ddl import (
     valid_name,
 )
 from matchsql.grammar.nodes import MatchRecognizeTable
-from matchsql.result import table_result
+from matchsql.api.result import table_result
 from matchsql.router.continuous import _live_batches
 from matchsql.router.hashed import HashPartitionRouter
 from matchsql.storage import faults, liveness
@@ -99,7 +99,7 @@ class _Plan:
 
 
 class ContinuousQueries:
-    """The continuous-query statements of one :class:`~matchsql.executor.Executor`."""
+    """The continuous-query statements of one :class:`~matchsql.session.executor.Executor`."""
 
     def __init__(self, executor) -> None:
         self.executor = executor

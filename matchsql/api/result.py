@@ -21,8 +21,8 @@ import duckdb
 import pyarrow as pa
 
 from matchsql.errors import Error
-from matchsql.plot import plot_matches, save_plot
-from matchsql.render import render_batches
+from matchsql.api.plot import plot_matches, save_plot
+from matchsql.api.render import render_batches
 
 #: Bytes of Arrow data a Result keeps so that it can be read again.
 KEEP_BYTES = 64 * 1024 * 1024
@@ -222,7 +222,7 @@ class Result:
 
     def plot(self, x: str, y: str, *, match: str | None = None, by: str | None = None,
              path: str | None = None, title: str | None = None):
-        """A matplotlib Figure of ``y`` over ``x`` with each match banded (matchsql.plot).
+        """A matplotlib Figure of ``y`` over ``x`` with each match banded (matchsql.api.plot).
 
         ``match`` names the MATCH_NUMBER() column (found by name when left
         out), ``by`` draws one line per partition; with ``path`` the picture is

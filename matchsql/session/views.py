@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from matchsql.errors import ParseError, SemanticError
 from matchsql.grammar import parse
-from matchsql.statement_text import CreateView, quote
+from matchsql.session.statement_text import CreateView, quote
 
 MARKER = "matchsql MATCH_RECOGNIZE view; its query:\n"
 STUB_MESSAGE = "this view has a MATCH_RECOGNIZE: query it through matchsql"

@@ -1,6 +1,6 @@
 """The executor's stream hooks: stream DDL, and MATCH_RECOGNIZE over a live stream.
 
-Kept apart from :mod:`matchsql.executor` so the one-time path stays simple;
+Kept apart from :mod:`matchsql.session.executor` so the one-time path stays simple;
 the executor calls in at three points (stream DDL, a MATCH_RECOGNIZE whose
 input is a stream, interrupt).
 
@@ -28,8 +28,8 @@ from matchsql.cancel import Cancellation
 from matchsql.errors import Error, SemanticError, StreamError
 from matchsql.fsm.program import check_pattern_size
 from matchsql.grammar.subqueries import visible_ctes
-from matchsql.query_shape import direct_select, require_columns
-from matchsql.result import BatchSource, Result, table_result
+from matchsql.session.query_shape import direct_select, require_columns
+from matchsql.api.result import BatchSource, Result, table_result
 from matchsql.router.continuous import _live_batches
 from matchsql.storage.catalog import Catalog, StreamDef
 from matchsql.storage.live_reader import LiveReader
@@ -37,7 +37,7 @@ from matchsql.storage.shm_ring import Ring
 
 
 class StreamStatements:
-    """Stream support for one :class:`~matchsql.executor.Executor`."""
+    """Stream support for one :class:`~matchsql.session.executor.Executor`."""
 
     def __init__(self, executor) -> None:
         self.executor = executor
@@ -242,7 +242,7 @@ class StreamStatements:
 
 
 class _MatchReader(BatchSource):
-    """A :class:`~matchsql.result.BatchSource` that also carries the input metrics."""
+    """A :class:`~matchsql.api.result.BatchSource` that also carries the input metrics."""
 
     def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch],
                  stats: dict | None = None) -> None:

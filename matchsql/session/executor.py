@@ -22,7 +22,8 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from matchsql import stats_statement, window_measures
+from matchsql import window_measures
+from matchsql.session import stats as stats_statement
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.deep import run_deep
@@ -44,11 +45,11 @@ from matchsql.grammar.sqltext import check_text
 from matchsql.grammar.stream_ddl import is_stream_statement
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.plan.spec import MatchSpec
-from matchsql.profile import MatchProfile
-from matchsql.query_shape import direct_select, offset_of, plain_limit, require_columns
-from matchsql.result import BatchSource, LazyReader, Result, table_result
-from matchsql.scope import EMPTY, lookup
-from matchsql.statement_text import (
+from matchsql.session.profile import MatchProfile
+from matchsql.session.query_shape import direct_select, offset_of, plain_limit, require_columns
+from matchsql.api.result import BatchSource, LazyReader, Result, table_result
+from matchsql.session.scope import EMPTY, lookup
+from matchsql.session.statement_text import (
     after_words,
     bind_texts,
     bind_values,
@@ -57,7 +58,7 @@ from matchsql.statement_text import (
     replace_settings,
     split_arguments,
 )
-from matchsql.views import STUB_MESSAGE, create_stub, definitions, expand, mentions, view_query
+from matchsql.session.views import STUB_MESSAGE, create_stub, definitions, expand, mentions, view_query
 from matchsql.workers.session import WorkerSession, is_show_workers
 
 Params = Sequence[Any] | Mapping[str, Any] | None
@@ -127,18 +128,18 @@ class Executor:
 
     @property
     def streams(self):
-        """Live-stream hooks (DDL, continuous MATCH_RECOGNIZE); see matchsql.stream_statements."""
+        """Live-stream hooks (DDL, continuous MATCH_RECOGNIZE); see matchsql.session.streams."""
         if self._streams is None:
-            from matchsql.stream_statements import StreamStatements
+            from matchsql.session.streams import StreamStatements
 
             self._streams = StreamStatements(self)
         return self._streams
 
     @property
     def continuous(self):
-        """Named continuous queries (CREATE/RESUME/STOP/DROP/SHOW); see matchsql.continuous."""
+        """Named continuous queries (CREATE/RESUME/STOP/DROP/SHOW); see matchsql.session.continuous."""
         if self._continuous is None:
-            from matchsql.continuous import ContinuousQueries
+            from matchsql.session.continuous import ContinuousQueries
 
             self._continuous = ContinuousQueries(self)
         return self._continuous
@@ -282,7 +283,7 @@ class Executor:
     def _views(self, statement: str) -> dict[str, str]:
         """The MATCH_RECOGNIZE views, read from the catalog once and again whenever a
         statement names one (so that one dropped or replaced elsewhere is not expanded)
-        or changes the catalog; see matchsql.views."""
+        or changes the catalog; see matchsql.session.views."""
         if self._view_cache is None or mentions(statement, self._view_cache):
             self._view_cache = definitions(self.con)
         return self._view_cache
@@ -347,7 +348,7 @@ class Executor:
 
     def _create_view(self, create, query: str, statement: str):
         """CREATE VIEW of a query with a MATCH_RECOGNIZE: checked by preparing it (not
-        reading it), then stored in the database (see matchsql.views)."""
+        reading it), then stored in the database (see matchsql.session.views)."""
         check = self._run_statement(" " * create.query_offset + query)
         try:
             schema = check.schema

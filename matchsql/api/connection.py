@@ -8,10 +8,10 @@ from typing import Any
 import duckdb
 
 from matchsql.config import Config
-from matchsql.executor import Executor
-from matchsql.result import Result
-from matchsql.scope import caller_scope
-from matchsql.stats_statement import last_stats, remember
+from matchsql.session.executor import Executor
+from matchsql.api.result import Result
+from matchsql.session.scope import caller_scope
+from matchsql.session.stats import last_stats, remember
 from matchsql.storage.demo import install_demo_trade, needs_demo
 
 __all__ = ["Connection", "Result", "connect"]
@@ -109,7 +109,7 @@ class Connection:
                                 checkpoint_interval: float | None = None,
                                 checkpoint_rows: int | None = None,
                                 if_not_exists: bool = False) -> None:
-        """``CREATE CONTINUOUS QUERY name WITH (...) AS insert_sql`` (see matchsql.continuous)."""
+        """``CREATE CONTINUOUS QUERY name WITH (...) AS insert_sql`` (see matchsql.session.continuous)."""
         options = {k: v for k, v in (("checkpoint_interval", checkpoint_interval),
                                      ("checkpoint_rows", checkpoint_rows)) if v is not None}
         self._executor.continuous.create_from(name, insert_sql, options, if_not_exists)
