@@ -7,11 +7,10 @@ from typing import Any
 
 import duckdb
 
+from matchsql.api.result import Result
 from matchsql.config import Config
 from matchsql.session.executor import Executor
-from matchsql.api.result import Result
 from matchsql.session.scope import caller_scope
-from matchsql.session.stats import last_stats, remember
 from matchsql.storage.demo import install_demo_trade, needs_demo
 
 __all__ = ["Connection", "Result", "connect"]
@@ -71,15 +70,12 @@ class Connection:
         that holds a pandas or Polars DataFrame or an Arrow table, as in DuckDB.
         """
         self._build_demo(text)
-        result = self._executor.run(text, params, caller_scope())
-        if result is not None:
-            remember(self._executor, result.stats)  # a continuous query's: SHOW STATS shows it
-        return result
+        return self._executor.run(text, params, caller_scope())
 
     @property
     def last_stats(self) -> dict | None:
         """Input metrics of the last continuous query (filled when it ends), else None."""
-        return last_stats(self._executor)
+        return self._executor.last_stats
 
     def execute(self, text: str, params: Sequence[Any] | Mapping[str, Any] | None = None
                 ) -> Result | None:

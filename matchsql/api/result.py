@@ -20,9 +20,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from matchsql.errors import Error
 from matchsql.api.plot import plot_matches, save_plot
 from matchsql.api.render import render_batches
+from matchsql.errors import Error
 
 #: Bytes of Arrow data a Result keeps so that it can be read again.
 KEEP_BYTES = 64 * 1024 * 1024

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from matchsql.api.plot import save_plot
 from matchsql.cli.modes import MODES
 from matchsql.config import Config
 from matchsql.errors import Error
-from matchsql.api.plot import save_plot
 from matchsql.session.stats import describe
 
 if TYPE_CHECKING:

@@ -58,6 +58,7 @@ class Progress:
     def _tick(self) -> None:
         if self._stopped.wait(self._delay):
             return
+        # tqdm: loaded once a statement runs long enough to draw a bar (start-up).
         from tqdm import tqdm
 
         with self._lock:

@@ -24,13 +24,13 @@ from typing import TextIO
 import duckdb
 import pyarrow as pa
 
+from matchsql.api.connection import Connection
+from matchsql.api.render import as_text
 from matchsql.cli.dot_commands import run_dot_command
 from matchsql.cli.modes import render
 from matchsql.cli.progress import DEFAULT_DELAY, Progress
-from matchsql.api.connection import Connection
 from matchsql.errors import Error
 from matchsql.grammar.sqltext import Statement, is_blank, is_complete, split_script
-from matchsql.api.render import as_text
 
 DEFAULT_MAX_ROWS = 40
 #: Bytes of the last result the shell keeps for ``.plot``.

@@ -3,40 +3,20 @@
 A continuous query's :class:`~matchsql.api.connection.Result` carries ``stats``,
 a dict that :func:`matchsql.router.continuous.continuous_batches` fills with
 :meth:`matchsql.adaptive.metrics.InputMetrics.row` when the query ends (or is
-closed). The connection remembers the last such dict (:func:`remember`);
+closed). The executor keeps the last such dict (``Executor.last_stats``);
 ``SHOW STATS`` (and the shell's ``.stats``) turns it into a two-column table,
 one row per metric, in the thesis' column order.
 """
 
 from __future__ import annotations
 
-import re
-
 import pyarrow as pa
-
-from matchsql.api.result import table_result
-
-SHOW_STATS = re.compile(r"^\s*show\s+stats\s*;?\s*$", re.IGNORECASE)
 
 #: Metric order of the thesis' appendix tables, then the extras.
 ORDER = ("avg_mem", "max_mem", "avg_queue", "max_queue", "result", "time", "throughput",
          "records", "latency", "switches")
 
 SCHEMA = pa.schema([("metric", pa.string()), ("value", pa.float64())])
-
-
-def is_show_stats(statement: str) -> bool:
-    return SHOW_STATS.match(statement) is not None
-
-
-def remember(executor, stats: dict | None) -> None:
-    """Keep ``stats`` (a continuous query's Result.stats) as the last query's metrics."""
-    if stats is not None:
-        executor.last_stats = stats
-
-
-def last_stats(executor) -> dict | None:
-    return executor.last_stats
 
 
 def stats_table(stats: dict | None) -> pa.Table:
@@ -51,12 +31,6 @@ def stats_table(stats: dict | None) -> pa.Table:
                     if n not in ORDER and isinstance(v, int | float) and not isinstance(v, bool))
     return pa.table([pa.array(names, pa.string()),
                      pa.array([float(stats[n]) for n in names], pa.float64())], schema=SCHEMA)
-
-
-def show_stats(executor):
-    """The Result of ``SHOW STATS`` for ``executor``'s connection."""
-    table = stats_table(last_stats(executor))
-    return table_result(table)
 
 
 def describe(stats: dict | None) -> str:

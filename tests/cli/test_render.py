@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from matchsql.render import collect, render_batches
+from matchsql.api.render import collect, render_batches
 
 
 def _render(sql: str, batch_rows: int = 7, **options) -> str:

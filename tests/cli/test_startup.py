@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 import matchsql
-import matchsql.connection as connection
+import matchsql.api.connection as connection
 from matchsql.storage.demo import DEMO_ROWS, needs_demo
 from tests.cli.conftest import ROOT
 
