@@ -11,7 +11,7 @@ from matchsql.api.result import Result
 from matchsql.config import Config
 from matchsql.session.executor import Executor
 from matchsql.session.scope import caller_scope
-from matchsql.storage.demo import install_demo_trade, needs_demo
+from matchsql.storage.demo_needed import needs_demo
 
 __all__ = ["Connection", "Result", "connect"]
 
@@ -55,22 +55,28 @@ class Connection:
         """Build the demo table if it is still pending and ``text`` (any use of the
         connection, without one) might see it."""
         if self._demo_pending and (text is None or needs_demo(text)):
+            # numpy and pyarrow build the table: loaded on its first use (start-up).
+            from matchsql.storage.demo import install_demo_trade
+
             try:
                 install_demo_trade(self._duckdb)
             except duckdb.Error as exc:  # e.g. Ctrl-C while it is built: built next time
                 raise Executor.translate(exc) from None
             self._demo_pending = False
 
-    def sql(self, text: str, params: Sequence[Any] | Mapping[str, Any] | None = None
-            ) -> Result | None:
+    def sql(self, text: str, params: Sequence[Any] | Mapping[str, Any] | None = None, *,
+            as_relation: bool = False) -> Result | None:
         """Run every statement in ``text``; return the last one's rows (None if it has none).
 
         ``params`` are the values of a single statement's parameters (``?``,
         ``$1``, ``$name``). A table may be named by a variable of the caller
         that holds a pandas or Polars DataFrame or an Arrow table, as in DuckDB.
+        ``as_relation``: a plain statement's rows are run when first read, as
+        with DuckDB's own ``sql()`` (its errors come then), and may be taken
+        as a DuckDB relation (:meth:`Result.take_relation`; the shell does).
         """
         self._build_demo(text)
-        return self._executor.run(text, params, caller_scope())
+        return self._executor.run(text, params, caller_scope(), as_relation=as_relation)
 
     @property
     def last_stats(self) -> dict | None:

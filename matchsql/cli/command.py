@@ -134,7 +134,10 @@ def _run(argv: list[str]) -> int:
         print(f"Error: {err}", file=sys.stderr)
         return EXIT_FAILED
     with con:
-        shell = Shell(con, max_rows=args.max_rows, timer=args.timer)
+        # Only a later .plot reads the rows of a -c statement again (as Arrow).
+        keep_last = not args.command or any(c.lstrip().startswith(".plot")
+                                            for c in args.command)
+        shell = Shell(con, max_rows=args.max_rows, timer=args.timer, keep_last=keep_last)
         if args.command:
             return _status(shell, all(_run_command(shell, text) for text in args.command))
         if args.file and args.file != "-":

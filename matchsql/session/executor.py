@@ -15,9 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
-from matchsql.api.result import LazyReader, Result, table_result
+from matchsql.api.result import LazyReader, RelationSource, Result, table_result
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import (
@@ -60,6 +59,8 @@ from matchsql.session.stats import stats_table
 from matchsql.session.view_catalog import STUB_MESSAGE, definitions, mentions
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from matchsql.session.continuous import ContinuousQueries
     from matchsql.session.matching import MatchRunner
     from matchsql.session.streams import StreamStatements
@@ -115,6 +116,8 @@ class Executor:
         self._streams: StreamStatements | None = None
         self._continuous: ContinuousQueries | None = None
         self._workers: WorkerSession | None = None
+        # While run(as_relation=True) runs: plain statements' rows stay a DuckDB relation.
+        self._as_relation = False
 
     # -- what is loaded on first use -------------------------------------------------------
 
@@ -169,13 +172,17 @@ class Executor:
 
     # -- statements ---------------------------------------------------------------------
 
-    def run(self, text: str, params: Params = None, scope: Mapping[str, Any] = EMPTY):
+    def run(self, text: str, params: Params = None, scope: Mapping[str, Any] = EMPTY, *,
+            as_relation: bool = False):
         """Run every statement of ``text``; return the last statement's Result (or None).
 
         ``params`` are the values of the parameters (``?``, ``$1``, ``$name``)
         of a single statement; ``scope`` the caller's variables, for tables
         named by a Python variable (DuckDB's replacement scans). The text is
         split once; each statement's errors are located in the whole text here.
+        With ``as_relation`` the Result of a plain statement holds its DuckDB
+        relation, run when first read (see Result.take_relation), as DuckDB's
+        ``con.sql()`` does: its errors come then.
         """
         check_text(text)
         pieces = split(text, self.con)
@@ -184,6 +191,7 @@ class Executor:
         if params is not None and len(pieces) != 1:
             raise Error(f"parameters need a single statement, got {len(pieces)}")
         self.scope = scope
+        self._as_relation = as_relation
         result = None
         try:
             for piece in pieces:
@@ -196,6 +204,7 @@ class Executor:
                 except Exception as exc:  # a bug inside the engine: a one-line error
                     raise internal_error(exc) from exc
         finally:
+            self._as_relation = False
             self.scope = EMPTY
             self._scans = set()
             if self._matching is not None:
@@ -282,6 +291,8 @@ class Executor:
         return None
 
     def _show_setting(self, statement: ShowSetting, params: Params) -> Result:
+        import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+
         value = getattr(self.config, statement.name)
         return table_result(pa.table({statement.name: pa.array([str(value)], pa.string())}))
 
@@ -345,7 +356,12 @@ class Executor:
                     return None
                 if live:
                     return self._deferred(sql, params, live, cleanups, stats)
-                reader = self.con.sql(sql, params=params).to_arrow_reader(self.config.batch_size)
+                if self._as_relation:
+                    reader = RelationSource(self.con.sql(sql, params=params),
+                                            self.config.batch_size)
+                else:
+                    reader = self.con.sql(sql, params=params).to_arrow_reader(
+                        self.config.batch_size)
                 break
             except duckdb.CatalogException as exc:
                 if self._register_missing(exc, cleanups, live):

@@ -42,16 +42,6 @@ def leading_words(statement: str, count: int) -> list[str]:
     return words
 
 
-def after_words(statement: str, count: int) -> int:
-    """The offset just past the first ``count`` words of ``statement`` (see leading_words)."""
-    i = _BLANK.match(statement).end()
-    for _ in range(count):
-        match = _WORD.match(statement, i)
-        if match is None:
-            break
-        i = _BLANK.match(statement, match.end()).end()
-    return i
-
 
 # -- parameters ---------------------------------------------------------------------
 
@@ -77,12 +67,6 @@ def _markers(sql: str) -> list[_Marker]:
             found.append(_Marker(token.start, following.end + 1, key))
     return found
 
-
-def has_parameters(sql: str) -> bool:
-    try:
-        return bool(_markers(sql))
-    except ParseError:
-        return False
 
 
 def bind_texts(sql: str, values: Sequence[str] | Mapping[str, str]) -> str:
@@ -218,22 +202,3 @@ def split_arguments(text: str) -> list[str]:
     if last or pieces:
         pieces.append(last)
     return pieces
-
-
-def replace_settings(sql: str, values: Mapping[str, Any]) -> str:
-    """``sql`` with each ``current_setting('name')`` of a setting in ``values`` replaced by
-    its value as a literal (DuckDB answers for its own settings)."""
-    try:
-        tokens = tokenize(sql)
-    except ParseError:
-        return sql
-    spans: list[tuple[int, int, str]] = []
-    for i in range(len(tokens) - 3):
-        name, left, arg, right = tokens[i:i + 4]
-        if name.text.lower() == "current_setting" and left.token_type == TokenType.L_PAREN \
-                and arg.token_type == TokenType.STRING and right.token_type == TokenType.R_PAREN \
-                and arg.text.lower() in values:
-            spans.append((name.start, right.end + 1, literal(values[arg.text.lower()])))
-    for start, end, text in reversed(spans):
-        sql = sql[:start] + text + sql[end:]
-    return sql

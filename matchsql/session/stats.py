@@ -10,27 +10,30 @@ one row per metric, in the thesis' column order.
 
 from __future__ import annotations
 
-import pyarrow as pa
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Metric order of the thesis' appendix tables, then the extras.
 ORDER = ("avg_mem", "max_mem", "avg_queue", "max_queue", "result", "time", "throughput",
          "records", "latency", "switches")
-
-SCHEMA = pa.schema([("metric", pa.string()), ("value", pa.float64())])
-
 
 def stats_table(stats: dict | None) -> pa.Table:
     """One row per numeric metric; the input mode (text) is left out of the value column.
 
     Empty when no continuous query ran, or when the last one is still running.
     """
+    import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+
+    schema = pa.schema([("metric", pa.string()), ("value", pa.float64())])
     if not stats:
-        return SCHEMA.empty_table()
+        return schema.empty_table()
     names = [n for n in ORDER if n in stats]
     names += sorted(n for n, v in stats.items()
                     if n not in ORDER and isinstance(v, int | float) and not isinstance(v, bool))
     return pa.table([pa.array(names, pa.string()),
-                     pa.array([float(stats[n]) for n in names], pa.float64())], schema=SCHEMA)
+                     pa.array([float(stats[n]) for n in names], pa.float64())], schema=schema)
 
 
 def describe(stats: dict | None) -> str:
