@@ -1,7 +1,9 @@
 """``Result``: the rows of one statement, read lazily, named as in DuckDB's Python API.
 
-A leaf of the session layer: the executor and the stream statements build
-Results, the connection hands them out, and nothing here imports them back.
+A leaf module: the session layer (the executor, the stream statements) builds
+Results and the connection hands them out; nothing here imports either. The
+rows of a plain statement may stay a DuckDB relation (:class:`RelationSource`)
+until they are read, so that text output never loads pyarrow.
 
 Reading twice: the batches read are kept (up to :data:`KEEP_BYTES`), so once
 every row was read, a full read (``fetchall``, ``arrow``, ``df``, ``pl``,
