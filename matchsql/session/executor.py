@@ -34,6 +34,7 @@ from matchsql.grammar.sqltext import check_text
 from matchsql.session.cleanups import run_all
 from matchsql.session.scope import EMPTY, lookup
 from matchsql.session.statements import (
+    READS_TABLES,
     ContinuousDdl,
     Deallocate,
     DefineView,
@@ -68,10 +69,6 @@ if TYPE_CHECKING:
 
 Params = Sequence[Any] | Mapping[str, Any] | None
 
-#: Statements whose table references a MATCH_RECOGNIZE view expands in; DESCRIBE and
-#: SHOW read the view's columns from DuckDB, others (PRAGMA, ATTACH, ...) name no query.
-_READS_TABLES = frozenset({"SELECT", "WITH", "FROM", "VALUES", "TABLE", "PIVOT", "UNPIVOT",
-                           "INSERT", "CREATE", "UPDATE", "DELETE", "COPY", "EXPLAIN"})
 #: Statements after which the MATCH_RECOGNIZE views are read from the catalog again.
 _CHANGES_CATALOG = frozenset({"CREATE", "DROP", "ALTER", "COMMENT", "ATTACH", "DETACH",
                               "USE", "ROLLBACK", "IMPORT"})
@@ -237,7 +234,7 @@ class Executor:
         words = statement.words
         if words[:1] and words[0] in _CHANGES_CATALOG:
             self._view_cache = None
-        if views and (not words or words[0] in _READS_TABLES) and mentions(text, views):
+        if views and (not words or words[0] in READS_TABLES) and mentions(text, views):
             # EXPLAIN [ANALYZE] stays in front: only the statement it explains is expanded.
             head = statement.head
             text = text[:head] + self.matching.expand(text[head:], views)

@@ -54,6 +54,7 @@ from matchsql.session.query_shape import direct_select, offset_of, plain_limit, 
 from matchsql.session.scope import lookup
 from matchsql.session.statement_text import bind_texts, bind_values, create_view, split_arguments
 from matchsql.session.statements import (
+    READS_TABLES,
     DefineView,
     ExplainMatch,
     MatchQuery,
@@ -66,9 +67,6 @@ if TYPE_CHECKING:
     from matchsql.session.executor import Executor, Params
 
 _view_numbers = itertools.count()
-#: Statements whose table references a row pattern window may stand in.
-_READS_TABLES = frozenset({"SELECT", "WITH", "FROM", "VALUES", "TABLE", "PIVOT", "UNPIVOT",
-                           "INSERT", "CREATE", "UPDATE", "DELETE", "COPY", "EXPLAIN"})
 _VIEW = re.compile(r"__matchsql_matches_\d+")
 _POSITION = "__matchsql_input_position"
 
@@ -97,7 +95,7 @@ class MatchRunner:
     def run(self, statement: MatchQuery, params: Params):
         """A statement with a MATCH_RECOGNIZE and/or a row pattern window (or their EXPLAIN)."""
         text = statement.text if params is None else bind_values(statement.text, params)
-        if statement.windowed and (not statement.words or statement.words[0] in _READS_TABLES):
+        if statement.windowed and (not statement.words or statement.words[0] in READS_TABLES):
             handled = self.pattern_windows(text, isinstance(statement, ExplainMatch)
                                            and statement.analyze, statement.head)
             if handled is not False:

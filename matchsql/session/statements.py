@@ -25,9 +25,10 @@ if TYPE_CHECKING:  # their parsers load the matchsql dialect: only where such a 
     from matchsql.grammar.stream_ddl import StreamStatement
 
 __all__ = [
-    "ContinuousDdl", "Deallocate", "DefineView", "Execute", "ExplainMatch", "MatchQuery",
-    "Piece", "Prepare", "Query", "ResetSetting", "SetSetting", "ShowSetting", "ShowStats",
-    "ShowWorkers", "Sql", "Statement", "StreamDdl", "classify", "replace_settings", "split",
+    "READS_TABLES", "ContinuousDdl", "Deallocate", "DefineView", "Execute", "ExplainMatch",
+    "MatchQuery", "Piece", "Prepare", "Query", "ResetSetting", "SetSetting", "ShowSetting",
+    "ShowStats", "ShowWorkers", "Sql", "Statement", "StreamDdl", "classify", "replace_settings",
+    "split",
 ]
 
 _OPERATOR = duckdb.token_type.operator
@@ -223,6 +224,11 @@ def split(text: str, con: duckdb.DuckDBPyConnection) -> list[Piece]:
 
 # -- classifying ----------------------------------------------------------------------------
 
+#: Statements that read tables: a MATCH_RECOGNIZE view or a row pattern window may stand
+#: in them. DESCRIBE and SHOW read a view's columns from DuckDB; others (PRAGMA, ATTACH,
+#: ...) name no query.
+READS_TABLES = frozenset({"SELECT", "WITH", "FROM", "VALUES", "TABLE", "PIVOT", "UNPIVOT",
+                          "INSERT", "CREATE", "UPDATE", "DELETE", "COPY", "EXPLAIN"})
 _STREAM_HEADS = (("CREATE", "STREAM"), ("DROP", "STREAM"), ("SHOW", "STREAMS"),
                  ("SHOW", "STREAM"))
 _CONTINUOUS_HEADS = (("CREATE", "CONTINUOUS", "QUERY"), ("RESUME", "CONTINUOUS", "QUERY"),
