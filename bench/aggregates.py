@@ -25,8 +25,9 @@ import pyarrow as pa
 from matchsql.config import Config
 from matchsql.fsm.compiled.matcher import CompiledMatcher, CompiledPlan
 from matchsql.fsm.reference import CompiledQuery
-from matchsql.grammar import analyze, parse
+from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
 
 QUERY = """SELECT * FROM t MATCH_RECOGNIZE (
   ORDER BY id

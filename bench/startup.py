@@ -17,7 +17,8 @@ child, which load on a shared machine inflates far less than wall time:
   compiled matchers from the numba cache (warmed by one run beforehand).
 
 Plus, once, the modules a ``SELECT 1`` imports that a matchsql user might
-think heavy (numba, pandas, matplotlib, pyspark, prompt_toolkit): none should be.
+think heavy (numba, pandas, matplotlib, pyspark, prompt_toolkit, sqlglot, pyarrow,
+numpy): none should be.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MATCH = ("SELECT count(*) AS matches FROM trade MATCH_RECOGNIZE (PARTITION BY symbol "
          "ORDER BY ts MEASURES A.price AS p ONE ROW PER MATCH PATTERN (A B+ C) "
          "DEFINE B AS price < PREV(price), C AS price > PREV(price))")
-HEAVY = ("numba", "pandas", "matplotlib", "pyspark", "prompt_toolkit", "pygments", "tqdm")
+HEAVY = ("numba", "pandas", "matplotlib", "pyspark", "prompt_toolkit", "pygments", "tqdm",
+         "sqlglot", "pyarrow", "numpy")
 
 
 def _env() -> dict[str, str]:

@@ -5,7 +5,7 @@
     con.sql("SELECT * FROM trade MATCH_RECOGNIZE (...)").fetchall()
 """
 
-from matchsql.connection import Connection, Result, connect
+from matchsql.api.connection import Connection, Result, connect
 from matchsql.errors import (
     CatalogError,
     Error,

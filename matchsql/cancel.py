@@ -17,10 +17,12 @@ the next statement would let it run on.
 from __future__ import annotations
 
 import threading
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from matchsql.errors import ExecutionError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 INTERRUPTED = "statement interrupted"
 
@@ -28,11 +30,10 @@ INTERRUPTED = "statement interrupted"
 class Cancellation:
     """A one-way switch from "running" to "cancelled"."""
 
-    __slots__ = ("flag", "_event", "_children", "_lock")
+    __slots__ = ("_flag", "_event", "_children", "_lock")
 
     def __init__(self) -> None:
-        # uint8[1]: 1 once cancelled. Kernels poll it; it is never reallocated.
-        self.flag = np.zeros(1, np.uint8)
+        self._flag: np.ndarray | None = None
         self._event = threading.Event()
         self._children: list[Cancellation] = []
         self._lock = threading.Lock()
@@ -41,6 +42,19 @@ class Cancellation:
         # A matcher's state may be pickled (Spark's state store) and restored in another
         # process, where no statement of this one can cancel it: it gets a fresh token.
         return (Cancellation, ())
+
+    @property
+    def flag(self) -> np.ndarray:
+        """uint8[1]: 1 once cancelled. Kernels poll it; made on first use (a statement of
+        plain SQL never needs it), then never reallocated."""
+        with self._lock:
+            if self._flag is None:
+                # numpy: loaded by the first statement whose kernels poll a flag (start-up).
+                import numpy as np
+
+                self._flag = np.zeros(1, np.uint8)
+                self._flag[0] = self._event.is_set()
+            return self._flag
 
     def child(self) -> Cancellation:
         """A token cancelled with this one, and also cancellable on its own."""
@@ -53,7 +67,8 @@ class Cancellation:
 
     def cancel(self) -> None:
         with self._lock:
-            self.flag[0] = 1
+            if self._flag is not None:
+                self._flag[0] = 1
             self._event.set()
             children = list(self._children)
         for token in children:

@@ -140,3 +140,11 @@ def internal_error(exc: BaseException) -> ExecutionError:
     """The user-facing error for an unexpected Python exception inside the engine."""
     cause = one_line(str(exc)) or "no detail"
     return ExecutionError(f"internal error ({type(exc).__name__}): {cause}")
+
+
+def out_of_memory() -> LimitExceededError:
+    """The error for a statement that ran out of memory despite the size checks."""
+    return LimitExceededError(
+        "the statement ran out of memory; lower its size (pattern, partitions) or raise "
+        "the memory available to the process (max_buffered_rows and max_pattern_size "
+        "bound the matchers)")

@@ -28,30 +28,30 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from matchsql import __version__
+from matchsql.api.connection import connect
 from matchsql.cli.shell import Shell
-from matchsql.connection import connect
 from matchsql.errors import Error
-
-# name -> main(argv) of a subcommand; argv excludes the subcommand's name.
-SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
 
 
 def _produce(argv: list[str]) -> int:
+    # The producer (numpy, the stream writer): loaded for this subcommand only (start-up).
     from matchsql.storage.produce_cli import main as produce
 
     return produce(argv)
 
 
-SUBCOMMANDS["produce"] = _produce
-
-
 def _experiment(argv: list[str]) -> int:
+    # The experiment (the matchers, matplotlib): loaded for this subcommand only (start-up).
     from matchsql.adaptive.experiment import main as experiment
 
     return experiment(argv)
 
 
-SUBCOMMANDS["experiment"] = _experiment
+# name -> main(argv) of a subcommand; argv excludes the subcommand's name.
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "produce": _produce,
+    "experiment": _experiment,
+}
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -134,13 +134,17 @@ def _run(argv: list[str]) -> int:
         print(f"Error: {err}", file=sys.stderr)
         return EXIT_FAILED
     with con:
-        shell = Shell(con, max_rows=args.max_rows, timer=args.timer)
+        # Only a later .plot reads the rows of a -c statement again (as Arrow).
+        keep_last = not args.command or any(c.lstrip().startswith(".plot")
+                                            for c in args.command)
+        shell = Shell(con, max_rows=args.max_rows, timer=args.timer, keep_last=keep_last)
         if args.command:
             return _status(shell, all(_run_command(shell, text) for text in args.command))
         if args.file and args.file != "-":
             return _run_file(shell, Path(args.file))
         if args.file == "-" or not sys.stdin.isatty():
             return _status(shell, shell.run_lines(sys.stdin, source="<stdin>"))
+        # prompt_toolkit and Pygments: loaded for an interactive session only (start-up).
         from matchsql.cli.repl import run_repl
 
         return run_repl(shell)

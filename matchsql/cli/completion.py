@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 
+from matchsql.api.connection import Connection
 from matchsql.cli.dot_commands import COMMANDS
 from matchsql.cli.vocabulary import (
     MATCH_RECOGNIZE_FUNCTIONS,
     MATCH_RECOGNIZE_WORDS,
     STATEMENT_WORDS,
 )
-from matchsql.connection import Connection
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _QUALIFIED = re.compile(r"([A-Za-z_][A-Za-z0-9_$]*)\.([A-Za-z0-9_$]*)$")

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 from matchsql.cli.modes import MODES
 from matchsql.config import Config
 from matchsql.errors import Error
-from matchsql.plot import save_plot
-from matchsql.stats_statement import describe
+from matchsql.session.stats import describe
 
 if TYPE_CHECKING:
     from matchsql.cli.shell import Shell
@@ -271,6 +270,9 @@ def _plot(shell: Shell, args: list[str]) -> bool:
         shell.error("Error: no result to plot: run a statement that returns rows first")
         return False
     path = options.pop("file", None) or _free_plot_path()
+    # matplotlib's glue: loaded on the first plot (start-up).
+    from matchsql.api.plot import save_plot
+
     try:
         written = save_plot(shell.last_result, path, positional[0], positional[1], **options)
     except Error as err:

@@ -1,6 +1,6 @@
 """Output modes of the shell (``.mode``), named and shaped as in DuckDB's CLI.
 
-``box`` is :mod:`matchsql.render`'s table (the first and last ``max_rows``
+``box`` is :mod:`matchsql.api.render`'s table (the first and last ``max_rows``
 rows and a row-count footer); the other modes write every row, as DuckDB's
 CLI does, a batch at a time so that a long result is never held whole:
 
@@ -11,7 +11,7 @@ CLI does, a batch at a time so that a long result is never held whole:
   booleans, null; everything else as DuckDB's text for it).
 
 Values are DuckDB's text for them (a cast to VARCHAR, see
-:func:`matchsql.render.as_text`) except in ``json``, where numbers stay numbers.
+:func:`matchsql.api.render.as_text`) except in ``json``, where numbers stay numbers.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ import io
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
+from matchsql.api.render import NULL, as_text, numeric, render_batches
 
-from matchsql.render import NULL, as_text, numeric, render_batches
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 Renderer = Callable[..., Iterator[str]]
 
@@ -36,6 +38,8 @@ def _box(schema: pa.Schema, batches: Iterable[pa.RecordBatch], *, max_rows: int,
 
 def _texts(schema: pa.Schema, batches: Iterable[pa.RecordBatch]
            ) -> Iterator[list[tuple[str | None, ...]]]:
+    import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+
     for batch in batches:
         if batch.num_rows:
             yield as_text(pa.Table.from_batches([batch], schema=schema))[1]
@@ -78,6 +82,8 @@ def _line(schema: pa.Schema, batches: Iterable[pa.RecordBatch], **_: object) -> 
 
 
 def _json_value(value: object, text: str | None, type_: pa.DataType) -> object:
+    import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+
     if value is None:
         return None
     if pa.types.is_boolean(type_):
@@ -89,6 +95,8 @@ def _json_value(value: object, text: str | None, type_: pa.DataType) -> object:
 
 
 def _json(schema: pa.Schema, batches: Iterable[pa.RecordBatch], **_: object) -> Iterator[str]:
+    import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+
     opened = False
     for batch in batches:
         if not batch.num_rows:

@@ -17,9 +17,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Seconds a statement runs before its progress line appears.
 DEFAULT_DELAY = 1.0
@@ -58,6 +59,7 @@ class Progress:
     def _tick(self) -> None:
         if self._stopped.wait(self._delay):
             return
+        # tqdm: loaded once a statement runs long enough to draw a bar (start-up).
         from tqdm import tqdm
 
         with self._lock:

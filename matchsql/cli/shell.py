@@ -19,18 +19,20 @@ import threading
 import time
 import traceback
 from collections.abc import Iterable, Iterator
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import duckdb
-import pyarrow as pa
 
+from matchsql.api.connection import Connection
+from matchsql.api.render import as_text, render_relation
 from matchsql.cli.dot_commands import run_dot_command
 from matchsql.cli.modes import render
 from matchsql.cli.progress import DEFAULT_DELAY, Progress
-from matchsql.connection import Connection
 from matchsql.errors import Error
 from matchsql.grammar.sqltext import Statement, is_blank, is_complete, split_script
-from matchsql.render import as_text
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 DEFAULT_MAX_ROWS = 40
 #: Bytes of the last result the shell keeps for ``.plot``.
@@ -45,8 +47,12 @@ class Shell:
     """Runs statements and dot-commands on one connection and prints what they give."""
 
     def __init__(self, con: Connection, *, out: TextIO | None = None, err: TextIO | None = None,
-                 max_rows: int = DEFAULT_MAX_ROWS, timer: bool = False) -> None:
+                 max_rows: int = DEFAULT_MAX_ROWS, timer: bool = False,
+                 keep_last: bool = True) -> None:
         self.con = con
+        #: Whether the rows of the last result are kept for .plot: False when no .plot
+        #: can follow (``-c`` without one), so plain SQL is drawn without Arrow.
+        self.keep_last = keep_last
         as_text.lend(con.raw_cursor())  # no second DuckDB instance just to render values
         self.stdout = out or sys.stdout
         self.out = self.stdout  # where results go: stdout, or the file of .output
@@ -124,8 +130,17 @@ class Shell:
         def work() -> None:
             result = None
             try:
-                result = self.con.sql(sql)
-                if result is not None and result.continuous:
+                boxed = mode in ("box", "duckbox") and not self.keep_last
+                result = self.con.sql(sql, as_relation=True) if boxed else self.con.sql(sql)
+                relation = result.take_relation() if result is not None and boxed else None
+                if relation is not None:  # plain SQL: DuckDB draws the text, no Arrow
+                    self.last_result = None
+                    try:
+                        outcome["text"] = render_relation(relation, max_rows=max_rows,
+                                                          max_width=width) + "\n"
+                    except duckdb.Error as exc:
+                        raise result.error(exc) from None
+                elif result is not None and result.continuous:
                     progress.stop()
                     self._print_live(result)
                 elif result is not None:
@@ -189,6 +204,8 @@ class Shell:
                     kept = None
             yield batch
         if kept is not None:
+            import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+
             self.last_result = pa.Table.from_batches(kept, schema=schema)
 
     def _print_live(self, result) -> None:

@@ -1,9 +1,8 @@
-"""SQL text -> sqlglot trees: the matchsql dialect (DuckDB + MATCH_RECOGNIZE),
-the row pattern parser, and the semantic analysis that yields a MatchSpec."""
+"""SQL text -> sqlglot trees: the matchsql dialect (DuckDB + MATCH_RECOGNIZE, in
+``dialect``), statements (``statements``: split, parse, to_sql), the row pattern
+parser (``pattern_parser``) and the semantic analysis that yields a MatchSpec
+(``analyze``).
 
-from matchsql.grammar.analyze import analyze
-from matchsql.grammar.dialect import MatchSQL
-from matchsql.grammar.pattern_parser import parse_pattern
-from matchsql.grammar.statements import parse, split_statements, to_sql
-
-__all__ = ["MatchSQL", "analyze", "parse", "parse_pattern", "split_statements", "to_sql"]
+Nothing is imported here: ``sqltext`` (the REPL's statement scanner) is used
+at start-up, and must not load sqlglot with it.
+"""

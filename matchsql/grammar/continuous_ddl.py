@@ -1,4 +1,4 @@
-"""Statements of named continuous queries (their execution: :mod:`matchsql.continuous`).
+"""Statements of named continuous queries (their execution: :mod:`matchsql.session.continuous`).
 
     CREATE CONTINUOUS QUERY [IF NOT EXISTS] name
         [WITH (checkpoint_interval = <seconds>, checkpoint_rows = <tuples>)]
@@ -21,10 +21,8 @@ from dataclasses import dataclass, field
 
 from sqlglot.tokens import TokenType
 
-from matchsql.grammar.stream_ddl import _Parser, _strip_comments
+from matchsql.grammar.stream_ddl import _Parser
 
-_STATEMENT = re.compile(r"^\s*((create|resume|stop|drop)\s+continuous\s+query|"
-                        r"show\s+continuous\s+queries)\b", re.IGNORECASE)
 OPTIONS = ("checkpoint_interval", "checkpoint_rows")
 _QUERY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 NAME_RULE = ("a continuous query name is a letter or '_' followed by up to 62 letters, digits "
@@ -61,12 +59,9 @@ class ShowContinuousQueries:
 ContinuousStatement = CreateContinuousQuery | ContinuousQueryAction | ShowContinuousQueries
 
 
-def is_continuous_statement(sql: str) -> bool:
-    return _STATEMENT.match(_strip_comments(sql)) is not None
-
 
 def parse_continuous_statement(sql: str) -> ContinuousStatement:
-    """Parse one statement for which :func:`is_continuous_statement` holds."""
+    """Parse one continuous-query statement (classified by matchsql.session.statements)."""
     return _ContinuousParser(sql).continuous()
 
 

@@ -241,3 +241,18 @@ def check_text(text: str) -> None:
         if found:
             # No excerpt: its line would hold the whole overlong text.
             raise ParseError(f"{what}, at character {found.start() + 1}")
+
+
+def pieces(sql: str, cuts: list[int]) -> list[tuple[str, int]]:
+    """Split ``sql`` at the separator offsets ``cuts`` (its ``;``), trimming whitespace;
+    blank pieces are dropped. Each piece with the offset where it starts."""
+    out: list[tuple[str, int]] = []
+    begin = 0
+    for end in [*cuts, len(sql)]:
+        chunk = sql[begin:end]
+        stripped = chunk.strip()
+        if stripped and not is_blank(stripped):
+            lead = len(chunk) - len(chunk.lstrip())
+            out.append((stripped, begin + lead))
+        begin = end + 1
+    return out

@@ -14,7 +14,7 @@ from sqlglot.tokens import Token, TokenType
 from matchsql.deep import MAX_CHAIN, MAX_NESTING, nested_too_deeply
 from matchsql.errors import ParseError
 from matchsql.grammar.dialect import MatchSQL, new_parser
-from matchsql.grammar.sqltext import is_blank, split_script
+from matchsql.grammar.sqltext import pieces, split_script
 
 __all__ = ["parse", "split_statements", "to_sql", "tokenize"]
 
@@ -133,21 +133,7 @@ def split_statements(sql: str) -> list[tuple[str, int]]:
     except TokenError:
         return _split_by_scanning(sql)
     cuts = [tok.start for tok in tokens if tok.token_type == TokenType.SEMICOLON]
-    return _pieces(sql, cuts)
-
-
-def _pieces(sql: str, cuts: list[int]) -> list[tuple[str, int]]:
-    """Split ``sql`` at the separator offsets ``cuts``, trimming whitespace."""
-    out: list[tuple[str, int]] = []
-    begin = 0
-    for end in [*cuts, len(sql)]:
-        chunk = sql[begin:end]
-        stripped = chunk.strip()
-        if stripped and not is_blank(stripped):
-            lead = len(chunk) - len(chunk.lstrip())
-            out.append((stripped, begin + lead))
-        begin = end + 1
-    return out
+    return pieces(sql, cuts)
 
 
 def _split_by_scanning(sql: str) -> list[tuple[str, int]]:

@@ -8,8 +8,8 @@
     SHOW STREAMS
     SHOW STREAM READERS [name]      one row per reader: cursor, lag, archive writer
 
-These are not DuckDB statements, so they are recognised by their first
-words and parsed here over the matchsql tokenizer (errors point at the
+These are not DuckDB statements: the session classifies them by their
+first words (matchsql.session.statements) and they are parsed here over the matchsql tokenizer (errors point at the
 offending token). Column types are kept as written and validated later by
 asking DuckDB (``CAST(NULL AS type)``), so every DuckDB type name works and
 the stream's Arrow schema is exactly what DuckDB would produce.
@@ -25,9 +25,6 @@ from sqlglot.tokens import Token, TokenType
 from matchsql.errors import ParseError
 from matchsql.grammar.statements import tokenize
 
-_STATEMENT = re.compile(r"^\s*(create\s+stream|drop\s+stream|show\s+streams|"
-                        r"show\s+stream\s+readers)\b",
-                        re.IGNORECASE)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 OPTIONS = ("capacity", "on_full", "archive", "archive_filter")
 RESERVED_COLUMNS = ("_seq",)
@@ -61,16 +58,9 @@ class ShowStreamReaders:
 StreamStatement = CreateStream | DropStream | ShowStreams | ShowStreamReaders
 
 
-def is_stream_statement(sql: str) -> bool:
-    return _STATEMENT.match(_strip_comments(sql)) is not None
-
-
-def _strip_comments(sql: str) -> str:
-    return re.sub(r"^(\s*(--[^\n]*\n|/\*.*?\*/))*", "", sql, flags=re.DOTALL)
-
 
 def parse_stream_statement(sql: str) -> StreamStatement:
-    """Parse one stream statement (``is_stream_statement(sql)`` must hold)."""
+    """Parse one stream statement (classified as one by matchsql.session.statements)."""
     return _Parser(sql).statement()
 
 

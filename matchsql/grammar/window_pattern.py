@@ -9,7 +9,7 @@ window's MEASURES, PATTERN and DEFINE have exactly MATCH_RECOGNIZE's shapes (see
 :mod:`matchsql.grammar.dialect`). What the standard forbids in a window (a frame
 other than ``ROWS BETWEEN CURRENT ROW AND ..``, ``ONE/ALL ROWS PER MATCH``) is
 refused here, where the tokens are; the rest is checked by
-:mod:`matchsql.window_measures` against the input.
+:mod:`matchsql.session.window_measures` against the input.
 """
 
 from __future__ import annotations

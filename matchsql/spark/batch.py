@@ -108,8 +108,8 @@ def _table_name(query: str) -> str:
     from sqlglot import exp
 
     from matchsql.errors import SemanticError
-    from matchsql.grammar import parse
     from matchsql.grammar.nodes import MatchRecognizeTable
+    from matchsql.grammar.statements import parse
 
     for tree in parse(query):
         for node in tree.find_all(MatchRecognizeTable):

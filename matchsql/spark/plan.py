@@ -77,8 +77,9 @@ def build_plan(query: str, table: str, schema: pa.Schema, *,
     """
     import duckdb
 
-    from matchsql.grammar import analyze, parse
+    from matchsql.grammar.analyze import analyze
     from matchsql.grammar.nodes import MatchRecognizeTable
+    from matchsql.grammar.statements import parse
 
     trees = parse(query)
     if len(trees) != 1:
@@ -179,7 +180,7 @@ def _schema_name(name: str, schema: pa.Schema) -> str | None:
 
 def _rename(order_item: str, column: str) -> str:
     """``order_item`` (DuckDB ORDER BY text over ``column``) with the column called ``x``."""
-    from matchsql.grammar import parse
+    from matchsql.grammar.statements import parse
 
     tree = parse(f"SELECT 1 ORDER BY {order_item}")[0]
     for col in tree.find_all(exp.Column):

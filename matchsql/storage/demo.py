@@ -13,20 +13,17 @@ Rows are in global time order: the seed queries have no ORDER BY and rely on
 arrival order, which for a DuckDB table is insertion order.
 
 Building the table takes longer than starting matchsql, so a connection
-builds it on first use (:func:`needs_demo`): ``matchsql -c "SELECT 1"``
+builds it on first use (:func:`matchsql.storage.demo_needed.needs_demo`): ``matchsql -c "SELECT 1"``
 never pays for it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 import duckdb
 import numpy as np
 import pyarrow as pa
-
-from matchsql.grammar.sqltext import split_script
 
 DEMO_ROWS = 500_000
 DEMO_SYMBOLS = 50
@@ -176,24 +173,3 @@ def install_demo_trade(con: duckdb.DuckDBPyConnection, rows: int = DEMO_ROWS,
         con.execute("CREATE TABLE trade AS SELECT * FROM __matchsql_demo_trade")
     finally:
         con.unregister("__matchsql_demo_trade")
-
-
-_TABLE_WORDS = re.compile(r"\b(FROM|JOIN)\b", re.IGNORECASE)
-_NO_TABLES = ("SELECT", "VALUES", "SET", "RESET")
-
-
-def needs_demo(text: str) -> bool:
-    """Whether ``text`` might see the demo table, so that it must be built first.
-
-    Only statements that begin with ``SELECT``/``VALUES`` and never say FROM
-    or JOIN (``SELECT 1``), and ``SET``/``RESET``, cannot name a table; any
-    other (a catalog listing, ``DESCRIBE``, a leading comment, MATCH_RECOGNIZE)
-    builds it, which is never wrong, only slower. Pure text: no parse, so
-    that ``SELECT 1`` stays as quick as in DuckDB.
-    """
-    for statement in split_script(text):
-        words = statement.text.split(None, 1)
-        if not words or words[0].rstrip(";").upper() not in _NO_TABLES or \
-                _TABLE_WORDS.search(statement.text):
-            return True
-    return False

@@ -16,8 +16,9 @@ from matchsql.adaptive.statistics import Sliding, StateStatistics
 from matchsql.fsm.planner import new_partition_matcher
 from matchsql.fsm.program import Op, compile_pattern
 from matchsql.fsm.states import label_states, states_from_pattern
-from matchsql.grammar import analyze, parse
+from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
 from tests.property.strategies import patterns
 
 from .test_statistics import THESIS_STATES

@@ -7,9 +7,9 @@ import pytest
 
 import matchsql
 from matchsql.errors import ExecutionError
-from matchsql.grammar import parse
 from matchsql.grammar.nodes import MatchRecognizeTable
-from matchsql.query_shape import direct_select
+from matchsql.grammar.statements import parse
+from matchsql.session.query_shape import direct_select
 
 QUERIES = [
     """SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts

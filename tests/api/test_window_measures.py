@@ -13,9 +13,9 @@ import pyarrow as pa
 import pytest
 
 import matchsql
-from matchsql import window_measures
-from matchsql.grammar import parse
+from matchsql.grammar.statements import parse
 from matchsql.grammar.window_pattern import PatternWindow
+from matchsql.session import window_measures
 
 LETTERS = "CREATE TABLE s AS SELECT * FROM (VALUES (1, 'a'), (2, 'b'), (3, 'a'), (4, 'b')) t(id, v)"
 QUERY = """SELECT id, f OVER w AS f FROM s

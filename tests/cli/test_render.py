@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import io
+
 import duckdb
 import pyarrow as pa
+import pytest
 
-from matchsql.render import collect, render_batches
+import matchsql
+from matchsql.api.render import collect, render_batches
+from matchsql.cli.shell import Shell
 
 
 def _render(sql: str, batch_rows: int = 7, **options) -> str:
@@ -81,3 +86,34 @@ def test_results_just_over_max_rows_show_their_own_last_rows() -> None:
             assert numbers[22:25] == ["·", "·", "·"]
             assert numbers[25:] == [str(i) for i in range(total - 20, total)], (total, batch_rows)
             assert text.splitlines()[-1].strip() == f"{total:,} rows (40 shown)"
+
+
+RELATION_QUERIES = [
+    "SELECT 1.5::DECIMAL(4,2) AS d, NULL AS n, 'a' AS s, 2.5::DOUBLE AS f, 10::HUGEINT AS h, "
+    "[1, 2] AS l, {'a': 1} AS st, TIMESTAMP '2020-01-01 10:00:00' AS ts, INTERVAL 3 DAY AS iv, "
+    "'x\ny' AS nl, true AS b, 1::UBIGINT AS u, 7::UTINYINT AS ut",
+    "SELECT * FROM range(50) t(i)",
+    "SELECT * FROM range(11) t(i)",
+    "SELECT * FROM range(10) t(i)",
+    "SELECT * FROM range(0) t(i)",
+    "PRAGMA version",
+    "SELECT 1 AS a, 2 AS a",
+    "SELECT repeat('x', 100) AS long, 1 AS b",
+    "SELECT CAST('x' AS INTEGER)",
+]
+
+
+@pytest.mark.parametrize("sql", RELATION_QUERIES)
+def test_plain_sql_drawn_by_duckdb_matches_the_arrow_drawing(sql: str) -> None:
+    """``-c`` without a later .plot draws plain SQL from the DuckDB relation (no pyarrow):
+    the same box, footer and errors as the Arrow route."""
+    con = matchsql.connect(demo=False)
+    outputs = []
+    for keep_last in (True, False):
+        out, err = io.StringIO(), io.StringIO()
+        shell = Shell(con, out=out, err=err, keep_last=keep_last, max_rows=10)
+        shell.max_width = 60
+        shell.run_text(sql)
+        outputs.append((out.getvalue(), err.getvalue()))
+    assert outputs[0] == outputs[1]
+    assert outputs[0][0] or outputs[0][1]

@@ -9,12 +9,13 @@ import duckdb
 import pytest
 
 import matchsql
-import matchsql.connection as connection
-from matchsql.storage.demo import DEMO_ROWS, needs_demo
+from matchsql.storage import demo
+from matchsql.storage.demo import DEMO_ROWS
+from matchsql.storage.demo_needed import needs_demo
 from tests.cli.conftest import ROOT
 
 HEAVY = ("numba", "pandas", "matplotlib", "pyspark", "prompt_toolkit", "pygments", "tqdm",
-         "matchsql.storage.producer", "pyarrow.parquet")
+         "matchsql.storage.producer", "pyarrow", "numpy", "sqlglot")
 
 
 @pytest.mark.parametrize("text, needed", [
@@ -65,7 +66,7 @@ def test_select_1_imports_nothing_heavy() -> None:
 def test_a_demo_build_cut_short_is_done_again(monkeypatch) -> None:
     """Ctrl-C while the first statement builds the demo table: a clear error, and the
     next statement builds it (never a half-built or missing table)."""
-    real = connection.install_demo_trade
+    real = demo.install_demo_trade
     calls: list[int] = []
 
     def interrupted_once(con) -> None:
@@ -74,7 +75,7 @@ def test_a_demo_build_cut_short_is_done_again(monkeypatch) -> None:
             raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
         real(con)
 
-    monkeypatch.setattr(connection, "install_demo_trade", interrupted_once)
+    monkeypatch.setattr(demo, "install_demo_trade", interrupted_once)  # imported on use
     con = matchsql.connect()
     with pytest.raises(matchsql.Error, match="^statement interrupted$"):
         con.sql("SELECT count(*) FROM trade")

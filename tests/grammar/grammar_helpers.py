@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from matchsql.grammar import parse
 from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
 
 _DEFINE = """  DEFINE /* A defaults to True, matches any row */
     B AS (B.Price < A.Price AND B.Price <= PREV(B.Price))

@@ -11,7 +11,7 @@ from grammar_helpers import SEED_QUERIES, only_mr
 from sqlglot import exp
 
 from matchsql.errors import CatalogError, SemanticError, TypeMismatchError, line_column
-from matchsql.grammar import analyze
+from matchsql.grammar.analyze import analyze
 from matchsql.plan.pattern import Concatenation
 from matchsql.plan.row_functions import Navigation
 from matchsql.plan.spec import RowsPerMatch, SkipMode
@@ -375,7 +375,7 @@ def test_valid_nesting_and_placements(con):
 
 def test_errors_point_into_multi_statement_text(con):
     sql = "SELECT 1;\nSELECT * FROM t MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS A.zzz > 1)"
-    from matchsql.grammar import parse
+    from matchsql.grammar.statements import parse
 
     node = list(parse(sql)[1].find_all(type(only_mr(mr("PATTERN (A)")))))[0]
     with pytest.raises(CatalogError) as info:

@@ -7,8 +7,9 @@ import sqlglot
 from grammar_helpers import SEED_QUERIES, match_tables, only_mr
 from sqlglot import exp
 
-from matchsql.grammar import MatchSQL, parse, to_sql
+from matchsql.grammar.dialect import MatchSQL
 from matchsql.grammar.nodes import MatchRecognizeTable, MeasureDef
+from matchsql.grammar.statements import parse, to_sql
 from matchsql.plan.pattern import Concatenation, Label, Quantified
 from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from matchsql.errors import Error, ParseError, SemanticError, line_column
-from matchsql.grammar import parse
+from matchsql.grammar.statements import parse
 
 
 def where(exc: Error) -> tuple[int | None, int | None]:

@@ -11,9 +11,10 @@ import pytest
 import sqlglot
 
 import matchsql
-from matchsql.grammar import MatchSQL, parse, split_statements
+from matchsql.grammar.dialect import MatchSQL
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.sqltext import is_complete, open_construct, split_script
+from matchsql.grammar.statements import parse, split_statements
 from matchsql.plan.pattern import Anchor, AnchorKind, Label
 
 

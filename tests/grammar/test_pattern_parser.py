@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from matchsql.errors import ParseError
-from matchsql.grammar import parse_pattern
+from matchsql.grammar.pattern_parser import parse_pattern
 from matchsql.plan.pattern import (
     Alternation,
     Anchor,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from grammar_helpers import SEED_QUERIES, match_tables
 
-from matchsql.grammar import parse, to_sql
 from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse, to_sql
 
 QUERIES = [
     *SEED_QUERIES.values(),

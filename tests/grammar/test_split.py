@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from matchsql.grammar import split_statements
+from matchsql.grammar.statements import split_statements
 
 
 def texts(sql: str) -> list[str]:

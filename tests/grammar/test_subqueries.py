@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 import matchsql
-from matchsql.grammar import parse
 from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
 from matchsql.grammar.subqueries import fold_subqueries
 
 

@@ -12,8 +12,9 @@ import duckdb
 import pyarrow as pa
 from hypothesis import strategies as st
 
-from matchsql.grammar import analyze, parse
+from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
 from matchsql.plan.pattern import (
     Alternation,
     Anchor,

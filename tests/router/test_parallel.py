@@ -249,8 +249,9 @@ def test_sql_interrupt_stops_the_input_sort(threads):
 
 
 def _spec(con: matchsql.Connection, sql: str):
-    from matchsql.grammar import analyze, parse
+    from matchsql.grammar.analyze import analyze
     from matchsql.grammar.nodes import MatchRecognizeTable
+    from matchsql.grammar.statements import parse
 
     node = next(parse(sql)[-1].find_all(MatchRecognizeTable))
     schema = con.duckdb.sql("SELECT * FROM t LIMIT 0").to_arrow_table().schema
@@ -279,7 +280,7 @@ def test_planner_spreads_only_partitions_worth_a_thread(table):
 def test_input_reader_errors_carry_no_traceback():
     # DuckDB's Arrow reader of the input query raises OSError whose text
     # embeds a Python traceback; the user sees a plain message.
-    from matchsql.executor import _reader_error
+    from matchsql.session.matching import _reader_error
 
     text = ("INTERRUPT Error: Interrupted!. Detail: Python exception: Traceback (most recent "
             "call last):\n  File \"x.py\", line 1, in f\nOSError: INTERRUPT Error: Interrupted!")

@@ -19,8 +19,8 @@ from sqlglot import exp
 
 import matchsql
 from matchsql.errors import ExecutionError, SemanticError
-from matchsql.grammar import parse
 from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
 from matchsql.spark.plan import AS_READ, MATCHES_VIEW, ROW_ID, build_plan
 from matchsql.spark.sink import deterministic_order
 from matchsql.spark.worker import run_group

@@ -8,8 +8,9 @@ import pytest
 import matchsql
 from matchsql.config import Config
 from matchsql.fsm.planner import new_partition_matcher
-from matchsql.grammar import analyze, parse
+from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
 from matchsql.snapshot import PlanIndex
 
 SCHEMA = pa.schema([("i", pa.int64()), ("v", pa.float64())])

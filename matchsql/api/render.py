@@ -11,14 +11,18 @@ as in DuckDB.
 
 from __future__ import annotations
 
+import collections
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
 from wcwidth import wcswidth
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 NULL = "NULL"
 ELLIPSIS = "…"
@@ -38,6 +42,8 @@ class Collected:
 
 def collect(schema: pa.Schema, batches: Iterable[pa.RecordBatch], max_rows: int) -> Collected:
     """Consume ``batches``, keeping the first and last rows to show (all if ``max_rows`` <= 0)."""
+    import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+
     head: list[pa.RecordBatch] = []
     tail: list[pa.RecordBatch] = []
     kept = tail_rows = total = 0
@@ -80,14 +86,53 @@ def render_collected(data: Collected, *, max_width: int | None = None) -> str:
     types, head = as_text(data.head)
     tail = as_text(data.tail)[1] if data.tail is not None else None
     right = [numeric(t) for t in data.schema.types]
+    return _box(names, types, right, head, tail, data.total, max_width)
 
+
+#: DuckDB's types that Arrow reads as integer, floating point or decimal (see numeric).
+_NUMERIC = frozenset({"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint",
+                      "usmallint", "uinteger", "ubigint", "uhugeint", "float", "double",
+                      "decimal"})
+
+
+def render_relation(relation: duckdb.DuckDBPyRelation, *, max_rows: int = 40,
+                    max_width: int | None = None) -> str:
+    """Read ``relation`` and draw it as :func:`render_batches` would draw its Arrow batches:
+    DuckDB casts the values to text in the same query, so no row is read as Arrow."""
+    names = list(relation.columns)
+    types = [str(t).lower() for t in relation.types]
+    if not names:
+        return _rows_label(len(relation.fetchall()), None)
+    texts = relation.project(", ".join(f"CAST(#{i + 1} AS VARCHAR)"
+                                       for i in range(len(names))))
+    head: list[tuple[str | None, ...]] = []
+    last: collections.deque[tuple[str | None, ...]] = collections.deque(
+        maxlen=max(max_rows, 0) or None)
+    total = 0
+    for row in texts.iter_rows(2048):
+        total += 1
+        if max_rows <= 0 or len(head) < max_rows:
+            head.append(row)
+        if max_rows > 0:
+            last.append(row)
+    tail = None
+    if 0 < max_rows < total:  # the first half and the last half, as DuckDB does
+        first = (max_rows + 1) // 2
+        head, tail = head[:first], list(last)[len(last) - (max_rows - first):]
+    right = [t.split("(")[0] in _NUMERIC for t in types]
+    return _box(names, types, right, head, tail, total, max_width)
+
+
+def _box(names: list[str], types: list[str], right: list[bool],
+         head: list[tuple[str | None, ...]], tail: list[tuple[str | None, ...]] | None,
+         total: int, max_width: int | None) -> str:
     columns = [
         _Column(name, type_, [row[i] for row in head], [row[i] for row in tail or []], right[i])
         for i, (name, type_) in enumerate(zip(names, types))
     ]
     shown = _fit(columns, max_width)
     lines = _draw(shown, tail is not None)
-    footer = [_rows_label(data.total, len(head) + len(tail or []) if tail is not None else None)]
+    footer = [_rows_label(total, len(head) + len(tail or []) if tail is not None else None)]
     visible = sum(1 for c in shown if c is not ELLIPSIS_COLUMN)
     if visible < len(columns):
         footer.append(f"{len(columns)} columns ({visible} shown)")
@@ -149,6 +194,8 @@ as_text = _Caster()
 
 
 def numeric(type_: pa.DataType) -> bool:
+    import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+
     return pa.types.is_integer(type_) or pa.types.is_floating(type_) or pa.types.is_decimal(type_)
 
 

@@ -1,7 +1,9 @@
 """``Result``: the rows of one statement, read lazily, named as in DuckDB's Python API.
 
-A leaf of the session layer: the executor and the stream statements build
-Results, the connection hands them out, and nothing here imports them back.
+A leaf module: the session layer (the executor, the stream statements) builds
+Results and the connection hands them out; nothing here imports either. The
+rows of a plain statement may stay a DuckDB relation (:class:`RelationSource`)
+until they are read, so that text output never loads pyarrow.
 
 Reading twice: the batches read are kept (up to :data:`KEEP_BYTES`), so once
 every row was read, a full read (``fetchall``, ``arrow``, ``df``, ``pl``,
@@ -15,14 +17,15 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
 
+from matchsql.api.render import render_batches
 from matchsql.errors import Error
-from matchsql.plot import plot_matches, save_plot
-from matchsql.render import render_batches
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Bytes of Arrow data a Result keeps so that it can be read again.
 KEEP_BYTES = 64 * 1024 * 1024
@@ -146,6 +149,8 @@ class Result:
         """An Arrow RecordBatchReader over the rows, batches of at most ``rows_per_batch``."""
         if rows_per_batch <= 0:
             raise Error(f"rows_per_batch must be positive, got {rows_per_batch}")
+        import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+
         self._refuse_buffered("fetch_record_batch()")
         return pa.RecordBatchReader.from_batches(
             self.schema, _sliced(self.fetch_batches(), rows_per_batch))
@@ -199,6 +204,8 @@ class Result:
 
     def arrow(self) -> pa.Table:
         """The rows as an Arrow table (the remaining ones, or all once read to the end)."""
+        import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+
         self._refuse_buffered("arrow()")
         return pa.Table.from_batches(list(self.fetch_batches()), schema=self.schema)
 
@@ -222,12 +229,15 @@ class Result:
 
     def plot(self, x: str, y: str, *, match: str | None = None, by: str | None = None,
              path: str | None = None, title: str | None = None):
-        """A matplotlib Figure of ``y`` over ``x`` with each match banded (matchsql.plot).
+        """A matplotlib Figure of ``y`` over ``x`` with each match banded (matchsql.api.plot).
 
         ``match`` names the MATCH_NUMBER() column (found by name when left
         out), ``by`` draws one line per partition; with ``path`` the picture is
         also written there as a PNG.
         """
+        # matplotlib's glue: loaded on the first plot (start-up).
+        from matchsql.api.plot import plot_matches, save_plot
+
         table = self.arrow()
         if path is not None:
             save_plot(table, path, x, y, match=match, by=by, title=title)
@@ -246,6 +256,25 @@ class Result:
         """The rows as a box table, keeping only the rows it shows."""
         return render_batches(self.schema, self.fetch_batches(), max_rows=max_rows)
 
+    def take_relation(self) -> duckdb.DuckDBPyRelation | None:
+        """The DuckDB relation of a plain statement none of whose rows was read yet, handed
+        over to be read through DuckDB (the shell casts its values to text there): the
+        Result then has no rows left. None for any other Result."""
+        if not isinstance(self._reader, RelationSource) or self._batches is not None \
+                or self._row_buffer or self._closed:
+            return None
+        relation = self._reader.take()
+        if relation is not None:
+            self._exhausted = True
+            self._kept = None
+        return relation
+
+    def error(self, exc: duckdb.Error) -> Error:
+        """``exc``, raised while reading this result's rows, as a matchsql error."""
+        if self._translate is None:
+            return Error(str(exc).splitlines()[0])
+        return self._translate(exc)
+
     def close_with(self, callbacks: list[Callable[[], None]]) -> None:
         """Run ``callbacks`` too when the result is closed (what else the statement holds)."""
         self._on_close.extend(callbacks)
@@ -261,6 +290,42 @@ class Result:
 
     def __repr__(self) -> str:
         return f"<matchsql.Result columns={self.columns}>"
+
+
+class RelationSource:
+    """The rows of a plain DuckDB statement, as its relation: read as Arrow on the first
+    read (pyarrow loads then), or handed over whole (:meth:`Result.take_relation`) to a
+    caller that reads them through DuckDB, so that text output never loads pyarrow."""
+
+    def __init__(self, relation: duckdb.DuckDBPyRelation, rows_per_batch: int) -> None:
+        self._relation: duckdb.DuckDBPyRelation | None = relation
+        self._rows = rows_per_batch
+        self._reader: Any = None
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._arrow().schema
+
+    def _arrow(self) -> Any:
+        if self._reader is None:
+            if self._relation is None:
+                raise Error("the rows of this result were already read")
+            self._reader = self._relation.to_arrow_reader(self._rows)
+            self._relation = None
+        return self._reader
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        return iter(self._arrow())
+
+    def take(self) -> duckdb.DuckDBPyRelation | None:
+        """The relation, if no row was read as Arrow yet; it is the caller's from now on."""
+        relation, self._relation = self._relation, None
+        return relation if self._reader is None else None
+
+    def close(self) -> None:
+        self._relation = None
+        if self._reader is not None:
+            self._reader.close()
 
 
 class BatchSource:
@@ -279,6 +344,8 @@ class BatchSource:
 
 def table_result(table: pa.Table) -> Result:
     """A Result over rows already in memory (SHOW STREAMS, SHOW STATS, EXPLAIN)."""
+    import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+
     return Result(pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
 
 
@@ -294,6 +361,8 @@ def _rows(batch: pa.RecordBatch) -> list[tuple]:
 
 
 def _values(column: pa.Array) -> list:
+    import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+
     values = column.to_pylist()
     if pa.types.is_interval(column.type):
         # DuckDB hands intervals to Python as timedelta, counting a month as 30 days.

@@ -7,12 +7,11 @@ from typing import Any
 
 import duckdb
 
+from matchsql.api.result import Result
 from matchsql.config import Config
-from matchsql.executor import Executor
-from matchsql.result import Result
-from matchsql.scope import caller_scope
-from matchsql.stats_statement import last_stats, remember
-from matchsql.storage.demo import install_demo_trade, needs_demo
+from matchsql.session.executor import Executor
+from matchsql.session.scope import caller_scope
+from matchsql.storage.demo_needed import needs_demo
 
 __all__ = ["Connection", "Result", "connect"]
 
@@ -56,30 +55,33 @@ class Connection:
         """Build the demo table if it is still pending and ``text`` (any use of the
         connection, without one) might see it."""
         if self._demo_pending and (text is None or needs_demo(text)):
+            # numpy and pyarrow build the table: loaded on its first use (start-up).
+            from matchsql.storage.demo import install_demo_trade
+
             try:
                 install_demo_trade(self._duckdb)
             except duckdb.Error as exc:  # e.g. Ctrl-C while it is built: built next time
                 raise Executor.translate(exc) from None
             self._demo_pending = False
 
-    def sql(self, text: str, params: Sequence[Any] | Mapping[str, Any] | None = None
-            ) -> Result | None:
+    def sql(self, text: str, params: Sequence[Any] | Mapping[str, Any] | None = None, *,
+            as_relation: bool = False) -> Result | None:
         """Run every statement in ``text``; return the last one's rows (None if it has none).
 
         ``params`` are the values of a single statement's parameters (``?``,
         ``$1``, ``$name``). A table may be named by a variable of the caller
         that holds a pandas or Polars DataFrame or an Arrow table, as in DuckDB.
+        ``as_relation``: a plain statement's rows are run when first read, as
+        with DuckDB's own ``sql()`` (its errors come then), and may be taken
+        as a DuckDB relation (:meth:`Result.take_relation`; the shell does).
         """
         self._build_demo(text)
-        result = self._executor.run(text, params, caller_scope())
-        if result is not None:
-            remember(self._executor, result.stats)  # a continuous query's: SHOW STATS shows it
-        return result
+        return self._executor.run(text, params, caller_scope(), as_relation=as_relation)
 
     @property
     def last_stats(self) -> dict | None:
         """Input metrics of the last continuous query (filled when it ends), else None."""
-        return last_stats(self._executor)
+        return self._executor.last_stats
 
     def execute(self, text: str, params: Sequence[Any] | Mapping[str, Any] | None = None
                 ) -> Result | None:
@@ -109,7 +111,7 @@ class Connection:
                                 checkpoint_interval: float | None = None,
                                 checkpoint_rows: int | None = None,
                                 if_not_exists: bool = False) -> None:
-        """``CREATE CONTINUOUS QUERY name WITH (...) AS insert_sql`` (see matchsql.continuous)."""
+        """``CREATE CONTINUOUS QUERY name WITH (...) AS insert_sql`` (see matchsql.session.continuous)."""
         options = {k: v for k, v in (("checkpoint_interval", checkpoint_interval),
                                      ("checkpoint_rows", checkpoint_rows)) if v is not None}
         self._executor.continuous.create_from(name, insert_sql, options, if_not_exists)

@@ -1,6 +1,6 @@
 """The executor's stream hooks: stream DDL, and MATCH_RECOGNIZE over a live stream.
 
-Kept apart from :mod:`matchsql.executor` so the one-time path stays simple;
+Kept apart from :mod:`matchsql.session.executor` so the one-time path stays simple;
 the executor calls in at three points (stream DDL, a MATCH_RECOGNIZE whose
 input is a stream, interrupt).
 
@@ -24,20 +24,33 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
+from matchsql.adaptive.modes import InputOptions
+from matchsql.adaptive.statistics import Sliding
+from matchsql.api.result import BatchSource, Result, table_result
 from matchsql.cancel import Cancellation
 from matchsql.errors import Error, SemanticError, StreamError
+from matchsql.fsm import planner  # by module: tests stand in for its functions
 from matchsql.fsm.program import check_pattern_size
+from matchsql.grammar.analyze import analyze
+from matchsql.grammar.stream_ddl import CreateStream, DropStream, ShowStreamReaders, StreamStatement
 from matchsql.grammar.subqueries import visible_ctes
-from matchsql.query_shape import direct_select, require_columns
-from matchsql.result import BatchSource, Result, table_result
-from matchsql.router.continuous import _live_batches
+from matchsql.plan.spec import SkipMode
+from matchsql.router.continuous import _live_batches, continuous_batches
+from matchsql.session.query_shape import direct_select, require_columns
+from matchsql.storage.archive import normalize_filter
 from matchsql.storage.catalog import Catalog, StreamDef
 from matchsql.storage.live_reader import LiveReader
 from matchsql.storage.shm_ring import Ring
+from matchsql.storage.streams import (
+    create_stream,
+    drop_stream,
+    show_stream_readers,
+    show_streams,
+)
 
 
 class StreamStatements:
-    """Stream support for one :class:`~matchsql.executor.Executor`."""
+    """Stream support for one :class:`~matchsql.session.executor.Executor`."""
 
     def __init__(self, executor) -> None:
         self.executor = executor
@@ -67,29 +80,15 @@ class StreamStatements:
 
     # -- DDL -------------------------------------------------------------------------------
 
-    def run_ddl(self, statement: str):
-        from matchsql.grammar.stream_ddl import (
-            CreateStream,
-            DropStream,
-            ShowStreamReaders,
-            parse_stream_statement,
-        )
-        from matchsql.storage.streams import (
-            create_stream,
-            drop_stream,
-            show_stream_readers,
-            show_streams,
-        )
-
-        parsed = parse_stream_statement(statement)
+    def run_ddl(self, parsed: StreamStatement, statement: str):
+        """CREATE/DROP STREAM, SHOW STREAMS, SHOW STREAM READERS (``parsed`` from
+        ``statement``, whose text locates errors)."""
         if isinstance(parsed, CreateStream):
             schema = self._schema_of(parsed, statement)
             options = dict(parsed.options)
             if "archive_filter" in options and "archive" not in options:
                 raise SemanticError("archive_filter needs an archive")
             if "archive_filter" in options:
-                from matchsql.storage.archive import normalize_filter
-
                 options["archive_filter"] = normalize_filter(str(options["archive_filter"]))
             create_stream(self.executor.con, self.database, parsed.name, parsed.columns,
                           schema, if_not_exists=parsed.if_not_exists, **options)
@@ -193,13 +192,6 @@ class StreamStatements:
 
     def match_reader(self, node, statement: str, definition: StreamDef) -> _MatchReader:
         """Analyse ``node`` against the stream's schema; the lazy reader of its matches."""
-        from matchsql.adaptive.modes import InputOptions
-        from matchsql.adaptive.statistics import Sliding
-        from matchsql.fsm.planner import new_partition_matcher
-        from matchsql.grammar import analyze
-        from matchsql.plan.spec import SkipMode
-        from matchsql.router.continuous import continuous_batches
-
         spec = analyze(node, self.schema_of_stream(definition), sql=statement,
                        con=self.executor.con)
         require_columns(spec, node, statement)
@@ -213,7 +205,7 @@ class StreamStatements:
         cancel = self.executor.cancellation  # this statement's, even if read later
         batches = continuous_batches(
             definition, spec.partition_by,
-            lambda key: new_partition_matcher(spec, key, config, cancel, live=True),
+            lambda key: planner.new_partition_matcher(spec, key, config, cancel, live=True),
             con=self.executor.con, batch_rows=config.batch_size,
             cancelled=lambda: cancel.cancelled,
             on_producer_death=config.on_producer_death, input_options=options)
@@ -224,7 +216,7 @@ class StreamStatements:
         try:
             yield from batches
         except Error as err:
-            self.executor._failure.append(err)
+            self.executor.failures.append(err)
             raise
 
     def direct_result(self, tree, nodes: list, statement: str):
@@ -242,7 +234,7 @@ class StreamStatements:
 
 
 class _MatchReader(BatchSource):
-    """A :class:`~matchsql.result.BatchSource` that also carries the input metrics."""
+    """A :class:`~matchsql.api.result.BatchSource` that also carries the input metrics."""
 
     def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch],
                  stats: dict | None = None) -> None:

@@ -25,37 +25,13 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import ParseError, SemanticError
-from matchsql.grammar import parse
-from matchsql.statement_text import CreateView, quote
+from matchsql.grammar.statements import parse
+from matchsql.session.literals import quote
+from matchsql.session.statement_text import CreateView
+from matchsql.session.view_catalog import MARKER, STUB_MESSAGE, mentions
 
-MARKER = "matchsql MATCH_RECOGNIZE view; its query:\n"
-STUB_MESSAGE = "this view has a MATCH_RECOGNIZE: query it through matchsql"
 #: Views nested deeper than this are taken for a view that refers to itself.
 MAX_DEPTH = 32
-
-
-def definitions(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
-    """Lower-cased view name -> query text of every MATCH_RECOGNIZE view visible on ``con``.
-
-    Empty when the catalog cannot be read (an aborted transaction, say): the
-    statement then reaches DuckDB as written and fails with DuckDB's message.
-    """
-    try:
-        rows = con.execute(
-            "SELECT view_name, comment FROM duckdb_views() "
-            "WHERE starts_with(comment, ?) AND schema_name IN ('main', 'temp') "
-            "ORDER BY temporary", [MARKER]).fetchall()
-    except duckdb.Error:
-        return {}
-    # Temporary views come last and so hide persistent ones of the same name, as in DuckDB.
-    return {name.lower(): comment[len(MARKER):] for name, comment in rows}
-
-
-def mentions(statement: str, views: Mapping[str, str]) -> bool:
-    """A cheap first look: whether any view name occurs in ``statement`` at all."""
-    lowered = statement.lower()
-    return any(name in lowered for name in views)
-
 
 def expand(statement: str, views: Mapping[str, str]) -> str:
     """``statement`` with every reference to a MATCH_RECOGNIZE view replaced by its query.

@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
@@ -38,14 +37,16 @@ from matchsql.config import Config
 from matchsql.errors import SemanticError
 from matchsql.fsm.planner import explain
 from matchsql.fsm.program import check_pattern_size
-from matchsql.grammar import analyze, parse
+from matchsql.grammar.analyze import analyze
 from matchsql.grammar.checks import position
 from matchsql.grammar.nodes import MatchRecognizeTable, MeasureDef
+from matchsql.grammar.statements import parse
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.grammar.window_pattern import PatternWindow
 from matchsql.plan.pattern import Anchor, AnchorKind, Concatenation
 from matchsql.plan.row_functions import MatchNumber, Navigation
 from matchsql.plan.spec import RowsPerMatch, SkipMode
+from matchsql.session.statements import query
 from matchsql.window_matching import (
     FIRST_ROW,
     LAST_ROW,
@@ -56,9 +57,11 @@ from matchsql.window_matching import (
     scan_spec,
 )
 
-__all__ = ["mentions", "WindowMeasures"]
+if TYPE_CHECKING:
+    from matchsql.session.matching import MatchRunner
 
-_MENTION = re.compile(r"\bwindow\b.*\bpattern\s*\(", re.IGNORECASE | re.DOTALL)
+__all__ = ["WindowMeasures"]
+
 _numbers = itertools.count()
 #: Aggregates that give 0, not NULL, over an empty frame (an unmatched row).
 _COUNTING = (exp.Count, exp.CountIf)
@@ -75,10 +78,6 @@ _SHORT_RUNS = ("INITIAL: each row's run ends with the attempt at the row, too sh
 #: planner.explain lines about running whole partitions, which a window never does.
 _WHOLE_PARTITION_LINES = ("partitions:", "batched:")
 
-
-def mentions(statement: str) -> bool:
-    """Cheap test: could ``statement`` define a window with row pattern recognition?"""
-    return _MENTION.search(statement) is not None
 
 
 @dataclasses.dataclass
@@ -110,8 +109,9 @@ class _Window:
 class WindowMeasures:
     """Runs (or explains) statements with row pattern windows for an executor."""
 
-    def __init__(self, executor: Any) -> None:
-        self.executor = executor
+    def __init__(self, runner: MatchRunner) -> None:
+        self.runner = runner
+        self.executor = runner.executor
 
     @property
     def config(self) -> Config:
@@ -126,13 +126,13 @@ class WindowMeasures:
             if not windows:
                 return False  # no row pattern window after all: the ordinary route
             if tree.find(MatchRecognizeTable) is not None:
-                result = self.executor._run_match_recognize(tree.sql(dialect="matchsql"))
+                result = self.runner.run_match_recognize(tree.sql(dialect="matchsql"))
                 result.close_with(cleanups)  # the statement's registrations go with it
                 return result
         except BaseException:
             _run_all(cleanups)
             raise
-        return self.executor._run_duckdb(tree.sql(dialect="duckdb"), cleanups)
+        return self.executor.run_duckdb(tree.sql(dialect="duckdb"), cleanups)
 
     def explain_lines(self, statement: str) -> list[str]:
         """EXPLAIN lines: for each window, that it is a row pattern window, and its path."""
@@ -259,17 +259,16 @@ class WindowMeasures:
 
     def _read(self, sql: str) -> pa.Table:
         """Rows of ``sql`` (which may hold a MATCH_RECOGNIZE) through the executor."""
-        result = self.executor._run_statement(sql)
+        result = self.executor.dispatch(query(sql, 0))
         try:
             return result.arrow()
         finally:
             result.close()
-            self.executor._open_result = None
 
     def _register(self, name: str, table: pa.Table, cleanups: list) -> None:
         con = self.executor.con
         con.register(name, table)
-        cleanups.append(lambda: self.executor._unregister(name))
+        cleanups.append(lambda: self.executor.unregister(name))
 
     def _analyze(self, window: _Window, schema: pa.Schema, alias: str, statement: str) -> None:
         """The window's MatchSpec, through MATCH_RECOGNIZE's analysis, and its frame."""

@@ -49,18 +49,19 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql import snapshot
+from matchsql.api.result import table_result
 from matchsql.errors import CatalogError, Error, ExecutionError, SemanticError
 from matchsql.fsm.planner import new_partition_matcher
-from matchsql.grammar import analyze, parse
+from matchsql.grammar.analyze import analyze
 from matchsql.grammar.continuous_ddl import (
     NAME_RULE,
     ContinuousQueryAction,
+    ContinuousStatement,
     CreateContinuousQuery,
-    parse_continuous_statement,
     valid_name,
 )
 from matchsql.grammar.nodes import MatchRecognizeTable
-from matchsql.result import table_result
+from matchsql.grammar.statements import parse
 from matchsql.router.continuous import _live_batches
 from matchsql.router.hashed import HashPartitionRouter
 from matchsql.storage import faults, liveness
@@ -99,7 +100,7 @@ class _Plan:
 
 
 class ContinuousQueries:
-    """The continuous-query statements of one :class:`~matchsql.executor.Executor`."""
+    """The continuous-query statements of one :class:`~matchsql.session.executor.Executor`."""
 
     def __init__(self, executor) -> None:
         self.executor = executor
@@ -108,8 +109,8 @@ class ContinuousQueries:
 
     # -- statements ------------------------------------------------------------------------
 
-    def run(self, statement: str):
-        parsed = parse_continuous_statement(statement)
+    def run(self, parsed: ContinuousStatement, statement: str):
+        """One continuous-query statement (``parsed`` from ``statement``)."""
         if isinstance(parsed, CreateContinuousQuery):
             self.create(parsed, statement)
             return None

@@ -1,62 +1,39 @@
 """``SHOW STATS``: the input metrics of the connection's last continuous query.
 
-A continuous query's :class:`~matchsql.connection.Result` carries ``stats``,
+A continuous query's :class:`~matchsql.api.connection.Result` carries ``stats``,
 a dict that :func:`matchsql.router.continuous.continuous_batches` fills with
 :meth:`matchsql.adaptive.metrics.InputMetrics.row` when the query ends (or is
-closed). The connection remembers the last such dict (:func:`remember`);
+closed). The executor keeps the last such dict (``Executor.last_stats``);
 ``SHOW STATS`` (and the shell's ``.stats``) turns it into a two-column table,
 one row per metric, in the thesis' column order.
 """
 
 from __future__ import annotations
 
-import re
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from matchsql.result import table_result
-
-SHOW_STATS = re.compile(r"^\s*show\s+stats\s*;?\s*$", re.IGNORECASE)
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Metric order of the thesis' appendix tables, then the extras.
 ORDER = ("avg_mem", "max_mem", "avg_queue", "max_queue", "result", "time", "throughput",
          "records", "latency", "switches")
-
-SCHEMA = pa.schema([("metric", pa.string()), ("value", pa.float64())])
-
-
-def is_show_stats(statement: str) -> bool:
-    return SHOW_STATS.match(statement) is not None
-
-
-def remember(executor, stats: dict | None) -> None:
-    """Keep ``stats`` (a continuous query's Result.stats) as the last query's metrics."""
-    if stats is not None:
-        executor.last_stats = stats
-
-
-def last_stats(executor) -> dict | None:
-    return executor.last_stats
-
 
 def stats_table(stats: dict | None) -> pa.Table:
     """One row per numeric metric; the input mode (text) is left out of the value column.
 
     Empty when no continuous query ran, or when the last one is still running.
     """
+    import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+
+    schema = pa.schema([("metric", pa.string()), ("value", pa.float64())])
     if not stats:
-        return SCHEMA.empty_table()
+        return schema.empty_table()
     names = [n for n in ORDER if n in stats]
     names += sorted(n for n, v in stats.items()
                     if n not in ORDER and isinstance(v, int | float) and not isinstance(v, bool))
     return pa.table([pa.array(names, pa.string()),
-                     pa.array([float(stats[n]) for n in names], pa.float64())], schema=SCHEMA)
-
-
-def show_stats(executor):
-    """The Result of ``SHOW STATS`` for ``executor``'s connection."""
-    table = stats_table(last_stats(executor))
-    return table_result(table)
+                     pa.array([float(stats[n]) for n in names], pa.float64())], schema=schema)
 
 
 def describe(stats: dict | None) -> str:

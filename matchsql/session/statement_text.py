@@ -9,9 +9,6 @@ are single tokens, never split), and the statement inside goes on alone.
 
 from __future__ import annotations
 
-import datetime
-import decimal
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,8 +16,9 @@ from typing import Any
 
 from sqlglot.tokens import Token, TokenType
 
-from matchsql.errors import Error, ParseError, SemanticError
+from matchsql.errors import ParseError, SemanticError
 from matchsql.grammar.statements import tokenize
+from matchsql.session.literals import literal
 
 _WORD = re.compile(r"[A-Za-z_]+")
 #: Whitespace and comments (an unterminated block comment runs to the end).
@@ -43,16 +41,6 @@ def leading_words(statement: str, count: int) -> list[str]:
         i = _BLANK.match(statement, match.end()).end()
     return words
 
-
-def after_words(statement: str, count: int) -> int:
-    """The offset just past the first ``count`` words of ``statement`` (see leading_words)."""
-    i = _BLANK.match(statement).end()
-    for _ in range(count):
-        match = _WORD.match(statement, i)
-        if match is None:
-            break
-        i = _BLANK.match(statement, match.end()).end()
-    return i
 
 
 # -- parameters ---------------------------------------------------------------------
@@ -79,12 +67,6 @@ def _markers(sql: str) -> list[_Marker]:
             found.append(_Marker(token.start, following.end + 1, key))
     return found
 
-
-def has_parameters(sql: str) -> bool:
-    try:
-        return bool(_markers(sql))
-    except ParseError:
-        return False
 
 
 def bind_texts(sql: str, values: Sequence[str] | Mapping[str, str]) -> str:
@@ -131,45 +113,11 @@ def bind_texts(sql: str, values: Sequence[str] | Mapping[str, str]) -> str:
     return "".join(pieces) + sql[last:]
 
 
-def literal(value: Any) -> str:
-    """SQL text for a Python parameter value, as DuckDB would bind it."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return f"CAST('{value}' AS DOUBLE)"
-        return f"CAST({value!r} AS DOUBLE)"
-    if isinstance(value, decimal.Decimal):
-        return str(value)
-    if isinstance(value, str):
-        return quote(value)
-    if isinstance(value, datetime.datetime):
-        kind = "TIMESTAMPTZ" if value.tzinfo is not None else "TIMESTAMP"
-        return f"{kind} {quote(value.isoformat(sep=' '))}"
-    if isinstance(value, datetime.date):
-        return f"DATE {quote(value.isoformat())}"
-    if isinstance(value, datetime.time):
-        return f"TIME {quote(value.isoformat())}"
-    if isinstance(value, datetime.timedelta):
-        micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-        return f"INTERVAL '{micros} microseconds'"
-    raise Error(f"a parameter of type {type(value).__name__} cannot be bound into a "
-                f"MATCH_RECOGNIZE statement")
-
-
 def bind_values(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> str:
     """``sql`` with its parameters replaced by the literals of ``params``."""
     if isinstance(params, Mapping):
         return bind_texts(sql, {k: literal(v) for k, v in params.items()})
     return bind_texts(sql, [literal(v) for v in params])
-
-
-def quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 # -- statement parts ------------------------------------------------------------------
@@ -254,22 +202,3 @@ def split_arguments(text: str) -> list[str]:
     if last or pieces:
         pieces.append(last)
     return pieces
-
-
-def replace_settings(sql: str, values: Mapping[str, Any]) -> str:
-    """``sql`` with each ``current_setting('name')`` of a setting in ``values`` replaced by
-    its value as a literal (DuckDB answers for its own settings)."""
-    try:
-        tokens = tokenize(sql)
-    except ParseError:
-        return sql
-    spans: list[tuple[int, int, str]] = []
-    for i in range(len(tokens) - 3):
-        name, left, arg, right = tokens[i:i + 4]
-        if name.text.lower() == "current_setting" and left.token_type == TokenType.L_PAREN \
-                and arg.token_type == TokenType.STRING and right.token_type == TokenType.R_PAREN \
-                and arg.text.lower() in values:
-            spans.append((name.start, right.end + 1, literal(values[arg.text.lower()])))
-    for start, end, text in reversed(spans):
-        sql = sql[:start] + text + sql[end:]
-    return sql

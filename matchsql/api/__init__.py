@@ -1,0 +1,1 @@
+"""The Python API, shaped after DuckDB's: ``connect`` -> ``Connection`` -> ``Result``."""

@@ -1,0 +1,479 @@
+"""Runs a session's statements: each text split once, each statement classified once
+(:mod:`matchsql.session.statements`) and dispatched by its kind from one table,
+:data:`HANDLERS`.
+
+Plain SQL goes to DuckDB verbatim. What needs more is loaded on the first
+statement that needs it: MATCH_RECOGNIZE (:mod:`matchsql.session.matching`:
+sqlglot, the dialect, the matchers), streams, continuous queries and worker
+processes; so a session of plain SQL starts with DuckDB and little else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from matchsql.api.result import LazyReader, RelationSource, Result, table_result
+from matchsql.cancel import Cancellation
+from matchsql.config import Config
+from matchsql.errors import (
+    CatalogError,
+    Error,
+    ExecutionError,
+    ParseError,
+    SemanticError,
+    internal_error,
+    one_line,
+    out_of_memory,
+    without_kind,
+)
+from matchsql.grammar.sqltext import check_text
+from matchsql.session.cleanups import run_all
+from matchsql.session.scope import EMPTY, lookup
+from matchsql.session.statements import (
+    READS_TABLES,
+    ContinuousDdl,
+    Deallocate,
+    DefineView,
+    Execute,
+    ExplainMatch,
+    MatchQuery,
+    Prepare,
+    Query,
+    ResetSetting,
+    SetSetting,
+    ShowSetting,
+    ShowStats,
+    ShowWorkers,
+    Sql,
+    Statement,
+    StreamDdl,
+    classify,
+    query,
+    replace_settings,
+    split,
+)
+from matchsql.session.stats import stats_table
+from matchsql.session.view_catalog import STUB_MESSAGE, definitions, mentions
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from matchsql.session.continuous import ContinuousQueries
+    from matchsql.session.matching import MatchRunner
+    from matchsql.session.streams import StreamStatements
+    from matchsql.workers.session import WorkerSession
+
+Params = Sequence[Any] | Mapping[str, Any] | None
+
+#: Statements after which the MATCH_RECOGNIZE views are read from the catalog again.
+_CHANGES_CATALOG = frozenset({"CREATE", "DROP", "ALTER", "COMMENT", "ATTACH", "DETACH",
+                              "USE", "ROLLBACK", "IMPORT"})
+_MISSING_TABLE = re.compile(r'Table with name (.+?) does not exist!')
+#: Settings that are matchsql's only: DuckDB knows ``threads`` itself.
+_OWN_SETTINGS = frozenset(Config.names()) - {"threads"}
+_ROW_STATEMENTS = {
+    duckdb.StatementType.SELECT,
+    duckdb.StatementType.EXPLAIN,
+    duckdb.StatementType.PRAGMA,
+    duckdb.StatementType.CALL,
+    duckdb.StatementType.EXECUTE,  # of a prepared SELECT (others give a Count row)
+}
+
+
+class Executor:
+    """Statement runner bound to one DuckDB connection."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, config: Config) -> None:
+        self.con = con
+        self.config = config
+        # The first matcher failure of the running statement: DuckDB only sees
+        # a failing Arrow stream, so the original error is kept here.
+        self.failures: list[Error] = []
+        # DuckDB allows one open result per connection: a new statement closes
+        # the previous statement's unfinished Result, as DuckDB's own API does.
+        self._open_result: Result | None = None
+        # The running statement's cancellation: new for each statement (an old
+        # statement's leftover work keeps its own token), set by interrupt().
+        self.cancellation = Cancellation()
+        # Cursors running MATCH_RECOGNIZE inputs: interrupt() stops their sorts too.
+        self.cursors: set[duckdb.DuckDBPyConnection] = set()
+        # The caller's variables while a statement runs (replacement scans), and the
+        # names this statement registered for them.
+        self.scope: Mapping[str, Any] = EMPTY
+        self._scans: set[str] = set()
+        # The input metrics of this connection's last query over a stream (SHOW STATS).
+        self.last_stats: dict | None = None
+        # MATCH_RECOGNIZE views by lower-cased name (None: read the catalog again).
+        self._view_cache: dict[str, str] | None = None
+        self._matching: MatchRunner | None = None
+        self._streams: StreamStatements | None = None
+        self._continuous: ContinuousQueries | None = None
+        self._workers: WorkerSession | None = None
+        # While run(as_relation=True) runs: plain statements' rows stay a DuckDB relation.
+        self._as_relation = False
+
+    # -- what is loaded on first use -------------------------------------------------------
+
+    @property
+    def matching(self) -> MatchRunner:
+        """MATCH_RECOGNIZE statements (see matchsql.session.matching)."""
+        if self._matching is None:
+            # sqlglot, the dialect and the matchers: loaded on first use (start-up).
+            from matchsql.session.matching import MatchRunner
+
+            self._matching = MatchRunner(self)
+        return self._matching
+
+    @property
+    def streams(self) -> StreamStatements:
+        """Live-stream statements and inputs (see matchsql.session.streams)."""
+        if self._streams is None:
+            # The stream registry and the continuous router: loaded on first use (start-up).
+            from matchsql.session.streams import StreamStatements
+
+            self._streams = StreamStatements(self)
+        return self._streams
+
+    @property
+    def continuous(self) -> ContinuousQueries:
+        """Named continuous queries (see matchsql.session.continuous)."""
+        if self._continuous is None:
+            # The checkpointing machinery and the matchers: loaded on first use (start-up).
+            from matchsql.session.continuous import ContinuousQueries
+
+            self._continuous = ContinuousQueries(self)
+        return self._continuous
+
+    @property
+    def workers(self) -> WorkerSession:
+        """Worker processes of ``SET workers = N`` (matchsql/workers/)."""
+        if self._workers is None:
+            # The worker pool and its router: loaded on first use (start-up).
+            from matchsql.workers.session import WorkerSession
+
+            self._workers = WorkerSession()
+        return self._workers
+
+    def close(self) -> None:
+        """Stop what outlives statements: named continuous queries (a last checkpoint)
+        and the worker pool. Only what was started is touched, so closing a connection
+        that never used them loads none of their machinery."""
+        if self._continuous is not None:
+            self._continuous.close()
+        if self._workers is not None:
+            self._workers.close()
+
+    # -- statements ---------------------------------------------------------------------
+
+    def run(self, text: str, params: Params = None, scope: Mapping[str, Any] = EMPTY, *,
+            as_relation: bool = False):
+        """Run every statement of ``text``; return the last statement's Result (or None).
+
+        ``params`` are the values of the parameters (``?``, ``$1``, ``$name``)
+        of a single statement; ``scope`` the caller's variables, for tables
+        named by a Python variable (DuckDB's replacement scans). The text is
+        split once; each statement's errors are located in the whole text here.
+        With ``as_relation`` the Result of a plain statement holds its DuckDB
+        relation, run when first read (see Result.take_relation), as DuckDB's
+        ``con.sql()`` does: its errors come then.
+        """
+        check_text(text)
+        pieces = split(text, self.con)
+        if not pieces:
+            return None
+        if params is not None and len(pieces) != 1:
+            raise Error(f"parameters need a single statement, got {len(pieces)}")
+        self.scope = scope
+        self._as_relation = as_relation
+        result = None
+        try:
+            for piece in pieces:
+                try:
+                    result = self.dispatch(classify(piece), params)
+                except Error as err:
+                    raise _relocate(err, text, piece.offset) from None
+                except MemoryError:
+                    raise out_of_memory() from None
+                except Exception as exc:  # a bug inside the engine: a one-line error
+                    raise internal_error(exc) from exc
+        finally:
+            self._as_relation = False
+            self.scope = EMPTY
+            self._scans = set()
+            if self._matching is not None:
+                self._matching.finish()
+        if isinstance(result, Result) and result.stats is not None:
+            self.last_stats = result.stats  # a continuous query's: SHOW STATS shows it
+        return result
+
+    def dispatch(self, statement: Statement, params: Params = None):
+        """Run one statement by its kind (:data:`HANDLERS`); its Result is the open one."""
+        if self._open_result is not None:
+            self._open_result.close()
+            self._open_result = None
+        self.cancellation = Cancellation()
+        if isinstance(statement, Query):
+            statement = self._resolve(statement)
+        result = HANDLERS[type(statement)](self, statement, params)
+        self._open_result = result if isinstance(result, Result) else None
+        return result
+
+    def _resolve(self, statement: Query) -> Query:
+        """``statement`` with matchsql's settings (``current_setting``) and its
+        MATCH_RECOGNIZE views put in, classified again if that changed its text."""
+        text = statement.text
+        if statement.expanded:
+            return statement
+        if "current_setting" in text.lower():
+            text = replace_settings(text, {n: getattr(self.config, n) for n in _OWN_SETTINGS})
+        views = self._views(text)
+        words = statement.words
+        if words[:1] and words[0] in _CHANGES_CATALOG:
+            self._view_cache = None
+        if views and (not words or words[0] in READS_TABLES) and mentions(text, views):
+            # EXPLAIN [ANALYZE] stays in front: only the statement it explains is expanded.
+            head = statement.head
+            text = text[:head] + self.matching.expand(text[head:], views)
+        if text == statement.text:
+            return statement
+        return query(text, statement.offset, expanded=True)
+
+    def _views(self, statement: str) -> dict[str, str]:
+        """The MATCH_RECOGNIZE views, read from the catalog once and again whenever a
+        statement names one (so that one dropped or replaced elsewhere is not expanded)
+        or changes the catalog; see matchsql.session.views."""
+        if self._view_cache is None or mentions(statement, self._view_cache):
+            self._view_cache = definitions(self.con)
+        return self._view_cache
+
+    # -- the handlers, one per statement kind ------------------------------------------------
+
+    def _sql(self, statement: Sql, params: Params):
+        try:
+            return self.run_duckdb(statement.text, [], params, kind=statement.type)
+        except Error as err:
+            # A MATCH_RECOGNIZE view that another connection created since this
+            # one last read the catalog: read it again and expand the view.
+            if statement.expanded or STUB_MESSAGE not in err.message:
+                raise
+            self._view_cache = None
+            again = self._resolve(statement)
+            if again is statement:
+                raise
+            return HANDLERS[type(again)](self, again, params)
+
+    def _match(self, statement: MatchQuery, params: Params):
+        return self.matching.run(statement, params)
+
+    def _stream_ddl(self, statement: StreamDdl, params: Params):
+        return self.streams.run_ddl(statement.node, statement.text)
+
+    def _continuous_ddl(self, statement: ContinuousDdl, params: Params):
+        return self.continuous.run(statement.node, statement.text)
+
+    def _show_stats(self, statement: ShowStats, params: Params) -> Result:
+        return table_result(stats_table(self.last_stats))
+
+    def _show_workers(self, statement: ShowWorkers, params: Params) -> Result:
+        return table_result(self.workers.table())
+
+    def _set_setting(self, statement: SetSetting, params: Params):
+        self.config.set(statement.name, statement.value)
+        if statement.name == "threads":  # DuckDB's own setting of that name too
+            return self.run_duckdb(statement.text, [])
+        return None
+
+    def _show_setting(self, statement: ShowSetting, params: Params) -> Result:
+        import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+
+        value = getattr(self.config, statement.name)
+        return table_result(pa.table({statement.name: pa.array([str(value)], pa.string())}))
+
+    def _reset_setting(self, statement: ResetSetting, params: Params):
+        self.config.set(statement.name, getattr(Config(), statement.name))
+        if statement.name == "threads":
+            return self.run_duckdb(statement.text, [])
+        return None
+
+    def _prepare(self, statement: Prepare, params: Params):
+        """PREPARE: matchsql keeps a statement with a MATCH_RECOGNIZE (as text, its
+        parameters bound by EXECUTE); DuckDB prepares any other."""
+        if self.matching.prepare(statement, self._views(statement.body)):
+            return None
+        return self.run_duckdb(statement.text, [], params)
+
+    def _execute(self, statement: Execute, params: Params):
+        if self._matching is not None and self._matching.prepared(statement.name):
+            return self._matching.execute(statement.name, statement.arguments, statement.text,
+                                          statement.arguments_offset)
+        return self.run_duckdb(statement.text, [], params)
+
+    def _deallocate(self, statement: Deallocate, params: Params):
+        if self._matching is not None and self._matching.deallocate(statement.name):
+            return None
+        return self.run_duckdb(statement.text, [], params)
+
+    def _define_view(self, statement: DefineView, params: Params):
+        views = self._views(statement.text)
+        try:
+            return self.matching.define_view(statement, views)
+        finally:
+            self._view_cache = None
+
+    # -- DuckDB -------------------------------------------------------------------------------
+
+    def run_duckdb(self, sql: str, cleanups: list[Callable[[], None]], params: Params = None,
+                   live: dict[str, pa.RecordBatchReader] | None = None,
+                   stats: dict | None = None, kind: duckdb.StatementType | None = None):
+        """Run ``sql`` in DuckDB: rows stream lazily into a Result; other statements run now.
+
+        ``kind`` is DuckDB's statement type where the split already knows it.
+        A table that DuckDB cannot find may be a data frame in a variable of
+        the caller (registered for the statement, as DuckDB's replacement scan
+        would, which only looks at its direct caller) or a live stream (its
+        rows until end of stream). ``live`` are the readers registered for the
+        statement that wait on a live stream: a statement reading them starts
+        when its rows are first read (see _deferred), not in ``con.sql()``.
+        """
+        self.failures.clear()
+        live = dict(live or {})
+        while True:
+            try:
+                if kind is None:
+                    statements = self.con.extract_statements(sql)
+                    kind = statements[0].type if len(statements) == 1 else None
+                if kind not in _ROW_STATEMENTS:
+                    self.con.execute(sql, params)
+                    run_all(cleanups)
+                    self._raise_failure()
+                    return None
+                if live:
+                    return self._deferred(sql, params, live, cleanups, stats)
+                if self._as_relation:
+                    reader = RelationSource(self.con.sql(sql, params=params),
+                                            self.config.batch_size)
+                else:
+                    reader = self.con.sql(sql, params=params).to_arrow_reader(
+                        self.config.batch_size)
+                break
+            except duckdb.CatalogException as exc:
+                if self._register_missing(exc, cleanups, live):
+                    continue
+                run_all(cleanups)
+                raise self.failure_or(exc) from None
+            except duckdb.Error as exc:
+                run_all(cleanups)
+                raise self.failure_or(exc) from None
+        return Result(reader, on_close=cleanups, translate=self.failure_or)
+
+    def _deferred(self, sql: str, params: Params, live: dict[str, pa.RecordBatchReader],
+                  cleanups: list[Callable[[], None]], stats: dict | None) -> Result:
+        """A Result whose statement runs on its first read: its columns come from running
+        it over empty stand-ins of the ``live`` readers (a row statement changes nothing)."""
+        for name, reader in live.items():
+            self.con.register(name, reader.schema.empty_table())
+        schema = self.con.sql(sql, params=params).to_arrow_table().schema
+        for name, reader in live.items():
+            self.con.register(name, reader)
+        rows = self.config.batch_size
+
+        def start() -> pa.RecordBatchReader:
+            return self.con.sql(sql, params=params).to_arrow_reader(rows)
+
+        return Result(LazyReader(schema, start), on_close=cleanups,
+                      translate=self.failure_or, stats=stats)
+
+    def _register_missing(self, exc: duckdb.CatalogException, cleanups: list[Callable[[], None]],
+                          live: dict[str, pa.RecordBatchReader]) -> bool:
+        """Register what the table name that ``exc`` misses stands for: the caller's variable,
+        else a live stream (added to ``live``); False if neither."""
+        missing = _MISSING_TABLE.search(str(exc))
+        if missing is None:
+            return False
+        name = missing.group(1)
+        if name in self._scans or name in live:
+            return False
+        value = lookup(self.scope, name)
+        if value is not None:
+            self._scans.add(name)
+        else:
+            definition = self.streams.named(name)
+            if definition is None:
+                return False
+            value = live[name] = self.streams.rows_reader(definition)
+        self.con.register(name, value)
+        cleanups.append(lambda: self.unregister(name))
+        return True
+
+    def unregister(self, view: str) -> None:
+        try:
+            self.con.unregister(view)
+        except duckdb.Error:
+            pass
+
+    # -- errors -------------------------------------------------------------------------------
+
+    def _raise_failure(self) -> None:
+        if self.failures:
+            raise self.failures[0]
+
+    def failure_or(self, exc: duckdb.Error) -> Error:
+        """The statement's first matcher failure, else ``exc`` as a matchsql error."""
+        return self.failures[0] if self.failures else self.translate(exc)
+
+    def interrupt(self) -> None:
+        self.cancellation.cancel()
+        for cursor in list(self.cursors):
+            try:
+                cursor.interrupt()
+            except duckdb.Error:
+                pass
+        self.con.interrupt()
+
+    @staticmethod
+    def translate(exc: duckdb.Error) -> Error:
+        """Turn a DuckDB exception into the matching matchsql error, keeping its message."""
+        message = str(exc)
+        kind = {
+            duckdb.ParserException: ParseError,
+            duckdb.CatalogException: CatalogError,
+            duckdb.BinderException: SemanticError,
+        }
+        for duck_type, ours in kind.items():
+            if isinstance(exc, duck_type):
+                return ours(without_kind(message))
+        if isinstance(exc, duckdb.InterruptException):
+            return ExecutionError("statement interrupted")
+        return ExecutionError(without_kind(one_line(message)))
+
+
+#: The one dispatch table: statement kind -> its handler.
+HANDLERS: dict[type[Statement], Callable[[Executor, Any, Params], Any]] = {
+    Sql: Executor._sql,
+    MatchQuery: Executor._match,
+    ExplainMatch: Executor._match,
+    StreamDdl: Executor._stream_ddl,
+    ContinuousDdl: Executor._continuous_ddl,
+    ShowStats: Executor._show_stats,
+    ShowWorkers: Executor._show_workers,
+    SetSetting: Executor._set_setting,
+    ShowSetting: Executor._show_setting,
+    ResetSetting: Executor._reset_setting,
+    Prepare: Executor._prepare,
+    Execute: Executor._execute,
+    Deallocate: Executor._deallocate,
+    DefineView: Executor._define_view,
+}
+
+
+def _relocate(err: Error, text: str, offset: int) -> Error:
+    """Re-anchor an error located in one statement onto the whole input text."""
+    if err.line is None or err.sql is None or offset == 0 and err.sql == text:
+        return err
+    lines = err.sql.splitlines(keepends=True)
+    local = sum(len(line) for line in lines[: err.line - 1]) + (err.column or 1) - 1
+    return type(err)(err.message, sql=text, offset=offset + local)

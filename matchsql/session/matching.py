@@ -1,0 +1,579 @@
+"""MATCH_RECOGNIZE in a session: statements with MATCH_RECOGNIZE or row pattern windows,
+their EXPLAIN [ANALYZE], views over them and prepared statements of them.
+
+For each ``MATCH_RECOGNIZE`` table factor (innermost first) DuckDB computes
+the input relation sorted by the partition and order keys and streams it out
+as Arrow batches; the router feeds them to one matcher run per partition; the
+matches stream back into DuckDB as a registered Arrow reader that replaces
+the table factor, and DuckDB runs the rest of the statement. Nothing is
+collected in Python lists: memory is bounded by the batch size and the
+matchers' live windows.
+
+The executor loads this module on the first statement that needs it: it
+brings sqlglot, the matchsql dialect and the matchers, which plain SQL never
+needs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from matchsql.api.result import BatchSource, Result, table_result
+from matchsql.config import Config
+from matchsql.deep import run_deep
+from matchsql.errors import (
+    Error,
+    ExecutionError,
+    ParseError,
+    internal_error,
+    one_line,
+    out_of_memory,
+)
+from matchsql.fsm import planner  # by module: tests stand in for its functions
+from matchsql.fsm.program import check_pattern_size
+from matchsql.grammar.analyze import analyze
+from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
+from matchsql.grammar.subqueries import visible_ctes
+from matchsql.plan.spec import MatchSpec
+from matchsql.router.parallel import ParallelPartitionRouter, coalesce
+from matchsql.router.partitions import SortedPartitionRouter
+from matchsql.session import window_measures
+from matchsql.session.cleanups import run_all
+from matchsql.session.profile import MatchProfile
+from matchsql.session.query_shape import direct_select, offset_of, plain_limit, require_columns
+from matchsql.session.scope import lookup
+from matchsql.session.statement_text import bind_texts, bind_values, create_view, split_arguments
+from matchsql.session.statements import (
+    READS_TABLES,
+    DefineView,
+    ExplainMatch,
+    MatchQuery,
+    Prepare,
+    query,
+)
+from matchsql.session.views import create_stub, expand, view_query
+
+if TYPE_CHECKING:
+    from matchsql.session.executor import Executor, Params
+
+_view_numbers = itertools.count()
+_VIEW = re.compile(r"__matchsql_matches_\d+")
+_POSITION = "__matchsql_input_position"
+
+
+class MatchRunner:
+    """The MATCH_RECOGNIZE statements of one :class:`~matchsql.session.executor.Executor`."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+        # The objects the running statement's table names stand for (see _external_tables).
+        self._scans: dict[str, tuple[Any, bool]] = {}
+        # The input metrics of the running statement's first MATCH_RECOGNIZE over a
+        # stream (None while there is none): its Result's stats.
+        self._live_stats: dict | None = None
+        # PREPAREd statements with a MATCH_RECOGNIZE: lower-cased name -> text.
+        self._prepared: dict[str, str] = {}
+        # EXPLAIN ANALYZE: the profile of each MATCH_RECOGNIZE, by its offset in the text.
+        self._profiles: dict[int | None, MatchProfile] | None = None
+
+    def finish(self) -> None:
+        """The statement (all of ``run``'s text) ended: forget what it registered."""
+        self._scans = {}
+
+    # -- the statement kinds ---------------------------------------------------------
+
+    def run(self, statement: MatchQuery, params: Params):
+        """A statement with a MATCH_RECOGNIZE and/or a row pattern window (or their EXPLAIN)."""
+        text = statement.text if params is None else bind_values(statement.text, params)
+        if statement.windowed and (not statement.words or statement.words[0] in READS_TABLES):
+            handled = self.pattern_windows(text, isinstance(statement, ExplainMatch)
+                                           and statement.analyze, statement.head)
+            if handled is not False:
+                return handled
+        if not statement.match:  # no row pattern window after all: DuckDB's
+            return self.executor.run_duckdb(statement.text, [], params)
+        # Parse and analysis recurse per nesting level: run_deep gives them room.
+        if isinstance(statement, ExplainMatch):
+            if statement.analyze:
+                return run_deep(lambda: self.explain_analyze(text, statement.head))
+            return run_deep(lambda: self.explain(text, statement.head))
+        return run_deep(lambda: self.run_match_recognize(text))
+
+    def expand(self, text: str, views: dict[str, str]) -> str:
+        return expand(text, views)
+
+    def define_view(self, statement: DefineView, views: dict[str, str]):
+        """CREATE VIEW: stored here when its query (views expanded) has a MATCH_RECOGNIZE,
+        checked by preparing it (not reading it); else DuckDB's."""
+        create = create_view(statement.text)
+        if create is not None:
+            text = expand(create.query, views)
+            body = query(" " * create.query_offset + text, statement.offset)
+            if isinstance(body, MatchQuery):
+                check = self.executor.dispatch(body)
+                try:
+                    schema = check.schema
+                finally:
+                    check.close()
+                try:
+                    create_stub(self.executor.con, create, schema, view_query(create))
+                except duckdb.Error as exc:
+                    raise self.executor.translate(exc) from None
+                return None
+        return self.executor.run_duckdb(statement.text, [])
+
+    def prepare(self, statement: Prepare, views: dict[str, str]) -> bool:
+        """PREPARE of a statement with a MATCH_RECOGNIZE: kept here as text (True); False
+        for one that DuckDB prepares itself."""
+        self._prepared.pop(statement.name, None)
+        body = expand(statement.body, views)
+        if not isinstance(query(body, 0), MatchQuery):
+            return False
+        self._prepared[statement.name] = " " * statement.body_offset + body
+        return True
+
+    def prepared(self, name: str) -> bool:
+        return name in self._prepared
+
+    def deallocate(self, name: str) -> bool:
+        return self._prepared.pop(name, None) is not None
+
+    def execute(self, name: str, arguments: str, text: str, at: int):
+        """EXECUTE of a statement prepared here: its parameters bound as literals."""
+        rest = arguments.strip()
+        if rest and not (rest.startswith("(") and rest.endswith(")")):
+            raise ParseError("EXECUTE takes its values in parentheses: EXECUTE name(v1, v2)",
+                             sql=text, offset=at)
+        values = split_arguments(rest[1:-1]) if rest else []
+        return self.executor.dispatch(query(bind_texts(self._prepared[name], values), 0))
+
+    # -- row pattern windows ----------------------------------------------------------
+
+    def pattern_windows(self, statement: str, analyze: bool, head: int):
+        """A statement with a row pattern window (see matchsql.session.window_measures): its
+        Result or EXPLAIN (``head``: where the explained statement starts); False when it
+        has no such window after all."""
+        windows = window_measures.WindowMeasures(self)
+        if not head:
+            return run_deep(lambda: windows.run(statement))
+        explained = " " * head + statement[head:]
+        lines = run_deep(lambda: windows.explain_lines(explained))
+        if not lines:
+            return False
+        if analyze:  # run it to its end: the statement's rows and time
+            started = time.perf_counter()
+            result = run_deep(lambda: windows.run(explained))
+            rows = 0
+            if result:
+                try:
+                    rows = sum(b.num_rows for b in result.fetch_batches())
+                finally:
+                    result.close()
+            elapsed = time.perf_counter() - started
+            lines += ["-- statement", f"analyze: rows {rows:,}",
+                      f"analyze: total {elapsed * 1000:.3f} ms"]
+        return table_result(pa.table({"explain": pa.array(lines, pa.string())}))
+
+    # -- MATCH_RECOGNIZE ------------------------------------------------------------------
+
+    def _external_tables(self, tree, nodes: list) -> dict[str, tuple[Any, bool]]:
+        """What the statement's unqualified table names stand for when they are not in
+        the database: the caller's data frames, and this connection's temporary tables
+        and registered objects, which the cursors that run MATCH_RECOGNIZE inputs do
+        not see (read into Arrow tables; only those the inputs name). Each with whether
+        the statement's own connection needs it too (the caller's variables)."""
+        ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+        names = {t.name for t in tree.find_all(exp.Table)
+                 if not t.args.get("db") and isinstance(t.this, exp.Identifier)
+                 and t.name.lower() not in ctes and not t.name.startswith("__matchsql_")}
+        if not names:
+            return {}
+        inputs = {t.name.lower() for node in nodes for t in node.this.find_all(exp.Table)}
+        lowered = sorted({n.lower() for n in names})
+        rows = self.executor.con.execute(
+            "SELECT lower(table_name), temporary FROM duckdb_tables() "
+            "WHERE lower(table_name) IN (SELECT unnest(?)) "
+            "UNION ALL SELECT lower(view_name), temporary FROM duckdb_views() "
+            "WHERE lower(view_name) IN (SELECT unnest(?)) AND NOT internal",
+            [lowered, lowered]).fetchall()
+        temporary = {name for name, temp in rows if temp}
+        persistent = {name for name, temp in rows if not temp}
+        found: dict[str, tuple[Any, bool]] = {}
+        for name in sorted(names):
+            folded = name.lower()
+            if folded in temporary:
+                if folded in inputs:
+                    quoted = exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
+                    table = self.executor.con.sql(f"SELECT * FROM {quoted}").to_arrow_table()
+                    found[name] = (table, False)
+            elif folded not in persistent:
+                value = lookup(self.executor.scope, name)
+                if value is not None:
+                    found[name] = (value, True)
+        return found
+
+    def run_match_recognize(self, statement: str):
+
+        trees = parse(statement)
+        if len(trees) != 1:
+            raise ParseError("expected one statement", sql=statement, offset=0)
+        tree = trees[0]
+        cleanups: list[Callable[[], None]] = []
+        self._live_stats = None
+        # Match streams not yet claimed by an enclosing MATCH_RECOGNIZE; each is
+        # read once, by whichever connection runs the query that references it.
+        pending: dict[str, pa.RecordBatchReader] = {}
+        try:
+            nodes = list(tree.find_all(MatchRecognizeTable, bfs=False))
+            self._scans = self._external_tables(tree, nodes)
+            for name, (value, outer) in self._scans.items():
+                if outer:
+                    self.executor.con.register(name, value)
+                    cleanups.append(lambda name=name: self.executor.unregister(name))
+            direct = self.executor.streams.direct_result(tree, nodes, statement)
+            if direct is not None:  # SELECT * FROM stream MATCH_RECOGNIZE: rows bypass DuckDB
+                return direct
+            if direct_select(tree, nodes, limit_ok=True) is not None:
+                # SELECT * FROM table MATCH_RECOGNIZE: the matches are the result. Reading
+                # them through an outer DuckDB query would run the input query nested in
+                # it on the same database, which measured 30-70 ms slower per 1M rows.
+                # With LIMIT n the matchers stop once n rows are out.
+                schema, batches = self._match_source(nodes[0], statement, pending, cleanups)
+                rows = self._direct(batches)
+                limit = plain_limit(tree)
+                if limit is not None:
+                    rows = first_rows(rows, limit)
+                return Result(BatchSource(schema, rows), on_close=cleanups,
+                              translate=self.executor.failure_or)
+            for node in reversed(nodes):  # innermost first: their outputs feed the outer ones
+                view = f"__matchsql_matches_{next(_view_numbers)}"
+                pending[view] = self._match_stream(node, statement, pending, cleanups)
+                node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
+            for view, reader in pending.items():
+                self.executor.con.register(view, reader)
+                cleanups.append(lambda view=view: self.executor.unregister(view))
+        except BaseException:
+            run_all(cleanups)
+            raise
+        stats = self._live_stats
+        return self.executor.run_duckdb(tree.sql(dialect="duckdb"), cleanups,
+                                live=pending if stats is not None else None, stats=stats)
+
+    # -- one MATCH_RECOGNIZE ------------------------------------------------------
+
+    def _match_stream(self, node, statement: str, pending: dict[str, pa.RecordBatchReader],
+                      cleanups: list) -> pa.RecordBatchReader:
+        """Analyse ``node`` and return the lazy Arrow stream of its matches (see _match_source)."""
+        stream = self.executor.streams.stream_of(node)
+        if stream is not None:  # a live stream: continuous input, not a DuckDB query
+            matches = self.executor.streams.match_reader(node, statement, stream)
+            if self._live_stats is None:
+                self._live_stats = matches.stats
+            return matches.to_reader()
+        schema, batches = self._match_source(node, statement, pending, cleanups)
+        return pa.RecordBatchReader.from_batches(schema, batches)
+
+    def _direct(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """``batches`` raising the statement's matchsql error, as the DuckDB route does."""
+        self.executor.failures.clear()
+        try:
+            yield from batches
+        except Error:
+            raise
+        except (duckdb.Error, OSError, pa.ArrowException):
+            if self.executor.failures:
+                raise self.executor.failures[0] from None
+            raise
+
+    def _match_source(self, node, statement: str, pending: dict[str, pa.RecordBatchReader],
+                      cleanups: list) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+        """Analyse ``node``: the schema and the lazy batches of its matches.
+
+        The input query runs on a cursor of its own (DuckDB allows one open
+        result per connection, and the outer statement needs ``self.executor.con``);
+        match streams of inner MATCH_RECOGNIZEs that the input reads move to
+        that cursor.
+        """
+
+        input_sql = _input_query(node)
+        cursor = self.executor.con.cursor()
+        self.executor.cursors.add(cursor)
+        cleanups.append(lambda: (self.executor.cursors.discard(cursor), cursor.close()))
+        for name, (value, _) in self._scans.items():
+            cursor.register(name, value)
+        inner = {view: pending.pop(view) for view in _VIEW.findall(input_sql) if view in pending}
+        for view, reader in inner.items():  # zero-row stand-ins while the schema is read
+            cursor.register(view, reader.schema.empty_table())
+        schema = self._schema_of(cursor, input_sql, node, statement)
+        for view, reader in inner.items():
+            cursor.unregister(view)
+            cursor.register(view, reader)
+        spec = analyze(node, schema, sql=statement, con=self.executor.con)
+        require_columns(spec, node, statement)
+        check_pattern_size(spec.pattern, self.executor.config.max_pattern_size, statement)
+        narrow = self._projected(node, spec)
+        if narrow is not None:
+            spec, input_sql = narrow
+        if self._profiles is None:
+            return spec.output_schema(), self._match_batches(spec, cursor, input_sql)
+        profile = MatchProfile(_path_name(spec, self.executor.config), not spec.rows_per_match.all_rows)
+        self._profiles[offset_of(node.this)] = profile
+        return spec.output_schema(), profile.output(
+            self._match_batches(spec, cursor, input_sql, profile))
+
+    def _projected(self, node, spec: MatchSpec) -> tuple[MatchSpec, str] | None:
+        """ONE ROW PER MATCH reads only the PARTITION BY and ORDER BY columns and
+        those DEFINE and MEASURES name: the spec and input query of just those
+        (DuckDB then exports no other column), or None where all are needed.
+
+        Analysis already resolved every column reference of DEFINE and MEASURES
+        to an exact input column name (``exp.Column`` nodes), and nothing else in
+        a ONE ROW PER MATCH spec depends on the other columns, so the narrow spec
+        is the same spec over fewer columns.
+        """
+        schema = spec.columns
+        names = schema.names
+        if spec.rows_per_match.all_rows or len(set(names)) != len(names):
+            return None
+        used = set(spec.partition_by) | set(spec.order_by)
+        folded = {name.lower(): name for name in names}
+        for expr in [*spec.defines.values(), *(m.expr for m in spec.measures)]:
+            for column in expr.find_all(exp.Column):
+                name = column.name if column.name in names else folded.get(column.name.lower())
+                if name is not None:
+                    used.add(name)
+        if len(used) == len(names) or not used <= set(names):
+            return None
+        fields = [f for f in schema if f.name in used]
+        narrow = dataclasses.replace(spec, columns=pa.schema(fields))
+        if not narrow.output_schema().equals(spec.output_schema()):
+            return None
+        return narrow, _input_query(node, [f.name for f in fields])
+
+    def _schema_of(self, cursor, input_sql: str, node, statement: str) -> pa.Schema:
+        try:
+            return cursor.sql(f"SELECT * FROM ({input_sql}) LIMIT 0").to_arrow_table().schema
+        except duckdb.Error as exc:
+            err = self.executor.translate(exc)
+            offset = offset_of(node.this)
+            raise type(err)(err.message, sql=statement, offset=offset) from None
+
+    def _match_batches(self, spec: MatchSpec, cursor, input_sql: str,
+                       profile: MatchProfile | None = None) -> Iterator[pa.RecordBatch]:
+        """Stream the input through one matcher run per partition.
+
+        With ``threads`` > 1 the partitions run on a thread pool (the compiled
+        kernels release the GIL) where the planner expects it to pay off
+        (``partition_threads``), their outputs in the sequential order; see
+        router/parallel.py. The many small batches of short partitions are
+        concatenated: DuckDB scans a few large batches much faster.
+        """
+
+        config = self.executor.config
+        # This MATCH_RECOGNIZE's own token: its router cancels it when abandoned.
+        cancel = self.executor.cancellation.child()
+        try:
+            # An interrupt that came while the statement was planned, before this
+            # cursor could be interrupted, stops it here instead of after DuckDB's sort.
+            cancel.check()
+            reader = cursor.sql(input_sql).to_arrow_reader(config.batch_size)
+            if profile is not None:
+                reader = profile.input(reader)
+            try:  # plans are built once per spec: here, not racing in the workers
+                planner.choose_path(spec, config.execution_path)
+            except Error:
+                pass  # a forced path that does not apply: the first partition says so
+
+            def new_run(key: tuple):
+                return planner.new_partition_matcher(spec, key, config, cancel)
+
+            def match_whole(batch: pa.RecordBatch, bounds) -> list[pa.RecordBatch]:
+                return whole.match(batch, bounds, cancel)
+
+            threads, _ = planner.partition_threads(spec, config)
+            whole, _ = planner.whole_partitions(spec, config)
+            if config.workers > 1 and spec.partition_by and self.executor.workers.claim():
+                yield from self.executor.workers.run(spec, config, reader, cancel)
+            elif threads > 1:
+                yield from ParallelPartitionRouter(
+                    spec.partition_by, new_run, threads, chunk_rows=config.batch_size,
+                    cancel=cancel, whole=match_whole if whole is not None else None).run(reader)
+            else:
+                router = SortedPartitionRouter(spec.partition_by, new_run,
+                                               match_whole if whole is not None else None)
+                for batch in reader:
+                    yield from coalesce(list(router.route(batch)))
+                yield from coalesce(list(router.finish()))
+        except Error as err:
+            self.executor.failures.append(err)
+            raise
+        except duckdb.Error as exc:
+            self.executor.failures.append(self.executor.translate(exc))
+            raise
+        except (OSError, pa.ArrowException) as exc:
+            # The input query's Arrow reader reports DuckDB errors (an interrupt of
+            # the sort, say) as Arrow I/O errors whose text carries a traceback.
+            self.executor.failures.append(_reader_error(exc))
+            raise
+        except MemoryError:
+            self.executor.failures.append(out_of_memory())
+            raise self.executor.failures[-1] from None
+        except Exception as exc:  # a bug inside the engine: a one-line error, no traceback
+            err = internal_error(exc)
+            self.executor.failures.append(err)
+            raise err from exc
+
+    # -- EXPLAIN of a statement with MATCH_RECOGNIZE --------------------------------
+
+    def explain(self, statement: str, offset: int):
+        """One row per line: for each MATCH_RECOGNIZE (innermost first) its chosen
+        execution path, why, and its automaton program (see fsm/planner.explain)."""
+        lines = [line for _, section in self._explain_sections(statement, offset)
+                 for line in section]
+        return table_result(pa.table({"explain": pa.array(lines, pa.string())}))
+
+    def _explain_sections(self, statement: str, offset: int) -> list[tuple[int | None, list[str]]]:
+        """EXPLAIN lines of each MATCH_RECOGNIZE, with its offset in ``statement``.
+
+        Inner MATCH_RECOGNIZEs are replaced by empty tables of their output
+        schema so that outer ones can be analysed without running anything.
+        """
+
+        query = " " * offset + statement[offset:]  # keep offsets valid for error messages
+        trees = parse(query)
+        if len(trees) != 1:
+            raise ParseError("expected one statement", sql=statement, offset=0)
+        cursor = self.executor.con.cursor()
+        sections: list[tuple[int | None, list[str]]] = []
+        try:
+            nodes = list(trees[0].find_all(MatchRecognizeTable, bfs=False))
+            self._scans = self._external_tables(trees[0], nodes)
+            for name, (value, _) in self._scans.items():
+                cursor.register(name, value)
+            for number, node in enumerate(reversed(nodes), 1):
+                key = offset_of(node.this)
+                stream = self.executor.streams.stream_of(node)
+                if stream is not None:
+                    schema = self.executor.streams.schema_of_stream(stream)
+                else:
+                    schema = self._schema_of(cursor, _input_query(node), node, query)
+                spec = analyze(node, schema, sql=query, con=cursor)
+                check_pattern_size(spec.pattern, self.executor.config.max_pattern_size, query)
+                view = f"__matchsql_matches_{next(_view_numbers)}"
+                cursor.register(view, spec.output_schema().empty_table())
+                node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
+                lines = [f"-- MATCH_RECOGNIZE #{number} of {len(nodes)}"]
+                lines += planner.explain(spec, self.executor.config).splitlines()
+                sections.append((key, lines))
+        finally:
+            cursor.close()
+        return sections
+
+    def explain_analyze(self, statement: str, offset: int):
+        """EXPLAIN ANALYZE: run the statement to its end, then the EXPLAIN lines of each
+        MATCH_RECOGNIZE with what it did (rows in, matches, time per stage) and the
+        statement's rows and time."""
+        sections = self._explain_sections(statement, offset)
+        query = " " * offset + statement[offset:]
+        self._profiles = {}
+        started = time.perf_counter()
+        rows = 0
+        try:
+            result = self.run_match_recognize(query)
+            for batch in result.fetch_batches():
+                rows += batch.num_rows
+            profiles = self._profiles
+        finally:
+            self._profiles = None
+        elapsed = time.perf_counter() - started
+        lines: list[str] = []
+        for key, section in sections:
+            lines += section
+            profile = profiles.get(key)
+            lines += profile.lines() if profile is not None else \
+                ["analyze: not profiled (live stream input)"]
+        lines += ["-- statement", f"analyze: rows {rows:,}",
+                  f"analyze: total {elapsed * 1000:.3f} ms"]
+        return table_result(pa.table({"explain": pa.array(lines, pa.string())}))
+
+
+
+def first_rows(batches: Iterator[pa.RecordBatch], n: int) -> Iterator[pa.RecordBatch]:
+    """The first ``n`` rows of ``batches``; then ``batches`` is closed, which stops
+    the matchers and the input query behind it."""
+    try:
+        while n > 0:
+            batch = next(batches, None)
+            if batch is None:
+                return
+            if batch.num_rows > n:
+                batch = batch.slice(0, n)
+            n -= batch.num_rows
+            yield batch
+    finally:
+        batches.close()
+
+
+def _path_name(spec: MatchSpec, config: Config) -> str:
+    """The execution path the planner picks for ``spec`` (see fsm/planner.choose_path)."""
+    try:
+        return planner.choose_path(spec, config.execution_path).name
+    except Error as err:
+        return f"none ({err.message})"
+
+
+
+def _reader_error(exc: BaseException) -> Error:
+    """The matchsql error for a failure the input's Arrow reader raised, without traceback."""
+    message = one_line(str(exc))
+    if "INTERRUPT" in message:
+        return ExecutionError("statement interrupted")
+    return ExecutionError(f"reading the MATCH_RECOGNIZE input failed: {message}")
+
+
+def _input_query(node, columns: list[str] | None = None) -> str:
+    """DuckDB SQL for the row pattern input table, sorted by partition and order keys.
+
+    CTEs of the enclosing statement that precede ``node`` stay visible.
+    ``columns``, when given, are the only input columns selected.
+    """
+    source = node.this.sql(dialect="duckdb")
+    select = "*" if columns is None else ", ".join(
+        exp.to_identifier(c, quoted=True).sql(dialect="duckdb") for c in columns)
+    keys = [p.sql(dialect="duckdb") for p in node.args.get("partition_by") or []]
+    order = node.args.get("order")
+    if order is not None:
+        keys += [o.sql(dialect="duckdb") for o in order.expressions]
+    if keys and order is None:
+        # Without ORDER BY a partition keeps the input's order; DuckDB's sort is
+        # not stable, so the input position breaks ties between equal keys.
+        inner = "*" if columns is None else select  # the window carries no other column
+        select = f"* EXCLUDE ({_POSITION})" if columns is None else select
+        query = (f"SELECT {select} FROM (SELECT {inner}, row_number() OVER () "
+                 f"AS {_POSITION} FROM {source}) ORDER BY "
+                 + ", ".join(_column_name(p) for p in node.args["partition_by"])
+                 + f", {_POSITION}")
+    else:
+        query = f"SELECT {select} FROM {source}"
+        if keys:
+            query += " ORDER BY " + ", ".join(keys)
+    ctes = visible_ctes(node)
+    if ctes:
+        query = "WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " " + query
+    return query
+
+
+def _column_name(column: exp.Expression) -> str:
+    """A partition column as an unqualified identifier, for use outside its table's scope."""
+    return exp.to_identifier(column.name, quoted=True).sql(dialect="duckdb")
+
