@@ -2,8 +2,8 @@
 
 They live in one table, name -> :class:`DotCommand`, so that other parts of
 matchsql can add theirs with :func:`dot_command` without touching the REPL.
-The shell imports this module; this module knows the shell only as a type,
-so the two never import each other at run time.
+The shell imports this module; this module knows the shell only as its
+:class:`~matchsql.cli.shell_host.ShellHost`.
 """
 
 from __future__ import annotations
@@ -12,17 +12,14 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from matchsql.cli.modes import MODES
+from matchsql.cli.shell_host import ShellHost
 from matchsql.config import Config
 from matchsql.errors import Error
 from matchsql.session.stats import describe
 
-if TYPE_CHECKING:
-    from matchsql.cli.shell import Shell
-
-Handler = Callable[["Shell", list[str]], bool]
+Handler = Callable[[ShellHost, list[str]], bool]
 
 
 @dataclass(frozen=True)
@@ -48,7 +45,7 @@ def dot_command(name: str, help: str, usage: str = "",
     return register
 
 
-def run_dot_command(shell: Shell, line: str) -> bool:
+def run_dot_command(shell: ShellHost, line: str) -> bool:
     """Parse and run one ``.command args`` line; unknown commands are errors."""
     try:
         words = shlex.split(line)
@@ -65,14 +62,14 @@ def run_dot_command(shell: Shell, line: str) -> bool:
     return command.handler(shell, words[1:])
 
 
-def _usage_error(shell: Shell, name: str) -> bool:
+def _usage_error(shell: ShellHost, name: str) -> bool:
     command = COMMANDS[name]
     shell.error(f"Usage: .{name} {command.usage}".rstrip())
     return False
 
 
 @dot_command("help", "Show this help, or the help of one command", "?COMMAND?")
-def _help(shell: Shell, args: list[str]) -> bool:
+def _help(shell: ShellHost, args: list[str]) -> bool:
     if args:
         command = COMMANDS.get(args[0].lstrip("."))
         if command is None:
@@ -97,7 +94,7 @@ def _help(shell: Shell, args: list[str]) -> bool:
 
 
 @dot_command("tables", "List the tables and views")
-def _tables(shell: Shell, args: list[str]) -> bool:
+def _tables(shell: ShellHost, args: list[str]) -> bool:
     names = shell.con.tables()
     if not names:
         shell.print("(no tables)")
@@ -110,7 +107,7 @@ def _tables(shell: Shell, args: list[str]) -> bool:
 
 
 @dot_command("timer", "Print the run time after each statement", "on|off")
-def _timer(shell: Shell, args: list[str]) -> bool:
+def _timer(shell: ShellHost, args: list[str]) -> bool:
     if len(args) != 1 or args[0].lower() not in ("on", "off"):
         return _usage_error(shell, "timer")
     shell.timer = args[0].lower() == "on"
@@ -118,7 +115,7 @@ def _timer(shell: Shell, args: list[str]) -> bool:
 
 
 @dot_command("maxrows", "Rows shown per result (0 shows all); no N shows the value", "?N?")
-def _maxrows(shell: Shell, args: list[str]) -> bool:
+def _maxrows(shell: ShellHost, args: list[str]) -> bool:
     if not args:
         shell.print(f"maxrows: {shell.max_rows}")
         return True
@@ -129,7 +126,7 @@ def _maxrows(shell: Shell, args: list[str]) -> bool:
 
 
 @dot_command("read", "Run the statements of a SQL file", "FILE")
-def _read(shell: Shell, args: list[str]) -> bool:
+def _read(shell: ShellHost, args: list[str]) -> bool:
     if len(args) != 1:
         return _usage_error(shell, "read")
     try:
@@ -141,7 +138,7 @@ def _read(shell: Shell, args: list[str]) -> bool:
 
 
 @dot_command("streams", "List the live streams (SHOW STREAMS)")
-def _streams(shell: Shell, args: list[str]) -> bool:
+def _streams(shell: ShellHost, args: list[str]) -> bool:
     if args:
         return _usage_error(shell, "streams")
     error = shell.run_statement("SHOW STREAMS")
@@ -152,7 +149,7 @@ def _streams(shell: Shell, args: list[str]) -> bool:
 
 
 @dot_command("stats", "Input metrics of the last continuous query (SHOW STATS)")
-def _stats(shell: Shell, args: list[str]) -> bool:
+def _stats(shell: ShellHost, args: list[str]) -> bool:
     if args:
         return _usage_error(shell, "stats")
     shell.print(describe(shell.con.last_stats))
@@ -165,7 +162,7 @@ def _stats(shell: Shell, args: list[str]) -> bool:
 
 @dot_command("mode", "How results are shown; no MODE shows the current one",
              "box|csv|markdown|line|json")
-def _mode(shell: Shell, args: list[str]) -> bool:
+def _mode(shell: ShellHost, args: list[str]) -> bool:
     if not args:
         shell.print(f"current output mode: {shell.mode}")
         return True
@@ -176,7 +173,7 @@ def _mode(shell: Shell, args: list[str]) -> bool:
 
 
 @dot_command("maxwidth", "Width of box tables (0: the terminal's); no N shows the value", "?N?")
-def _maxwidth(shell: Shell, args: list[str]) -> bool:
+def _maxwidth(shell: ShellHost, args: list[str]) -> bool:
     if not args:
         shell.print(f"maxwidth: {shell.max_width}")
         return True
@@ -188,7 +185,7 @@ def _maxwidth(shell: Shell, args: list[str]) -> bool:
 
 @dot_command("output", "Send results to FILE; no FILE sends them back to the terminal",
              "?FILE?")
-def _output(shell: Shell, args: list[str]) -> bool:
+def _output(shell: ShellHost, args: list[str]) -> bool:
     if len(args) > 1:
         return _usage_error(shell, "output")
     path = args[0] if args and args[0] not in ("stdout", "-") else None
@@ -202,7 +199,7 @@ def _output(shell: Shell, args: list[str]) -> bool:
 
 @dot_command("pager", "Show results taller than the terminal through a pager "
              "(default $MATCHSQL_PAGER, $PAGER or less)", "on|off|COMMAND")
-def _pager(shell: Shell, args: list[str]) -> bool:
+def _pager(shell: ShellHost, args: list[str]) -> bool:
     if not args:
         shell.print(f"pager: {shell.pager or 'off'}")
         return True
@@ -216,7 +213,7 @@ def _pager(shell: Shell, args: list[str]) -> bool:
 
 @dot_command("progress", "Progress line (rows, rows/s) for statements running longer than "
              "SECONDS (default 1)", "on|off|SECONDS")
-def _progress(shell: Shell, args: list[str]) -> bool:
+def _progress(shell: ShellHost, args: list[str]) -> bool:
     if len(args) != 1:
         return _usage_error(shell, "progress")
     word = args[0].lower()
@@ -234,7 +231,7 @@ def _progress(shell: Shell, args: list[str]) -> bool:
 
 
 @dot_command("show", "List the shell's settings and the connection's matchsql settings")
-def _show(shell: Shell, args: list[str]) -> bool:
+def _show(shell: ShellHost, args: list[str]) -> bool:
     if args:
         return _usage_error(shell, "show")
     delay = shell.progress_delay
@@ -261,7 +258,7 @@ PLOT_OPTIONS = ("match", "by", "file", "title")
 @dot_command("plot", "Draw the last result's Y over X, each match banded, into a PNG "
              "(match=: the MATCH_NUMBER() column, by=: one line per partition)",
              "X Y [match=COL] [by=COL] [file=PATH.png] [title=TEXT]")
-def _plot(shell: Shell, args: list[str]) -> bool:
+def _plot(shell: ShellHost, args: list[str]) -> bool:
     positional = [a for a in args if "=" not in a]
     options = dict(a.split("=", 1) for a in args if "=" in a)
     if len(positional) != 2 or set(options) - set(PLOT_OPTIONS):
@@ -291,6 +288,6 @@ def _free_plot_path() -> Path:
 
 
 @dot_command("quit", "Exit matchsql", aliases=("exit",))
-def _quit(shell: Shell, args: list[str]) -> bool:
+def _quit(shell: ShellHost, args: list[str]) -> bool:
     shell.done = True
     return True

@@ -11,7 +11,7 @@ processes; so a session of plain SQL starts with DuckDB and little else.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -32,6 +32,7 @@ from matchsql.errors import (
 )
 from matchsql.grammar.sqltext import check_text
 from matchsql.session.cleanups import run_all
+from matchsql.session.host import Params
 from matchsql.session.scope import EMPTY, lookup
 from matchsql.session.statements import (
     READS_TABLES,
@@ -67,7 +68,6 @@ if TYPE_CHECKING:
     from matchsql.session.streams import StreamStatements
     from matchsql.workers.session import WorkerSession
 
-Params = Sequence[Any] | Mapping[str, Any] | None
 
 #: Statements after which the MATCH_RECOGNIZE views are read from the catalog again.
 _CHANGES_CATALOG = frozenset({"CREATE", "DROP", "ALTER", "COMMENT", "ATTACH", "DETACH",

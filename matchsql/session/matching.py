@@ -21,7 +21,7 @@ import itertools
 import re
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -49,6 +49,7 @@ from matchsql.router.parallel import ParallelPartitionRouter, coalesce
 from matchsql.router.partitions import SortedPartitionRouter
 from matchsql.session import window_measures
 from matchsql.session.cleanups import run_all
+from matchsql.session.host import Params, StatementHost
 from matchsql.session.profile import MatchProfile
 from matchsql.session.query_shape import direct_select, offset_of, plain_limit, require_columns
 from matchsql.session.scope import lookup
@@ -63,18 +64,16 @@ from matchsql.session.statements import (
 )
 from matchsql.session.views import create_stub, expand, view_query
 
-if TYPE_CHECKING:
-    from matchsql.session.executor import Executor, Params
-
 _view_numbers = itertools.count()
 _VIEW = re.compile(r"__matchsql_matches_\d+")
 _POSITION = "__matchsql_input_position"
 
 
 class MatchRunner:
-    """The MATCH_RECOGNIZE statements of one :class:`~matchsql.session.executor.Executor`."""
+    """The MATCH_RECOGNIZE statements of one :class:`~matchsql.session.executor.Executor`
+    (known here as its :class:`~matchsql.session.host.StatementHost`)."""
 
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: StatementHost) -> None:
         self.executor = executor
         # The objects the running statement's table names stand for (see _external_tables).
         self._scans: dict[str, tuple[Any, bool]] = {}

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -46,6 +46,7 @@ from matchsql.grammar.window_pattern import PatternWindow
 from matchsql.plan.pattern import Anchor, AnchorKind, Concatenation
 from matchsql.plan.row_functions import MatchNumber, Navigation
 from matchsql.plan.spec import RowsPerMatch, SkipMode
+from matchsql.session.host import MatchStatements
 from matchsql.session.statements import query
 from matchsql.window_matching import (
     FIRST_ROW,
@@ -56,9 +57,6 @@ from matchsql.window_matching import (
     match_window,
     scan_spec,
 )
-
-if TYPE_CHECKING:
-    from matchsql.session.matching import MatchRunner
 
 __all__ = ["WindowMeasures"]
 
@@ -109,7 +107,7 @@ class _Window:
 class WindowMeasures:
     """Runs (or explains) statements with row pattern windows for an executor."""
 
-    def __init__(self, runner: MatchRunner) -> None:
+    def __init__(self, runner: MatchStatements) -> None:
         self.runner = runner
         self.executor = runner.executor
 

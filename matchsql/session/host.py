@@ -1,0 +1,72 @@
+"""What a statement handler sees of the executor that runs it.
+
+The executor loads its heavy handlers (MATCH_RECOGNIZE statements, row pattern
+windows) on first use and hands itself to them. They know it only through
+:class:`StatementHost`, so the executor's module sits above theirs and no
+import, not even one for type checking, points back up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import duckdb
+
+from matchsql.cancel import Cancellation
+from matchsql.config import Config
+from matchsql.errors import Error
+from matchsql.session.statements import Statement
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from matchsql.session.streams import StreamStatements
+    from matchsql.workers.session import WorkerSession
+
+#: The values of a statement's parameters (``?``, ``$1``, ``$name``).
+Params = Sequence[Any] | Mapping[str, Any] | None
+
+
+class StatementHost(Protocol):
+    """The executor's side of a statement: its connection, settings, failures and runners."""
+
+    con: duckdb.DuckDBPyConnection
+    config: Config
+    #: The first matcher failure of the running statement (DuckDB only sees a failing stream).
+    failures: list[Error]
+    #: Cursors running MATCH_RECOGNIZE inputs: an interrupt stops them too.
+    cursors: set[duckdb.DuckDBPyConnection]
+    #: The caller's variables while a statement runs (replacement scans).
+    scope: Mapping[str, Any]
+
+    @property
+    def cancellation(self) -> Cancellation: ...
+
+    @property
+    def streams(self) -> StreamStatements: ...
+
+    @property
+    def workers(self) -> WorkerSession: ...
+
+    def dispatch(self, statement: Statement, params: Params = None) -> Any: ...
+
+    def run_duckdb(self, sql: str, cleanups: list[Callable[[], None]], params: Params = None,
+                   live: dict[str, pa.RecordBatchReader] | None = None,
+                   stats: dict | None = None,
+                   kind: duckdb.StatementType | None = None) -> Any: ...
+
+    def failure_or(self, exc: duckdb.Error) -> Error: ...
+
+    def translate(self, exc: duckdb.Error) -> Error: ...
+
+    def unregister(self, view: str) -> None: ...
+
+
+class MatchStatements(Protocol):
+    """What a row pattern window needs of the MATCH_RECOGNIZE runner: its host, and a
+    statement with MATCH_RECOGNIZE run to a Result."""
+
+    executor: StatementHost
+
+    def run_match_recognize(self, statement: str) -> Any: ...
