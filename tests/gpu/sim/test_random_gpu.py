@@ -1,8 +1,10 @@
-"""Random row-local queries: the GPU path (simulated) equals the CPU paths.
+"""Random queries: the GPU path (simulated) equals the CPU paths.
 
 Queries come from the property suite's strategies with the DEFINEs replaced
-by row-local conditions the GPU path evaluates; rows come in random batches
-(the GPU matcher holds them until the partition ends).
+by conditions the GPU path evaluates: row-local ones (elementwise on the
+device) and register ones (``A.x``, FIRST/LAST, ``COUNT(*)``, in-thread), alone
+or ANDed with a row-local term; rows come in random batches (the GPU matcher
+holds them until the partition ends).
 """
 
 from __future__ import annotations
@@ -23,6 +25,20 @@ SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
 ROW_LOCAL = ["x > PREV(x)", "x = 1", "x IS NULL", "y >= 2", "NEXT(x) IS NOT NULL AND NEXT(x) > x",
              "x <> PREV(x, 2)", "x BETWEEN 1 AND 2", "NOT (x > y)", "-x < y - 2",
              "x * 2 > y OR y IS NULL", "x / 2 <= 1"]
+REGISTERS = ["x > A.x", "x >= FIRST(x)", "LAST(B.x) < x", "FIRST(A.x) IS NULL OR x <> A.x",
+             "COUNT(*) <= 3", "x + FIRST(y) > LAST(U.x)", "ABS(x - A.x) BETWEEN 1 AND 2",
+             "x = LAST(x, 1)", "FIRST(x, 1) < y", "NOT (y > PREV(A.x))"]
+
+
+def _gpu_query(sql: str, a: str, b: str) -> str:
+    """``sql`` with DEFINEs ``a``/``b`` and in a shape the GPU path takes: no ALL MATCHES,
+    no unmatched rows, and A and B declared (SUBSET U names both) by an alternative."""
+    head, _, _ = sql.rpartition("DEFINE")
+    head = head.replace("ALL MATCHES", "").replace(" WITH UNMATCHED ROWS", "")
+    begin = head.index("PATTERN (") + len("PATTERN (")
+    end = head.index("\n", begin) - 1
+    head = f"{head[:begin]}({head[begin:end]}) | A B{head[end:]}"
+    return f"{head}DEFINE A AS {a}, B AS {b}\n)"
 
 
 def _run(spec, rows: list[dict], splits: list[int], gpu: str):
@@ -52,13 +68,28 @@ def _run(spec, rows: list[dict], splits: list[int], gpu: str):
 def test_random_row_local(sql: str, rows: list[dict], data: st.DataObject) -> None:
     a = data.draw(st.sampled_from(ROW_LOCAL))
     b = data.draw(st.sampled_from(ROW_LOCAL))
-    head, _, _ = sql.rpartition("DEFINE")
-    sql = f"{head}DEFINE A AS {a}, B AS {b}\n)"
     try:
-        spec = spec_of(sql)
+        spec = spec_of(_gpu_query(sql, a, b))
     except matchsql.Error:
         assume(False)
         return
     got = _run(spec, rows, data.draw(st.lists(st.integers(0, len(rows)), max_size=3)), "on")
     assume(got[0] != "n/a")
-    assert got == _run(spec, rows, [], "off"), sql
+    assert got == _run(spec, rows, [], "off"), _gpu_query(sql, a, b)
+
+
+@SETTINGS
+@given(sql=queries(), rows=partitions, data=st.data())
+def test_random_registers(sql: str, rows: list[dict], data: st.DataObject) -> None:
+    a = data.draw(st.sampled_from(REGISTERS))
+    b = data.draw(st.sampled_from(REGISTERS + ROW_LOCAL))
+    if data.draw(st.booleans()):
+        a = f"{a} AND {data.draw(st.sampled_from(ROW_LOCAL))}"
+    try:
+        spec = spec_of(_gpu_query(sql, a, b))
+    except matchsql.Error:
+        assume(False)
+        return
+    got = _run(spec, rows, data.draw(st.lists(st.integers(0, len(rows)), max_size=3)), "on")
+    assume(got[0] != "n/a")
+    assert got == _run(spec, rows, [], "off"), _gpu_query(sql, a, b)
