@@ -44,6 +44,7 @@ from matchsql.fsm.compiled.kernel import (
     P_SPLIT,
     P_START,
 )
+from matchsql.fsm.compiled.within import NO_BOUND
 
 NO_MATCH = -2
 # Thread status: decided, an attempt longer than max_buffered_rows, the stack or
@@ -52,7 +53,6 @@ NO_MATCH = -2
 # stream: the start is decided on a later batch).
 S_OK, S_SPAN, S_STACK, S_STEPS, S_WAIT = range(5)
 FRAME = 5  # pc, loop flags, row, first and last SKIP TO row
-NO_BOUND = 1 << 62  # wend of a start whose WITHIN bound lies past the rows held
 
 #: The register bytecode interpreter of the CPU kernel, compiled for the device.
 condition = cuda.jit(device=True)(K._condition.py_func)

@@ -39,6 +39,7 @@ from matchsql.fsm.compiled.matcher import (
     register_columns,
 )
 from matchsql.fsm.compiled.measures import output_batch
+from matchsql.fsm.compiled.within import within_ends
 from matchsql.fsm.matcher import StateCounts
 from matchsql.fsm.states import StateSpec
 from matchsql.gpu import kernels as G
@@ -118,7 +119,9 @@ class GpuMatcher:
     def _on_device(self, table: pa.Table) -> list[pa.RecordBatch] | None:
         """The partition's output, or None where the device could not decide it."""
         n = table.num_rows
-        inp = device_input(self.plan, table, 0, n, n, True)
+        inp = device_input(self.plan, table, 0, n, n, True, within_ends(
+            self.spec, self.plan.within, table.column(self.spec.order_by[0]).chunk(0))
+            if self.plan.within is not None else None)
         ends, firsts, lasts, status = decide(inp, np.arange(n, dtype=np.int64), self.config)
         self.cancel.check()
         skip_mode = int(kernel_params(self.spec, self.config)[K_SKIP])
