@@ -157,13 +157,15 @@ class DeviceInput:
 
 
 def device_input(plan: CompiledPlan, table: pa.Table, base: int, n: int, limit: int,
-                 complete: bool, wend: np.ndarray | None = None) -> DeviceInput:
-    """Copy ``table``'s columns to the device and evaluate the row-local DEFINE terms
-    there into one truth column per variable."""
+                 complete: bool, wend: np.ndarray | None = None,
+                 cols: dict | None = None) -> DeviceInput:
+    """Copy ``table``'s columns to the device (unless ``cols`` holds them there already)
+    and evaluate the row-local DEFINE terms there into one truth column per variable."""
     gp = gpu_plan(plan)
     xp = array_module()
     nv = max(len(plan.variables), 1)
-    cols = device_columns(xp, table, gp.columns)
+    if cols is None:
+        cols = device_columns(xp, table, gp.columns)
     rl = xp.ones((n, nv), xp.uint8)
     for v, terms in enumerate(gp.terms):
         if terms:
