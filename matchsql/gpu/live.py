@@ -16,7 +16,6 @@ the stream.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import ModuleType
 
 import numpy as np
 import pyarrow as pa
@@ -39,16 +38,19 @@ from matchsql.gpu.plan import gpu_plan
 
 
 class DeviceWindow:
-    """The held rows' DEFINE columns on the device: appended per batch, cut at the front."""
+    """The held rows' DEFINE columns on the device: appended per batch, cut at the front.
 
-    def __init__(self, xp: ModuleType, names: list[str]) -> None:
-        self.xp = xp
+    It holds no module object (the array module is looked up per call), so a
+    continuous query's checkpoint can pickle the matcher (:mod:`matchsql.snapshot`).
+    """
+
+    def __init__(self, names: list[str]) -> None:
         self.names = names
         self.cols: Columns = {}
 
     def append(self, batch: pa.Table) -> None:
-        new = device_columns(self.xp, batch, self.names)
-        xp = self.xp
+        xp = array_module()
+        new = device_columns(xp, batch, self.names)
         for name, (data, null) in new.items():
             old = self.cols.get(name)
             if old is None:
@@ -79,7 +81,7 @@ class LiveGpuMatcher:
         self.config = config or Config()
         self.cancel = cancel or Cancellation()
         self.table = self.spec.columns.empty_table()
-        self.window = DeviceWindow(array_module(), gpu_plan(plan).columns)
+        self.window = DeviceWindow(gpu_plan(plan).columns)
         self.base = 0  # partition row of the held rows' first
         self.count = 0
         self.next_start = 0

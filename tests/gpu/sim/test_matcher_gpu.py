@@ -10,6 +10,7 @@ from matchsql.errors import LimitExceededError
 from matchsql.fsm.planner import gpu_path, new_partition_matcher
 from matchsql.gpu import matcher as M
 from matchsql.gpu.live import LiveGpuMatcher
+from matchsql.snapshot import PlanIndex
 from tests.property.strategies import SCHEMA, spec_of
 
 # A+ greedy pushes one frame per row it takes: a 12-row run needs 12 frames.
@@ -91,3 +92,19 @@ def test_within_bounds_the_rows_a_live_partition_holds() -> None:
     with pytest.raises(LimitExceededError, match="max_buffered_rows"):
         for a in range(0, 100, 10):
             unbounded.feed(pa.RecordBatch.from_pylist(rows[a:a + 10], schema=SCHEMA))
+
+
+def test_live_matcher_survives_a_checkpoint() -> None:
+    """A continuous query's checkpoint pickles the live matcher (its held rows and device
+    columns); the restored one finishes the open attempts with the same rows."""
+    config = Config()
+    config.gpu = "on"
+    spec = spec_of(SQL)
+    matcher = new_partition_matcher(spec, (), config, live=True)
+    assert matcher.feed(pa.RecordBatch.from_pylist(ROWS[:5], schema=SCHEMA)) == []
+    index = PlanIndex({"spec": spec, "config": config,
+                       "template": new_partition_matcher(spec, (), config, live=True)})
+    restored = index.loads(index.dumps({(): matcher}))[()]
+    assert isinstance(restored, LiveGpuMatcher) and restored.buffered_rows == 5
+    out = restored.feed(pa.RecordBatch.from_pylist(ROWS[5:], schema=SCHEMA))
+    assert [tuple(r.values()) for b in out for r in b.to_pylist()] == [(13, 12), (3, 15)]
