@@ -63,7 +63,7 @@ SUPPORT: dict[type, frozenset[str]] = {
     exp.Abs: frozenset({REGISTERS, GPU_REGISTERS, ROW_LOCAL, AGGREGATE_ARGS}),
     exp.Is: _CORE,
     exp.Between: frozenset({REGISTERS, GPU_REGISTERS, ROW_LOCAL, GPU, AGGREGATE_ARGS}),
-    exp.In: frozenset({ROW_LOCAL, AGGREGATE_ARGS}),
+    exp.In: frozenset({ROW_LOCAL, GPU, AGGREGATE_ARGS}),
     exp.Case: _ARGS, exp.If: _ARGS, exp.DPipe: _ARGS, exp.Cast: _ARGS,
     exp.DataType: _ARGS, exp.DataTypeParam: _ARGS,
 }

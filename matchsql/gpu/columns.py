@@ -100,6 +100,12 @@ def _node(node: exp.Expression) -> DeviceTerm:
         low = exp.GTE(this=node.this.copy(), expression=node.args["low"].copy())
         high = exp.LTE(this=node.this.copy(), expression=node.args["high"].copy())
         return _node(exp.And(this=low, expression=high))
+    if isinstance(node, exp.In) and node.expressions and node.args.get("query") is None:
+        tests = [exp.EQ(this=node.this.copy(), expression=e.copy()) for e in node.expressions]
+        tree = tests[0]
+        for t in tests[1:]:
+            tree = exp.Or(this=tree, expression=t)
+        return _node(tree)
     raise Unsupported(f"{describe(node)} is not evaluated by the GPU column path")
 
 

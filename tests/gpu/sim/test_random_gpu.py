@@ -25,7 +25,8 @@ SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 ROW_LOCAL = ["x > PREV(x)", "x = 1", "x IS NULL", "y >= 2", "NEXT(x) IS NOT NULL AND NEXT(x) > x",
              "x <> PREV(x, 2)", "x BETWEEN 1 AND 2", "NOT (x > y)", "-x < y - 2",
-             "x * 2 > y OR y IS NULL", "x / 2 <= 1"]
+             "x * 2 > y OR y IS NULL", "x / 2 <= 1", "x IN (1, 3)", "y NOT IN (0, NULL)",
+             "x IN (y, PREV(y))"]
 REGISTERS = ["x > A.x", "x >= FIRST(x)", "LAST(B.x) < x", "FIRST(A.x) IS NULL OR x <> A.x",
              "COUNT(*) <= 3", "x + FIRST(y) > LAST(U.x)", "ABS(x - A.x) BETWEEN 1 AND 2",
              "x = LAST(x, 1)", "FIRST(x, 1) < y", "NOT (y > PREV(A.x))"]
