@@ -9,7 +9,10 @@ condition becomes one truth column there (the per-variable bitsets the kernel
 reads); only the columns travel, never a host-side truth table.
 
 Values are ``(data, null)`` pairs: ``null`` is a boolean mask or None (no
-NULL). The rules are the column-wise CPU terms' (:mod:`matchsql.fsm.compiled.
+NULL). String columns travel as integer codes: one code table per partition
+(held with its device columns, under :data:`CODES`) gives every distinct
+string, column value or constant alike, its own code, so ``=``, ``<>`` and IN
+are exact on the codes; ordering strings is not evaluated here. The rules are the column-wise CPU terms' (:mod:`matchsql.fsm.compiled.
 rowlocal`), so both paths give the same truth: integers stay int64 (an
 overflow is an error, as Arrow's checked kernels make it), ``/`` divides as
 float64, AND/OR are Kleene's, a NULL condition is false. Which terms come here
@@ -25,6 +28,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import ExecutionError
@@ -40,6 +44,7 @@ _COMPARE = {exp.LT: "less", exp.LTE: "less_equal", exp.GT: "greater",
             exp.GTE: "greater_equal", exp.EQ: "equal", exp.NEQ: "not_equal"}
 _ARITH = {exp.Add: "add", exp.Sub: "subtract", exp.Mul: "multiply"}
 _LIMIT = float(2 ** 63)
+CODES = "\0string codes"  # Columns key of the partition's code table (dict[str, int])
 
 
 def is_row_local(term: exp.Expression, var: str) -> bool:
@@ -50,12 +55,34 @@ def is_row_local(term: exp.Expression, var: str) -> bool:
                for p in term.find_all(Pointer))
 
 
-def compile_term(term: exp.Expression) -> DeviceTerm:
-    """The elementwise closure of a row-local ``term`` (see :func:`is_row_local`)."""
+def compile_term(term: exp.Expression, strings: frozenset[str] = frozenset()) -> DeviceTerm:
+    """The elementwise closure of a row-local ``term`` (see :func:`is_row_local`);
+    ``strings`` names the string columns (compared as codes)."""
     reason = why_not(term, GPU)
     if reason is not None:
         raise Unsupported(reason)
+    for node in term.walk():
+        if type(node) in _ARITH or isinstance(node, exp.Div | exp.Neg | exp.Between) or (
+                type(node) in _COMPARE and not isinstance(node, exp.EQ | exp.NEQ)):
+            if any(_is_string(side, strings) for side in node.iter_expressions()):
+                raise Unsupported(f"{describe(node)} over strings is not evaluated by the GPU "
+                                  "column path (only =, <> and IN)")
     return _node(term)
+
+
+def _is_string(node: exp.Expression, strings: frozenset[str]) -> bool:
+    if isinstance(node, Const):
+        return isinstance(node.value, str)
+    return isinstance(node, Pointer) and node.column in strings
+
+
+def code_of(cols: Columns, text: str) -> int:
+    """The code of ``text`` in the partition's table (a new code for a new string)."""
+    table = cols[CODES]
+    code = table.get(text)
+    if code is None:
+        code = table[text] = len(table)
+    return code
 
 
 def _or_null(a: Any, b: Any, xp: ModuleType) -> Any:
@@ -70,7 +97,7 @@ def _node(node: exp.Expression) -> DeviceTerm:
     if isinstance(node, Const):
         value = node.value
         if isinstance(value, str):
-            raise Unsupported("string values are not evaluated by the GPU column path")
+            return lambda xp, cols, n: (code_of(cols, value), None)
         if value is None:
             return lambda xp, cols, n: (False, True)
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _LIMIT:
@@ -234,14 +261,24 @@ def truth(xp: ModuleType, terms: list[DeviceTerm], cols: Columns, n: int) -> Any
     return out.astype(xp.uint8)
 
 
-def device_columns(xp: ModuleType, table: Any, names: list[str]) -> Columns:
-    """The numeric columns ``names`` of an Arrow table, copied to the device once."""
-    cols: Columns = {}
+def device_columns(xp: ModuleType, table: Any, names: list[str],
+                   codes: dict[str, int] | None = None) -> Columns:
+    """The columns ``names`` of an Arrow table, copied to the device once; string
+    columns as codes of the table ``codes`` (which grows by the new strings)."""
+    cols: Columns = {CODES: {} if codes is None else codes}
     for name in names:
         arr = table.column(name).combine_chunks()
         null = None
         if arr.null_count:
             null = xp.asarray(~np.asarray(arr.is_valid().to_numpy(zero_copy_only=False)))
+        if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+            encoded = arr.dictionary_encode()
+            mapping = np.array([code_of(cols, v) for v in encoded.dictionary.to_pylist()]
+                               or [0], np.int64)
+            index = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
+            cols[name] = (xp.asarray(mapping[index.astype(np.int64)]), null)
+            continue
+        if arr.null_count:
             arr = arr.fill_null(0)
         data = np.asarray(arr.to_numpy(zero_copy_only=False))
         if np.issubdtype(data.dtype, np.integer):

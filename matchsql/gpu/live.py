@@ -31,7 +31,7 @@ from matchsql.fsm.compiled.within import within_ends
 from matchsql.fsm.matcher import StateCounts
 from matchsql.fsm.states import StateSpec
 from matchsql.gpu import skip as S
-from matchsql.gpu.columns import Columns, device_columns
+from matchsql.gpu.columns import CODES, Columns, device_columns
 from matchsql.gpu.device import array_module
 from matchsql.gpu.matcher import decide, device_input, matches_of
 from matchsql.gpu.plan import gpu_plan
@@ -46,11 +46,12 @@ class DeviceWindow:
 
     def __init__(self, names: list[str]) -> None:
         self.names = names
-        self.cols: Columns = {}
+        self.cols: Columns = {CODES: {}}
 
     def append(self, batch: pa.Table) -> None:
         xp = array_module()
-        new = device_columns(xp, batch, self.names)
+        new = device_columns(xp, batch, self.names, self.cols[CODES])
+        del new[CODES]
         for name, (data, null) in new.items():
             old = self.cols.get(name)
             if old is None:
@@ -65,8 +66,9 @@ class DeviceWindow:
             self.cols[name] = (xp.concatenate([odata, data]), mask)
 
     def drop(self, rows: int) -> None:
-        for name, (data, null) in self.cols.items():
-            self.cols[name] = (data[rows:], None if null is None else null[rows:])
+        for name, (data, null) in list(self.cols.items()):
+            if name != CODES:
+                self.cols[name] = (data[rows:], None if null is None else null[rows:])
 
 
 class LiveGpuMatcher:

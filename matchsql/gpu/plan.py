@@ -18,6 +18,7 @@ import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
 from matchsql.config import Config
 from matchsql.expr.support import GPU_REGISTERS, why_not
@@ -64,6 +65,7 @@ def gpu_plan(plan: CompiledPlan) -> GpuPlan:
 def _build(plan: CompiledPlan) -> GpuPlan:
     spec = plan.spec
     types = {f.name: f.type for f in spec.columns}
+    strings = frozenset(name for name, t in types.items() if _is_text(t))
     regs = RegisterCompiler(spec, plan.variables)
     terms: list[list[DeviceTerm]] = []
     columns: list[str] = []
@@ -72,13 +74,17 @@ def _build(plan: CompiledPlan) -> GpuPlan:
         local: list[DeviceTerm] = []
         other = []
         for term in conjuncts(bind(expr, spec)) if expr is not None else []:
+            row_local = is_row_local(term, var)
             for p in term.find_all(Pointer):
-                if p.column is not None and not is_numeric(types[p.column]):
+                if p.column is not None and not is_numeric(types[p.column]) and not (
+                        row_local and _is_text(types[p.column])):
                     raise Unsupported(f"DEFINE {var}: {p.text} is not a numeric column")
-            if is_row_local(term, var):
-                local.append(compile_term(term))
-                columns += [p.column for p in term.find_all(Pointer)
-                            if p.column not in columns]
+            if row_local:
+                try:
+                    local.append(compile_term(term, strings))
+                except Unsupported as exc:
+                    raise Unsupported(f"DEFINE {var}: {exc}") from None
+                columns += [p.column for p in term.find_all(Pointer)]
                 continue
             reason = why_not(term, GPU_REGISTERS)
             if reason is not None:
@@ -93,6 +99,10 @@ def _build(plan: CompiledPlan) -> GpuPlan:
         else:
             regs.skip()
     return GpuPlan(terms, list(dict.fromkeys(columns)), regs.out, regs.out.arrays())
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
 def unsupported(spec: MatchSpec, plan: CompiledPlan | None, why_no_plan: str) -> str | None:
