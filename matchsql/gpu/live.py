@@ -66,9 +66,9 @@ class DeviceWindow:
             self.cols[name] = (xp.concatenate([odata, data]), mask)
 
     def drop(self, rows: int) -> None:
-        for name, (data, null) in list(self.cols.items()):
-            if name != CODES:
-                self.cols[name] = (data[rows:], None if null is None else null[rows:])
+        for name in self.names:
+            data, null = self.cols[name]
+            self.cols[name] = (data[rows:], None if null is None else null[rows:])
 
 
 class LiveGpuMatcher:

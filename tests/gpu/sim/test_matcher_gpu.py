@@ -108,3 +108,33 @@ def test_live_matcher_survives_a_checkpoint() -> None:
     assert isinstance(restored, LiveGpuMatcher) and restored.buffered_rows == 5
     out = restored.feed(pa.RecordBatch.from_pylist(ROWS[5:], schema=SCHEMA))
     assert [tuple(r.values()) for b in out for r in b.to_pylist()] == [(13, 12), (3, 15)]
+
+
+def test_live_string_codes_hold_across_batches() -> None:
+    """A string column travels as codes; a code given in one batch means the same string in
+    the next (PREV compares rows of two batches)."""
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS f, LAST(id) AS l "
+           "ONE ROW PER MATCH PATTERN (A B+) DEFINE A AS v = 'a', B AS v = PREV(v) OR v = 'b')")
+    config = Config()
+    config.gpu = "on"
+    matcher = new_partition_matcher(spec_of(sql, schema), (), config, live=True)
+    letters = "xaccbxadd"
+    rows = [{"id": i, "v": c} for i, c in enumerate("xaaab")]
+    out = []
+    for a, b in ((0, 2), (2, 5)):
+        out += matcher.feed(pa.RecordBatch.from_pylist(rows[a:b], schema=schema))
+    out += matcher.finish()
+    # x a | a a b: A at 1; row 2 (second batch) has row 1's letter, so has row 3; row 4 'b'
+    # is B by its own letter: ids 1-4. Equal codes across the batches make row 2 a B.
+    assert [tuple(r.values()) for b in out for r in b.to_pylist()] == [(1, 4)]
+    rows = [{"id": i, "v": c} for i, c in enumerate(letters)]
+    matcher = new_partition_matcher(spec_of(sql.replace("v = 'b'", "v = 'c'"), schema), (),
+                                    config, live=True)
+    out = []
+    for a, b in ((0, 2), (2, 5), (5, 9)):
+        out += matcher.feed(pa.RecordBatch.from_pylist(rows[a:b], schema=schema))
+    out += matcher.finish()
+    # With B as 'c' or the row before's letter: from 1, rows 2 'c' and 3 'c' are B, row 4 'b'
+    # is neither: ids 1-3. From 6: row 7 'd' is not 'c' and not 'a': no match.
+    assert [tuple(r.values()) for b in out for r in b.to_pylist()] == [(1, 3)]
