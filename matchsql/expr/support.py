@@ -18,8 +18,8 @@ Backends:
 * ``row_local`` - column-wise Arrow terms over the tested row and PREV/NEXT of it
   (:mod:`matchsql.fsm.compiled.rowlocal`);
 * ``gpu`` - the GPU column path's per-variable bitsets (:mod:`matchsql.gpu.columns`):
-  row-local terms over numeric columns, evaluated elementwise on the device (the path
-  checks the column types itself);
+  row-local terms, evaluated elementwise on the device (the path checks the column types
+  itself: numbers, and strings compared for equality only);
 * ``gpu_registers`` - the GPU kernel's in-thread register bytecode (:mod:`matchsql.gpu.
   kernels`): the ``registers`` bytecode less ``MATCH_NUMBER()``, which a thread cannot
   know before the SKIP scan over all starts has numbered the matches.

@@ -18,7 +18,7 @@ Paths (see DESIGN.md, "Execution paths"):
 * ``reference``: everything else (and the oracle of both).
 
 On top of these, ``config.gpu`` picks the GPU column path (:mod:`matchsql.gpu`)
-for the row-local queries it takes: ``'on'`` forces it, ``'auto'`` takes it
+for the queries it takes (:func:`matchsql.gpu.plan.unsupported`): ``'on'`` forces it, ``'auto'`` takes it
 on a real CUDA device for partitions whose estimated work reaches
 ``gpu_min_work`` (never on the simulator, which is for tests), ``'off'`` never.
 """

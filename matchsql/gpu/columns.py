@@ -182,7 +182,7 @@ def _is_int(xp: ModuleType, v: Any) -> bool:
     dtype = getattr(v, "dtype", None)
     if dtype is None:
         return isinstance(v, int) and not isinstance(v, bool)
-    return xp.issubdtype(dtype, xp.integer)
+    return bool(np.issubdtype(dtype, np.integer))  # numpy dtypes also under CuPy
 
 
 def _arith(xp: ModuleType, op: str, a: Any, b: Any) -> Any:
