@@ -17,8 +17,12 @@ Backends:
   (:mod:`matchsql.fsm.compiled.lowering`);
 * ``row_local`` - column-wise Arrow terms over the tested row and PREV/NEXT of it
   (:mod:`matchsql.fsm.compiled.rowlocal`);
-* ``gpu`` - the GPU column path's per-variable bitsets (:mod:`matchsql.gpu`): row-local
-  terms over numeric columns (the path checks the column types itself).
+* ``gpu`` - the GPU column path's per-variable bitsets (:mod:`matchsql.gpu.columns`):
+  row-local terms, evaluated elementwise on the device (the path checks the column types
+  itself: numbers, and strings compared for equality only);
+* ``gpu_registers`` - the GPU kernel's in-thread register bytecode (:mod:`matchsql.gpu.
+  kernels`): the ``registers`` bytecode less ``MATCH_NUMBER()``, which a thread cannot
+  know before the SKIP scan over all starts has numbered the matches.
 * ``aggregate_args`` - column-wise Arrow terms over the rows an aggregate visits, its
   arguments and FILTER in MEASURES (:mod:`matchsql.fsm.compiled.aggregate_inputs`).
 """
@@ -32,14 +36,15 @@ from sqlglot import exp
 from matchsql.plan.bound import AggregateCall, Const, MatchNumberRef, Pointer, describe
 
 ROWWISE, DEFINE_FAST, REGISTERS, ROW_LOCAL = "rowwise", "define_fast", "registers", "row_local"
-GPU = "gpu"
+GPU, GPU_REGISTERS = "gpu", "gpu_registers"
 AGGREGATE_ARGS = "aggregate_args"
-BACKENDS = (ROWWISE, DEFINE_FAST, REGISTERS, ROW_LOCAL, GPU, AGGREGATE_ARGS)
+BACKENDS = (ROWWISE, DEFINE_FAST, REGISTERS, ROW_LOCAL, GPU, GPU_REGISTERS, AGGREGATE_ARGS)
 _NAMES = {ROWWISE: "the reference evaluator", DEFINE_FAST: "the VM's fast DEFINE path",
           REGISTERS: "the compiled register bytecode", ROW_LOCAL: "the column-wise row-local terms",
-          GPU: "the GPU column path", AGGREGATE_ARGS: "the column-wise aggregate arguments"}
+          GPU: "the GPU column path", GPU_REGISTERS: "the GPU kernel's register bytecode",
+          AGGREGATE_ARGS: "the column-wise aggregate arguments"}
 
-_CORE = frozenset({DEFINE_FAST, REGISTERS, ROW_LOCAL, GPU, AGGREGATE_ARGS})  # besides rowwise
+_CORE = frozenset({DEFINE_FAST, REGISTERS, ROW_LOCAL, GPU, GPU_REGISTERS, AGGREGATE_ARGS})
 _ARGS = frozenset({AGGREGATE_ARGS})
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 
@@ -48,17 +53,17 @@ SUPPORT: dict[type, frozenset[str]] = {
     Const: _CORE,
     Pointer: _CORE,
     MatchNumberRef: frozenset({REGISTERS, AGGREGATE_ARGS}),
-    AggregateCall: frozenset({REGISTERS}),
+    AggregateCall: frozenset({REGISTERS, GPU_REGISTERS}),
     exp.Add: _CORE, exp.Sub: _CORE, exp.Mul: _CORE,
     exp.Div: _CORE,
     exp.IntDiv: frozenset({DEFINE_FAST}), exp.Mod: frozenset({DEFINE_FAST}),
     exp.Pow: frozenset({DEFINE_FAST}),
     **{c: _CORE for c in _COMPARISONS},
     exp.And: _CORE, exp.Or: _CORE, exp.Not: _CORE, exp.Neg: _CORE,
-    exp.Abs: frozenset({REGISTERS, ROW_LOCAL, AGGREGATE_ARGS}),
+    exp.Abs: frozenset({REGISTERS, GPU_REGISTERS, ROW_LOCAL, AGGREGATE_ARGS}),
     exp.Is: _CORE,
-    exp.Between: frozenset({REGISTERS, ROW_LOCAL, GPU, AGGREGATE_ARGS}),
-    exp.In: frozenset({ROW_LOCAL, AGGREGATE_ARGS}),
+    exp.Between: frozenset({REGISTERS, GPU_REGISTERS, ROW_LOCAL, GPU, AGGREGATE_ARGS}),
+    exp.In: frozenset({ROW_LOCAL, GPU, AGGREGATE_ARGS}),
     exp.Case: _ARGS, exp.If: _ARGS, exp.DPipe: _ARGS, exp.Cast: _ARGS,
     exp.DataType: _ARGS, exp.DataTypeParam: _ARGS,
 }
@@ -81,7 +86,8 @@ def _pointer_rule(node: Pointer, backend: str) -> str | None:
 
 
 def _aggregate_rule(node: AggregateCall, backend: str) -> str | None:
-    if backend == REGISTERS and node.function == "count_star" and node.vars is None \
+    if backend in (REGISTERS, GPU_REGISTERS) and node.function == "count_star" \
+            and node.vars is None \
             and node.condition is None:
         return None
     return f"{node.text}"

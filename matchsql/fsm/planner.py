@@ -18,7 +18,7 @@ Paths (see DESIGN.md, "Execution paths"):
 * ``reference``: everything else (and the oracle of both).
 
 On top of these, ``config.gpu`` picks the GPU column path (:mod:`matchsql.gpu`)
-for the row-local queries it takes: ``'on'`` forces it, ``'auto'`` takes it
+for the queries it takes (:func:`matchsql.gpu.plan.unsupported`): ``'on'`` forces it, ``'auto'`` takes it
 on a real CUDA device for partitions whose estimated work reaches
 ``gpu_min_work`` (never on the simulator, which is for tests), ``'off'`` never.
 """
@@ -100,8 +100,9 @@ def choose_path(spec: MatchSpec, requested: str = "auto") -> PathChoice:
 def gpu_path(spec: MatchSpec, config: Config, live: bool = False) -> PathChoice | None:
     """The GPU path's choice for ``spec`` under ``config.gpu`` (None: a CPU path runs);
     ``gpu = 'on'`` where the path cannot run is an error naming the reason. ``live``:
-    a continuous query, whose matches must come out batch by batch, while the GPU
-    matcher holds a partition until it ends."""
+    a continuous query; it runs on the GPU path (a launch per batch) only where
+    ``gpu = 'on'`` asks for it: under ``'auto'`` the work of a stream's partition is
+    not known in advance, and a launch per small batch does not pay."""
     from matchsql.gpu import device
     from matchsql.gpu.plan import unsupported, window
 
@@ -109,10 +110,7 @@ def gpu_path(spec: MatchSpec, config: Config, live: bool = False) -> PathChoice 
         return None  # under 'auto', SET execution_path forces a CPU path
     _, plan, why_not = _plan(spec)
     why = unsupported(spec, plan, why_not)
-    if why is None and live:
-        why = "a live stream's matches come out per batch; the GPU path holds a partition " \
-              "until it ends"
-    if why is not None and config.gpu == "auto":
+    if config.gpu == "auto" and (why is not None or live):
         return None  # decided without loading numba.cuda
     found = device.detect()
     if not found.present:
@@ -142,8 +140,11 @@ def new_partition_matcher(spec: MatchSpec, key: tuple = (), config: Config | Non
 
     config = config or Config()
     if gpu_path(spec, config, live) is not None:
+        from matchsql.gpu.live import LiveGpuMatcher
         from matchsql.gpu.matcher import GpuMatcher
 
+        if live:
+            return LiveGpuMatcher(_plan(spec)[1], key, config, cancel)
         min_work = config.gpu_min_work if config.gpu == "auto" else 0
         return GpuMatcher(_plan(spec)[1], key, config, cancel, min_work)
     choice = choose_path(spec, config.execution_path)

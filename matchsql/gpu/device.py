@@ -11,6 +11,9 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from functools import cache
+from types import ModuleType
+
+import numpy as np
 
 NO_DEVICE = ("no CUDA device: install the gpu extra on a machine with an NVIDIA GPU, or set "
              "NUMBA_ENABLE_CUDASIM=1 to run the kernels in numba's simulator")
@@ -50,3 +53,24 @@ def detect() -> Device:
     return Device(True, False, name)
 
 
+
+
+def array_module() -> ModuleType:
+    """The array library of the device columns: CuPy on a CUDA device where it is
+    installed, numpy in numba's simulator (whose kernels read host arrays)."""
+    found = detect()
+    if found.present and not found.simulated:
+        try:
+            return importlib.import_module("cupy")
+        except ImportError:
+            pass
+    return np
+
+
+def to_kernel(xp: ModuleType, array: object) -> object:
+    """``array`` (of module ``xp``) as a kernel argument, without a copy where it is
+    already on the device."""
+    cuda = importlib.import_module("numba.cuda")
+    if xp is np:
+        return cuda.to_device(np.ascontiguousarray(array))
+    return cuda.as_cuda_array(xp.ascontiguousarray(array))

@@ -2,25 +2,38 @@
 
 Each thread runs a depth-first backtracking walk over the program array
 (:func:`matchsql.fsm.compiled.lowering.program_array`) from its start row,
-reading the per-variable truth table of the row-local DEFINE terms. ``SPLIT``
-pushes its second choice on the thread's explicit stack and goes on with the
-first, so the first path that reaches ``DONE`` is the standard's preferred
-match: the same one the compiled thread VM (:mod:`matchsql.fsm.compiled.kernel`)
-finds by running threads in preference order and merging equal states (with
-row-local conditions a merged thread could only repeat what the first one did).
-Loop flags (the empty-iteration guard) travel in the frame as in the VM.
+reading the per-variable truth columns of the row-local DEFINE terms (built on
+the device, :mod:`matchsql.gpu.columns`). ``SPLIT`` pushes its second choice on
+the thread's explicit stack and goes on with the first, so the first path that
+reaches ``DONE`` is the standard's preferred match: the same one the compiled
+thread VM (:mod:`matchsql.fsm.compiled.kernel`) finds by running threads in
+preference order (it merges threads whose state and registers are equal; such
+a thread could only repeat what the first one did).
+
+DEFINE terms that read other rows of the match (``A.x``, FIRST/LAST,
+``COUNT(*)``) run in the thread: their register bytecode is the CPU kernel's
+(:class:`matchsql.fsm.compiled.lowering.RegisterCompiler`), and its
+interpreter is the CPU kernel's own function compiled a second time, for the
+device (:data:`condition`), so the two paths share one definition of every
+operation. The registers (the last and first row each variable was mapped to)
+travel with the stack frames: a frame saves them, a backtrack restores them.
 
 A thread writes its preferred end (or :data:`NO_MATCH`), the first and last
 row its path mapped to a SKIP TO variable, and a status. A second launch over
-the starts the sequential SKIP rule kept writes the labels of their matches.
-The kernel is generic (the program and truth table are arrays), so it is
-compiled once per process and shared by every query shape.
+the starts the sequential SKIP rule kept writes the labels of their matches
+(``label_off[i]``: the slots of thread ``i``'s match); a depth-first walk
+rewrites a row's label on every path through it, and the last path through it
+is the preferred match's.
+The kernel is generic (program, truth columns and bytecode are arrays), so it
+is compiled once per process and shared by every query shape; the per-shape
+parts are the arrays, cached with the query's plan (:mod:`matchsql.gpu.plan`).
 """
 
 from __future__ import annotations
 
 from numba import cuda
 
+from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled.kernel import (
     P_BEGIN,
     P_DONE,
@@ -31,24 +44,46 @@ from matchsql.fsm.compiled.kernel import (
     P_SPLIT,
     P_START,
 )
+from matchsql.fsm.compiled.within import NO_BOUND
 
 NO_MATCH = -2
 # Thread status: decided, an attempt longer than max_buffered_rows, the stack or
 # the step budget ran out (the host retries with a larger stack, or runs the
-# partition on a CPU path).
-S_OK, S_SPAN, S_STACK, S_STEPS = range(4)
+# partition on a CPU path), the walk needs rows that have not arrived (a live
+# stream: the start is decided on a later batch).
+S_OK, S_SPAN, S_STACK, S_STEPS, S_WAIT = range(5)
 FRAME = 5  # pc, loop flags, row, first and last SKIP TO row
+
+#: The register bytecode interpreter of the CPU kernel, compiled for the device.
+condition = cuda.jit(device=True)(K._condition.py_func)
 
 
 @cuda.jit
 def walk(prog, rl, skip_mask, starts, n_rows, max_span, max_steps, stack, out_end,
-         out_first, out_last, out_status, labels, label_off, write_labels):
-    """One thread per entry of ``starts``; see the module docstring."""
+         out_first, out_last, out_status, labels, label_off, write_labels, code, fconst,
+         spans, cols, valid, set_mask, lp, fp, sv, sn, wend, limit, complete, base):
+    """One thread per entry of ``starts``; see the module docstring.
+
+    ``lp``/``fp`` (``int64[starts, frames + 1, vars]``) hold each thread's
+    registers: slot ``frames`` the live ones, slot ``k`` those saved with stack
+    frame ``k``; ``sv``/``sn`` are its bytecode stack. ``wend[start]`` is the
+    first row past the start's WITHIN bound (empty: no WITHIN). Rows from
+    ``limit`` on are not decided yet unless ``complete``: a walk that needs one
+    reports ``S_WAIT``. Row ``k`` of the arrays is partition row ``base + k``.
+    """
     i = cuda.grid(1)
     if i >= starts.shape[0]:
         return
     s = starts[i]
     cap = stack.shape[1]
+    n_vars = rl.shape[1]
+    regs = lp.shape[1] > 1  # registers are carried only when some DEFINE reads them
+    live = cap
+    if regs:
+        for u in range(n_vars):
+            lp[i, 0, u] = -1
+            fp[i, 0, u] = -1
+    bound = wend[s] if wend.shape[0] > 0 else NO_BOUND
     stack[i, 0, 0] = 0
     stack[i, 0, 1] = 0
     stack[i, 0, 2] = s
@@ -68,6 +103,10 @@ def walk(prog, rl, skip_mask, starts, n_rows, max_span, max_steps, stack, out_en
         pos = stack[i, sp, 2]
         fi = stack[i, sp, 3]
         la = stack[i, sp, 4]
+        if regs:
+            for u in range(n_vars):
+                lp[i, live, u] = lp[i, sp, u]
+                fp[i, live, u] = fp[i, sp, u]
         while True:
             steps += 1
             if steps > max_steps:
@@ -75,6 +114,11 @@ def walk(prog, rl, skip_mask, starts, n_rows, max_span, max_steps, stack, out_en
                 break
             op = prog[pc, 0]
             if op == P_LABEL:
+                if pos >= bound:
+                    break
+                if pos >= limit and not complete:
+                    status = S_WAIT
+                    break
                 if pos >= n_rows:
                     break
                 if pos - s >= max_span:
@@ -83,8 +127,21 @@ def walk(prog, rl, skip_mask, starts, n_rows, max_span, max_steps, stack, out_en
                 var = prog[pc, 1]
                 if rl[pos, var] == 0:
                     break
+                if spans[var, 1] > spans[var, 0]:
+                    if not condition(code, fconst, spans[var, 0], spans[var, 1], cols, valid,
+                                     set_mask, lp[i], fp[i], live, var, pos, s, n_rows, base,
+                                     complete, 0, sv[i], sn[i]):
+                        break
+                if regs:
+                    lp[i, live, var] = pos
+                    if fp[i, live, var] < 0:
+                        fp[i, live, var] = pos
                 if write_labels:
-                    labels[label_off[i] + pos - s] = var * 2 + prog[pc, 2]
+                    # A path the walk abandons later may run past the match's end: its
+                    # labels there are not written (the next match's slots follow).
+                    k = label_off[i, 0] + pos - s
+                    if k < label_off[i, 1]:
+                        labels[k] = var * 2 + prog[pc, 2]
                 if skip_mask[var]:
                     la = pos
                     if fi < 0:
@@ -101,6 +158,10 @@ def walk(prog, rl, skip_mask, starts, n_rows, max_span, max_steps, stack, out_en
                 stack[i, sp, 2] = pos
                 stack[i, sp, 3] = fi
                 stack[i, sp, 4] = la
+                if regs:
+                    for u in range(n_vars):
+                        lp[i, sp, u] = lp[i, live, u]
+                        fp[i, sp, u] = fp[i, live, u]
                 sp += 1
                 pc = prog[pc, 3]
             elif op == P_JUMP:
@@ -116,10 +177,13 @@ def walk(prog, rl, skip_mask, starts, n_rows, max_span, max_steps, stack, out_en
                 else:
                     pc = prog[pc, 3]
             elif op == P_START:
-                if pos != 0:
+                if base + pos != 0:
                     break
                 pc += 1
             elif op == P_ENDANCHOR:
+                if pos >= limit and not complete:
+                    status = S_WAIT
+                    break
                 if pos != n_rows:
                     break
                 pc += 1

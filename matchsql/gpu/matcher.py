@@ -2,9 +2,11 @@
 contract).
 
 CDP's "delay until the terminator": rows are held until the partition ends
-(``finish``), then processed in one pass: the row-local DEFINE terms become a
-per-variable truth table, copied to the device; :func:`matchsql.gpu.kernels.walk`
-decides every candidate start at once; the sequential SKIP rule picks the
+(``finish``), then processed in one pass: the columns the DEFINE terms read are
+copied to the device, where the row-local terms become one truth column per
+variable (:mod:`matchsql.gpu.columns`); :func:`matchsql.gpu.kernels.walk`
+decides every candidate start at once, evaluating the terms that read other
+rows of the match in-thread; the sequential SKIP rule picks the
 starts the CPU paths attempt (:mod:`matchsql.gpu.skip`); a second launch over
 those writes the matches' labels; the measures are the CPU paths' column-wise
 code (:func:`matchsql.fsm.compiled.measures.output_batch`).
@@ -18,6 +20,7 @@ matcher instead; both give the same rows.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -32,15 +35,18 @@ from matchsql.fsm.compiled.matcher import (
     CompiledMatcher,
     CompiledPlan,
     kernel_params,
-    label_input,
     raise_status,
+    register_columns,
 )
 from matchsql.fsm.compiled.measures import output_batch
+from matchsql.fsm.compiled.within import within_ends
 from matchsql.fsm.matcher import StateCounts
 from matchsql.fsm.states import StateSpec
 from matchsql.gpu import kernels as G
 from matchsql.gpu import skip as S
-from matchsql.gpu.plan import work
+from matchsql.gpu.columns import device_columns, truth
+from matchsql.gpu.device import array_module, to_kernel
+from matchsql.gpu.plan import gpu_plan, work
 
 THREADS_PER_BLOCK = 128
 STACK_FRAMES = 64  # first stack size per thread; doubled for the starts that need more
@@ -63,9 +69,6 @@ class GpuMatcher:
         self.batches: list[pa.RecordBatch] = []
         self.count = 0
         self.complete = False
-        self.skip_mask = np.zeros(max(len(plan.variables), 1), np.uint8)
-        for v in plan.query.skip_vars or ():
-            self.skip_mask[plan.variables.index(v)] = 1
         #: Which device ran the partition (for tests and the benchmark): 'gpu' or 'cpu'.
         self.ran_on = ""
 
@@ -115,15 +118,11 @@ class GpuMatcher:
 
     def _on_device(self, table: pa.Table) -> list[pa.RecordBatch] | None:
         """The partition's output, or None where the device could not decide it."""
-        plan = self.plan
         n = table.num_rows
-        columns = {name: table.column(name).chunk(0) for name in table.column_names}
-        truth = label_input(plan, None, columns, n)
-        prog = cuda.to_device(plan.program)
-        rl = cuda.to_device(np.ascontiguousarray(truth))
-        mask = cuda.to_device(self.skip_mask)
-        ends, firsts, lasts, status = decide(prog, rl, mask, np.arange(n, dtype=np.int64), n,
-                                             self.config)
+        inp = device_input(self.plan, table, 0, n, n, True, within_ends(
+            self.spec, self.plan.within, table.column(self.spec.order_by[0]).chunk(0))
+            if self.plan.within is not None else None)
+        ends, firsts, lasts, status = decide(inp, np.arange(n, dtype=np.int64), self.config)
         self.cancel.check()
         skip_mode = int(kernel_params(self.spec, self.config)[K_SKIP])
         st, row, kept = S.resolve(ends, firsts, lasts, status, skip_mode)
@@ -134,32 +133,91 @@ class GpuMatcher:
         self.ran_on = "gpu"
         if not len(kept):
             return []
-        lengths = np.maximum(ends[kept] - kept + 1, 0)
-        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-        codes = labels_of(prog, rl, mask, kept, n, lengths, offsets, self.config)
-        matches = Matches(starts=kept.copy(), lengths=lengths.astype(np.int64),
-                          numbers=np.arange(1, len(kept) + 1, dtype=np.int64),
-                          labels=codes // 2, offsets=offsets,
-                          excluded=(codes & 1).astype(bool))
-        return [output_batch(self.spec, plan.measures, matches, Rows(table, 0, n, True))]
+        matches = matches_of(inp, kept, ends, self.config, 0)
+        return [output_batch(self.spec, self.plan.measures, matches, Rows(table, 0, n, True))]
 
 
-def _launch(prog, rl, mask, starts: np.ndarray, n: int, config: Config, frames: int,
+@dataclass
+class DeviceInput:
+    """One launch's device arrays: the program, the truth columns of the row-local
+    terms, the register bytecode and columns, the WITHIN bound per start."""
+
+    prog: object
+    rl: object
+    mask: object
+    registers: tuple  # code, consts, spans, cols, valid, set mask (device arrays)
+    wend: object
+    n: int
+    limit: int
+    complete: bool
+    base: int
+    n_vars: int
+    code_len: int
+    regs: bool
+
+
+def device_input(plan: CompiledPlan, table: pa.Table, base: int, n: int, limit: int,
+                 complete: bool, wend: np.ndarray | None = None,
+                 cols: dict | None = None) -> DeviceInput:
+    """Copy ``table``'s columns to the device (unless ``cols`` holds them there already)
+    and evaluate the row-local DEFINE terms there into one truth column per variable."""
+    gp = gpu_plan(plan)
+    xp = array_module()
+    nv = max(len(plan.variables), 1)
+    if cols is None:
+        cols = device_columns(xp, table, gp.columns)
+    rl = xp.ones((n, nv), xp.uint8)
+    for v, terms in enumerate(gp.terms):
+        if terms:
+            rl[:, v] = truth(xp, terms, cols, n)
+    code, consts, spans, set_mask, obs_last, obs_first = gp.arrays
+    columns = {name: table.column(name).combine_chunks() for name in gp.registers.columns}
+    rcols, valid = register_columns(gp, columns, n)  # the columns of gp.registers
+    mask = np.zeros(nv, np.uint8)
+    for v in plan.query.skip_vars or ():
+        mask[plan.variables.index(v)] = 1
+    registers = tuple(cuda.to_device(np.ascontiguousarray(a)) for a in
+                      (code, consts, spans, rcols, valid, set_mask))
+    return DeviceInput(cuda.to_device(plan.program), to_kernel(xp, rl), cuda.to_device(mask),
+                       registers, cuda.to_device(np.zeros(0, np.int64) if wend is None
+                                                 else wend), n, limit, complete, base, nv,
+                       len(code), gp.uses_registers)
+
+
+def matches_of(inp: DeviceInput, kept: np.ndarray, ends: np.ndarray, config: Config,
+               first_number: int) -> Matches:
+    """The kept starts' matches, their labels written by a second launch."""
+    lengths = np.maximum(ends[kept] - kept + 1, 0)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    codes = labels_of(inp, kept, lengths, offsets, config)
+    return Matches(starts=kept.copy(), lengths=lengths.astype(np.int64),
+                   numbers=np.arange(first_number + 1, first_number + len(kept) + 1,
+                                     dtype=np.int64),
+                   labels=codes // 2, offsets=offsets, excluded=(codes & 1).astype(bool))
+
+
+def _launch(inp: DeviceInput, starts: np.ndarray, config: Config, frames: int,
             labels, label_off, write: bool) -> tuple[np.ndarray, ...]:
     m = len(starts)
     stack = cuda.device_array((m, frames, G.FRAME), np.int64)
+    slots = frames + 1 if inp.regs else 1
+    lp = cuda.device_array((m, slots, inp.n_vars), np.int64)
+    fp = cuda.device_array((m, slots, inp.n_vars), np.int64)
+    sv = cuda.device_array((m, inp.code_len + 1), np.float64)
+    sn = cuda.device_array((m, inp.code_len + 1), np.int64)
     out = [cuda.device_array(m, np.int64) for _ in range(4)]
     # A block no wider than the starts: the simulator runs every thread of a block.
     width = max(1, min(THREADS_PER_BLOCK, m))
     blocks = (m + width - 1) // width
-    max_steps = max(1 << 20, 64 * min(n, config.max_buffered_rows + 1))
-    G.walk[blocks, width](prog, rl, mask, cuda.to_device(starts), n,
-                                      config.max_buffered_rows, max_steps, stack, *out,
-                                      labels, label_off, write)
+    max_steps = max(1 << 20, 64 * min(inp.n, config.max_buffered_rows + 1))
+    G.walk[blocks, width](inp.prog, inp.rl, inp.mask, cuda.to_device(starts), inp.n,
+                          config.max_buffered_rows, max_steps, stack, *out, labels, label_off,
+                          write, *inp.registers[:5], inp.registers[5], lp, fp, sv, sn,
+                          inp.wend, inp.limit, inp.complete, inp.base)
     return tuple(a.copy_to_host() for a in out)
 
 
-def decide(prog, rl, mask, starts: np.ndarray, n: int, config: Config,
+def decide(inp: DeviceInput, starts: np.ndarray, config: Config,
            labels=None, label_off=None) -> tuple[np.ndarray, ...]:
     """``(ends, firsts, lasts, status)`` of every start, in chunks that keep the stacks
     under :data:`STACK_BYTES`, growing the stack of the starts that ran out of it."""
@@ -171,12 +229,14 @@ def decide(prog, rl, mask, starts: np.ndarray, n: int, config: Config,
     frames = STACK_FRAMES
     write = labels is not None
     dummy = cuda.device_array(1, np.int64)
+    no_slots = cuda.device_array((1, 2), np.int64)
     while len(todo):
-        chunk = max(1, STACK_BYTES // (frames * G.FRAME * 8))
+        per_start = frames * (G.FRAME + (2 * inp.n_vars if inp.regs else 0)) * 8
+        chunk = max(1, STACK_BYTES // per_start)
         for a in range(0, len(todo), chunk):
             idx = todo[a:a + chunk]
-            off = cuda.to_device(label_off[idx]) if write else dummy
-            e, f, la, st = _launch(prog, rl, mask, starts[idx], n, config, frames,
+            off = cuda.to_device(label_off[idx]) if write else no_slots
+            e, f, la, st = _launch(inp, starts[idx], config, frames,
                                    labels if write else dummy, off, write)
             ends[idx], firsts[idx], lasts[idx], status[idx] = e, f, la, st
         todo = todo[status[todo] == G.S_STACK]
@@ -187,10 +247,10 @@ def decide(prog, rl, mask, starts: np.ndarray, n: int, config: Config,
     return ends, firsts, lasts, status
 
 
-def labels_of(prog, rl, mask, kept: np.ndarray, n: int, lengths: np.ndarray,
+def labels_of(inp: DeviceInput, kept: np.ndarray, lengths: np.ndarray,
               offsets: np.ndarray, config: Config) -> np.ndarray:
     """The label codes (variable * 2 + excluded) of the kept starts' matches."""
     total = int(lengths.sum())
     labels = cuda.device_array(max(total, 1), np.int64)
-    decide(prog, rl, mask, kept, n, config, labels, offsets)
+    decide(inp, kept, config, labels, np.stack([offsets, offsets + lengths], axis=1))
     return labels.copy_to_host()[:total].astype(np.int64)

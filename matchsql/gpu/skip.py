@@ -23,21 +23,24 @@ from matchsql.fsm.compiled.kernel import (
 )
 
 NO_MATCH = -2
-S_OK, S_SPAN = 0, 1
-#: Scan status besides the CPU kernel's: a kept start ran out of stack or steps.
-ST_RETRY = 100
+S_OK, S_SPAN, S_WAIT = 0, 1, 4  # as in matchsql.gpu.kernels
+#: Scan statuses besides the CPU kernel's: a kept start ran out of stack or steps; a
+#: kept start waits for rows that have not arrived (``error row``: where to resume).
+ST_RETRY, ST_WAIT = 100, 101
 
 
 @njit(cache=True, nogil=True)
-def resolve(ends, firsts, lasts, status, skip_mode):
-    """``(status, error row, kept starts)`` of the sequential SKIP rule."""
+def resolve(ends, firsts, lasts, status, skip_mode, begin=0):
+    """``(status, error row, kept starts)`` of the sequential SKIP rule from row ``begin``."""
     n = ends.shape[0]
     kept = np.empty(n, np.int64)
     k = 0
-    s = 0
+    s = begin
     while s < n:
         if status[s] == S_SPAN:
             return ST_SPAN, s, kept[:k]
+        if status[s] == S_WAIT:
+            return ST_WAIT, s, kept[:k]
         if status[s] != S_OK:
             return ST_RETRY, s, kept[:k]
         e = ends[s]
@@ -57,6 +60,6 @@ def resolve(ends, firsts, lasts, status, skip_mode):
             if target == s:
                 return ST_SKIP_FIRST, s, kept[:k]
             s = target
-    return ST_DONE, -1, kept[:k]
+    return ST_DONE, s, kept[:k]
 
 

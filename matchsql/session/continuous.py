@@ -306,7 +306,7 @@ class ContinuousQueries:
         config = self.executor.config
 
         def new_run(key: tuple):
-            return new_partition_matcher(spec, key, config)
+            return new_partition_matcher(spec, key, config, live=True)
 
         roots = {"spec": spec, "config": config, "template": new_run(())}
         index = snapshot.PlanIndex(roots)

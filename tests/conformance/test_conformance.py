@@ -20,12 +20,13 @@ from . import (
     cases_semantics,
     cases_sql,
     cases_window,
+    cases_within,
 )
 from .case import Case
 
 ALL_CASES: list[Case] = (
     cases_patterns.CASES + cases_expressions.CASES + cases_sql.CASES + cases_errors.CASES
-    + cases_semantics.CASES + cases_navigation.CASES + cases_window.CASES
+    + cases_semantics.CASES + cases_navigation.CASES + cases_window.CASES + cases_within.CASES
 )
 
 

@@ -45,7 +45,7 @@ def _vm_call(prog, rl, skip_mask, params, work):
     """``run_attempts`` called with no registers and no statistics (by parameter name)."""
     n_vars = rl.shape[1]
     known = {
-        "prog": prog, "rl": rl, "viable": np.zeros(0, np.uint8),
+        "prog": prog, "rl": rl, "viable": np.zeros(0, np.uint8), "wend": np.zeros(0, np.int64),
         "code": np.zeros((1, 5), np.int64),
         "fconst": np.zeros(1, np.float64), "spans": np.zeros((n_vars, 2), np.int64),
         "cols": np.zeros((1, 1), np.float64), "valid": np.ones((1, 1), np.uint8),

@@ -29,6 +29,7 @@ from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled import prefilter as P
 from matchsql.fsm.compiled.match_arrays import Matches, Rows
 from matchsql.fsm.compiled.matcher import (
+    NO_WITHIN,
     CompiledPlan,
     kernel_params,
     label_input,
@@ -43,6 +44,8 @@ from matchsql.plan.spec import RowsPerMatch
 
 def unsupported(plan: CompiledPlan) -> str | None:
     """Why ``plan``'s partitions cannot be matched as a batch, or None when they can."""
+    if plan.within is not None:
+        return "WITHIN is measured per partition"
     if plan.measures is None:
         return "output is built per row or per match"
     if plan.spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED:
@@ -116,6 +119,7 @@ class WholePartitions:
                 else:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
                         plan.program, labels[a:b], viable[a:b] if len(viable) else viable,
+                        NO_WITHIN,
                         self.code, self.consts, self.spans,
                         part_cols, part_valid, self.set_mask, self.obs_last, self.obs_first,
                         self.skip_mask, params, *self.no_stats, *work, flag)

@@ -246,6 +246,8 @@ def for_matcher(plan, config) -> tuple[Dfa | None, str]:
         return None, "forced by SET execution_path = 'registers'"
     if spec.all_matches or spec.incremental:
         return None, "ALL MATCHES"
+    if plan.within is not None:
+        return None, "WITHIN ends attempts by time"
     dfa = plan.__dict__.get("_dfa", _UNSET)
     if dfa is _UNSET:
         dfa = plan.__dict__["_dfa"] = dfa_for(plan.program, [bool(t) for t in plan.row_terms])

@@ -220,7 +220,7 @@ def workspace(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, .
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def run_attempts(prog, rl, viable, code, fconst, spans, cols, valid, set_mask, obs_last,
+def run_attempts(prog, rl, viable, wend, code, fconst, spans, cols, valid, set_mask, obs_last,
                  obs_first, skip_mask, params, stat_state, stat_kind, stat, th, lp, fp, seen,
                  seen_pc, stack, arena, records, labels, cancel):
     """Decide match attempts from ``params[K_NEXT]`` until the rows run out.
@@ -230,7 +230,9 @@ def run_attempts(prog, rl, viable, code, fconst, spans, cols, valid, set_mask, o
     (``uint8[rows]``, or empty: no prefilter) is 0 at a row where no match can
     start, as the row-local parts of its row and the next one prove
     (:func:`matchsql.fsm.compiled.prefilter.viable_starts`): an attempt there
-    is skipped, which is what it would end as; ``code`` /
+    is skipped, which is what it would end as; ``wend`` (``int64[rows]``, or empty:
+    no WITHIN) is the first row an attempt from each row may not consume
+    (:mod:`matchsql.fsm.compiled.within`): its threads end there; ``code`` /
     ``fconst`` / ``spans`` the register bytecode (``spans[v]`` = its range
     for variable ``v``, empty when none). Row indexes are relative to the
     buffer, whose first row is partition row ``params[K_BASE]``. The
@@ -272,6 +274,7 @@ def run_attempts(prog, rl, viable, code, fconst, spans, cols, valid, set_mask, o
     n_vars = rl.shape[1]
     collect = stat_state.shape[0] > 0
     prefilter = viable.shape[0] > 0
+    windowed = wend.shape[0] > 0
     n_states = stat.shape[1] - 1
     use_regs = False
     for v in range(n_vars):
@@ -344,6 +347,9 @@ def run_attempts(prog, rl, viable, code, fconst, spans, cols, valid, set_mask, o
             n_arena = 0
             is_open = True
         elif n_cur > 0:
+            if pos < n_rows and windowed and pos >= wend[start]:
+                n_cur = 0  # WITHIN: no thread may consume this row; decide the attempt
+                continue
             if pos < n_rows:
                 if pos >= limit:
                     status = ST_WAIT

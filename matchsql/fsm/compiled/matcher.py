@@ -47,6 +47,7 @@ from matchsql.fsm.compiled.measures import (
     output_batch,
 )
 from matchsql.fsm.compiled.rowlocal import RowLocalCompiler, Term, evaluate
+from matchsql.fsm.compiled.within import within_bound, within_ends
 from matchsql.fsm.matcher import StateCounts
 from matchsql.fsm.output import MatchRecord, OutputBuilder, UnmatchedRow
 from matchsql.fsm.reference import CompiledQuery
@@ -57,6 +58,7 @@ from matchsql.plan.spec import MatchSpec, RowsPerMatch, SkipMode
 _SKIP = {SkipMode.PAST_LAST_ROW: K.SKIP_PAST, SkipMode.TO_NEXT_ROW: K.SKIP_NEXT,
          SkipMode.TO_FIRST: K.SKIP_FIRST, SkipMode.TO_LAST: K.SKIP_LAST}
 MAX_LOOPS = 62  # loop flags live in one int64 per thread
+NO_WITHIN = np.zeros(0, np.int64)  # the kernel's ``wend`` of a query without WITHIN
 
 
 @dataclass
@@ -72,13 +74,13 @@ class CompiledPlan:
     registers: RegisterCode
     measures: list | None  # column-wise ONE ROW measures, or None: reference output builder
     notes: list[str] = field(default_factory=list)  # why measures/output take which route
+    within: float | None = None  # the WITHIN bound in the ORDER BY column's units
 
     @classmethod
     def build(cls, spec: MatchSpec, query: CompiledQuery | None = None) -> CompiledPlan:
         """Lower ``spec``; raises :class:`Unsupported` when no compiled path applies."""
         query = query or CompiledQuery(spec)
-        if spec.within is not None:
-            raise Unsupported("WITHIN bounds the match in time")
+        within = within_bound(spec)
         if query.program.loops > MAX_LOOPS:
             raise Unsupported(f"more than {MAX_LOOPS} unbounded loops in the pattern")
         variables = list(query.program.variables)
@@ -120,7 +122,7 @@ class CompiledPlan:
             except Unsupported as exc:
                 notes.append(f"output: reference evaluator per row ({exc})")
         return cls(spec, query, path, variables, program_array(query.program), row_terms,
-                   regs.out, measures, notes)
+                   regs.out, measures, notes, within)
 
 
 class CompiledMatcher:
@@ -245,6 +247,9 @@ class CompiledMatcher:
             viable = P.NONE if dfa is not None or len(self.stat_state) \
                 else P.viable_starts(plan, labels, self.base)
             cols, valid = register_columns(plan, columns, n)
+            wend = within_ends(self.spec, plan.within,
+                               columns[self.spec.order_by[0]]) if plan.within is not None \
+                else NO_WITHIN
             params = kernel_params(self.spec, self.config)
             params[K.K_ROWS] = n
             params[K.K_BASE] = self.base
@@ -260,7 +265,7 @@ class CompiledMatcher:
                         self.cancel.flag)
                 else:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
-                        plan.program, labels, viable, self.code, self.consts, self.spans, cols,
+                        plan.program, labels, viable, wend, self.code, self.consts, self.spans, cols,
                         valid, self.set_mask, self.obs_last, self.obs_first, self.skip_mask,
                         params, self.stat_state, self.stat_kind, self.stat, *self.work,
                         self.cancel.flag)

@@ -1,4 +1,4 @@
-"""The GPU matcher's own decisions: growing the stacks, falling back, refusing live streams."""
+"""The GPU matcher's own decisions: growing the stacks, falling back, live streams per batch."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import pyarrow as pa
 import pytest
 
 from matchsql.config import Config
-from matchsql.errors import ExecutionError
+from matchsql.errors import LimitExceededError
 from matchsql.fsm.planner import gpu_path, new_partition_matcher
 from matchsql.gpu import matcher as M
+from matchsql.gpu.live import LiveGpuMatcher
+from matchsql.snapshot import PlanIndex
 from tests.property.strategies import SCHEMA, spec_of
 
 # A+ greedy pushes one frame per row it takes: a 12-row run needs 12 frames.
@@ -44,10 +46,95 @@ def test_falls_back_to_cpu_when_the_stack_cannot_grow(monkeypatch: pytest.Monkey
     assert _rows("off")[0] == [(13, 12), (3, 15)]
 
 
-def test_live_streams_are_refused_with_the_reason() -> None:
+def test_live_stream_output_comes_per_batch() -> None:
     config = Config()
     config.gpu = "on"
-    with pytest.raises(ExecutionError, match="a live stream's matches come out per batch"):
-        gpu_path(spec_of(SQL), config, live=True)
+    matcher = new_partition_matcher(spec_of(SQL), (), config, live=True)
+    assert isinstance(matcher, LiveGpuMatcher)
+    got = []
+    for a, b in ((0, 5), (5, 13), (13, 16)):
+        out = matcher.feed(pa.RecordBatch.from_pylist(ROWS[a:b], schema=SCHEMA))
+        got.append([tuple(r.values()) for o in out for r in o.to_pylist()])
+    # Rows 0-4 are all A: the attempt from row 0 waits. Row 12 (B) arrives with the
+    # second batch: the match 0-12 comes out then; the third batch ends the second match.
+    assert got == [[], [(13, 12)], [(3, 15)]]
+    assert matcher.finish() == []
+    assert matcher.launches == 3
+    # Released rows: only rows an attempt may still read are held.
+    assert matcher.buffered_rows == 0
+
+
+def test_live_streams_stay_on_cpu_under_auto() -> None:
+    config = Config()
     config.gpu = "auto"
     assert gpu_path(spec_of(SQL), config, live=True) is None
+
+
+WITHIN_SQL = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS c "
+              "ONE ROW PER MATCH PATTERN (A B* C) WITHIN 3 DEFINE A AS x > 0, C AS y > 0)")
+
+
+def test_within_bounds_the_rows_a_live_partition_holds() -> None:
+    """No C ever comes: without WITHIN the attempt from row 0 holds every row; with WITHIN
+    3 each attempt ends after 4 rows, and the held rows stay below 5."""
+    config = Config()
+    config.gpu = "on"
+    config.max_buffered_rows = 20
+    rows = [{"id": i, "x": 1, "y": 0} for i in range(100)]
+    matcher = new_partition_matcher(spec_of(WITHIN_SQL), (), config, live=True)
+    held = []
+    for a in range(0, 100, 10):
+        assert matcher.feed(pa.RecordBatch.from_pylist(rows[a:a + 10], schema=SCHEMA)) == []
+        held.append(matcher.buffered_rows)
+    assert max(held) <= 4
+    unbounded = new_partition_matcher(spec_of(WITHIN_SQL.replace(" WITHIN 3", "")), (),
+                                      config, live=True)
+    with pytest.raises(LimitExceededError, match="max_buffered_rows"):
+        for a in range(0, 100, 10):
+            unbounded.feed(pa.RecordBatch.from_pylist(rows[a:a + 10], schema=SCHEMA))
+
+
+def test_live_matcher_survives_a_checkpoint() -> None:
+    """A continuous query's checkpoint pickles the live matcher (its held rows and device
+    columns); the restored one finishes the open attempts with the same rows."""
+    config = Config()
+    config.gpu = "on"
+    spec = spec_of(SQL)
+    matcher = new_partition_matcher(spec, (), config, live=True)
+    assert matcher.feed(pa.RecordBatch.from_pylist(ROWS[:5], schema=SCHEMA)) == []
+    index = PlanIndex({"spec": spec, "config": config,
+                       "template": new_partition_matcher(spec, (), config, live=True)})
+    restored = index.loads(index.dumps({(): matcher}))[()]
+    assert isinstance(restored, LiveGpuMatcher) and restored.buffered_rows == 5
+    out = restored.feed(pa.RecordBatch.from_pylist(ROWS[5:], schema=SCHEMA))
+    assert [tuple(r.values()) for b in out for r in b.to_pylist()] == [(13, 12), (3, 15)]
+
+
+def test_live_string_codes_hold_across_batches() -> None:
+    """A string column travels as codes; a code given in one batch means the same string in
+    the next (PREV compares rows of two batches)."""
+    schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS f, LAST(id) AS l "
+           "ONE ROW PER MATCH PATTERN (A B+) DEFINE A AS v = 'a', B AS v = PREV(v) OR v = 'b')")
+    config = Config()
+    config.gpu = "on"
+    matcher = new_partition_matcher(spec_of(sql, schema), (), config, live=True)
+    letters = "xaccbxadd"
+    rows = [{"id": i, "v": c} for i, c in enumerate("xaaab")]
+    out = []
+    for a, b in ((0, 2), (2, 5)):
+        out += matcher.feed(pa.RecordBatch.from_pylist(rows[a:b], schema=schema))
+    out += matcher.finish()
+    # x a | a a b: A at 1; row 2 (second batch) has row 1's letter, so has row 3; row 4 'b'
+    # is B by its own letter: ids 1-4. Equal codes across the batches make row 2 a B.
+    assert [tuple(r.values()) for b in out for r in b.to_pylist()] == [(1, 4)]
+    rows = [{"id": i, "v": c} for i, c in enumerate(letters)]
+    matcher = new_partition_matcher(spec_of(sql.replace("v = 'b'", "v = 'c'"), schema), (),
+                                    config, live=True)
+    out = []
+    for a, b in ((0, 2), (2, 5), (5, 9)):
+        out += matcher.feed(pa.RecordBatch.from_pylist(rows[a:b], schema=schema))
+    out += matcher.finish()
+    # With B as 'c' or the row before's letter: from 1, rows 2 'c' and 3 'c' are B, row 4 'b'
+    # is neither: ids 1-3. From 6: row 7 'd' is not 'c' and not 'a': no match.
+    assert [tuple(r.values()) for b in out for r in b.to_pylist()] == [(1, 3)]

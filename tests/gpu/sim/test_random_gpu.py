@@ -1,8 +1,10 @@
-"""Random row-local queries: the GPU path (simulated) equals the CPU paths.
+"""Random queries: the GPU path (simulated) equals the CPU paths.
 
 Queries come from the property suite's strategies with the DEFINEs replaced
-by row-local conditions the GPU path evaluates; rows come in random batches
-(the GPU matcher holds them until the partition ends).
+by conditions the GPU path evaluates: row-local ones (elementwise on the
+device) and register ones (``A.x``, FIRST/LAST, ``COUNT(*)``, in-thread), alone
+or ANDed with a row-local term; rows come in random batches (the GPU matcher
+holds them until the partition ends).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import matchsql
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
 from matchsql.fsm.planner import new_partition_matcher
+from matchsql.gpu.live import LiveGpuMatcher
 from matchsql.gpu.matcher import GpuMatcher
 from tests.property.strategies import SCHEMA, partitions, queries, spec_of
 
@@ -22,14 +25,33 @@ SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 ROW_LOCAL = ["x > PREV(x)", "x = 1", "x IS NULL", "y >= 2", "NEXT(x) IS NOT NULL AND NEXT(x) > x",
              "x <> PREV(x, 2)", "x BETWEEN 1 AND 2", "NOT (x > y)", "-x < y - 2",
-             "x * 2 > y OR y IS NULL", "x / 2 <= 1"]
+             "x * 2 > y OR y IS NULL", "x / 2 <= 1", "x IN (1, 3)", "y NOT IN (0, NULL)",
+             "x IN (y, PREV(y))"]
+REGISTERS = ["x > A.x", "x >= FIRST(x)", "LAST(B.x) < x", "FIRST(A.x) IS NULL OR x <> A.x",
+             "COUNT(*) <= 3", "x + FIRST(y) > LAST(U.x)", "ABS(x - A.x) BETWEEN 1 AND 2",
+             "x = LAST(x, 1)", "FIRST(x, 1) < y", "NOT (y > PREV(A.x))"]
+WITHIN = ["", "", " WITHIN 0", " WITHIN 1", " WITHIN 3"]
 
 
-def _run(spec, rows: list[dict], splits: list[int], gpu: str):
+def _gpu_query(sql: str, a: str, b: str, within: str = "") -> str:
+    """``sql`` with DEFINEs ``a``/``b`` and in a shape the GPU path takes: no ALL MATCHES,
+    no unmatched rows, and A and B declared (SUBSET U names both) by an alternative;
+    ``within`` (e.g. ``WITHIN 2``) follows the pattern."""
+    head, _, _ = sql.rpartition("DEFINE")
+    head = head.replace("ALL MATCHES", "").replace(" WITH UNMATCHED ROWS", "")
+    begin = head.index("PATTERN (") + len("PATTERN (")
+    end = head.index("\n", begin) - 1
+    head = f"{head[:begin]}({head[begin:end]}) | A B){within}{head[end + 1:]}"
+    return f"{head}DEFINE A AS {a}, B AS {b}\n)"
+
+
+def _run(spec, rows: list[dict], splits: list[int], gpu: str, live: bool = False,
+         path: str = "auto"):
     config = Config()
     config.gpu = gpu
+    config.execution_path = path
     try:
-        matcher = new_partition_matcher(spec, (), config)
+        matcher = new_partition_matcher(spec, (), config, live=live)
         out: list[pa.RecordBatch] = []
         begin = 0
         for end in [*sorted(splits), len(rows)]:
@@ -43,7 +65,8 @@ def _run(spec, rows: list[dict], splits: list[int], gpu: str):
     except matchsql.Error as exc:
         return "error", type(exc).__name__
     if gpu == "on" and rows:
-        assert isinstance(matcher, GpuMatcher) and matcher.ran_on == "gpu"
+        assert isinstance(matcher, LiveGpuMatcher if live else GpuMatcher)
+        assert matcher.ran_on == "gpu"
     return "rows", [tuple(r.values()) for b in out for r in b.to_pylist()]
 
 
@@ -52,13 +75,51 @@ def _run(spec, rows: list[dict], splits: list[int], gpu: str):
 def test_random_row_local(sql: str, rows: list[dict], data: st.DataObject) -> None:
     a = data.draw(st.sampled_from(ROW_LOCAL))
     b = data.draw(st.sampled_from(ROW_LOCAL))
-    head, _, _ = sql.rpartition("DEFINE")
-    sql = f"{head}DEFINE A AS {a}, B AS {b}\n)"
     try:
-        spec = spec_of(sql)
+        spec = spec_of(_gpu_query(sql, a, b))
     except matchsql.Error:
         assume(False)
         return
     got = _run(spec, rows, data.draw(st.lists(st.integers(0, len(rows)), max_size=3)), "on")
     assume(got[0] != "n/a")
-    assert got == _run(spec, rows, [], "off"), sql
+    assert got == _run(spec, rows, [], "off"), _gpu_query(sql, a, b)
+
+
+@SETTINGS
+@given(sql=queries(), rows=partitions, data=st.data())
+def test_random_registers(sql: str, rows: list[dict], data: st.DataObject) -> None:
+    a = data.draw(st.sampled_from(REGISTERS))
+    b = data.draw(st.sampled_from(REGISTERS + ROW_LOCAL))
+    if data.draw(st.booleans()):
+        a = f"{a} AND {data.draw(st.sampled_from(ROW_LOCAL))}"
+    within = data.draw(st.sampled_from(WITHIN))
+    try:
+        spec = spec_of(_gpu_query(sql, a, b, within))
+    except matchsql.Error:
+        assume(False)
+        return
+    got = _run(spec, rows, data.draw(st.lists(st.integers(0, len(rows)), max_size=3)), "on")
+    assume(got[0] != "n/a")
+    assert got == _run(spec, rows, [], "off"), _gpu_query(sql, a, b, within)
+    if within:  # WITHIN on the compiled CPU paths is checked against the reference too
+        assert got == _run(spec, rows, [], "off", path="reference"), _gpu_query(sql, a, b,
+                                                                                 within)
+
+
+@SETTINGS
+@given(sql=queries(), rows=partitions, data=st.data())
+def test_random_live_stream(sql: str, rows: list[dict], data: st.DataObject) -> None:
+    """A live partition (a launch per batch, starts waiting for rows) gives the rows of
+    the whole partition on a CPU path."""
+    a = data.draw(st.sampled_from(REGISTERS + ROW_LOCAL))
+    b = data.draw(st.sampled_from(REGISTERS + ROW_LOCAL))
+    within = data.draw(st.sampled_from(WITHIN))
+    try:
+        spec = spec_of(_gpu_query(sql, a, b, within))
+    except matchsql.Error:
+        assume(False)
+        return
+    splits = data.draw(st.lists(st.integers(0, len(rows)), max_size=4))
+    got = _run(spec, rows, splits, "on", live=True)
+    assume(got[0] != "n/a")
+    assert got == _run(spec, rows, [], "off"), _gpu_query(sql, a, b, within)

@@ -1,0 +1,184 @@
+"""A live stream's partition on the GPU path: processed per batch, not per event.
+
+CDP's "delay until the terminator" applied to a stream: the rows of a batch
+are appended to the partition's columns held on the device (only the new
+rows are copied; rows no attempt can reach any more are dropped from the
+front, so the held columns slide with the stream like a ring), and the batch
+is one launch: every start not decided yet is walked at once. A walk that
+needs a row that has not arrived (or a row whose ``NEXT`` is not known yet)
+reports ``S_WAIT``; the sequential SKIP scan (:mod:`matchsql.gpu.skip`) keeps
+the starts before the first waiting one, and the next batch resumes there.
+Matches whose measures read rows past the ones held wait the same way. With
+WITHIN an attempt ends at its bound, so the held rows follow the bound, not
+the stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from matchsql.cancel import Cancellation
+from matchsql.config import Config
+from matchsql.errors import ExecutionError, too_many_rows
+from matchsql.fsm.compiled.kernel import K_SKIP, ST_DONE, ST_SPAN
+from matchsql.fsm.compiled.match_arrays import Rows
+from matchsql.fsm.compiled.matcher import CompiledPlan, kernel_params, raise_status
+from matchsql.fsm.compiled.measures import output_batch
+from matchsql.fsm.compiled.within import within_ends
+from matchsql.fsm.matcher import StateCounts
+from matchsql.fsm.states import StateSpec
+from matchsql.gpu import skip as S
+from matchsql.gpu.columns import CODES, Columns, device_columns
+from matchsql.gpu.device import array_module
+from matchsql.gpu.matcher import decide, device_input, matches_of
+from matchsql.gpu.plan import gpu_plan
+
+
+class DeviceWindow:
+    """The held rows' DEFINE columns on the device: appended per batch, cut at the front.
+
+    It holds no module object (the array module is looked up per call), so a
+    continuous query's checkpoint can pickle the matcher (:mod:`matchsql.snapshot`).
+    """
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.cols: Columns = {CODES: {}}
+
+    def append(self, batch: pa.Table) -> None:
+        xp = array_module()
+        new = device_columns(xp, batch, self.names, self.cols[CODES])
+        del new[CODES]
+        for name, (data, null) in new.items():
+            old = self.cols.get(name)
+            if old is None:
+                self.cols[name] = (data, null)
+                continue
+            odata, onull = old
+            if onull is None and null is None:
+                mask = None
+            else:
+                mask = xp.concatenate([xp.zeros(len(odata), bool) if onull is None else onull,
+                                       xp.zeros(len(data), bool) if null is None else null])
+            self.cols[name] = (xp.concatenate([odata, data]), mask)
+
+    def drop(self, rows: int) -> None:
+        for name in self.names:
+            data, null = self.cols[name]
+            self.cols[name] = (data[rows:], None if null is None else null[rows:])
+
+
+class LiveGpuMatcher:
+    """One live partition on the GPU path (the :class:`~matchsql.fsm.matcher.Matcher`
+    contract); see the module docstring."""
+
+    def __init__(self, plan: CompiledPlan, partition_key: tuple = (),
+                 config: Config | None = None, cancel: Cancellation | None = None) -> None:
+        self.plan = plan
+        self.spec = plan.spec
+        self.key = tuple(partition_key)
+        self.config = config or Config()
+        self.cancel = cancel or Cancellation()
+        self.table = self.spec.columns.empty_table()
+        self.window = DeviceWindow(gpu_plan(plan).columns)
+        self.base = 0  # partition row of the held rows' first
+        self.count = 0
+        self.next_start = 0
+        self.match_number = 0
+        self.complete = False
+        self.skip_mode = int(kernel_params(self.spec, self.config)[K_SKIP])
+        self.launches = 0  # kernel launches (one per batch that had a start to decide)
+        self.ran_on = "gpu"
+
+    @property
+    def buffered_rows(self) -> int:
+        return self.count - self.base
+
+    def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> bool:
+        return False  # the device keeps no per-state statistics
+
+    def state_counts(self) -> StateCounts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0, 0
+
+    def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        if self.complete:
+            raise ExecutionError("internal error: rows fed after the partition finished")
+        if not batch.num_rows:
+            return []
+        new = pa.Table.from_batches([batch], schema=self.spec.columns)
+        self.table = pa.concat_tables([self.table, new]).combine_chunks()
+        self.window.append(new)
+        self.count += batch.num_rows
+        return self._run()
+
+    def feed_final(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        out = self.feed(batch)
+        return out + self.finish()
+
+    def finish(self) -> list[pa.RecordBatch]:
+        self.complete = True
+        return self._run()
+
+    def _run(self) -> list[pa.RecordBatch]:
+        n = self.count - self.base
+        begin = self.next_start - self.base
+        if begin >= n:
+            self._release()
+            return []
+        q = self.plan.query
+        limit = n if self.complete else max(0, n - q.define_ahead)
+        wend = within_ends(self.spec, self.plan.within,
+                           self.table.column(self.spec.order_by[0]).chunk(0)) \
+            if self.plan.within is not None else None
+        inp = device_input(self.plan, self.table, self.base, n, limit, self.complete, wend,
+                           self.window.cols)
+        starts = np.arange(begin, n, dtype=np.int64)
+        got = decide(inp, starts, self.config)
+        self.launches += 1
+        self.cancel.check()
+        full = [np.full(n, fill, np.int64) for fill in (S.NO_MATCH, -1, -1, S.S_OK)]
+        for whole, part in zip(full, got):
+            whole[begin:] = part
+        st, row, kept = S.resolve(*full, self.skip_mode, begin)
+        if st == S.ST_RETRY:
+            raise ExecutionError(
+                f"the GPU path could not decide the match attempt at partition row "
+                f"{self.base + int(row) + 1} within its stack budget; SET gpu = 'off' runs "
+                "this continuous query on a CPU path")
+        if st not in (ST_DONE, S.ST_WAIT):
+            raise_status(self.spec, self.config, ST_SPAN if st == ST_SPAN else int(st),
+                         self.base + int(row))
+        resume = int(row)
+        ends = full[0]
+        if not self.complete and len(kept):
+            # Measures may read NEXT rows past a match: such a match waits, and so does
+            # everything after it (it is decided again, with the same result, later).
+            ready = ends[kept] + q.measure_ahead < n
+            if not ready.all():
+                cut = int(np.argmin(ready))
+                resume = int(kept[cut])
+                kept = kept[:cut]
+        out: list[pa.RecordBatch] = []
+        if len(kept):
+            matches = matches_of(inp, kept, ends, self.config, self.match_number)
+            matches.starts += self.base
+            self.match_number += len(kept)
+            rows = Rows(self.table, self.base, self.count, self.complete)
+            out.append(output_batch(self.spec, self.plan.measures, matches, rows))
+        self.next_start = self.base + resume
+        self._release()
+        return out
+
+    def _release(self) -> None:
+        """Drop the rows before the oldest one an attempt or a PREV can still read."""
+        keep = min(self.next_start, self.count) - self.plan.query.lookback
+        drop = keep - self.base
+        if drop > 0:
+            self.table = self.table.slice(drop)
+            self.window.drop(drop)
+            self.base = keep
+        if self.count - self.base > self.config.max_buffered_rows:
+            raise too_many_rows(self.config.max_buffered_rows, self.base)
