@@ -23,6 +23,7 @@ Unsupported` at planning time.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -175,7 +176,34 @@ def _binary(op: str, node: exp.Expression, rule: Callable) -> DeviceTerm:
 
 
 def _compare(xp: ModuleType, op: str, a: Any, b: Any) -> Any:
-    return getattr(xp, op)(a, b)
+    """``a op b`` in DuckDB's order of numbers, the value library's
+    (matchsql.expr.values.COMPARISONS): NaN above every other number and equal to
+    itself, where the elementwise operators make NaN unordered."""
+    a_nan, b_nan = _nan(xp, a), _nan(xp, b)
+    if a_nan is None and b_nan is None:
+        return getattr(xp, op)(a, b)
+    a_nan = False if a_nan is None else a_nan
+    b_nan = False if b_nan is None else b_nan
+    lt = xp.logical_or(xp.less(a, b), xp.logical_and(b_nan, xp.logical_not(a_nan)))
+    gt = xp.logical_or(xp.greater(a, b), xp.logical_and(a_nan, xp.logical_not(b_nan)))
+    if op == "less":
+        return lt
+    if op == "greater":
+        return gt
+    if op == "less_equal":
+        return xp.logical_not(gt)
+    if op == "greater_equal":
+        return xp.logical_not(lt)
+    unequal = xp.logical_or(lt, gt)
+    return unequal if op == "not_equal" else xp.logical_not(unequal)
+
+
+def _nan(xp: ModuleType, v: Any) -> Any:
+    """Where ``v`` is NaN, for a floating value; None for any other."""
+    dtype = getattr(v, "dtype", None)
+    if dtype is None:
+        return math.isnan(v) if isinstance(v, float) else None
+    return xp.isnan(v) if np.issubdtype(dtype, np.floating) else None
 
 
 def _is_int(xp: ModuleType, v: Any) -> bool:
