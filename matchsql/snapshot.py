@@ -20,6 +20,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from matchsql.errors import ExecutionError
+
 _LEAVES = (str, bytes, int, float, complex, bool, type(None), range, types.ModuleType, type)
 _MAX_OBJECTS = 200_000
 
@@ -90,4 +92,11 @@ class PlanIndex:
                 raise pickle.UnpicklingError(f"the plan has no object at {path}") from None
 
         unpickler.persistent_load = persistent_load  # type: ignore[method-assign]
-        return unpickler.load()
+        try:
+            return unpickler.load()
+        except (pickle.UnpicklingError, AttributeError, TypeError) as exc:
+            # A matcher restored into another matcher's plan (another execution_path or
+            # matchsql version than the one that wrote the snapshot) does not fit.
+            raise ExecutionError(f"the checkpoint does not fit this plan of the query (it was "
+                                 f"written under another execution_path or matchsql version: "
+                                 f"{exc})") from None

@@ -202,6 +202,21 @@ class ReferenceMatcher:
         self._within_column = self.spec.order_by[0] if (
             self.spec.within is not None and self.spec.order_by) else None
 
+    # -- checkpoints ----------------------------------------------------------------------
+
+    def __getstate__(self) -> dict:
+        """The partition's data only: the DEFINE tests bound to its rows are closures
+        (they do not pickle) and are bound again from the compiled query on restore, so a
+        named continuous query on this path can be checkpointed."""
+        state = dict(self.__dict__)
+        state["_define_cache"] = {}
+        state["_define_cache_row"] = -1
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.machine.bind(self._tests())
+
     # -- public API ---------------------------------------------------------------------
 
     @property

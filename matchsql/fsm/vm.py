@@ -510,10 +510,25 @@ class Machine:
                  all_ends: bool = False) -> None:
         self.program = closures.program
         self.closures = closures
-        self.tests: list[Test | None] = [tests.get(var) for var in closures.variables]
+        self.tests: list[Test | None] = []
+        self.bind(tests)
         self.history_key = closures.history_key
         self.max_threads = max_threads
         self.all_ends = all_ends
+
+    def __getstate__(self) -> dict:
+        """A checkpoint keeps everything but the DEFINE tests: they are closures over the
+        owner's rows, which its owner binds again on restore (:meth:`bind`)."""
+        return {name: getattr(self, name) for name in self.__slots__ if name != "tests"}
+
+    def __setstate__(self, state: dict) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        self.tests = []
+
+    def bind(self, tests: dict[str, Test | None]) -> None:
+        """Install the DEFINE tests (each variable's, None: always true)."""
+        self.tests = [tests.get(var) for var in self.closures.variables]
 
 
 #: Shared empty ``by_end`` of attempts without matches (never written to).

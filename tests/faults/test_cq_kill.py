@@ -16,6 +16,9 @@ ticks MATCH_RECOGNIZE (...)`` and waits for it to finish. One fault per trial:
 * ``producer-spill``: the producer kills itself right after writing a spill file,
   before publishing it (``spill:k``, a small ``spill`` ring).
 
+Every other trial runs the query on the reference matcher (``execution_path =
+'reference'``), the others on the compiled path that ``auto`` picks.
+
 The killed process is started again (a query resumes on connect, from its last
 checkpoint). The sink must equal the one-time query over ``0..N-1``: 0 lost and
 0 duplicated matches (a match's identity: partition, start, match number), and
@@ -75,9 +78,9 @@ RUN_QUERY = """
     import matchsql
     from matchsql.storage.catalog import Catalog
     from matchsql.storage.shm_ring import W_HEAD_SEQ, Ring
-    database, pattern, options = sys.argv[1], sys.argv[2], sys.argv[3]
+    database, pattern, options, path = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
     ring = Ring.attach(Catalog(database).require("ticks").segment)
-    con = matchsql.connect(database)  # an interrupted query resumes here
+    con = matchsql.connect(database, execution_path=path)  # an interrupted query resumes here
     connected = time.monotonic() - started
     con.sql("CREATE TABLE IF NOT EXISTS sink (k BIGINT, s BIGINT, e BIGINT, m BIGINT)")
     con.sql(f"CREATE CONTINUOUS QUERY IF NOT EXISTS rising WITH ({options}) AS "
@@ -110,6 +113,8 @@ def _options(rng: random.Random) -> str:
 def test_killed_producers_and_queries_lose_and_repeat_no_match(spawn, tmp_path, trial):
     rng = random.Random(SEED * 7 + trial)
     kind = KINDS[trial % len(KINDS)]
+    # Every other trial on the reference matcher (5 kinds: each kind gets both paths).
+    path = "reference" if trial % 2 else "auto"
     rows = rng.randint(6_000, 20_000)
     spill = kind == "producer-spill" or rng.random() < 0.3
     capacity = rng.choice([1_000, 3_000]) if spill else rng.choice([2_000, 10_000, 50_000])
@@ -127,7 +132,7 @@ def test_killed_producers_and_queries_lose_and_repeat_no_match(spawn, tmp_path, 
     def start_query(env: str = ""):
         os.environ["MATCHSQL_CRASH_AT"] = env
         try:
-            return spawn(RUN_QUERY, database, PATTERN, options)
+            return spawn(RUN_QUERY, database, PATTERN, options, path)
         finally:
             del os.environ["MATCHSQL_CRASH_AT"]
 
@@ -179,7 +184,7 @@ def test_killed_producers_and_queries_lose_and_repeat_no_match(spawn, tmp_path, 
     duplicated = len(got) - len(set(got))
     seqs = pq.read_table(archive).column("_seq").to_pylist()
     print(f"trial {trial}: {kind} ({'killed' if killed else 'no kill: finished first'}), "
-          f"{rows} tuples, {options}, {'spill' if spill else 'block'} {capacity}; "
+          f"{path} matcher, {rows} tuples, {options}, {'spill' if spill else 'block'} {capacity}; "
           f"{len(want)} matches, {lost} lost, {duplicated} duplicated"
           + (f"; restarted query resumed in {float(connect_s):.2f} s after its process started "
              f"and caught up in {float(recovery_s):.2f} s, replaying {replayed} tuples from its "

@@ -112,7 +112,7 @@ def test_python_api_stop_and_resume(db):
 CQ_PROCESS = """
     import sys, time
     import matchsql
-    con = matchsql.connect(sys.argv[1])  # resumes an interrupted query
+    con = matchsql.connect(sys.argv[1], execution_path=sys.argv[3])  # resumes an interrupted query
     con.sql("CREATE TABLE IF NOT EXISTS sink (k BIGINT, s BIGINT, e BIGINT, m BIGINT)")
     con.sql("CREATE CONTINUOUS QUERY IF NOT EXISTS rising WITH (checkpoint_rows = 2000) AS "
             "INSERT INTO sink SELECT * FROM ticks " + sys.argv[2])
@@ -123,17 +123,49 @@ CQ_PROCESS = """
 """
 
 
-def test_kill_9_resumes_from_the_checkpoint_on_the_next_start(db, spawn):
-    first = spawn(CQ_PROCESS, db, PATTERN)
+@pytest.mark.parametrize("path", ["auto", "reference"])
+def test_kill_9_resumes_from_the_checkpoint_on_the_next_start(db, spawn, path):
+    """On every path: the reference matcher's checkpoint holds its rows and threads, not
+    its DEFINE closures (bound again on restore)."""
+    first = spawn(CQ_PROCESS, db, PATTERN, path)
     assert first.proc.stdout.readline().strip() == "started"
-    write(db, 0, 12000)
-    time.sleep(0.3)
-    first.kill()  # SIGKILL: the sink holds what the last checkpoint committed, no more
-    write(db, 12000, 25000)
-    second = spawn(CQ_PROCESS, db, PATTERN)
+    with Producer.open("ticks", database=db, name="p") as producer:
+        for low in range(0, 25000, 1000):
+            producer.write_batch(data(low, low + 1000), batch_id=low)
+            if low == 11000:  # the stream has not ended: the query cannot finish first
+                time.sleep(0.5)
+                first.kill()  # SIGKILL: the sink holds what the last checkpoint committed
+    second = spawn(CQ_PROCESS, db, PATTERN, path)
     assert second.wait() == 0, second.output()
     con = matchsql.connect(db)
+    row = con.sql("SELECT checkpoints, snapshot IS NOT NULL FROM __matchsql_continuous_queries"
+                  ).fetchall()[0]
+    assert row[0] >= 2 and row[1]  # it did checkpoint (and resume from a checkpoint)
     assert sink_rows(con) == expected(25000)
+    con.close()
+
+
+def test_a_checkpoint_resumed_on_another_path_fails_with_a_clear_error(db):
+    con = matchsql.connect(db, execution_path="reference")
+    con.sql(SINK)
+    con.create_continuous_query("rising", f"INSERT INTO sink SELECT * FROM ticks {PATTERN}",
+                                checkpoint_rows=1000)
+    producer = Producer.open("ticks", database=db, name="p")
+    producer.write_batch(data(0, 3000), batch_id=0)
+    deadline = time.monotonic() + WAIT_S
+    while wait_state(con, "rising", "running")["position"] < 3000:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    con.stop_continuous_query("rising")
+    con.close()
+    con = matchsql.connect(db, execution_path="registers")
+    con.resume_continuous_query("rising")
+    while (row := con.sql("SELECT state, error FROM __matchsql_continuous_queries"
+                          ).fetchall()[0])[0] != "failed":
+        assert time.monotonic() < deadline, row
+        time.sleep(0.02)
+    assert "does not fit this plan" in row[1] and "execution_path" in row[1]
+    producer.close()
     con.close()
 
 

@@ -19,11 +19,11 @@ QUERY = ("SELECT * FROM t MATCH_RECOGNIZE(ORDER BY i MEASURES FIRST(A.i) AS s, L
          "PATTERN (A B+ C) DEFINE B AS B.v > PREV(B.v), C AS C.v < PREV(C.v))")
 
 
-def plan(con):
+def plan(con, path: str = "auto"):
     """The query planned afresh, as a resumed continuous query does."""
     node = next(parse(QUERY)[0].find_all(MatchRecognizeTable))
     spec = analyze(node, SCHEMA, sql=QUERY, con=con.duckdb)
-    config = Config()
+    config = Config.from_options({"execution_path": path})
     return spec, config, PlanIndex({"spec": spec, "config": config,
                                     "template": new_partition_matcher(spec, (), config)})
 
@@ -35,14 +35,19 @@ def rows(start: int, stop: int) -> pa.RecordBatch:
                            schema=SCHEMA)
 
 
+@pytest.mark.parametrize("path", ["auto", "reference"])
 @pytest.mark.parametrize("cut", [1, 7, 500, 990])
-def test_a_restored_matcher_continues_like_the_original(cut):
+def test_a_restored_matcher_continues_like_the_original(cut, path):
+    """The reference matcher's DEFINE tests are closures over its rows: a snapshot holds
+    the rows and the threads, and the restored matcher binds its tests again."""
     con = matchsql.connect(demo=False)
-    spec, config, index = plan(con)
+    spec, config, index = plan(con, path)
     original = new_partition_matcher(spec, (), config)
+    assert type(original).__name__ == ("ReferenceMatcher" if path == "reference"
+                                       else "CompiledMatcher")
     before = original.feed(rows(0, cut))
     blob = index.dumps({(): original})
-    restored = plan(con)[2].loads(blob)[()]  # another plan of the same query
+    restored = plan(con, path)[2].loads(blob)[()]  # another plan of the same query
     rest = [rows(cut, 1000)]
     want = original.feed(rest[0]) + original.finish()
     got = restored.feed(rest[0]) + restored.finish()
