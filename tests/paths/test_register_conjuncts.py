@@ -12,10 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import matchsql
+from matchsql.config import Config
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled import lowering, prefilter
 from matchsql.fsm.compiled.matcher import register_columns
-from matchsql.fsm.planner import _plan
+from matchsql.fsm.planner import _plan, explain
 from tests.paths.test_batched import spec_of
 
 
@@ -111,3 +112,11 @@ def test_registers_equal_the_reference(fused, b, c, d, skip, rows, nulls, seed) 
         con.sql("CREATE TABLE t AS SELECT * FROM src")
         results[path] = con.sql(sql + " ORDER BY ALL").fetchall()
     assert results["registers"] == results["reference"]
+
+
+def test_explain_names_the_second_row() -> None:
+    plan = _plan_of("B AS x <= PREV(x) AND B.x < A.x")
+    assert "by the register conditions on the second row" in explain(plan.spec, Config())
+    # (A | B) C: the first row may be A or B, so no register is known on the second row
+    plan = _plan_of("C AS x < A.x", "(A | B) C")
+    assert "second row" not in explain(plan.spec, Config())
