@@ -220,7 +220,7 @@ def explain(spec: MatchSpec, config: Config | None = None) -> str:
             path += f"\n{note}"
         if choice.name not in ("reference", "gpu"):
             from matchsql.fsm.compiled.dfa import for_matcher
-            from matchsql.fsm.compiled.prefilter import relaxed_dfa
+            from matchsql.fsm.compiled.prefilter import relaxed_dfa, second_row
 
             dfa, why = for_matcher(_plan(spec)[1], config)
             path += (f"\nautomaton: DFA ({dfa.states} states)" if dfa is not None
@@ -229,6 +229,8 @@ def explain(spec: MatchSpec, config: Config | None = None) -> str:
             if relaxed is not None:
                 path += (f"\nprefilter: starts ruled out by the row-local conditions "
                          f"(DFA of {relaxed.states} states)")
+                if second_row(_plan(spec)[1]) is not None:
+                    path += ", and by the register conditions on the second row"
         threads, why = partition_threads(spec, config)
         path += f"\npartitions: {'sequential' if threads == 1 else f'{threads} threads'} ({why})"
         if spec.partition_by:

@@ -48,6 +48,8 @@ def _vm_call(prog, rl, skip_mask, params, work):
         "prog": prog, "rl": rl, "viable": np.zeros(0, np.uint8), "wend": np.zeros(0, np.int64),
         "code": np.zeros((1, 5), np.int64),
         "fconst": np.zeros(1, np.float64), "spans": np.zeros((n_vars, 2), np.int64),
+        "conj": np.zeros((1, 12), np.int64), "conj_spans": np.zeros((n_vars, 2), np.int64),
+        "cconst": np.zeros((1, 2), np.float64),
         "cols": np.zeros((1, 1), np.float64), "valid": np.ones((1, 1), np.uint8),
         "set_mask": np.zeros((1, n_vars), np.uint8),
         "obs_last": np.zeros(n_vars, np.uint8), "obs_first": np.zeros(n_vars, np.uint8),

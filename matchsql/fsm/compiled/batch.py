@@ -90,13 +90,14 @@ class WholePartitions:
         columns: dict = {name: batch.column(name) for name in batch.schema.names}
         columns[EDGES] = PartitionEdges(bounds)
         labels = label_input(plan, self.dfa, columns, n)
-        viable = P.viable_starts(plan, labels, 0) if self.dfa is None else P.NONE
+        cols, valid = register_columns(plan, columns, n)
+        viable = P.viable_starts(plan, labels, 0, cols, valid, bounds) \
+            if self.dfa is None else P.NONE
         if len(viable):
             # Each partition's row 0 runs (``^``). Its last row's verdict, made with the
             # next partition's first row, is never read: the kernel reads ``viable`` only
             # where the next row is in the rows it was given.
             viable[bounds[:-1]] = 1
-        cols, valid = register_columns(plan, columns, n)
         caps = self.caps.copy()
         work = K.workspace(caps, len(plan.program), len(plan.variables))
         params = kernel_params(self.spec, self.config)
@@ -120,7 +121,7 @@ class WholePartitions:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
                         plan.program, labels[a:b], viable[a:b] if len(viable) else viable,
                         NO_WITHIN,
-                        self.code, self.consts, self.spans,
+                        self.code, self.consts, self.spans, *plan.registers.conjunct_table(),
                         part_cols, part_valid, self.set_mask, self.obs_last, self.obs_first,
                         self.skip_mask, params, *self.no_stats, *work, flag)
                 if n_rec:

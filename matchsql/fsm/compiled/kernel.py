@@ -38,6 +38,13 @@ C_ISNULL, C_NOTNULL, C_COUNT_ALL, C_MATCHNO, C_ABS = range(17, 22)
 # Row references of C_LOAD.
 R_CUR, R_LAST, R_FIRST, R_START, R_BACK, R_FORTH = range(6)
 
+# Conjunct kinds (:meth:`matchsql.fsm.compiled.lowering.RegisterCode.conjunct_table`):
+# a comparison of two operands, evaluated inline, or stack code run by _condition.
+CJ_COMPARE, CJ_STACK = range(2)
+# Operand fields of a CJ_COMPARE row: operand ``i`` (0, 1) starts at column 2 + 5 * i with
+# (is a load, column, row kind, argument, physical offset); constants are in ``cconst``.
+CJ_WIDTH = 12
+
 # Kernel status. ST_FULL: a workspace or output array is full; the matcher
 # grows them and calls again (the kernel stops at an attempt boundary).
 # ST_CANCELLED: the statement's cancel flag was seen set (matchsql.cancel). ST_SPAN: an
@@ -188,6 +195,60 @@ def _condition(code, fconst, lo, hi, cols, valid, set_mask, lp, fp, reg, var, ro
     return sn[0] == 0 and sv[0] != 0.0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def load_row(kind, arg, offset, var, last, first, row, start, n_rows, base):
+    """The row a fused C_LOAD reads, or -1 for NULL, as :func:`_condition` resolves it.
+
+    ``arg`` is the variable of R_LAST/R_FIRST (a one-variable set; ``last`` and
+    ``first`` are that variable's registers) or the offset of R_BACK/R_FORTH.
+    Scalars only: a helper taking arrays costs reference counting on every call.
+    """
+    rr = -1
+    if kind == R_CUR:
+        rr = row
+    elif kind == R_LAST:
+        rr = row if arg == var else last
+    elif kind == R_FIRST:
+        rr = first if first >= 0 else (row if arg == var else -1)
+    elif kind == R_START:
+        rr = start
+    elif kind == R_BACK:
+        rr = row - arg
+        if rr < start:
+            rr = -1
+    else:
+        rr = start + arg
+        if rr > row:
+            rr = -1
+    if rr < 0:
+        return -1
+    rr += offset
+    if base + rr < 0 or rr < 0 or rr >= n_rows:
+        return -1
+    return rr
+
+
+@njit(cache=True, nogil=True, inline="always")
+def compare(op, a, b):
+    """``a op b`` for a comparison opcode, in DuckDB's order of numbers: NaN above
+    every other number and equal to itself (the value library's order; :func:`_condition`
+    spells it the same way, self-contained because the GPU path compiles it for the
+    device)."""
+    lt = a < b or (b != b and a == a)
+    gt = a > b or (a != a and b == b)
+    if op == C_LT:
+        return lt
+    if op == C_LE:
+        return not gt
+    if op == C_GT:
+        return gt
+    if op == C_GE:
+        return not lt
+    if op == C_EQ:
+        return not (lt or gt)
+    return lt or gt
+
+
 @njit(cache=True, nogil=True)
 def put_record(records, k, kind, start, length, number, label_offset):
     """Write output record ``k``: (kind, start, length, match number, label offset).
@@ -220,7 +281,8 @@ def workspace(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, .
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def run_attempts(prog, rl, viable, wend, code, fconst, spans, cols, valid, set_mask, obs_last,
+def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj_spans, cols,
+                 valid, set_mask, obs_last,
                  obs_first, skip_mask, params, stat_state, stat_kind, stat, th, lp, fp, seen,
                  seen_pc, stack, arena, records, labels, cancel):
     """Decide match attempts from ``params[K_NEXT]`` until the rows run out.
@@ -234,7 +296,10 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, cols, valid, set_m
     no WITHIN) is the first row an attempt from each row may not consume
     (:mod:`matchsql.fsm.compiled.within`): its threads end there; ``code`` /
     ``fconst`` / ``spans`` the register bytecode (``spans[v]`` = its range
-    for variable ``v``, empty when none). Row indexes are relative to the
+    for variable ``v``, empty when none); ``conj`` / ``cconst`` / ``conj_spans`` the
+    same conditions as conjuncts (:data:`CJ_WIDTH`), which is what the kernel
+    evaluates: stopping at the first conjunct that is not TRUE, comparisons
+    inline, other conjuncts through :func:`_condition`. Row indexes are relative to the
     buffer, whose first row is partition row ``params[K_BASE]``. The
     remaining arguments are the :func:`workspace` and the output arrays.
 
@@ -277,9 +342,16 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, cols, valid, set_m
     windowed = wend.shape[0] > 0
     n_states = stat.shape[1] - 1
     use_regs = False
+    # The variables whose registers a condition reads: only theirs are copied and
+    # compared (the others' slots are never read and may hold anything).
+    obs = np.empty(n_vars, np.int64)
+    n_obs = 0
     for v in range(n_vars):
         if obs_last[v] or obs_first[v] or spans[v, 1] > spans[v, 0]:
             use_regs = True
+        if obs_last[v] or obs_first[v]:
+            obs[n_obs] = v
+            n_obs += 1
     cap_threads = th.shape[2]
     cap_seen = seen.shape[1]
     cap_stack = stack.shape[1]
@@ -396,10 +468,40 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, cols, valid, set_m
                     var = prog[pc, 1]
                     r0 = th[cur, 4, i]
                     ok = rl[pos, var] != 0
-                    if ok and spans[var, 1] > spans[var, 0]:
-                        ok = _condition(code, fconst, spans[var, 0], spans[var, 1], cols,
-                                        valid, set_mask, lp[cur], fp[cur], r0, var, pos,
-                                        start, n_rows, base, complete, match_number, sv, sn)
+                    # The conjuncts, written out here: a helper taking arrays would pay
+                    # reference counting per call (prefilter._refine has the same loop).
+                    k = conj_spans[var, 0]
+                    while ok and k < conj_spans[var, 1]:
+                        if conj[k, 0] == CJ_COMPARE:
+                            a = 0.0
+                            for side in range(2):
+                                j = 2 + 5 * side
+                                if conj[k, j] == 0:
+                                    x = cconst[k, side]
+                                else:
+                                    kind = conj[k, j + 2]
+                                    arg = conj[k, j + 3]
+                                    last = -1
+                                    first = -1
+                                    if kind == R_LAST or kind == R_FIRST:
+                                        last = lp[cur, r0, arg]
+                                        first = fp[cur, r0, arg]
+                                    rr = load_row(kind, arg, conj[k, j + 4], var, last, first,
+                                                  pos, start, n_rows, base)
+                                    c = conj[k, j + 1]
+                                    if rr < 0 or valid[c, rr] == 0:
+                                        ok = False
+                                        break
+                                    x = cols[c, rr]
+                                if side == 0:
+                                    a = x
+                                else:
+                                    ok = compare(conj[k, 1], a, x)
+                        else:
+                            ok = _condition(code, fconst, conj[k, 1], conj[k, 2], cols, valid,
+                                            set_mask, lp[cur], fp[cur], r0, var, pos, start,
+                                            n_rows, base, complete, match_number, sv, sn)
+                        k += 1
                     if counting:
                         st = stat_state[pc]
                         if st >= 0:
@@ -423,7 +525,8 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, cols, valid, set_m
                     fl0 = 0
                     pref0 = th[cur, 3, i]
                     if use_regs:
-                        for u in range(n_vars):
+                        for q in range(n_obs):
+                            u = obs[q]
                             lp[nxt, n_pool, u] = lp[cur, r0, u]
                             fp[nxt, n_pool, u] = fp[cur, r0, u]
                         lp[nxt, n_pool, var] = pos
@@ -439,7 +542,8 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, cols, valid, set_m
                     pref0 = th[cur, 3, i]
                     if use_regs:
                         r0 = th[cur, 4, i]
-                        for u in range(n_vars):
+                        for q in range(n_obs):
+                            u = obs[q]
                             lp[nxt, n_pool, u] = lp[cur, r0, u]
                             fp[nxt, n_pool, u] = fp[cur, r0, u]
                 reg0 = n_pool
@@ -460,9 +564,10 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, cols, valid, set_m
                         while e >= 0:
                             if seen[1, e] == fl:
                                 same = True
-                                if use_regs:
-                                    ra = seen[2, e]
-                                    for u in range(n_vars):
+                                ra = seen[2, e]
+                                if use_regs and ra != reg0:  # one source: same registers
+                                    for q in range(n_obs):
+                                        u = obs[q]
                                         if obs_last[u] and lp[nxt, ra, u] != lp[nxt, reg0, u]:
                                             same = False
                                             break

@@ -33,6 +33,11 @@ _OPS = [Op.LABEL, Op.SPLIT, Op.JUMP, Op.BEGIN_ITER, Op.END_ITER, Op.START_ANCHOR
         Op.END_ANCHOR, Op.DONE]
 
 
+# Register conditions as conjuncts with fused comparisons (RegisterCode.conjunct_table);
+# False: the stack interpreter alone, as before that form (benchmarks compare the two).
+FUSED_CONJUNCTS = True
+
+
 class Unsupported(Exception):
     """A construct the compiled paths do not evaluate; the message says which."""
 
@@ -70,6 +75,9 @@ class RegisterCode:
     columns: list[str] = field(default_factory=list)  # numeric columns the bytecode reads
     obs_last: set[str] = field(default_factory=set)
     obs_first: set[str] = field(default_factory=set)
+    # per variable, the code range of each top-level AND term (before the C_AND joining it)
+    terms: list[list[tuple[int, int]]] = field(default_factory=list)
+    _tables: dict = field(default_factory=dict, repr=False, compare=False)
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         nv = max(len(self.variables), 1)
@@ -85,6 +93,67 @@ class RegisterCode:
         obs_last = np.array([v in self.obs_last for v in self.variables] or [False], np.uint8)
         obs_first = np.array([v in self.obs_first for v in self.variables] or [False], np.uint8)
         return code, consts, spans, masks, obs_last, obs_first
+
+    def conjunct_table(self, fused: bool | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(conj, cconst, conj_spans)``: the conditions as the kernel evaluates them.
+
+        ``conj_spans[v]`` is variable ``v``'s range of rows in ``conj``
+        (``int64[m, CJ_WIDTH]``), one row per top-level AND term: ``CJ_COMPARE``
+        with the comparison opcode and its two operands (see
+        :data:`.kernel.CJ_WIDTH`; a constant's value in ``cconst[row, side]``) for a
+        comparison of loads and constants, which the kernel evaluates without the
+        operand stack, or ``(CJ_STACK, lo, hi)`` for any other term (the stack code
+        ``code[lo:hi]``). With ``fused`` False (default: :data:`FUSED_CONJUNCTS`)
+        every variable gets a single ``CJ_STACK`` row over its whole code: the
+        interpreter as it was before (kept for comparisons).
+        """
+        fused = FUSED_CONJUNCTS if fused is None else fused
+        got = self._tables.get(fused)
+        if got is None:
+            got = self._tables[fused] = self._conjunct_table(fused)
+        return got
+
+    def _conjunct_table(self, fused: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        nv = max(len(self.variables), 1)
+        rows: list[list[int]] = []
+        consts: list[tuple[float, float]] = []
+        spans = np.zeros((nv, 2), np.int64)
+        for v, (lo, hi) in enumerate(self.spans):
+            first = len(rows)
+            ranges = self.terms[v] if fused and v < len(self.terms) else \
+                ([(lo, hi)] if hi > lo else [])
+            for a, b in ranges:
+                row, values = self._conjunct(a, b) if fused else ([K.CJ_STACK, a, b], (0., 0.))
+                rows.append(row + [0] * (K.CJ_WIDTH - len(row)))
+                consts.append(values)
+            spans[v] = (first, len(rows))
+        conj = np.array(rows or [[K.CJ_STACK] + [0] * (K.CJ_WIDTH - 1)], np.int64)
+        cconst = np.array(consts or [(0.0, 0.0)], np.float64)
+        return conj, cconst, spans
+
+    def _conjunct(self, lo: int, hi: int) -> tuple[list[int], tuple[float, float]]:
+        """Stack code ``code[lo:hi]`` as one conjunct row and its constants."""
+        ops = self.code[lo:hi]
+        if len(ops) != 3 or not K.C_LT <= ops[2][0] <= K.C_NE:
+            return [K.CJ_STACK, lo, hi], (0.0, 0.0)
+        row = [K.CJ_COMPARE, ops[2][0]]
+        values = []
+        for k in (lo, lo + 1):
+            op, col, kind, s, offset = self.code[k]
+            values.append(self.consts[k])
+            if op == K.C_CONST:
+                row += [0, 0, 0, 0, 0]
+                continue
+            if op != K.C_LOAD:
+                return [K.CJ_STACK, lo, hi], (0.0, 0.0)
+            arg = s
+            if kind in (K.R_LAST, K.R_FIRST):
+                if len(self.sets[s]) != 1:  # a union's last/first row: the stack code
+                    return [K.CJ_STACK, lo, hi], (0.0, 0.0)
+                arg = self.variables.index(next(iter(self.sets[s])))
+            row += [1, col, kind, arg, offset]
+        return row, (values[0], values[1])
 
     @property
     def empty(self) -> bool:
@@ -109,21 +178,26 @@ class RegisterCompiler:
         """Compile ``terms`` (ANDed) as variable ``var``'s register condition."""
         self.var = var
         lo = len(self.out.code)
+        ranges = []
         for i, term in enumerate(terms):
             reason = why_not(term, REGISTERS)
             if reason is not None:
                 raise Unsupported(reason)
+            at = len(self.out.code)
             kind = self.emit(term)
             if kind not in ("bool", "null"):
                 raise Unsupported(f"DEFINE {var}: a condition that is not boolean")
+            ranges.append((at, len(self.out.code)))
             if i:
                 self.put(K.C_AND)
         self.out.spans.append((lo, len(self.out.code)))
+        self.out.terms.append(ranges)
 
     def skip(self) -> None:
         """A variable with no register terms."""
         n = len(self.out.code)
         self.out.spans.append((n, n))
+        self.out.terms.append([])
 
     def put(self, op: int, a: int = 0, b: int = 0, c: int = 0, d: int = 0,
             value: float = 0.0) -> None:

@@ -160,6 +160,7 @@ class CompiledMatcher:
             self.skip_mask[plan.variables.index(v)] = 1
         (self.code, self.consts, self.spans, self.set_mask, self.obs_last,
          self.obs_first) = plan.registers.arrays()
+        self.conj = plan.registers.conjunct_table()
         self.caps = np.array([64, 512, 256, 4096, 4096, 16384], np.int64)
         self.work = K.workspace(self.caps, len(plan.program), nv)
         # Row-local, standard mode: the DFA of the program runs instead of the thread VM
@@ -243,10 +244,10 @@ class CompiledMatcher:
             nv = len(plan.variables)
             dfa = self.dfa if not len(self.stat_state) else None  # statistics: the VM counts
             labels = label_input(plan, dfa, columns, n)
+            cols, valid = register_columns(plan, columns, n)
             # Statistics count every attempt, so none may be skipped.
             viable = P.NONE if dfa is not None or len(self.stat_state) \
-                else P.viable_starts(plan, labels, self.base)
-            cols, valid = register_columns(plan, columns, n)
+                else P.viable_starts(plan, labels, self.base, cols, valid)
             wend = within_ends(self.spec, plan.within,
                                columns[self.spec.order_by[0]]) if plan.within is not None \
                 else NO_WITHIN
@@ -265,10 +266,10 @@ class CompiledMatcher:
                         self.cancel.flag)
                 else:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
-                        plan.program, labels, viable, wend, self.code, self.consts, self.spans, cols,
-                        valid, self.set_mask, self.obs_last, self.obs_first, self.skip_mask,
-                        params, self.stat_state, self.stat_kind, self.stat, *self.work,
-                        self.cancel.flag)
+                        plan.program, labels, viable, wend, self.code, self.consts, self.spans,
+                        *self.conj, cols, valid, self.set_mask, self.obs_last, self.obs_first,
+                        self.skip_mask, params, self.stat_state, self.stat_kind, self.stat,
+                        *self.work, self.cancel.flag)
                 self._records(self.work[-2][:n_rec], self.work[-1][:n_lab])
                 self.next_start = int(nxt) + self.base
                 self.match_number = int(mn)
