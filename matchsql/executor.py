@@ -58,6 +58,7 @@ from matchsql.statement_text import (
     split_arguments,
 )
 from matchsql.views import STUB_MESSAGE, create_stub, definitions, expand, mentions, view_query
+from matchsql.workers.scatter import ScatterPlan, scatter_plan
 from matchsql.workers.session import WorkerSession, is_show_workers
 
 Params = Sequence[Any] | Mapping[str, Any] | None
@@ -582,12 +583,16 @@ class Executor:
         narrow = self._projected(node, spec)
         if narrow is not None:
             spec, input_sql = narrow
+        scatter = None  # the input queries of worker processes (matchsql/workers/scatter.py)
+        if self.config.workers > 1 and spec.partition_by:
+            scatter = scatter_plan(node, spec, spec.columns.names if narrow else None, cursor)
         if self._profiles is None:
-            return spec.output_schema(), self._match_batches(spec, cursor, input_sql)
+            return spec.output_schema(), self._match_batches(spec, cursor, input_sql,
+                                                             scatter=scatter)
         profile = MatchProfile(_path_name(spec, self.config), not spec.rows_per_match.all_rows)
         self._profiles[offset_of(node.this)] = profile
         return spec.output_schema(), profile.output(
-            self._match_batches(spec, cursor, input_sql, profile))
+            self._match_batches(spec, cursor, input_sql, profile, scatter))
 
     def _projected(self, node, spec: MatchSpec) -> tuple[MatchSpec, str] | None:
         """ONE ROW PER MATCH reads only the PARTITION BY and ORDER BY columns and
@@ -627,7 +632,8 @@ class Executor:
             raise type(err)(err.message, sql=statement, offset=offset) from None
 
     def _match_batches(self, spec: MatchSpec, cursor, input_sql: str,
-                       profile: MatchProfile | None = None) -> Iterator[pa.RecordBatch]:
+                       profile: MatchProfile | None = None,
+                       scatter: ScatterPlan | None = None) -> Iterator[pa.RecordBatch]:
         """Stream the input through one matcher run per partition.
 
         With ``threads`` > 1 the partitions run on a thread pool (the compiled
@@ -652,9 +658,16 @@ class Executor:
             # An interrupt that came while the statement was planned, before this
             # cursor could be interrupted, stops it here instead of after DuckDB's sort.
             cancel.check()
-            reader = cursor.sql(input_sql).to_arrow_reader(config.batch_size)
-            if profile is not None:
-                reader = profile.input(reader)
+
+            def open_input(sql: str):
+                reader = cursor.sql(sql).to_arrow_reader(config.batch_size)
+                return reader if profile is None else profile.input(reader)
+
+            if scatter is not None and self.workers.claim():
+                yield from self.workers.run(spec, config, cancel, open_input=open_input,
+                                            input_sql=input_sql, scatter=scatter)
+                return
+            reader = open_input(input_sql)
             try:  # plans are built once per spec: here, not racing in the workers
                 choose_path(spec, config.execution_path)
             except Error:
@@ -668,9 +681,7 @@ class Executor:
 
             threads, _ = partition_threads(spec, config)
             whole, _ = whole_partitions(spec, config)
-            if config.workers > 1 and spec.partition_by and self.workers.claim():
-                yield from self.workers.run(spec, config, reader, cancel)
-            elif threads > 1:
+            if threads > 1:
                 yield from ParallelPartitionRouter(
                     spec.partition_by, new_run, threads, chunk_rows=config.batch_size,
                     cancel=cancel, whole=match_whole if whole is not None else None).run(reader)
@@ -878,27 +889,31 @@ def _input_query(node, columns: list[str] | None = None) -> str:
     source = node.this.sql(dialect="duckdb")
     select = "*" if columns is None else ", ".join(
         exp.to_identifier(c, quoted=True).sql(dialect="duckdb") for c in columns)
-    keys = [p.sql(dialect="duckdb") for p in node.args.get("partition_by") or []]
     order = node.args.get("order")
-    if order is not None:
-        keys += [o.sql(dialect="duckdb") for o in order.expressions]
-    if keys and order is None:
-        # Without ORDER BY a partition keeps the input's order; DuckDB's sort is
-        # not stable, so the input position breaks ties between equal keys.
+    keys = [_column_name(p) for p in node.args.get("partition_by") or []]
+    keys += [_unqualified(o) for o in (order.expressions if order is not None else [])]
+    if keys:
+        # DuckDB's sort is not stable: the input position breaks ties between equal keys
+        # (a partition keeps the input's order where ORDER BY does not decide it).
         inner = "*" if columns is None else select  # the window carries no other column
         select = f"* EXCLUDE ({_POSITION})" if columns is None else select
         query = (f"SELECT {select} FROM (SELECT {inner}, row_number() OVER () "
-                 f"AS {_POSITION} FROM {source}) ORDER BY "
-                 + ", ".join(_column_name(p) for p in node.args["partition_by"])
+                 f"AS {_POSITION} FROM {source}) ORDER BY " + ", ".join(keys)
                  + f", {_POSITION}")
     else:
         query = f"SELECT {select} FROM {source}"
-        if keys:
-            query += " ORDER BY " + ", ".join(keys)
     ctes = visible_ctes(node)
     if ctes:
         query = "WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " " + query
     return query
+
+
+def _unqualified(item: exp.Expression) -> str:
+    """An ORDER BY item over its column's bare name (it sorts the input query's output)."""
+    if isinstance(item, exp.Ordered) and isinstance(item.this, exp.Column):
+        item = item.copy()
+        item.set("this", exp.column(exp.to_identifier(item.this.name, quoted=True)))
+    return item.sql(dialect="duckdb")
 
 
 def _column_name(column: exp.Expression) -> str:

@@ -74,6 +74,7 @@ class MigrationRecord:
     state_bytes: int
     open_partitions: int
     buffered_rows: int
+    state_rows: int = 0  # rows the snapshot carried (buffered input of an open wave)
 
 
 class WorkerRouter:
@@ -301,6 +302,12 @@ class WorkerRouter:
             self.worker_cpu_s[index] = extra[1] / 1e9
             for bucket, ns in extra[2].items():
                 self.bucket_cpu_s[bucket] = self.bucket_cpu_s.get(bucket, 0.0) + ns / 1e9
+        else:
+            self._answer(index, kind, payload, extra)
+
+    def _answer(self, index: int, kind: str, payload: bytes, extra) -> None:
+        """An answer of a kind that only another kind of router expects."""
+        raise ExecutionError(f"worker process {index} sent an unexpected {kind!r}")
 
     def _ready(self) -> Iterator[pa.RecordBatch]:
         """The matches of the leading partitions, as far as they are known."""
