@@ -11,10 +11,12 @@ import pyarrow as pa
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.plan.spec import MatchSpec
+from matchsql.router.partitions import RunFactory
 from matchsql.workers.balance import Policy, Rebalancer
 from matchsql.workers.pool import WorkerPool
 from matchsql.workers.router import WorkerRouter
 from matchsql.workers.scatter import ScatterPlan, ScatterRouter
+from matchsql.workers.stream import StreamRouter
 
 _SHOW_WORKERS = re.compile(r"^\s*show\s+workers\s*;?\s*$", re.IGNORECASE)
 
@@ -82,6 +84,30 @@ class WorkerSession:
                 if self.pool is pool:
                     self.pool = None
             self._busy.release()
+
+    def stream_router(self, spec: MatchSpec, config: Config, cancel: Cancellation,
+                      new_run: RunFactory, *, live: bool) -> StreamRouter | None:
+        """A continuous query's router on the workers, or None where it runs in this
+        process (``workers = 1``, no PARTITION BY, or the pool taken by another query).
+        It holds the pool until :meth:`StreamRouter.close`."""
+        if config.workers <= 1 or not spec.partition_by or not self.claim():
+            return None
+        try:
+            pool = self._pool(config.workers)
+        except BaseException:
+            self._busy.release()
+            raise
+        router = StreamRouter(pool, spec, config, cancel, new_run, live=live,
+                              policy=self.policy_factory(), on_close=self._closed)
+        self.last = router
+        return router
+
+    def _closed(self, router: WorkerRouter, clean: bool) -> None:
+        if not clean:
+            router.pool.kill()
+            if self.pool is router.pool:
+                self.pool = None
+        self._busy.release()
 
     def close(self) -> None:
         if self.pool is not None:
