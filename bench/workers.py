@@ -99,6 +99,7 @@ def makespan(works: list[float], workers: int) -> float:
 
 def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, float, list[float]]]:
     con = matchsql.connect(demo=False)
+    con.duckdb.execute("SET enable_progress_bar = false")
     con.duckdb.register("trade_src", synthetic_trades(rows, partitions))
     con.sql("CREATE TABLE trade AS SELECT * FROM trade_src")
     con.duckdb.unregister("trade_src")
@@ -118,18 +119,26 @@ def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, 
         # Side by side, in turns, so that a change of the machine's load hits every one.
         runs = {(1, 1, "scatter"): [], (1, 2, "scatter"): [], (2, 2, "sorted"): [],
                 (2, 2, "scatter"): []}
+        cpu: dict[str, tuple[float, list[float], list[float]]] = {}
         for _ in range(repeat):
             for (workers, threads, mode), got in runs.items():
                 con.sql(f"SET workers = {workers}")
                 con.sql(f"SET threads = {threads}")
                 session.mode = mode
                 got.append(_best(con, sql, 1))
+                if workers == 2:  # router CPU, each worker's CPU, matching CPU per bucket
+                    cpu[mode] = (got[-1][1], list(session.last.worker_cpu_s),
+                                 list(session.last.bucket_cpu_s.values()))
         for run, got in runs.items():
             timed[run] = min(got)
-        router = session.last
         w2, router_cpu, matches = timed[(2, 2, "scatter")]
-        worker_cpu = "/".join(f"{c:.2f}" for c in router.worker_cpu_s)
-        model[name] = (timed[(1, 1, "scatter")][1], router_cpu, list(router.bucket_cpu_s.values()))
+        worker_cpu = "/".join(f"{c:.2f}" for c in cpu["scatter"][1])
+        single = timed[(1, 1, "scatter")][1]
+        for mode, (router, workers_cpu, buckets) in cpu.items():
+            # Per-bucket work in proportion to its matching CPU, in all the workers' CPU
+            # (their sort and the transfers included).
+            scale = sum(workers_cpu) / max(sum(buckets), 1e-9)
+            model[f"{name} {mode}"] = (single, router, [b * scale for b in buckets])
         counts = {v[2] for v in timed.values()}
         note = "" if len(counts) == 1 else "  (row counts differ!)"
         w1 = timed[(1, 1, "scatter")][0]
@@ -143,9 +152,11 @@ def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, 
 
 def scaling(model: dict[str, tuple[float, float, list[float]]]) -> None:
     print("\n2. scaling model: speed-up over one process = its CPU / max(router CPU, LPT "
-          "makespan of the 64 buckets' matching CPU on N workers), a core per process")
+          "makespan of the 64 buckets' work on N workers), a core per process; a bucket's work "
+          "is the workers' CPU (sort, transfers, matching) shared in proportion to its "
+          "matching CPU; both modes of workers = 2")
     counts = (1, 2, 4, 8, 16, 32)
-    header = (f"{'query':<9}{'w1 CPU':>8}{'router':>8}{'match':>8}"
+    header = (f"{'query':<17}{'w1 CPU':>8}{'router':>8}{'workers':>8}"
               + "".join(f"{f'N={n}':>8}" for n in counts) + f"{'stops at':>10}"
               + f"{'2 cores':>9}")
     print(header)
@@ -156,7 +167,7 @@ def scaling(model: dict[str, tuple[float, float, list[float]]]) -> None:
                     counts[-1])
         # This machine: router and 2 workers share 2 cores (a fixed total of CPU to spread).
         two_cores = single / max(router_cpu, makespan(works, 2), (router_cpu + sum(works)) / 2)
-        print(f"{name:<9}{single:>7.2f}s{router_cpu:>7.2f}s{sum(works):>7.2f}s"
+        print(f"{name:<17}{single:>7.2f}s{router_cpu:>7.2f}s{sum(works):>7.2f}s"
               + "".join(f"{s:>7.2f}x" for s in speed) + f"{f'N={stop}':>10}"
               + f"{two_cores:>8.2f}x")
 
