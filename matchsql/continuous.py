@@ -78,6 +78,7 @@ _DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     matches BIGINT NOT NULL, checkpoints BIGINT NOT NULL, last_checkpoint TIMESTAMP,
     owner_pid BIGINT, owner_started BIGINT)"""
 DEFAULT_INTERVAL_S = 1.0
+MAX_RESTARTS = 10  # returns to the last checkpoint after lost worker processes, at most
 SHOW_SCHEMA = pa.schema([
     ("name", pa.string()), ("stream", pa.string()), ("state", pa.string()),
     ("position", pa.int64()), ("lag", pa.int64()), ("matches", pa.int64()),
@@ -390,6 +391,15 @@ class _Runner:
 
     def _run(self) -> None:
         while self._run_once():
+            if self.restarts >= MAX_RESTARTS:  # a worker that dies every time: say so
+                cursor = self.executor.con.cursor()
+                with contextlib.suppress(Exception):
+                    cursor.execute(
+                        f"UPDATE {TABLE} SET state = 'failed', error = ? WHERE name = ?",
+                        [f"worker processes died {self.restarts + 1} times; the query "
+                         "stopped at its last checkpoint", self.name])
+                cursor.close()
+                return
             self._back_to_checkpoint()
 
     def _back_to_checkpoint(self) -> None:
