@@ -57,6 +57,8 @@ def test_killed_worker_resumes_from_the_checkpoint_exactly_once(db, victim: int)
         pid = router.pool.workers[victim].pid
         os.kill(pid, signal.SIGKILL)
         write(db, 9000, 20000, step=500)  # end of stream after these
+        wait_state(con, "rising", "finished")
+        runner.thread.join(WAIT_S)  # its counters are final once the thread is done
         row = wait_state(con, "rising", "finished")
         assert runner.restarts >= 1  # the loss was seen and the query went back
         assert runner.replayed > 0  # ... and read the log again from the checkpoint
