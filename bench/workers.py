@@ -1,16 +1,20 @@
-"""Worker processes: one-time queries on 1 and 2 workers, a scaling model, migration pauses.
+"""Worker processes: one-time and continuous queries on 1 and 2 workers, a scaling model,
+migration pauses with the other buckets' latency.
 
     python -m bench.workers [--rows 1000000] [--partitions 500] [--repeat 3]
+                            [--stream-rows 300000]
                             [--migration-rows 1000,10000,100000,1000000]
 
-Three tables, all ratios between figures of this run:
+Five tables, all ratios between figures of this run:
 
 1. **One-time queries** (the partitioned :mod:`bench.paths` queries over synthetic trades):
    wall time with ``workers = 1`` (``threads = 1``, and ``threads = 2``, the
-   in-process thread pool) and ``workers = 2``; best of ``--repeat`` runs.
-   The CPU columns come from the ``workers = 2`` run: the router process
-   (DuckDB's sort and scan, routing, merging: the serial part) and the
-   matching CPU of each worker.
+   in-process thread pool) and ``workers = 2`` in both modes: "scatter" (the
+   router scans unsorted, the workers sort their own rows) and "sorted"
+   (DuckDB sorts in the router, pieces of partitions go out); best of
+   ``--repeat`` runs. The CPU columns come from the scatter run: the router
+   process (DuckDB's scan, Arrow take, sending, merging: the serial part) and
+   each worker's matching CPU (its sort included).
 2. **Scaling model**: from the measured matching CPU per bucket (64 buckets)
    and the router's CPU, the speed-up on N cores if each process had a core
    of its own: the single process's CPU (``workers = 1``, ``threads = 1``)
@@ -24,9 +28,18 @@ Three tables, all ratios between figures of this run:
    is moved (State Transfer); the pause runs from the snapshot request to the
    switch of routing (queue at the source, snapshot, transfer, restore) and
    the rows of that bucket buffered meanwhile (after a warm-up run of the same
-   query, so no worker is loading compiled code). The other buckets keep being
-   routed during the pause; per-tuple latency of continuous queries is not
-   measured here (they do not run on workers yet).
+   query, so no worker is loading compiled code). "sorted" mode: there a
+   bucket's open state is matcher runs (in scatter mode it is buffered rows).
+4. **Continuous queries**: live-ordered batches (time order, all partitions
+   mixed) through the hash router of ``workers = 1`` and the workers'
+   :class:`~matchsql.workers.stream.StreamRouter` with 2 workers (the
+   stream's reader, the same for both, is left out).
+5. **Migration of a continuous query's bucket**: one partition holds an open
+   match attempt of R rows; batches of the other partitions arrive on a fixed
+   clock, and each one's latency runs from its arrival to its matches. The
+   move happens between batches (nothing in flight), so batches arriving
+   during the pause wait for it: the table gives their p99 latency before the
+   move and during it.
 
 The machine is shared (other jobs run on its 2 cores), so wall times are
 noisy; the CPU figures and the model are much steadier. The header prints
@@ -40,11 +53,25 @@ import heapq
 import os
 import time
 
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 import matchsql
 from bench.paths import QUERIES
+from matchsql.cancel import Cancellation
+from matchsql.config import Config
+from matchsql.fsm.planner import new_partition_matcher
+from matchsql.grammar.analyze import analyze
+from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
+from matchsql.router.hashed import HashPartitionRouter
 from matchsql.storage.demo import synthetic_trades
 from matchsql.workers.balance import Load
+from matchsql.workers.pool import WorkerPool
 from matchsql.workers.router import BUCKETS, bucket_of
+from matchsql.workers.stream import StreamRouter
 
 #: The bench.paths queries with PARTITION BY (Q1 and Q3 match one partition: nothing to spread).
 PARTITIONED = {name: sql for name, sql in QUERIES.items() if "PARTITION BY" in sql}
@@ -73,33 +100,52 @@ def makespan(works: list[float], workers: int) -> float:
 
 def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, float, list[float]]]:
     con = matchsql.connect(demo=False)
+    con.duckdb.execute("SET enable_progress_bar = false")
     con.duckdb.register("trade_src", synthetic_trades(rows, partitions))
     con.sql("CREATE TABLE trade AS SELECT * FROM trade_src")
     con.duckdb.unregister("trade_src")
     con.sql("CREATE VIEW orders AS SELECT symbol AS custkey, ts AS orderdate, "
             "price AS totalprice FROM trade")
     print(f"\n1. one-time queries, {rows:,} rows, {partitions} partitions (best of {repeat})")
-    header = (f"{'query':<9}{'matches':>10}{'w1 1T s':>9}{'w1 2T s':>9}{'w2 s':>8}"
-              f"{'w2/w1 1T':>9}{'w2/w1 2T':>9}{'router CPU':>11}{'worker CPU':>14}")
+    header = (f"{'query':<9}{'matches':>10}{'w1 1T s':>9}{'w1 2T s':>9}{'w2 sort s':>10}"
+              f"{'w2 s':>8}{'w2/w1 1T':>9}{'w2/w1 2T':>9}{'router CPU':>11}{'worker CPU':>14}")
     print(header)
     print("-" * len(header))
     model: dict[str, tuple[float, float, list[float]]] = {}
+    session = con._executor.workers
     for name, sql in PARTITIONED.items():
         con.sql("SET workers = 2")
         con.sql(sql).arrow()  # starts the pool, warms the workers' compiled code
         timed = {}
-        for workers, threads in ((1, 1), (1, 2), (2, 2)):
-            con.sql(f"SET workers = {workers}")
-            con.sql(f"SET threads = {threads}")
-            timed[(workers, threads)] = _best(con, sql, repeat)
-        router = con._executor.workers.last
-        w2, router_cpu, matches = timed[(2, 2)]
-        worker_cpu = "/".join(f"{c:.2f}" for c in router.worker_cpu_s)
-        model[name] = (timed[(1, 1)][1], router_cpu, list(router.bucket_cpu_s.values()))
+        # Side by side, in turns, so that a change of the machine's load hits every one.
+        runs = {(1, 1, "scatter"): [], (1, 2, "scatter"): [], (2, 2, "sorted"): [],
+                (2, 2, "scatter"): []}
+        cpu: dict[str, tuple[float, list[float], list[float]]] = {}
+        for _ in range(repeat):
+            for (workers, threads, mode), got in runs.items():
+                con.sql(f"SET workers = {workers}")
+                con.sql(f"SET threads = {threads}")
+                session.mode = mode
+                got.append(_best(con, sql, 1))
+                if workers == 2:  # router CPU, each worker's CPU, matching CPU per bucket
+                    cpu[mode] = (got[-1][1], list(session.last.worker_cpu_s),
+                                 list(session.last.bucket_cpu_s.values()))
+        for run, got in runs.items():
+            timed[run] = min(got)
+        w2, router_cpu, matches = timed[(2, 2, "scatter")]
+        worker_cpu = "/".join(f"{c:.2f}" for c in cpu["scatter"][1])
+        single = timed[(1, 1, "scatter")][1]
+        for mode, (router, workers_cpu, buckets) in cpu.items():
+            # Per-bucket work in proportion to its matching CPU, in all the workers' CPU
+            # (their sort and the transfers included).
+            scale = sum(workers_cpu) / max(sum(buckets), 1e-9)
+            model[f"{name} {mode}"] = (single, router, [b * scale for b in buckets])
         counts = {v[2] for v in timed.values()}
         note = "" if len(counts) == 1 else "  (row counts differ!)"
-        print(f"{name:<9}{matches:>10,}{timed[(1, 1)][0]:>9.3f}{timed[(1, 2)][0]:>9.3f}"
-              f"{w2:>8.3f}{timed[(1, 1)][0] / w2:>9.2f}{timed[(1, 2)][0] / w2:>9.2f}"
+        w1 = timed[(1, 1, "scatter")][0]
+        print(f"{name:<9}{matches:>10,}{w1:>9.3f}{timed[(1, 2, 'scatter')][0]:>9.3f}"
+              f"{timed[(2, 2, 'sorted')][0]:>10.3f}{w2:>8.3f}{w1 / w2:>9.2f}"
+              f"{timed[(1, 2, 'scatter')][0] / w2:>9.2f}"
               f"{router_cpu:>10.2f}s{worker_cpu:>13}s{note}")
     con.close()
     return model
@@ -107,9 +153,11 @@ def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, 
 
 def scaling(model: dict[str, tuple[float, float, list[float]]]) -> None:
     print("\n2. scaling model: speed-up over one process = its CPU / max(router CPU, LPT "
-          "makespan of the 64 buckets' matching CPU on N workers), a core per process")
+          "makespan of the 64 buckets' work on N workers), a core per process; a bucket's work "
+          "is the workers' CPU (sort, transfers, matching) shared in proportion to its "
+          "matching CPU; both modes of workers = 2")
     counts = (1, 2, 4, 8, 16, 32)
-    header = (f"{'query':<9}{'w1 CPU':>8}{'router':>8}{'match':>8}"
+    header = (f"{'query':<17}{'w1 CPU':>8}{'router':>8}{'workers':>8}"
               + "".join(f"{f'N={n}':>8}" for n in counts) + f"{'stops at':>10}"
               + f"{'2 cores':>9}")
     print(header)
@@ -120,7 +168,7 @@ def scaling(model: dict[str, tuple[float, float, list[float]]]) -> None:
                     counts[-1])
         # This machine: router and 2 workers share 2 cores (a fixed total of CPU to spread).
         two_cores = single / max(router_cpu, makespan(works, 2), (router_cpu + sum(works)) / 2)
-        print(f"{name:<9}{single:>7.2f}s{router_cpu:>7.2f}s{sum(works):>7.2f}s"
+        print(f"{name:<17}{single:>7.2f}s{router_cpu:>7.2f}s{sum(works):>7.2f}s"
               + "".join(f"{s:>7.2f}x" for s in speed) + f"{f'N={stop}':>10}"
               + f"{two_cores:>8.2f}x")
 
@@ -172,6 +220,7 @@ def migration(sizes: list[int]) -> None:
             con.sql(setup)
             expected = single.sql(query).fetchall()
             session = con._executor.workers
+            session.mode = "sorted"  # open runs (scatter mode's open state is buffered rows)
             session.policy_factory = lambda: MoveWhenOpen(bucket, 1 << 62)  # never moves
             con.sql(query).fetchall()  # warm: the workers load the compiled query first
             session.policy_factory = lambda size=size: MoveWhenOpen(bucket, size)
@@ -188,19 +237,161 @@ def migration(sizes: list[int]) -> None:
             con.close()
 
 
+def _spec(sql: str, schema: pa.Schema):
+    """The MatchSpec of ``sql``'s MATCH_RECOGNIZE over a relation of ``schema``."""
+    node = next(parse(sql)[0].find_all(MatchRecognizeTable))
+    return analyze(node, schema, sql=sql, con=duckdb.connect())
+
+
+def _stream_batches(rows: int, partitions: int, batch: int) -> list[pa.RecordBatch]:
+    """Synthetic trades in time order (every partition mixed in each batch), as live."""
+    table = synthetic_trades(rows, partitions)
+    table = table.take(pc.sort_indices(table, [("ts", "ascending"), ("symbol", "ascending")]))
+    return table.to_batches(max_chunksize=batch)
+
+
+def continuous(rows: int, partitions: int, repeat: int) -> None:
+    print(f"\n4. continuous queries, {rows:,} live rows in time order, {partitions} partitions, "
+          f"batches of 20,000 (best of {repeat})")
+    header = (f"{'query':<9}{'matches':>10}{'w1 s':>8}{'w2 s':>8}{'w2/w1':>7}{'w1 CPU':>8}"
+              f"{'router CPU':>11}{'worker CPU':>14}")
+    print(header)
+    print("-" * len(header))
+    batches = _stream_batches(rows, partitions, 20_000)
+    config = Config(workers=2, threads=1)
+    pool = WorkerPool(2)
+    try:
+        for name, sql in PARTITIONED.items():
+            if "FROM trade " not in sql:
+                continue  # the live rows are trades (Q4 reads a view of other names)
+            spec = _spec(sql, batches[0].schema)
+
+            def new_run(key: tuple, spec=spec):
+                return new_partition_matcher(spec, key, config, live=True)
+
+            best = {1: (float("inf"), 0.0, 0), 2: (float("inf"), 0.0, 0)}
+            last = None
+            for _ in range(repeat + 1):  # the first round warms both
+                for workers in (1, 2):
+                    router = HashPartitionRouter(spec.partition_by, new_run) if workers == 1 \
+                        else StreamRouter(pool, spec, config, Cancellation(), new_run, live=True)
+                    cpu, wall = time.process_time(), time.perf_counter()
+                    out = sum(b.num_rows for batch in batches for b in router.route(batch))
+                    out += sum(b.num_rows for b in router.finish())
+                    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                    if wall < best[workers][0]:
+                        best[workers] = (wall, cpu, out)
+                    if workers == 2:
+                        last = router
+            assert last is not None
+            w1, w2 = best[1][0], best[2][0]
+            worker_cpu = "/".join(f"{c:.2f}" for c in last.worker_cpu_s)
+            same = "" if best[1][2] == best[2][2] else "  (row counts differ!)"
+            print(f"{name:<9}{best[2][2]:>10,}{w1:>8.3f}{w2:>8.3f}{w1 / w2:>7.2f}"
+                  f"{best[1][1]:>7.2f}s{best[2][1]:>10.2f}s{worker_cpu:>13}s{same}")
+    finally:
+        pool.kill()
+
+
+def stream_migration(sizes: list[int]) -> None:
+    print("\n5. continuous query: migration pause of one bucket vs its open state (one open "
+          "match attempt of R rows), and the latency (ms) of the other partitions' batches "
+          "(500 rows of 40 partitions each, arriving every 3x their mean service time)")
+    header = (f"{'R rows':>10}{'pause ms':>10}{'state MiB':>11}{'clock ms':>9}{'p50 before':>11}"
+              f"{'p99 before':>11}{'p99 during':>11}{'max during':>11}{'waited':>8}")
+    print(header)
+    print("-" * len(header))
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+           "FIRST(ts) AS s, LAST(ts) AS e, COUNT(*) AS n ONE ROW PER MATCH "
+           "PATTERN (A B* C) DEFINE C AS v < 0)")
+    schema = pa.schema([("p", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
+    others = {bucket_of((f"k{i}",), BUCKETS) for i in range(40)}
+    hot = next(f"h{j}" for j in range(10_000) if bucket_of((f"h{j}",), BUCKETS) not in others)
+    bucket = bucket_of((hot,), BUCKETS)
+    spec = _spec(sql, schema)
+    pool = WorkerPool(2)
+    try:
+        for size in sizes:
+            config = Config(workers=2, max_buffered_rows=max(2 * size, 100_000))
+
+            def new_run(key: tuple, config=config):
+                return new_partition_matcher(spec, key, config, live=True)
+
+            router = StreamRouter(pool, spec, config, Cancellation(), new_run, live=True)
+            ts = 0
+            for low in range(0, size, 50_000):  # the hot partition's open attempt
+                n = min(50_000, size - low)
+                list(router.route(pa.record_batch(
+                    [pa.array([hot] * n), pa.array(range(ts, ts + n), pa.int64()),
+                     pa.array(np.ones(n, np.int64))], schema=schema)))
+                ts += n
+
+            def others_batch(ts: int) -> pa.RecordBatch:
+                keys = [f"k{i % 40}" for i in range(500)]
+                values = np.where(np.arange(500) % 11 == 0, -1, 1)
+                return pa.record_batch([pa.array(keys), pa.array(range(ts, ts + 500), pa.int64()),
+                                        pa.array(values)], schema=schema)
+
+            warm = time.perf_counter()
+            for _ in range(30):  # the service time sets the clock: no queue builds up
+                list(router.route(others_batch(ts)))
+                ts += 500
+            interval_s = 3 * (time.perf_counter() - warm) / 30
+            latency: list[tuple[float, float]] = []  # (arrival, latency)
+            moved = None
+            start = time.perf_counter()
+            for i in range(400):
+                arrival = start + i * interval_s
+                while time.perf_counter() < arrival:
+                    pass
+                list(router.route(others_batch(ts)))
+                ts += 500
+                latency.append((arrival, time.perf_counter() - arrival))
+                if i == 250:
+                    begun = time.perf_counter()
+                    router.migrate(bucket, 1 - router.owner[bucket])
+                    moved = (begun, time.perf_counter())
+            list(router.finish())
+            record = router.migrations[-1]
+            assert moved is not None
+            before = sorted(lat for at, lat in latency if at < moved[0])
+            during = sorted(lat for at, lat in latency if moved[0] <= at <= moved[1]) or \
+                [latency[251][1]]  # the pause was shorter than the clock: the next batch
+            print(f"{size:>10,}{record.pause_s * 1e3:>10.1f}{record.state_bytes / 2**20:>11.2f}"
+                  f"{interval_s * 1e3:>9.1f}{_pct(before, 50) * 1e3:>11.1f}"
+                  f"{_pct(before, 99) * 1e3:>11.1f}{_pct(during, 99) * 1e3:>11.1f}"
+                  f"{during[-1] * 1e3:>11.1f}{len(during):>8}")
+    finally:
+        pool.kill()
+
+
+def _pct(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(len(values) * q / 100))] if values else 0.0
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=500)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--stream-rows", type=int, default=300_000)
     parser.add_argument("--migration-rows", default="1000,10000,100000,1000000")
+    parser.add_argument("--only", default="12345", help="the sections to run, e.g. 45")
     args = parser.parse_args(argv)
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPU core(s), load average {load[0]:.1f} {load[1]:.1f} "
           f"{load[2]:.1f} (a shared machine: wall times are noisy)")
-    model = one_time(args.rows, args.partitions, args.repeat)
-    scaling(model)
-    migration([int(s) for s in args.migration_rows.split(",") if s])
+    sizes = [int(s) for s in args.migration_rows.split(",") if s]
+    if "1" in args.only:
+        model = one_time(args.rows, args.partitions, args.repeat)
+        if "2" in args.only:
+            scaling(model)
+    if "3" in args.only:
+        migration(sizes)
+    if "4" in args.only:
+        continuous(args.stream_rows, args.partitions, args.repeat)
+    if "5" in args.only:
+        stream_migration(sizes)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -46,12 +47,16 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                        con: duckdb.DuckDBPyConnection, batch_rows: int,
                        cancelled: Callable[[], bool], on_producer_death: str = "error",
                        history: bool = True,
-                       input_options: InputOptions | None = None) -> Iterator[pa.RecordBatch]:
+                       input_options: InputOptions | None = None,
+                       router: Any = None) -> Iterator[pa.RecordBatch]:
     """Match batches of a query over ``definition``'s stream, as soon as they are final.
 
     ``input_options`` picks pull (the default, the query thread reads the
     store), push or adaptive input (a push thread reads; see
     :mod:`matchsql.adaptive.push`) and receives the query's input metrics.
+    ``router``, for pull input, replaces the in-process hash router (worker
+    processes: :class:`matchsql.workers.stream.StreamRouter`); it is closed at
+    the end.
     """
     options = input_options or InputOptions()
     metrics = InputMetrics()
@@ -64,7 +69,8 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
     push: PushInput | None = None
     try:
         reader.open()
-        router = HashPartitionRouter(partition_by, new_run)
+        if router is None or options.mode != "pull":
+            router = HashPartitionRouter(partition_by, new_run)
         next_seq = 0
         if archive is not None and cursor is not None:
             if history:
@@ -106,6 +112,8 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
             yield from _counted(metrics, router.finish())  # history-only partitions that got no live tuple
     finally:
         try:
+            if router is not None and hasattr(router, "close"):
+                router.close()
             if push is not None:
                 stop.set()  # wakes a push thread blocked in reader.read()
                 push.close()

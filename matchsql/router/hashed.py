@@ -38,24 +38,29 @@ class HashPartitionRouter:
 
     def route(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """Feed ``batch``; yield every output batch that became final."""
+        for key, rows in self.pieces(batch):
+            yield from self._run(key).feed(rows)
+
+    def pieces(self, batch: pa.RecordBatch) -> Iterator[tuple[tuple, pa.RecordBatch]]:
+        """``(key, rows)`` per partition of ``batch``, keys in order of first appearance
+        (runs start in arrival order), each partition's rows in arrival order."""
         if batch.num_rows == 0:
             return
         if not self.keys:
-            yield from self._run(()).feed(batch)
+            yield (), batch
             return
         codes, groups = self._codes(batch)
         if groups == 1:
-            yield from self._run(self._key(batch, 0)).feed(batch)
+            yield self._key(batch, 0), batch
             return
         # One stable sort and one take; each partition is then a zero-copy slice.
         order = np.argsort(codes, kind="stable")
         counts = np.bincount(codes, minlength=groups)
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
         ordered = batch.take(pa.array(order))
-        # Visit partitions in order of first appearance, so runs start in arrival order.
         for group in np.argsort(order[starts], kind="stable").tolist():
             start, count = int(starts[group]), int(counts[group])
-            yield from self._run(self._key(ordered, start)).feed(ordered.slice(start, count))
+            yield self._key(ordered, start), ordered.slice(start, count)
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         """End of stream: finish every run."""

@@ -50,6 +50,7 @@ from sqlglot import exp
 
 from matchsql import snapshot
 from matchsql.api.result import table_result
+from matchsql.cancel import Cancellation
 from matchsql.errors import CatalogError, Error, ExecutionError, SemanticError
 from matchsql.fsm.planner import new_partition_matcher
 from matchsql.grammar.analyze import analyze
@@ -68,6 +69,7 @@ from matchsql.storage import faults, liveness
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.live_reader import LiveReader
 from matchsql.storage.shm_ring import W_HEAD_SEQ, W_TAIL_SEQ, Ring
+from matchsql.workers.router import WorkerLost
 
 TABLE = "__matchsql_continuous_queries"
 _DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
@@ -77,6 +79,7 @@ _DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     matches BIGINT NOT NULL, checkpoints BIGINT NOT NULL, last_checkpoint TIMESTAMP,
     owner_pid BIGINT, owner_started BIGINT)"""
 DEFAULT_INTERVAL_S = 1.0
+MAX_RESTARTS = 10  # returns to the last checkpoint after lost worker processes, at most
 SHOW_SCHEMA = pa.schema([
     ("name", pa.string()), ("stream", pa.string()), ("state", pa.string()),
     ("position", pa.int64()), ("lag", pa.int64()), ("matches", pa.int64()),
@@ -97,6 +100,7 @@ class _Plan:
     view: str
     schema: pa.Schema  # the matches' columns
     index: snapshot.PlanIndex  # the plan objects a snapshot refers to
+    spec: Any = None  # the MatchSpec (worker processes build their runs from it)
 
 
 class ContinuousQueries:
@@ -319,7 +323,7 @@ class ContinuousQueries:
         view = f"__matchsql_cq_{name.lower()}"
         node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
         return _Plan(definition, spec.partition_by, new_run, tree.sql(dialect="duckdb"), view,
-                     spec.output_schema(), index)
+                     spec.output_schema(), index, spec)
 
     def _start_position(self, definition: StreamDef) -> int:
         """A new query starts at the oldest tuple the ring still holds (the stream's
@@ -367,6 +371,7 @@ class _Runner:
         self.committed = int(row["matches"])
         self.checkpoints = int(row["checkpoints"])
         self.replayed = 0  # tuples read again from the log after a restart
+        self.restarts = 0  # times a lost worker process sent the query back to its checkpoint
         self.snapshot_bytes = 0  # the largest matcher-state snapshot written
         # Set to a list to record each live batch's latency (bench/checkpoint.py).
         self.latencies_ns: list[int] | None = None
@@ -375,7 +380,7 @@ class _Runner:
         self._last = time.monotonic()
         self._halt = threading.Event()
         self._final_state = "stopped"
-        self._router: HashPartitionRouter | None = None
+        self._router: Any = None  # a HashPartitionRouter, or the workers' StreamRouter
         self._cursor: duckdb.DuckDBPyConnection | None = None
         self.thread = threading.Thread(target=self._run, daemon=True,
                                        name=f"matchsql-cq-{name}")
@@ -386,6 +391,48 @@ class _Runner:
         self.thread.join(30)
 
     def _run(self) -> None:
+        while self._run_once():
+            if self.restarts >= MAX_RESTARTS:  # a worker that dies every time: say so
+                cursor = self.executor.con.cursor()
+                with contextlib.suppress(Exception):
+                    cursor.execute(
+                        f"UPDATE {TABLE} SET state = 'failed', error = ? WHERE name = ?",
+                        [f"worker processes died {self.restarts + 1} times; the query "
+                         "stopped at its last checkpoint", self.name])
+                cursor.close()
+                return
+            self._back_to_checkpoint()
+
+    def _back_to_checkpoint(self) -> None:
+        """A worker process died: what it held is lost, so the whole query goes back to
+        its last checkpoint (state and position; the uncommitted matches are found again
+        by the replay from the stream's log, so the sink gets each exactly once)."""
+        cursor = self.executor.con.cursor()
+        try:
+            self.saved, self.position = cursor.execute(
+                f"SELECT snapshot, position FROM {TABLE} WHERE name = ?",
+                [self.name]).fetchall()[0]
+        finally:
+            cursor.close()
+        self._pending = []
+        self._rows_since = 0
+        self.restarts += 1
+
+    def _new_router(self):
+        """The partitions' runs: in worker processes with ``SET workers = N`` (when the
+        pool is free), else in this thread."""
+        config = self.executor.config
+        if self.plan.spec is not None:
+            router = self.executor.workers.stream_router(
+                self.plan.spec, config, Cancellation(), self.plan.new_run, live=False)
+            if router is not None:
+                return router
+        return HashPartitionRouter(self.plan.partition_by, self.plan.new_run)
+
+    def _run_once(self) -> bool:
+        """Run until the end of the stream, a stop or a failure; True when a lost worker
+        process sends the query back to its last checkpoint."""
+        restart = False
         con = self.executor.con
         cursor = self._cursor = con.cursor()
         history = con.cursor()
@@ -399,8 +446,7 @@ class _Runner:
             archive = reader.take_archive(history)
             reader.open()
             reader.on_wait = self._maybe_checkpoint
-            router = self._router = HashPartitionRouter(self.plan.partition_by,
-                                                        self.plan.new_run)
+            router = self._router = self._new_router()
             if self.saved:
                 router.runs = self.plan.index.loads(self.saved)
             start = self.position
@@ -423,6 +469,11 @@ class _Runner:
             for out in router.finish():
                 self._pending.append(out)
             self._checkpoint("finished")
+        except WorkerLost:
+            if self.checkpointing and not self._halt.is_set():
+                restart = True
+            else:
+                self._fail()
         except ExecutionError:
             if self._halt.is_set():  # stopped between batches: the state is consistent
                 with contextlib.suppress(Error, duckdb.Error):
@@ -434,9 +485,13 @@ class _Runner:
         finally:
             with contextlib.suppress(Exception):
                 reader.close()
+            if hasattr(self._router, "close"):  # worker processes: the pool is free again
+                with contextlib.suppress(Exception):
+                    self._router.close()
             for c in (history, cursor):
                 with contextlib.suppress(Exception):
                     c.close()
+        return restart
 
     def _fail(self) -> None:
         error = sys.exc_info()[1]

@@ -63,6 +63,8 @@ from matchsql.session.statements import (
     query,
 )
 from matchsql.session.views import create_stub, expand, view_query
+from matchsql.workers.plan import ScatterPlan
+from matchsql.workers.scatter import scatter_plan
 
 _view_numbers = itertools.count()
 _VIEW = re.compile(r"__matchsql_matches_\d+")
@@ -323,12 +325,16 @@ class MatchRunner:
         narrow = self._projected(node, spec)
         if narrow is not None:
             spec, input_sql = narrow
+        scatter = None  # the input queries of worker processes (matchsql/workers/scatter.py)
+        if self.executor.config.workers > 1 and spec.partition_by:
+            scatter = scatter_plan(node, spec, spec.columns.names if narrow else None, cursor)
         if self._profiles is None:
-            return spec.output_schema(), self._match_batches(spec, cursor, input_sql)
+            return spec.output_schema(), self._match_batches(spec, cursor, input_sql,
+                                                             scatter=scatter)
         profile = MatchProfile(_path_name(spec, self.executor.config), not spec.rows_per_match.all_rows)
         self._profiles[offset_of(node.this)] = profile
         return spec.output_schema(), profile.output(
-            self._match_batches(spec, cursor, input_sql, profile))
+            self._match_batches(spec, cursor, input_sql, profile, scatter))
 
     def _projected(self, node, spec: MatchSpec) -> tuple[MatchSpec, str] | None:
         """ONE ROW PER MATCH reads only the PARTITION BY and ORDER BY columns and
@@ -368,7 +374,8 @@ class MatchRunner:
             raise type(err)(err.message, sql=statement, offset=offset) from None
 
     def _match_batches(self, spec: MatchSpec, cursor, input_sql: str,
-                       profile: MatchProfile | None = None) -> Iterator[pa.RecordBatch]:
+                       profile: MatchProfile | None = None,
+                       scatter: ScatterPlan | None = None) -> Iterator[pa.RecordBatch]:
         """Stream the input through one matcher run per partition.
 
         With ``threads`` > 1 the partitions run on a thread pool (the compiled
@@ -385,9 +392,16 @@ class MatchRunner:
             # An interrupt that came while the statement was planned, before this
             # cursor could be interrupted, stops it here instead of after DuckDB's sort.
             cancel.check()
-            reader = cursor.sql(input_sql).to_arrow_reader(config.batch_size)
-            if profile is not None:
-                reader = profile.input(reader)
+
+            def open_input(sql: str):
+                reader = cursor.sql(sql).to_arrow_reader(config.batch_size)
+                return reader if profile is None else profile.input(reader)
+
+            if scatter is not None and self.executor.workers.claim():
+                yield from self.executor.workers.run(spec, config, cancel, open_input=open_input,
+                                                     input_sql=input_sql, scatter=scatter)
+                return
+            reader = open_input(input_sql)
             try:  # plans are built once per spec: here, not racing in the workers
                 planner.choose_path(spec, config.execution_path)
             except Error:
@@ -401,9 +415,7 @@ class MatchRunner:
 
             threads, _ = planner.partition_threads(spec, config)
             whole, _ = planner.whole_partitions(spec, config)
-            if config.workers > 1 and spec.partition_by and self.executor.workers.claim():
-                yield from self.executor.workers.run(spec, config, reader, cancel)
-            elif threads > 1:
+            if threads > 1:
                 yield from ParallelPartitionRouter(
                     spec.partition_by, new_run, threads, chunk_rows=config.batch_size,
                     cancel=cancel, whole=match_whole if whole is not None else None).run(reader)

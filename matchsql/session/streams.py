@@ -203,12 +203,19 @@ class StreamStatements:
         options = InputOptions.for_pattern(spec.pattern, config.input_mode, config.adaptive_u,
                                            sliding, stats, config.adaptive_rule)
         cancel = self.executor.cancellation  # this statement's, even if read later
+
+        def new_run(key: tuple):
+            return planner.new_partition_matcher(spec, key, config, cancel, live=True)
+
+        # SET workers = N: the partitions' runs live in worker processes (pull input).
+        router = None if options.mode != "pull" else \
+            self.executor.workers.stream_router(spec, config, cancel, new_run, live=True)
         batches = continuous_batches(
-            definition, spec.partition_by,
-            lambda key: planner.new_partition_matcher(spec, key, config, cancel, live=True),
+            definition, spec.partition_by, new_run,
             con=self.executor.con, batch_rows=config.batch_size,
             cancelled=lambda: cancel.cancelled,
-            on_producer_death=config.on_producer_death, input_options=options)
+            on_producer_death=config.on_producer_death, input_options=options,
+            router=router)
         return _MatchReader(spec.output_schema(), self._recording(batches), stats)
 
     def _recording(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -74,6 +74,7 @@ class MigrationRecord:
     state_bytes: int
     open_partitions: int
     buffered_rows: int
+    state_rows: int = 0  # rows the snapshot carried (buffered input of an open wave)
 
 
 class WorkerRouter:
@@ -280,15 +281,7 @@ class WorkerRouter:
             worker.proc.join(2.0)  # its end of the pipe closed: it is dying or dead
             raise _died(worker, worker.death() or "closed its channel") from None
         if kind == "out":
-            entries, batches = unpack(payload)
-            position = 0
-            for number, count, done in entries:
-                if count:
-                    self._out.setdefault(number, []).extend(batches[position:position + count])
-                    position += count
-                if done:
-                    self._done.add(number)
-            self.done_rows[index] = extra
+            self._on_out(index, payload, extra)
         elif kind == "state":
             self._states.append((extra, payload))
         elif kind == "error":
@@ -301,6 +294,24 @@ class WorkerRouter:
             self.worker_cpu_s[index] = extra[1] / 1e9
             for bucket, ns in extra[2].items():
                 self.bucket_cpu_s[bucket] = self.bucket_cpu_s.get(bucket, 0.0) + ns / 1e9
+        else:
+            self._answer(index, kind, payload, extra)
+
+    def _on_out(self, index: int, payload: bytes, extra) -> None:
+        """Matches of sorted pieces: per partition number, with its "done" mark."""
+        entries, batches = unpack(payload)
+        position = 0
+        for number, count, done in entries:
+            if count:
+                self._out.setdefault(number, []).extend(batches[position:position + count])
+                position += count
+            if done:
+                self._done.add(number)
+        self.done_rows[index] = extra
+
+    def _answer(self, index: int, kind: str, payload: bytes, extra) -> None:
+        """An answer of a kind that only another kind of router expects."""
+        raise ExecutionError(f"worker process {index} sent an unexpected {kind!r}")
 
     def _ready(self) -> Iterator[pa.RecordBatch]:
         """The matches of the leading partitions, as far as they are known."""
@@ -326,7 +337,11 @@ class WorkerRouter:
                 raise _died(worker, death)
 
 
+class WorkerLost(ExecutionError):
+    """A worker process died: its buckets' state is gone (a checkpoint can restore it)."""
+
+
 def _died(worker: Worker, how: str) -> ExecutionError:
-    return ExecutionError(
+    return WorkerLost(
         f"worker process {worker.index} (pid {worker.pid}) {how} while running the query; "
         "its partitions' matches are lost, so the query failed")

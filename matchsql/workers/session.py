@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.plan.spec import MatchSpec
+from matchsql.router.partitions import RunFactory
 from matchsql.workers.balance import Policy, Rebalancer
 from matchsql.workers.pool import WorkerPool
 from matchsql.workers.router import WorkerRouter
-
-_SHOW_WORKERS = re.compile(r"^\s*show\s+workers\s*;?\s*$", re.IGNORECASE)
-
-
-def is_show_workers(statement: str) -> bool:
-    return _SHOW_WORKERS.match(statement) is not None
+from matchsql.workers.scatter import ScatterPlan, ScatterRouter
+from matchsql.workers.stream import StreamRouter
 
 
 class WorkerSession:
@@ -31,6 +27,9 @@ class WorkerSession:
         self.last: WorkerRouter | None = None
         # The policy of the next queries' routers; tests put a fault injector here.
         self.policy_factory = Rebalancer
+        # "scatter" (the router scans unsorted, the workers sort: :mod:`.scatter`) or
+        # "sorted" (DuckDB sorts in this process, pieces of partitions go out: :mod:`.router`).
+        self.mode = "scatter"
         self._busy = threading.Lock()
 
     def _pool(self, size: int) -> WorkerPool:
@@ -51,16 +50,26 @@ class WorkerSession:
         """
         return self._busy.acquire(blocking=False)
 
-    def run(self, spec: MatchSpec, config: Config, batches: Iterable[pa.RecordBatch],
-            cancel: Cancellation, policy: Policy | None = None) -> Iterator[pa.RecordBatch]:
+    def run(self, spec: MatchSpec, config: Config, cancel: Cancellation, *,
+            open_input: Callable[[str], Iterable[pa.RecordBatch]], input_sql: str,
+            scatter: ScatterPlan, policy: Policy | None = None) -> Iterator[pa.RecordBatch]:
+        """The matches of one MATCH_RECOGNIZE; ``open_input(sql)`` runs an input query
+        (``input_sql``: sorted, for :attr:`mode` "sorted"; else ``scatter``'s scans)."""
         clean = False
         pool: WorkerPool | None = None
         try:
             pool = self._pool(config.workers)
-            router = WorkerRouter(pool, spec, config, cancel,
-                                  policy=policy if policy is not None else self.policy_factory())
-            self.last = router
-            yield from router.run(batches)
+            policy = policy if policy is not None else self.policy_factory()
+            router: WorkerRouter
+            if self.mode == "sorted":
+                router = WorkerRouter(pool, spec, config, cancel, policy=policy)
+                self.last = router
+                yield from router.run(open_input(input_sql))
+            else:
+                router = ScatterRouter(pool, spec, config, cancel, scatter, open_input,
+                                       policy=policy)
+                self.last = router
+                yield from router.run()
             clean = True
         finally:
             if not clean and pool is not None:
@@ -68,6 +77,30 @@ class WorkerSession:
                 if self.pool is pool:
                     self.pool = None
             self._busy.release()
+
+    def stream_router(self, spec: MatchSpec, config: Config, cancel: Cancellation,
+                      new_run: RunFactory, *, live: bool) -> StreamRouter | None:
+        """A continuous query's router on the workers, or None where it runs in this
+        process (``workers = 1``, no PARTITION BY, or the pool taken by another query).
+        It holds the pool until :meth:`StreamRouter.close`."""
+        if config.workers <= 1 or not spec.partition_by or not self.claim():
+            return None
+        try:
+            pool = self._pool(config.workers)
+        except BaseException:
+            self._busy.release()
+            raise
+        router = StreamRouter(pool, spec, config, cancel, new_run, live=live,
+                              policy=self.policy_factory(), on_close=self._closed)
+        self.last = router
+        return router
+
+    def _closed(self, router: WorkerRouter, clean: bool) -> None:
+        if not clean:
+            router.pool.kill()
+            if self.pool is router.pool:
+                self.pool = None
+        self._busy.release()
 
     def close(self) -> None:
         if self.pool is not None:

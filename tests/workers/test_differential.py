@@ -100,13 +100,24 @@ def connections():
         con.close()
 
 
+def _mode(connections, mode: str) -> None:
+    """Scatter (workers sort their rows) or sorted (pieces of DuckDB-sorted input)."""
+    for n in (2, 3):
+        connections[n]._executor.workers.mode = mode
+
+
+MODES = ["scatter", "sorted"]
+
+
 def _rows(con: matchsql.Connection, query: str, batch_size: int) -> list[tuple]:
     con.sql(f"SET batch_size = {batch_size}")
     return con.sql(query).fetchall()
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("seed", range(4))
-def test_random_queries_same_rows(connections, seed: int) -> None:
+def test_random_queries_same_rows(connections, seed: int, mode: str) -> None:
+    _mode(connections, mode)
     rng = random.Random(seed)
     for con in connections.values():
         _random_table(con, random.Random(seed))
@@ -118,9 +129,11 @@ def test_random_queries_same_rows(connections, seed: int) -> None:
             assert _rows(connections[n], query, batch_size) == expected, (n, query)
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("seed", range(4))
-def test_random_migrations_same_rows(connections, seed: int) -> None:
+def test_random_migrations_same_rows(connections, seed: int, mode: str) -> None:
     """Buckets move between workers while the query runs (State Transfer)."""
+    _mode(connections, mode)
     rng = random.Random(100 + seed)
     for con in connections.values():
         _random_table(con, random.Random(100 + seed))
@@ -139,8 +152,11 @@ def test_random_migrations_same_rows(connections, seed: int) -> None:
     assert moved > 0
 
 
-def test_migrations_move_open_partitions(connections) -> None:
-    """Some migrations carry open runs (a partition split across two workers)."""
+@pytest.mark.parametrize("mode", MODES)
+def test_migrations_move_open_state(connections, mode: str) -> None:
+    """Some migrations carry open state: open runs (a partition split across two
+    workers) for sorted input, a wave's buffered rows for scattered input."""
+    _mode(connections, mode)
     con = connections[2]
     _random_table(con, random.Random(7))
     _random_table(connections[1], random.Random(7))
@@ -151,12 +167,14 @@ def test_migrations_move_open_partitions(connections) -> None:
     session = con._executor.workers
     session.policy_factory = lambda: RandomMigrations(3, rate=1.0)
     assert _rows(con, query, 3) == expected
-    assert any(m.open_partitions for m in session.last.migrations)
+    moves = session.last.migrations
+    assert any(m.open_partitions if mode == "sorted" else m.state_rows for m in moves)
 
 
 @pytest.mark.parametrize("path", ["reference", "auto"])
 def test_migrations_on_each_matcher_kind(connections, path: str) -> None:
     """Reference matchers hold closures (cloudpickle), compiled ones do not (plain pickle)."""
+    _mode(connections, "sorted")  # open runs move only where partitions arrive in pieces
     _random_table(connections[1], random.Random(11))
     _random_table(connections[2], random.Random(11))
     query = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
@@ -185,6 +203,7 @@ def test_nested_match_recognize(connections) -> None:
              "DEFINE B AS v > PREV(v))) MATCH_RECOGNIZE (PARTITION BY p ORDER BY s "
              "MEASURES COUNT(*) AS n, LAST(s) AS last_s ONE ROW PER MATCH PATTERN (X Y*) "
              "DEFINE Y AS lv >= PREV(lv))")
+    _mode(connections, "scatter")
     expected = _rows(connections[1], query, 16)
     assert expected
     assert _rows(connections[2], query, 16) == expected

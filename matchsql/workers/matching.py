@@ -1,0 +1,167 @@
+"""What a worker does with a query's rows: partition matcher runs, and the answer sent back.
+
+Shared by the worker's message loop (:mod:`.process`) for sorted pieces and by
+:mod:`.gather` (rows that the worker sorts itself).
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from matchsql.config import Config
+from matchsql.errors import Error
+from matchsql.fsm.planner import new_partition_matcher, whole_partitions
+from matchsql.plan.spec import MatchSpec
+from matchsql.router.parallel import coalesce
+from matchsql.router.partitions import PartitionRun, feed_last, segments
+from matchsql.spark.state import restore_like, snapshot_matcher
+from matchsql.workers.channel import RingWriter
+from matchsql.workers.frames import pack, unpack
+
+
+class Query:
+    """One query's open partition runs on this worker."""
+
+    def __init__(self, index: int, spec: MatchSpec, config: Config) -> None:
+        self.index = index
+        self.spec = spec
+        self.config = config
+        self.schema = spec.output_schema()
+        # partition number -> (bucket, key, run): the partitions begun and not finished.
+        self.runs: dict[int, tuple[int, tuple, PartitionRun]] = {}
+        # Matches a run of complete partitions at once (fsm/compiled/batch.py), when the
+        # planner allows it and the output carries the partition columns to cut it by.
+        whole, _ = whole_partitions(spec, config)
+        names = set(self.schema.names)
+        self.whole = whole if whole is not None and set(spec.partition_by) <= names else None
+        self.failed = False
+        self.rows = 0
+        self.busy_ns = 0
+        # CPU per bucket (a message's time shared by its rows): the bench's scaling model.
+        self.bucket_ns: dict[int, int] = {}
+
+    def new_run(self, key: tuple) -> PartitionRun:
+        return new_partition_matcher(self.spec, key, self.config)
+
+    def data(self, entries: list[tuple], batches: list[pa.RecordBatch]) -> tuple[list, list]:
+        """Feed each entry's rows to its partition's run; the matches per partition.
+
+        Runs of complete partitions (first and last piece in this message) are
+        matched together where the planner allows it, as the single-process
+        router does; their output is cut back into partitions by key.
+        """
+        rows = pa.concat_batches(batches) if len(batches) > 1 else \
+            (batches[0] if batches else None)
+        out_entries: list[tuple[int, int, bool]] = []
+        out: list[pa.RecordBatch] = []
+        group: list[tuple[int, tuple, int, int]] = []
+
+        def emit(number: int, produced: list[pa.RecordBatch], last: bool) -> None:
+            produced = [b for b in coalesce(produced) if b.num_rows]
+            if produced or last:
+                out_entries.append((number, len(produced), last))
+                out.extend(produced)
+
+        def flush() -> None:
+            if len(group) > 1:
+                for number, produced in self._whole(rows, group):
+                    emit(number, produced, True)
+            for number, key, offset, count in group if len(group) == 1 else ():
+                emit(number, feed_last(self.new_run(key), rows.slice(offset, count)), True)
+            group.clear()
+
+        offset = 0
+        for number, bucket, key, count, last in entries:
+            start, offset = offset, offset + count
+            self.rows += count
+            held = self.runs.get(number)
+            if self.whole is not None and held is None and last and count and plain(key):
+                group.append((number, key, start, count))
+                continue
+            flush()
+            piece = rows.slice(start, count) if count else None
+            run = held[2] if held is not None else self.new_run(key)
+            if last:
+                self.runs.pop(number, None)
+                emit(number, feed_last(run, piece) if piece is not None else run.finish(), True)
+            else:
+                self.runs[number] = (bucket, key, run)
+                emit(number, run.feed(piece) if piece is not None else [], False)
+        flush()
+        return out_entries, out
+
+    def _whole(self, rows: pa.RecordBatch, group: list[tuple[int, tuple, int, int]]
+               ) -> list[tuple[int, list[pa.RecordBatch]]]:
+        """Complete partitions matched in one pass, each one's output found by its key."""
+        start = group[0][2]
+        counts = [count for _, _, _, count in group]
+        bounds = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        assert self.whole is not None
+        produced = self.whole.match(rows.slice(start, int(bounds[-1])), bounds)
+        number_of = {key: number for number, key, _, _ in group}
+        per: dict[int, list[pa.RecordBatch]] = {number: [] for number, _, _, _ in group}
+        keys = self.spec.partition_by
+        for batch in produced:
+            for a, b in segments(batch, keys):
+                key = tuple(batch.column(name)[a].as_py() for name in keys)
+                per[number_of[key]].append(batch.slice(a, b - a))
+        return list(per.items())
+
+    def serve(self, writer: RingWriter, kind: str, payload: bytes, extra: Any) -> None:
+        if kind == "data":
+            answer(self, writer, *unpack(payload))
+        elif kind == "snapshot":
+            writer.send("state", self.snapshot(extra), extra)
+        elif kind == "restore":
+            self.restore(payload)
+
+    def snapshot(self, bucket: int) -> bytes:
+        """The bucket's open runs as bytes; they leave this worker."""
+        moving = {number: held for number, held in self.runs.items() if held[0] == bucket}
+        state = []
+        for number, (_, key, run) in moving.items():
+            del self.runs[number]
+            state.append((number, key, snapshot_matcher(run, plain_first=True)))
+        return pickle.dumps((bucket, state), protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore(self, payload: bytes) -> list[int]:
+        bucket, state = pickle.loads(payload)
+        numbers = []
+        for number, key, data in state:
+            run = restore_like(self.new_run(key), data)
+            if run is None:
+                raise Error("a migrated partition's state did not restore")
+            self.runs[number] = (bucket, key, run)
+            numbers.append(number)
+        return numbers
+
+
+def plain(key: tuple) -> bool:
+    """A key that equals itself (no NaN), so the output's copy of it finds it again."""
+    return all(value == value for value in key)
+
+
+def cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    if batch.schema.equals(schema):
+        return batch
+    return pa.RecordBatch.from_arrays(
+        [column.cast(field.type) for column, field in zip(batch.columns, schema)], schema=schema)
+
+
+def answer(query: Query, writer: RingWriter, entries: list[tuple],
+           batches: list[pa.RecordBatch]) -> None:
+    """Match ``entries`` (see :meth:`Query.data`) and send their matches as one "out"."""
+    started = time.process_time_ns()
+    out_entries, out = query.data(entries, batches)
+    spent = time.process_time_ns() - started
+    total = sum(entry[3] for entry in entries) or 1
+    for entry in entries:
+        query.bucket_ns[entry[1]] = query.bucket_ns.get(entry[1], 0) + spent * entry[3] // total
+    # Sent even when empty: the row count is the router's measure of this queue.
+    out = [cast(batch, query.schema) for batch in out]
+    writer.send("out", pack(out_entries, out, query.schema), query.rows)

@@ -1,0 +1,217 @@
+"""Continuous queries on workers: live batches split by partition key, runs kept by workers.
+
+:class:`StreamRouter` stands in for :class:`~matchsql.router.hashed.HashPartitionRouter`
+(``route``, ``finish``, ``runs``, ``partitions``): a live batch is cut into
+its partitions' pieces (the same cut), each partition key hashes into a
+bucket, the pieces go to the buckets' workers, and the batch's matches come
+back per key and are yielded in the order the keys first appear in the batch
+- the order of ``workers = 1``. At end of stream the runs finish in the order
+their keys first appeared. ``runs`` gathers every run's state from the
+workers (a named continuous query's checkpoint) and setting it hands saved
+runs to the workers (its resumption).
+
+A batch is routed and answered before the next one: migrations happen
+between batches, so the State Transfer needs no buffering here (nothing of
+the bucket is in flight); the pause holds the stream for that long.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from collections.abc import Callable, Iterator
+
+import pyarrow as pa
+
+from matchsql.cancel import Cancellation
+from matchsql.config import Config
+from matchsql.plan.spec import MatchSpec
+from matchsql.router.hashed import HashPartitionRouter
+from matchsql.router.parallel import coalesce
+from matchsql.router.partitions import PartitionRun, RunFactory
+from matchsql.spark.state import restore_like, snapshot_matcher
+from matchsql.workers.balance import Policy, least_loaded
+from matchsql.workers.frames import pack, unpack
+from matchsql.workers.pool import WorkerPool
+from matchsql.workers.router import MigrationRecord, WorkerRouter, bucket_of
+
+
+class StreamRouter(WorkerRouter):
+    """A continuous query's partitions on the pool's workers."""
+
+    def __init__(self, pool: WorkerPool, spec: MatchSpec, config: Config,
+                 cancel: Cancellation, new_run: RunFactory, *, live: bool,
+                 policy: Policy | None = None,
+                 on_close: Callable[[StreamRouter, bool], None] | None = None) -> None:
+        super().__init__(pool, spec, config, cancel, policy=policy)
+        self.new_run = new_run
+        self.live = live
+        self.on_close = on_close
+        self._cut = HashPartitionRouter(spec.partition_by, new_run)  # the partition cut
+        self.first: dict[tuple, int] = {}  # key -> bucket, in order of first appearance
+        self._seq = 0
+        self._answers: dict[object, dict[int, tuple[list, list]]] = {}
+        self._started = False
+        self._ended_cleanly = False
+        self.batch_latency_s: list[tuple[float, float]] | None = None  # (at, latency)
+
+    def _start(self) -> None:
+        if not self._started:
+            payload = pickle.dumps((self.spec, self.config, self.live),
+                                   protocol=pickle.HIGHEST_PROTOCOL)
+            for index in range(len(self.workers)):
+                self._post(index, "stream", payload)
+            self._started = True
+
+    # -- the HashPartitionRouter interface ----------------------------------------------
+
+    def route(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+        """Feed ``batch``; yield its matches (final once its pieces were matched)."""
+        self._start()
+        self._check()
+        started = time.perf_counter()
+        order: list[tuple] = []
+        entries: dict[int, list[tuple]] = {}
+        pieces: dict[int, list[pa.RecordBatch]] = {}
+        for key, rows in self._cut.pieces(batch):
+            bucket = self.first.get(key)
+            if bucket is None:
+                bucket = self.first[key] = bucket_of(key, self.buckets)
+                self.partitions += 1
+            index = self.owner.get(bucket)
+            if index is None:
+                index = self.owner[bucket] = least_loaded(self._load())
+            n = rows.num_rows
+            self.routed[index] += n
+            self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + n
+            self.recent[bucket] = self.recent.get(bucket, 0) + n
+            entries.setdefault(index, []).append((key, bucket, n))
+            pieces.setdefault(index, []).append(rows)
+            order.append(key)
+        if not order:
+            return
+        seq = self._seq
+        self._seq += 1
+        for index, mine in entries.items():
+            self._post(index, "feed", pack(mine, pieces[index]), seq)
+        out = self._gather(seq, len(entries))
+        if self.batch_latency_s is not None:
+            self.batch_latency_s.append((started, time.perf_counter() - started))
+        yield from coalesce([b for key in order for b in out.get(key, ())])
+        self._rebalance()
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        """End of stream: every run finishes; the pool is free again."""
+        self._start()
+        for index in range(len(self.workers)):
+            self._post(index, "finish", None, "finish")
+        out = self._gather("finish", len(self.workers))
+        self._end()
+        yield from coalesce([b for key in self.first for b in out.get(key, ())])
+
+    @property
+    def runs(self) -> dict[tuple, PartitionRun]:
+        """Every open run, rebuilt in this process from the workers' state (a checkpoint)."""
+        if self._ended_cleanly:
+            return {}  # finished: no run is open
+        self._start()
+        for index in range(len(self.workers)):
+            self._post(index, "dump", None, "dump")
+        states: dict[tuple, bytes] = {}
+        for _, payload in self._gather_raw("dump", len(self.workers)).values():
+            for key, _, data in payload:
+                states[key] = data
+        runs = {}
+        for key in self.first:
+            if key in states:
+                runs[key] = restore_like(self.new_run(key), states[key])
+        return runs
+
+    @runs.setter
+    def runs(self, runs: dict[tuple, PartitionRun]) -> None:
+        """Hand saved runs to the workers (a resumed query); they replace any there."""
+        self._start()
+        per: dict[int, list[tuple]] = {index: [] for index in range(len(self.workers))}
+        self.first = {}
+        for key, run in runs.items():
+            bucket = self.first[key] = bucket_of(key, self.buckets)
+            index = self.owner.get(bucket)
+            if index is None:
+                index = self.owner[bucket] = least_loaded(self._load())
+            per[index].append((key, bucket, snapshot_matcher(run, plain_first=True)))
+        self.partitions = len(self.first)
+        for index, state in per.items():
+            self._post(index, "load", pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+
+    # -- migration ------------------------------------------------------------------------
+
+    def _rebalance(self) -> None:
+        if self.policy is None:
+            return
+        self._drain()
+        for bucket, target in self.policy.decide(self._load()):
+            self.migrate(bucket, target)
+        self.recent = {}
+
+    def migrate(self, bucket: int, target: int) -> bool:
+        """Move ``bucket``'s runs to worker ``target`` now (between batches)."""
+        source = self.owner.get(bucket)
+        if source is None or source == target:
+            return False
+        started = time.perf_counter()
+        self._post(source, "snapshot", None, bucket)
+        while not self._states:
+            self._wait()
+        _, state = self._states.popleft()
+        self._post(target, "restore", state, bucket)
+        self.owner[bucket] = target
+        runs = pickle.loads(state)[1]
+        self.migrations.append(MigrationRecord(
+            bucket, source, target, time.perf_counter() - started, len(state), len(runs), 0))
+        self.pool.migrations += 1
+        return True
+
+    # -- answers ----------------------------------------------------------------------------
+
+    def _gather(self, seq: object, answers: int) -> dict[tuple, list[pa.RecordBatch]]:
+        out: dict[tuple, list[pa.RecordBatch]] = {}
+        for entries, batches in self._gather_raw(seq, answers).values():
+            position = 0
+            for key, count in entries:
+                out[key] = batches[position:position + count]
+                position += count
+        return out
+
+    def _gather_raw(self, seq: object, answers: int) -> dict[int, tuple]:
+        while len(self._answers.get(seq, ())) < answers:
+            self._wait()
+        return self._answers.pop(seq)
+
+    def _on_out(self, index: int, payload: bytes, extra) -> None:
+        seq, rows = extra
+        self._answers.setdefault(seq, {})[index] = unpack(payload)
+        self.done_rows[index] = rows
+
+    def _answer(self, index: int, kind: str, payload: bytes, extra) -> None:
+        if kind == "finished":
+            self._on_out(index, payload, extra)
+        elif kind == "dump":
+            self._answers.setdefault(extra, {})[index] = (None, pickle.loads(payload))
+        else:
+            super()._answer(index, kind, payload, extra)
+
+    # -- the end ----------------------------------------------------------------------------
+
+    def _end(self) -> None:
+        for index in range(len(self.workers)):
+            self._post(index, "end")
+        while self._ended < len(self.workers):
+            self._wait()
+        self._ended_cleanly = True
+
+    def close(self) -> None:
+        """Give the pool back: as it is after a clean end, else killed (state unknown)."""
+        if self.on_close is not None:
+            on_close, self.on_close = self.on_close, None
+            on_close(self, self._ended_cleanly)
+

@@ -1,0 +1,112 @@
+"""The worker's side of a continuous query: one long-lived run per partition key.
+
+Live tuples arrive in time order, not by partition (see
+:class:`~matchsql.router.hashed.HashPartitionRouter`, which this mirrors for
+the keys of this worker's buckets). Notices:
+
+* ``feed``: pieces of one input batch, one per partition key in the order
+  the keys first appear in that batch; the answer ``out`` holds each key's
+  matches, in the same order;
+* ``finish``: end of stream; every run finishes, in the order the keys
+  first came to this worker (``finished``);
+* ``snapshot`` / ``restore``: a bucket's runs leave / join (migration);
+* ``dump`` / ``load``: every run's state, for a checkpoint / from one.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from typing import Any
+
+import pyarrow as pa
+
+from matchsql.config import Config
+from matchsql.errors import Error
+from matchsql.fsm.planner import new_partition_matcher
+from matchsql.plan.spec import MatchSpec
+from matchsql.router.parallel import coalesce
+from matchsql.router.partitions import PartitionRun
+from matchsql.spark.state import restore_like, snapshot_matcher
+from matchsql.workers.channel import RingWriter
+from matchsql.workers.frames import pack, unpack
+from matchsql.workers.matching import cast
+
+
+class Streamed:
+    """One continuous query's runs on this worker, by partition key."""
+
+    def __init__(self, index: int, spec: MatchSpec, config: Config, live: bool) -> None:
+        self.index = index
+        self.spec = spec
+        self.config = config
+        self.live = live
+        self.schema = spec.output_schema()
+        self.runs: dict[tuple, tuple[int, PartitionRun]] = {}  # key -> (bucket, run)
+        self.failed = False
+        self.rows = 0
+        self.busy_ns = 0
+        self.bucket_ns: dict[int, int] = {}
+
+    def _new(self, key: tuple) -> PartitionRun:
+        return new_partition_matcher(self.spec, key, self.config, live=self.live)
+
+    def serve(self, writer: RingWriter, kind: str, payload: bytes, extra: Any) -> None:
+        if kind == "feed":
+            self.feed(writer, *unpack(payload), extra)
+        elif kind == "finish":
+            out = [(key, run.finish()) for key, (_, run) in self.runs.items()]
+            self.runs = {}
+            self._send(writer, "finished", out, extra)
+        elif kind == "snapshot":
+            moving = [key for key, (bucket, _) in self.runs.items() if bucket == extra]
+            state = [(key, extra, snapshot_matcher(self.runs.pop(key)[1], plain_first=True))
+                     for key in moving]
+            writer.send("state", pickle.dumps((extra, state), protocol=pickle.HIGHEST_PROTOCOL),
+                        extra)
+        elif kind == "restore":
+            self._load(pickle.loads(payload)[1])
+        elif kind == "dump":
+            state = [(key, bucket, snapshot_matcher(run, plain_first=True))
+                     for key, (bucket, run) in self.runs.items()]
+            writer.send("dump", pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), extra)
+        elif kind == "load":
+            self.runs = {}
+            self._load(pickle.loads(payload))
+
+    def feed(self, writer: RingWriter, entries: list[tuple], batches: list[pa.RecordBatch],
+             seq: int) -> None:
+        rows = pa.concat_batches(batches) if len(batches) > 1 else \
+            (batches[0] if batches else None)
+        out = []
+        offset = 0
+        for key, bucket, count in entries:
+            started = time.process_time_ns()
+            held = self.runs.get(key)
+            run = held[1] if held is not None else self._new(key)
+            if held is None:
+                self.runs[key] = (bucket, run)
+            assert rows is not None
+            out.append((key, run.feed(rows.slice(offset, count))))
+            offset += count
+            self.rows += count
+            self.bucket_ns[bucket] = self.bucket_ns.get(bucket, 0) + \
+                time.process_time_ns() - started
+        self._send(writer, "out", out, seq)
+
+    def _send(self, writer: RingWriter, kind: str,
+              out: list[tuple[tuple, list[pa.RecordBatch]]], seq: Any) -> None:
+        entries = []
+        batches: list[pa.RecordBatch] = []
+        for key, produced in out:
+            produced = [cast(b, self.schema) for b in coalesce(produced) if b.num_rows]
+            entries.append((key, len(produced)))
+            batches += produced
+        writer.send(kind, pack(entries, batches, self.schema), (seq, self.rows))
+
+    def _load(self, state: list[tuple[tuple, int, bytes]]) -> None:
+        for key, bucket, data in state:
+            run = restore_like(self._new(key), data)
+            if run is None:
+                raise Error("a partition's state did not restore on a worker")
+            self.runs[key] = (bucket, run)

@@ -1,0 +1,93 @@
+"""Continuous queries on workers: a live stream's partitions run in worker processes.
+
+The producer is a real separate process; the matches must equal the
+one-time query over the same tuples (which equals ``workers = 1``, checked
+by the stream tests), with and without buckets migrating between batches.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import matchsql
+from matchsql.storage.demo import synthetic_trades
+from matchsql.workers.balance import RandomMigrations
+from matchsql.workers.stream import StreamRouter
+from tests.streams.conftest import bounded, runtime_dir, spawn  # noqa: F401 - fixtures
+
+TRADES = "CREATE STREAM trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP)"
+QUERIES = [
+    """SELECT * FROM {source} MATCH_RECOGNIZE(
+      PARTITION BY symbol ORDER BY ts
+      MEASURES MATCH_NUMBER() AS m, FIRST(A.price) AS p0, LAST(D.price) AS p1, LAST(D.ts) AS t1
+      ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
+      PATTERN (A B+ C* D+)
+      DEFINE B AS B.price < A.price AND B.price <= PREV(B.price),
+             C AS C.price > B.price AND C.price >= PREV(C.price) AND C.price <= A.price,
+             D AS D.price > PREV(D.price) AND D.price > A.price)""",
+    """SELECT * FROM {source} MATCH_RECOGNIZE(
+      PARTITION BY symbol ORDER BY ts
+      MEASURES CLASSIFIER() AS c, COUNT(*) AS n ALL ROWS PER MATCH
+      AFTER MATCH SKIP TO NEXT ROW PATTERN (A B{{2,}}) DEFINE B AS B.price > PREV(B.price))""",
+]
+
+PRODUCE = """
+    import sys
+    from matchsql.storage import Producer
+    from matchsql.storage.demo import synthetic_trades
+    rows, chunk, symbols = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    with Producer.open("trades") as producer:
+        for batch in synthetic_trades(rows, symbols, 7).to_batches(max_chunksize=chunk):
+            producer.write_batch(batch)
+"""
+
+
+def one_shot(query: str, rows: int, symbols: int) -> list[tuple]:
+    con = matchsql.connect(demo=False)
+    con.duckdb.register("trades_src", synthetic_trades(rows, symbols, 7))
+    con.sql("CREATE TABLE trades_table AS SELECT * FROM trades_src")
+    out = sorted(con.sql(query.format(source="trades_table")).fetchall(), key=repr)
+    con.close()
+    return out
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+@pytest.mark.parametrize("number", range(len(QUERIES)))
+def test_continuous_query_on_workers_equals_one_shot(spawn, workers: int,  # noqa: F811
+                                                    number: int) -> None:
+    query = QUERIES[number]
+    con = matchsql.connect(demo=False, workers=workers, batch_size=300)
+    try:
+        con.sql(TRADES)
+        producer = spawn(PRODUCE, "8000", "700", "40")
+        live = sorted(bounded(con.sql(query.format(source="trades")).fetchall), key=repr)
+        assert producer.wait() == 0
+        router = con._executor.workers.last
+        assert isinstance(router, StreamRouter)  # it did run on the workers
+        assert router.partitions == 40
+        assert len(router.owner) > 1 and len(set(router.owner.values())) == workers
+        assert live == one_shot(query, 8000, 40)
+        assert live
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_migrations_between_batches(spawn, seed: int) -> None:  # noqa: F811
+    query = QUERIES[seed % len(QUERIES)]
+    con = matchsql.connect(demo=False, workers=2, batch_size=random.Random(seed).choice([50, 400]))
+    session = con._executor.workers
+    injector = RandomMigrations(seed, rate=0.3)
+    session.policy_factory = lambda: injector
+    try:
+        con.sql(TRADES)
+        producer = spawn(PRODUCE, "6000", "500", "25")
+        live = sorted(bounded(con.sql(query.format(source="trades")).fetchall), key=repr)
+        assert producer.wait() == 0
+        moves = session.last.migrations
+        assert moves and any(m.open_partitions for m in moves)  # runs moved mid-stream
+        assert live == one_shot(query, 6000, 25)
+    finally:
+        con.close()
