@@ -86,7 +86,9 @@ def _random_table(con: matchsql.Connection, rng: random.Random) -> None:
     rows = []
     for p, size in enumerate(sizes):
         key = f"k{p}" if p % 7 else None  # NULL keys form one partition of their own
-        rows += [(key, ts, rng.randint(0, 99)) for ts in range(size)]
+        # ts unique within every partition (the NULL one gathers several p): rows tied in
+        # ORDER BY may come in any order, in SQL and in DuckDB's sort alike.
+        rows += [(key, p * 1000 + ts, rng.randint(0, 99)) for ts in range(size)]
     con.sql("DROP TABLE IF EXISTS t")
     con.sql("CREATE TABLE t (p VARCHAR, ts INTEGER, v INTEGER)")
     con.duckdb.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
