@@ -58,10 +58,10 @@ import pyarrow as pa
 import matchsql
 from bench.queries import DEJAVU
 from matchsql.config import Config
-from matchsql.fsm.planner import choose_path, new_partition_matcher, whole_partitions
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
+from matchsql.planner import choose_path, new_partition_matcher, whole_partitions
 from matchsql.router.partitions import SortedPartitionRouter
 from matchsql.storage.demo import synthetic_trades
 

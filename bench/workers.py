@@ -62,10 +62,10 @@ import matchsql
 from bench.paths import QUERIES
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
-from matchsql.fsm.planner import new_partition_matcher
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
+from matchsql.planner import new_partition_matcher
 from matchsql.router.hashed import HashPartitionRouter
 from matchsql.storage.demo import synthetic_trades
 from matchsql.workers.balance import Load

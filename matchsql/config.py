@@ -35,7 +35,7 @@ class Config:
     # Worker processes that run a one-time query's partitions (matchsql/workers/);
     # 1 keeps them in this process. ``SET workers = auto`` takes one per core.
     workers: int = 1
-    execution_path: str = "auto"  # auto | reference | row_local | registers (fsm/planner.py)
+    execution_path: str = "auto"  # auto | reference | row_local | registers (planner.py)
     on_producer_death: str = "error"  # error | wait: what a live query does when its producer dies
     # How a continuous query's tuples reach its matchers (thesis chapters 3-4):
     # pull | push | adaptive. The default is pull because that is what the

@@ -6,7 +6,7 @@ within its own frame (ROWS BETWEEN CURRENT ROW AND ..), starting at the row
 (INITIAL, the pattern anchored with ``^``) or anywhere in the frame (SEEK). Two
 ways to find it, with the same results (see :func:`scan_spec`):
 
-* one run of a partition matcher (fsm/planner) per row, over that row's frame
+* one run of a partition matcher (matchsql/planner.py) per row, over that row's frame
   only, so that neither matching nor navigation sees a row outside the frame;
 * where no navigation reads a row before the match and frames reach the
   partition's end, one run per partition with AFTER MATCH SKIP TO NEXT ROW,
@@ -26,7 +26,6 @@ import pyarrow as pa
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
-from matchsql.fsm.planner import choose_path, new_partition_matcher
 from matchsql.plan.pattern import (
     Alternation,
     Concatenation,
@@ -38,6 +37,7 @@ from matchsql.plan.pattern import (
 )
 from matchsql.plan.row_functions import Navigation
 from matchsql.plan.spec import MatchSpec, SkipMode
+from matchsql.planner import choose_path, new_partition_matcher
 from matchsql.router.partitions import feed_last, segments
 
 __all__ = ["FIRST_ROW", "LAST_ROW", "ROW", "SKIP_TARGET", "WindowRuns", "match_window",

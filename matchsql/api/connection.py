@@ -7,8 +7,8 @@ from typing import Any
 
 import duckdb
 
-from matchsql.api.result import Result
 from matchsql.config import Config
+from matchsql.results.result import Result
 from matchsql.session.executor import Executor
 from matchsql.session.scope import caller_scope
 from matchsql.storage.demo_needed import needs_demo

@@ -42,7 +42,7 @@ def _produce(argv: list[str]) -> int:
 
 def _experiment(argv: list[str]) -> int:
     # The experiment (the matchers, matplotlib): loaded for this subcommand only (start-up).
-    from matchsql.adaptive.experiment import main as experiment
+    from matchsql.cli.experiment import main as experiment
 
     return experiment(argv)
 

@@ -268,7 +268,7 @@ def _plot(shell: ShellHost, args: list[str]) -> bool:
         return False
     path = options.pop("file", None) or _free_plot_path()
     # matplotlib's glue: loaded on the first plot (start-up).
-    from matchsql.api.plot import save_plot
+    from matchsql.results.plot import save_plot
 
     try:
         written = save_plot(shell.last_result, path, positional[0], positional[1], **options)

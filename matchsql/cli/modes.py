@@ -1,6 +1,6 @@
 """Output modes of the shell (``.mode``), named and shaped as in DuckDB's CLI.
 
-``box`` is :mod:`matchsql.api.render`'s table (the first and last ``max_rows``
+``box`` is :mod:`matchsql.results.render`'s table (the first and last ``max_rows``
 rows and a row-count footer); the other modes write every row, as DuckDB's
 CLI does, a batch at a time so that a long result is never held whole:
 
@@ -11,7 +11,7 @@ CLI does, a batch at a time so that a long result is never held whole:
   booleans, null; everything else as DuckDB's text for it).
 
 Values are DuckDB's text for them (a cast to VARCHAR, see
-:func:`matchsql.api.render.as_text`) except in ``json``, where numbers stay numbers.
+:func:`matchsql.results.render.as_text`) except in ``json``, where numbers stay numbers.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from matchsql.api.render import NULL, as_text, numeric, render_batches
+from matchsql.results.render import NULL, as_text, numeric, render_batches
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, TextIO
 import duckdb
 
 from matchsql.api.connection import Connection
-from matchsql.api.render import as_text, render_relation
 from matchsql.cli.dot_commands import run_dot_command
 from matchsql.cli.modes import render
 from matchsql.cli.progress import DEFAULT_DELAY, Progress
 from matchsql.errors import Error
 from matchsql.grammar.sqltext import Statement, is_blank, is_complete, split_script
+from matchsql.results.render import as_text, render_relation
 
 if TYPE_CHECKING:
     import pyarrow as pa

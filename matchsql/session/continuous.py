@@ -48,11 +48,10 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from matchsql import snapshot
-from matchsql.api.result import table_result
+import matchsql.snapshot as snapshot
+from matchsql.adaptive.continuous import live_batches
 from matchsql.cancel import Cancellation
 from matchsql.errors import CatalogError, Error, ExecutionError, SemanticError
-from matchsql.fsm.planner import new_partition_matcher
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.continuous_ddl import (
     NAME_RULE,
@@ -63,7 +62,8 @@ from matchsql.grammar.continuous_ddl import (
 )
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
-from matchsql.router.continuous import _live_batches
+from matchsql.planner import new_partition_matcher
+from matchsql.results.result import table_result
 from matchsql.router.hashed import HashPartitionRouter
 from matchsql.storage import faults, liveness
 from matchsql.storage.catalog import StreamDef
@@ -461,7 +461,7 @@ class _Runner:
                         raise ExecutionError("statement interrupted")
                 next_seq = max(next_seq, self.position)
             self.position = next_seq  # live batches continue from there without a gap
-            for batch, enqueue_sum_ns in _live_batches(reader, next_seq):
+            for batch, enqueue_sum_ns in live_batches(reader, next_seq):
                 self._feed(batch, self.position + batch.num_rows)
                 if self.latencies_ns is not None:  # enqueue to processed (and checkpointed)
                     self.latencies_ns.append(time.monotonic_ns()

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from matchsql.api.result import LazyReader, RelationSource, Result, table_result
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import (
@@ -31,6 +30,7 @@ from matchsql.errors import (
     without_kind,
 )
 from matchsql.grammar.sqltext import check_text
+from matchsql.results.result import LazyReader, RelationSource, Result, table_result
 from matchsql.session.cleanups import run_all
 from matchsql.session.host import Params
 from matchsql.session.scope import EMPTY, lookup

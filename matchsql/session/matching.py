@@ -27,7 +27,7 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from matchsql.api.result import BatchSource, Result, table_result
+import matchsql.planner as planner  # by module: tests stand in for its functions
 from matchsql.config import Config
 from matchsql.deep import run_deep
 from matchsql.errors import (
@@ -38,13 +38,13 @@ from matchsql.errors import (
     one_line,
     out_of_memory,
 )
-from matchsql.fsm import planner  # by module: tests stand in for its functions
 from matchsql.fsm.program import check_pattern_size
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.plan.spec import MatchSpec
+from matchsql.results.result import BatchSource, Result, table_result
 from matchsql.router.parallel import ParallelPartitionRouter, coalesce
 from matchsql.router.partitions import SortedPartitionRouter
 from matchsql.session import window_measures
@@ -448,7 +448,7 @@ class MatchRunner:
 
     def explain(self, statement: str, offset: int):
         """One row per line: for each MATCH_RECOGNIZE (innermost first) its chosen
-        execution path, why, and its automaton program (see fsm/planner.explain)."""
+        execution path, why, and its automaton program (see matchsql/planner.py.explain)."""
         lines = [line for _, section in self._explain_sections(statement, offset)
                  for line in section]
         return table_result(pa.table({"explain": pa.array(lines, pa.string())}))
@@ -536,7 +536,7 @@ def first_rows(batches: Iterator[pa.RecordBatch], n: int) -> Iterator[pa.RecordB
 
 
 def _path_name(spec: MatchSpec, config: Config) -> str:
-    """The execution path the planner picks for ``spec`` (see fsm/planner.choose_path)."""
+    """The execution path the planner picks for ``spec`` (see matchsql/planner.py.choose_path)."""
     try:
         return planner.choose_path(spec, config.execution_path).name
     except Error as err:

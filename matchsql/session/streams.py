@@ -24,18 +24,18 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
+import matchsql.planner as planner  # by module: tests stand in for its functions
+from matchsql.adaptive.continuous import continuous_batches, live_batches
 from matchsql.adaptive.modes import InputOptions
 from matchsql.adaptive.statistics import Sliding
-from matchsql.api.result import BatchSource, Result, table_result
 from matchsql.cancel import Cancellation
 from matchsql.errors import Error, SemanticError, StreamError
-from matchsql.fsm import planner  # by module: tests stand in for its functions
 from matchsql.fsm.program import check_pattern_size
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.stream_ddl import CreateStream, DropStream, ShowStreamReaders, StreamStatement
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.plan.spec import SkipMode
-from matchsql.router.continuous import _live_batches, continuous_batches
+from matchsql.results.result import BatchSource, Result, table_result
 from matchsql.session.query_shape import direct_select, require_columns
 from matchsql.storage.archive import normalize_filter
 from matchsql.storage.catalog import Catalog, StreamDef
@@ -175,7 +175,7 @@ class StreamStatements:
                 for last, batch in archive.history(cursor, config.batch_size):
                     next_seq = last + 1
                     yield batch
-            for batch, _ in _live_batches(reader, next_seq):
+            for batch, _ in live_batches(reader, next_seq):
                 yield batch
         finally:
             if cursor is not None:
@@ -241,7 +241,7 @@ class StreamStatements:
 
 
 class _MatchReader(BatchSource):
-    """A :class:`~matchsql.api.result.BatchSource` that also carries the input metrics."""
+    """A :class:`~matchsql.results.result.BatchSource` that also carries the input metrics."""
 
     def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch],
                  stats: dict | None = None) -> None:

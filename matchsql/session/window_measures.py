@@ -11,7 +11,7 @@ is rewritten so that DuckDB runs everything but the pattern matching:
    analysis MATCH_RECOGNIZE uses (its measures renamed, plus hidden measures for
    the first and last row of the match and the AFTER MATCH SKIP target);
 3. each row's match is found by the partition matchers of MATCH_RECOGNIZE
-   (fsm/planner), see :mod:`matchsql.window_matching`;
+   (matchsql/planner.py), see :mod:`matchsql.window_matching`;
 4. the per-row measure values are registered as an Arrow table and joined back
    by row number; each ``m OVER w`` becomes a column of that join.
 
@@ -35,7 +35,6 @@ from sqlglot import exp
 
 from matchsql.config import Config
 from matchsql.errors import SemanticError
-from matchsql.fsm.planner import explain
 from matchsql.fsm.program import check_pattern_size
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.checks import position
@@ -46,6 +45,7 @@ from matchsql.grammar.window_pattern import PatternWindow
 from matchsql.plan.pattern import Anchor, AnchorKind, Concatenation
 from matchsql.plan.row_functions import MatchNumber, Navigation
 from matchsql.plan.spec import RowsPerMatch, SkipMode
+from matchsql.planner import explain
 from matchsql.session.host import MatchStatements
 from matchsql.session.statements import query
 from matchsql.window_matching import (

@@ -2,7 +2,7 @@
 
 This module does not import pyspark: it runs inside Spark's Python workers,
 and it is also what the tests call directly. Matchers come from the same
-factory as the embedded engine's (``matchsql.fsm.planner``), so the same
+factory as the embedded engine's (``matchsql.planner``), so the same
 execution path (reference or compiled) runs the query in both.
 
 Rows are put in order by DuckDB with the query's own ORDER BY text, so NULL
@@ -98,7 +98,7 @@ def new_matcher(plan: MatchPlan, key: tuple, config: Config | None) -> Partition
     object per worker process (unpickled once with the UDF), so the lowering
     happens once per process, not once per group.
     """
-    from matchsql.fsm.planner import new_partition_matcher
+    from matchsql.planner import new_partition_matcher
 
     return new_partition_matcher(plan.spec, key, config)
 

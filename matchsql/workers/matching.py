@@ -15,8 +15,8 @@ import pyarrow as pa
 
 from matchsql.config import Config
 from matchsql.errors import Error
-from matchsql.fsm.planner import new_partition_matcher, whole_partitions
 from matchsql.plan.spec import MatchSpec
+from matchsql.planner import new_partition_matcher, whole_partitions
 from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import PartitionRun, feed_last, segments
 from matchsql.spark.state import restore_like, snapshot_matcher

@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from matchsql.adaptive.statistics import Sliding, StateStatistics
-from matchsql.fsm.planner import new_partition_matcher
 from matchsql.fsm.program import Op, compile_pattern
 from matchsql.fsm.states import label_states, states_from_pattern
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
+from matchsql.planner import new_partition_matcher
 from tests.property.strategies import patterns
 
 from .test_statistics import THESIS_STATES

@@ -19,9 +19,9 @@ import matchsql
 from matchsql.adaptive.metrics import InputMetrics
 from matchsql.adaptive.push import PushInput
 from matchsql.config import Config
-from matchsql.fsm.planner import new_partition_matcher
 from matchsql.fsm.reference import ReferenceMatcher
 from matchsql.fsm.states import label_states
+from matchsql.planner import new_partition_matcher
 from tests.property.strategies import SCHEMA, partitions, queries, spec_of
 
 SETTINGS = settings(max_examples=40, deadline=None,

@@ -10,11 +10,11 @@ import pytest
 
 from matchsql.adaptive.metrics import InputMetrics
 from matchsql.adaptive.push import MIN_UNIT_ROWS, UNIT_ROWS, PushInput
-from matchsql.fsm.planner import new_partition_matcher
 from matchsql.fsm.states import label_states
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
+from matchsql.planner import new_partition_matcher
 
 SCHEMA = pa.schema([("id", pa.int64()), ("sym", pa.string()), ("kind", pa.string())])
 QUERY = """SELECT * FROM t MATCH_RECOGNIZE (

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 import matchsql
+from matchsql import planner
 from matchsql.errors import one_line
-from matchsql.fsm import planner
 
 MR = ("t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS c ALL ROWS PER MATCH "
       "PATTERN (A+) DEFINE A AS x > 0)")

@@ -21,8 +21,8 @@ import matchsql
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
-from matchsql.fsm.planner import new_partition_matcher
 from matchsql.plan.spec import SkipMode
+from matchsql.planner import new_partition_matcher
 from tests.fsm.specs import make_spec
 
 QUERY = """SELECT * FROM t MATCH_RECOGNIZE (

@@ -9,8 +9,8 @@ import pytest
 from matplotlib.colors import to_rgb
 
 import matchsql
-from matchsql.api.plot import match_spans
 from matchsql.cli.shell import Shell
+from matchsql.results.plot import match_spans
 
 # x:  0   1   2   3   4    5   6   7   8
 # y:  5  10   9   8  9.5  11  11  10  12

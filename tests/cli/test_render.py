@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 import matchsql
-from matchsql.api.render import collect, render_batches
 from matchsql.cli.shell import Shell
+from matchsql.results.render import collect, render_batches
 
 
 def _render(sql: str, batch_rows: int = 7, **options) -> str:

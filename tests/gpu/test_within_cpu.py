@@ -13,7 +13,7 @@ import pytest
 
 from matchsql.config import Config
 from matchsql.errors import LimitExceededError
-from matchsql.fsm.planner import new_partition_matcher
+from matchsql.planner import new_partition_matcher
 from tests.property.strategies import SCHEMA, spec_of
 
 SQL = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS c "

@@ -19,10 +19,10 @@ import matchsql
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
 from matchsql.fsm.compiled.rowlocal import PartitionEdges
-from matchsql.fsm.planner import _plan, explain, new_partition_matcher, whole_partitions
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
+from matchsql.planner import _plan, explain, new_partition_matcher, whole_partitions
 from matchsql.router.parallel import ParallelPartitionRouter
 from matchsql.router.partitions import SortedPartitionRouter
 from tests.property.strategies import ROWS, patterns

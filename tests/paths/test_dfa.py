@@ -24,9 +24,9 @@ from matchsql.config import Config
 from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled.lowering import program_array
-from matchsql.fsm.planner import new_partition_matcher
 from matchsql.fsm.program import Op, compile_pattern
 from matchsql.plan.pattern import Anchor, AnchorKind, Concatenation, Label, Quantified
+from matchsql.planner import new_partition_matcher
 from tests.paths.test_random_paths import _check
 from tests.property.strategies import SKIPS, patterns, spec_of, values
 

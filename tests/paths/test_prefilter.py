@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import matchsql
 from matchsql.fsm.compiled import prefilter
-from matchsql.fsm.planner import _plan
+from matchsql.planner import _plan
 from tests.paths.test_batched import spec_of
 
 PATTERNS = ["A B+ C* D+", "A B+", "A? B C", "(A | B) C+", "A B* C", "^A B+"]
@@ -91,7 +91,7 @@ def test_v_shape_rules_out_most_starts(kind: str) -> None:
 
 def test_explain_names_the_prefilter() -> None:
     from matchsql.config import Config
-    from matchsql.fsm.planner import explain
+    from matchsql.planner import explain
 
     spec = spec_of(query("A B+", "x < PREV(x)", "TRUE", "TRUE", "ONE ROW PER MATCH"))
     assert "prefilter: starts ruled out by the row-local conditions" in explain(spec, Config())

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import matchsql
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
-from matchsql.fsm.planner import new_partition_matcher
+from matchsql.planner import new_partition_matcher
 from tests.property.strategies import SCHEMA, partitions, queries, spec_of
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,

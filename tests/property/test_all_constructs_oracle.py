@@ -32,9 +32,9 @@ import matchsql
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
 from matchsql.fsm.oracle import Oracle
-from matchsql.fsm.planner import new_partition_matcher
 from matchsql.plan.pattern import Exclusion, PatternNode
 from matchsql.plan.spec import MatchSpec
+from matchsql.planner import new_partition_matcher
 
 from .strategies import CONDITIONS, ROWS, spec_of
 from .test_navigation_oracle import full_patterns, label_targets, navigation, numeric_targets

@@ -259,7 +259,7 @@ def _spec(con: matchsql.Connection, sql: str):
 
 
 def test_planner_spreads_only_partitions_worth_a_thread(table):
-    from matchsql.fsm.planner import partition_threads
+    from matchsql.planner import partition_threads
 
     con = connect(table, threads=2)
     # Row-local on the DFA: too short per partition; registers: spread.

@@ -7,10 +7,10 @@ import pytest
 
 import matchsql
 from matchsql.config import Config
-from matchsql.fsm.planner import new_partition_matcher
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
+from matchsql.planner import new_partition_matcher
 from matchsql.snapshot import PlanIndex
 
 SCHEMA = pa.schema([("i", pa.int64()), ("v", pa.float64())])

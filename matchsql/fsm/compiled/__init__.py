@@ -7,5 +7,5 @@
 * :mod:`.measures` builds ONE ROW PER MATCH output column-wise;
 * :mod:`.matcher` is the resumable per-partition matcher tying them together.
 
-Which path a query takes is decided in :mod:`matchsql.fsm.planner`.
+Which path a query takes is decided in :mod:`matchsql.planner`.
 """

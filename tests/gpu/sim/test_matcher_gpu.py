@@ -7,9 +7,9 @@ import pytest
 
 from matchsql.config import Config
 from matchsql.errors import LimitExceededError
-from matchsql.fsm.planner import gpu_path, new_partition_matcher
 from matchsql.gpu import matcher as M
 from matchsql.gpu.live import LiveGpuMatcher
+from matchsql.planner import gpu_path, new_partition_matcher
 from matchsql.snapshot import PlanIndex
 from tests.property.strategies import SCHEMA, spec_of
 

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 import matchsql
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
-from matchsql.fsm.planner import new_partition_matcher
 from matchsql.gpu.live import LiveGpuMatcher
 from matchsql.gpu.matcher import GpuMatcher
+from matchsql.planner import new_partition_matcher
 from tests.property.strategies import SCHEMA, partitions, queries, spec_of
 
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from matchsql.api.render import render_batches
 from matchsql.errors import Error
+from matchsql.results.render import render_batches
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -229,14 +229,14 @@ class Result:
 
     def plot(self, x: str, y: str, *, match: str | None = None, by: str | None = None,
              path: str | None = None, title: str | None = None):
-        """A matplotlib Figure of ``y`` over ``x`` with each match banded (matchsql.api.plot).
+        """A matplotlib Figure of ``y`` over ``x`` with each match banded (matchsql.results.plot).
 
         ``match`` names the MATCH_NUMBER() column (found by name when left
         out), ``by`` draws one line per partition; with ``path`` the picture is
         also written there as a PNG.
         """
         # matplotlib's glue: loaded on the first plot (start-up).
-        from matchsql.api.plot import plot_matches, save_plot
+        from matchsql.results.plot import plot_matches, save_plot
 
         table = self.arrow()
         if path is not None:

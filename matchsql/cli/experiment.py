@@ -12,7 +12,7 @@ thesis' queries Q1-Q4 (:mod:`matchsql.queries`, reading the stream instead
 of ``trade``) to the end of the stream in one input mode. The run's input
 metrics (``Result.stats``: Avg/Max Mem, Avg/Max Queue, Result, Time,
 Throughput, Records, Latency, mode switches) become one row of
-``OUT/results.csv``; :mod:`matchsql.adaptive.plots` draws memory, throughput
+``OUT/results.csv``; :mod:`matchsql.cli.experiment_plots` draws memory, throughput
 and latency against the input rate for every query, one line per mode/U/rule
 (cf. thesis figures 5.1-5.17).
 
@@ -47,8 +47,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from matchsql.adaptive.plots import plot_results, series_label
+from matchsql.api.connection import connect
+from matchsql.cli.experiment_plots import plot_results, series_label
 from matchsql.progress_bar import note, progress_bar
+from matchsql.queries import DEJAVU, over
+from matchsql.storage.demo import SCHEMA, TICKERS, TRADING_DAYS, symbol_names
+from matchsql.storage.produce_cli import _rate
+from matchsql.storage.producer import Producer
 
 QUERIES = ("Q1", "Q2", "Q3", "Q4")
 MODES = ("pull", "push", "adaptive")
@@ -94,7 +99,6 @@ def experiment_data(rows: int, symbols: int, seed: int = 0) -> pa.Table:
     Same columns, tickers and start prices as
     :func:`~matchsql.storage.demo.synthetic_trades`; deterministic in its arguments.
     """
-    from matchsql.storage.demo import SCHEMA, TICKERS, TRADING_DAYS, symbol_names
 
     if rows < 0 or symbols < 1:
         raise ValueError("rows must be >= 0 and symbols >= 1")
@@ -122,7 +126,7 @@ def experiment_data(rows: int, symbols: int, seed: int = 0) -> pa.Table:
     }, schema=SCHEMA)
 
 
-PRODUCER = ("import sys; from matchsql.adaptive.experiment import produce_main; "
+PRODUCER = ("import sys; from matchsql.cli.experiment import produce_main; "
             "sys.exit(produce_main(sys.argv[1:]))")
 
 
@@ -134,7 +138,6 @@ def produce_main(argv: list[str]) -> int:
     second and closes the stream (end of stream). Last line on stdout:
     ``done ROWS SECONDS``.
     """
-    from matchsql.storage.producer import Producer
 
     stream, rows, symbols, seed, rate = argv[0], int(argv[1]), int(argv[2]), int(argv[3]), \
         float(argv[4])
@@ -243,7 +246,6 @@ class RunFailed(Exception):
 def run_once(con, run: Run, *, symbols: int, seed: int, timeout: float,
              stream: str | None = None) -> dict:
     """Measure one run on ``con``; a dict with :data:`COLUMNS` (status ok or failed)."""
-    from matchsql.queries import DEJAVU, over
 
     stream = stream or f"mx_experiment_{os.getpid()}"
     row: dict = {"query": run.query, "mode": run.mode, "u": "" if run.u is None else run.u,
@@ -364,7 +366,6 @@ def _list(text: str, allowed: Sequence[str] | None = None, upper: bool = False) 
 
 
 def _rates(text: str) -> list[float]:
-    from matchsql.storage.produce_cli import _rate
 
     return [_rate(w) for w in _list(text)]
 
@@ -443,7 +444,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def run_experiment(args: argparse.Namespace, *, con=None) -> tuple[list[dict], list[Path]]:
     """Run the grid of ``args`` (see :func:`parse_args`); write the CSV and the plots."""
-    import matchsql
 
     rules: list[str | None] = list(args.rules)
     runs = build_grid(args.queries, args.modes, args.u, rules, args.rates,
@@ -451,7 +451,7 @@ def run_experiment(args: argparse.Namespace, *, con=None) -> tuple[list[dict], l
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     own = con is None
-    con = con or matchsql.connect(demo=False)
+    con = con or connect(demo=False)
     rows: list[dict] = []
     try:
         if args.warmup:

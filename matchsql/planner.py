@@ -21,6 +21,12 @@ On top of these, ``config.gpu`` picks the GPU column path (:mod:`matchsql.gpu`)
 for the queries it takes (:func:`matchsql.gpu.plan.unsupported`): ``'on'`` forces it, ``'auto'`` takes it
 on a real CUDA device for partitions whose estimated work reaches
 ``gpu_min_work`` (never on the simulator, which is for tests), ``'off'`` never.
+
+The planner sits above the engine (:mod:`matchsql.fsm`) and the GPU path
+(:mod:`matchsql.gpu`, itself built on the engine's lowering), so neither
+imports it. The matchers' modules are imported inside the functions that
+first need them: the compiled paths load numba and the GPU path CUDA, which a
+session that runs no MATCH_RECOGNIZE (or no GPU query) never pays for.
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                         raise ExecutionError("statement interrupted")
             else:
                 next_seq = archive.last_seq(cursor) + 1
-        live = _live_batches(reader, next_seq)
+        live = live_batches(reader, next_seq)
         if options.mode == "pull":
             sampling = options.stats is not None  # pull costs nothing extra unless asked
             for batch, enqueue_sum_ns in live:
@@ -129,7 +129,7 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                 reader.close()
 
 
-def _live_batches(reader: LiveReader, next_seq: int) -> Iterator[tuple[pa.RecordBatch, int]]:
+def live_batches(reader: LiveReader, next_seq: int) -> Iterator[tuple[pa.RecordBatch, int]]:
     """Live tuples from ``next_seq`` on (those before it were read as archived history).
 
     Yields ``(batch, enqueue_sum_ns)``: the sum of the batch's tuples' enqueue

@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg", force=True)
 import matplotlib.pyplot as plt  # noqa: E402
 
-from matchsql.adaptive.plots import measure_figure, plot_results  # noqa: E402
+from matchsql.cli.experiment_plots import measure_figure, plot_results  # noqa: E402
 
 ROWS = [
     {"query": "Q1", "mode": mode, "u": "", "rule": "", "rate": rate, "avg_mem": mem,

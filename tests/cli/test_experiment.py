@@ -6,9 +6,8 @@ import csv
 
 import pytest
 
-from matchsql.adaptive import experiment
-from matchsql.adaptive.experiment import COLUMNS, parse_args, run_experiment
-from matchsql.cli import SUBCOMMANDS
+from matchsql.cli import SUBCOMMANDS, experiment
+from matchsql.cli.experiment import COLUMNS, parse_args, run_experiment
 
 ROWS = 3000
 
@@ -51,7 +50,7 @@ def test_quick_grid_writes_sane_csv_and_plots(tmp_path) -> None:
 def test_failed_runs_are_marked_and_the_experiment_goes_on(tmp_path, monkeypatch) -> None:
     dies_midway = (
         "import os, sys\n"
-        "from matchsql.adaptive.experiment import experiment_data\n"
+        "from matchsql.cli.experiment import experiment_data\n"
         "from matchsql.storage.producer import Producer\n"
         "producer = Producer.open(sys.argv[1])\n"
         "print('ready', flush=True); sys.stdin.readline()\n"
