@@ -15,8 +15,6 @@ the stream.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pyarrow as pa
 
@@ -28,12 +26,10 @@ from matchsql.fsm.compiled.match_arrays import Rows
 from matchsql.fsm.compiled.matcher import CompiledPlan, kernel_params, raise_status
 from matchsql.fsm.compiled.measures import output_batch
 from matchsql.fsm.compiled.within import within_ends
-from matchsql.fsm.matcher import StateCounts
-from matchsql.fsm.states import StateSpec
 from matchsql.gpu import skip as S
 from matchsql.gpu.columns import CODES, Columns, device_columns
 from matchsql.gpu.device import array_module
-from matchsql.gpu.matcher import decide, device_input, matches_of
+from matchsql.gpu.matcher import DeviceStatistics, decide, device_input, matches_of
 from matchsql.gpu.plan import gpu_plan
 
 
@@ -71,7 +67,7 @@ class DeviceWindow:
             self.cols[name] = (data[rows:], None if null is None else null[rows:])
 
 
-class LiveGpuMatcher:
+class LiveGpuMatcher(DeviceStatistics):
     """One live partition on the GPU path (the :class:`~matchsql.fsm.matcher.Matcher`
     contract); see the module docstring."""
 
@@ -96,12 +92,6 @@ class LiveGpuMatcher:
     @property
     def buffered_rows(self) -> int:
         return self.count - self.base
-
-    def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> bool:
-        return False  # the device keeps no per-state statistics
-
-    def state_counts(self) -> StateCounts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0, 0
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         if self.complete:

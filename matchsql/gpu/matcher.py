@@ -54,7 +54,18 @@ MAX_STACK_FRAMES = 1 << 16
 STACK_BYTES = 1 << 28  # device memory for stacks at once: starts run in chunks under it
 
 
-class GpuMatcher:
+class DeviceStatistics:
+    """The :class:`~matchsql.fsm.matcher.Matcher` statistics of the GPU matchers: none
+    (the device keeps no per-state counts, so Go4Risk statistics stay on the CPU paths)."""
+
+    def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> bool:
+        return False
+
+    def state_counts(self) -> StateCounts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0, 0
+
+
+class GpuMatcher(DeviceStatistics):
     """One partition on the GPU path; see the module docstring."""
 
     def __init__(self, plan: CompiledPlan, partition_key: tuple = (),
@@ -75,12 +86,6 @@ class GpuMatcher:
     @property
     def buffered_rows(self) -> int:
         return self.count if not self.complete else 0
-
-    def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> bool:
-        return False  # the device keeps no per-state statistics
-
-    def state_counts(self) -> StateCounts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0, 0
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         if self.complete:

@@ -91,13 +91,7 @@ def _build(plan: CompiledPlan) -> GpuPlan:
                 raise Unsupported(f"DEFINE {var}: {reason}")
             other.append(term)
         terms.append(local)
-        if other:
-            try:
-                regs.add(var, other)
-            except Unsupported as exc:
-                raise Unsupported(f"DEFINE {var}: {exc}") from None
-        else:
-            regs.skip()
+        regs.define(var, other)
     return GpuPlan(terms, list(dict.fromkeys(columns)), regs.out, regs.out.arrays())
 
 

@@ -153,6 +153,14 @@ class WorkerRouter:
 
     def _step(self, decide: bool = True) -> None:
         """Safe point (not inside a send): hand on snapshots, start migrations, send."""
+        self._settle(decide)
+        for index in range(len(self.workers)):
+            if self._pending_rows[index] >= self.chunk_rows or \
+                    (self._pending[index] and not self.routed_unmatched(index)):
+                self._send(index)
+
+    def _settle(self, decide: bool = True) -> None:
+        """Hand on the snapshots that arrived and start the migrations the policy asks for."""
         self._drain()
         while self._states:
             self._finish_migration(*self._states.popleft())
@@ -160,10 +168,6 @@ class WorkerRouter:
             for bucket, target in self.policy.decide(self._load()):
                 self.migrate(bucket, target)
             self.recent = {}
-        for index in range(len(self.workers)):
-            if self._pending_rows[index] >= self.chunk_rows or \
-                    (self._pending[index] and not self.routed_unmatched(index)):
-                self._send(index)
 
     def routed_unmatched(self, index: int) -> int:
         """Rows sent to worker ``index`` that it has not matched yet."""

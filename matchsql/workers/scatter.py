@@ -185,13 +185,8 @@ class ScatterRouter(WorkerRouter):
         self._post(index, "rows", pack([], pieces))
 
     def _step(self, decide: bool = True) -> None:
-        self._drain()
-        while self._states:
-            self._finish_migration(*self._states.popleft())
-        if decide and self.policy is not None:
-            for bucket, target in self.policy.decide(self._load()):
-                self.migrate(bucket, target)
-            self.recent = {}
+        """Safe point: snapshots and migrations only (rows go out as each piece is cut)."""
+        self._settle(decide)
 
     def _finish_migration(self, bucket: int, state: bytes) -> None:
         moving = self.migrating.pop(bucket)

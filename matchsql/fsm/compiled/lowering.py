@@ -193,6 +193,17 @@ class RegisterCompiler:
         self.out.spans.append((lo, len(self.out.code)))
         self.out.terms.append(ranges)
 
+    def define(self, var: str, terms: list[exp.Expression]) -> None:
+        """Variable ``var``'s register condition: its ``terms`` (ANDed; none: no register
+        condition); Unsupported names the variable."""
+        if not terms:
+            self.skip()
+            return
+        try:
+            self.add(var, terms)
+        except Unsupported as exc:
+            raise Unsupported(f"DEFINE {var}: {exc}") from None
+
     def skip(self) -> None:
         """A variable with no register terms."""
         n = len(self.out.code)

@@ -96,13 +96,7 @@ class CompiledPlan:
                 except Unsupported:
                     other.append(term)
             row_terms.append(local)
-            if other:
-                try:
-                    regs.add(var, other)
-                except Unsupported as exc:
-                    raise Unsupported(f"DEFINE {var}: {exc}") from None
-            else:
-                regs.skip()
+            regs.define(var, other)
         path = "row_local" if regs.out.empty else "registers"
         notes = []
         measures = None
