@@ -4,7 +4,7 @@ import pyarrow as pa
 import pytest
 
 import matchsql
-from matchsql.api import result as result_module
+from matchsql.results import result as result_module
 
 PATTERN = ("SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
            "MEASURES A.price AS start_price, count(*) AS n "
