@@ -17,16 +17,17 @@ from collections import Counter
 import pytest
 
 import matchsql
+from matchsql.storage import Producer
 from matchsql.workers.stream import StreamRouter
 from tests.streams.conftest import WAIT_S, runtime_dir  # noqa: F401 - fixture
 from tests.streams.test_continuous_queries import (  # noqa: F401 - db is a fixture
     PATTERN,
     SINK,
+    data,
     db,
     expected,
     sink_rows,
     wait_state,
-    write,
 )
 
 
@@ -35,6 +36,13 @@ def _wait_position(con, name: str, at_least: int) -> None:
     while wait_state(con, name, "running")["position"] < at_least:
         assert time.monotonic() < deadline
         time.sleep(0.02)
+
+
+def _write(producer: Producer, start: int, stop: int, step: int = 500) -> None:
+    """Rows ``start``..``stop`` through a producer the caller keeps open: the stream does
+    not end (and the query does not finish) before the kill."""
+    for low in range(start, stop, step):
+        producer.write_batch(data(low, min(low + step, stop)), batch_id=low)
 
 
 def _lost_and_duplicated(got: list[tuple], want: list[tuple]) -> tuple[int, int]:
@@ -49,14 +57,16 @@ def test_killed_worker_resumes_from_the_checkpoint_exactly_once(db, victim: int)
         con.sql(SINK)
         con.sql(f"CREATE CONTINUOUS QUERY rising WITH (checkpoint_rows = 1500) AS "
                 f"INSERT INTO sink SELECT * FROM ticks {PATTERN}")
-        write(db, 0, 9000, step=500)
-        _wait_position(con, "rising", 6000)
-        runner = con._executor.continuous.runners["rising"]
-        router = runner._router
-        assert isinstance(router, StreamRouter)  # the partitions run on the workers
-        pid = router.pool.workers[victim].pid
-        os.kill(pid, signal.SIGKILL)
-        write(db, 9000, 20000, step=500)  # end of stream after these
+        with Producer.open("ticks", database=db, name="p") as producer:
+            _write(producer, 0, 9000)
+            _wait_position(con, "rising", 6000)
+            runner = con._executor.continuous.runners["rising"]
+            router = runner._router
+            assert isinstance(router, StreamRouter)  # the partitions run on the workers
+            pid = router.pool.workers[victim].pid
+            os.kill(pid, signal.SIGKILL)
+            _write(producer, 9000, 20000)
+        # end of stream: the producer closed
         wait_state(con, "rising", "finished")
         runner.thread.join(WAIT_S)  # its counters are final once the thread is done
         row = wait_state(con, "rising", "finished")
@@ -79,15 +89,16 @@ def test_killed_worker_fails_a_query_without_checkpoints_clearly(db) -> None:  #
         con.sql(SINK)
         con.sql(f"CREATE CONTINUOUS QUERY rising WITH (checkpoint_interval = 0) AS "
                 f"INSERT INTO sink SELECT * FROM ticks {PATTERN}")
-        write(db, 0, 3000, step=500)
-        deadline = time.monotonic() + WAIT_S
-        runner = con._executor.continuous.runners["rising"]
-        while not isinstance(runner._router, StreamRouter) or runner.position < 3000:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        os.kill(runner._router.pool.workers[0].pid, signal.SIGKILL)
-        write(db, 3000, 4000, step=500)
-        row = wait_state(con, "rising", "failed")
+        with Producer.open("ticks", database=db, name="p") as producer:
+            _write(producer, 0, 3000)
+            deadline = time.monotonic() + WAIT_S
+            runner = con._executor.continuous.runners["rising"]
+            while not isinstance(runner._router, StreamRouter) or runner.position < 3000:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            os.kill(runner._router.pool.workers[0].pid, signal.SIGKILL)
+            _write(producer, 3000, 4000)
+            row = wait_state(con, "rising", "failed")
         assert "killed by SIGKILL" in row["error"] and "worker process 0" in row["error"]
     finally:
         con.close()
