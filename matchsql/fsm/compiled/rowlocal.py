@@ -17,6 +17,7 @@ time.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -68,33 +69,28 @@ _COMPARE = {exp.LT: "less", exp.LTE: "less_equal", exp.GT: "greater",
 _ARITH = {exp.Add: "add_checked", exp.Sub: "subtract_checked", exp.Mul: "multiply_checked"}
 
 
-def _nan_ordered(kind: type, compare: Term, left: Term, right: Term) -> Term:
-    """``compare`` in DuckDB's order of numbers, where NaN is greater than every other
-    number and equal to itself (Arrow's comparisons make NaN unordered); the same order
-    as the value library's (matchsql.expr.values.COMPARISONS)."""
-
-    def apply(cols: Columns, n: int) -> Value:
-        a, b = left(cols, n), right(cols, n)
-        floats = [v for v in (a, b) if pa.types.is_floating(v.type)]
-        if not floats or any(pa.types.is_null(v.type) for v in (a, b)):
-            return compare(cols, n)
-        a_nan = pc.is_nan(a) if pa.types.is_floating(a.type) else pa.scalar(False)
-        b_nan = pc.is_nan(b) if pa.types.is_floating(b.type) else pa.scalar(False)
-        if isinstance(a_nan, pa.Scalar) and isinstance(b_nan, pa.Scalar):
-            a_nan = pa.array([a_nan.as_py()] * n, pa.bool_())
+def _compare(name: str, a: Value, b: Value) -> Value:
+    """Arrow's comparison ``name`` in DuckDB's order of numbers, where NaN is greater
+    than every other number and equal to itself (Arrow's own comparisons make NaN
+    unordered); the value library's order (matchsql.expr.values.COMPARISONS)."""
+    if not (pa.types.is_floating(a.type) or pa.types.is_floating(b.type)):
+        return getattr(pc, name)(a, b)
+    a_nan = pc.is_nan(a) if pa.types.is_floating(a.type) else pa.scalar(False)
+    b_nan = pc.is_nan(b) if pa.types.is_floating(b.type) else pa.scalar(False)
+    if name in ("less", "greater_equal", "equal", "not_equal"):
         lt = pc.or_kleene(pc.less(a, b), pc.and_kleene(b_nan, pc.invert(a_nan)))
+    if name in ("greater", "less_equal", "equal", "not_equal"):
         gt = pc.or_kleene(pc.greater(a, b), pc.and_kleene(a_nan, pc.invert(b_nan)))
-        if kind is exp.LT:
-            return lt
-        if kind is exp.GT:
-            return gt
-        if kind is exp.LTE:
-            return pc.invert(gt)
-        if kind is exp.GTE:
-            return pc.invert(lt)
-        unequal = pc.or_kleene(lt, gt)
-        return unequal if kind is exp.NEQ else pc.invert(unequal)
-    return apply
+    if name == "less":
+        return lt
+    if name == "greater":
+        return gt
+    if name == "less_equal":
+        return pc.invert(gt)
+    if name == "greater_equal":
+        return pc.invert(lt)
+    unequal = pc.or_kleene(lt, gt)
+    return unequal if name == "not_equal" else pc.invert(unequal)
 
 
 def _widen(v: Value) -> Value:
@@ -160,9 +156,8 @@ class RowLocalCompiler:
         if isinstance(node, Pointer):
             return self.pointer(node)
         if type(node) in _COMPARE:
-            compare = self.call(_COMPARE[type(node)], node.this, node.expression)
-            left, right = self.node(node.this), self.node(node.expression)
-            return _nan_ordered(type(node), compare, left, right)
+            return self.call(partial(_compare, _COMPARE[type(node)]), node.this,
+                             node.expression)
         if type(node) in _ARITH:
             return self.call(_ARITH[type(node)], node.this, node.expression, widen=True)
         if isinstance(node, exp.Div):
@@ -211,10 +206,11 @@ class RowLocalCompiler:
     def boolean(self, v: Value) -> Value:
         return _NULL if pa.types.is_null(v.type) else v
 
-    def call(self, name: str, left_node: exp.Expression, right_node: exp.Expression,
-             widen: bool = False, booleans: bool = False) -> Term:
+    def call(self, op: str | Callable[[Value, Value], Value], left_node: exp.Expression,
+             right_node: exp.Expression, widen: bool = False, booleans: bool = False) -> Term:
+        """``op`` (an Arrow compute function's name, or a function) over the two operands."""
         left, right = self.node(left_node), self.node(right_node)
-        fn = getattr(pc, name)
+        fn = getattr(pc, op) if isinstance(op, str) else op
         boolean = pa.types.is_boolean
 
         def apply(cols: Columns, n: int) -> Value:
