@@ -1,0 +1,128 @@
+"""What surrounds the matcher, end to end through SQL: the input's sort and the statement
+around a MATCH_RECOGNIZE, before and after, side by side in one run.
+
+    python -m bench.around [--rows 1000000] [--partitions 1,500] [--lag-partitions 1,50]
+
+For each partition count it builds synthetic trades (in time order, as a
+table loaded in arrival order is) and measures, best of ``--repeat`` runs:
+
+* **input**: each query (DejaVu Q1-Q4 verbatim and the row-local ``A B+ C+``)
+  bare, its input sorted by DuckDB ("sorted", the old route) and taken in the
+  order it is in when that is ORDER BY order ("presorted",
+  matchsql/session/ordered_input.py), and their ratio;
+* **around**: the same queries inside ``SELECT count(*) FROM (...)``, joined
+  with a table of the symbols, under a GROUP BY and in a CTE, each as a rate
+  and as a ratio to the bare statement's rate (target >= 0.90), with the
+  matches streamed into the running statement (old) and held first
+  (matchsql/session/held.py);
+* **vs LAG**: ``A B+ C+`` against DuckDB computing its two DEFINE conditions
+  with LAG over the same data (target >= 1.5x), old and new routes.
+
+Q1 and Q3 have neither PARTITION BY nor ORDER BY: no sort to skip there.
+The machine may be shared: only ratios between figures of one run mean much.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import matchsql
+from bench.paths import LAG, QUERIES
+from matchsql.session import held, ordered_input
+from matchsql.storage.demo import synthetic_trades
+
+NAMES = ["Q1", "Q2", "Q3", "Q4", "A B+ C+"]
+
+AROUND = {
+    "count": "SELECT count(*) FROM ({q})",
+    "join": "SELECT s.n, count(*) FROM ({q}) m JOIN symbols s ON s.symbol = m.symbol "
+            "GROUP BY s.n",
+    "group": "SELECT symbol, count(*) FROM ({q}) GROUP BY symbol",
+    "cte": "WITH m AS ({q}) SELECT count(*) FROM m",
+}
+
+
+def best(con, sql: str, repeat: int) -> float:
+    """Best wall time in seconds of ``sql`` fetched as Arrow."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        con.sql(sql).arrow()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def routes(old: bool) -> None:
+    ordered_input.ENABLED = not old
+    held.ENABLED = not old
+
+
+def run(rows: int, partitions: int, repeat: int, lag: bool, names: list[str]) -> None:
+    con = matchsql.connect(demo=False, threads=1)
+    con.duckdb.register("trade_src", synthetic_trades(rows, partitions))
+    con.sql("CREATE TABLE trade AS SELECT * FROM trade_src")
+    con.duckdb.unregister("trade_src")
+    con.sql("CREATE TABLE symbols AS SELECT symbol, row_number() OVER () AS n "
+            "FROM (SELECT DISTINCT symbol FROM trade)")
+    print(f"\n{rows:,} rows, {partitions} partition(s), 1 thread")
+    header = f"{'query':<9}{'statement':<11}{'old rows/s':>13}{'new rows/s':>13}{'new/old':>9}" \
+             f"{'old vs bare':>13}{'new vs bare':>13}"
+    print(header)
+    print("-" * len(header))
+    for name in names:
+        q = QUERIES[name]
+        con.sql(q).arrow()  # warm: kernels loaded, plans cached
+        bare = {}
+        for old in (True, False):
+            routes(old)
+            bare[old] = best(con, q, repeat)
+        print(f"{name:<9}{'bare':<11}{rows / bare[True]:>13,.0f}{rows / bare[False]:>13,.0f}"
+              f"{bare[True] / bare[False]:>9.2f}")
+        for kind, text in AROUND.items():
+            if kind in ("join", "group") and "PARTITION BY" not in q:
+                continue  # Q1 and Q3 output no symbol column
+            sql = text.format(q=q)
+            t = {}
+            for old in (True, False):
+                routes(old)
+                t[old] = best(con, sql, repeat)
+            print(f"{'':<9}{kind:<11}{rows / t[True]:>13,.0f}{rows / t[False]:>13,.0f}"
+                  f"{t[True] / t[False]:>9.2f}{bare[True] / t[True]:>13.2f}"
+                  f"{bare[False] / t[False]:>13.2f}")
+    if lag:
+        window = "ORDER BY ts" if partitions == 1 else "PARTITION BY symbol ORDER BY ts"
+        lag_s = best(con, LAG.format(window=window), repeat)
+        t = {}
+        for old in (True, False):
+            routes(old)
+            t[old] = best(con, QUERIES["A B+ C+"], repeat)
+        print(f"A B+ C+ vs DuckDB's LAG scan ({rows / lag_s:,.0f} rows/s): "
+              f"old {lag_s / t[True]:.2f}x, new {lag_s / t[False]:.2f}x (target >= 1.5x)")
+    routes(False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--partitions", default="1,500")
+    parser.add_argument("--lag-partitions", default="1,50")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--queries", default=",".join(NAMES))
+    args = parser.parse_args(argv)
+    print(f"{os.cpu_count()} CPU core(s); old = DuckDB sorts the input and the matches stream "
+          "into the running statement; new = input taken in its order when it is in order, "
+          "matches held before the statement around them runs")
+    names = args.queries.split(",")
+    counts = [int(p) for p in args.partitions.split(",")]
+    lag = [int(p) for p in args.lag_partitions.split(",")]
+    for partitions in counts:
+        run(args.rows, partitions, args.repeat, partitions in lag, names)
+    for partitions in lag:
+        if partitions not in counts:
+            run(args.rows, partitions, args.repeat, True, ["A B+ C+"])
+
+
+if __name__ == "__main__":
+    main()
