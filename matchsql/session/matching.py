@@ -50,7 +50,7 @@ from matchsql.router.partitions import SortedPartitionRouter
 from matchsql.session import held, window_measures
 from matchsql.session.cleanups import run_all
 from matchsql.session.host import Params, StatementHost
-from matchsql.session.ordered_input import InputQueries, input_batches, order_keys
+from matchsql.session.ordered_input import InputQueries, input_batches, order_keys, rereadable
 from matchsql.session.profile import MatchProfile
 from matchsql.session.query_shape import direct_select, offset_of, plain_limit, require_columns
 from matchsql.session.scope import lookup
@@ -338,9 +338,14 @@ class MatchRunner:
         narrow = self._projected(node, spec)
         if narrow is not None:
             spec, input_sql = narrow
-        queries = InputQueries(input_sql, _input_query(node, spec.columns.names if narrow else None,
-                                                       sort=False),
-                               spec.partition_by, order_keys(node, spec.order_by))
+        # The unsorted attempt reads the input a second time when it is out of order: only
+        # for a table, view or table function, none of them a stream that reads once.
+        again = isinstance(node.this, exp.Table) and not inner and all(
+            rereadable(value) for value, _ in self._scans.values())
+        unsorted = _input_query(node, spec.columns.names if narrow else None, sort=False) \
+            if again else None
+        queries = InputQueries(input_sql, unsorted, spec.partition_by,
+                               order_keys(node, spec.order_by))
         scatter = None  # the input queries of worker processes (matchsql/workers/scatter.py)
         if self.executor.config.workers > 1 and spec.partition_by:
             scatter = scatter_plan(node, spec, spec.columns.names if narrow else None, cursor)

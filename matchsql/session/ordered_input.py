@@ -32,13 +32,22 @@ class InputQueries:
     """The input query of one MATCH_RECOGNIZE, sorted and in the input's own order."""
 
     sorted_sql: str
-    unsorted_sql: str
+    unsorted_sql: str | None  # None: the input may be read once only, so DuckDB sorts it
     partition_by: list[str]
     order: list[OrderKey]
 
     @property
     def sorts(self) -> bool:
         return bool(self.partition_by or self.order)
+
+
+def rereadable(value: object) -> bool:
+    """Whether DuckDB can scan a Python object registered for the input more than once:
+    Arrow tables and batches, and data frames; not readers, scanners or iterators."""
+    if isinstance(value, (pa.Table, pa.RecordBatch)):
+        return True
+    module = type(value).__module__.split(".")[0]
+    return module in ("pandas", "polars") and not hasattr(value, "__next__")
 
 
 def order_keys(node, order_by: list[str]) -> list[OrderKey]:
@@ -62,8 +71,8 @@ def input_batches(queries: InputQueries, open_input: Callable[[str], Iterable[pa
     """The rows of ``queries.sorted_sql`` in batches of at most ``batch_size`` rows:
     from the unsorted query when its rows are in order, else sorted by DuckDB
     (``cursor``: the input query's, whose settings say what its ORDER BY means)."""
-    if ENABLED and queries.sorts and default_ordering(cursor):
-        table = _held_in_order(queries, open_input)
+    if ENABLED and queries.sorts and queries.unsorted_sql and default_ordering(cursor):
+        table = _held_in_order(queries.unsorted_sql, queries, open_input)
         if table is not None:
             rows = grouped(table, queries.partition_by, queries.order)
             if rows is not None:
@@ -72,11 +81,11 @@ def input_batches(queries: InputQueries, open_input: Callable[[str], Iterable[pa
     yield from open_input(queries.sorted_sql)
 
 
-def _held_in_order(queries: InputQueries,
+def _held_in_order(sql: str, queries: InputQueries,
                    open_input: Callable[[str], Iterable[pa.RecordBatch]]) -> pa.Table | None:
-    """The unsorted input query's rows, or None once they show they are out of order or
-    grow past PRESORTED_BYTES."""
-    reader = open_input(queries.unsorted_sql)
+    """The rows of ``sql`` (the unsorted input query), or None once they show they are
+    out of order or grow past PRESORTED_BYTES."""
+    reader = open_input(sql)
     batches: list[pa.RecordBatch] = []
     size = 0
     schema = None

@@ -162,3 +162,26 @@ def test_presorted_input_is_read_without_duckdb_sort(trades, opened):
     trades.sql("CREATE TABLE u AS SELECT * FROM t ORDER BY x")
     _run(trades, ROW_LOCAL.replace("FROM t ", "FROM u "), True)
     assert len(opened) == 2 and "ORDER BY" not in opened[0] and "ORDER BY" in opened[1]
+
+
+def test_a_source_read_once_is_sorted_by_duckdb(trades, opened):
+    table = trades.sql("SELECT * FROM t ORDER BY x, ts DESC").arrow()
+    expected = _run(trades, ROW_LOCAL, False)
+    opened.clear()
+    once = table.to_reader()  # noqa: F841 - read by name from the statement
+    assert trades.sql(ROW_LOCAL.replace("FROM t ", "FROM once ")).fetchall() == expected
+    assert len(opened) == 1 and "ORDER BY" in opened[0]
+
+
+def test_a_subquery_source_is_sorted_by_duckdb(trades, opened):
+    sql = ROW_LOCAL.replace("FROM t ", "FROM (SELECT * FROM t WHERE x < 12) ")
+    assert _run(trades, sql, True) == _run(trades, sql, False)
+    assert len(opened) == 2 and all("ORDER BY" in q for q in opened)
+
+
+def test_nested_match_recognize_out_of_order_reads_its_input_once(trades):
+    inner = ROW_LOCAL.replace("PATTERN", "ALL ROWS PER MATCH PATTERN")
+    sql = (f"SELECT * FROM ({inner}) MATCH_RECOGNIZE(PARTITION BY p ORDER BY x, ts "
+           "MEASURES COUNT(*) AS k, LAST(ts) AS lt PATTERN (A B+) DEFINE B AS ts > PREV(ts))")
+    rows = _run(trades, sql, True)
+    assert rows and rows == _run(trades, sql, False)
