@@ -186,3 +186,10 @@ def test_grouped_input_keeps_its_rows_without_a_copy():
 def test_null_placement_and_direction(descending, nulls_first, values, ok):
     table = pa.table({"k": pa.array(values, pa.int64())})
     assert (grouped(table, [], [OrderKey("k", descending, nulls_first)]) is not None) is ok
+
+
+def test_more_partitions_than_the_radix_sort_takes_are_left_to_the_sort(monkeypatch):
+    table = pa.table({"p": pa.array([2, 1, 2, 1]), "k": pa.array([1, 2, 3, 4])})
+    assert grouped(table, ["p"], [OrderKey("k")]).column("k").to_pylist() == [2, 4, 1, 3]
+    monkeypatch.setattr("matchsql.router.presorted.MAX_PARTITIONS", 1)
+    assert grouped(table, ["p"], [OrderKey("k")]) is None
