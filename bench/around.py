@@ -4,7 +4,9 @@ around a MATCH_RECOGNIZE, before and after, side by side in one run.
     python -m bench.around [--rows 1000000] [--partitions 1,500] [--lag-partitions 1,50]
 
 For each partition count it builds synthetic trades (in time order, as a
-table loaded in arrival order is) and measures, best of ``--repeat`` runs:
+table loaded in arrival order is) and measures, best of ``--repeat`` runs
+taken in turn (old, new, old, new, ...: load on a shared machine weighs on
+both alike):
 
 * **input**: each query (DejaVu Q1-Q4 verbatim and the row-local ``A B+ C+``)
   bare, its input sorted by DuckDB ("sorted", the old route) and taken in the
@@ -47,14 +49,18 @@ AROUND = {
 }
 
 
-def best(con, sql: str, repeat: int) -> float:
-    """Best wall time in seconds of ``sql`` fetched as Arrow."""
-    times = []
+def interleaved(con, runs: list[tuple[bool, str]], repeat: int) -> list[float]:
+    """Best wall time in seconds of each ``(old route?, sql)`` fetched as Arrow, the runs
+    taken in turn ``repeat`` times (a shared machine's load then weighs on all alike)."""
+    times = [float("inf")] * len(runs)
     for _ in range(repeat):
-        start = time.perf_counter()
-        con.sql(sql).arrow()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for i, (old, sql) in enumerate(runs):
+            routes(old)
+            start = time.perf_counter()
+            con.sql(sql).arrow()
+            times[i] = min(times[i], time.perf_counter() - start)
+    routes(False)
+    return times
 
 
 def routes(old: bool) -> None:
@@ -69,6 +75,7 @@ def run(rows: int, partitions: int, repeat: int, lag: bool, names: list[str]) ->
     con.duckdb.unregister("trade_src")
     con.sql("CREATE TABLE symbols AS SELECT symbol, row_number() OVER () AS n "
             "FROM (SELECT DISTINCT symbol FROM trade)")
+    con.sql("CREATE TABLE shuffled AS SELECT * FROM trade ORDER BY hash(ts)")
     print(f"\n{rows:,} rows, {partitions} partition(s), 1 thread")
     header = f"{'query':<9}{'statement':<11}{'old rows/s':>13}{'new rows/s':>13}{'new/old':>9}" \
              f"{'old vs bare':>13}{'new vs bare':>13}"
@@ -77,42 +84,29 @@ def run(rows: int, partitions: int, repeat: int, lag: bool, names: list[str]) ->
     for name in names:
         q = QUERIES[name]
         con.sql(q).arrow()  # warm: kernels loaded, plans cached
-        bare = {}
-        for old in (True, False):
-            routes(old)
-            bare[old] = best(con, q, repeat)
-        print(f"{name:<9}{'bare':<11}{rows / bare[True]:>13,.0f}{rows / bare[False]:>13,.0f}"
-              f"{bare[True] / bare[False]:>9.2f}")
         for kind, text in AROUND.items():
             if kind in ("join", "group") and "PARTITION BY" not in q:
                 continue  # Q1 and Q3 output no symbol column
             sql = text.format(q=q)
-            t = {}
-            for old in (True, False):
-                routes(old)
-                t[old] = best(con, sql, repeat)
-            print(f"{'':<9}{kind:<11}{rows / t[True]:>13,.0f}{rows / t[False]:>13,.0f}"
-                  f"{t[True] / t[False]:>9.2f}{bare[True] / t[True]:>13.2f}"
-                  f"{bare[False] / t[False]:>13.2f}")
+            bare_old, bare_new, old, new = interleaved(
+                con, [(True, q), (False, q), (True, sql), (False, sql)], repeat)
+            if kind == "count":
+                print(f"{name:<9}{'bare':<11}{rows / bare_old:>13,.0f}{rows / bare_new:>13,.0f}"
+                      f"{bare_old / bare_new:>9.2f}")
+            print(f"{'':<9}{kind:<11}{rows / old:>13,.0f}{rows / new:>13,.0f}"
+                  f"{old / new:>9.2f}{bare_old / old:>13.2f}{bare_new / new:>13.2f}")
     if "A B+ C+" in names:  # the price of trying: input out of order, sorted after all
-        con.sql("CREATE TABLE shuffled AS SELECT * FROM trade ORDER BY hash(ts)")
         sql = QUERIES["A B+ C+"].replace("FROM trade ", "FROM shuffled ")
-        t = {}
-        for old in (True, False):
-            routes(old)
-            t[old] = best(con, sql, repeat)
-        print(f"{'A B+ C+':<9}{'shuffled':<11}{rows / t[True]:>13,.0f}{rows / t[False]:>13,.0f}"
-              f"{t[True] / t[False]:>9.2f}  (input out of order: DuckDB sorts it either way)")
+        old, new = interleaved(con, [(True, sql), (False, sql)], repeat)
+        print(f"{'A B+ C+':<9}{'shuffled':<11}{rows / old:>13,.0f}{rows / new:>13,.0f}"
+              f"{old / new:>9.2f}  (input out of order: DuckDB sorts it either way)")
     if lag:
         window = "ORDER BY ts" if partitions == 1 else "PARTITION BY symbol ORDER BY ts"
-        lag_s = best(con, LAG.format(window=window), repeat)
-        t = {}
-        for old in (True, False):
-            routes(old)
-            t[old] = best(con, QUERIES["A B+ C+"], repeat)
+        q = QUERIES["A B+ C+"]
+        lag_s, old, new = interleaved(
+            con, [(False, LAG.format(window=window)), (True, q), (False, q)], repeat)
         print(f"A B+ C+ vs DuckDB's LAG scan ({rows / lag_s:,.0f} rows/s): "
-              f"old {lag_s / t[True]:.2f}x, new {lag_s / t[False]:.2f}x (target >= 1.5x)")
-    routes(False)
+              f"old {lag_s / old:.2f}x, new {lag_s / new:.2f}x (target >= 1.5x)")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -120,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--partitions", default="1,500")
     parser.add_argument("--lag-partitions", default="1,50")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--queries", default=",".join(NAMES))
     args = parser.parse_args(argv)
     print(f"{os.cpu_count()} CPU core(s); old = DuckDB sorts the input and the matches stream "

@@ -426,7 +426,10 @@ class MatchRunner:
                                                      input_sql=queries.sorted_sql,
                                                      scatter=scatter)
                 return
-            reader = input_batches(queries, open_input, config.batch_size, cursor)
+            reader = input_batches(queries, lambda sql: cursor.sql(sql).to_arrow_reader(
+                config.batch_size), config.batch_size, cursor)
+            if profile is not None:  # input time: the query, and the sort or the grouping
+                reader = profile.input(reader)
             try:  # plans are built once per spec: here, not racing in the workers
                 planner.choose_path(spec, config.execution_path)
             except Error:
