@@ -185,3 +185,17 @@ def test_nested_match_recognize_out_of_order_reads_its_input_once(trades):
            "MEASURES COUNT(*) AS k, LAST(ts) AS lt PATTERN (A B+) DEFINE B AS ts > PREV(ts))")
     rows = _run(trades, sql, True)
     assert rows and rows == _run(trades, sql, False)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_small_batches_and_threads_see_the_same_rows(threads):
+    """Many partitions of mixed sizes cut by small batches, one and two threads."""
+    con = matchsql.connect(demo=False, threads=threads, batch_size=100)
+    con.sql("CREATE TABLE t AS SELECT CASE WHEN range % 10 = 0 THEN 'big' "
+            "ELSE 'p' || (range % 37) END AS p, range AS ts, (range * 7919) % 11 AS x "
+            "FROM range(4000)")
+    rows = _run(con, ROW_LOCAL, True)
+    assert len(rows) > 100 and rows == _run(con, ROW_LOCAL, False)
+    registers = ROW_LOCAL.replace("C AS x > PREV(x)", "C AS x > A.x")
+    rows = _run(con, registers, True)
+    assert len(rows) > 100 and rows == _run(con, registers, False)
