@@ -46,6 +46,12 @@ from matchsql.workers.pool import Worker, WorkerPool
 
 BUCKETS = 64
 _POLL_S = 0.05
+#: Rows per message to a worker. A worker matches the complete partitions of a
+#: message in one kernel call and each partition cut by a message's edge as a run of
+#: its own, so small messages multiply the fixed cost per call: on 1M rows of 500
+#: partitions (Q2), 16,384 rows cost the workers 0.375 s of CPU, 65,536 rows 0.29 s
+#: (measured side by side, bench notes in bench/results/workers.txt).
+CHUNK_ROWS = 65_536
 
 
 def bucket_of(key: tuple, buckets: int) -> int:
@@ -82,7 +88,7 @@ class WorkerRouter:
 
     def __init__(self, pool: WorkerPool, spec: MatchSpec, config: Config,
                  cancel: Cancellation, *, buckets: int = BUCKETS,
-                 chunk_rows: int = 16_384, max_queued_rows: int = 131_072,
+                 chunk_rows: int = CHUNK_ROWS, max_queued_rows: int = 4 * CHUNK_ROWS,
                  policy: Policy | None = None) -> None:
         self.pool = pool
         self.workers: list[Worker] = pool.workers

@@ -20,7 +20,7 @@ ROWS, CHUNK, SYMBOLS = 6000, 500, 30
 
 
 def live(spawn, workers: int, mode: str, u: int, rule: str, query: str,  # noqa: F811
-         injector: RandomMigrations | None = None) -> tuple[list[tuple], dict, object]:
+         injector: RandomMigrations | None = None) -> tuple[list[tuple], dict, object, list]:
     con = matchsql.connect(demo=False, workers=workers, batch_size=300)
     try:
         if injector is not None:
@@ -34,7 +34,8 @@ def live(spawn, workers: int, mode: str, u: int, rule: str, query: str,  # noqa:
         rows = sorted(bounded(result.fetchall), key=repr)
         assert producer.wait() == 0
         con.sql("DROP STREAM trades")
-        return rows, result.stats, con._executor.workers.last
+        show = con.sql("SHOW WORKERS").arrow().to_pylist()
+        return rows, result.stats, con._executor.workers.last, show
     finally:
         con.close()
 
@@ -45,8 +46,8 @@ def live(spawn, workers: int, mode: str, u: int, rule: str, query: str,  # noqa:
 def test_push_and_adaptive_on_workers_equal_one_process(spawn, mode: str, u: int,  # noqa: F811
                                                        rule: str) -> None:
     query = QUERIES[0]
-    single, single_stats, _ = live(spawn, 1, mode, u, rule, query)
-    rows, stats, router = live(spawn, 2, mode, u, rule, query)
+    single, single_stats, _, _ = live(spawn, 1, mode, u, rule, query)
+    rows, stats, router, show = live(spawn, 2, mode, u, rule, query)
     assert isinstance(router, StreamRouter)  # it did run on the workers
     assert router.partitions == SYMBOLS and len(set(router.owner.values())) == 2
     assert rows == single and rows
@@ -56,6 +57,11 @@ def test_push_and_adaptive_on_workers_equal_one_process(spawn, mode: str, u: int
     # A B+ C* D+ keeps each open attempt's rows: the workers report them.
     assert stats["max_mem"] > 0 and stats["avg_mem"] > 0
     assert stats["latency"] > 0
+    # SHOW WORKERS: both workers matched, every tuple once, the buckets split between them.
+    assert [w["worker"] for w in show] == [0, 1] and all(w["alive"] for w in show)
+    assert sum(w["rows_matched"] for w in show) == ROWS
+    assert all(w["rows_matched"] > 0 and w["buckets"] for w in show)
+    assert sum(w["queued_rows"] for w in show) == 0  # all answered
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -63,11 +69,14 @@ def test_random_migrations_under_push_input(spawn, seed: int) -> None:  # noqa: 
     mode = ("push", "adaptive")[seed % 2]
     query = QUERIES[seed % len(QUERIES)]
     injector = RandomMigrations(seed, rate=1.0)
-    rows, stats, router = live(spawn, 2 + seed % 2, mode, seed, "most_tuples", query, injector)
+    rows, stats, router, show = live(spawn, 2 + seed % 2, mode, seed, "most_tuples", query,
+                                     injector)
     assert isinstance(router, StreamRouter)
     assert router.migrations and any(m.open_partitions for m in router.migrations)
     assert rows == one_shot(query, ROWS, SYMBOLS) and rows
     assert stats["records"] == ROWS
+    moved = sum(w["migrations_out"] for w in show)
+    assert moved == len(router.migrations) == sum(w["migrations_in"] for w in show)
 
 
 def test_pull_metrics_on_workers_do_not_fetch_the_runs(spawn, monkeypatch) -> None:  # noqa: F811
@@ -81,7 +90,7 @@ def test_pull_metrics_on_workers_do_not_fetch_the_runs(spawn, monkeypatch) -> No
         return original(self)
 
     monkeypatch.setattr(StreamRouter, "runs", property(counted, StreamRouter.runs.fset))
-    rows, stats, router = live(spawn, 2, "pull", 0, "most_tuples", QUERIES[0])
+    rows, stats, router, _ = live(spawn, 2, "pull", 0, "most_tuples", QUERIES[0])
     assert isinstance(router, StreamRouter)
     assert not dumps
     assert stats["records"] == ROWS and stats["max_mem"] > 0
