@@ -13,6 +13,14 @@ runs to the workers (its resumption).
 A batch is routed and answered before the next one: migrations happen
 between batches, so the State Transfer needs no buffering here (nothing of
 the bucket is in flight); the pause holds the stream for that long.
+
+With push or adaptive input the router is also the query's
+:class:`~matchsql.adaptive.push.PushRuns`: the push thread reads the stream
+into InputHolders, and :meth:`StreamRouter.feed` sends every ready holder's
+tuples at once (one "batch" of distinct keys), so the workers match while the
+push thread reads on. Each answer carries, per key, the rows its run keeps
+and, once asked (``observe``), its Go4Risk counts: the switch and the input
+metrics see the workers' runs as they would see runs in this process.
 """
 
 from __future__ import annotations
