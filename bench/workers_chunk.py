@@ -11,7 +11,9 @@ reports it) and the bound that two cores put on the speed-up, one process's
 CPU over (router + workers CPU) / 2; then the medians over the rounds. The
 worker matches a message's complete partitions in one kernel call, so the
 message size sets how many calls (and partition runs cut by a message's
-edge) the same rows cost.
+edge) the same rows cost. The last run of each round, "copy", is the
+default size with the router's payload built in memory and then copied into
+the ring, as before it was written straight into the ring.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import matchsql
 import matchsql.workers.router as router_module
 from bench.paths import QUERIES
 from matchsql.storage.demo import synthetic_trades
+from matchsql.workers.frames import Packed
+from matchsql.workers.router import CHUNK_ROWS
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     session.mode = "sorted"
     defaults = router_module.WorkerRouter.__init__.__kwdefaults__
     assert defaults is not None
-    header = (f"{'query':<6}{'run':>10}{'wall s':>8}{'CPU s':>7}{'router':>8}{'workers':>14}"
+    header = (f"{'query':<6}{'run':>15}{'wall s':>8}{'CPU s':>7}{'router':>8}{'workers':>14}"
               f"{'w sum':>7}{'bound':>7}{'w1/w2':>7}")
     try:
         for name in args.queries.split(","):
@@ -67,18 +71,22 @@ def main(argv: list[str] | None = None) -> None:
                 wall, cpu = _timed(con, sql)
                 got.setdefault("w1", []).append((wall, cpu, 0.0, 0.0))
                 single = cpu
-                print(f"{name:<6}{'w1':>10}{wall:>8.3f}{cpu:>7.3f}")
+                print(f"{name:<6}{'w1':>15}{wall:>8.3f}{cpu:>7.3f}")
                 con.sql("SET workers = 2")
-                for chunk in chunks:
+                for chunk, copied in [(c, False) for c in chunks] + [(CHUNK_ROWS, True)]:
                     # The router's message size (and its back-pressure, 4 messages).
                     router_module.WorkerRouter.__init__.__kwdefaults__ = dict(
                         defaults, chunk_rows=chunk, max_queued_rows=4 * chunk)
+                    # "copy": the payload built in memory, then copied into the ring (as
+                    # before the rows were written straight into it).
+                    router_module.Packed = _copied if copied else Packed
                     wall, cpu = _timed(con, sql)
+                    chunk = f"{chunk} copy" if copied else chunk
                     workers = session.last.worker_cpu_s
                     bound = single / ((cpu + sum(workers)) / 2)
                     got.setdefault(f"w2 {chunk}", []).append((wall, cpu, sum(workers), bound))
                     split = "/".join(f"{w:.3f}" for w in workers)
-                    print(f"{name:<6}{f'w2 {chunk}':>10}{wall:>8.3f}{'':>7}{cpu:>8.3f}"
+                    print(f"{name:<6}{f'w2 {chunk}':>15}{wall:>8.3f}{'':>7}{cpu:>8.3f}"
                           f"{split:>14}{sum(workers):>7.3f}{bound:>6.2f}x"
                           f"{got['w1'][-1][0] / wall:>6.2f}x")
             print("medians:")
@@ -87,15 +95,20 @@ def main(argv: list[str] | None = None) -> None:
                 wall = statistics.median(v[0] for v in values)
                 cpu = statistics.median(v[1] for v in values)
                 if run == "w1":
-                    print(f"{name:<6}{run:>10}{wall:>8.3f}{cpu:>7.3f}")
+                    print(f"{name:<6}{run:>15}{wall:>8.3f}{cpu:>7.3f}")
                     continue
                 workers = statistics.median(v[2] for v in values)
                 bound = statistics.median(v[3] for v in values)
-                print(f"{name:<6}{run:>10}{wall:>8.3f}{'':>7}{cpu:>8.3f}{'':>14}"
+                print(f"{name:<6}{run:>15}{wall:>8.3f}{'':>7}{cpu:>8.3f}{'':>14}"
                       f"{workers:>7.3f}{bound:>6.2f}x{w1 / wall:>6.2f}x")
     finally:
         router_module.WorkerRouter.__init__.__kwdefaults__ = defaults
+        router_module.Packed = Packed
         con.close()
+
+
+def _copied(entries: list, batches: list) -> memoryview:
+    return Packed(entries, batches).bytes()
 
 
 def _timed(con: matchsql.Connection, sql: str) -> tuple[float, float]:

@@ -41,7 +41,7 @@ from matchsql.plan.spec import MatchSpec
 from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import split
 from matchsql.workers.balance import Load, Policy, least_loaded
-from matchsql.workers.frames import pack, unpack
+from matchsql.workers.frames import Packed, unpack
 from matchsql.workers.pool import Worker, WorkerPool
 
 BUCKETS = 64
@@ -223,8 +223,8 @@ class WorkerRouter:
         # The pieces go as they are (the worker concatenates them: that copy runs in
         # parallel there, not in this serial router).
         pieces = [piece for _, piece in pending if piece is not None and piece.num_rows]
-        payload = pack([entry for entry, _ in pending], pieces)
-        self._post(index, "data", payload)
+        # Written straight into the worker's ring: one copy of the rows in this process.
+        self._post(index, "data", Packed([entry for entry, _ in pending], pieces))
 
     # -- migration ----------------------------------------------------------------------
 
