@@ -92,8 +92,8 @@ def choose_path(spec: MatchSpec, requested: str = "auto") -> PathChoice:
         if plan.path == "row_local":
             reason = "every DEFINE reads only the current row and physical PREV/NEXT offsets"
         else:
-            reason = ("DEFINE reads other rows of the match (A.x, FIRST/LAST); threads carry "
-                      "them as registers")
+            reason = ("DEFINE reads other rows of the match (A.x, FIRST/LAST, running "
+                      "aggregates); threads carry them as registers")
         return PathChoice(plan.path, reason, notes)
     if requested == "row_local" and plan.path != "row_local":
         raise ExecutionError(
