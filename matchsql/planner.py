@@ -190,6 +190,21 @@ def partition_threads(spec: MatchSpec, config: Config | None = None) -> tuple[in
     return config.threads, f"partitions spread over {config.threads} threads"
 
 
+def split_partitions(spec: MatchSpec, config: Config) -> str:
+    """Whether a long partition of ``spec`` is matched in chunks on several threads
+    (:mod:`matchsql.fsm.compiled.chunks`), and why (EXPLAIN's ``split`` line)."""
+    from matchsql.fsm.compiled.chunks import unsplittable
+
+    plan = _plan(spec)[1]
+    why = unsplittable(spec, plan.registers.arrays()[0], plan.within)
+    if why is not None:
+        return f"no ({why})"
+    if config.split_rows == 0 or config.threads <= 1:
+        return "no (SET threads = 1 or split_rows = 0)"
+    return (f"rows to match in chunks of >= {config.split_rows} rows on {config.threads} "
+            "threads, fixed up to the sequential result")
+
+
 def whole_partitions(spec: MatchSpec, config: Config | None = None):
     """``(matcher, why)``: a :class:`~matchsql.fsm.compiled.batch.WholePartitions`
     that matches the complete partitions of a sorted batch together, or None
@@ -239,6 +254,8 @@ def explain(spec: MatchSpec, config: Config | None = None) -> str:
                     path += ", and by the register conditions on the second row"
         threads, why = partition_threads(spec, config)
         path += f"\npartitions: {'sequential' if threads == 1 else f'{threads} threads'} ({why})"
+        if choice.name not in ("reference", "gpu"):
+            path += f"\nsplit: {split_partitions(spec, config)}"
         if spec.partition_by:
             whole, why = whole_partitions(spec, config)
             path += f"\nbatched: {'yes' if whole is not None else 'no'} ({why})"

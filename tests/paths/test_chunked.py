@@ -245,3 +245,18 @@ def test_conformance_cases_split(case: Case) -> None:
         got = outcome(case, path, split_rows=1, threads=4)
         if got[0] != "n/a":
             assert agrees(got, want), (path, got, want)
+
+
+def test_explain_says_whether_a_partition_splits() -> None:
+    con = matchsql.connect(demo=False, threads=2)
+    con.sql("CREATE TABLE t(id INT, x INT, y INT)")
+    query = ("EXPLAIN SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
+             "{rows} PATTERN (A B+) DEFINE B AS x > PREV(x))")
+    text = "\n".join(str(r[-1]) for r in con.sql(query.format(rows="")).fetchall())
+    assert "split: rows to match in chunks of >= 16384 rows on 2 threads" in text
+    con.sql("SET split_rows = 0")
+    text = "\n".join(str(r[-1]) for r in con.sql(query.format(rows="")).fetchall())
+    assert "split: no (SET threads = 1 or split_rows = 0)" in text
+    unmatched = query.format(rows="ALL ROWS PER MATCH WITH UNMATCHED ROWS")
+    text = "\n".join(str(r[-1]) for r in con.sql(unmatched).fetchall())
+    assert "split: no (WITH UNMATCHED ROWS" in text
