@@ -14,7 +14,10 @@ partitions of a query. :class:`CompiledMatcher` is one partition's run:
   the reference :class:`~matchsql.fsm.output.OutputBuilder` over the
   buffered rows;
 * rows before the oldest row still needed are dropped, so memory follows the
-  live window, as in the reference's InputHolder.
+  live window, as in the reference's InputHolder;
+* with ``threads`` > 1, at least twice ``split_rows`` rows to decide are cut into
+  chunks matched on several threads at once and fixed up to the sequential
+  result (:mod:`.chunks`): a single long partition uses every core.
 """
 
 from __future__ import annotations
