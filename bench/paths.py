@@ -7,8 +7,11 @@ For each data size and partition count it builds synthetic trades
 measures, in the same run:
 
 * every query end to end through SQL (``auto`` path) with ``threads = 1``
-  and ``threads = 2`` (partitions on a thread pool, router/parallel.py; the
-  kernels release the GIL) and the 2T/1T scaling: DejaVu Q1-Q4 verbatim, the
+  and ``threads = 2`` (partitions on a thread pool, router/parallel.py, and
+  a long partition's rows in chunks on the threads, fsm/compiled/chunks.py;
+  the kernels release the GIL) and the 2T/1T scaling, next to the 2T/1T
+  with no partition split into chunks (``unsplit``: ``split_rows = 0``,
+  what 2 threads gave before chunks): DejaVu Q1-Q4 verbatim, the
   V-shape query of Trino's MATCH_RECOGNIZE documentation, and the row-local
   ``PATTERN (A B+ C+)``;
 * the same queries on the matcher alone, one thread (the input already
@@ -261,11 +264,13 @@ def run(rows: int, partitions: int, reference_rows: int, pandas_rows: int) -> No
           f"DuckDB LAG scan: {lag_rate:,.0f} rows/s ({lag_s:.2f} s, peak RSS "
           f"{lag_rss / 2**20:,.0f} MiB)")
     header = (f"{'query':<9}{'path':<10}{'matches':>11}{'SQL 1T':>12}{'SQL 2T':>12}{'2T/1T':>7}"
+              f"{'unsplit':>8}"
               f"{'vs LAG':>8}{'engine 1T':>12}{'plan ms':>9}{'reference':>11}{'vs ref':>8}"
               f"{'peak RSS':>10}")
     print(header)
     print("-" * len(header))
     duck = con.duckdb
+    default_split = Config().split_rows
     ref_con = matchsql.connect(demo=False, execution_path="reference", threads=1)
     ref_con.duckdb.register("trade_src", trades.slice(0, reference_rows))
     ref_con.sql("CREATE TABLE trade AS SELECT * FROM trade_src")
@@ -278,13 +283,23 @@ def run(rows: int, partitions: int, reference_rows: int, pandas_rows: int) -> No
         spec = spec_for(duck, sql, source)
         path = choose_path(spec).name
         timed = {}
-        for threads in (1, 2):  # best of ``repeat`` runs: the figures are noisy on a busy box
-            con.sql(f"SET threads = {threads}")
-            runs = [measure(lambda sql=sql: con.sql(sql).arrow().num_rows) for _ in range(repeat)]
-            timed[threads] = (min(r[0] for r in runs), runs[0][1], max(r[2] for r in runs))
+        # Best of ``repeat`` runs, interleaved: the figures are noisy on a busy box. "2U" is
+        # two threads with no partition split into chunks (SET split_rows = 0): the 2T/1T
+        # before chunk-parallel matching, side by side with the one after.
+        for _ in range(repeat):
+            for mode, threads, split in ((1, 1, default_split), (2, 2, default_split),
+                                         ("2U", 2, 0)):
+                con.sql(f"SET threads = {threads}")
+                con.sql(f"SET split_rows = {split}")
+                run_ = measure(lambda sql=sql: con.sql(sql).arrow().num_rows)
+                best = timed.get(mode, (float("inf"), run_[1], 0))
+                timed[mode] = (min(best[0], run_[0]), run_[1], max(best[2], run_[2]))
+        con.sql(f"SET split_rows = {default_split}")
         (one, matches, peak_one), (two, matches_two, peak_two) = timed[1], timed[2]
-        if matches_two != matches:
-            print(f"  note: {name} gave {matches:,} matches on 1 thread, {matches_two:,} on 2")
+        unsplit, matches_unsplit, _ = timed["2U"]
+        if not matches_two == matches_unsplit == matches:
+            print(f"  note: {name} gave {matches:,} matches on 1 thread, {matches_two:,} on 2, "
+                  f"{matches_unsplit:,} on 2 unsplit")
         plan = planning_ms(con, sql, source)
         keys = ", ".join(spec.partition_by + spec.order_by)
         ordered = f"SELECT * FROM {source}" + (f" ORDER BY {keys}" if keys else "")
@@ -296,7 +311,7 @@ def run(rows: int, partitions: int, reference_rows: int, pandas_rows: int) -> No
         rate = rows / min(one, two)
         rates[name] = rows / one
         print(f"{name:<9}{path:<10}{matches:>11,}{rows / one:>12,.0f}{rows / two:>12,.0f}"
-              f"{one / two:>7.2f}{rate / lag_rate:>8.2f}{rows / engine:>12,.0f}{plan:>9.1f}"
+              f"{one / two:>7.2f}{one / unsplit:>8.2f}{rate / lag_rate:>8.2f}{rows / engine:>12,.0f}{plan:>9.1f}"
               f"{ref_rate:>11,.0f}{rate / ref_rate:>8.0f}"
               f"{max(peak_one, peak_two) / 2**20:>9,.0f}M")
     con.sql(f"SET threads = {os.cpu_count() or 1}")
@@ -322,8 +337,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-cold", action="store_true",
                         help="skip the numba cold compile measurement")
     args = parser.parse_args(argv)
-    print(f"{os.cpu_count()} CPU core(s); SQL 1T/2T: SET threads = 1 / 2 (the partition pool "
-          "and DuckDB's own threads)")
+    print(f"{os.cpu_count()} CPU core(s); SQL 1T/2T: SET threads = 1 / 2 (the partition pool, "
+          "a long partition's chunks and DuckDB's own threads); unsplit: 2T/1T with "
+          "split_rows = 0")
     if not args.no_cold:
         print("numba cold compile per query shape (fresh process, empty NUMBA_CACHE_DIR, "
               "2,000 rows; target <= 3 s):")

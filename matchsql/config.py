@@ -32,6 +32,10 @@ class Config:
     # Worker threads that run a one-time query's partitions (router/parallel.py);
     # 1 runs them one after the other on the calling thread.
     threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    # A partition's rows still to match are cut into chunks of at least this many
+    # rows, matched speculatively on ``threads`` threads and fixed up to the
+    # sequential result (fsm/compiled/chunks.py); 0 never splits a partition.
+    split_rows: int = 16_384
     # Worker processes that run a one-time query's partitions (matchsql/workers/);
     # 1 keeps them in this process. ``SET workers = auto`` takes one per core.
     workers: int = 1
@@ -55,7 +59,7 @@ class Config:
     gpu_min_work: int = 100_000_000
 
     #: Whole-number settings for which 0 is meaningful; all others must be positive.
-    _ZERO_ALLOWED = frozenset({"adaptive_u"})
+    _ZERO_ALLOWED = frozenset({"adaptive_u", "split_rows"})
 
     @classmethod
     def names(cls) -> list[str]:

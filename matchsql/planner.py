@@ -92,8 +92,8 @@ def choose_path(spec: MatchSpec, requested: str = "auto") -> PathChoice:
         if plan.path == "row_local":
             reason = "every DEFINE reads only the current row and physical PREV/NEXT offsets"
         else:
-            reason = ("DEFINE reads other rows of the match (A.x, FIRST/LAST); threads carry "
-                      "them as registers")
+            reason = ("DEFINE reads other rows of the match (A.x, FIRST/LAST, running "
+                      "aggregates); threads carry them as registers")
         return PathChoice(plan.path, reason, notes)
     if requested == "row_local" and plan.path != "row_local":
         raise ExecutionError(
@@ -167,9 +167,12 @@ def partition_threads(spec: MatchSpec, config: Config | None = None) -> tuple[in
     A thread pool pays off only where a partition's matching is long next to
     the Python work around it: the GIL serialises the rest. Measured on this
     project's 2-core bench (bench/paths.py, 1M rows, 500 partitions): the
-    registers kernel gains up to 1.1x, row-local partitions on the DFA lose
-    25% (their kernel takes 3 ms per million rows, the per-partition Python
-    dominates), and a single partition has nothing to spread.
+    registers kernel gains up to 1.1x, row-local partitions on the DFA one by
+    one lose 25% (their kernel takes 3 ms per million rows, the per-partition
+    Python dominates), but batched (:func:`whole_partitions`: a task matches
+    a group of partitions in one pass) they gain 1.07-1.19x (50-500
+    partitions, A B+ C+). A single partition has nothing to spread here: its
+    rows are split into chunks instead (:func:`split_partitions`).
     """
     config = config or Config()
     if config.threads <= 1:
@@ -183,11 +186,29 @@ def partition_threads(spec: MatchSpec, config: Config | None = None) -> tuple[in
     except ExecutionError:
         return 1, "no applicable path"
     if choice.name != "reference":
+        from matchsql.fsm.compiled.batch import unsupported
         from matchsql.fsm.compiled.dfa import for_matcher
 
-        if for_matcher(_plan(spec)[1], config)[0] is not None:
-            return 1, "row-local partitions on the DFA are too short for a thread pool"
+        plan = _plan(spec)[1]
+        if for_matcher(plan, config)[0] is not None and unsupported(plan) is not None:
+            return 1, ("row-local partitions on the DFA, not batched, are too short for a "
+                       "thread pool")
     return config.threads, f"partitions spread over {config.threads} threads"
+
+
+def split_partitions(spec: MatchSpec, config: Config) -> str:
+    """Whether a long partition of ``spec`` is matched in chunks on several threads
+    (:mod:`matchsql.fsm.compiled.chunks`), and why (EXPLAIN's ``split`` line)."""
+    from matchsql.fsm.compiled.chunks import unsplittable
+
+    plan = _plan(spec)[1]
+    why = unsplittable(spec, plan.registers.arrays()[0], plan.within)
+    if why is not None:
+        return f"no ({why})"
+    if config.split_rows == 0 or config.threads <= 1:
+        return "no (SET threads = 1 or split_rows = 0)"
+    return (f"rows to match in chunks of >= {config.split_rows} rows on {config.threads} "
+            "threads, fixed up to the sequential result")
 
 
 def whole_partitions(spec: MatchSpec, config: Config | None = None):
@@ -239,6 +260,8 @@ def explain(spec: MatchSpec, config: Config | None = None) -> str:
                     path += ", and by the register conditions on the second row"
         threads, why = partition_threads(spec, config)
         path += f"\npartitions: {'sequential' if threads == 1 else f'{threads} threads'} ({why})"
+        if choice.name not in ("reference", "gpu"):
+            path += f"\nsplit: {split_partitions(spec, config)}"
         if spec.partition_by:
             whole, why = whole_partitions(spec, config)
             path += f"\nbatched: {'yes' if whole is not None else 'no'} ({why})"

@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from matchsql.adaptive.metrics import InputMetrics
 from matchsql.adaptive.modes import InputOptions
-from matchsql.adaptive.push import PushInput
+from matchsql.adaptive.push import LocalRuns, PushInput
 from matchsql.errors import ExecutionError
 from matchsql.router.hashed import HashPartitionRouter
 from matchsql.router.partitions import RunFactory
@@ -54,9 +54,11 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
     ``input_options`` picks pull (the default, the query thread reads the
     store), push or adaptive input (a push thread reads; see
     :mod:`matchsql.adaptive.push`) and receives the query's input metrics.
-    ``router``, for pull input, replaces the in-process hash router (worker
-    processes: :class:`matchsql.workers.stream.StreamRouter`); it is closed at
-    the end.
+    ``router`` replaces the in-process hash router (worker processes:
+    :class:`matchsql.workers.stream.StreamRouter`, which is also its own
+    :class:`~matchsql.adaptive.push.PushRuns`); it is closed at the end. The
+    input mode is only how this router's input is read: history and live
+    tuples reach the same runs, wherever they live.
     """
     options = input_options or InputOptions()
     metrics = InputMetrics()
@@ -69,7 +71,7 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
     push: PushInput | None = None
     try:
         reader.open()
-        if router is None or options.mode != "pull":
+        if router is None:
             router = HashPartitionRouter(partition_by, new_run)
         next_seq = 0
         if archive is not None and cursor is not None:
@@ -93,23 +95,17 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                     metrics.routed(_held(router), queued, batch.num_rows)
             yield from _counted(metrics, router.finish())
         else:
-            # History runs stay with the query thread; push-mode runs start fresh per key.
-            # Matches are the same because each partition's run sees the same tuple order.
-            runs = router.runs
-
-            def resume_run(key: tuple):
-                return runs.pop(key, None) or new_run(key)
-
+            # The runs of the history (if any) go on with the live tuples.
+            runs = LocalRuns(router) if isinstance(router, HashPartitionRouter) else router
             # (batch, enqueue_sum_ns) pairs: PushInput records the latency when the
             # query thread takes a batch from an InputHolder (its first selection).
-            push = PushInput(partition_by, resume_run, lambda: next(live, None),
+            push = PushInput(partition_by, new_run, lambda: next(live, None),
                              metrics=metrics, queued=lambda: _queued(reader),
                              adaptive=options.mode == "adaptive", states=options.states,
                              label_state=options.label_state, u=options.adaptive_u,
-                             sliding=options.sliding, rule=options.rule)
+                             sliding=options.sliding, rule=options.rule, runs=runs)
             push.start()
-            yield from _counted(metrics, push.batches())
-            yield from _counted(metrics, router.finish())  # history-only partitions that got no live tuple
+            yield from _counted(metrics, push.batches())  # ends with every run's finish
     finally:
         try:
             if router is not None and hasattr(router, "close"):
@@ -162,6 +158,9 @@ def _queued(reader: LiveReader) -> int:
     return max(0, reader.ring.word(W_HEAD_SEQ) - reader.next_seq)
 
 
-def _held(router: HashPartitionRouter) -> int:
-    """Tuples the pull-mode runs still hold (their InputHolders)."""
+def _held(router: Any) -> int:
+    """Tuples the pull-mode runs still hold (their InputHolders); a router of worker
+    processes counts them from its workers' answers (reading its runs would fetch them)."""
+    if not isinstance(router, HashPartitionRouter):
+        return int(router.buffered_rows)
     return sum(int(getattr(run, "buffered_rows", 0)) for run in router.runs.values())

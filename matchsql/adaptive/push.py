@@ -34,6 +34,14 @@ and the current state is the start state. A run processes everything its
 holder holds at once, as a thesis FSM drains its InputHolder; the query
 thread serves the fullest holder first (the biggest matcher call, and the
 fastest drop of ``R``), unless one has waited :data:`MAX_WAIT_S`.
+
+Where the runs live is the :class:`PushRuns` behind the holders: in this
+thread (:class:`LocalRuns`, one holder per call, as above) or in worker
+processes (``SET workers = N``: the workers' stream router), which take every
+ready holder at once so that the workers match them in parallel while the
+push thread keeps reading. Either way the push thread is the only reader of
+the stream, the holders and the switch are the same, and each partition's
+run sees its tuples in arrival order.
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 import pyarrow as pa
 
@@ -55,7 +65,7 @@ from matchsql.adaptive.switch import (
     Pressure,
     TotalPressureRule,
 )
-from matchsql.fsm.matcher import Matcher
+from matchsql.fsm.matcher import Matcher, StateCounts
 from matchsql.fsm.states import StateKind, StateSpec
 from matchsql.router.hashed import HashPartitionRouter
 
@@ -86,6 +96,69 @@ RULES: dict[str, Callable[[], PartitionRule]] = {
 #: What ``next_batch`` yields: a batch with the sum over its rows of their
 #: enqueue times (``time.monotonic_ns``), or a bare batch (enqueue unknown).
 Pushed = tuple[pa.RecordBatch, int] | pa.RecordBatch
+
+
+@dataclass
+class Fed:
+    """What one partition's run made of the tuples it was fed."""
+
+    key: tuple
+    out: list[pa.RecordBatch]
+    counts: StateCounts | None  # its Go4Risk counts, when it counts per tuple
+    buffered: int  # rows the run keeps (its InputHolder's matched part)
+
+
+class PushRuns(Protocol):
+    """Where pushed tuples are matched: the long-lived runs of a query's partitions."""
+
+    #: Take every ready InputHolder in one call (runs matched elsewhere, in parallel).
+    take_all: bool
+
+    def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> None:
+        """Ask runs to count Go4Risk statistics per tuple (adaptive mode)."""
+
+    def feed(self, pieces: list[tuple[tuple, pa.RecordBatch]]) -> list[Fed]:
+        """Feed each ``(key, rows)`` to its key's run (made on first sight)."""
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        """End of stream: every run finishes."""
+
+
+class LocalRuns:
+    """The runs of a :class:`HashPartitionRouter`, matched in the query thread.
+
+    Runs the router already holds (a hybrid query's history) go on with the
+    live tuples; runs that never see one are finished with the rest.
+    """
+
+    take_all = False
+
+    def __init__(self, router: HashPartitionRouter) -> None:
+        self.router = router
+        self._observing: tuple[Sequence[StateSpec], Sequence[int]] | None = None
+        self._counting: dict[tuple, bool] = {}
+
+    def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> None:
+        self._observing = (states, label_state)
+
+    def feed(self, pieces: list[tuple[tuple, pa.RecordBatch]]) -> list[Fed]:
+        fed = []
+        runs = self.router.runs
+        for key, batch in pieces:
+            run = runs.get(key)
+            if run is None:
+                run = runs[key] = self.router.new_run(key)
+            counting = self._counting.get(key)
+            if counting is None:
+                counting = self._counting[key] = bool(
+                    self._observing is not None and run.observe(*self._observing))
+            out = run.feed(batch)
+            fed.append(Fed(key, out, run.state_counts() if counting else None,
+                           run.buffered_rows))
+        return fed
+
+    def finish(self) -> Iterator[pa.RecordBatch]:
+        yield from self.router.finish()
 
 
 class InputHolder:
@@ -136,8 +209,11 @@ class PushInput:
                  adaptive: bool = False, states: Sequence[StateSpec] = (),
                  label_state: Sequence[int] = (),
                  u: int = 0, sliding: Sliding = Sliding.NEXT_ROW,
-                 rule: PartitionRule | str | None = None) -> None:
-        self.new_run = new_run
+                 rule: PartitionRule | str | None = None,
+                 runs: PushRuns | None = None) -> None:
+        """``runs``: where the tuples are matched (default: ``new_run``'s runs, here)."""
+        self.runs: PushRuns = runs if runs is not None else \
+            LocalRuns(HashPartitionRouter(keys, new_run))
         self.next_batch = next_batch
         self.metrics = metrics
         self.queued = queued
@@ -245,72 +321,79 @@ class PushInput:
             PartitionView(key, holder.routed, holder.unprocessed / unit, bounds[key])
             for key, holder in self.holders.items())
 
-    def _take(self) -> tuple[tuple, pa.RecordBatch, int] | None:
-        """The oldest non-empty holder's whole content (round robin over partitions).
+    def _take(self) -> list[tuple[tuple, pa.RecordBatch, int]]:
+        """What the query thread matches next: every ready holder's content when the runs
+        take all at once, else one holder's (round robin over partitions, the fullest
+        first unless the oldest has waited :data:`MAX_WAIT_S`).
 
         The tuples leave ``R`` now: the matcher is about to process them, and
         the push thread may refill the holder meanwhile.
         """
         if not self.ready:
-            return None
-        oldest = next(iter(self.ready))
-        key = oldest
-        if time.monotonic() - self.holders[oldest].since < MAX_WAIT_S:
-            key = max(self.ready, key=lambda k: self.holders[k].unprocessed)
-        del self.ready[key]
-        holder = self.holders[key]
-        batch, enqueued = holder.take()
-        holder.unprocessed -= batch.num_rows
-        self.taken += batch.num_rows
-        return key, batch, enqueued
+            return []
+        if self.runs.take_all:
+            keys = list(self.ready)
+        else:
+            oldest = next(iter(self.ready))
+            key = oldest
+            if time.monotonic() - self.holders[oldest].since < MAX_WAIT_S:
+                key = max(self.ready, key=lambda k: self.holders[k].unprocessed)
+            keys = [key]
+        items = []
+        for key in keys:
+            del self.ready[key]
+            holder = self.holders[key]
+            batch, enqueued = holder.take()
+            holder.unprocessed -= batch.num_rows
+            self.taken += batch.num_rows
+            items.append((key, batch, enqueued))
+        return items
 
     # -- query thread -------------------------------------------------------
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         """Match what was pushed until the push thread ends; then finish every run."""
-        runs: dict[tuple, Matcher] = {}
-        counting: dict[tuple, bool] = {}  # whether the run counts statistics per tuple
+        if self.switch is not None and self.label_state:
+            self.runs.observe(self.states, self.label_state)
         while True:
             with self.cond:
-                item = self._take()
-                while item is None and not self.done:
+                items = self._take()
+                while not items and not self.done:
                     if self.switch is not None:
                         # Catches a push thread that suspended on a stale pressure.
                         self.switch.after_process(self._pressure())
                     self.cond.wait(WAIT_S)
-                    item = self._take()
-                if item is None:
+                    items = self._take()
+                if not items:
                     break
                 pressure = self._pressure()
             if self.switch is not None:
                 self.switch.after_process(pressure)
-            key, batch, enqueued = item
-            self.metrics.selected_batch(batch.num_rows, enqueued, time.monotonic_ns())
-            run = runs.get(key)
-            if run is None:
-                run = runs[key] = self.new_run(key)
-                counting[key] = bool(self.switch is not None and self.label_state
-                                     and run.observe(self.states, self.label_state))
-            out = run.feed(batch)
-            counts = run.state_counts() if counting[key] else None
+            now = time.monotonic_ns()
+            for _, batch, enqueued in items:
+                self.metrics.selected_batch(batch.num_rows, enqueued, now)
+            fed = self.runs.feed([(key, batch) for key, batch, _ in items])
             with self.cond:
-                self.taken -= batch.num_rows
-                self.buffered[key] = run.buffered_rows
-                stats = self.statistics[key]
-                if counts is not None:
-                    stats.load(*counts)
-                else:
-                    stats.windows += batch.num_rows
-                    stats.matches += sum(b.num_rows for b in out)
-                self.bounds[key] = stats.r_bound(stats.current, self.u, self.sliding)
+                self.taken -= sum(batch.num_rows for _, batch, _ in items)
+                rows = {key: batch.num_rows for key, batch, _ in items}
+                for result in fed:
+                    key = result.key
+                    self.buffered[key] = result.buffered
+                    stats = self.statistics[key]
+                    if result.counts is not None:
+                        stats.load(*result.counts)
+                    else:
+                        stats.windows += rows[key]
+                        stats.matches += sum(b.num_rows for b in result.out)
+                    self.bounds[key] = stats.r_bound(stats.current, self.u, self.sliding)
                 pressure = self._pressure()
             if self.switch is not None:
                 self.switch.after_process(pressure)
-            yield from out
+            for result in fed:
+                yield from result.out
         if self.error is not None:
             raise self.error
-        for run in runs.values():
-            yield from run.finish()
+        yield from self.runs.finish()
 
     def close(self) -> None:
         """Stop and join the push thread (it ends within about ``WAIT_S`` plus one read)."""

@@ -85,10 +85,15 @@ def _pointer_rule(node: Pointer, backend: str) -> str | None:
     return None
 
 
+#: The aggregates the register bytecode keeps running per thread (COUNT(*) over the whole
+#: match is the match's length, the others are accumulators forked with the thread); their
+#: arguments and FILTER are checked by the lowering (numeric, the aggregated row only).
+REGISTER_AGGREGATES = frozenset({"count", "count_star", "sum", "avg", "min", "max"})
+
+
 def _aggregate_rule(node: AggregateCall, backend: str) -> str | None:
-    if backend in (REGISTERS, GPU_REGISTERS) and node.function == "count_star" \
-            and node.vars is None \
-            and node.condition is None:
+    if backend in (REGISTERS, GPU_REGISTERS) and node.function in REGISTER_AGGREGATES \
+            and not node.distinct:
         return None
     return f"{node.text}"
 

@@ -45,6 +45,7 @@ import pyarrow as pa
 
 from matchsql.errors import ExecutionError, LimitExceededError
 from matchsql.expr.rows import ListRows, MatchView
+from matchsql.fsm.compiled.within import outside
 from matchsql.fsm.oracle_navigation import OracleExpression
 from matchsql.plan.pattern import (
     Alternation,
@@ -274,10 +275,7 @@ class _Run:
         if within is None or not self.spec.order_by:
             return True
         key = self.spec.order_by[0]
-        first, here = self.rows[self.start][key], self.rows[pos][key]
-        if first is None or here is None:
-            return True
-        return abs(here - first) <= within
+        return not outside(self.rows[self.start][key], self.rows[pos][key], within)
 
     # -- output ------------------------------------------------------------------------------
 

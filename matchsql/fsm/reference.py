@@ -46,7 +46,8 @@ from matchsql.errors import ExecutionError, too_many_rows
 from matchsql.expr.history import HistoryUse, Reach
 from matchsql.expr.rows import MatchView
 from matchsql.expr.rowwise import CompiledExpression, analyze_expression
-from matchsql.expr.values import compare, sub, truth
+from matchsql.expr.values import truth
+from matchsql.fsm.compiled.within import outside
 from matchsql.fsm.defines import FastDefine, compile_define
 from matchsql.fsm.holder import InputHolder
 from matchsql.fsm.matcher import StateCounts
@@ -321,13 +322,8 @@ class ReferenceMatcher:
         """True when consuming ``row`` would make the match span more than WITHIN."""
         if self._within_column is None:
             return False
-        first = self.rows.value(start, self._within_column)
-        here = self.rows.value(row, self._within_column)
-        if first is None or here is None:
-            return False
-        span = sub(here, first)
-        over = compare(span, self.spec.within)
-        return over is not None and over > 0
+        return outside(self.rows.value(start, self._within_column),
+                       self.rows.value(row, self._within_column), self.spec.within)
 
     def _define(self, var: str, history: History, key: tuple, row: int) -> bool:
         """DEFINE of ``var`` at ``row`` for a thread with ``history`` (running semantics).

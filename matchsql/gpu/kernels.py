@@ -11,12 +11,15 @@ preference order (it merges threads whose state and registers are equal; such
 a thread could only repeat what the first one did).
 
 DEFINE terms that read other rows of the match (``A.x``, FIRST/LAST,
-``COUNT(*)``) run in the thread: their register bytecode is the CPU kernel's
+running aggregates) run in the thread: their register bytecode is the CPU kernel's
 (:class:`matchsql.fsm.compiled.lowering.RegisterCompiler`), and its
 interpreter is the CPU kernel's own function compiled a second time, for the
 device (:data:`condition`), so the two paths share one definition of every
 operation. The registers (the last and first row each variable was mapped to)
-travel with the stack frames: a frame saves them, a backtrack restores them.
+and the running aggregates' accumulators travel with the stack frames: a frame
+saves them, a backtrack restores them. A row's fold code (its variable's share
+of the running aggregates, :meth:`~matchsql.fsm.compiled.lowering.RegisterCode.
+assembled`) runs on the live accumulators before its conditions, as on the CPU.
 
 A thread writes its preferred end (or :data:`NO_MATCH`), the first and last
 row its path mapped to a SKIP TO variable, and a status. A second launch over
@@ -61,7 +64,8 @@ condition = cuda.jit(device=True)(K._condition.py_func)
 @cuda.jit
 def walk(prog, rl, skip_mask, starts, n_rows, max_span, max_steps, stack, out_end,
          out_first, out_last, out_status, labels, label_off, write_labels, code, fconst,
-         spans, cols, valid, set_mask, lp, fp, sv, sn, wend, limit, complete, base):
+         spans, cols, valid, set_mask, lp, fp, sv, sn, wend, limit, complete, base, fspans,
+         acc):
     """One thread per entry of ``starts``; see the module docstring.
 
     ``lp``/``fp`` (``int64[starts, frames + 1, vars]``) hold each thread's
@@ -70,6 +74,8 @@ def walk(prog, rl, skip_mask, starts, n_rows, max_span, max_steps, stack, out_en
     first row past the start's WITHIN bound (empty: no WITHIN). Rows from
     ``limit`` on are not decided yet unless ``complete``: a walk that needs one
     reports ``S_WAIT``. Row ``k`` of the arrays is partition row ``base + k``.
+    ``fspans[v]`` is variable ``v``'s fold code; ``acc`` (``float64[starts, (frames + 1)
+    * w]``) the accumulators, ``w`` floats per register slot (the slots of ``lp``).
     """
     i = cuda.grid(1)
     if i >= starts.shape[0]:
@@ -79,10 +85,13 @@ def walk(prog, rl, skip_mask, starts, n_rows, max_span, max_steps, stack, out_en
     n_vars = rl.shape[1]
     regs = lp.shape[1] > 1  # registers are carried only when some DEFINE reads them
     live = cap
+    acc_w = acc.shape[1] // lp.shape[1] if regs else 0
     if regs:
         for u in range(n_vars):
             lp[i, 0, u] = -1
             fp[i, 0, u] = -1
+        for q in range(acc_w):
+            acc[i, q] = 0.0
     bound = wend[s] if wend.shape[0] > 0 else NO_BOUND
     stack[i, 0, 0] = 0
     stack[i, 0, 1] = 0
@@ -107,6 +116,8 @@ def walk(prog, rl, skip_mask, starts, n_rows, max_span, max_steps, stack, out_en
             for u in range(n_vars):
                 lp[i, live, u] = lp[i, sp, u]
                 fp[i, live, u] = fp[i, sp, u]
+            for q in range(acc_w):
+                acc[i, live * acc_w + q] = acc[i, sp * acc_w + q]
         while True:
             steps += 1
             if steps > max_steps:
@@ -127,10 +138,14 @@ def walk(prog, rl, skip_mask, starts, n_rows, max_span, max_steps, stack, out_en
                 var = prog[pc, 1]
                 if rl[pos, var] == 0:
                     break
+                if fspans[var, 1] > fspans[var, 0]:  # fold the row into the accumulators
+                    condition(code, fconst, fspans[var, 0], fspans[var, 1], cols, valid,
+                              set_mask, lp[i], fp[i], live, var, pos, s, n_rows, base,
+                              complete, 0, sv[i], sn[i], acc[i], live * acc_w)
                 if spans[var, 1] > spans[var, 0]:
                     if not condition(code, fconst, spans[var, 0], spans[var, 1], cols, valid,
                                      set_mask, lp[i], fp[i], live, var, pos, s, n_rows, base,
-                                     complete, 0, sv[i], sn[i]):
+                                     complete, 0, sv[i], sn[i], acc[i], live * acc_w):
                         break
                 if regs:
                     lp[i, live, var] = pos
@@ -162,6 +177,8 @@ def walk(prog, rl, skip_mask, starts, n_rows, max_span, max_steps, stack, out_en
                     for u in range(n_vars):
                         lp[i, sp, u] = lp[i, live, u]
                         fp[i, sp, u] = fp[i, live, u]
+                    for q in range(acc_w):
+                        acc[i, sp * acc_w + q] = acc[i, live * acc_w + q]
                 sp += 1
                 pc = prog[pc, 3]
             elif op == P_JUMP:

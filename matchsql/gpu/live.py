@@ -1,10 +1,11 @@
 """A live stream's partition on the GPU path: processed per batch, not per event.
 
 CDP's "delay until the terminator" applied to a stream: the rows of a batch
-are appended to the partition's columns held on the device (only the new
-rows are copied; rows no attempt can reach any more are dropped from the
-front, so the held columns slide with the stream like a ring), and the batch
-is one launch: every start not decided yet is walked at once. A walk that
+are appended to the partition's ring columns on the device
+(:class:`~matchsql.gpu.ring.DeviceRing`: only the new rows are copied,
+asynchronously from pinned memory where CuPy runs; rows no attempt can reach
+any more are dropped from the front), and the batch is one launch: every
+start not decided yet is walked at once. A walk that
 needs a row that has not arrived (or a row whose ``NEXT`` is not known yet)
 reports ``S_WAIT``; the sequential SKIP scan (:mod:`matchsql.gpu.skip`) keeps
 the starts before the first waiting one, and the next batch resumes there.
@@ -27,44 +28,9 @@ from matchsql.fsm.compiled.matcher import CompiledPlan, kernel_params, raise_sta
 from matchsql.fsm.compiled.measures import output_batch
 from matchsql.fsm.compiled.within import within_ends
 from matchsql.gpu import skip as S
-from matchsql.gpu.columns import CODES, Columns, device_columns
-from matchsql.gpu.device import array_module
 from matchsql.gpu.matcher import DeviceStatistics, decide, device_input, matches_of
 from matchsql.gpu.plan import gpu_plan
-
-
-class DeviceWindow:
-    """The held rows' DEFINE columns on the device: appended per batch, cut at the front.
-
-    It holds no module object (the array module is looked up per call), so a
-    continuous query's checkpoint can pickle the matcher (:mod:`matchsql.snapshot`).
-    """
-
-    def __init__(self, names: list[str]) -> None:
-        self.names = names
-        self.cols: Columns = {CODES: {}}
-
-    def append(self, batch: pa.Table) -> None:
-        xp = array_module()
-        new = device_columns(xp, batch, self.names, self.cols[CODES])
-        del new[CODES]
-        for name, (data, null) in new.items():
-            old = self.cols.get(name)
-            if old is None:
-                self.cols[name] = (data, null)
-                continue
-            odata, onull = old
-            if onull is None and null is None:
-                mask = None
-            else:
-                mask = xp.concatenate([xp.zeros(len(odata), bool) if onull is None else onull,
-                                       xp.zeros(len(data), bool) if null is None else null])
-            self.cols[name] = (xp.concatenate([odata, data]), mask)
-
-    def drop(self, rows: int) -> None:
-        for name in self.names:
-            data, null = self.cols[name]
-            self.cols[name] = (data[rows:], None if null is None else null[rows:])
+from matchsql.gpu.ring import DeviceRing
 
 
 class LiveGpuMatcher(DeviceStatistics):
@@ -79,7 +45,7 @@ class LiveGpuMatcher(DeviceStatistics):
         self.config = config or Config()
         self.cancel = cancel or Cancellation()
         self.table = self.spec.columns.empty_table()
-        self.window = DeviceWindow(gpu_plan(plan).columns)
+        self.ring = DeviceRing(gpu_plan(plan))
         self.base = 0  # partition row of the held rows' first
         self.count = 0
         self.next_start = 0
@@ -100,7 +66,7 @@ class LiveGpuMatcher(DeviceStatistics):
             return []
         new = pa.Table.from_batches([batch], schema=self.spec.columns)
         self.table = pa.concat_tables([self.table, new]).combine_chunks()
-        self.window.append(new)
+        self.ring.append(new, gpu_plan(self.plan))
         self.count += batch.num_rows
         return self._run()
 
@@ -124,7 +90,7 @@ class LiveGpuMatcher(DeviceStatistics):
                            self.table.column(self.spec.order_by[0]).chunk(0)) \
             if self.plan.within is not None else None
         inp = device_input(self.plan, self.table, self.base, n, limit, self.complete, wend,
-                           self.window.cols)
+                           self.ring.columns(), self.ring.register_arrays())
         starts = np.arange(begin, n, dtype=np.int64)
         got = decide(inp, starts, self.config)
         self.launches += 1
@@ -168,7 +134,7 @@ class LiveGpuMatcher(DeviceStatistics):
         drop = keep - self.base
         if drop > 0:
             self.table = self.table.slice(drop)
-            self.window.drop(drop)
+            self.ring.drop(drop)
             self.base = keep
         if self.count - self.base > self.config.max_buffered_rows:
             raise too_many_rows(self.config.max_buffered_rows, self.base)

@@ -47,6 +47,7 @@ from matchsql.gpu import skip as S
 from matchsql.gpu.columns import device_columns, truth
 from matchsql.gpu.device import array_module, to_kernel
 from matchsql.gpu.plan import gpu_plan, work
+from matchsql.gpu.timing import D2H, H2D, KERNEL, timed
 
 THREADS_PER_BLOCK = 128
 STACK_FRAMES = 64  # first stack size per thread; doubled for the starts that need more
@@ -159,34 +160,58 @@ class DeviceInput:
     n_vars: int
     code_len: int
     regs: bool
+    fspans: object = None  # each variable's fold code (running aggregates)
+    acc_w: int = 0  # accumulator floats per register slot
 
 
 def device_input(plan: CompiledPlan, table: pa.Table, base: int, n: int, limit: int,
                  complete: bool, wend: np.ndarray | None = None,
-                 cols: dict | None = None) -> DeviceInput:
-    """Copy ``table``'s columns to the device (unless ``cols`` holds them there already)
-    and evaluate the row-local DEFINE terms there into one truth column per variable."""
+                 cols: dict | None = None, regs: tuple | None = None) -> DeviceInput:
+    """Copy ``table``'s columns to the device (unless ``cols`` holds them there already,
+    and ``regs`` the register columns: a live stream's ring) and evaluate the row-local
+    DEFINE terms there into one truth column per variable."""
     gp = gpu_plan(plan)
     xp = array_module()
     nv = max(len(plan.variables), 1)
     if cols is None:
-        cols = device_columns(xp, table, gp.columns)
-    rl = xp.ones((n, nv), xp.uint8)
-    for v, terms in enumerate(gp.terms):
-        if terms:
-            rl[:, v] = truth(xp, terms, cols, n)
+        with timed(H2D, table.select(gp.columns).nbytes):
+            cols = device_columns(xp, table, gp.columns)
+    with timed(KERNEL):  # elementwise on the device
+        rl = xp.ones((n, nv), xp.uint8)
+        for v, terms in enumerate(gp.terms):
+            if terms:
+                rl[:, v] = truth(xp, terms, cols, n)
     code, consts, spans, set_mask, obs_last, obs_first = gp.arrays
-    columns = {name: table.column(name).combine_chunks() for name in gp.registers.columns}
-    rcols, valid = register_columns(gp, columns, n)  # the columns of gp.registers
+    if regs is None:
+        columns = {name: table.column(name).combine_chunks() for name in gp.registers.columns}
+        regs = register_columns(gp, columns, n)  # the columns of gp.registers
+        with timed(H2D, regs[0].nbytes + regs[1].nbytes):
+            regs = tuple(to_kernel(np, a) for a in regs)
+    else:
+        regs = tuple(to_kernel(xp, a) for a in regs)
     mask = np.zeros(nv, np.uint8)
     for v in plan.query.skip_vars or ():
         mask[plan.variables.index(v)] = 1
-    registers = tuple(cuda.to_device(np.ascontiguousarray(a)) for a in
-                      (code, consts, spans, rcols, valid, set_mask))
-    return DeviceInput(cuda.to_device(plan.program), to_kernel(xp, rl), cuda.to_device(mask),
-                       registers, cuda.to_device(np.zeros(0, np.int64) if wend is None
-                                                 else wend), n, limit, complete, base, nv,
-                       len(code), gp.uses_registers)
+    registers = (put(code), put(consts), put(spans), *regs, put(set_mask))
+    with timed(H2D, rl.nbytes if xp is np else 0):
+        truths = to_kernel(xp, rl)
+    return DeviceInput(put(plan.program), truths, put(mask), registers,
+                       put(np.zeros(0, np.int64) if wend is None else wend), n, limit,
+                       complete, base, nv, len(code), gp.uses_registers,
+                       put(gp.registers.fold_spans()), 2 * gp.registers.n_acc)
+
+
+def put(array: np.ndarray) -> object:
+    """``array`` copied to the device (timed as a host-to-device copy)."""
+    array = np.ascontiguousarray(array)
+    with timed(H2D, array.nbytes):
+        return cuda.to_device(array)
+
+
+def get(array: object) -> np.ndarray:
+    """A device array copied back to the host (timed as a device-to-host copy)."""
+    with timed(D2H, int(array.nbytes)):
+        return array.copy_to_host()
 
 
 def matches_of(inp: DeviceInput, kept: np.ndarray, ends: np.ndarray, config: Config,
@@ -210,16 +235,21 @@ def _launch(inp: DeviceInput, starts: np.ndarray, config: Config, frames: int,
     fp = cuda.device_array((m, slots, inp.n_vars), np.int64)
     sv = cuda.device_array((m, inp.code_len + 1), np.float64)
     sn = cuda.device_array((m, inp.code_len + 1), np.int64)
+    acc = cuda.device_array((m, slots * max(inp.acc_w, 1)), np.float64)
     out = [cuda.device_array(m, np.int64) for _ in range(4)]
     # A block no wider than the starts: the simulator runs every thread of a block.
     width = max(1, min(THREADS_PER_BLOCK, m))
     blocks = (m + width - 1) // width
     max_steps = max(1 << 20, 64 * min(inp.n, config.max_buffered_rows + 1))
-    G.walk[blocks, width](inp.prog, inp.rl, inp.mask, cuda.to_device(starts), inp.n,
-                          config.max_buffered_rows, max_steps, stack, *out, labels, label_off,
-                          write, *inp.registers[:5], inp.registers[5], lp, fp, sv, sn,
-                          inp.wend, inp.limit, inp.complete, inp.base)
-    return tuple(a.copy_to_host() for a in out)
+    starts = put(starts)
+    with timed(KERNEL):
+        G.walk[blocks, width](inp.prog, inp.rl, inp.mask, starts, inp.n,
+                              config.max_buffered_rows, max_steps, stack, *out, labels,
+                              label_off, write, *inp.registers[:5], inp.registers[5], lp, fp,
+                              sv, sn, inp.wend, inp.limit, inp.complete, inp.base, inp.fspans,
+                              acc)
+        cuda.synchronize()
+    return tuple(get(a) for a in out)
 
 
 def decide(inp: DeviceInput, starts: np.ndarray, config: Config,
@@ -236,11 +266,11 @@ def decide(inp: DeviceInput, starts: np.ndarray, config: Config,
     dummy = cuda.device_array(1, np.int64)
     no_slots = cuda.device_array((1, 2), np.int64)
     while len(todo):
-        per_start = frames * (G.FRAME + (2 * inp.n_vars if inp.regs else 0)) * 8
+        per_start = frames * (G.FRAME + (2 * inp.n_vars + inp.acc_w if inp.regs else 0)) * 8
         chunk = max(1, STACK_BYTES // per_start)
         for a in range(0, len(todo), chunk):
             idx = todo[a:a + chunk]
-            off = cuda.to_device(label_off[idx]) if write else no_slots
+            off = put(label_off[idx]) if write else no_slots
             e, f, la, st = _launch(inp, starts[idx], config, frames,
                                    labels if write else dummy, off, write)
             ends[idx], firsts[idx], lasts[idx], status[idx] = e, f, la, st
@@ -258,4 +288,4 @@ def labels_of(inp: DeviceInput, kept: np.ndarray, lengths: np.ndarray,
     total = int(lengths.sum())
     labels = cuda.device_array(max(total, 1), np.int64)
     decide(inp, kept, config, labels, np.stack([offsets, offsets + lengths], axis=1))
-    return labels.copy_to_host()[:total].astype(np.int64)
+    return get(labels)[:total].astype(np.int64)

@@ -328,7 +328,8 @@ class Executor:
 
     def run_duckdb(self, sql: str, cleanups: list[Callable[[], None]], params: Params = None,
                    live: dict[str, pa.RecordBatchReader] | None = None,
-                   stats: dict | None = None, kind: duckdb.StatementType | None = None):
+                   stats: dict | None = None, kind: duckdb.StatementType | None = None,
+                   before: Callable[[], None] | None = None):
         """Run ``sql`` in DuckDB: rows stream lazily into a Result; other statements run now.
 
         ``kind`` is DuckDB's statement type where the split already knows it.
@@ -338,6 +339,8 @@ class Executor:
         rows until end of stream). ``live`` are the readers registered for the
         statement that wait on a live stream: a statement reading them starts
         when its rows are first read (see _deferred), not in ``con.sql()``.
+        ``before``, when given, runs just before DuckDB starts the statement (a row
+        statement then starts on its first read, as with ``live``).
         """
         self.failures.clear()
         live = dict(live or {})
@@ -347,12 +350,14 @@ class Executor:
                     statements = self.con.extract_statements(sql)
                     kind = statements[0].type if len(statements) == 1 else None
                 if kind not in _ROW_STATEMENTS:
+                    if before is not None:
+                        before()
                     self.con.execute(sql, params)
                     run_all(cleanups)
                     self._raise_failure()
                     return None
-                if live:
-                    return self._deferred(sql, params, live, cleanups, stats)
+                if live or before is not None:
+                    return self._deferred(sql, params, live, cleanups, stats, before)
                 if self._as_relation:
                     reader = RelationSource(self.con.sql(sql, params=params),
                                             self.config.batch_size)
@@ -371,9 +376,11 @@ class Executor:
         return Result(reader, on_close=cleanups, translate=self.failure_or)
 
     def _deferred(self, sql: str, params: Params, live: dict[str, pa.RecordBatchReader],
-                  cleanups: list[Callable[[], None]], stats: dict | None) -> Result:
-        """A Result whose statement runs on its first read: its columns come from running
-        it over empty stand-ins of the ``live`` readers (a row statement changes nothing)."""
+                  cleanups: list[Callable[[], None]], stats: dict | None,
+                  before: Callable[[], None] | None = None) -> Result:
+        """A Result whose statement runs on its first read (after ``before``): its columns
+        come from running it over empty stand-ins of the ``live`` readers (a row statement
+        changes nothing)."""
         for name, reader in live.items():
             self.con.register(name, reader.schema.empty_table())
         schema = self.con.sql(sql, params=params).to_arrow_table().schema
@@ -382,6 +389,8 @@ class Executor:
         rows = self.config.batch_size
 
         def start() -> pa.RecordBatchReader:
+            if before is not None:
+                before()
             return self.con.sql(sql, params=params).to_arrow_reader(rows)
 
         return Result(LazyReader(schema, start), on_close=cleanups,

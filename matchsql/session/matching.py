@@ -47,9 +47,10 @@ from matchsql.plan.spec import MatchSpec
 from matchsql.results.result import BatchSource, Result, table_result
 from matchsql.router.parallel import ParallelPartitionRouter, coalesce
 from matchsql.router.partitions import SortedPartitionRouter
-from matchsql.session import window_measures
+from matchsql.session import held, window_measures
 from matchsql.session.cleanups import run_all
 from matchsql.session.host import Params, StatementHost
+from matchsql.session.ordered_input import InputQueries, input_batches, order_keys, rereadable
 from matchsql.session.profile import MatchProfile
 from matchsql.session.query_shape import direct_select, offset_of, plain_limit, require_columns
 from matchsql.session.scope import lookup
@@ -267,8 +268,20 @@ class MatchRunner:
             run_all(cleanups)
             raise
         stats = self._live_stats
-        return self.executor.run_duckdb(tree.sql(dialect="duckdb"), cleanups,
-                                live=pending if stats is not None else None, stats=stats)
+        sql = tree.sql(dialect="duckdb")
+        if held.ENABLED and stats is None and pending and not held.may_stop_early(tree):
+            # The matches are read before DuckDB runs the statement around them (see held.py).
+            return self.executor.run_duckdb(sql, cleanups, live=pending,
+                                            before=lambda: self._hold(pending))
+        return self.executor.run_duckdb(sql, cleanups,
+                                        live=pending if stats is not None else None, stats=stats)
+
+    def _hold(self, pending: dict[str, pa.RecordBatchReader]) -> None:
+        """Read each match stream of ``pending`` into memory (as far as held.py allows) and
+        register that in its place; ``pending`` is emptied, so a second call does nothing."""
+        while pending:
+            view, reader = pending.popitem()
+            self.executor.con.register(view, held.hold(reader))
 
     # -- one MATCH_RECOGNIZE ------------------------------------------------------
 
@@ -325,16 +338,24 @@ class MatchRunner:
         narrow = self._projected(node, spec)
         if narrow is not None:
             spec, input_sql = narrow
+        # The unsorted attempt reads the input a second time when it is out of order: only
+        # for a table, view or table function, none of them a stream that reads once.
+        again = isinstance(node.this, exp.Table) and not inner and all(
+            rereadable(value) for value, _ in self._scans.values())
+        unsorted = _input_query(node, spec.columns.names if narrow else None, sort=False) \
+            if again else None
+        queries = InputQueries(input_sql, unsorted, spec.partition_by,
+                               order_keys(node, spec.order_by))
         scatter = None  # the input queries of worker processes (matchsql/workers/scatter.py)
         if self.executor.config.workers > 1 and spec.partition_by:
             scatter = scatter_plan(node, spec, spec.columns.names if narrow else None, cursor)
         if self._profiles is None:
-            return spec.output_schema(), self._match_batches(spec, cursor, input_sql,
+            return spec.output_schema(), self._match_batches(spec, cursor, queries,
                                                              scatter=scatter)
         profile = MatchProfile(_path_name(spec, self.executor.config), not spec.rows_per_match.all_rows)
         self._profiles[offset_of(node.this)] = profile
         return spec.output_schema(), profile.output(
-            self._match_batches(spec, cursor, input_sql, profile, scatter))
+            self._match_batches(spec, cursor, queries, profile, scatter))
 
     def _projected(self, node, spec: MatchSpec) -> tuple[MatchSpec, str] | None:
         """ONE ROW PER MATCH reads only the PARTITION BY and ORDER BY columns and
@@ -373,10 +394,13 @@ class MatchRunner:
             offset = offset_of(node.this)
             raise type(err)(err.message, sql=statement, offset=offset) from None
 
-    def _match_batches(self, spec: MatchSpec, cursor, input_sql: str,
+    def _match_batches(self, spec: MatchSpec, cursor, queries: InputQueries,
                        profile: MatchProfile | None = None,
                        scatter: ScatterPlan | None = None) -> Iterator[pa.RecordBatch]:
         """Stream the input through one matcher run per partition.
+
+        The input comes sorted by partition and ORDER BY keys: by DuckDB's sort,
+        or grouped here where it is in order already (see ordered_input.py).
 
         With ``threads`` > 1 the partitions run on a thread pool (the compiled
         kernels release the GIL) where the planner expects it to pay off
@@ -399,9 +423,13 @@ class MatchRunner:
 
             if scatter is not None and self.executor.workers.claim():
                 yield from self.executor.workers.run(spec, config, cancel, open_input=open_input,
-                                                     input_sql=input_sql, scatter=scatter)
+                                                     input_sql=queries.sorted_sql,
+                                                     scatter=scatter)
                 return
-            reader = open_input(input_sql)
+            reader = input_batches(queries, lambda sql: cursor.sql(sql).to_arrow_reader(
+                config.batch_size), config.batch_size, cursor)
+            if profile is not None:  # input time: the query, and the sort or the grouping
+                reader = profile.input(reader)
             try:  # plans are built once per spec: here, not racing in the workers
                 planner.choose_path(spec, config.execution_path)
             except Error:
@@ -552,8 +580,9 @@ def _reader_error(exc: BaseException) -> Error:
     return ExecutionError(f"reading the MATCH_RECOGNIZE input failed: {message}")
 
 
-def _input_query(node, columns: list[str] | None = None) -> str:
-    """DuckDB SQL for the row pattern input table, sorted by partition and order keys.
+def _input_query(node, columns: list[str] | None = None, sort: bool = True) -> str:
+    """DuckDB SQL for the row pattern input table, sorted by partition and order keys
+    (in the input's own order when not ``sort``).
 
     CTEs of the enclosing statement that precede ``node`` stay visible.
     ``columns``, when given, are the only input columns selected.
@@ -565,6 +594,8 @@ def _input_query(node, columns: list[str] | None = None) -> str:
     order = node.args.get("order")
     if order is not None:
         keys += [o.sql(dialect="duckdb") for o in order.expressions]
+    if not sort:
+        keys = []
     if keys and order is None:
         # Without ORDER BY a partition keeps the input's order; DuckDB's sort is
         # not stable, so the input position breaks ties between equal keys.

@@ -1,7 +1,8 @@
 """What EXPLAIN ANALYZE measures of one MATCH_RECOGNIZE: rows in, matches out, time per stage.
 
-The input stage is DuckDB computing and sorting the input relation (the
-time spent waiting for its next batch); the matching stage is everything
+The input stage is DuckDB computing and sorting the input relation, or
+grouping it by partition where it is in order already (the time spent
+waiting for its next batch); the matching stage is everything
 else done between the moments the output is asked for a batch and hands
 one over (routing, the matchers, assembling output rows). Time the caller
 spends on a batch it was handed counts in neither.

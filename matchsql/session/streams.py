@@ -207,9 +207,8 @@ class StreamStatements:
         def new_run(key: tuple):
             return planner.new_partition_matcher(spec, key, config, cancel, live=True)
 
-        # SET workers = N: the partitions' runs live in worker processes (pull input).
-        router = None if options.mode != "pull" else \
-            self.executor.workers.stream_router(spec, config, cancel, new_run, live=True)
+        # SET workers = N: the partitions' runs live in worker processes (any input mode).
+        router = self.executor.workers.stream_router(spec, config, cancel, new_run, live=True)
         batches = continuous_batches(
             definition, spec.partition_by, new_run,
             con=self.executor.con, batch_rows=config.batch_size,

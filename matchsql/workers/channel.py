@@ -25,9 +25,19 @@ import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.shared_memory import SharedMemory
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+
+@runtime_checkable
+class Writable(Protocol):
+    """A payload that writes itself into the ring (no copy of its own on the way)."""
+
+    size: int
+
+    def write_into(self, view: memoryview) -> None: ...
+
 
 _HEADER = 64  # bytes: word 0 = bytes released by the reader, word 1 = notices taken
 MAX_NOTICES = 256
@@ -54,15 +64,17 @@ class RingWriter:
         """Notices sent that the reader has not taken yet (its queue length)."""
         return self._sent - int(self._words[1])
 
-    def send(self, kind: str, payload: bytes | memoryview | None = None, extra: Any = None,
-             idle: Callable[[], None] | None = None) -> None:
-        """Copy ``payload`` into the ring and send its notice; ``idle`` runs while waiting."""
-        if payload is not None:
+    def send(self, kind: str, payload: bytes | memoryview | Writable | None = None,
+             extra: Any = None, idle: Callable[[], None] | None = None) -> None:
+        """Copy ``payload`` into the ring (a :class:`Writable` writes itself there) and
+        send its notice; ``idle`` runs while waiting."""
+        if payload is not None and not isinstance(payload, Writable):
             payload = memoryview(payload).cast("B")  # bytes as bytes, whatever the exporter
-        length = 0 if payload is None else len(payload)
+        length = 0 if payload is None else \
+            (payload.size if isinstance(payload, Writable) else len(payload))
         if length > self.capacity // 2:
             seg = SharedMemory(create=True, size=max(1, length))
-            seg.buf[:length] = payload
+            _put(seg.buf, 0, length, payload)
             name = seg.name
             seg.close()
             self._wait(lambda: self.unread() < MAX_NOTICES, idle)
@@ -77,7 +89,7 @@ class RingWriter:
             end = start + length
             self._wait(lambda: end - int(self._words[0]) <= self.capacity
                        and self.unread() < MAX_NOTICES, idle)
-            self.shm.buf[_HEADER + pos:_HEADER + pos + length] = payload
+            _put(self.shm.buf, _HEADER + pos, length, payload)
             self._written = end
         else:
             self._wait(lambda: self.unread() < MAX_NOTICES, idle)
@@ -105,6 +117,17 @@ class RingWriter:
             self.shm.unlink()
         except FileNotFoundError:
             pass
+
+
+def _put(buf: memoryview, start: int, length: int, payload: memoryview | Writable) -> None:
+    view = buf[start:start + length]
+    try:
+        if isinstance(payload, Writable):
+            payload.write_into(view)
+        else:
+            view[:] = payload
+    finally:
+        view.release()
 
 
 class RingReader:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import threading
 import time
 from multiprocessing.connection import Connection
 
@@ -33,6 +34,8 @@ from matchsql.workers.streamed import Streamed
 
 #: The first notice of a query names its kind: sorted pieces, rows to sort, a live stream.
 KINDS = {"query": Query, "gather": Gather, "stream": Streamed}
+#: How often a worker checks that the process that started it is still there.
+ORPHAN_CHECK_S = 1.0
 
 
 def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
@@ -42,6 +45,7 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
     # interrupt of the statement (which kills this pool); dying here on our own would
     # report a lost worker instead.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_when_orphaned(os.getppid())
     reader = RingReader(inbox, inbox_name, capacity)
     writer = RingWriter(outbox, capacity)
     outbox.send(("hello", writer.name, os.getpid()))
@@ -81,6 +85,21 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
     finally:
         reader.close()
         writer.close()
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    """Exit as soon as the router's process is gone, even in the middle of a kernel.
+
+    A router killed outright (SIGKILL, a test's timeout) closes its pipes,
+    but a worker only sees that at its next read or write: one inside a long
+    match would otherwise run on, alone, for as long as the match takes.
+    """
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(ORPHAN_CHECK_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="matchsql-worker-orphan", daemon=True).start()
 
 
 def _error_bytes(err: Error) -> bytes:

@@ -41,11 +41,17 @@ from matchsql.plan.spec import MatchSpec
 from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import split
 from matchsql.workers.balance import Load, Policy, least_loaded
-from matchsql.workers.frames import pack, unpack
+from matchsql.workers.frames import Packed, unpack
 from matchsql.workers.pool import Worker, WorkerPool
 
 BUCKETS = 64
 _POLL_S = 0.05
+#: Rows per message to a worker. A worker matches the complete partitions of a
+#: message in one kernel call and each partition cut by a message's edge as a run of
+#: its own, so small messages multiply the fixed cost per call: on 1M rows of 500
+#: partitions (Q2), 16,384 rows cost the workers 0.375 s of CPU, 65,536 rows 0.29 s
+#: (measured side by side, bench notes in bench/results/workers.txt).
+CHUNK_ROWS = 65_536
 
 
 def bucket_of(key: tuple, buckets: int) -> int:
@@ -82,7 +88,7 @@ class WorkerRouter:
 
     def __init__(self, pool: WorkerPool, spec: MatchSpec, config: Config,
                  cancel: Cancellation, *, buckets: int = BUCKETS,
-                 chunk_rows: int = 16_384, max_queued_rows: int = 131_072,
+                 chunk_rows: int = CHUNK_ROWS, max_queued_rows: int = 4 * CHUNK_ROWS,
                  policy: Policy | None = None) -> None:
         self.pool = pool
         self.workers: list[Worker] = pool.workers
@@ -217,8 +223,8 @@ class WorkerRouter:
         # The pieces go as they are (the worker concatenates them: that copy runs in
         # parallel there, not in this serial router).
         pieces = [piece for _, piece in pending if piece is not None and piece.num_rows]
-        payload = pack([entry for entry, _ in pending], pieces)
-        self._post(index, "data", payload)
+        # Written straight into the worker's ring: one copy of the rows in this process.
+        self._post(index, "data", Packed([entry for entry, _ in pending], pieces))
 
     # -- migration ----------------------------------------------------------------------
 

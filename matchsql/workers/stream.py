@@ -13,18 +13,29 @@ runs to the workers (its resumption).
 A batch is routed and answered before the next one: migrations happen
 between batches, so the State Transfer needs no buffering here (nothing of
 the bucket is in flight); the pause holds the stream for that long.
+
+With push or adaptive input the router is also the query's
+:class:`~matchsql.adaptive.push.PushRuns`: the push thread reads the stream
+into InputHolders, and :meth:`StreamRouter.feed` sends every ready holder's
+tuples at once (one "batch" of distinct keys), so the workers match while the
+push thread reads on. Each answer carries, per key, the rows its run keeps
+and, once asked (``observe``), its Go4Risk counts: the switch and the input
+metrics see the workers' runs as they would see runs in this process.
 """
 
 from __future__ import annotations
 
 import pickle
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 
+from matchsql.adaptive.push import Fed
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
+from matchsql.fsm.states import StateSpec
 from matchsql.plan.spec import MatchSpec
 from matchsql.router.hashed import HashPartitionRouter
 from matchsql.router.parallel import coalesce
@@ -51,6 +62,7 @@ class StreamRouter(WorkerRouter):
         self.first: dict[tuple, int] = {}  # key -> bucket, in order of first appearance
         self._seq = 0
         self._answers: dict[object, dict[int, tuple[list, list]]] = {}
+        self._buffered: dict[tuple, int] = {}  # rows each run keeps, per the last answer
         self._started = False
         self._ended_cleanly = False
         self.batch_latency_s: list[tuple[float, float]] | None = None  # (at, latency)
@@ -67,13 +79,45 @@ class StreamRouter(WorkerRouter):
 
     def route(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """Feed ``batch``; yield its matches (final once its pieces were matched)."""
+        pieces = list(self._cut.pieces(batch))
+        if not pieces:
+            return
+        out = self._feed(pieces)
+        yield from coalesce([b for key, _ in pieces for b in out[key][0]])
+        self._rebalance()
+
+    # -- push and adaptive input (matchsql.adaptive.push.PushRuns) ---------------------------
+
+    #: Every ready InputHolder goes out at once: the workers match them in parallel
+    #: while the push thread reads on.
+    take_all = True
+
+    def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> None:
+        """The workers' runs count Go4Risk statistics per tuple from now on."""
+        self._start()
+        payload = pickle.dumps((tuple(states), tuple(label_state)),
+                               protocol=pickle.HIGHEST_PROTOCOL)
+        for index in range(len(self.workers)):
+            self._post(index, "observe", payload)
+
+    def feed(self, pieces: list[tuple[tuple, pa.RecordBatch]]) -> list[Fed]:
+        """Each ``(key, rows)`` to its run on its worker; what each run made of them."""
+        if not pieces:
+            return []
+        out = self._feed(pieces)
+        self._rebalance()
+        return [Fed(key, *out[key]) for key, _ in pieces]
+
+    def _feed(self, pieces: list[tuple[tuple, pa.RecordBatch]]
+              ) -> dict[tuple, tuple[list[pa.RecordBatch], Any, int]]:
+        """Send one batch's pieces (distinct keys) to their workers and wait for every
+        answer: per key, its matches, its statistics (or None) and its buffered rows."""
         self._start()
         self._check()
         started = time.perf_counter()
-        order: list[tuple] = []
         entries: dict[int, list[tuple]] = {}
-        pieces: dict[int, list[pa.RecordBatch]] = {}
-        for key, rows in self._cut.pieces(batch):
+        batches: dict[int, list[pa.RecordBatch]] = {}
+        for key, rows in pieces:
             bucket = self.first.get(key)
             if bucket is None:
                 bucket = self.first[key] = bucket_of(key, self.buckets)
@@ -86,19 +130,22 @@ class StreamRouter(WorkerRouter):
             self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + n
             self.recent[bucket] = self.recent.get(bucket, 0) + n
             entries.setdefault(index, []).append((key, bucket, n))
-            pieces.setdefault(index, []).append(rows)
-            order.append(key)
-        if not order:
-            return
+            batches.setdefault(index, []).append(rows)
         seq = self._seq
         self._seq += 1
         for index, mine in entries.items():
-            self._post(index, "feed", pack(mine, pieces[index]), seq)
+            self._post(index, "feed", pack(mine, batches[index]), seq)
         out = self._gather(seq, len(entries))
+        for key, (_, _, buffered) in out.items():
+            self._buffered[key] = buffered
         if self.batch_latency_s is not None:
             self.batch_latency_s.append((started, time.perf_counter() - started))
-        yield from coalesce([b for key in order for b in out.get(key, ())])
-        self._rebalance()
+        return out
+
+    @property
+    def buffered_rows(self) -> int:
+        """Rows the runs keep, as the workers last said (the Mem of the input metrics)."""
+        return sum(self._buffered.values())
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         """End of stream: every run finishes; the pool is free again."""
@@ -107,7 +154,8 @@ class StreamRouter(WorkerRouter):
             self._post(index, "finish", None, "finish")
         out = self._gather("finish", len(self.workers))
         self._end()
-        yield from coalesce([b for key in self.first for b in out.get(key, ())])
+        self._buffered = {}
+        yield from coalesce([b for key in self.first if key in out for b in out[key][0]])
 
     @property
     def runs(self) -> dict[tuple, PartitionRun]:
@@ -173,12 +221,13 @@ class StreamRouter(WorkerRouter):
 
     # -- answers ----------------------------------------------------------------------------
 
-    def _gather(self, seq: object, answers: int) -> dict[tuple, list[pa.RecordBatch]]:
-        out: dict[tuple, list[pa.RecordBatch]] = {}
+    def _gather(self, seq: object, answers: int
+                ) -> dict[tuple, tuple[list[pa.RecordBatch], Any, int]]:
+        out: dict[tuple, tuple[list[pa.RecordBatch], Any, int]] = {}
         for entries, batches in self._gather_raw(seq, answers).values():
             position = 0
-            for key, count in entries:
-                out[key] = batches[position:position + count]
+            for key, count, counts, buffered in entries:
+                out[key] = (batches[position:position + count], counts, buffered)
                 position += count
         return out
 

@@ -10,7 +10,12 @@ the keys of this worker's buckets). Notices:
 * ``finish``: end of stream; every run finishes, in the order the keys
   first came to this worker (``finished``);
 * ``snapshot`` / ``restore``: a bucket's runs leave / join (migration);
-* ``dump`` / ``load``: every run's state, for a checkpoint / from one.
+* ``dump`` / ``load``: every run's state, for a checkpoint / from one;
+* ``observe``: runs count Go4Risk statistics per tuple from now on (adaptive
+  input); each key of an answer then carries its run's counts.
+
+Each key of an answer also carries the rows its run keeps (the input
+metrics' Mem, and the push switch's view of the InputHolders).
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ class Streamed:
         self.rows = 0
         self.busy_ns = 0
         self.bucket_ns: dict[int, int] = {}
+        self.observing: tuple | None = None  # (states, label_state) of adaptive input
+        self.counting: dict[tuple, bool] = {}  # per key: whether its run counts per tuple
 
     def _new(self, key: tuple) -> PartitionRun:
         return new_partition_matcher(self.spec, key, self.config, live=self.live)
@@ -60,6 +67,8 @@ class Streamed:
             self._send(writer, "finished", out, extra)
         elif kind == "snapshot":
             moving = [key for key, (bucket, _) in self.runs.items() if bucket == extra]
+            for key in moving:
+                self.counting.pop(key, None)
             state = [(key, extra, snapshot_matcher(self.runs.pop(key)[1], plain_first=True))
                      for key in moving]
             writer.send("state", pickle.dumps((extra, state), protocol=pickle.HIGHEST_PROTOCOL),
@@ -73,6 +82,9 @@ class Streamed:
         elif kind == "load":
             self.runs = {}
             self._load(pickle.loads(payload))
+        elif kind == "observe":
+            self.observing = pickle.loads(payload)
+            self.counting = {}
 
     def feed(self, writer: RingWriter, entries: list[tuple], batches: list[pa.RecordBatch],
              seq: int) -> None:
@@ -87,6 +99,7 @@ class Streamed:
             if held is None:
                 self.runs[key] = (bucket, run)
             assert rows is not None
+            self._counting(key, run)
             out.append((key, run.feed(rows.slice(offset, count))))
             offset += count
             self.rows += count
@@ -100,9 +113,24 @@ class Streamed:
         batches: list[pa.RecordBatch] = []
         for key, produced in out:
             produced = [cast(b, self.schema) for b in coalesce(produced) if b.num_rows]
-            entries.append((key, len(produced)))
+            held = self.runs.get(key)
+            counts, buffered = None, 0
+            if held is not None:
+                run = held[1]
+                buffered = int(run.buffered_rows)
+                counts = run.state_counts() if self.counting.get(key) else None
+            entries.append((key, len(produced), counts, buffered))
             batches += produced
         writer.send(kind, pack(entries, batches, self.schema), (seq, self.rows))
+
+    def _counting(self, key: tuple, run: PartitionRun) -> bool:
+        """Whether ``key``'s run counts statistics (asked once per run, when observing)."""
+        if self.observing is None:
+            return False
+        counting = self.counting.get(key)
+        if counting is None:
+            counting = self.counting[key] = bool(run.observe(*self.observing))
+        return counting
 
     def _load(self, state: list[tuple[tuple, int, bytes]]) -> None:
         for key, bucket, data in state:

@@ -3,8 +3,9 @@
 The rule the expectations are derived from (the engine's documented
 semantics, after Flink's ``WITHIN`` and the SQL:2016 discussion of time
 windows): while a match is being built, a row may be consumed only if its
-ORDER BY value lies at most the bound after the value of the match's first
-row (``value - first <= bound``: the bound itself is inside); a row past it
+ORDER BY value lies at most the bound away from the value of the match's first
+row along the ordering (``|value - first| <= bound``: the bound itself is
+inside; ``value - first`` under ASC, ``first - value`` under DESC); a row past it
 ends the attempt, and the most preferred match found among the rows before it
 is the result (a shorter alternative if the preferred one needed the row). A
 NULL value on either side is never outside. The bound is a number for a
@@ -93,6 +94,28 @@ CASES: list[Case] = [
          "after: rows 4-5 as match 1. ALL ROWS PER MATCH: partition column, ORDER BY column, "
          "measure, the other columns: (p, ts, m, id, v).",
          tags=("within",)),
+    Case("within_descending_span", T,
+         q("t", "AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+) WITHIN 3 "
+                "DEFINE B AS price < PREV(price)", order="ts DESC"),
+         [(2, 1, 2), (3, 1, 3), (4, 3, 2), (6, 5, 2), (7, 5, 3)],
+         "In ts DESC order the rows are (ts, price, id) 15 4 8, 10 3 7, 9 2 6, 8 1 5, "
+         "7 8 4, 4 7 3, 2 6 2, 1 5 1; B (price below the previous row's) holds on every row "
+         "but ts 7 and ts 15. The span is first - ts <= 3. From ts 15: ts 10 is 5 below, "
+         "no B. From ts 10: ts 9 and 8 are B, ts 7 (3 below, inside) is not B: ids 7-5. From "
+         "ts 9: ids 6-5. From ts 8: ts 7 is no B. From ts 7: ts 4 (3 below) is B, ts 2 is 5 "
+         "below: ids 4-3. From ts 4: ts 2 and 1 (3 below): ids 3-1. From ts 2: ids 2-1.",
+         tags=("within",)),
+    Case("within_descending_interval",
+         table("t", "id INTEGER, ts TIMESTAMP, v INTEGER",
+               "(1, TIMESTAMP '2024-01-01 10:00:00', 2), (2, TIMESTAMP '2024-01-01 10:04:00', 2),"
+               " (3, TIMESTAMP '2024-01-01 10:10:00', 2), (4, TIMESTAMP '2024-01-01 10:11:00', 2),"
+               " (5, TIMESTAMP '2024-01-01 10:12:00', 1), (6, TIMESTAMP '2024-01-01 10:30:00', 2)"),
+         q("t", "PATTERN (A B+) WITHIN INTERVAL '10' MINUTE DEFINE A AS v = 1, B AS v = 2",
+           order="ts DESC"),
+         [(5, 2, 4)],
+         "Latest first: 10:30 is not A. From 10:12 (A), B takes 10:11, 10:10 and 10:04 (8 "
+         "minutes earlier); 10:00 is 12 minutes earlier, past the bound, though its v would "
+         "be B: ids 5-2. The next attempt, at 10:00, is not A.", tags=("within",)),
     Case("within_number_over_timestamp",
          table("t", "id INTEGER, ts TIMESTAMP", "(1, TIMESTAMP '2024-01-01 10:00:00')"),
          q("t", "PATTERN (A) WITHIN 5 DEFINE A AS TRUE"),

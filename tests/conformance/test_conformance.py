@@ -17,6 +17,7 @@ from . import (
     cases_expressions,
     cases_navigation,
     cases_patterns,
+    cases_running,
     cases_semantics,
     cases_sql,
     cases_window,
@@ -27,6 +28,7 @@ from .case import Case
 ALL_CASES: list[Case] = (
     cases_patterns.CASES + cases_expressions.CASES + cases_sql.CASES + cases_errors.CASES
     + cases_semantics.CASES + cases_navigation.CASES + cases_window.CASES + cases_within.CASES
+    + cases_running.CASES
 )
 
 

@@ -262,8 +262,11 @@ def test_planner_spreads_only_partitions_worth_a_thread(table):
     from matchsql.planner import partition_threads
 
     con = connect(table, threads=2)
-    # Row-local on the DFA: too short per partition; registers: spread.
-    assert partition_threads(_spec(con, QUERIES[0]), con.config)[0] == 1
+    # Row-local on the DFA: too short per partition unless batched; registers: spread.
+    assert partition_threads(_spec(con, QUERIES[0]), con.config) == \
+        (2, "partitions spread over 2 threads")
+    unbatched = QUERIES[0].replace("COUNT(*) AS c", "PREV(x) AS px")
+    assert partition_threads(_spec(con, unbatched), con.config)[0] == 1
     assert partition_threads(_spec(con, QUERIES[1]), con.config) == \
         (2, "partitions spread over 2 threads")
     assert partition_threads(_spec(con, QUERIES[3]), con.config) == \
@@ -273,8 +276,8 @@ def test_planner_spreads_only_partitions_worth_a_thread(table):
     con.config.threads = 2
     explained = "\n".join(r[0] for r in con.sql("EXPLAIN " + QUERIES[1]).fetchall())
     assert "partitions: 2 threads" in explained
-    explained = "\n".join(r[0] for r in con.sql("EXPLAIN " + QUERIES[0]).fetchall())
-    assert "partitions: sequential (row-local partitions on the DFA" in explained
+    explained = "\n".join(r[0] for r in con.sql("EXPLAIN " + unbatched).fetchall())
+    assert "partitions: sequential (row-local partitions on the DFA, not batched" in explained
 
 
 def test_input_reader_errors_carry_no_traceback():

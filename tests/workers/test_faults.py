@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -124,3 +127,54 @@ def test_workers_ignore_ctrl_c_of_the_terminal(con) -> None:
     time.sleep(0.2)
     assert con._executor.workers.pool.alive()
     assert con.sql(QUERY).fetchall() == expected
+
+
+ORPHAN = """
+import matchsql
+con = matchsql.connect(demo=False, workers=2, max_buffered_rows=10**8)
+con.sql("CREATE TABLE t AS SELECT i % 2 AS p, i AS ts, 1 AS v FROM range(400000) r(i)")
+query = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+         "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B* C) DEFINE C AS v < 0)")
+con.sql(query.replace("FROM t", "FROM (SELECT * FROM t LIMIT 10)")).fetchall()  # the pool
+print(" ".join(str(w.pid) for w in con._executor.workers.pool.workers), flush=True)
+# No C row: every start row reads its partition to the end (minutes of kernel time).
+con.sql(query).fetchall()
+"""
+
+
+def test_workers_exit_when_their_router_is_killed(tmp_path) -> None:
+    """SIGKILL of the router's process in the middle of a long match: its workers (which
+    it cannot ask to stop, and which read no pipe until the match ends) exit within
+    seconds, rather than living on as orphans."""
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    router = subprocess.Popen([sys.executable, "-c", ORPHAN], env=env, cwd=root,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert router.stdout is not None
+        pids = [int(pid) for pid in router.stdout.readline().split()]
+        assert len(pids) == 2
+        for pid in pids:
+            os.kill(pid, 0)  # alive while the router lives
+        time.sleep(3)  # the workers are inside the long match now
+        router.kill()
+        router.wait(30)
+        deadline = time.monotonic() + 20
+        alive = set(pids)
+        while alive and time.monotonic() < deadline:
+            for pid in list(alive):
+                try:
+                    os.kill(pid, 0)
+                    # A zombie (exited, not yet reaped by init) counts as gone.
+                    with open(f"/proc/{pid}/stat") as stat:
+                        if stat.read().split(") ", 1)[1].startswith("Z"):
+                            alive.discard(pid)
+                except (ProcessLookupError, FileNotFoundError):
+                    alive.discard(pid)
+            time.sleep(0.2)
+        assert not alive, f"workers {sorted(alive)} outlived their router"
+    finally:
+        if router.poll() is None:
+            router.kill()
+        if router.stdout is not None:
+            router.stdout.close()

@@ -14,7 +14,9 @@ end row and demotes everything behind it; threads at the same program state
 whose registers are equal are merged, keeping the first. Registers are what
 the reference calls the observable history: for each primary variable the
 row it was last and first mapped to, which is all that ``A.x``, ``FIRST`` and
-``LAST`` in DEFINE can see on this path.
+``LAST`` in DEFINE can see on this path, plus the running aggregates'
+accumulators (``C_FOLD``/``C_AGG``): a thread's are copied from its source's
+when it takes a row, folded there, and compared too before two threads merge.
 
 The kernel decides whole attempts only. When the rows run out while an
 attempt still has live threads it stops and reports the attempt's start; the
@@ -34,6 +36,12 @@ P_LABEL, P_SPLIT, P_JUMP, P_BEGIN, P_END, P_START, P_ENDANCHOR, P_DONE = range(8
 C_CONST, C_NULL, C_LOAD, C_ADD, C_SUB, C_MUL, C_DIV, C_NEG = range(8)
 C_LT, C_LE, C_GT, C_GE, C_EQ, C_NE, C_AND, C_OR, C_NOT = range(8, 17)
 C_ISNULL, C_NOTNULL, C_COUNT_ALL, C_MATCHNO, C_ABS = range(17, 22)
+# Running aggregates (:class:`matchsql.fsm.compiled.lowering.RegisterCode`): C_AGG pushes
+# accumulator slot ``code[k, 1]`` finished as aggregate ``code[k, 2]``; C_FOLD pops a value
+# (and below it a FILTER result when ``code[k, 3]``) into slot ``code[k, 1]``.
+C_AGG, C_FOLD = range(22, 24)
+# Aggregates of C_AGG/C_FOLD. A slot is (value, rows taken) in ``acc[abase + 2 * slot]``.
+A_COUNT, A_SUM, A_AVG, A_MIN, A_MAX = range(5)
 
 # Row references of C_LOAD.
 R_CUR, R_LAST, R_FIRST, R_START, R_BACK, R_FORTH = range(6)
@@ -67,8 +75,11 @@ SKIP_PAST, SKIP_NEXT, SKIP_FIRST, SKIP_LAST = range(4)
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _condition(code, fconst, lo, hi, cols, valid, set_mask, lp, fp, reg, var, row, start,
-               n_rows, base, complete, match_number, sv, sn):
-    """Evaluate register bytecode ``code[lo:hi]``; True only when the result is TRUE."""
+               n_rows, base, complete, match_number, sv, sn, acc, abase):
+    """Evaluate register bytecode ``code[lo:hi]``; True only when the result is TRUE.
+
+    ``acc[abase:]`` are the thread's running-aggregate slots, which C_FOLD updates in
+    place (the caller passes a copy it may discard) and C_AGG reads."""
     sp = 0
     n_vars = set_mask.shape[1]
     for k in range(lo, hi):
@@ -133,6 +144,42 @@ def _condition(code, fconst, lo, hi, cols, valid, set_mask, lp, fp, reg, var, ro
             sv[sp] = match_number + 1
             sn[sp] = 0
             sp += 1
+        elif op == C_AGG:
+            at = abase + 2 * code[k, 1]
+            fn = code[k, 2]
+            taken = acc[at + 1]
+            if fn == A_COUNT:
+                sv[sp] = taken
+                sn[sp] = 0
+            elif taken == 0.0:  # SUM/AVG/MIN/MAX over no rows (or only NULLs): NULL
+                sv[sp] = 0.0
+                sn[sp] = 1
+            else:
+                sv[sp] = acc[at] / taken if fn == A_AVG else acc[at]
+                sn[sp] = 0
+            sp += 1
+        elif op == C_FOLD:
+            sp -= 1
+            x = sv[sp]
+            take = sn[sp] == 0
+            if code[k, 3] != 0:  # FILTER (WHERE ...): the row counts only where it is TRUE
+                sp -= 1
+                take = take and sn[sp] == 0 and sv[sp] != 0.0
+            if take:
+                at = abase + 2 * code[k, 1]
+                fn = code[k, 2]
+                best = acc[at]
+                if acc[at + 1] == 0.0:
+                    acc[at] = x
+                elif fn == A_SUM or fn == A_AVG:
+                    acc[at] = best + x
+                elif fn == A_MIN:  # DuckDB's order: NaN greatest, equal to itself
+                    if x < best or (best != best and x == x):
+                        acc[at] = x
+                elif fn == A_MAX:
+                    if x > best or (x != x and best == best):
+                        acc[at] = x
+                acc[at + 1] += 1.0
         elif op == C_NEG:
             sv[sp - 1] = -sv[sp - 1]
         elif op == C_ABS:
@@ -367,6 +414,15 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
     end_node = np.empty(n_rows + 2, np.int64)
     sv = np.empty(code.shape[0] + 1, np.float64)
     sn = np.empty(code.shape[0] + 1, np.int64)
+    # Running-aggregate accumulators, ``acc_w`` floats per register slot of ``lp``/``fp``
+    # (side, slot): written where a thread is made, from its source's (C_FOLD slots).
+    acc_w = 0
+    for k in range(code.shape[0]):
+        if code[k, 0] == C_FOLD and 2 * code[k, 1] + 2 > acc_w:
+            acc_w = 2 * code[k, 1] + 2
+    acc_side = (cap_threads + 1) * acc_w
+    acc = np.empty(2 * acc_side + 1, np.float64)
+    abase = 0  # the accumulators of the thread being made (none: slot 0 is never read)
     seen_stamp = seen_pc[0]
     seen_head = seen_pc[1]
     for k in range(seen_stamp.shape[0]):
@@ -461,6 +517,8 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
                     for u in range(n_vars):
                         lp[nxt, n_pool, u] = -1
                         fp[nxt, n_pool, u] = -1
+                    for q in range(acc_w):
+                        acc[nxt * acc_side + n_pool * acc_w + q] = 0.0
                 elif mode == 1:
                     pc = th[cur, 0, i]
                     if prog[pc, 0] != P_LABEL:
@@ -468,6 +526,11 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
                     var = prog[pc, 1]
                     r0 = th[cur, 4, i]
                     ok = rl[pos, var] != 0
+                    if acc_w > 0 and ok:  # the new thread's accumulators, folded by conj
+                        abase = nxt * acc_side + n_pool * acc_w
+                        src = cur * acc_side + r0 * acc_w
+                        for q in range(acc_w):
+                            acc[abase + q] = acc[src + q]
                     # The conjuncts, written out here: a helper taking arrays would pay
                     # reference counting per call (prefilter._refine has the same loop).
                     k = conj_spans[var, 0]
@@ -500,7 +563,8 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
                         else:
                             ok = _condition(code, fconst, conj[k, 1], conj[k, 2], cols, valid,
                                             set_mask, lp[cur], fp[cur], r0, var, pos, start,
-                                            n_rows, base, complete, match_number, sv, sn)
+                                            n_rows, base, complete, match_number, sv, sn, acc,
+                                            abase)
                         k += 1
                     if counting:
                         st = stat_state[pc]
@@ -546,6 +610,9 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
                             u = obs[q]
                             lp[nxt, n_pool, u] = lp[cur, r0, u]
                             fp[nxt, n_pool, u] = fp[cur, r0, u]
+                        for q in range(acc_w):
+                            acc[nxt * acc_side + n_pool * acc_w + q] = \
+                                acc[cur * acc_side + r0 * acc_w + q]
                 reg0 = n_pool
                 n_pool += 1
                 # -- epsilon closure from (pc0, fl0) ---------------------------------
@@ -574,6 +641,20 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
                                         if obs_first[u] and fp[nxt, ra, u] != fp[nxt, reg0, u]:
                                             same = False
                                             break
+                                    # running aggregates: equal values (NaN equal to NaN,
+                                    # -0.0 apart from 0.0, which 1 / x tells apart)
+                                    if acc_w > 0 and same:
+                                        qa = nxt * acc_side + ra * acc_w
+                                        qb = nxt * acc_side + reg0 * acc_w
+                                        for q in range(acc_w):
+                                            x = acc[qa + q]
+                                            y = acc[qb + q]
+                                            if x != y and (x == x or y == y):
+                                                same = False
+                                                break
+                                            if x == 0.0 and np.signbit(x) != np.signbit(y):
+                                                same = False
+                                                break
                                 if same:
                                     dup = True
                                     break

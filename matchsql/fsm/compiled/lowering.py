@@ -10,6 +10,17 @@ kernel interprets against a thread's registers. Anything the bytecode cannot
 express exactly raises :class:`Unsupported`, and the planner routes the query
 to the reference matcher, naming the reason.
 
+Running aggregates (``SUM(A.x)``, ``COUNT(A.*)``, ``MIN``/``MAX``/``AVG``, with
+FILTER) are accumulators a thread carries like its registers, one slot per
+distinct aggregate (a value and a count of the rows it took). Each variable
+gets a *fold* code: for every slot whose rows include the variable, the
+aggregate's FILTER and argument evaluated at the tested row, then ``C_FOLD``
+into the slot. The kernels run a variable's fold code on a copy of the
+thread's accumulators before its conditions, so ``C_AGG`` (which finishes a
+slot: NULL over no rows, ``AVG`` = sum / count) sees the rows matched so far
+including the current one: RUNNING, as DEFINE always is. A failed condition
+discards the copy; a passed one makes it the new thread's.
+
 The bytecode is built from the bound form (:mod:`matchsql.plan.bound`):
 each pointer becomes one register load, each constant one operand; names and
 literals were resolved by the binder, and no user text is ever evaluated.
@@ -23,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from matchsql.expr.support import REGISTERS, why_not
+from matchsql.expr.support import REGISTER_AGGREGATES, REGISTERS, why_not
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.program import Op, Program
 from matchsql.plan.bound import AggregateCall, Const, MatchNumberRef, Pointer, describe
@@ -77,12 +88,46 @@ class RegisterCode:
     obs_first: set[str] = field(default_factory=set)
     # per variable, the code range of each top-level AND term (before the C_AND joining it)
     terms: list[list[tuple[int, int]]] = field(default_factory=list)
+    # per accumulator slot: the variables whose rows it takes (None: every row) and its
+    # fold body (FILTER and argument at the tested row, then C_FOLD), code and constants
+    folds: list[tuple[frozenset[str] | None, list, list[float]]] = field(default_factory=list)
     _tables: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def n_acc(self) -> int:
+        """Accumulator slots a thread carries (one per distinct running aggregate)."""
+        return len(self.folds)
+
+    def assembled(self) -> tuple[list, list[float], np.ndarray]:
+        """``(code, consts, fold_spans)``: the condition code followed by each variable's
+        fold code (its slots' bodies, then a TRUE constant, so that the kernel can run it
+        as a conjunct that always holds); ``fold_spans[v]`` is variable ``v``'s range
+        (empty when no slot takes its rows)."""
+        got = self._tables.get("assembled")
+        if got is None:
+            code, consts = list(self.code), list(self.consts)
+            spans = np.zeros((max(len(self.variables), 1), 2), np.int64)
+            for v, name in enumerate(self.variables):
+                lo = len(code)
+                for members, body, values in self.folds:
+                    if members is None or name in members:
+                        code += body
+                        consts += values
+                if len(code) > lo:
+                    code.append((K.C_CONST, 0, 0, 0, 0))
+                    consts.append(1.0)
+                spans[v] = (lo, len(code))
+            got = self._tables["assembled"] = (code, consts, spans)
+        return got
+
+    def fold_spans(self) -> np.ndarray:
+        return self.assembled()[2]
 
     def arrays(self) -> tuple[np.ndarray, ...]:
         nv = max(len(self.variables), 1)
-        code = np.array(self.code, np.int64).reshape(-1, 5)
-        consts = np.array(self.consts, np.float64)
+        full, values, _ = self.assembled()
+        code = np.array(full, np.int64).reshape(-1, 5)
+        consts = np.array(values, np.float64)
         spans = np.zeros((nv, 2), np.int64)
         for i, span in enumerate(self.spans):
             spans[i] = span
@@ -106,7 +151,8 @@ class RegisterCode:
         operand stack, or ``(CJ_STACK, lo, hi)`` for any other term (the stack code
         ``code[lo:hi]``). With ``fused`` False (default: :data:`FUSED_CONJUNCTS`)
         every variable gets a single ``CJ_STACK`` row over its whole code: the
-        interpreter as it was before (kept for comparisons).
+        interpreter as it was before (kept for comparisons). A variable whose rows
+        running aggregates take has its fold code (:meth:`assembled`) as its first row.
         """
         fused = FUSED_CONJUNCTS if fused is None else fused
         got = self._tables.get(fused)
@@ -119,10 +165,15 @@ class RegisterCode:
         rows: list[list[int]] = []
         consts: list[tuple[float, float]] = []
         spans = np.zeros((nv, 2), np.int64)
+        fold_spans = self.fold_spans()
         for v, (lo, hi) in enumerate(self.spans):
             first = len(rows)
             ranges = self.terms[v] if fused and v < len(self.terms) else \
                 ([(lo, hi)] if hi > lo else [])
+            fa, fb = (int(x) for x in fold_spans[v])
+            if fb > fa:
+                rows.append([K.CJ_STACK, fa, fb] + [0] * (K.CJ_WIDTH - 3))
+                consts.append((0.0, 0.0))
             for a, b in ranges:
                 row, values = self._conjunct(a, b) if fused else ([K.CJ_STACK, a, b], (0., 0.))
                 rows.append(row + [0] * (K.CJ_WIDTH - len(row)))
@@ -161,6 +212,9 @@ class RegisterCode:
 
 
 _BINARY = {exp.Add: K.C_ADD, exp.Sub: K.C_SUB, exp.Mul: K.C_MUL, exp.Div: K.C_DIV}
+_AGGREGATES = {"count": K.A_COUNT, "count_star": K.A_COUNT, "sum": K.A_SUM, "avg": K.A_AVG,
+               "min": K.A_MIN, "max": K.A_MAX}
+assert set(_AGGREGATES) == REGISTER_AGGREGATES
 _COMPARE = {exp.LT: K.C_LT, exp.LTE: K.C_LE, exp.GT: K.C_GT, exp.GTE: K.C_GE,
             exp.EQ: K.C_EQ, exp.NEQ: K.C_NE}
 
@@ -173,6 +227,8 @@ class RegisterCompiler:
         self.types = {f.name: f.type for f in spec.columns}
         self.out = RegisterCode(list(variables))
         self.var = ""
+        self.slots: dict[str, int] = {}  # an aggregate's bound form -> its accumulator slot
+        self.in_aggregate = False  # emitting an aggregate's argument or FILTER
 
     def add(self, var: str, terms: list[exp.Expression]) -> None:
         """Compile ``terms`` (ANDed) as variable ``var``'s register condition."""
@@ -235,13 +291,16 @@ class RegisterCompiler:
             self.put(K.C_CONST, value=float(value))
             return "num"
         if isinstance(node, MatchNumberRef):
+            if self.in_aggregate:
+                raise Unsupported("MATCH_NUMBER() inside a running aggregate")
             self.put(K.C_MATCHNO)
             return "num"
         if isinstance(node, AggregateCall):
             if node.function == "count_star" and node.vars is None and node.condition is None:
                 self.put(K.C_COUNT_ALL)
                 return "num"
-            raise Unsupported(f"{describe(node)} in a condition that reads other rows")
+            self.put(K.C_AGG, self.slot(node), _AGGREGATES[node.function])
+            return "num"
         if isinstance(node, Pointer):
             self.load(node)
             return "num"
@@ -284,6 +343,37 @@ class RegisterCompiler:
             return "bool"
         raise Unsupported(f"{describe(node)} in a condition that reads other rows")
 
+    def slot(self, node: AggregateCall) -> int:
+        """The accumulator slot of running aggregate ``node`` (shared by equal aggregates),
+        its fold body compiled on first use."""
+        if node.function not in _AGGREGATES or node.distinct or node.final:
+            raise Unsupported(f"{describe(node)} in a condition that reads other rows")
+        key = repr(node)
+        found = self.slots.get(key)
+        if found is not None:
+            return found
+        s = len(self.out.folds)
+        code, consts = self.out.code, self.out.consts
+        self.out.code, self.out.consts = [], []
+        self.in_aggregate = True
+        try:
+            filtered = node.condition is not None
+            if filtered and self.emit(node.condition) not in ("bool", "null"):
+                raise Unsupported(f"{describe(node)}: a FILTER that is not boolean")
+            if node.function == "count_star":
+                self.put(K.C_CONST, value=1.0)
+            elif len(node.expressions) != 1 or \
+                    self.emit(node.expressions[0]) not in ("num", "null"):
+                raise Unsupported(f"{describe(node)} over non-numeric values")
+            self.put(K.C_FOLD, s, _AGGREGATES[node.function], int(filtered))
+            body = (node.vars, self.out.code, self.out.consts)
+        finally:
+            self.in_aggregate = False
+            self.out.code, self.out.consts = code, consts
+        self.out.folds.append(body)
+        self.slots[key] = s
+        return s
+
     def numeric(self, left: exp.Expression, right: exp.Expression) -> None:
         for side in (left, right):
             if self.emit(side) not in ("num", "null"):
@@ -294,8 +384,16 @@ class RegisterCompiler:
     def load(self, node: Pointer) -> None:
         """One register load: the row the pointer names, as the kernel's row kinds say it."""
         at = node.position
-        if node.classifier or at.aggregated:
+        if node.classifier:
             raise Unsupported(f"{node.text} in a condition that reads other rows")
+        if at.aggregated != self.in_aggregate:
+            # an aggregate's argument reads the row it visits, which its fold code runs at
+            raise Unsupported(f"{node.text}: a row other than the aggregated one inside an "
+                              "aggregate" if self.in_aggregate else
+                              f"{node.text} in a condition that reads other rows")
+        if at.aggregated:
+            self.put(K.C_LOAD, self.column(node.column), K.R_CUR, 0, 0)
+            return
         if at.final:
             raise Unsupported("FINAL inside DEFINE")
         col = self.column(node.column)

@@ -14,7 +14,10 @@ partitions of a query. :class:`CompiledMatcher` is one partition's run:
   the reference :class:`~matchsql.fsm.output.OutputBuilder` over the
   buffered rows;
 * rows before the oldest row still needed are dropped, so memory follows the
-  live window, as in the reference's InputHolder.
+  live window, as in the reference's InputHolder;
+* with ``threads`` > 1, at least twice ``split_rows`` rows to decide are cut into
+  chunks matched on several threads at once and fixed up to the sequential
+  result (:mod:`.chunks`): a single long partition uses every core.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import pyarrow as pa
 from matchsql.cancel import INTERRUPTED, Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError, LimitExceededError, too_many_rows
+from matchsql.fsm.compiled import chunks as C
 from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled import prefilter as P
@@ -160,6 +164,8 @@ class CompiledMatcher:
         # Row-local, standard mode: the DFA of the program runs instead of the thread VM
         # (forcing 'registers' keeps the VM, so that both stay differential-tested).
         self.dfa = D.for_matcher(plan, self.config)[0]
+        # Long stretches of rows split into chunks matched on several threads (chunks.py).
+        self.splittable = C.unsplittable(self.spec, self.code, plan.within) is None
         # Go4Risk statistics, off (empty) until observe() is called.
         self.stat_state = np.zeros(0, np.int64)
         self.stat_kind = np.zeros(0, np.uint8)
@@ -235,47 +241,138 @@ class CompiledMatcher:
             columns = {name: table.column(name).chunk(0) if table.column(name).num_chunks
                        else pa.array([], table.schema.field(name).type)
                        for name in table.column_names}
-            nv = len(plan.variables)
             dfa = self.dfa if not len(self.stat_state) else None  # statistics: the VM counts
-            labels = label_input(plan, dfa, columns, n)
-            cols, valid = register_columns(plan, columns, n)
-            # Statistics count every attempt, so none may be skipped.
-            viable = P.NONE if dfa is not None or len(self.stat_state) \
-                else P.viable_starts(plan, labels, self.base, cols, valid)
-            wend = within_ends(self.spec, plan.within,
-                               columns[self.spec.order_by[0]]) if plan.within is not None \
-                else NO_WITHIN
             params = kernel_params(self.spec, self.config)
             params[K.K_ROWS] = n
             params[K.K_BASE] = self.base
             params[K.K_LIMIT] = n if self.complete else max(0, n - self.ahead)
             params[K.K_COMPLETE] = int(self.complete)
-            while True:
-                params[K.K_NEXT] = self.next_start - self.base
-                params[K.K_MN] = self.match_number
-                params[K.K_COVERED] = self.covered - self.base
-                if dfa is not None:
-                    status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
-                        dfa, labels, self.skip_mask, params, self.work[-2], self.work[-1],
-                        self.cancel.flag)
-                else:
-                    status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
-                        plan.program, labels, viable, wend, self.code, self.consts, self.spans,
-                        *self.conj, cols, valid, self.set_mask, self.obs_last, self.obs_first,
-                        self.skip_mask, params, self.stat_state, self.stat_kind, self.stat,
-                        *self.work, self.cancel.flag)
-                self._records(self.work[-2][:n_rec], self.work[-1][:n_lab])
-                self.next_start = int(nxt) + self.base
-                self.match_number = int(mn)
-                self.covered = int(covered) + self.base
-                if status != K.ST_FULL:
-                    break
-                self.caps[int(err_row)] *= 2
-                self.work = K.workspace(self.caps, len(plan.program), nv)
+            starts = C.cuts(self.next_start - self.base, int(params[K.K_LIMIT]),
+                            self.config.split_rows, self.config.threads) \
+                if self.splittable and not len(self.stat_state) else [0]
+            if len(starts) > 1:
+                status, err_row = self._split(starts, dfa, columns, params)
+            else:
+                labels = label_input(plan, dfa, columns, n)
+                cols, valid = register_columns(plan, columns, n)
+                # Statistics count every attempt, so none may be skipped.
+                viable = P.NONE if dfa is not None or len(self.stat_state) \
+                    else P.viable_starts(plan, labels, self.base, cols, valid)
+                wend = within_ends(self.spec, plan.within,
+                                   columns[self.spec.order_by[0]]) if plan.within is not None \
+                    else NO_WITHIN
+                status, err_row = self._sequential(dfa, labels, viable, wend, cols, valid,
+                                                   params)
             if status >= K.ST_THREADS:
                 self._raise(int(status), int(err_row) + self.base)
         self._emit_ready()
         self._collect_garbage()
+
+    def _sequential(self, dfa: D.Dfa | None, labels: np.ndarray, viable: np.ndarray,
+                    wend: np.ndarray, cols: np.ndarray, valid: np.ndarray,
+                    params: np.ndarray) -> tuple[int, int]:
+        """Decide the attempts from ``next_start`` on this thread; the kernel's
+        ``(status, err_row)``."""
+        plan = self.plan
+        nv = len(plan.variables)
+        while True:
+            params[K.K_NEXT] = self.next_start - self.base
+            params[K.K_MN] = self.match_number
+            params[K.K_COVERED] = self.covered - self.base
+            if dfa is not None:
+                status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
+                    dfa, labels, self.skip_mask, params, self.work[-2], self.work[-1],
+                    self.cancel.flag)
+            else:
+                status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
+                    plan.program, labels, viable, wend, self.code, self.consts, self.spans,
+                    *self.conj, cols, valid, self.set_mask, self.obs_last, self.obs_first,
+                    self.skip_mask, params, self.stat_state, self.stat_kind, self.stat,
+                    *self.work, self.cancel.flag)
+            self._records(self.work[-2][:n_rec], self.work[-1][:n_lab])
+            self.next_start = int(nxt) + self.base
+            self.match_number = int(mn)
+            self.covered = int(covered) + self.base
+            if status != K.ST_FULL:
+                return int(status), int(err_row)
+            self.caps[int(err_row)] *= 2
+            self.work = K.workspace(self.caps, len(plan.program), nv)
+
+    def _split(self, starts: list[int], dfa: D.Dfa | None, columns: dict,
+               params: np.ndarray) -> tuple[int, int]:
+        """Decide the attempts from ``starts[0]`` in chunks on the chunk pool
+        (:func:`chunks.match_chunks`); the kernel's ``(status, err_row)``."""
+
+        def window(start: int, limit: int) -> C.Run:
+            return self._window(start, limit, dfa, columns, params)
+
+        # Tiny chunks (tests) re-run in tiny steps, so that the fix-up re-synchronises.
+        run = C.match_chunks(window, starts, int(params[K.K_LIMIT]),
+                             C.pool(self.config.threads).submit,
+                             min(C.FIRST_STEP, self.config.split_rows))
+        records = run.records
+        if len(records):
+            records[:, 3] = self.match_number + np.arange(1, len(records) + 1)
+            self.match_number += len(records)
+            self.covered = max(self.covered,
+                               int((records[:, 1] + records[:, 2]).max()) - 1 + self.base)
+        self._records(records, run.labels)
+        self.next_start = run.next_start + self.base
+        return run.status, run.err_row
+
+    def _window(self, start: int, limit: int, dfa: D.Dfa | None, columns: dict,
+                params: np.ndarray) -> C.Run:
+        """The kernel from buffer row ``start`` with look-ahead limit ``limit``, over the
+        rows it can read, as the sequential run reads its buffer: from ``lookback`` rows
+        before ``start`` to ``ahead`` rows past ``limit``. The DEFINE terms are evaluated
+        over those rows and the kernel gets its own workspace, so that chunks run on
+        several threads at once. Buffer rows in the result."""
+        n = int(params[K.K_ROWS])
+        w0 = max(0, start - self.lookback)
+        w1 = min(n, limit + self.ahead)
+        p = params.copy()
+        p[K.K_ROWS] = w1 - w0
+        p[K.K_BASE] = self.base + w0
+        p[K.K_LIMIT] = limit - w0
+        p[K.K_COMPLETE] = int(self.complete and w1 == n)
+        p[K.K_NEXT] = start - w0
+        p[K.K_MN] = 0
+        p[K.K_COVERED] = start - w0 - 1
+        rows = {name: column.slice(w0, w1 - w0) for name, column in columns.items()}
+        lab = label_input(self.plan, dfa, rows, w1 - w0)
+        cols, valid = register_columns(self.plan, rows, w1 - w0)
+        via = P.NONE if dfa is not None else \
+            P.viable_starts(self.plan, lab, self.base + w0, cols, valid)
+        caps = self.caps.copy()
+        nv = len(self.plan.variables)
+        work = K.workspace(caps, len(self.plan.program), nv)
+        pieces: list[tuple[np.ndarray, np.ndarray]] = []
+        while True:
+            if dfa is not None:
+                status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
+                    dfa, lab, self.skip_mask, p, work[-2], work[-1], self.cancel.flag)
+            else:
+                status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
+                    self.plan.program, lab, via, NO_WITHIN, self.code, self.consts, self.spans,
+                    *self.conj, cols, valid, self.set_mask, self.obs_last, self.obs_first,
+                    self.skip_mask, p, self.stat_state, self.stat_kind, self.stat, *work,
+                    self.cancel.flag)
+            if n_rec:
+                records = work[-2][:n_rec].copy()
+                records[:, 1] += w0
+                C.keep(pieces, C.Run(0, 0, 0, records, work[-1][:n_lab].copy()), 0, n_rec)
+            p[K.K_NEXT] = nxt
+            p[K.K_MN] = mn
+            p[K.K_COVERED] = covered
+            if status != K.ST_FULL:
+                break
+            caps[int(err_row)] *= 2
+            work = K.workspace(caps, len(self.plan.program), nv)
+        err = int(err_row) + w0 if status >= K.ST_THREADS and err_row >= 0 else int(err_row)
+        if status == K.ST_DONE and w1 < n:
+            status = K.ST_WAIT  # the window's rows ran out, not the buffer's
+        return C.joined(C.Run(int(status), int(nxt) + w0, err, C.NO_RECORDS, C.NO_LABELS),
+                        pieces)
 
     def _raise(self, status: int, start: int) -> None:
         raise_status(self.spec, self.config, status, start)

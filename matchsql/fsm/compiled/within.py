@@ -1,28 +1,54 @@
-"""WITHIN on the compiled paths: the first row past each start's time bound.
+"""WITHIN, written once: the rule every path applies, and its compiled form.
 
-The reference stops an attempt before it consumes a row whose ORDER BY value
-lies more than the WITHIN bound after the start's (``here - first > bound``; a
-NULL on either side is never outside). The kernels get that row per start as
-an array (:func:`within_ends`) and end the attempt there, so the three paths
-share one rule. Rows whose bound lies past the rows held get
-:data:`NO_BOUND`: the attempt waits for more rows as it would without WITHIN.
+The rule (:func:`outside`): an attempt may not consume a row whose ORDER BY
+value lies more than the WITHIN bound away from the value of the match's first
+row, measured along the ordering: ``|here - first| > bound``. The bound is the
+match's *span*; under ``ORDER BY .. ASC`` that is ``here - first`` (later rows
+have larger values), under ``ORDER BY .. DESC`` it is ``first - here`` (later
+rows have smaller ones), so the same query reads the same way whichever way
+the rows are ordered: "a match lasts at most this long". (Before, a DESC
+ordering never cut a match, since ``here - first`` is never positive there:
+WITHIN silently did nothing.) A row equal to the first row is inside (NaN
+equal to itself, as DuckDB orders numbers), as is a NULL on either side; a
+NaN span otherwise is outside (DuckDB puts NaN above every bound).
+
+The reference matcher and the oracle call :func:`outside` per row; the
+kernels get, per start, the first row past the bound as an array
+(:func:`within_ends`, the same rule over the column's values: they are sorted
+on that key, so the row only moves forward) and end the attempt there. Rows
+whose bound lies past the rows held get :data:`NO_BOUND`: the attempt waits
+for more rows as it would without WITHIN.
 """
 
 from __future__ import annotations
 
 import datetime
 import decimal
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
+from matchsql.expr.values import compare, sub
 from matchsql.fsm.compiled.lowering import Unsupported
 from matchsql.plan.spec import MatchSpec
 
 NO_BOUND = 1 << 62
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+
+
+def outside(first: Any, here: Any, bound: Any) -> bool:
+    """Whether a row with ORDER BY value ``here`` lies past WITHIN ``bound`` of a match
+    whose first row has ``first`` (see the module docstring)."""
+    if first is None or here is None or compare(here, first) == 0:
+        return False
+    for span in (sub(here, first), sub(first, here)):  # one of them is |here - first|
+        over = compare(span, bound)
+        if over is not None and over > 0:
+            return True
+    return False
 
 
 def within_bound(spec: MatchSpec) -> float | None:
@@ -58,37 +84,38 @@ def order_values(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, nogil=True)
+def _past(a, b, bound):
+    """:func:`outside` over float64 values (both valid)."""
+    if a == b or (a != a and b != b):
+        return False
+    return not abs(a - b) <= bound
+
+
+@njit(cache=True, nogil=True)
 def _ends(values, valid, bound):
     n = values.shape[0]
     out = np.empty(n, np.int64)
-    ascending = True
-    descending = True
+    monotone = True  # the valid values are sorted (either way): the end only moves forward
+    direction = 0
     last = np.nan
     for r in range(n):
-        if valid[r]:
-            if values[r] < last:
-                ascending = False
-            if values[r] > last:
-                descending = False
+        if valid[r] and values[r] == values[r]:  # NaN sorts at one end: apart from others
+            if last == last and values[r] != last:
+                d = 1 if values[r] > last else -1
+                if direction == 0:
+                    direction = d
+                elif d != direction:
+                    monotone = False
             last = values[r]
-    if descending and not ascending:
-        for s in range(n):  # ORDER BY .. DESC: a later row is never past a bound >= 0
-            out[s] = NO_BOUND
-        return out
     r = 0
     for s in range(n):
         out[s] = NO_BOUND
         if not valid[s]:
             continue
-        if ascending:  # the first row past the bound only moves forward
-            if r <= s:
-                r = s + 1
-            while r < n and not (valid[r] and values[r] - values[s] > bound):
-                r += 1
-        else:
+        if not monotone or r <= s:
             r = s + 1
-            while r < n and not (valid[r] and values[r] - values[s] > bound):
-                r += 1
+        while r < n and not (valid[r] and _past(values[s], values[r], bound)):
+            r += 1
         if r < n:
             out[s] = r
     return out

@@ -8,6 +8,7 @@ import pytest
 from matchsql.config import Config
 from matchsql.errors import LimitExceededError
 from matchsql.gpu import matcher as M
+from matchsql.gpu import ring as R
 from matchsql.gpu.live import LiveGpuMatcher
 from matchsql.planner import gpu_path, new_partition_matcher
 from matchsql.snapshot import PlanIndex
@@ -138,3 +139,35 @@ def test_live_string_codes_hold_across_batches() -> None:
     # With B as 'c' or the row before's letter: from 1, rows 2 'c' and 3 'c' are B, row 4 'b'
     # is neither: ids 1-3. From 6: row 7 'd' is not 'c' and not 'a': no match.
     assert [tuple(r.values()) for b in out for r in b.to_pylist()] == [(1, 3)]
+
+
+RING_SQL = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS f, LAST(id) AS l, "
+            "SUM(x) AS s ONE ROW PER MATCH PATTERN (A B+ C) DEFINE B AS x > PREV(x) AND "
+            "y >= A.y, C AS SUM(x) > 2 * COUNT(*) AND y IS NOT NULL)")
+
+
+@pytest.mark.parametrize("capacity", [1, 8, 16])
+def test_live_ring_wraps_many_times(capacity: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long stream in small batches through a small ring: the held rows (an attempt's
+    rows and one PREV row) wrap around the buffer's end again and again, the ring doubles
+    when a batch does not fit, and every batch's output is the CPU path's."""
+    monkeypatch.setattr(R, "FIRST_CAPACITY", capacity)
+    rows = [{"id": i, "x": (i * 7) % 5 if i % 11 else None, "y": i % 3 if i % 13 else None}
+            for i in range(400)]
+    config = Config()
+    config.gpu = "on"
+    matcher = new_partition_matcher(spec_of(RING_SQL), (), config, live=True)
+    assert isinstance(matcher, LiveGpuMatcher)
+    config_cpu = Config()
+    config_cpu.gpu = "off"
+    cpu = new_partition_matcher(spec_of(RING_SQL), (), config_cpu, live=True)
+    got, want = [], []
+    for a in range(0, 400, 5):
+        batch = pa.RecordBatch.from_pylist(rows[a:a + 5], schema=SCHEMA)
+        got += [tuple(r.values()) for b in matcher.feed(batch) for r in b.to_pylist()]
+        want += [tuple(r.values()) for b in cpu.feed(batch) for r in b.to_pylist()]
+    got += [tuple(r.values()) for b in matcher.finish() for r in b.to_pylist()]
+    want += [tuple(r.values()) for b in cpu.finish() for r in b.to_pylist()]
+    assert got == want and len(want) > 10
+    ring = matcher.ring
+    assert ring.wraps >= 20 and ring.capacity <= 64, (ring.wraps, ring.capacity)

@@ -2,7 +2,7 @@
 
 Queries come from the property suite's strategies with the DEFINEs replaced
 by conditions the GPU path evaluates: row-local ones (elementwise on the
-device) and register ones (``A.x``, FIRST/LAST, ``COUNT(*)``, in-thread), alone
+device) and register ones (``A.x``, FIRST/LAST, ``COUNT(*)``, running aggregates, in-thread), alone
 or ANDed with a row-local term; rows come in random batches (the GPU matcher
 holds them until the partition ends).
 """
@@ -29,7 +29,10 @@ ROW_LOCAL = ["x > PREV(x)", "x = 1", "x IS NULL", "y >= 2", "NEXT(x) IS NOT NULL
              "x IN (y, PREV(y))"]
 REGISTERS = ["x > A.x", "x >= FIRST(x)", "LAST(B.x) < x", "FIRST(A.x) IS NULL OR x <> A.x",
              "COUNT(*) <= 3", "x + FIRST(y) > LAST(U.x)", "ABS(x - A.x) BETWEEN 1 AND 2",
-             "x = LAST(x, 1)", "FIRST(x, 1) < y", "NOT (y > PREV(A.x))"]
+             "x = LAST(x, 1)", "FIRST(x, 1) < y", "NOT (y > PREV(A.x))",
+             "SUM(x) < 5", "SUM(A.x) <= y + 2", "AVG(U.y) >= 1", "MIN(x) = x", "MAX(B.y) < 3",
+             "COUNT(A.*) < 2", "COUNT(U.x) <= 2", "SUM(x * y) FILTER (WHERE y > 0) < 4",
+             "MIN(A.x) IS NULL OR MAX(A.x) - MIN(A.x) <= 1"]
 WITHIN = ["", "", " WITHIN 0", " WITHIN 1", " WITHIN 3"]
 
 

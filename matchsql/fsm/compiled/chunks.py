@@ -1,0 +1,219 @@
+"""One partition's rows matched in chunks on several threads, speculatively.
+
+Sequential matching is a chain of attempt starts: the attempt at row ``a``
+is decided from the rows alone, and the next attempt starts at a row that
+depends only on that decision (past the match, at the next row, at the
+skip target). Cut the rows to decide into chunks and run, on a thread each,
+the same kernel from every chunk's first row as if an attempt started there,
+deciding every attempt that needs no row of the next chunk. Chunk 0 is the
+true chain. For chunk ``k`` the guess holds from the first row where the
+true chain meets its speculative chain: from there both are the same chain,
+so the speculative records are the true ones.
+
+The fix-up walks the chunks in order. Where the true chain's next start
+``a`` lies on chunk ``k``'s speculative chain, that chunk's records from
+``a`` on are kept and the true chain goes on at the attempt the chunk left
+undecided (the one that crosses into the next chunk). Elsewhere the kernel
+re-runs from ``a`` in short, doubling steps until one of its attempt starts
+lies on a speculative chain (re-synchronised) or the rows run out.
+
+A row ``c`` of chunk ``k`` lies on its speculative chain when it is below the
+attempt the chunk stopped at and no speculative match of the chunk covers it
+past its start (``start < c <= end``): the chain only jumps over rows inside
+a match (past the last row, to the next row, or to a row of the match).
+That test is conservative (ALL MATCHES or SKIP TO may leave rows inside a
+match that the chain visits): a row it misses only prolongs the re-run.
+
+Sound when the decision of an attempt depends on the rows alone, i.e.
+DEFINE reads the rows of the attempt and PREV/NEXT offsets around them
+(chunks read the whole buffer: a chunk's window reaches ``lookback`` rows
+before its first row and ``ahead`` rows past its last) and nothing carried
+from match to match; :func:`unsplittable` names the queries where that does
+not hold: DEFINE reading MATCH_NUMBER(), WITH UNMATCHED ROWS (an unmatched
+row is output only when no earlier match covers it), WITHIN (its bounds are
+buffer rows computed once), and the adaptive statistics (they count every
+attempt once). Errors of a speculative attempt (too many threads, too long)
+are not raised: the chunk simply ends there, and the fix-up re-runs that
+attempt only if the true chain reaches it.
+
+Match numbers are the caller's: records come back in sequential order and
+the caller numbers them.
+"""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_right
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import NamedTuple
+
+import numpy as np
+
+from matchsql.fsm.compiled import kernel as K
+from matchsql.plan.spec import MatchSpec, RowsPerMatch
+
+#: Rows of the first re-run step of the fix-up (it doubles while not re-synchronised).
+FIRST_STEP = 256
+#: Chunks per thread: more, smaller chunks balance uneven match density.
+CHUNKS_PER_THREAD = 4
+
+
+class Run(NamedTuple):
+    """The kernel's decisions from one start: records (buffer rows, label offsets into
+    ``labels``), and where and why it stopped."""
+
+    status: int
+    next_start: int
+    err_row: int
+    records: np.ndarray
+    labels: np.ndarray
+
+    @property
+    def stop(self) -> int:
+        """The first attempt start this run did not decide."""
+        if self.status >= K.ST_THREADS:
+            return min(self.next_start, self.err_row)
+        return self.next_start
+
+
+NO_RECORDS = np.zeros((0, 5), np.int64)
+NO_LABELS = np.zeros(0, np.int16)
+
+#: ``call(start, limit)``: the run deciding the attempts from ``start`` that read no row
+#: at or past ``limit`` (``limit`` is the caller's end: then it ends as the sequential run).
+WindowCall = Callable[[int, int], Run]
+
+
+def unsplittable(spec: MatchSpec, code: np.ndarray, within: object) -> str | None:
+    """Why the chunks of a partition of ``spec`` cannot be matched speculatively, or None."""
+    if spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED:
+        return "WITH UNMATCHED ROWS depends on the matches before a row"
+    if within is not None:
+        return "WITHIN bounds are computed per buffer"
+    if len(code) and bool((code[:, 0] == K.C_MATCHNO).any()):
+        return "DEFINE reads MATCH_NUMBER()"
+    return None
+
+
+def cuts(start: int, stop: int, min_rows: int, threads: int) -> list[int]:
+    """The first rows of the chunks of ``[start, stop)``: at least ``min_rows`` rows each,
+    at most :data:`CHUNKS_PER_THREAD` per thread; a single chunk when it does not split."""
+    rows = stop - start
+    if min_rows <= 0 or threads <= 1 or rows < 2 * min_rows:
+        return [start]
+    count = max(2, min(rows // min_rows, CHUNKS_PER_THREAD * threads))
+    return [start + rows * i // count for i in range(count)]
+
+
+_pools: dict[int, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def pool(threads: int) -> ThreadPoolExecutor:
+    """The process's chunk pool of ``threads`` threads (shared by all queries: its
+    tasks never wait for one another, so sharing cannot deadlock)."""
+    with _pools_lock:
+        found = _pools.get(threads)
+        if found is None:
+            found = _pools[threads] = ThreadPoolExecutor(
+                threads, thread_name_prefix="matchsql-chunk")
+        return found
+
+
+def match_chunks(call: WindowCall, chunk_starts: list[int], stop: int,
+                 submit: Callable[..., Future] | None = None, first_step: int = FIRST_STEP
+                 ) -> Run:
+    """The sequential run from ``chunk_starts[0]`` up to ``stop``, from speculative runs of
+    the chunks (on ``submit``'s threads; inline without it) and the fix-up, whose re-runs
+    start with ``first_step`` rows."""
+    ends = [*chunk_starts[1:], stop]
+    if submit is None:
+        guesses = [call(s, e) for s, e in zip(chunk_starts, ends)]
+    else:
+        futures = [submit(call, s, e) for s, e in zip(chunk_starts, ends)]
+        guesses = [f.result() for f in futures]
+    for guess in guesses:
+        if guess.status == K.ST_CANCELLED:
+            return guess
+    covers = [_coverage(g) for g in guesses]
+
+    def on_chain(c: int) -> int:
+        """The chunk whose speculative chain holds row ``c``, or -1."""
+        if c >= stop:
+            return -1
+        k = bisect_right(chunk_starts, c) - 1
+        if k < 0 or c >= guesses[k].stop:
+            return -1
+        starts, reach = covers[k]
+        i = int(np.searchsorted(starts, c, "left")) - 1
+        return k if i < 0 or reach[i] < c else -1
+
+    pieces: list[tuple[np.ndarray, np.ndarray]] = []
+    a = chunk_starts[0]
+    step = first_step
+    while True:
+        k = on_chain(a)
+        if k >= 0:
+            guess = guesses[k]
+            keep(pieces, guess, int(np.searchsorted(guess.records[:, 1], a, "left")),
+                  len(guess.records))
+            if k == len(guesses) - 1 and guess.status < K.ST_THREADS:
+                return joined(guess, pieces)
+            a, step = guess.stop, first_step
+            continue
+        limit = min(stop, a + step)
+        run = call(a, limit)
+        if run.status >= K.ST_THREADS:
+            return run  # a true error (or the interrupt): the caller raises it
+        found = -1
+        starts = run.records[:, 1]
+        for c in np.unique(starts[starts > a]).tolist():
+            if on_chain(c) >= 0:
+                found = c
+                break
+        if found >= 0:
+            keep(pieces, run, 0, int(np.searchsorted(starts, found, "left")))
+            a = found
+            continue
+        keep(pieces, run, 0, len(run.records))
+        if limit >= stop or run.status == K.ST_DONE:
+            return joined(run, pieces)
+        a = run.next_start
+        step *= 2
+
+
+def _coverage(run: Run) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, reach)``: the runs' record starts and the running maximum of their last
+    rows, so that a row ``c`` lies inside an earlier-starting match iff the reach of the
+    last record starting before ``c`` is at least ``c``."""
+    starts = run.records[:, 1]
+    ends = starts + run.records[:, 2] - 1
+    return starts, np.maximum.accumulate(ends) if len(ends) else ends
+
+
+def keep(pieces: list, run: Run, lo: int, hi: int) -> None:
+    """Append records ``lo:hi`` of ``run`` with their labels to ``pieces`` (a record's
+    labels follow its predecessor's, as the kernels write them)."""
+    if hi <= lo:
+        return
+    rec = run.records[lo:hi]
+    first = int(rec[0, 4])
+    last = int(rec[-1, 4] + rec[-1, 2])
+    pieces.append((rec, run.labels[first:last]))
+
+
+def joined(last: Run, pieces: list) -> Run:
+    """One run: ``pieces``' records in order (label offsets into their joined labels),
+    ending as ``last`` ended."""
+    if not pieces:
+        return Run(last.status, last.next_start, last.err_row, NO_RECORDS, NO_LABELS)
+    records = np.concatenate([rec for rec, _ in pieces])
+    shift = np.zeros(len(pieces), np.int64)
+    total = 0
+    for i, (rec, lab) in enumerate(pieces):
+        shift[i] = total - int(rec[0, 4])
+        total += len(lab)
+    records[:, 4] += np.repeat(shift, [len(rec) for rec, _ in pieces])
+    labels = np.concatenate([lab for _, lab in pieces])
+    return Run(last.status, last.next_start, last.err_row, records, labels)

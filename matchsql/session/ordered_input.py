@@ -1,0 +1,108 @@
+"""The input of a MATCH_RECOGNIZE in partition and ORDER BY order, without DuckDB's sort
+where the input is in that order already (see matchsql/router/presorted.py).
+
+The input query is first run without its ORDER BY (DuckDB scans and exports
+in parallel, no sort); its rows are checked and grouped by partition here. When
+a partition is out of ORDER BY order the sorted query runs instead. Both give
+the rows of the sorted query, so the matchers see no difference.
+
+What the unsorted attempt costs when it fails is bounded: the first batch is
+checked on its own (most unsorted inputs show it at once), and at most
+:data:`PRESORTED_BYTES` of input are held before giving up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from matchsql.router.presorted import OrderKey, grouped, in_order
+
+PRESORTED_BYTES = 1 << 30  # input held to check its order before falling back to the sort
+ENABLED = True  # False: always DuckDB's sort (the benchmarks' "before")
+
+# The DuckDB settings under which the input query's ORDER BY means what OrderKey says.
+_DEFAULTS = ("NULLS_LAST", "ASCENDING")
+
+
+@dataclass
+class InputQueries:
+    """The input query of one MATCH_RECOGNIZE, sorted and in the input's own order."""
+
+    sorted_sql: str
+    unsorted_sql: str | None  # None: the input may be read once only, so DuckDB sorts it
+    partition_by: list[str]
+    order: list[OrderKey]
+
+    @property
+    def sorts(self) -> bool:
+        return bool(self.partition_by or self.order)
+
+
+def rereadable(value: object) -> bool:
+    """Whether DuckDB can scan a Python object registered for the input more than once:
+    Arrow tables and batches, and data frames; not readers, scanners or iterators."""
+    if isinstance(value, (pa.Table, pa.RecordBatch)):
+        return True
+    module = type(value).__module__.split(".")[0]
+    return module in ("pandas", "polars") and not hasattr(value, "__next__")
+
+
+def order_keys(node, order_by: list[str]) -> list[OrderKey]:
+    """The ORDER BY items of MATCH_RECOGNIZE ``node`` on the resolved columns ``order_by``."""
+    order = node.args.get("order")
+    items = list(order.expressions) if order is not None else []
+    return [OrderKey(name, bool(item.args.get("desc")), bool(item.args.get("nulls_first")))
+            for name, item in zip(order_by, items)]
+
+
+def default_ordering(cursor) -> bool:
+    """Whether DuckDB orders as by default here: ASC unless DESC, NULLs last both ways
+    (settings that change it make the caller keep the sort)."""
+    row = cursor.sql("SELECT current_setting('default_null_order'), "
+                     "current_setting('default_order')").fetchall()[0]
+    return tuple(str(v).upper() for v in row) == _DEFAULTS
+
+
+def input_batches(queries: InputQueries, open_input: Callable[[str], Iterable[pa.RecordBatch]],
+                  batch_size: int, cursor) -> Iterator[pa.RecordBatch]:
+    """The rows of ``queries.sorted_sql`` in batches of at most ``batch_size`` rows:
+    from the unsorted query when its rows are in order, else sorted by DuckDB
+    (``cursor``: the input query's, whose settings say what its ORDER BY means)."""
+    if ENABLED and queries.sorts and queries.unsorted_sql and default_ordering(cursor):
+        table = _held_in_order(queries.unsorted_sql, queries, open_input)
+        if table is not None:
+            rows = grouped(table, queries.partition_by, queries.order)
+            if rows is not None:
+                yield from rows.to_batches(max_chunksize=batch_size)
+                return
+    yield from open_input(queries.sorted_sql)
+
+
+def _held_in_order(sql: str, queries: InputQueries,
+                   open_input: Callable[[str], Iterable[pa.RecordBatch]]) -> pa.Table | None:
+    """The rows of ``sql`` (the unsorted input query), or None once they show they are
+    out of order or grow past PRESORTED_BYTES."""
+    reader = open_input(sql)
+    batches: list[pa.RecordBatch] = []
+    size = 0
+    schema = None
+    try:
+        for batch in reader:
+            schema = batch.schema
+            if not batches and not in_order(pa.Table.from_batches([batch]), queries.partition_by,
+                                              queries.order):
+                return None
+            batches.append(batch)
+            size += batch.nbytes
+            if size > PRESORTED_BYTES:
+                return None
+    finally:
+        close = getattr(reader, "close", None)
+        if close is not None:
+            close()
+    if schema is None:
+        return None  # no rows: the sorted query says what an empty input looks like
+    return pa.Table.from_batches(batches, schema=schema)

@@ -1,0 +1,195 @@
+"""Input already in ORDER BY order, grouped by partition without a sort (router/presorted.py).
+
+The property: whenever :func:`grouped` returns rows, they are a permutation of
+the input that DuckDB's ``ORDER BY <partition keys>, <order keys>`` could have
+produced (same partition and key sequence as DuckDB's own sort, ties in input
+order); and it returns None only when some partition really is out of order.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from matchsql.router.presorted import OrderKey, grouped, in_order, partition_codes
+
+SETTINGS = settings(max_examples=int(os.environ.get("PRESORTED_EXAMPLES", "150")), deadline=None,
+                    derandomize=not os.environ.get("PRESORTED_EXAMPLES"),
+                    suppress_health_check=[HealthCheck.too_slow])
+
+PARTITION_TYPES = {"str": pa.string(), "int": pa.int64()}
+ORDER_TYPES = {"int": pa.int32(), "float": pa.float64(), "ts": pa.timestamp("us")}
+
+
+def _part_value(kind: str, v):
+    if v is None:
+        return None
+    return ["b", "a", "ab", "", "é"][v] if kind == "str" else [3, -1, 0, 2**40, 7][v]
+
+
+def _order_value(kind: str, v):
+    if v is None:
+        return None
+    if kind == "float":
+        return [-1.5, 0.0, -0.0, 2.0, math.nan, math.inf, -math.inf][v % 7]
+    return v - 3
+
+
+@st.composite
+def tables(draw):
+    """A random input with partition and order keys: sorted, almost sorted or unsorted."""
+    n = draw(st.integers(0, 40))
+    pkind = draw(st.sampled_from(sorted(PARTITION_TYPES)))
+    okinds = draw(st.lists(st.sampled_from(sorted(ORDER_TYPES)), min_size=1, max_size=2))
+    nparts = draw(st.sampled_from([0, 1, 2, 5]))  # 0: no PARTITION BY
+    part = st.one_of(st.none(), st.integers(0, 4)) if nparts else st.none()
+    rows = draw(st.lists(st.tuples(part, *[st.one_of(st.none(), st.integers(0, 9))
+                                           for _ in okinds]), min_size=n, max_size=n))
+    keys = [OrderKey(f"k{i}", draw(st.booleans()), draw(st.booleans()))
+            for i in range(len(okinds))]
+    columns = {"p": pa.array([_part_value(pkind, r[0]) for r in rows], PARTITION_TYPES[pkind])}
+    for i, kind in enumerate(okinds):
+        values = [_order_value(kind, r[i + 1]) for r in rows]
+        columns[f"k{i}"] = pa.array(values, pa.float64() if kind == "float" else pa.int64()) \
+            .cast(ORDER_TYPES[kind])
+    columns["id"] = pa.array(range(n), pa.int64())
+    table = pa.table(columns)
+    mode = draw(st.sampled_from(["sorted", "almost", "unsorted"]))
+    if mode != "unsorted" and n:
+        # Globally in ORDER BY order, so every partition is (partitions interleave).
+        order = _sql("SELECT id FROM data ORDER BY " + _order_sql(keys) + ", id", table)
+        table = table.take(order.column("id"))
+        if mode == "almost" and n > 1:
+            i = draw(st.integers(0, n - 2))
+            perm = list(range(n))
+            perm[i], perm[i + 1] = perm[i + 1], perm[i]
+            table = table.take(perm)
+    partition_by = ["p"] if nparts else []
+    return table, partition_by, keys
+
+
+def _sql(query: str, data: pa.Table) -> pa.Table:
+    con = duckdb.connect()
+    con.register("data", data)
+    return con.sql(query).to_arrow_table()
+
+
+def _order_sql(keys: list[OrderKey]) -> str:
+    return ", ".join(f"{k.column} {'DESC' if k.descending else 'ASC'} "
+                     f"NULLS {'FIRST' if k.nulls_first else 'LAST'}" for k in keys)
+
+
+def _norm(v):
+    """Key values as DuckDB compares them: -0.0 = 0.0, NaN = NaN."""
+    if isinstance(v, float):
+        return "NaN" if math.isnan(v) else v + 0.0
+    return v
+
+
+def _keys(table: pa.Table, names: list[str]) -> list[tuple]:
+    cols = [table.column(n).to_pylist() for n in names]
+    return [tuple(_norm(c[i]) for c in cols) for i in range(table.num_rows)]
+
+
+def _duckdb_sorted(table: pa.Table, partition_by: list[str], keys: list[OrderKey]) -> pa.Table:
+    order = ", ".join(partition_by + [_order_sql(keys)])
+    return _sql(f"SELECT * FROM data ORDER BY {order}", table)
+
+
+def _per_partition(table: pa.Table, partition_by: list[str], keys: list[OrderKey]) -> dict:
+    parts = _keys(table, partition_by) if partition_by else [()] * table.num_rows
+    out: dict = {}
+    for part, key in zip(parts, _keys(table, [k.column for k in keys])):
+        out.setdefault(part, []).append(key)
+    return out
+
+
+def _partitions_in_order(table: pa.Table, partition_by: list[str], keys: list[OrderKey]) -> bool:
+    """Whether each partition's rows, in table order, have the key sequence DuckDB's sort
+    gives that partition."""
+    return _per_partition(table, partition_by, keys) == \
+        _per_partition(_duckdb_sorted(table, partition_by, keys), partition_by, keys)
+
+
+@SETTINGS
+@given(tables())
+def test_grouped_is_an_order_duckdb_could_give(case):
+    table, partition_by, keys = case
+    rows = grouped(table, partition_by, keys)
+    if rows is None:
+        assert not _partitions_in_order(table, partition_by, keys)
+        return
+    assert rows.num_rows == table.num_rows
+    assert sorted(rows.column("id").to_pylist()) == list(range(table.num_rows))
+    reference = _duckdb_sorted(table, partition_by, keys)
+    names = partition_by + [k.column for k in keys]
+    assert _keys(rows, names) == _keys(reference, names)
+    # Ties (equal partition and order keys) keep their input order.
+    position = {v: i for i, v in enumerate(table.column("id").to_pylist())}
+    ids = rows.column("id").to_pylist()
+    tied = _keys(rows, names)
+    for i in range(1, len(ids)):
+        if tied[i] == tied[i - 1]:
+            assert position[ids[i]] > position[ids[i - 1]]
+
+
+@SETTINGS
+@given(tables())
+def test_partition_grouping_without_order_by_is_stable(case):
+    table, partition_by, _ = case
+    if not partition_by:
+        return
+    rows = grouped(table, partition_by, [])
+    assert rows is not None
+    reference = _sql("SELECT * FROM (SELECT *, row_number() OVER () AS pos FROM data) "
+                     "ORDER BY p, pos", table)
+    assert rows.column("id").to_pylist() == reference.column("id").to_pylist()
+
+
+def test_unsupported_key_types_are_left_to_the_sort():
+    table = pa.table({"p": pa.array([1.0, 2.0]), "k": pa.array([1, 2])})
+    assert grouped(table, ["p"], [OrderKey("k")]) is None  # float partition: -0.0 = 0.0
+    table = pa.table({"p": pa.array([1, 1]), "k": pa.array(["a", "b"])})
+    assert grouped(table, ["p"], [OrderKey("k")]) is None  # string ORDER BY
+    assert in_order(table, ["p"], [OrderKey("k")]) is None
+    table = pa.table({"k": pa.array([2**63, 2**64 - 1], pa.uint64())})
+    assert grouped(table, [], [OrderKey("k")]) is None
+
+
+def test_partition_codes_follow_duckdb_order_with_nulls_last():
+    table = pa.table({"a": pa.array(["b", None, "a", "b"]), "b": pa.array([2, 1, None, 1])})
+    codes, count = partition_codes(table, ["a", "b"])
+    # (a, b) ascending, NULLs last: ('a', NULL) < ('b', 1) < ('b', 2) < (NULL, 1)
+    assert codes.tolist() == [2, 3, 0, 1] and count == 4
+
+
+def test_grouped_input_keeps_its_rows_without_a_copy():
+    table = pa.table({"p": ["x"] * 5 + ["y"] * 5, "k": np.arange(10)})
+    assert grouped(table, ["p"], [OrderKey("k")]) is table
+
+
+@pytest.mark.parametrize("descending,nulls_first,values,ok", [
+    (False, False, [1, 2, None], True),
+    (False, False, [None, 1, 2], False),
+    (False, True, [None, 1, 2], True),
+    (True, False, [2, 1, None], True),
+    (True, False, [1, 2], False),
+    (True, True, [None, 2, 2, 1], True),
+])
+def test_null_placement_and_direction(descending, nulls_first, values, ok):
+    table = pa.table({"k": pa.array(values, pa.int64())})
+    assert (grouped(table, [], [OrderKey("k", descending, nulls_first)]) is not None) is ok
+
+
+def test_more_partitions_than_the_radix_sort_takes_are_left_to_the_sort(monkeypatch):
+    table = pa.table({"p": pa.array([2, 1, 2, 1]), "k": pa.array([1, 2, 3, 4])})
+    assert grouped(table, ["p"], [OrderKey("k")]).column("k").to_pylist() == [2, 4, 1, 3]
+    monkeypatch.setattr("matchsql.router.presorted.MAX_PARTITIONS", 1)
+    assert grouped(table, ["p"], [OrderKey("k")]) is None
