@@ -40,19 +40,13 @@ import time
 from pathlib import Path
 
 import matchsql
+from bench.paths import PANDAS_ROW_LOCAL
 from matchsql.storage.demo import synthetic_trades
 
 BASELINE_PATH = Path(__file__).resolve().parent.parent / ".cache" / "pmr"
 
 SHAPES = {
-    "row-local": """SELECT * FROM data MATCH_RECOGNIZE (
-  ORDER BY ts
-  MEASURES MATCH_NUMBER() AS mn
-  ONE ROW PER MATCH
-  AFTER MATCH SKIP PAST LAST ROW
-  PATTERN (A B+ C+)
-  DEFINE B AS price < PREV(price), C AS price > PREV(price)
-)""",
+    "row-local": PANDAS_ROW_LOCAL,
     "registers": """SELECT * FROM data MATCH_RECOGNIZE (
   ORDER BY ts
   MEASURES MATCH_NUMBER() AS mn
