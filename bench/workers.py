@@ -258,6 +258,26 @@ def _stream_batches(rows: int, partitions: int, batch: int) -> list[pa.RecordBat
     return table.to_batches(max_chunksize=batch)
 
 
+def _live_queries(batches: list[pa.RecordBatch], config: Config):
+    """``(name, spec, new_run)`` of each partitioned query the live trades can feed."""
+    for name, sql in PARTITIONED.items():
+        if "FROM trade " not in sql:
+            continue  # the live rows are trades (Q4 reads a view of other names)
+        spec = _spec(sql, batches[0].schema)
+
+        def new_run(key: tuple, spec=spec):
+            return new_partition_matcher(spec, key, config, live=True)
+
+        yield name, spec, new_run
+
+
+def _live_router(workers: int, spec, new_run, pool: WorkerPool, config: Config):
+    """The router of a continuous query: in this process, or on the workers of ``pool``."""
+    if workers == 1:
+        return HashPartitionRouter(spec.partition_by, new_run)
+    return StreamRouter(pool, spec, config, Cancellation(), new_run, live=True)
+
+
 def continuous(rows: int, partitions: int, repeat: int) -> None:
     print(f"\n4. continuous queries, {rows:,} live rows in time order, {partitions} partitions, "
           f"batches of 20,000 (best of {repeat})")
@@ -269,20 +289,12 @@ def continuous(rows: int, partitions: int, repeat: int) -> None:
     config = Config(workers=2, threads=1)
     pool = WorkerPool(2)
     try:
-        for name, sql in PARTITIONED.items():
-            if "FROM trade " not in sql:
-                continue  # the live rows are trades (Q4 reads a view of other names)
-            spec = _spec(sql, batches[0].schema)
-
-            def new_run(key: tuple, spec=spec):
-                return new_partition_matcher(spec, key, config, live=True)
-
+        for name, spec, new_run in _live_queries(batches, config):
             best = {1: (float("inf"), 0.0, 0), 2: (float("inf"), 0.0, 0)}
             last = None
             for _ in range(repeat + 1):  # the first round warms both
                 for workers in (1, 2):
-                    router = HashPartitionRouter(spec.partition_by, new_run) if workers == 1 \
-                        else StreamRouter(pool, spec, config, Cancellation(), new_run, live=True)
+                    router = _live_router(workers, spec, new_run, pool, config)
                     cpu, wall = time.process_time(), time.perf_counter()
                     out = sum(b.num_rows for batch in batches for b in router.route(batch))
                     out += sum(b.num_rows for b in router.finish())
@@ -396,22 +408,13 @@ def input_modes(rows: int, partitions: int, repeat: int) -> None:
     config = Config(workers=2, threads=1)
     pool = WorkerPool(2)
     try:
-        for name, sql in PARTITIONED.items():
-            if "FROM trade " not in sql:
-                continue
-            spec = _spec(sql, batches[0].schema)
-
-            def new_run(key: tuple, spec=spec):
-                return new_partition_matcher(spec, key, config, live=True)
-
+        for name, spec, new_run in _live_queries(batches, config):
             for mode in ("pull", "push", "adaptive"):
                 options = InputOptions.for_pattern(spec.pattern, mode, 1)
                 best = {1: (float("inf"), 0, 0), 2: (float("inf"), 0, 0)}
                 for _ in range(repeat + 1):  # the first round warms both
                     for workers in (1, 2):
-                        router = HashPartitionRouter(spec.partition_by, new_run) \
-                            if workers == 1 else \
-                            StreamRouter(pool, spec, config, Cancellation(), new_run, live=True)
+                        router = _live_router(workers, spec, new_run, pool, config)
                         metrics = InputMetrics()
                         wall = time.perf_counter()
                         if mode == "pull":

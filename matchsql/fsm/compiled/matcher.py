@@ -279,16 +279,8 @@ class CompiledMatcher:
             params[K.K_NEXT] = self.next_start - self.base
             params[K.K_MN] = self.match_number
             params[K.K_COVERED] = self.covered - self.base
-            if dfa is not None:
-                status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
-                    dfa, labels, self.skip_mask, params, self.work[-2], self.work[-1],
-                    self.cancel.flag)
-            else:
-                status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
-                    plan.program, labels, viable, wend, self.code, self.consts, self.spans,
-                    *self.conj, cols, valid, self.set_mask, self.obs_last, self.obs_first,
-                    self.skip_mask, params, self.stat_state, self.stat_kind, self.stat,
-                    *self.work, self.cancel.flag)
+            status, nxt, mn, covered, err_row, n_rec, n_lab = self._kernel(
+                dfa, labels, viable, wend, cols, valid, params, self.work)
             self._records(self.work[-2][:n_rec], self.work[-1][:n_lab])
             self.next_start = int(nxt) + self.base
             self.match_number = int(mn)
@@ -297,6 +289,21 @@ class CompiledMatcher:
                 return int(status), int(err_row)
             self.caps[int(err_row)] *= 2
             self.work = K.workspace(self.caps, len(plan.program), nv)
+
+    def _kernel(self, dfa: D.Dfa | None, labels: np.ndarray, viable: np.ndarray,
+                wend: np.ndarray, cols: np.ndarray, valid: np.ndarray, params: np.ndarray,
+                work: tuple) -> tuple:
+        """One call of the DFA (row-local) or else the thread VM over ``work``, the
+        sequential run's and each chunk's alike: ``(status, next, match number, covered,
+        err_row, records, labels)``."""
+        if dfa is not None:
+            return D.run(dfa, labels, self.skip_mask, params, work[-2], work[-1],
+                         self.cancel.flag)
+        return K.run_attempts(
+            self.plan.program, labels, viable, wend, self.code, self.consts, self.spans,
+            *self.conj, cols, valid, self.set_mask, self.obs_last, self.obs_first,
+            self.skip_mask, params, self.stat_state, self.stat_kind, self.stat, *work,
+            self.cancel.flag)
 
     def _split(self, starts: list[int], dfa: D.Dfa | None, columns: dict,
                params: np.ndarray) -> tuple[int, int]:
@@ -348,15 +355,8 @@ class CompiledMatcher:
         work = K.workspace(caps, len(self.plan.program), nv)
         pieces: list[tuple[np.ndarray, np.ndarray]] = []
         while True:
-            if dfa is not None:
-                status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
-                    dfa, lab, self.skip_mask, p, work[-2], work[-1], self.cancel.flag)
-            else:
-                status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
-                    self.plan.program, lab, via, NO_WITHIN, self.code, self.consts, self.spans,
-                    *self.conj, cols, valid, self.set_mask, self.obs_last, self.obs_first,
-                    self.skip_mask, p, self.stat_state, self.stat_kind, self.stat, *work,
-                    self.cancel.flag)
+            status, nxt, mn, covered, err_row, n_rec, n_lab = self._kernel(
+                dfa, lab, via, NO_WITHIN, cols, valid, p, work)
             if n_rec:
                 records = work[-2][:n_rec].copy()
                 records[:, 1] += w0
