@@ -16,7 +16,8 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     """An environment that keeps history out of the user's home and the terminal simple."""
     env = dict(os.environ)
     env.update(MATCHSQL_HISTORY=str(tmp_path / "history"), PROMPT_TOOLKIT_NO_CPR="1",
-               TERM="xterm", PYTHONPATH=str(ROOT))
+               TERM="xterm", PYTHONPATH=str(ROOT),
+               PYTHONFAULTHANDLER="1")  # a crash prints its stack rather than nothing
     env.pop("MATCHSQL_TRACEBACK", None)
     return env
 

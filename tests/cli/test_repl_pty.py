@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pexpect
@@ -93,11 +94,27 @@ class Repl:
     """A REPL in a pty, with a transcript of everything it printed."""
 
     def __init__(self, env: dict[str, str], *args: str) -> None:
-        self.child = pexpect.spawn(
-            sys.executable, ["-m", "matchsql", *args], env=env,
-            encoding="utf-8", timeout=20, dimensions=(50, 200))
         self.transcript: list[str] = []
-        self.expect(PROMPT)
+        # Once in CI (3,775 tests passed beside it) a REPL died before printing its
+        # banner, with no message. A start that dies silently is tried once more and
+        # reported with its exit status or signal (and, with the fault handler on, a
+        # crash's stack) when it fails again; a start that prints anything is never retried.
+        for attempt in (1, 2):
+            self.child = pexpect.spawn(
+                sys.executable, ["-m", "matchsql", *args], env=env,
+                encoding="utf-8", timeout=20, dimensions=(50, 200))
+            try:
+                self.expect(PROMPT)
+                return
+            except pexpect.EOF:
+                said = self.child.before
+                self.child.close()
+                died = (f"exit status {self.child.exitstatus}, "
+                        f"signal {self.child.signalstatus}, output {said!r}")
+                if said or attempt == 2:
+                    raise AssertionError(f"the REPL ended before its prompt: {died}") from None
+                warnings.warn(f"the REPL died silently before its banner ({died}); retried",
+                              stacklevel=2)
 
     def expect(self, pattern, timeout: float = 20) -> re.Match | None:
         self.child.expect(pattern, timeout=timeout)
