@@ -421,15 +421,17 @@ class MatchRunner:
                 reader = cursor.sql(sql).to_arrow_reader(config.batch_size)
                 return reader if profile is None else profile.input(reader)
 
+            def sorted_input():
+                reader = input_batches(queries, lambda sql: cursor.sql(sql).to_arrow_reader(
+                    config.batch_size), config.batch_size, cursor)
+                # input time: the query, and the sort or the grouping
+                return reader if profile is None else profile.input(reader)
+
             if scatter is not None and self.executor.workers.claim():
                 yield from self.executor.workers.run(spec, config, cancel, open_input=open_input,
-                                                     input_sql=queries.sorted_sql,
-                                                     scatter=scatter)
+                                                     sorted_input=sorted_input, scatter=scatter)
                 return
-            reader = input_batches(queries, lambda sql: cursor.sql(sql).to_arrow_reader(
-                config.batch_size), config.batch_size, cursor)
-            if profile is not None:  # input time: the query, and the sort or the grouping
-                reader = profile.input(reader)
+            reader = sorted_input()
             try:  # plans are built once per spec: here, not racing in the workers
                 planner.choose_path(spec, config.execution_path)
             except Error:

@@ -4,7 +4,13 @@ where the input is in that order already (see matchsql/router/presorted.py).
 The input query is first run without its ORDER BY (DuckDB scans and exports
 in parallel, no sort); its rows are checked and grouped by partition here. When
 a partition is out of ORDER BY order the sorted query runs instead. Both give
-the rows of the sorted query, so the matchers see no difference.
+the rows of the sorted query, so the matchers see no difference. The one rule
+serves both routers: the matchers of this process and the worker processes'
+router (``SET workers``), which get the same batches.
+
+The check is done on all the rows before the first batch goes out; the
+batches are then taken one at a time as the consumer asks for them, so it
+matches (or ships to workers) batch *k* before batch *k + 1* is taken.
 
 What the unsorted attempt costs when it fails is bounded: the first batch is
 checked on its own (most unsorted inputs show it at once), and at most
@@ -18,7 +24,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from matchsql.router.presorted import OrderKey, grouped, in_order
+from matchsql.router.presorted import OrderKey, grouped_batches, in_order
 
 PRESORTED_BYTES = 1 << 30  # input held to check its order before falling back to the sort
 ENABLED = True  # False: always DuckDB's sort (the benchmarks' "before")
@@ -35,6 +41,9 @@ class InputQueries:
     unsorted_sql: str | None  # None: the input may be read once only, so DuckDB sorts it
     partition_by: list[str]
     order: list[OrderKey]
+    # How the last run got its rows: True in their own order (no sort), False from
+    # DuckDB's sort, None not yet (or nothing to sort).
+    presorted: bool | None = None
 
     @property
     def sorts(self) -> bool:
@@ -74,10 +83,14 @@ def input_batches(queries: InputQueries, open_input: Callable[[str], Iterable[pa
     if ENABLED and queries.sorts and queries.unsorted_sql and default_ordering(cursor):
         table = _held_in_order(queries.unsorted_sql, queries, open_input)
         if table is not None:
-            rows = grouped(table, queries.partition_by, queries.order)
+            rows = grouped_batches(table, queries.partition_by, queries.order, batch_size)
             if rows is not None:
-                yield from rows.to_batches(max_chunksize=batch_size)
+                del table  # the batches hold the rows until the last one is taken
+                queries.presorted = True
+                yield from rows
                 return
+    if queries.sorts:
+        queries.presorted = False
     yield from open_input(queries.sorted_sql)
 
 

@@ -68,10 +68,10 @@ class RingWriter:
              extra: Any = None, idle: Callable[[], None] | None = None) -> None:
         """Copy ``payload`` into the ring (a :class:`Writable` writes itself there) and
         send its notice; ``idle`` runs while waiting."""
-        if payload is not None and not isinstance(payload, Writable):
+        writable = _writable(payload)
+        if payload is not None and not writable:
             payload = memoryview(payload).cast("B")  # bytes as bytes, whatever the exporter
-        length = 0 if payload is None else \
-            (payload.size if isinstance(payload, Writable) else len(payload))
+        length = 0 if payload is None else (payload.size if writable else len(payload))
         if length > self.capacity // 2:
             seg = SharedMemory(create=True, size=max(1, length))
             _put(seg.buf, 0, length, payload)
@@ -119,10 +119,16 @@ class RingWriter:
             pass
 
 
+def _writable(payload: object) -> bool:
+    """``isinstance(payload, Writable)`` without the Protocol's check of every member
+    (slow enough to show in the router's profile: it runs at every message)."""
+    return hasattr(type(payload), "write_into")
+
+
 def _put(buf: memoryview, start: int, length: int, payload: memoryview | Writable) -> None:
     view = buf[start:start + length]
     try:
-        if isinstance(payload, Writable):
+        if _writable(payload):
             payload.write_into(view)
         else:
             view[:] = payload

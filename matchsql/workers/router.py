@@ -341,8 +341,11 @@ class WorkerRouter:
 
     def _check_alive(self) -> None:
         self._check()  # an interrupt that killed nothing yet is still an interrupt
+        # One poll of the processes' sentinels (ready once a process has ended) rather than
+        # a wait for each: this runs at every batch and every wait for room in a ring.
+        ended = set(wait([w.proc.sentinel for w in self.workers], 0))
         for worker in self.workers:
-            death = worker.death()
+            death = worker.death() if worker.proc.sentinel in ended else None
             if death is not None and not worker.pipe.poll(0):
                 raise _died(worker, death)
 

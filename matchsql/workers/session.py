@@ -53,10 +53,13 @@ class WorkerSession:
         return self._busy.acquire(blocking=False)
 
     def run(self, spec: MatchSpec, config: Config, cancel: Cancellation, *,
-            open_input: Callable[[str], Iterable[pa.RecordBatch]], input_sql: str,
+            open_input: Callable[[str], Iterable[pa.RecordBatch]],
+            sorted_input: Callable[[], Iterable[pa.RecordBatch]],
             scatter: ScatterPlan, policy: Policy | None = None) -> Iterator[pa.RecordBatch]:
-        """The matches of one MATCH_RECOGNIZE; ``open_input(sql)`` runs an input query
-        (``input_sql``: sorted, for :attr:`mode` "sorted"; else ``scatter``'s scans)."""
+        """The matches of one MATCH_RECOGNIZE. :attr:`mode` "sorted" routes the rows of
+        ``sorted_input()``: the input in partition and ORDER BY order, got as the caller
+        gets it for ``workers = 1`` (its own order where it is in order, else DuckDB's
+        sort: one rule for both); "scatter" runs ``scatter``'s scans by ``open_input(sql)``."""
         clean = False
         pool: WorkerPool | None = None
         try:
@@ -66,7 +69,7 @@ class WorkerSession:
             if self.mode == "sorted":
                 router = WorkerRouter(pool, spec, config, cancel, policy=policy)
                 self.last = router
-                yield from router.run(open_input(input_sql))
+                yield from router.run(sorted_input())
             else:
                 router = ScatterRouter(pool, spec, config, cancel, scatter, open_input,
                                        policy=policy)
