@@ -14,7 +14,10 @@ Six tables, all ratios between figures of this run:
    (DuckDB sorts in the router, pieces of partitions go out); best of
    ``--repeat`` runs. The CPU columns come from the scatter run: the router
    process (DuckDB's scan, Arrow take, sending, merging: the serial part) and
-   each worker's matching CPU (its sort included).
+   each worker's matching CPU (its sort included). Table 1b puts the "sorted" mode (the
+   default) beside ``workers = 1``: walls, CPU of each process, the CPU ratio and the
+   bound that two cores put on the speed-up, and whether the input skipped DuckDB's
+   sort (read in its own order, matchsql/session/ordered_input.py) in each run.
 2. **Scaling model**: from the measured matching CPU per bucket (64 buckets)
    and the router's CPU, the speed-up on N cores if each process had a core
    of its own: the single process's CPU (``workers = 1``, ``threads = 1``)
@@ -75,6 +78,8 @@ from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
 from matchsql.planner import new_partition_matcher
 from matchsql.router.hashed import HashPartitionRouter
+from matchsql.session import matching as matching_module
+from matchsql.session.ordered_input import InputQueries
 from matchsql.storage.demo import synthetic_trades
 from matchsql.workers.balance import Load
 from matchsql.workers.pool import WorkerPool
@@ -83,6 +88,30 @@ from matchsql.workers.stream import StreamRouter
 
 #: The bench.paths queries with PARTITION BY (Q1 and Q3 match one partition: nothing to spread).
 PARTITIONED = {name: sql for name, sql in QUERIES.items() if "PARTITION BY" in sql}
+
+
+class InputPaths:
+    """How each MATCH_RECOGNIZE got its ordered input (matchsql/session/ordered_input.py):
+    the last run's decision, read off the one function both routers call."""
+
+    def __init__(self) -> None:
+        self.last: InputQueries | None = None
+        self._original = matching_module.input_batches
+
+        def recording(queries: InputQueries, *args):
+            self.last = queries
+            return self._original(queries, *args)
+
+        matching_module.input_batches = recording
+
+    def took(self) -> str:
+        """'yes' where the sort was skipped, 'no' where DuckDB sorted, '-' where unknown."""
+        done = None if self.last is None else self.last.presorted
+        self.last = None
+        return "-" if done is None else ("yes" if done else "no")
+
+    def close(self) -> None:
+        matching_module.input_batches = self._original
 
 
 def _best(con: matchsql.Connection, sql: str, repeat: int) -> tuple[float, float, int]:
@@ -121,6 +150,8 @@ def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, 
     print("-" * len(header))
     model: dict[str, tuple[float, float, list[float]]] = {}
     session = con._executor.workers
+    paths = InputPaths()
+    sorted_lines: list[str] = []
     for name, sql in PARTITIONED.items():
         con.sql("SET workers = 2")
         con.sql(sql).arrow()  # starts the pool, warms the workers' compiled code
@@ -129,12 +160,14 @@ def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, 
         runs = {(1, 1, "scatter"): [], (1, 2, "scatter"): [], (2, 2, "sorted"): [],
                 (2, 2, "scatter"): []}
         cpu: dict[str, tuple[float, list[float], list[float]]] = {}
+        skipped: dict[tuple[int, int, str], str] = {}
         for _ in range(repeat):
             for (workers, threads, mode), got in runs.items():
                 con.sql(f"SET workers = {workers}")
                 con.sql(f"SET threads = {threads}")
                 session.mode = mode
                 got.append(_best(con, sql, 1))
+                skipped[(workers, threads, mode)] = paths.took()
                 if workers == 2:  # router CPU, each worker's CPU, matching CPU per bucket
                     cpu[mode] = (got[-1][1], list(session.last.worker_cpu_s),
                                  list(session.last.bucket_cpu_s.values()))
@@ -155,7 +188,30 @@ def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, 
               f"{timed[(2, 2, 'sorted')][0]:>10.3f}{w2:>8.3f}{w1 / w2:>9.2f}"
               f"{timed[(1, 2, 'scatter')][0] / w2:>9.2f}"
               f"{router_cpu:>10.2f}s{worker_cpu:>13}s{note}")
+        # The sorted mode (the default) against one process, wall and CPU of the same runs.
+        w2s, router_s = timed[(2, 2, "sorted")][:2]
+        workers_s = sum(cpu["sorted"][1])
+        both = router_s + workers_s
+        sorted_lines.append(
+            f"{name:<9}{w1:>8.3f}{w2s:>8.3f}{w1 / w2s:>7.2f}x{single:>8.2f}s{router_s:>9.2f}s"
+            f"{'/'.join(f'{c:.2f}' for c in cpu['sorted'][1]):>12}s{single / both:>9.2f}x"
+            f"{single / max(router_s, both / 2):>7.2f}x"
+            f"{skipped[(1, 1, 'scatter')] + '/' + skipped[(2, 2, 'sorted')]:>10}")
+    paths.close()
     con.close()
+    load = os.getloadavg()
+    print(f"\n1b. sorted mode (the default: the router reads the input as one process does, "
+          f"pieces of partitions go to the workers) against workers = 1, threads = 1: walls "
+          f"and CPU of the runs above; 'CPU w1/w2' = one process's CPU over the router's and "
+          f"workers' together, 'bound' = the speed-up two cores allow with that CPU; 'sort "
+          f"skipped' = input taken in its own order without DuckDB's sort (w1/w2). Load "
+          f"average now {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    header = (f"{'query':<9}{'w1 s':>8}{'w2 s':>8}{'w2/w1':>8}{'w1 CPU':>9}{'router':>10}"
+              f"{'workers':>13}{'CPU w1/w2':>10}{'bound':>8}{'sort skip':>10}")
+    print(header)
+    print("-" * len(header))
+    for line in sorted_lines:
+        print(line)
     return model
 
 

@@ -50,7 +50,13 @@ from matchsql.router.partitions import SortedPartitionRouter
 from matchsql.session import held, window_measures
 from matchsql.session.cleanups import run_all
 from matchsql.session.host import Params, StatementHost
-from matchsql.session.ordered_input import InputQueries, input_batches, order_keys, rereadable
+from matchsql.session.ordered_input import (
+    InputQueries,
+    input_batches,
+    may_skip_sort,
+    order_keys,
+    rereadable,
+)
 from matchsql.session.profile import MatchProfile
 from matchsql.session.query_shape import direct_select, offset_of, plain_limit, require_columns
 from matchsql.session.scope import lookup
@@ -348,7 +354,8 @@ class MatchRunner:
                                order_keys(node, spec.order_by))
         scatter = None  # the input queries of worker processes (matchsql/workers/scatter.py)
         if self.executor.config.workers > 1 and spec.partition_by:
-            scatter = scatter_plan(node, spec, spec.columns.names if narrow else None, cursor)
+            scatter = scatter_plan(node, spec, spec.columns.names if narrow else None, cursor,
+                                   presorted=queries.order if may_skip_sort(cursor) else None)
         if self._profiles is None:
             return spec.output_schema(), self._match_batches(spec, cursor, queries,
                                                              scatter=scatter)

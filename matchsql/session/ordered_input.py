@@ -75,12 +75,18 @@ def default_ordering(cursor) -> bool:
     return tuple(str(v).upper() for v in row) == _DEFAULTS
 
 
+def may_skip_sort(cursor) -> bool:
+    """Whether rows found in ORDER BY order may skip DuckDB's sort here: the rule that
+    both the input of this process and the workers' own sorts (scatter mode) follow."""
+    return ENABLED and default_ordering(cursor)
+
+
 def input_batches(queries: InputQueries, open_input: Callable[[str], Iterable[pa.RecordBatch]],
                   batch_size: int, cursor) -> Iterator[pa.RecordBatch]:
     """The rows of ``queries.sorted_sql`` in batches of at most ``batch_size`` rows:
     from the unsorted query when its rows are in order, else sorted by DuckDB
     (``cursor``: the input query's, whose settings say what its ORDER BY means)."""
-    if ENABLED and queries.sorts and queries.unsorted_sql and default_ordering(cursor):
+    if queries.sorts and queries.unsorted_sql and may_skip_sort(cursor):
         table = _held_in_order(queries.unsorted_sql, queries, open_input)
         if table is not None:
             rows = grouped_batches(table, queries.partition_by, queries.order, batch_size)

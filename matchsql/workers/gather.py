@@ -2,9 +2,11 @@
 
 The router scans the input without sorting it and sends each row to the
 worker that owns its bucket; the worker keeps the rows until the router says
-that a wave of buckets is complete, then sorts them itself (DuckDB, one
-thread: every worker sorts its share at the same time) by partition keys,
-ORDER BY keys and input position, cuts them into partitions and matches them
+that a wave of buckets is complete, then puts them in order by partition keys,
+ORDER BY keys and input position: by a stable grouping by partition where
+they are in ORDER BY order already (router/presorted.py, the rule of one
+process's input), else by a sort (DuckDB, one thread: every worker sorts
+its share at the same time), cuts them into partitions and matches them
 like sorted pieces (:class:`~.matching.Query`). It first sends the wave's
 partition keys in its order, so that the router can put every worker's
 partitions into the one global order of ``workers = 1``.
@@ -26,6 +28,7 @@ import pyarrow.compute as pc
 from matchsql.config import Config
 from matchsql.plan.spec import MatchSpec
 from matchsql.router.partitions import segments
+from matchsql.router.presorted import grouped
 from matchsql.workers.channel import RingWriter
 from matchsql.workers.frames import pack, unpack
 from matchsql.workers.matching import Query, answer
@@ -125,6 +128,17 @@ class Gather:
             answer(self.query, writer, entries, [data.slice(first, rows_in)])
 
     def _sorted(self, table: pa.Table) -> pa.RecordBatch:
+        """The rows in partition, ORDER BY and position order.
+
+        Each partition's rows reach this worker in input order (a bucket's rows
+        come in order, and a migrated bucket's held rows before its later ones),
+        so where the input is in ORDER BY order a stable grouping by partition
+        gives exactly what the sort would (ties in position order): no sort.
+        """
+        if self.plan.order is not None:
+            rows = grouped(table, self.plan.keys, self.plan.order)
+            if rows is not None:
+                return rows.combine_chunks().to_batches()[0]
         if self._duck is None:
             self._duck = duckdb.connect()
             self._duck.execute("SET threads = 1")  # one core per worker

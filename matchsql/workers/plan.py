@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from matchsql.router.presorted import OrderKey
+
 BUCKET = "__matchsql_worker_bucket"
 POSITION = "__matchsql_worker_position"
 ROWS_VIEW = "__matchsql_worker_rows"
@@ -19,3 +21,7 @@ class ScatterPlan:
     sort_sql: str  # over ROWS_VIEW: the input columns, then POSITION and BUCKET
     keys: list[str]  # the partition columns
     width: int  # input columns before POSITION and BUCKET
+    # The ORDER BY as router/presorted.py reads it: a worker whose rows are in that order
+    # already groups them without its sort (None: always sort, as DuckDB's settings or
+    # the key types ask).
+    order: list[OrderKey] | None = None

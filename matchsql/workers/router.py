@@ -1,7 +1,11 @@
 """Routes a one-time query's partitions to worker processes and merges their matches.
 
-The input arrives sorted by the partition keys (DuckDB's sort), cut into
-partitions as :func:`~matchsql.router.partitions.split` cuts it. Partition
+The input arrives in partition and ORDER BY order, exactly as one process
+gets it (matchsql/session/ordered_input.py: the input's own order where it
+is in order, DuckDB's sort otherwise; grouped batches are taken one at a
+time, so this router ships batch *k* while the workers match the batches
+before it), cut into partitions as :func:`~matchsql.router.partitions.split`
+cuts it. Partition
 number *i* (in input order) hashes into one of ``buckets`` buckets; a bucket
 belongs to one worker at a time (:mod:`.balance` picks which). Pieces are
 gathered per worker and sent ``chunk_rows`` at a time as one Arrow batch.

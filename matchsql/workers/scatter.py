@@ -1,11 +1,13 @@
 """One-time queries on workers without a sort in the router: scatter, then sort in parallel.
 
-``workers = 1`` sorts the whole input in DuckDB (partition keys, ORDER BY
-keys) before the first match: about a third of the query's CPU, serial.
-Here the router's DuckDB scan stays unsorted and only adds each row's bucket
+``workers = 1`` puts the whole input in partition and ORDER BY order before
+the first match (DuckDB's sort, or a check and a grouping where it is in
+order already: matchsql/session/ordered_input.py), serially. Here the
+router's DuckDB scan stays unsorted and only adds each row's bucket
 (``hash(partition keys) % B``) and input position; Arrow takes each worker's
-rows out of the batch; every worker sorts its own rows (:mod:`.gather`), so
-the sort runs on all workers at once.
+rows out of the batch; every worker orders its own rows (:mod:`.gather`:
+the same check and grouping where :attr:`ScatterPlan.order` allows it, else
+a sort), so that work runs on all workers at once.
 
 Waves: a worker can sort a bucket only once all its rows are in. Over a base
 table the buckets are scanned in ``waves`` groups (``bucket % waves``), one
@@ -41,6 +43,7 @@ from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.plan.spec import MatchSpec
+from matchsql.router.presorted import OrderKey
 from matchsql.workers.balance import Policy, least_loaded
 from matchsql.workers.frames import pack, unpack
 from matchsql.workers.plan import BUCKET, KEYS_VIEW, POSITION, ROWS_VIEW, WAVES, ScatterPlan
@@ -54,8 +57,10 @@ def _quoted(name: str) -> str:
 
 def scatter_plan(node, spec: MatchSpec, columns: list[str] | None,
                  con: duckdb.DuckDBPyConnection, *, waves: int = WAVES,
-                 buckets: int = BUCKETS) -> ScatterPlan:
-    """The plan for ``node``'s input (``columns`` only, when given)."""
+                 buckets: int = BUCKETS, presorted: list[OrderKey] | None = None
+                 ) -> ScatterPlan:
+    """The plan for ``node``'s input (``columns`` only, when given); ``presorted``: the
+    ORDER BY keys when the caller's rule lets rows in that order skip the sort."""
     source = node.this.sql(dialect="duckdb")
     select = "*" if columns is None else ", ".join(_quoted(c) for c in columns)
     ctes = visible_ctes(node)
@@ -78,7 +83,9 @@ def scatter_plan(node, spec: MatchSpec, columns: list[str] | None,
         items.append(item.sql(dialect="duckdb"))
     sort_sql = f"SELECT * FROM {ROWS_VIEW} ORDER BY {', '.join(items)}, {POSITION}"
     width = len(spec.columns)
-    return ScatterPlan(scans, sort_sql, list(spec.partition_by), width)
+    # Position last: ties must come in input order, as the workers' sort puts them.
+    keys = None if presorted is None else [*presorted, OrderKey(POSITION)]
+    return ScatterPlan(scans, sort_sql, list(spec.partition_by), width, keys)
 
 
 def _base_table(node, ctes, con: duckdb.DuckDBPyConnection) -> str | None:

@@ -27,10 +27,11 @@ class WorkerSession:
         self.last: WorkerRouter | None = None
         # The policy of the next queries' routers; tests put a fault injector here.
         self.policy_factory = Rebalancer
-        # "sorted" (DuckDB sorts in this process, pieces of partitions go out: :mod:`.router`)
-        # or "scatter" (the router scans unsorted, the workers sort: :mod:`.scatter`). On two
-        # cores "sorted" is the faster (bench/results/workers.txt: 1.4x one process against
-        # about 1.0x); "scatter" has the smaller serial part, so it goes further with more.
+        # "sorted" (the input read in order in this process, as for workers = 1: its own
+        # order or DuckDB's sort; pieces of partitions go out: :mod:`.router`) or "scatter"
+        # (the router scans unsorted, each worker groups or sorts its rows: :mod:`.scatter`).
+        # On two cores "sorted" spends the less CPU (bench/results/workers.txt); "scatter"
+        # has the smaller serial part, so it goes further with more.
         self.mode = "sorted"
         self._busy = threading.Lock()
 

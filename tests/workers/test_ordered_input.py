@@ -1,9 +1,11 @@
-"""The workers' sorted router reads its input by the rule of one process
+"""Worker processes read their input by the rule of one process
 (matchsql/session/ordered_input.py): in the input's own order when that is ORDER BY
 order (no DuckDB sort), else DuckDB's sort; rows exactly those of ``workers = 1``.
 
-Which input queries ran is seen by wrapping the one function both routers use, as
-tests/api/test_presorted_input.py does for one process.
+"sorted" mode: the router gets its batches as one process does; which input queries
+ran is seen by wrapping the one function both use, as tests/api/test_presorted_input.py
+does for one process. "scatter" mode: each worker groups its own rows the same way
+(router/presorted.py) or sorts them where they are out of order.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ QUERY = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
 @pytest.fixture(scope="module")
 def cons():
     cons = {n: matchsql.connect(demo=False, workers=n, threads=1) for n in (1, 2)}
-    cons[2]._executor.workers.mode = "sorted"
     yield cons
     for con in cons.values():
         con.close()
@@ -69,12 +70,20 @@ def _time_ordered(rng: random.Random, n: int, parts: int, ties: bool = False) ->
     return rows
 
 
+MODES = ["sorted", "scatter"]
+
+
+def _mode(cons, mode: str) -> None:
+    cons[2]._executor.workers.mode = mode
+
+
 def _rows(con, query: str = QUERY, batch_size: int = 7) -> list[tuple]:
     con.sql(f"SET batch_size = {batch_size}")
     return con.sql(query).fetchall()
 
 
 def test_ordered_input_goes_to_the_workers_without_a_sort(cons, opened) -> None:
+    _mode(cons, "sorted")
     _table(cons, _time_ordered(random.Random(1), 3000, 40), "ORDER BY x")
     expected = _rows(cons[1])
     opened.clear()
@@ -86,19 +95,25 @@ def test_ordered_input_goes_to_the_workers_without_a_sort(cons, opened) -> None:
     assert router.partitions == 40 and sum(router.routed) == 3000  # the workers matched it
 
 
-def test_out_of_order_input_falls_back_to_the_sort_on_workers(cons, opened) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_out_of_order_input_falls_back_to_the_sort_on_workers(cons, opened, mode) -> None:
+    _mode(cons, mode)
     rows = _time_ordered(random.Random(2), 3000, 40)
     _table(cons, rows, "ORDER BY v, x DESC")  # partitions' rows far from ts order
     expected = _rows(cons[1])
     opened.clear()
     assert _rows(cons[2]) == expected
+    assert cons[2]._executor.workers.last.partitions == 40
+    if mode == "scatter":
+        return  # the workers sorted their rows: no input query of this kind ran
     assert len(opened) == 2 and "ORDER BY" not in opened[0][0] and "ORDER BY" in opened[1][0]
     assert opened[0][1].presorted is False
-    assert cons[2]._executor.workers.last.partitions == 40
 
 
-def test_one_row_out_of_order_late_in_the_input_falls_back(cons, opened) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_one_row_out_of_order_late_in_the_input_falls_back(cons, opened, mode) -> None:
     """The first batch is in order (the cheap early check passes); the whole check does not."""
+    _mode(cons, mode)
     rows = _time_ordered(random.Random(3), 3000, 10)
     late = [i for i in range(2500, 2990) if rows[i][0] == rows[-1][0]][0]
     rows[late], rows[-1] = (*rows[late][:1], rows[-1][1], *rows[late][2:]), \
@@ -107,13 +122,17 @@ def test_one_row_out_of_order_late_in_the_input_falls_back(cons, opened) -> None
     expected = _rows(cons[1])
     opened.clear()
     assert _rows(cons[2]) == expected
+    if mode == "scatter":
+        return
     assert len(opened) == 2 and "ORDER BY" in opened[1][0]
     assert opened[1][1].presorted is False
 
 
-def test_ties_keep_input_order_as_one_process(cons, opened) -> None:
+@pytest.mark.parametrize("mode", MODES)
+def test_ties_keep_input_order_as_one_process(cons, opened, mode) -> None:
     """Rows tied in ORDER BY keep the order they are stored in, on both routers: each
     partition's rows are the stored rows stably sorted by ts."""
+    _mode(cons, mode)
     rows = _time_ordered(random.Random(4), 2000, 12, ties=True)
     _table(cons, rows, "ORDER BY x")
     query = ("SELECT p, x FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
@@ -122,7 +141,7 @@ def test_ties_keep_input_order_as_one_process(cons, opened) -> None:
     one = _rows(cons[1], query, 5)
     opened.clear()
     two = _rows(cons[2], query, 5)
-    assert opened[0][1].presorted is True
+    assert mode == "scatter" or opened[0][1].presorted is True
     assert two == one
     expected = [(p, x) for p, ts, _, x in sorted(rows, key=lambda r: (int(r[0][1:]), r[1]))]
     # Every row is in some match (A matches any row): the output is the whole input.
@@ -130,8 +149,11 @@ def test_ties_keep_input_order_as_one_process(cons, opened) -> None:
     assert by_key == expected
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("seed", range(3))
-def test_random_migrations_on_the_unsorted_path_stay_exact(cons, opened, seed: int) -> None:
+def test_random_migrations_on_the_unsorted_path_stay_exact(cons, opened, seed: int,
+                                                           mode: str) -> None:
+    _mode(cons, mode)
     rng = random.Random(50 + seed)
     rows = _time_ordered(rng, 4000, rng.choice([30, 90, 200]))
     out_of_order = seed == 2
@@ -148,5 +170,5 @@ def test_random_migrations_on_the_unsorted_path_stay_exact(cons, opened, seed: i
             assert _rows(cons[2], QUERY, batch_size) == expected
         finally:
             session.policy_factory = saved
-        assert opened[0][1].presorted is (not out_of_order)
+        assert mode == "scatter" or opened[0][1].presorted is (not out_of_order)
         assert session.last.migrations
