@@ -58,7 +58,16 @@ def partition_codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int] 
     """``(codes, count)``: each row's partition as a number in ``[0, count)`` that
     follows DuckDB's ascending NULLS LAST order of the partition keys; None for
     key types handled by the sort only."""
+    found = _codes(table, keys)
+    return None if found is None else found[:2]
+
+
+def _codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int, pa.Array | None] | None:
+    """:func:`partition_codes`, and for one key column its value of each code (NULL
+    last): that column of grouped rows is then taken from a few values in cache, not
+    gathered row by row from the whole input (half the cost of the grouping's take)."""
     n = table.num_rows
+    values: pa.Array | None = None
     codes: np.ndarray | None = None
     count = 1
     for name in keys:
@@ -76,7 +85,12 @@ def partition_codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int] 
         encoded = pc.dictionary_encode(heads)
         dictionary = encoded.dictionary
         rank = np.empty(len(dictionary) + 1, np.int64)
-        rank[np.asarray(pc.sort_indices(dictionary), np.int64)] = np.arange(len(dictionary))
+        by_rank = pc.sort_indices(dictionary)
+        rank[np.asarray(by_rank, np.int64)] = np.arange(len(dictionary))
+        if len(keys) == 1:
+            values = dictionary.take(by_rank)
+            if encoded.null_count:
+                values = pa.concat_arrays([values, pa.nulls(1, values.type)])
         rank[len(dictionary)] = len(dictionary)  # NULL: after every value
         indices = encoded.indices.fill_null(len(dictionary)) if encoded.null_count \
             else encoded.indices
@@ -95,7 +109,7 @@ def partition_codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int] 
             codes = dense[codes]
             count = int(present.sum())
     assert codes is not None
-    return codes, count
+    return codes, count, values
 
 
 def _run_starts(column: pa.Array) -> np.ndarray:
@@ -192,6 +206,16 @@ def in_order(table: pa.Table, partition_by: list[str], order: list[OrderKey]) ->
     return None if result is None else result is not False
 
 
+@dataclass(frozen=True)
+class _Grouping:
+    """The rows' permutation into partition order, with what rebuilds the one key column."""
+
+    perm: np.ndarray
+    codes: np.ndarray
+    key: str | None = None  # the partition column rebuilt from ``values`` by code
+    values: pa.Array | None = None
+
+
 def grouped(table: pa.Table, partition_by: list[str], order: list[OrderKey]) -> pa.Table | None:
     """``table``'s rows grouped by partition in DuckDB's order, each partition in ORDER BY
     order: the rows of the sorted input query; None when the input is not in order
@@ -201,7 +225,7 @@ def grouped(table: pa.Table, partition_by: list[str], order: list[OrderKey]) -> 
         return None
     if result is True:
         return table
-    return pa.Table.from_batches(list(_taken(table, result, len(result))), table.schema)
+    return pa.Table.from_batches(list(_taken(table, result, len(result.perm))), table.schema)
 
 
 def grouped_batches(table: pa.Table, partition_by: list[str], order: list[OrderKey],
@@ -218,27 +242,36 @@ def grouped_batches(table: pa.Table, partition_by: list[str], order: list[OrderK
     return _taken(table, result, batch_size)
 
 
-def _taken(table: pa.Table, perm: np.ndarray, batch_size: int) -> Iterator[pa.RecordBatch]:
-    # A take over one chunk per column measured twice as fast as over the export's chunks.
+def _taken(table: pa.Table, grouping: _Grouping, batch_size: int) -> Iterator[pa.RecordBatch]:
+    # One chunk per column: a take over it measured twice as fast as over the export's chunks.
     rows = table.combine_chunks()
     del table  # the export's chunks go once combined
-    for start in range(0, len(perm), batch_size):
-        yield from rows.take(perm[start:start + batch_size]).to_batches()
+    names = rows.schema.names
+    columns = [None if name == grouping.key else rows.column(name).chunk(0) if
+               rows.column(name).num_chunks == 1 else rows.column(name).combine_chunks()
+               for name in names]
+    for start in range(0, len(grouping.perm), batch_size):
+        rows_of = pa.array(grouping.perm[start:start + batch_size])
+        codes = None if grouping.values is None else \
+            pa.array(grouping.codes[grouping.perm[start:start + batch_size]])
+        yield pa.RecordBatch.from_arrays(
+            [column.take(rows_of) if column is not None else grouping.values.take(codes)
+             for column in columns], schema=rows.schema)
 
 
 def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey]):
     """None: key types left to the sort; False: out of order; True: in order as it is;
-    else the permutation that groups the partitions (each in order)."""
+    else the grouping of the partitions (each in order)."""
     n = table.num_rows
     if n < 2:
         return True
     perm = None
     same = None
     if partition_by:
-        parts = partition_codes(table, partition_by)
+        parts = _codes(table, partition_by)
         if parts is None or parts[1] > MAX_PARTITIONS:
             return None
-        perm = _grouping(*parts)
+        perm = _grouping(*parts[:2])
         if parts[1] > 1:  # grouped rows: a partition ends where the counts say
             same = np.ones(n - 1, bool)
             ends = np.cumsum(np.bincount(parts[0], minlength=parts[1]))[:-1]
@@ -253,4 +286,9 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey]):
             nulls = nulls[:, perm] if nulls.any() else nulls
         if not _adjacent_in_order(values, nulls, first, same):
             return False
-    return True if perm is None else perm
+    if perm is None:
+        return True
+    key_values = parts[2]
+    key = partition_by[0] if key_values is not None and \
+        table.schema.get_field_index(partition_by[0]) >= 0 else None
+    return _Grouping(perm, parts[0], key, key_values if key is not None else None)

@@ -18,7 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from matchsql.router.presorted import OrderKey, grouped, in_order, partition_codes
+from matchsql.router.presorted import (
+    OrderKey,
+    grouped,
+    grouped_batches,
+    in_order,
+    partition_codes,
+)
 
 SETTINGS = settings(max_examples=int(os.environ.get("PRESORTED_EXAMPLES", "150")), deadline=None,
                     derandomize=not os.environ.get("PRESORTED_EXAMPLES"),
@@ -193,3 +199,25 @@ def test_more_partitions_than_the_radix_sort_takes_are_left_to_the_sort(monkeypa
     assert grouped(table, ["p"], [OrderKey("k")]).column("k").to_pylist() == [2, 4, 1, 3]
     monkeypatch.setattr("matchsql.router.presorted.MAX_PARTITIONS", 1)
     assert grouped(table, ["p"], [OrderKey("k")]) is None
+
+
+@pytest.mark.parametrize("key_type", [pa.string(), pa.large_string(), pa.int32()])
+def test_grouped_batches_are_the_sorted_rows_in_small_batches(key_type):
+    """Batches taken one at a time (the partition column rebuilt from its values by
+    partition): together, exactly DuckDB's sorted rows, NULL partition last."""
+    rng = np.random.default_rng(5)
+    n = 500
+    parts = rng.integers(0, 7, n)
+    keys = [None if p == 6 else (p * 11 if key_type == pa.int32() else f"s{p}é") for p in parts]
+    table = pa.table({"p": pa.array(keys, key_type), "k": pa.array(np.arange(n) * 3),
+                      "x": pa.array(rng.integers(0, 100, n))})
+    batches = list(grouped_batches(table, ["p"], [OrderKey("k")], 37))
+    assert max(b.num_rows for b in batches) == 37 and sum(b.num_rows for b in batches) == n
+    assert all(b.schema.equals(table.schema) for b in batches)
+    expected = _sql("SELECT * FROM data ORDER BY p NULLS LAST, k", table)
+    got = pa.Table.from_batches(batches)
+    assert got.column("p").to_pylist() == expected.column("p").to_pylist()
+    assert got.column("k").to_pylist() == expected.column("k").to_pylist()
+    assert got.column("x").to_pylist() == expected.column("x").to_pylist()
+    table = table.slice(0, n - 1).append_column("q", pa.array(parts[:n - 1]))
+    assert grouped_batches(table, ["p", "q"], [OrderKey("k", descending=True)], 37) is None
