@@ -221,3 +221,14 @@ def test_grouped_batches_are_the_sorted_rows_in_small_batches(key_type):
     assert got.column("x").to_pylist() == expected.column("x").to_pylist()
     table = table.slice(0, n - 1).append_column("q", pa.array(parts[:n - 1]))
     assert grouped_batches(table, ["p", "q"], [OrderKey("k", descending=True)], 37) is None
+
+
+def test_grouped_batches_keep_columns_whose_names_repeat():
+    """A join's input may repeat a column name: every column is still taken by position."""
+    table = pa.Table.from_arrays(
+        [pa.array(["b", "a", "b", "a"]), pa.array([1, 2, 3, 4]), pa.array([9, 8, 7, 6]),
+         pa.array(["x", "y", "z", "w"])], names=["p", "k", "x", "x"])
+    rows = pa.Table.from_batches(list(grouped_batches(table, ["p"], [OrderKey("k")], 3)))
+    assert rows.schema.names == ["p", "k", "x", "x"]
+    assert [c.to_pylist() for c in rows.columns] == [
+        ["a", "a", "b", "b"], [2, 4, 1, 3], [8, 6, 9, 7], ["y", "w", "x", "z"]]
