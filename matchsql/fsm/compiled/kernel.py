@@ -66,9 +66,10 @@ CANCEL_EVERY = 4096
 # Workspace capacities (slots of ``caps``) and what overflowed (``err_row`` of ST_FULL).
 W_THREADS, W_SEEN, W_STACK, W_ARENA, W_RECORDS, W_LABELS = range(6)
 
-# Parameter slots.
+# Parameter slots. K_STEPS is written: the kernels add the rows their attempts read (a
+# measure of work that tests can bound, unlike seconds).
 (K_ROWS, K_BASE, K_LIMIT, K_COMPLETE, K_NEXT, K_MN, K_COVERED, K_ALL_ENDS, K_SKIP,
- K_MAX_THREADS, K_UNMATCHED, K_MAX_SPAN, K_PARAMS) = range(13)
+ K_MAX_THREADS, K_UNMATCHED, K_MAX_SPAN, K_STEPS, K_PARAMS) = range(14)
 
 SKIP_PAST, SKIP_NEXT, SKIP_FIRST, SKIP_LAST = range(4)
 
@@ -446,6 +447,7 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
     end_hi = -1
     n_arena = 0
     ticks = 0
+    steps = 0
 
     while True:
         ticks += 1
@@ -767,6 +769,7 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
             n_cur = n_next
             if mode == 1:
                 pos += 1
+                steps += 1
             elif mode == 2:
                 n_cur = 0  # anything still alive waits for a row that never comes
             continue
@@ -856,6 +859,7 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
             next_start = target
     if status == ST_WAIT or status == ST_FULL:
         next_start = start
+    params[K_STEPS] += steps
     if collect:
         stat[2, n_states] = 0
         if is_open and n_cur > 0:

@@ -142,6 +142,7 @@ class CompiledMatcher:
         self.next_start = 0
         self.match_number = 0
         self.covered = -1
+        self.steps = 0  # rows read by the attempts of sequential kernel runs (K_STEPS)
         self.pending: list[Matches | tuple] = []  # decided, waiting for NEXT rows of measures
         self.output: list[pa.RecordBatch] = []
         q = plan.query
@@ -263,6 +264,7 @@ class CompiledMatcher:
                     else NO_WITHIN
                 status, err_row = self._sequential(dfa, labels, viable, wend, cols, valid,
                                                    params)
+                self.steps += int(params[K.K_STEPS])
             if status >= K.ST_THREADS:
                 self._raise(int(status), int(err_row) + self.base)
         self._emit_ready()
