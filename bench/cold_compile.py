@@ -136,7 +136,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-warm", action="store_true", help="skip the warm comparison")
+    parser.add_argument("--no-cold", action="store_true", help="skip the cold compiles")
     args = parser.parse_args(argv)
+    if not args.no_cold:
+        cold_table()
+    if not args.no_warm:
+        warm(args.rows, args.repeat)
+
+
+def cold_table() -> None:
     print(f"1. cold compile per query shape (fresh process, empty NUMBA_CACHE_DIR; load "
           f"average {os.getloadavg()[0]:.1f}); target <= 3 s")
     print(f"{'query':<14}{'CPU s':>7}{'wall s':>8}{'compiled':>9}  functions")
@@ -144,8 +152,6 @@ def main(argv: list[str] | None = None) -> None:
         cpu, wall, names = cold(sql)
         print(f"{name:<14}{cpu:>7.2f}{wall:>8.2f}{len(names):>9}  {', '.join(names)}",
               flush=True)
-    if not args.no_warm:
-        warm(args.rows, args.repeat)
 
 
 if __name__ == "__main__":
