@@ -103,6 +103,9 @@ class WholePartitions:
         params = kernel_params(self.spec, self.config)
         params[K.K_BASE] = 0
         params[K.K_COMPLETE] = 1
+        conj = plan.registers.conjunct_table()
+        kernel = K.attempts_kernel(plan.program, conj[0], self.code, params, self.no_stats[0],
+                                   NO_WITHIN)
         pieces: list[tuple[np.ndarray, np.ndarray]] = []
         for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             rows = b - a
@@ -118,10 +121,9 @@ class WholePartitions:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
                         self.dfa, labels[a:b], self.skip_mask, params, work[-2], work[-1], flag)
                 else:
-                    status, nxt, mn, covered, err_row, n_rec, n_lab = K.run_attempts(
+                    status, nxt, mn, covered, err_row, n_rec, n_lab = kernel(
                         plan.program, labels[a:b], viable[a:b] if len(viable) else viable,
-                        NO_WITHIN,
-                        self.code, self.consts, self.spans, *plan.registers.conjunct_table(),
+                        NO_WITHIN, self.code, self.consts, self.spans, *conj,
                         part_cols, part_valid, self.set_mask, self.obs_last, self.obs_first,
                         self.skip_mask, params, *self.no_stats, *work, flag)
                 if n_rec:

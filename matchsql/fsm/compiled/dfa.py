@@ -24,6 +24,18 @@ run is the kernel's run: same attempts, same ends, same preferred path.
 The tables are built eagerly, once per program (cached by :func:`dfa_for`),
 and the construction gives up (returns None: thread VM) beyond
 :data:`MAX_STATES` states or :data:`MAX_TABLE` source entries.
+
+Attempts that merge. The kernel decides attempts one after another, and an
+attempt that no row ends (``A B* C`` where no ``C`` comes, a stream that ends
+with an attempt open) reads to the partition's end: from every later start
+row too, quadratic in the rows. But whether a run finds a match after row
+``x`` depends only on its state at ``x`` and the rows from ``x`` on. So once
+an attempt is decided, its state at every row ``x`` after its last match end
+(every row, when it found none) is recorded as a dead end; a later attempt
+in the same state at the same row would find nothing more either, and is
+decided there with what it found so far: the same rows as running on, in
+linear time. States are recorded and compared at every :data:`MEMO_EVERY`-th
+row only, on the slow path that the run's bound already takes.
 """
 
 from __future__ import annotations
@@ -43,6 +55,7 @@ DONE_BITS = 13  # packed transitions: DONE source + 1 < 2**DONE_BITS
 MAX_TABLE = 4_000_000  # transitions x threads recorded for the path walk-back
 MAX_WORK = 500_000  # closure steps of the construction (bounds its time, ~0.5 s)
 MAX_PROGRAM = 20_000  # instructions (unrolled bounded quantifiers)
+MEMO_EVERY = 32  # rows between dead-end states recorded and compared (a power of two)
 
 
 @dataclass
@@ -302,6 +315,12 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
     cap_records = records.shape[0]
     cap_labels = labels.shape[0]
     hist = np.empty(n_rows + 1, np.int32)  # state after each row of the open attempt
+    # Dead ends: memo[x // MEMO_EVERY] is the state at row x of a decided attempt that
+    # found no match end at rows >= x (0: none recorded); see the module docstring.
+    memo = np.empty(n_rows // MEMO_EVERY + 2, np.int32)
+    for k in range(memo.shape[0]):
+        memo[k] = 0
+    steps = 0
     prefilter = not with_unmatched and seeds[3] == 0
     low = (1 << DONE_BITS) - 1
     n_rec = 0
@@ -341,7 +360,10 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
         span_end = start + max_span
         reach = stop if stop < span_end else span_end
         check_at = pos + K.CANCEL_EVERY
+        memo_at = (pos // MEMO_EVERY + 1) * MEMO_EVERY
         bound = reach if reach < check_at else check_at
+        if memo_at < bound:
+            bound = memo_at
         while state != 0:
             if pos >= bound:
                 if pos >= n_rows:
@@ -355,11 +377,18 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
                 if pos >= span_end:
                     wait = K.ST_SPAN
                     break
-                if cancel[0] != 0:
-                    wait = K.ST_CANCELLED
-                    break
-                check_at = pos + K.CANCEL_EVERY
+                if pos >= memo_at:
+                    if memo[pos // MEMO_EVERY] == state:
+                        break  # a dead end: nothing more to find (decided as it stands)
+                    memo_at += MEMO_EVERY
+                if pos >= check_at:
+                    if cancel[0] != 0:
+                        wait = K.ST_CANCELLED
+                        break
+                    check_at = pos + K.CANCEL_EVERY
                 bound = reach if reach < check_at else check_at
+                if memo_at < bound:
+                    bound = memo_at
             e = step[state, sym[pos]]
             if e & low:
                 has_best = True
@@ -368,10 +397,18 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
             state = e >> DONE_BITS
             pos += 1
             hist[pos - start] = state
+        steps += pos - start
         if wait != K.ST_DONE:
             status = wait
             err_row = start
             break
+        # Record the dead ends of this decided attempt: its states after its last match end.
+        x = best_end + 1 if best_end >= start else start
+        x = (x + MEMO_EVERY - 1) // MEMO_EVERY * MEMO_EVERY
+        while x <= pos:
+            if hist[x - start] != 0:
+                memo[x // MEMO_EVERY] = hist[x - start]
+            x += MEMO_EVERY
         # -- decide -------------------------------------------------------------------
         if not has_best:
             if with_unmatched and start > covered:
@@ -429,4 +466,5 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
         n_lab += length
     if status == K.ST_WAIT or status == K.ST_FULL:
         next_start = start
+    params[K.K_STEPS] += steps
     return status, next_start, match_number, covered, err_row, n_rec, n_lab

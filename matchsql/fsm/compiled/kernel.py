@@ -4,7 +4,10 @@ One generic kernel serves every query: the program, the per-row label
 conditions and the register bytecode all arrive as arrays, so the kernel is
 compiled once per installation (``cache=True``) instead of once per query
 shape, and it releases the GIL (``nogil=True``) so that partitions can run on
-several threads.
+several threads. Its cold compile (an empty numba cache) grows with its size,
+so a query runs a variant compiled without the features it does not use
+(:func:`attempts_kernel`: four variants besides the full kernel), through a
+numba pipeline less the passes the kernels do not need (:class:`KernelCompiler`).
 
 The algorithm is the reference VM's, step for step, because the paths must
 give identical rows: match attempts run one after another; an attempt's
@@ -26,8 +29,45 @@ comes in large batches, so re-running the open attempt is cheap).
 
 from __future__ import annotations
 
+import threading
+import types
+
 import numpy as np
 from numba import njit
+from numba.core.compiler import CompilerBase, DefaultPassBuilder
+from numba.core.compiler_machinery import PassManager
+from numba.core.dispatcher import Dispatcher
+from numba.core.typed_passes import NopythonRewrites
+from numba.core.untyped_passes import (
+    GenericRewrites,
+    InlineClosureLikes,
+    InlineInlinables,
+    LiteralUnroll,
+    MakeFunctionToJitFunction,
+    RewriteSemanticConstants,
+    WithLifting,
+)
+
+# Passes of numba's nopython pipeline that the kernels need not pay for on a cold start
+# (fresh numba cache): they use no closures, ``with`` blocks, literal_unroll, inlined
+# functions or array expressions. Dead branch pruning stays: it removes the code of the
+# features a kernel variant leaves out (:func:`attempts_kernel`) before typing.
+_SKIPPED = (WithLifting, InlineClosureLikes, MakeFunctionToJitFunction, InlineInlinables,
+            LiteralUnroll, GenericRewrites, RewriteSemanticConstants, NopythonRewrites)
+
+
+class KernelCompiler(CompilerBase):
+    """numba's nopython pipeline less :data:`_SKIPPED` (``pipeline_class`` of the kernels)."""
+
+    def define_pipelines(self) -> list[PassManager]:
+        full = DefaultPassBuilder.define_nopython_pipeline(self.state)
+        pm = PassManager("kernel")
+        for pass_cls, description in full.passes:
+            if pass_cls not in _SKIPPED:
+                pm.add_pass(pass_cls, description)
+        pm.finalize()
+        return [pm]
+
 
 # Program opcodes (the order of :class:`matchsql.fsm.program.Op`).
 P_LABEL, P_SPLIT, P_JUMP, P_BEGIN, P_END, P_START, P_ENDANCHOR, P_DONE = range(8)
@@ -66,14 +106,23 @@ CANCEL_EVERY = 4096
 # Workspace capacities (slots of ``caps``) and what overflowed (``err_row`` of ST_FULL).
 W_THREADS, W_SEEN, W_STACK, W_ARENA, W_RECORDS, W_LABELS = range(6)
 
-# Parameter slots.
+# Parameter slots. K_STEPS is written: the kernels add the rows their attempts read (a
+# measure of work that tests can bound, unlike seconds).
 (K_ROWS, K_BASE, K_LIMIT, K_COMPLETE, K_NEXT, K_MN, K_COVERED, K_ALL_ENDS, K_SKIP,
- K_MAX_THREADS, K_UNMATCHED, K_MAX_SPAN, K_PARAMS) = range(13)
+ K_MAX_THREADS, K_UNMATCHED, K_MAX_SPAN, K_STEPS, K_PARAMS) = range(14)
 
 SKIP_PAST, SKIP_NEXT, SKIP_FIRST, SKIP_LAST = range(4)
 
+# Features of :func:`run_attempts` that a kernel variant may leave out (attempts_kernel):
+# register conditions run by the stack interpreter (_condition), running aggregates,
+# Go4Risk statistics, ALL MATCHES, SKIP TO a variable, WITH UNMATCHED ROWS, WITHIN, ``$``.
+# Compile-time constants: True here, in the kernel that has them all.
+FEATURES = ("F_STACK", "F_AGG", "F_STATS", "F_ENDS", "F_SKIPTO", "F_UNMATCHED", "F_WITHIN",
+            "F_ANCHOR")
+F_STACK = F_AGG = F_STATS = F_ENDS = F_SKIPTO = F_UNMATCHED = F_WITHIN = F_ANCHOR = True
 
-@njit(cache=True, nogil=True, error_model="numpy")
+
+@njit(cache=True, nogil=True, error_model="numpy", pipeline_class=KernelCompiler)
 def _condition(code, fconst, lo, hi, cols, valid, set_mask, lp, fp, reg, var, row, start,
                n_rows, base, complete, match_number, sv, sn, acc, abase):
     """Evaluate register bytecode ``code[lo:hi]``; True only when the result is TRUE.
@@ -242,7 +291,7 @@ def _condition(code, fconst, lo, hi, cols, valid, set_mask, lp, fp, reg, var, ro
     return sn[0] == 0 and sv[0] != 0.0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, pipeline_class=KernelCompiler)
 def load_row(kind, arg, offset, var, last, first, row, start, n_rows, base):
     """The row a fused C_LOAD reads, or -1 for NULL, as :func:`_condition` resolves it.
 
@@ -275,7 +324,7 @@ def load_row(kind, arg, offset, var, last, first, row, start, n_rows, base):
     return rr
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, pipeline_class=KernelCompiler)
 def compare(op, a, b):
     """``a op b`` for a comparison opcode, in DuckDB's order of numbers: NaN above
     every other number and equal to itself (the value library's order; :func:`_condition`
@@ -296,7 +345,7 @@ def compare(op, a, b):
     return lt or gt
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, pipeline_class=KernelCompiler)
 def put_record(records, k, kind, start, length, number, label_offset):
     """Write output record ``k``: (kind, start, length, match number, label offset).
 
@@ -327,8 +376,7 @@ def workspace(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, .
             np.zeros(int(caps[W_LABELS]), np.int16))
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
-def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj_spans, cols,
+def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj_spans, cols,
                  valid, set_mask, obs_last,
                  obs_first, skip_mask, params, stat_state, stat_kind, stat, th, lp, fp, seen,
                  seen_pc, stack, arena, records, labels, cancel):
@@ -412,17 +460,20 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
     for k in range(n_rows + 2):
         end_stamp[k] = 0
     end_node = np.empty(n_rows + 2, np.int64)
-    sv = np.empty(code.shape[0] + 1, np.float64)
-    sn = np.empty(code.shape[0] + 1, np.int64)
     # Running-aggregate accumulators, ``acc_w`` floats per register slot of ``lp``/``fp``
     # (side, slot): written where a thread is made, from its source's (C_FOLD slots).
     acc_w = 0
-    for k in range(code.shape[0]):
-        if code[k, 0] == C_FOLD and 2 * code[k, 1] + 2 > acc_w:
-            acc_w = 2 * code[k, 1] + 2
+    if F_AGG:
+        for k in range(code.shape[0]):
+            if code[k, 0] == C_FOLD and 2 * code[k, 1] + 2 > acc_w:
+                acc_w = 2 * code[k, 1] + 2
     acc_side = (cap_threads + 1) * acc_w
-    acc = np.empty(2 * acc_side + 1, np.float64)
     abase = 0  # the accumulators of the thread being made (none: slot 0 is never read)
+    if F_STACK or F_AGG:  # the interpreter's stack and the accumulators (float64 arrays
+        # are one more numpy compilation on a cold start: only the variants using them)
+        sv = np.empty(code.shape[0] + 1, np.float64)
+        sn = np.empty(code.shape[0] + 1, np.int64)
+        acc = np.empty(2 * acc_side + 1, np.float64)
     seen_stamp = seen_pc[0]
     seen_head = seen_pc[1]
     for k in range(seen_stamp.shape[0]):
@@ -446,6 +497,7 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
     end_hi = -1
     n_arena = 0
     ticks = 0
+    steps = 0
 
     while True:
         ticks += 1
@@ -466,7 +518,7 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
             has_best = False
             best_node = -1
             best_end = -2
-            if collect:
+            if F_STATS and collect:
                 for k in range(n_states + 1):
                     stat[2, k] = 0
                     stat[3, k] = 0
@@ -475,7 +527,7 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
             n_arena = 0
             is_open = True
         elif n_cur > 0:
-            if pos < n_rows and windowed and pos >= wend[start]:
+            if F_WITHIN and pos < n_rows and windowed and pos >= wend[start]:
                 n_cur = 0  # WITHIN: no thread may consume this row; decide the attempt
                 continue
             if pos < n_rows:
@@ -517,8 +569,9 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
                     for u in range(n_vars):
                         lp[nxt, n_pool, u] = -1
                         fp[nxt, n_pool, u] = -1
-                    for q in range(acc_w):
-                        acc[nxt * acc_side + n_pool * acc_w + q] = 0.0
+                    if F_AGG:
+                        for q in range(acc_w):
+                            acc[nxt * acc_side + n_pool * acc_w + q] = 0.0
                 elif mode == 1:
                     pc = th[cur, 0, i]
                     if prog[pc, 0] != P_LABEL:
@@ -526,7 +579,7 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
                     var = prog[pc, 1]
                     r0 = th[cur, 4, i]
                     ok = rl[pos, var] != 0
-                    if acc_w > 0 and ok:  # the new thread's accumulators, folded by conj
+                    if F_AGG and acc_w > 0 and ok:  # the new thread's accumulators
                         abase = nxt * acc_side + n_pool * acc_w
                         src = cur * acc_side + r0 * acc_w
                         for q in range(acc_w):
@@ -560,13 +613,13 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
                                     a = x
                                 else:
                                     ok = compare(conj[k, 1], a, x)
-                        else:
+                        elif F_STACK:
                             ok = _condition(code, fconst, conj[k, 1], conj[k, 2], cols, valid,
                                             set_mask, lp[cur], fp[cur], r0, var, pos, start,
                                             n_rows, base, complete, match_number, sv, sn, acc,
                                             abase)
                         k += 1
-                    if counting:
+                    if F_STATS and counting:
                         st = stat_state[pc]
                         if st >= 0:
                             stat[2, st] += 1
@@ -596,7 +649,7 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
                         lp[nxt, n_pool, var] = pos
                         if fp[nxt, n_pool, var] < 0:
                             fp[nxt, n_pool, var] = pos
-                else:
+                elif F_ANCHOR:
                     pc = th[cur, 0, i]
                     if prog[pc, 0] != P_ENDANCHOR:
                         continue
@@ -610,9 +663,12 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
                             u = obs[q]
                             lp[nxt, n_pool, u] = lp[cur, r0, u]
                             fp[nxt, n_pool, u] = fp[cur, r0, u]
-                        for q in range(acc_w):
-                            acc[nxt * acc_side + n_pool * acc_w + q] = \
-                                acc[cur * acc_side + r0 * acc_w + q]
+                        if F_AGG:
+                            for q in range(acc_w):
+                                acc[nxt * acc_side + n_pool * acc_w + q] = \
+                                    acc[cur * acc_side + r0 * acc_w + q]
+                else:
+                    continue  # no ``$`` in the program: nothing waits for the end
                 reg0 = n_pool
                 n_pool += 1
                 # -- epsilon closure from (pc0, fl0) ---------------------------------
@@ -643,7 +699,7 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
                                             break
                                     # running aggregates: equal values (NaN equal to NaN,
                                     # -0.0 apart from 0.0, which 1 / x tells apart)
-                                    if acc_w > 0 and same:
+                                    if F_AGG and acc_w > 0 and same:
                                         qa = nxt * acc_side + ra * acc_w
                                         qb = nxt * acc_side + reg0 * acc_w
                                         for q in range(acc_w):
@@ -671,7 +727,7 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
                     seen_stamp[pc] = stamp
                     n_seen += 1
                     op = prog[pc, 0]
-                    if op == P_ENDANCHOR and mode == 2:
+                    if F_ANCHOR and op == P_ENDANCHOR and mode == 2:
                         # The partition has ended here: ``$`` holds, and so does a
                         # second one right after it (``C $ $``, ``${2}``).
                         if sp + 1 > cap_stack:
@@ -699,43 +755,33 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
                     if sp + 2 > cap_stack:
                         full = W_STACK
                         break
+                    # Successors: ``t1`` (flags ``f1``) is pushed last, so taken first;
+                    # ``t0`` (a SPLIT's alternative) under it; -1: none. One push site
+                    # each keeps the kernel small (its cold compile grows with its size).
+                    t0 = -1
+                    t1 = -1
+                    f1 = fl
                     if op == P_SPLIT:
-                        stack[0, sp] = prog[pc, 4]
-                        stack[1, sp] = fl
-                        stack[2, sp] = pref
-                        stack[0, sp + 1] = prog[pc, 3]
-                        stack[1, sp + 1] = fl
-                        stack[2, sp + 1] = pref
-                        sp += 2
+                        t0 = prog[pc, 4]
+                        t1 = prog[pc, 3]
                     elif op == P_JUMP:
-                        stack[0, sp] = prog[pc, 3]
-                        stack[1, sp] = fl
-                        stack[2, sp] = pref
-                        sp += 1
+                        t1 = prog[pc, 3]
                     elif op == P_BEGIN:
-                        stack[0, sp] = pc + 1
-                        stack[1, sp] = fl | (1 << prog[pc, 5])
-                        stack[2, sp] = pref
-                        sp += 1
+                        t1 = pc + 1
+                        f1 = fl | (1 << prog[pc, 5])
                     elif op == P_END:
                         bit = 1 << prog[pc, 5]
                         if fl & bit:
-                            stack[0, sp] = prog[pc, 4]
-                            stack[1, sp] = fl & ~bit
+                            t1 = prog[pc, 4]
+                            f1 = fl & ~bit
                         else:
-                            stack[0, sp] = prog[pc, 3]
-                            stack[1, sp] = fl
-                        stack[2, sp] = pref
-                        sp += 1
+                            t1 = prog[pc, 3]
                     elif op == P_START:
                         if base + position == 0:
-                            stack[0, sp] = pc + 1
-                            stack[1, sp] = fl
-                            stack[2, sp] = pref
-                            sp += 1
+                            t1 = pc + 1
                     else:  # P_DONE
                         end = position - 1
-                        if not all_ends:
+                        if not F_ENDS or not all_ends:
                             has_best = True
                             best_node = node0
                             best_end = end
@@ -753,6 +799,16 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
                             best_node = node0
                             best_end = end
                             demote = True
+                    if t0 >= 0:
+                        stack[0, sp] = t0
+                        stack[1, sp] = fl
+                        stack[2, sp] = pref
+                        sp += 1
+                    if t1 >= 0:
+                        stack[0, sp] = t1
+                        stack[1, sp] = f1
+                        stack[2, sp] = pref
+                        sp += 1
                 if full >= 0 or stop or n_next > max_threads:
                     break
             if full >= 0:
@@ -767,11 +823,12 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
             n_cur = n_next
             if mode == 1:
                 pos += 1
+                steps += 1
             elif mode == 2:
                 n_cur = 0  # anything still alive waits for a row that never comes
             continue
         # -- decide the attempt (mode 3) ----------------------------------------------
-        if collect:
+        if F_STATS and collect:
             for k in range(n_states):
                 stat[0, k] += stat[2, k]
                 stat[1, k] += stat[3, k]
@@ -779,7 +836,7 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
             if has_best:
                 stat[1, n_states] += 1
         if not has_best:
-            if with_unmatched and start > covered:
+            if F_UNMATCHED and with_unmatched and start > covered:
                 if n_rec >= cap_records:
                     status = ST_FULL
                     err_row = W_RECORDS
@@ -793,12 +850,15 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
             is_open = False
             next_start = start + 1
             continue
-        lo = end_lo if all_ends else best_end
-        hi = end_hi if all_ends else best_end
+        lo = best_end
+        hi = best_end
+        if F_ENDS and all_ends:
+            lo = end_lo
+            hi = end_hi
         need_records = 0
         need_labels = 0
         for e in range(lo, hi + 1):
-            if not all_ends or end_stamp[e + 1] == attempt_id:
+            if not F_ENDS or not all_ends or end_stamp[e + 1] == attempt_id:
                 need_records += 1
                 need_labels += e - start + 1
         if n_rec + need_records > cap_records or n_lab + need_labels > cap_labels:
@@ -807,9 +867,11 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
             break
         is_open = False
         for e in range(lo, hi + 1):
-            if all_ends and end_stamp[e + 1] != attempt_id:
-                continue
-            node = end_node[e + 1] if all_ends else best_node
+            node = best_node
+            if F_ENDS and all_ends:
+                if end_stamp[e + 1] != attempt_id:
+                    continue
+                node = end_node[e + 1]
             length = e - start + 1
             match_number += 1
             records[n_rec, 0] = 0  # as put_record(..., 0, start, length, match_number, n_lab)
@@ -832,7 +894,7 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
             next_start = best_end + 1
         elif skip_mode == SKIP_NEXT:
             next_start = start + 1
-        else:
+        elif F_SKIPTO:
             target = -1
             node = best_node
             row = best_end
@@ -856,9 +918,53 @@ def run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj
             next_start = target
     if status == ST_WAIT or status == ST_FULL:
         next_start = start
-    if collect:
+    params[K_STEPS] += steps
+    if F_STATS and collect:
         stat[2, n_states] = 0
         if is_open and n_cur > 0:
             st = stat_state[th[cur, 0, 0]]
             stat[2, n_states] = st if st >= 0 else n_states - 1
     return status, next_start, match_number, covered, err_row, n_rec, n_lab
+
+
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy", "pipeline_class": KernelCompiler,
+        "no_cfunc_wrapper": True}
+# The kernel with every feature: the reference for the variants, and what tests call.
+run_attempts = njit(**_JIT)(_run_attempts)
+_variants: dict[tuple[bool, ...], Dispatcher] = {}
+_variants_lock = threading.Lock()
+
+
+def attempts_kernel(prog: np.ndarray, conj: np.ndarray, code: np.ndarray,
+                    params: np.ndarray, stat_state: np.ndarray, wend: np.ndarray) -> Dispatcher:
+    """The variant of :func:`run_attempts` for these arguments: compiled without the
+    features (:data:`FEATURES`) they do not use, so that a query's first run compiles
+    only what it needs (a cold start compiles, and caches, that variant alone).
+
+    Every variant computes what the full kernel computes for arguments that use no
+    feature it lacks; the arguments decide: ``conj`` (CJ_STACK rows), ``code``
+    (C_FOLD), ``stat_state``, ``params`` (ALL MATCHES, skip mode, unmatched rows),
+    ``wend`` (WITHIN), ``prog`` (P_ENDANCHOR). Few variants, so that a cold run of
+    the test suite compiles few: with or without ALL MATCHES, with or without the
+    stack interpreter (and running aggregates); the rarer features (statistics, SKIP
+    TO, unmatched rows, WITHIN, ``$``) take the full kernel.
+    """
+    stack = bool((conj[:, 0] == CJ_STACK).any() or (code[:, 0] == C_FOLD).any())
+    if len(stat_state) or int(params[K_SKIP]) in (SKIP_FIRST, SKIP_LAST) or \
+            params[K_UNMATCHED] or len(wend) or (prog[:, 0] == P_ENDANCHOR).any():
+        return run_attempts
+    key = (stack, stack, False, bool(params[K_ALL_ENDS]), False, False, False, False)
+    with _variants_lock:
+        kernel = _variants.get(key)
+        if kernel is None:
+            namespace = dict(globals())
+            namespace.update(zip(FEATURES, key))
+            name = "run_attempts_" + "_".join(
+                f.lower()[2:] for f, on in zip(FEATURES, key) if on) if any(key) \
+                else "run_attempts_lean"
+            fn = types.FunctionType(_run_attempts.__code__, namespace, name,
+                                    _run_attempts.__defaults__)
+            fn.__qualname__ = name  # the numba cache names its files by it
+            fn.__doc__ = _run_attempts.__doc__
+            kernel = _variants[key] = njit(**_JIT)(fn)
+    return kernel

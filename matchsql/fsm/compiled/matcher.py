@@ -142,6 +142,7 @@ class CompiledMatcher:
         self.next_start = 0
         self.match_number = 0
         self.covered = -1
+        self.steps = 0  # rows read by the attempts of sequential kernel runs (K_STEPS)
         self.pending: list[Matches | tuple] = []  # decided, waiting for NEXT rows of measures
         self.output: list[pa.RecordBatch] = []
         q = plan.query
@@ -170,6 +171,12 @@ class CompiledMatcher:
         self.stat_state = np.zeros(0, np.int64)
         self.stat_kind = np.zeros(0, np.uint8)
         self.stat = np.zeros((4, 1), np.int64)
+        self._vm: Any = None  # the thread VM's kernel variant (K.attempts_kernel), once known
+
+    def __getstate__(self) -> dict:
+        """A checkpoint or a migrated bucket leaves the kernel variant behind: a variant
+        is a function built at run time, found again on first use after restore."""
+        return {**self.__dict__, "_vm": None}
 
     # -- public API ---------------------------------------------------------------------
 
@@ -193,6 +200,7 @@ class CompiledMatcher:
         self.stat_state[label_pcs] = np.asarray(label_state, np.int64)
         self.stat_kind = np.array([s.kind is StateKind.STAR for s in states], np.uint8)
         self.stat = np.zeros((4, len(states) + 1), np.int64)
+        self._vm = None  # a variant that counts
         return True
 
     def state_counts(self) -> StateCounts:
@@ -263,6 +271,7 @@ class CompiledMatcher:
                     else NO_WITHIN
                 status, err_row = self._sequential(dfa, labels, viable, wend, cols, valid,
                                                    params)
+                self.steps += int(params[K.K_STEPS])
             if status >= K.ST_THREADS:
                 self._raise(int(status), int(err_row) + self.base)
         self._emit_ready()
@@ -299,7 +308,10 @@ class CompiledMatcher:
         if dfa is not None:
             return D.run(dfa, labels, self.skip_mask, params, work[-2], work[-1],
                          self.cancel.flag)
-        return K.run_attempts(
+        if self._vm is None:
+            self._vm = K.attempts_kernel(self.plan.program, self.conj[0], self.code, params,
+                                         self.stat_state, wend)
+        return self._vm(
             self.plan.program, labels, viable, wend, self.code, self.consts, self.spans,
             *self.conj, cols, valid, self.set_mask, self.obs_last, self.obs_first,
             self.skip_mask, params, self.stat_state, self.stat_kind, self.stat, *work,

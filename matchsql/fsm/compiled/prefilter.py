@@ -136,7 +136,7 @@ def viable_starts(plan, rl: np.ndarray, base: int, cols: np.ndarray | None = Non
     return viable
 
 
-@njit(cache=True, nogil=True, error_model="numpy")
+@njit(cache=True, nogil=True, error_model="numpy", pipeline_class=K.KernelCompiler)
 def _refine(viable, dead2, bits, sym, need, conj, cconst, conj_spans, cols, valid, first,
             bounds, base):
     """Clear ``viable[s]`` where the second row's symbol, with the register conjuncts of
@@ -150,8 +150,7 @@ def _refine(viable, dead2, bits, sym, need, conj, cconst, conj_spans, cols, vali
     for p in range(bounds.shape[0] - 1):
         a = bounds[p]
         b = bounds[p + 1]
-        pc = cols[:, a:b] if wide else cols
-        pv = valid[:, a:b] if wide else valid
+        off = a if wide else 0  # the partition's first column of cols/valid
         for s in range(b - a - 1):
             if viable[a + s] == 0:
                 continue
@@ -183,10 +182,10 @@ def _refine(viable, dead2, bits, sym, need, conj, cconst, conj_spans, cols, vali
                                 rr = K.load_row(conj[k, j + 2], arg, conj[k, j + 4], v, reg, reg,
                                                 r, s, b - a, base)
                                 c = conj[k, j + 1]
-                                if rr < 0 or pv[c, rr] == 0:
+                                if rr < 0 or valid[c, off + rr] == 0:
                                     ok = False
                                     break
-                                x = pc[c, rr]
+                                x = cols[c, off + rr]
                             if side == 0:
                                 x0 = x
                             else:
