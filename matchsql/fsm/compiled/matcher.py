@@ -17,7 +17,10 @@ partitions of a query. :class:`CompiledMatcher` is one partition's run:
   live window, as in the reference's InputHolder;
 * with ``threads`` > 1, at least twice ``split_rows`` rows to decide are cut into
   chunks matched on several threads at once and fixed up to the sequential
-  result (:mod:`.chunks`): a single long partition uses every core.
+  result (:mod:`.chunks`): a single long partition uses every core. With
+  ``gather`` (a one-time query, whose caller waits for the end anyway) the
+  matcher gathers several batches before such a run (:func:`.chunks.gather_rows`);
+  a live stream's matches, or a window frame's first match, would wait.
 """
 
 from __future__ import annotations
@@ -127,7 +130,8 @@ class CompiledMatcher:
     """One partition's run on a compiled path; see the module docstring."""
 
     def __init__(self, plan: CompiledPlan, partition_key: tuple = (),
-                 config: Config | None = None, cancel: Cancellation | None = None) -> None:
+                 config: Config | None = None, cancel: Cancellation | None = None,
+                 gather: bool = False) -> None:
         self.plan = plan
         self.cancel = cancel or Cancellation()
         self.spec = plan.spec
@@ -166,6 +170,9 @@ class CompiledMatcher:
         self.dfa = D.for_matcher(plan, self.config)[0]
         # Long stretches of rows split into chunks matched on several threads (chunks.py).
         self.splittable = C.unsplittable(self.spec, self.code, plan.within) is None
+        # Rows the split runs gather first (C.gather_rows); 0: every batch is matched.
+        self.gather = C.gather_rows(self.config.split_rows, self.config.threads) \
+            if self.splittable and gather else 0
         # Go4Risk statistics, off (empty) until observe() is called.
         self.stat_state = np.zeros(0, np.int64)
         self.stat_kind = np.zeros(0, np.uint8)
@@ -205,7 +212,8 @@ class CompiledMatcher:
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         if batch.num_rows:
             self._append(batch)
-            self._run()
+            if self.count - self.next_start >= self.gather or len(self.stat_state):
+                self._run()
         return self._take()
 
     def finish(self) -> list[pa.RecordBatch]:
