@@ -14,6 +14,10 @@ measures, in the same run:
   what 2 threads gave before chunks): DejaVu Q1-Q4 verbatim, the
   V-shape query of Trino's MATCH_RECOGNIZE documentation, and the row-local
   ``PATTERN (A B+ C+)``;
+* the process CPU time of the 2-thread run over the 1-thread run (``cpu2/1``): the
+  extra CPU that splitting and the thread pools cost, a figure that stays
+  meaningful on a loaded machine where the wall-clock 2T/1T does not (the
+  header also gives the machine's own 2T/1T on a numba loop, measured first);
 * the same queries on the matcher alone, one thread (the input already
   materialised as Arrow batches, so DuckDB's scan and sort are not counted);
 * the warm planning overhead: the query over an empty table of the same
@@ -57,6 +61,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+from numba import njit
 
 import matchsql
 from bench.queries import DEJAVU
@@ -138,11 +143,44 @@ def _rss() -> int:
 
 def measure(fn: Callable[[], int]) -> tuple[float, int, int]:
     """(seconds, result size, peak RSS bytes) of one call."""
+    seconds, size, peak, _ = measure_cpu(fn)
+    return seconds, size, peak
+
+
+def measure_cpu(fn: Callable[[], int]) -> tuple[float, int, int, float]:
+    """(seconds, result size, peak RSS bytes, process CPU seconds) of one call."""
     with PeakRSS() as rss:
+        cpu = time.process_time()
         start = time.perf_counter()
         size = fn()
         seconds = time.perf_counter() - start
-    return seconds, size, rss.peak
+        cpu = time.process_time() - cpu
+    return seconds, size, rss.peak, cpu
+
+
+@njit(nogil=True, cache=True)
+def _spin(n: int) -> float:
+    total = 0.0
+    for i in range(n):
+        total += (i % 7) * 0.5
+    return total
+
+
+def machine_scaling(iterations: int = 40_000_000) -> float:
+    """The wall-clock 2T/1T of a GIL-free numba loop on this machine now: about the
+    number of cores when it is idle, less when other processes take them (the
+    ceiling of the queries' 2T/1T in this run)."""
+    _spin(10)
+    walls = []
+    for threads in (1, 2):
+        start = time.perf_counter()
+        workers = [threading.Thread(target=_spin, args=(iterations,)) for _ in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        walls.append(time.perf_counter() - start)
+    return 2 * walls[0] / walls[1]
 
 
 def spec_for(con: duckdb.DuckDBPyConnection, sql: str, source: str):
@@ -263,8 +301,10 @@ def run(rows: int, partitions: int, reference_rows: int, pandas_rows: int) -> No
     print(f"\n{rows:,} rows, {partitions} partition(s) (data built in {build:.1f} s); "
           f"DuckDB LAG scan: {lag_rate:,.0f} rows/s ({lag_s:.2f} s, peak RSS "
           f"{lag_rss / 2**20:,.0f} MiB)")
+    print(f"machine 2T/1T (a GIL-free loop on 2 threads, now): {machine_scaling():.2f}; "
+          f"load average {os.getloadavg()[0]:.1f}")
     header = (f"{'query':<9}{'path':<10}{'matches':>11}{'SQL 1T':>12}{'SQL 2T':>12}{'2T/1T':>7}"
-              f"{'unsplit':>8}"
+              f"{'unsplit':>8}{'cpu2/1':>7}"
               f"{'vs LAG':>8}{'engine 1T':>12}{'plan ms':>9}{'reference':>11}{'vs ref':>8}"
               f"{'peak RSS':>10}")
     print(header)
@@ -291,12 +331,14 @@ def run(rows: int, partitions: int, reference_rows: int, pandas_rows: int) -> No
                                          ("2U", 2, 0)):
                 con.sql(f"SET threads = {threads}")
                 con.sql(f"SET split_rows = {split}")
-                run_ = measure(lambda sql=sql: con.sql(sql).arrow().num_rows)
-                best = timed.get(mode, (float("inf"), run_[1], 0))
-                timed[mode] = (min(best[0], run_[0]), run_[1], max(best[2], run_[2]))
+                run_ = measure_cpu(lambda sql=sql: con.sql(sql).arrow().num_rows)
+                best = timed.get(mode, (float("inf"), run_[1], 0, float("inf")))
+                timed[mode] = (min(best[0], run_[0]), run_[1], max(best[2], run_[2]),
+                               min(best[3], run_[3]))
         con.sql(f"SET split_rows = {default_split}")
-        (one, matches, peak_one), (two, matches_two, peak_two) = timed[1], timed[2]
-        unsplit, matches_unsplit, _ = timed["2U"]
+        (one, matches, peak_one, cpu_one), (two, matches_two, peak_two, cpu_two) = \
+            timed[1], timed[2]
+        unsplit, matches_unsplit, _, _ = timed["2U"]
         if not matches_two == matches_unsplit == matches:
             print(f"  note: {name} gave {matches:,} matches on 1 thread, {matches_two:,} on 2, "
                   f"{matches_unsplit:,} on 2 unsplit")
@@ -311,7 +353,8 @@ def run(rows: int, partitions: int, reference_rows: int, pandas_rows: int) -> No
         rate = rows / min(one, two)
         rates[name] = rows / one
         print(f"{name:<9}{path:<10}{matches:>11,}{rows / one:>12,.0f}{rows / two:>12,.0f}"
-              f"{one / two:>7.2f}{one / unsplit:>8.2f}{rate / lag_rate:>8.2f}{rows / engine:>12,.0f}{plan:>9.1f}"
+              f"{one / two:>7.2f}{one / unsplit:>8.2f}{cpu_two / cpu_one:>7.2f}"
+              f"{rate / lag_rate:>8.2f}{rows / engine:>12,.0f}{plan:>9.1f}"
               f"{ref_rate:>11,.0f}{rate / ref_rate:>8.0f}"
               f"{max(peak_one, peak_two) / 2**20:>9,.0f}M")
     con.sql(f"SET threads = {os.cpu_count() or 1}")

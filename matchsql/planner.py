@@ -137,10 +137,13 @@ def gpu_path(spec: MatchSpec, config: Config, live: bool = False) -> PathChoice 
 
 
 def new_partition_matcher(spec: MatchSpec, key: tuple = (), config: Config | None = None,
-                          cancel: Cancellation | None = None, live: bool = False) -> Matcher:
+                          cancel: Cancellation | None = None, live: bool = False,
+                          gather: bool = False) -> Matcher:
     """A resumable matcher for one partition on the path chosen for ``spec``; it stops
     with "statement interrupted" once ``cancel`` (the statement's) is set. ``live``: the
-    partition belongs to a continuous query (see :func:`gpu_path`)."""
+    partition belongs to a continuous query (see :func:`gpu_path`). ``gather``: a
+    one-time query's, which may hold several batches before matching them split
+    (:func:`matchsql.fsm.compiled.chunks.gather_rows`)."""
     from matchsql.fsm.compiled.matcher import CompiledMatcher
     from matchsql.fsm.reference import ReferenceMatcher
 
@@ -158,7 +161,7 @@ def new_partition_matcher(spec: MatchSpec, key: tuple = (), config: Config | Non
         config.execution_path != "reference" else (None, None, "")
     if choice.name == "reference":
         return ReferenceMatcher(query if query is not None else spec, key, config, cancel)
-    return CompiledMatcher(plan, key, config, cancel)
+    return CompiledMatcher(plan, key, config, cancel, gather)
 
 
 def partition_threads(spec: MatchSpec, config: Config | None = None) -> tuple[int, str]:

@@ -445,7 +445,7 @@ class MatchRunner:
                 pass  # a forced path that does not apply: the first partition says so
 
             def new_run(key: tuple):
-                return planner.new_partition_matcher(spec, key, config, cancel)
+                return planner.new_partition_matcher(spec, key, config, cancel, gather=True)
 
             def match_whole(batch: pa.RecordBatch, bounds) -> list[pa.RecordBatch]:
                 return whole.match(batch, bounds, cancel)

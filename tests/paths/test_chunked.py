@@ -78,21 +78,32 @@ def test_cuts_split_only_what_pays() -> None:
     assert C.cuts(10, 30_000, 16_384, 2) == [10]  # too few rows for two chunks
     assert C.cuts(0, 100_000, 16_384, 1) == [0]  # one thread
     assert C.cuts(0, 100_000, 0, 2) == [0]  # split_rows = 0: never
-    assert C.cuts(0, 100_000, 16_384, 2) == [0, 16_666, 33_333, 50_000, 66_666, 83_333]
+    assert C.cuts(0, 100_000, 16_384, 2) == [0, 25_000, 50_000, 75_000]
     assert len(C.cuts(0, 10**6, 16_384, 2)) == 2 * C.CHUNKS_PER_THREAD
+    # Whole rounds: three chunks on two threads would take as long as four.
+    assert C.cuts(0, 57_357, 16_384, 2) == [0, 28_678]
+    assert C.cuts(0, 80_000, 16_384, 3) == [0, 26_666, 53_333]
+    assert C.cuts(0, 40_000, 16_384, 3) == [0, 20_000]  # fewer chunks than threads
+
+
+def test_gathering_waits_for_whole_rounds_of_chunks() -> None:
+    assert C.gather_rows(16_384, 2) == C.GATHER * 16_384 * 2
+    assert C.gather_rows(16_384, 1) == 0  # one thread: nothing to split
+    assert C.gather_rows(0, 8) == 0  # split_rows = 0: never split
+    assert C.gather_rows(10**6, 64) == C.MAX_GATHER
 
 
 # -- the compiled matchers, chunking forced -----------------------------------------------
 
 
 def _run(spec, rows: list[dict], splits: list[int], path: str, split_rows: int,
-         threads: int = 8):
+         threads: int = 8, gather: bool = False):
     config = Config()
     config.execution_path = path
     config.split_rows = split_rows
     config.threads = threads
     try:
-        matcher = new_partition_matcher(spec, (), config)
+        matcher = new_partition_matcher(spec, (), config, gather=gather)
         out: list[pa.RecordBatch] = []
         begin = 0
         for end in sorted(splits):
@@ -108,9 +119,11 @@ def _run(spec, rows: list[dict], splits: list[int], path: str, split_rows: int,
 
 
 def _check(sql: str, rows: list[dict], splits: list[int], split_rows: int, threads: int = 8,
-           schema=SCHEMA) -> None:
-    """The split run (chunks of about ``len(rows) / (4 * threads)`` rows, at least
-    ``split_rows``) equals the unsplit one on every compiled path."""
+           schema=SCHEMA, gather: bool = False) -> None:
+    """The split run (chunks of about ``len(rows) / (2 * threads)`` rows, at least
+    ``split_rows``; with ``gather``, batches held until they fill
+    ``C.gather_rows(split_rows, threads)`` rows) equals the unsplit one on every
+    compiled path."""
     try:
         spec = spec_of(sql, schema)
     except matchsql.Error:
@@ -120,8 +133,8 @@ def _check(sql: str, rows: list[dict], splits: list[int], split_rows: int, threa
         want = _run(spec, rows, splits, path, 0)
         if want[0] == "n/a":
             continue
-        got = _run(spec, rows, splits, path, split_rows, threads)
-        assert got == want, (path, sql, rows, splits, split_rows, threads)
+        got = _run(spec, rows, splits, path, split_rows, threads, gather)
+        assert got == want, (path, sql, rows, splits, split_rows, threads, gather)
 
 
 values = st.one_of(st.none(), st.integers(0, 3))
@@ -133,7 +146,8 @@ long_partitions = st.lists(st.tuples(values, values), min_size=2, max_size=60).m
 @given(sql=queries(), rows=long_partitions, data=st.data())
 def test_random_queries_equal_unsplit(sql: str, rows: list[dict], data) -> None:
     splits = data.draw(st.lists(st.integers(0, len(rows)), max_size=2))
-    _check(sql, rows, splits, data.draw(st.integers(1, 6)), data.draw(st.integers(2, 8)))
+    _check(sql, rows, splits, data.draw(st.integers(1, 6)), data.draw(st.integers(2, 8)),
+           gather=data.draw(st.booleans()))
 
 
 SKIPS = ["PAST LAST ROW", "TO NEXT ROW", "TO FIRST B", "TO LAST B", "TO LAST C"]
@@ -178,8 +192,9 @@ def test_long_matches_across_many_chunks(rows: list[dict], data) -> None:
            "MEASURES MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, FIRST(x) AS fx, LAST(x) AS lx, "
            f"COUNT(*) AS n {output} AFTER MATCH SKIP {skip} {extension} "
            f"PATTERN ({pattern}) DEFINE {define})")
-    splits = data.draw(st.lists(st.integers(0, len(rows)), max_size=2))
-    _check(sql, rows, splits, data.draw(st.integers(1, 20)), data.draw(st.integers(2, 8)))
+    splits = data.draw(st.lists(st.integers(0, len(rows)), max_size=4))
+    _check(sql, rows, splits, data.draw(st.integers(1, 20)), data.draw(st.integers(2, 8)),
+           gather=data.draw(st.booleans()))
 
 
 def test_chunking_runs_in_these_tests(monkeypatch) -> None:
@@ -195,6 +210,28 @@ def test_chunking_runs_in_these_tests(monkeypatch) -> None:
     _check(f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
            f"PATTERN ({LONG[1][0]}) DEFINE {LONG[1][1]})", rows, [], 1)
     assert calls and max(calls) > 10
+
+
+def test_gathering_holds_batches_until_a_split_run_pays() -> None:
+    sql = (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS at "
+           f"PATTERN ({LONG[1][0]}) DEFINE {LONG[1][1]})")
+    spec = spec_of(sql)
+    rows = [{"id": i, "x": (i * 7) % 5, "y": 0} for i in range(100)]
+    config = Config()
+    config.split_rows, config.threads = 1, 2
+    assert C.gather_rows(1, 2) == 32
+    held, plain = (new_partition_matcher(spec, (), config, gather=g) for g in (True, False))
+    batch = pa.RecordBatch.from_pylist(rows[:20], schema=spec.columns)
+    assert held.feed(batch) == []  # 20 rows to decide: fewer than 32
+    first = [r["at"] for b in plain.feed(batch) for r in b.to_pylist()]
+    assert first  # the matcher of a stream or a window frame outputs them now
+    batch = pa.RecordBatch.from_pylist(rows[20:40], schema=spec.columns)
+    got = [r["at"] for b in held.feed(batch) for r in b.to_pylist()]
+    assert got[:len(first)] == first  # 40 rows: matched split, the first ones out
+    got += [r["at"] for b in held.finish() for r in b.to_pylist()]
+    want = first + [r["at"] for b in [*plain.feed(batch), *plain.finish()]
+                    for r in b.to_pylist()]
+    assert got == want
 
 
 def test_a_re_run_ending_at_its_limit_goes_on() -> None:

@@ -17,7 +17,10 @@ partitions of a query. :class:`CompiledMatcher` is one partition's run:
   live window, as in the reference's InputHolder;
 * with ``threads`` > 1, at least twice ``split_rows`` rows to decide are cut into
   chunks matched on several threads at once and fixed up to the sequential
-  result (:mod:`.chunks`): a single long partition uses every core.
+  result (:mod:`.chunks`): a single long partition uses every core. With
+  ``gather`` (a one-time query, whose caller waits for the end anyway) the
+  matcher gathers several batches before such a run (:func:`.chunks.gather_rows`);
+  a live stream's matches, or a window frame's first match, would wait.
 """
 
 from __future__ import annotations
@@ -127,7 +130,8 @@ class CompiledMatcher:
     """One partition's run on a compiled path; see the module docstring."""
 
     def __init__(self, plan: CompiledPlan, partition_key: tuple = (),
-                 config: Config | None = None, cancel: Cancellation | None = None) -> None:
+                 config: Config | None = None, cancel: Cancellation | None = None,
+                 gather: bool = False) -> None:
         self.plan = plan
         self.cancel = cancel or Cancellation()
         self.spec = plan.spec
@@ -167,6 +171,9 @@ class CompiledMatcher:
         self.dfa = D.for_matcher(plan, self.config)[0]
         # Long stretches of rows split into chunks matched on several threads (chunks.py).
         self.splittable = C.unsplittable(self.spec, self.code, plan.within) is None
+        # Rows the split runs gather first (C.gather_rows); 0: every batch is matched.
+        self.gather = C.gather_rows(self.config.split_rows, self.config.threads) \
+            if self.splittable and gather else 0
         # Go4Risk statistics, off (empty) until observe() is called.
         self.stat_state = np.zeros(0, np.int64)
         self.stat_kind = np.zeros(0, np.uint8)
@@ -213,7 +220,8 @@ class CompiledMatcher:
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         if batch.num_rows:
             self._append(batch)
-            self._run()
+            if self.count - self.next_start >= self.gather or len(self.stat_state):
+                self._run()
         return self._take()
 
     def finish(self) -> list[pa.RecordBatch]:
@@ -392,18 +400,20 @@ class CompiledMatcher:
     def _records(self, records: np.ndarray, labels: np.ndarray) -> None:
         if not len(records):
             return
-        records = records.copy()
         kinds = records[:, 0]
         if self.plan.measures is not None and not kinds.any():
-            offsets = records[:, 4].copy()
+            # New arrays only (``records`` and ``labels`` may be the kernel's workspace);
+            # the label codes (variable * 2 + excluded, never negative) are split while
+            # int16, half the work on the main thread of a split run's millions of rows.
             lengths = records[:, 2].copy()
-            total = int(lengths.sum())
-            first = int(offsets[0]) if len(offsets) else 0
-            codes = labels[first:first + total].astype(np.int64)
+            first = int(records[0, 4])
+            codes = labels[first:first + int(lengths.sum())]
             self.pending.append(Matches(
                 starts=records[:, 1] + self.base, lengths=lengths, numbers=records[:, 3].copy(),
-                labels=codes // 2, offsets=offsets - first, excluded=(codes & 1).astype(bool)))
+                labels=(codes >> 1).astype(np.int64), offsets=records[:, 4] - first,
+                excluded=(codes & 1).astype(bool)))
             return
+        records = records.copy()
         names = self.plan.variables
         for kind, start, length, number, offset in records.tolist():
             if kind == 1:
