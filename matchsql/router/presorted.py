@@ -57,9 +57,22 @@ def partition_codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int] 
     """``(codes, count)``: each row's partition as a number in ``[0, count)`` that
     follows DuckDB's ascending NULLS LAST order of the partition keys; None for
     key types handled by the sort only."""
+    encoding = _partition_encoding(table, keys)
+    return None if encoding is None else encoding[:2]
+
+
+#: Per partition key column: its distinct values in order (a NULL last) and each row's
+#: index into them. The grouped column is a take from those few values.
+KeyValues = dict[str, tuple[pa.Array, np.ndarray]]
+
+
+def _partition_encoding(table: pa.Table, keys: list[str]) \
+        -> tuple[np.ndarray, int, KeyValues] | None:
+    """:func:`partition_codes` and the :data:`KeyValues` of the key columns."""
     n = table.num_rows
     codes: np.ndarray | None = None
     count = 1
+    values: KeyValues = {}
     for name in keys:
         column = table.column(name)
         if not _partition_type(column.type):
@@ -75,7 +88,8 @@ def partition_codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int] 
         encoded = pc.dictionary_encode(heads)
         dictionary = encoded.dictionary
         rank = np.empty(len(dictionary) + 1, np.int64)
-        rank[np.asarray(pc.sort_indices(dictionary), np.int64)] = np.arange(len(dictionary))
+        ascending = pc.sort_indices(dictionary)
+        rank[np.asarray(ascending, np.int64)] = np.arange(len(dictionary))
         rank[len(dictionary)] = len(dictionary)  # NULL: after every value
         indices = encoded.indices.fill_null(len(dictionary)) if encoded.null_count \
             else encoded.indices
@@ -84,6 +98,8 @@ def partition_codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int] 
         if len(heads) != n:
             column_codes = np.zeros(n, np.int64) if len(heads) == 1 else \
                 np.repeat(column_codes, np.diff(np.append(starts, n)))
+        values[name] = (pa.concat_arrays([dictionary.take(ascending), pa.nulls(1, column.type)]),
+                        column_codes)
         codes = column_codes if codes is None else codes * width + column_codes
         count *= width
         if count > max(4 * n, 1 << 16):
@@ -94,7 +110,7 @@ def partition_codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int] 
             codes = dense[codes]
             count = int(present.sum())
     assert codes is not None
-    return codes, count
+    return codes, count, values
 
 
 def _run_starts(column: pa.Array) -> np.ndarray:
@@ -201,34 +217,67 @@ def grouped(table: pa.Table, partition_by: list[str], order: list[OrderKey]) -> 
     if result is True:
         return table
     # A take over one chunk per column measured twice as fast as over the export's chunks.
-    return table.combine_chunks().take(result)
+    table = table.combine_chunks()
+    rows = pa.array(result.perm)
+    counts = result.counts[result.counts > 0]
+    firsts = result.perm[np.cumsum(counts) - counts]  # each partition's first row
+    columns = []
+    for i, field in enumerate(table.schema):
+        key = result.keys.get(field.name) if table.schema.get_field_index(field.name) == i \
+            else None
+        if key is None:
+            columns.append(table.column(i).take(rows))
+            continue
+        # A key column from its few distinct values, one run per partition: 5M strings
+        # of 50 partitions measured in less than half the time of their permutation.
+        values, codes = key
+        columns.append(values.take(pa.array(np.repeat(codes[firsts].astype(np.int32), counts))))
+    return pa.Table.from_arrays(columns, schema=table.schema)
 
 
-def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey]):
+@dataclass
+class _Grouping:
+    """The rows of a table in order within partitions, but not grouped by partition."""
+
+    perm: np.ndarray  # the stable permutation that groups the partitions
+    counts: np.ndarray  # rows per partition code
+    keys: KeyValues  # of the partition key columns
+
+
+def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey]) \
+        -> bool | _Grouping | None:
     """None: key types left to the sort; False: out of order; True: in order as it is;
-    else the permutation that groups the partitions (each in order)."""
+    else the :class:`_Grouping` of the partitions (each in order)."""
     n = table.num_rows
     if n < 2:
         return True
     perm = None
     same = None
+    counts = np.zeros(0, np.int64)
+    key_values: KeyValues = {}
     if partition_by:
-        parts = partition_codes(table, partition_by)
+        parts = _partition_encoding(table, partition_by)
         if parts is None or parts[1] > MAX_PARTITIONS:
             return None
-        perm = _grouping(*parts)
-        if parts[1] > 1:  # grouped rows: a partition ends where the counts say
+        codes, count, key_values = parts
+        perm = _grouping(codes, count)
+        if count > 1:  # grouped rows: a partition ends where the counts say
+            counts = np.bincount(codes, minlength=count)
             same = np.ones(n - 1, bool)
-            ends = np.cumsum(np.bincount(parts[0], minlength=parts[1]))[:-1]
+            ends = np.cumsum(counts)[:-1]
             same[ends[(ends > 0) & (ends < n)] - 1] = False
     if order:
         keys = order_values(table, order)
         if keys is None:
             return None
         values, nulls, first = keys
-        if perm is not None:
+        # Rows in order as a whole are in order in each partition (a table in time
+        # order): then the keys need no permutation to be checked partition by partition.
+        if not _adjacent_in_order(values, nulls, first, same if perm is None else None):
+            if perm is None:
+                return False
             values = values[:, perm]
             nulls = nulls[:, perm] if nulls.any() else nulls
-        if not _adjacent_in_order(values, nulls, first, same):
-            return False
-    return True if perm is None else perm
+            if not _adjacent_in_order(values, nulls, first, same):
+                return False
+    return True if perm is None else _Grouping(perm, counts, key_values)
