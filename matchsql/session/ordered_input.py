@@ -71,8 +71,9 @@ def default_ordering(cursor) -> bool:
 
 def input_batches(queries: InputQueries, open_input: Callable[[str], Iterable[pa.RecordBatch]],
                   batch_size: int, cursor) -> Iterator[pa.RecordBatch]:
-    """The rows of ``queries.sorted_sql`` in batches of at most ``batch_size`` rows:
-    from the unsorted query when its rows are in order, else sorted by DuckDB
+    """The rows of ``queries.sorted_sql`` in batches of at most ``batch_size`` rows
+    (:data:`HELD_BATCHES` times that for rows held here): from the unsorted query
+    when its rows are in order, else sorted by DuckDB
     (``cursor``: the input query's, whose settings say what its ORDER BY means)."""
     if ENABLED and queries.sorts and queries.unsorted_sql and default_ordering(cursor):
         table = _held_in_order(queries.unsorted_sql, queries, open_input)
