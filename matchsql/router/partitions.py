@@ -122,9 +122,14 @@ def split(batch: pa.RecordBatch, keys: list[str]) -> Iterator[tuple[tuple, pa.Re
 
 
 def segments(batch: pa.RecordBatch, keys: list[str]) -> list[tuple[int, int]]:
-    """Half-open row ranges of equal partition key within ``batch``."""
+    """Half-open row ranges of equal partition key within ``batch``.
+
+    ``batch`` is sorted by ``keys``: when its first and last rows have the same
+    key, every row between has it too, and the batch is one range (a partition
+    longer than a batch is cut into many such batches).
+    """
     n = batch.num_rows
-    if not keys or n == 1:
+    if not keys or n == 1 or _key_at(batch, keys, 0) == _key_at(batch, keys, n - 1):
         return [(0, n)]
     change = np.zeros(n - 1, dtype=bool)
     for name in keys:

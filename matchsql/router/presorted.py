@@ -58,18 +58,22 @@ def partition_codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int] 
     """``(codes, count)``: each row's partition as a number in ``[0, count)`` that
     follows DuckDB's ascending NULLS LAST order of the partition keys; None for
     key types handled by the sort only."""
-    found = _codes(table, keys)
-    return None if found is None else found[:2]
+    encoding = _partition_encoding(table, keys)
+    return None if encoding is None else encoding[:2]
 
 
-def _codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int, pa.Array | None] | None:
-    """:func:`partition_codes`, and for one key column its value of each code (NULL
-    last): that column of grouped rows is then taken from a few values in cache, not
-    gathered row by row from the whole input (half the cost of the grouping's take)."""
+#: Per partition key column: its distinct values in order (a NULL last) and each row's
+#: index into them. The grouped column is a take from those few values.
+KeyValues = dict[str, tuple[pa.Array, np.ndarray]]
+
+
+def _partition_encoding(table: pa.Table, keys: list[str]) \
+        -> tuple[np.ndarray, int, KeyValues] | None:
+    """:func:`partition_codes` and the :data:`KeyValues` of the key columns."""
     n = table.num_rows
-    values: pa.Array | None = None
     codes: np.ndarray | None = None
     count = 1
+    values: KeyValues = {}
     for name in keys:
         column = table.column(name)
         if not _partition_type(column.type):
@@ -85,12 +89,8 @@ def _codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int, pa.Array 
         encoded = pc.dictionary_encode(heads)
         dictionary = encoded.dictionary
         rank = np.empty(len(dictionary) + 1, np.int64)
-        by_rank = pc.sort_indices(dictionary)
-        rank[np.asarray(by_rank, np.int64)] = np.arange(len(dictionary))
-        if len(keys) == 1:
-            values = dictionary.take(by_rank)
-            if encoded.null_count:
-                values = pa.concat_arrays([values, pa.nulls(1, values.type)])
+        ascending = pc.sort_indices(dictionary)
+        rank[np.asarray(ascending, np.int64)] = np.arange(len(dictionary))
         rank[len(dictionary)] = len(dictionary)  # NULL: after every value
         indices = encoded.indices.fill_null(len(dictionary)) if encoded.null_count \
             else encoded.indices
@@ -99,6 +99,8 @@ def _codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int, pa.Array 
         if len(heads) != n:
             column_codes = np.zeros(n, np.int64) if len(heads) == 1 else \
                 np.repeat(column_codes, np.diff(np.append(starts, n)))
+        values[name] = (pa.concat_arrays([dictionary.take(ascending), pa.nulls(1, column.type)]),
+                        column_codes)
         codes = column_codes if codes is None else codes * width + column_codes
         count *= width
         if count > max(4 * n, 1 << 16):
@@ -206,16 +208,6 @@ def in_order(table: pa.Table, partition_by: list[str], order: list[OrderKey]) ->
     return None if result is None else result is not False
 
 
-@dataclass(frozen=True)
-class _Grouping:
-    """The rows' permutation into partition order, with what rebuilds the one key column."""
-
-    perm: np.ndarray
-    codes: np.ndarray
-    key: int = -1  # the index of the partition column rebuilt from ``values`` by code
-    values: pa.Array | None = None
-
-
 def grouped(table: pa.Table, partition_by: list[str], order: list[OrderKey]) -> pa.Table | None:
     """``table``'s rows grouped by partition in DuckDB's order, each partition in ORDER BY
     order: the rows of the sorted input query; None when the input is not in order
@@ -246,46 +238,73 @@ def _taken(table: pa.Table, grouping: _Grouping, batch_size: int) -> Iterator[pa
     # One chunk per column: a take over it measured twice as fast as over the export's chunks.
     rows = table.combine_chunks()
     del table  # the export's chunks go once combined
-    columns = [None if i == grouping.key else column.chunk(0) if column.num_chunks == 1
-               else column.combine_chunks() for i, column in enumerate(rows.columns)]
+    counts = grouping.counts[grouping.counts > 0]
+    firsts = grouping.perm[np.cumsum(counts) - counts]  # each partition's first row
+    run_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)  # of each grouped row
+    # Per column: the whole column (taken by the permutation), or for a partition key
+    # (whose name does not repeat) its few distinct values and the one of each partition:
+    # 5M strings of 50 partitions measured in less than half the time of their permutation.
+    columns: list[tuple[pa.Array, np.ndarray | None]] = []
+    for i, column in enumerate(rows.columns):
+        name = rows.schema.field(i).name
+        key = grouping.keys.get(name) if rows.schema.get_field_index(name) == i else None
+        if key is None:
+            columns.append((column.chunk(0) if column.num_chunks == 1
+                            else column.combine_chunks(), None))
+        else:
+            values, codes = key
+            columns.append((values, codes[firsts].astype(np.int32)))
     for start in range(0, len(grouping.perm), batch_size):
-        rows_of = pa.array(grouping.perm[start:start + batch_size])
-        codes = None if grouping.values is None else \
-            pa.array(grouping.codes[grouping.perm[start:start + batch_size]])
+        taken = pa.array(grouping.perm[start:start + batch_size])
+        runs = run_of[start:start + batch_size]
         yield pa.RecordBatch.from_arrays(
-            [column.take(rows_of) if column is not None else grouping.values.take(codes)
-             for column in columns], schema=rows.schema)
+            [column.take(taken) if of_run is None else column.take(pa.array(of_run[runs]))
+             for column, of_run in columns], schema=rows.schema)
 
 
-def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey]):
+@dataclass
+class _Grouping:
+    """The rows of a table in order within partitions, but not grouped by partition."""
+
+    perm: np.ndarray  # the stable permutation that groups the partitions
+    counts: np.ndarray  # rows per partition code
+    keys: KeyValues  # of the partition key columns
+
+
+def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey]) \
+        -> bool | _Grouping | None:
     """None: key types left to the sort; False: out of order; True: in order as it is;
-    else the grouping of the partitions (each in order)."""
+    else the :class:`_Grouping` of the partitions (each in order)."""
     n = table.num_rows
     if n < 2:
         return True
     perm = None
     same = None
+    counts = np.zeros(0, np.int64)
+    key_values: KeyValues = {}
     if partition_by:
-        parts = _codes(table, partition_by)
+        parts = _partition_encoding(table, partition_by)
         if parts is None or parts[1] > MAX_PARTITIONS:
             return None
-        perm = _grouping(*parts[:2])
-        if parts[1] > 1:  # grouped rows: a partition ends where the counts say
+        codes, count, key_values = parts
+        perm = _grouping(codes, count)
+        if count > 1:  # grouped rows: a partition ends where the counts say
+            counts = np.bincount(codes, minlength=count)
             same = np.ones(n - 1, bool)
-            ends = np.cumsum(np.bincount(parts[0], minlength=parts[1]))[:-1]
+            ends = np.cumsum(counts)[:-1]
             same[ends[(ends > 0) & (ends < n)] - 1] = False
     if order:
         keys = order_values(table, order)
         if keys is None:
             return None
         values, nulls, first = keys
-        if perm is not None:
+        # Rows in order as a whole are in order in each partition (a table in time
+        # order): then the keys need no permutation to be checked partition by partition.
+        if not _adjacent_in_order(values, nulls, first, same if perm is None else None):
+            if perm is None:
+                return False
             values = values[:, perm]
             nulls = nulls[:, perm] if nulls.any() else nulls
-        if not _adjacent_in_order(values, nulls, first, same):
-            return False
-    if perm is None:
-        return True
-    # -1: no column to rebuild (several keys, or a name that repeats)
-    key = -1 if parts[2] is None else table.schema.get_field_index(partition_by[0])
-    return _Grouping(perm, parts[0], key, parts[2] if key >= 0 else None)
+            if not _adjacent_in_order(values, nulls, first, same):
+                return False
+    return True if perm is None else _Grouping(perm, counts, key_values)

@@ -2,7 +2,7 @@
 
 import pyarrow as pa
 
-from matchsql.router.partitions import SortedPartitionRouter
+from matchsql.router.partitions import SortedPartitionRouter, segments
 
 
 class RecordingRun:
@@ -76,3 +76,13 @@ def test_two_key_columns():
     list(router.finish())
     feeds = [entry[1:] for entry in log if entry[0] == "feed"]
     assert feeds == [((1, "a"), [1, 2]), ((1, "b"), [3]), ((2, "b"), [4])]
+
+
+def test_segments_of_one_key_and_of_keys_equal_only_at_the_ends():
+    # A sorted batch whose first and last keys agree is one range; one whose ends
+    # differ in the second key only is cut wherever a key changes.
+    rb = pa.RecordBatch.from_pydict({"k": [None, None, None], "j": ["a", "a", "a"]})
+    assert segments(rb, ["k", "j"]) == [(0, 3)]
+    rb = pa.RecordBatch.from_pydict({"k": [7, 7, 7, 7], "j": ["a", "a", "b", "c"]})
+    assert segments(rb, ["k", "j"]) == [(0, 2), (2, 3), (3, 4)]
+    assert segments(rb, ["k"]) == [(0, 4)]

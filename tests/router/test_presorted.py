@@ -232,3 +232,21 @@ def test_grouped_batches_keep_columns_whose_names_repeat():
     assert rows.schema.names == ["p", "k", "x", "x"]
     assert [c.to_pylist() for c in rows.columns] == [
         ["a", "a", "b", "b"], [2, 4, 1, 3], [8, 6, 9, 7], ["y", "w", "x", "z"]]
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["b", "a", "é", ""])),
+                          st.one_of(st.none(), st.integers(-2, 2))), max_size=40),
+       st.booleans())
+def test_two_partition_keys_are_rebuilt_with_their_values(rows, runs):
+    # Rows in time order (k), partitions interleaved or (runs) stored one after another:
+    # the grouped key columns, rebuilt from their distinct values, hold DuckDB's rows.
+    if runs:
+        rows = sorted(rows, key=lambda r: (r[0] is None, r[0] or "", r[1] is None, r[1] or 0))
+    table = pa.table({"p": pa.array([r[0] for r in rows], pa.string()),
+                      "q": pa.array([r[1] for r in rows], pa.int8()),
+                      "k": pa.array(range(len(rows)), pa.int64())})
+    got = grouped(table, ["p", "q"], [OrderKey("k")])
+    assert got is not None and got.schema == table.schema
+    expected = _sql("SELECT * FROM data ORDER BY p, q, k", table)
+    assert got.to_pylist() == expected.to_pylist()

@@ -1,4 +1,5 @@
-"""Row-local DEFINE terms evaluated column-wise with Arrow compute kernels.
+"""Row-local DEFINE terms evaluated column-wise with Arrow compute kernels (numpy for
+plain comparisons of numbers).
 
 A term is row-local when it reads only the current row and rows at fixed
 physical offsets from it (``PREV``/``NEXT`` of current-row expressions): then
@@ -12,6 +13,13 @@ compute functions; nothing is evaluated from text. Each term is tried once
 on an empty batch of the input schema, so a type combination Arrow has no
 kernel for is reported as :class:`Unsupported` at planning time, not at run
 time.
+
+A DEFINE conjunct that is one comparison of numeric columns (``PREV``/``NEXT``
+of them) and numeric constants, the common ``price < PREV(price)``, is
+evaluated by :class:`NumericComparison` instead: one numpy comparison over the
+column buffers, no shifted copies and no NULL-propagating temporaries (the
+Arrow route took most of the row-local path's matching time). A conjunct's
+NULL is false, so the truth array is all it has to give.
 """
 
 from __future__ import annotations
@@ -47,10 +55,14 @@ class PartitionEdges:
 
     def __init__(self, bounds: np.ndarray) -> None:
         self.bounds = bounds
-        self._masks: dict[int, pa.Array] = {}
+        self._masks: dict[int, np.ndarray] = {}
 
     def outside(self, delta: int) -> pa.Array:
         """True where the row ``delta`` away is in another partition."""
+        return pa.array(self.outside_rows(delta))
+
+    def outside_rows(self, delta: int) -> np.ndarray:
+        """:meth:`outside` as a numpy ``bool`` array."""
         mask = self._masks.get(delta)
         if mask is None:
             b = self.bounds - self.bounds[0]
@@ -60,12 +72,14 @@ class PartitionEdges:
                 mask = rows - np.repeat(b[:-1], lengths) < -delta
             else:  # fewer than delta rows after it
                 mask = np.repeat(b[1:], lengths) - rows - 1 < delta
-            mask = self._masks[delta] = pa.array(mask)
+            self._masks[delta] = mask
         return mask
 
 _NULL = pa.scalar(None, pa.bool_())
 _COMPARE = {exp.LT: "less", exp.LTE: "less_equal", exp.GT: "greater",
             exp.GTE: "greater_equal", exp.EQ: "equal", exp.NEQ: "not_equal"}
+_NUMPY_COMPARE = {exp.LT: np.less, exp.LTE: np.less_equal, exp.GT: np.greater,
+                  exp.GTE: np.greater_equal, exp.EQ: np.equal, exp.NEQ: np.not_equal}
 _ARITH = {exp.Add: "add_checked", exp.Sub: "subtract_checked", exp.Mul: "multiply_checked"}
 
 
@@ -147,7 +161,44 @@ class RowLocalCompiler:
                               f"{exc}") from None
         if not (pa.types.is_boolean(result.type) or pa.types.is_null(result.type)):
             raise Unsupported(f"{describe(term)} is not a boolean condition")
-        return fn
+        fast = self.numeric_comparison(term, fn)
+        if fast is None:
+            return fn
+        fast(empty, 0)
+        return fast
+
+    def numeric_comparison(self, term: exp.Expression, fn: Term) -> NumericComparison | None:
+        """``term`` as a :class:`NumericComparison` (``fn``: its Arrow form, for NaNs),
+        or None when it is not one comparison of numeric operands."""
+        op = _NUMPY_COMPARE.get(type(term))
+        if op is None:
+            return None
+        operands = [self.numeric_operand(side) for side in (term.this, term.expression)]
+        if None in operands or all(o.column is None for o in operands):
+            return None
+        return NumericComparison(op, operands[0], operands[1], fn)
+
+    def numeric_operand(self, node: exp.Expression) -> Operand | None:
+        """A numeric column read at a fixed offset, or a numeric constant; else None."""
+        sign = 1
+        if isinstance(node, exp.Neg) and isinstance(node.this, Const):  # a negative literal
+            node, sign = node.this, -1
+        if isinstance(node, Const):
+            value = node.value
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return None
+            if isinstance(value, int):  # BIGINT as the Arrow form has it, negated exactly
+                if not -(1 << 63) < value < 1 << 63:
+                    return None
+                return Operand(None, 0, np.int64(sign * value))
+            return Operand(None, 0, np.float64(sign * value))
+        if not isinstance(node, Pointer) or node.column is None:
+            return None
+        field = self.spec.columns.field(node.column)
+        if not _numpy_numeric(field.type):
+            return None
+        self.pointer(node)  # the same checks as the Arrow form (which passed them)
+        return Operand(node.column, node.position.physical, None)
 
     def node(self, node: exp.Expression) -> Term:
         if isinstance(node, Const):
@@ -247,6 +298,80 @@ class RowLocalCompiler:
         return lambda cols, n: _shift(cols[name], n, delta, cols.get(EDGES))
 
 
+def _numpy_numeric(type_: pa.DataType) -> bool:
+    """Types numpy compares as Arrow does: integers (not uint64, which would meet int64
+    as float64 in numpy) and 32/64-bit floats."""
+    return (pa.types.is_integer(type_) and type_ != pa.uint64()) \
+        or type_ in (pa.float32(), pa.float64())
+
+
+class Operand:
+    """One side of a :class:`NumericComparison`: ``column`` read ``delta`` rows away,
+    or (``column`` None) the constant ``value``."""
+
+    __slots__ = ("column", "delta", "value")
+
+    def __init__(self, column: str | None, delta: int, value: np.generic | None) -> None:
+        self.column = column
+        self.delta = delta
+        self.value = value
+
+
+class NumericComparison:
+    """A comparison of numbers as one numpy pass; its value is the conjunct's truth
+    (NULL false) as a ``bool`` array. A float column holding NaN is left to the Arrow
+    form ``slow`` (DuckDB orders NaN above every number, numpy leaves it unordered)."""
+
+    def __init__(self, op: np.ufunc, left: Operand, right: Operand, slow: Term) -> None:
+        self.op = op
+        self.left = left
+        self.right = right
+        self.slow = slow
+
+    def __call__(self, cols: Columns, n: int) -> np.ndarray | Value:
+        left, right = self.left, self.right
+        # Rows whose operands both exist in the buffer: [lo, hi).
+        lo = max(0, -left.delta, -right.delta)
+        hi = max(lo, min(n, n - left.delta, n - right.delta))
+        out = np.zeros(n, bool)
+        a, a_valid = _side(cols, left, lo, hi)
+        b, b_valid = _side(cols, right, lo, hi)
+        if a is None or b is None:
+            return self.slow(cols, n)
+        self.op(a, b, out=out[lo:hi])
+        for valid in (a_valid, b_valid):
+            if valid is not None:
+                out[lo:hi] &= valid
+        edges = cols.get(EDGES)
+        if edges is not None:
+            for delta in {left.delta, right.delta} - {0}:
+                out &= ~edges.outside_rows(delta)
+        return out
+
+
+def _side(cols: Columns, side: Operand, lo: int, hi: int) \
+        -> tuple[np.ndarray | np.generic | None, np.ndarray | None]:
+    """``(values, valid)`` of rows ``[lo, hi)`` of ``side`` (valid None: no NULLs);
+    values None where a NaN needs the Arrow route."""
+    if side.column is None:
+        return side.value, None
+    array = cols[side.column]
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if hi <= lo:
+        return np.zeros(0), None
+    values = np.frombuffer(array.buffers()[1], dtype=array.type.to_pandas_dtype(),
+                           count=len(array) + array.offset)[array.offset:]
+    values = values[lo + side.delta:hi + side.delta]
+    valid = None
+    if array.null_count:
+        valid = array.is_valid().to_numpy(zero_copy_only=False)[lo + side.delta:hi + side.delta]
+    if values.dtype.kind == "f" and bool(np.isnan(values[valid] if valid is not None
+                                                  else values).any()):
+        return None, None
+    return values, valid
+
+
 def _scalar(value: object) -> pa.Scalar:
     """A bound constant as an Arrow scalar (integers beyond BIGINT as DOUBLE)."""
     if value is None:
@@ -268,6 +393,9 @@ def evaluate(terms: list[Term], columns: Columns, n: int) -> np.ndarray:
     out = np.ones(n, np.uint8)
     for term in terms:
         v = term(columns, n)
+        if isinstance(v, np.ndarray):
+            out &= v.view(np.uint8)
+            continue
         if isinstance(v, pa.Scalar):
             if v.as_py() is not True:
                 out[:] = 0
