@@ -38,12 +38,13 @@ def model(lengths: list[int], skip_next: bool, errors: set[int]) -> C.WindowCall
     ``max(1, lengths[a])`` rows, and fails with ST_THREADS at the rows of ``errors``."""
     n = len(lengths)
 
-    def call(start: int, limit: int) -> C.Run:
+    def call(start: int, limit: int, final: bool = True) -> C.Run:
         a, records, labels = start, [], []
         while a < n:
             if a in errors:
                 return C.Run(K.ST_THREADS, a, a, _records(records), np.array(labels, np.int16))
-            if a + max(1, lengths[a]) > limit:
+            # Not final: an attempt that reads the last row may depend on rows to come.
+            if a + max(1, lengths[a]) > limit - (0 if final else 1):
                 return C.Run(K.ST_WAIT, a, -1, _records(records), np.array(labels, np.int16))
             if lengths[a]:
                 records.append((0, a, lengths[a], 0, len(labels)))

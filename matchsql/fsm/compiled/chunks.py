@@ -86,9 +86,11 @@ class Run(NamedTuple):
 NO_RECORDS = np.zeros((0, 5), np.int64)
 NO_LABELS = np.zeros(0, np.int16)
 
-#: ``call(start, limit)``: the run deciding the attempts from ``start`` that read no row
-#: at or past ``limit`` (``limit`` is the caller's end: then it ends as the sequential run).
-WindowCall = Callable[[int, int], Run]
+#: ``call(start, limit, final=True)``: the run deciding the attempts from ``start`` that
+#: read no row at or past ``limit`` (``limit`` is the caller's end: then, when ``final``,
+#: it ends as the sequential run; not ``final``, an attempt still open at the end stops
+#: the run there as if more rows could come).
+WindowCall = Callable[..., Run]
 
 
 def unsplittable(spec: MatchSpec, code: np.ndarray, within: object) -> str | None:
@@ -158,10 +160,15 @@ def match_chunks(call: WindowCall, chunk_starts: list[int], stop: int,
     the chunks (on ``submit``'s threads; inline without it) and the fix-up, whose re-runs
     start with ``first_step`` rows."""
     ends = [*chunk_starts[1:], stop]
+    # The last of several chunks is not run to the end as the sequential run would be: an
+    # attempt open there would fail at the end and the attempt from every later start row
+    # read to the end again, work that the sequential run may never do (an earlier attempt
+    # stops it with ST_SPAN first). It stops at its open attempt; the fix-up re-runs the rest.
+    finals = [True] * (len(chunk_starts) - 1) + [len(chunk_starts) == 1]
     if submit is None:
-        guesses = [call(s, e) for s, e in zip(chunk_starts, ends)]
+        guesses = [call(s, e, f) for s, e, f in zip(chunk_starts, ends, finals)]
     else:
-        futures = [submit(call, s, e) for s, e in zip(chunk_starts, ends)]
+        futures = [submit(call, s, e, f) for s, e, f in zip(chunk_starts, ends, finals)]
         guesses = [f.result() for f in futures]
     for guess in guesses:
         if guess.status == K.ST_CANCELLED:
@@ -188,7 +195,8 @@ def match_chunks(call: WindowCall, chunk_starts: list[int], stop: int,
             guess = guesses[k]
             keep(pieces, guess, int(np.searchsorted(guess.records[:, 1], a, "left")),
                   len(guess.records))
-            if k == len(guesses) - 1 and guess.status < K.ST_THREADS:
+            if k == len(guesses) - 1 and guess.status < K.ST_THREADS and \
+                    (finals[k] or guess.status == K.ST_DONE):
                 return joined(guess, pieces)
             a, step = guess.stop, first_step
             continue

@@ -330,8 +330,8 @@ class CompiledMatcher:
         """Decide the attempts from ``starts[0]`` in chunks on the chunk pool
         (:func:`chunks.match_chunks`); the kernel's ``(status, err_row)``."""
 
-        def window(start: int, limit: int) -> C.Run:
-            return self._window(start, limit, dfa, columns, params)
+        def window(start: int, limit: int, final: bool = True) -> C.Run:
+            return self._window(start, limit, dfa, columns, params, final)
 
         # Tiny chunks (tests) re-run in tiny steps, so that the fix-up re-synchronises.
         run = C.match_chunks(window, starts, int(params[K.K_LIMIT]),
@@ -348,7 +348,7 @@ class CompiledMatcher:
         return run.status, run.err_row
 
     def _window(self, start: int, limit: int, dfa: D.Dfa | None, columns: dict,
-                params: np.ndarray) -> C.Run:
+                params: np.ndarray, final: bool = True) -> C.Run:
         """The kernel from buffer row ``start`` with look-ahead limit ``limit``, over the
         rows it can read, as the sequential run reads its buffer: from ``lookback`` rows
         before ``start`` to ``ahead`` rows past ``limit``. The DEFINE terms are evaluated
@@ -361,7 +361,7 @@ class CompiledMatcher:
         p[K.K_ROWS] = w1 - w0
         p[K.K_BASE] = self.base + w0
         p[K.K_LIMIT] = limit - w0
-        p[K.K_COMPLETE] = int(self.complete and w1 == n)
+        p[K.K_COMPLETE] = int(final and self.complete and w1 == n)
         p[K.K_NEXT] = start - w0
         p[K.K_MN] = 0
         p[K.K_COVERED] = start - w0 - 1
