@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -23,8 +24,9 @@ import matchsql
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
+from matchsql.fsm.compiled import batch as batch_module
 from matchsql.plan.spec import SkipMode
-from matchsql.planner import new_partition_matcher
+from matchsql.planner import new_partition_matcher, whole_partitions
 from tests.fsm.specs import make_spec
 
 QUERY = """SELECT * FROM t MATCH_RECOGNIZE (
@@ -142,3 +144,33 @@ def test_a_cancelled_kernel_stops_with_the_interrupt_error(path):
     with pytest.raises(ExecutionError, match="^statement interrupted$"):
         matcher.feed(batch)
         matcher.finish()
+
+
+def test_an_interrupt_while_whole_partitions_are_output_ends_the_call(monkeypatch):
+    """Partitions matched together (fsm/compiled/batch.py) whose kernels all ran before the
+    interrupt: turning their labels into output (quadratic in rows for long matches under
+    SKIP TO NEXT ROW) polls it, rather than finishing the batch first."""
+    rows = [{"p": i % 3, "id": i, "x": i % 10} for i in range(300)]
+    spec = make_spec(rows, "A+ C", define={"A": "x >= 0", "C": "id >= 290"},
+                     skip=SkipMode.TO_NEXT_ROW, partition_by=["p"], order_by=["p", "id"],
+                     measures=[("m", "MATCH_NUMBER()", pa.int64())])
+    cancel = Cancellation()
+    matcher, why = whole_partitions(spec, Config(execution_path="row_local"))
+    assert matcher is not None, why
+    calls = []
+    run = batch_module.D.run
+
+    def run_then_cancel(*args):
+        result = run(*args)
+        calls.append(1)
+        if len(calls) == 3:  # the last partition's kernel call: cancelled after it returned
+            cancel.cancel()
+        return result
+
+    monkeypatch.setattr(batch_module.D, "run", run_then_cancel)
+    ordered = sorted(rows, key=lambda r: (r["p"], r["id"]))
+    batch = pa.RecordBatch.from_pylist(ordered, schema=spec.columns)
+    bounds = np.array([0, 100, 200, 300])
+    with pytest.raises(ExecutionError, match="^statement interrupted$"):
+        matcher.match(batch, bounds, cancel)
+    assert len(calls) == 3

@@ -82,7 +82,8 @@ class WholePartitions:
         ``bounds`` starts at 0 and ends at ``batch.num_rows``. Calls for several
         statements may share this object: the statement's ``cancel`` comes per call.
         """
-        flag = (cancel or Cancellation()).flag
+        cancel = cancel or Cancellation()
+        flag = cancel.flag
         n = batch.num_rows
         if n == 0:
             return []
@@ -142,16 +143,24 @@ class WholePartitions:
                 raise_status(self.spec, self.config, int(status), int(err_row))
         if not pieces:
             return []
-        return [self._output(batch, pieces)]
+        return [self._output(batch, pieces, cancel)]
 
-    def _output(self, batch: pa.RecordBatch,
-                pieces: list[tuple[np.ndarray, np.ndarray]]) -> pa.RecordBatch:
+    def _output(self, batch: pa.RecordBatch, pieces: list[tuple[np.ndarray, np.ndarray]],
+                cancel: Cancellation) -> pa.RecordBatch:
         records = np.concatenate([r for r, _ in pieces])
         shift = np.cumsum([0] + [len(lab) for _, lab in pieces[:-1]])
         offsets = np.concatenate([r[:, 4] + s for (r, _), s in zip(pieces, shift)])
-        codes = np.concatenate([lab for _, lab in pieces]).astype(np.int64)
+        # Long matches under SKIP TO NEXT ROW hold labels quadratic in the rows: split
+        # per partition (label codes are variable * 2 + excluded), the interrupt polled
+        # between partitions rather than after one pass over them all.
+        labels, excluded = [], []
+        for _, lab in pieces:
+            cancel.check()
+            labels.append((lab >> 1).astype(np.int64))
+            excluded.append((lab & 1).astype(bool))
         matches = Matches(starts=records[:, 1].copy(), lengths=records[:, 2].copy(),
-                          numbers=records[:, 3].copy(), labels=codes // 2, offsets=offsets,
-                          excluded=(codes & 1).astype(bool))
+                          numbers=records[:, 3].copy(), labels=np.concatenate(labels),
+                          offsets=offsets, excluded=np.concatenate(excluded))
+        cancel.check()
         rows = Rows(pa.Table.from_batches([batch]), 0, batch.num_rows, True)
         return output_batch(self.spec, self.plan.measures, matches, rows)
