@@ -20,18 +20,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 import matchsql
-from bench.paths import QUERIES, engine_only, spec_for
+from bench.paths import QUERIES, engine_only, in_fresh_cache, spec_for
 from matchsql.config import Config
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled.matcher import NO_WITHIN, CompiledPlan, kernel_params
@@ -76,15 +72,7 @@ print(json.dumps([time.perf_counter() - wall, time.process_time() - cpu, compile
 
 def cold(sql: str) -> tuple[float, float, list[str]]:
     """(compile CPU s, compile wall s, functions compiled) of ``sql``'s first run."""
-    runs = []
-    with tempfile.TemporaryDirectory(prefix="matchsql-numba-") as cache:
-        env = {**os.environ, "NUMBA_CACHE_DIR": cache,
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                           os.environ.get("PYTHONPATH")]))}
-        for _ in range(2):
-            done = subprocess.run([sys.executable, "-c", COLD_SCRIPT], input=sql, env=env,
-                                  capture_output=True, text=True, check=True, cwd=ROOT)
-            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    runs = in_fresh_cache(COLD_SCRIPT, sql)
     (wall0, cpu0, names), (wall1, cpu1, _) = runs
     return cpu0 - cpu1, wall0 - wall1, names
 

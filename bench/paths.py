@@ -238,6 +238,23 @@ print(json.dumps(times))
 """
 
 
+def in_fresh_cache(script: str, sql: str, runs: int = 2) -> list:
+    """The JSON of the last line that ``script`` prints when run on ``sql`` (its stdin) in
+    ``runs`` fresh processes one after another, all with one new, empty numba cache:
+    the first compiles, the later ones load what it cached."""
+    root = Path(__file__).resolve().parent.parent
+    out = []
+    with tempfile.TemporaryDirectory(prefix="matchsql-numba-") as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache,
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(root),
+                                                           os.environ.get("PYTHONPATH")]))}
+        for _ in range(runs):
+            done = subprocess.run([sys.executable, "-c", script], input=sql, env=env,
+                                  capture_output=True, text=True, check=True, cwd=root)
+            out.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return out
+
+
 def cold_compile(sql: str) -> tuple[float, float, float]:
     """(first run s with an empty numba cache, first run s with that cache filled,
     second run s) of ``sql``, each in a fresh process.
@@ -246,18 +263,8 @@ def cold_compile(sql: str) -> tuple[float, float, float]:
     that the first query triggers (numba's among them) and the warm one also
     loads the compiled kernels from the cache.
     """
-    root = Path(__file__).resolve().parent.parent
-    firsts = []
-    with tempfile.TemporaryDirectory(prefix="matchsql-numba-") as cache:
-        env = {**os.environ, "NUMBA_CACHE_DIR": cache,
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(root),
-                                                           os.environ.get("PYTHONPATH")]))}
-        for _ in range(2):
-            done = subprocess.run([sys.executable, "-c", COLD_SCRIPT], input=sql, env=env,
-                                  capture_output=True, text=True, check=True, cwd=root)
-            first, second = json.loads(done.stdout.strip().splitlines()[-1])
-            firsts.append(first)
-    return firsts[0], firsts[1], second
+    (cold, _), (filled, second) = in_fresh_cache(COLD_SCRIPT, sql)
+    return cold, filled, second
 
 
 def pandas_baseline(trades: pa.Table, rows: int) -> tuple[float, float] | None:
