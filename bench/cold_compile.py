@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 import matchsql
-from bench.paths import QUERIES, engine_only, in_fresh_cache, spec_for
+from bench.paths import FRESH_SETUP, QUERIES, engine_only, in_fresh_cache, spec_for
 from matchsql.config import Config
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled.matcher import NO_WITHIN, CompiledPlan, kernel_params
@@ -39,11 +39,8 @@ SHAPES = {**{k: v for k, v in QUERIES.items() if k.startswith("Q")},
              for k, v in QUERIES.items() if k.startswith("Q")},
           **{k: v for k, v in QUERIES.items() if not k.startswith("Q")}}
 
-COLD_SCRIPT = """
-import json, sys, time
+COLD_SCRIPT = FRESH_SETUP + """
 from numba.core import event
-import matchsql
-from matchsql.storage.demo import synthetic_trades
 
 class Compiles(event.Listener):
     def __init__(self):
@@ -58,12 +55,6 @@ class Compiles(event.Listener):
 
 compiles = Compiles()
 event.register("numba:compile", compiles)
-con = matchsql.connect(demo=False, threads=1)
-con.duckdb.register("trade_src", synthetic_trades(2000, 3))
-con.sql("CREATE TABLE trade AS SELECT * FROM trade_src")
-con.sql("CREATE VIEW orders AS SELECT symbol AS custkey, ts AS orderdate, "
-        "price AS totalprice FROM trade")
-sql = sys.stdin.read()
 wall, cpu = time.perf_counter(), time.process_time()
 con.sql(sql).fetchall()
 print(json.dumps([time.perf_counter() - wall, time.process_time() - cpu, compiles.names]))
