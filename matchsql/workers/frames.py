@@ -63,8 +63,9 @@ def pack(entries: list[Any], batches: list[pa.RecordBatch],
 def unpack(payload: bytes) -> tuple[list[Any], list[pa.RecordBatch]]:
     """The entries and batches of a :func:`pack` payload; the batches own their memory."""
     (size,) = _LEN.unpack_from(payload, 0)
-    entries = pickle.loads(payload[_LEN.size:_LEN.size + size])
-    rest = payload[_LEN.size + size:]
+    view = memoryview(payload)  # slices of a view copy nothing (of bytes they copy the rows)
+    entries = pickle.loads(view[_LEN.size:_LEN.size + size])
+    rest = view[_LEN.size + size:]
     if not rest:
         return entries, []
     return entries, list(pa.ipc.open_stream(pa.py_buffer(rest)))
