@@ -9,3 +9,7 @@
 
 Which path a query takes is decided in :mod:`matchsql.planner`.
 """
+
+from matchsql.compile_cache import use_keyed_cache
+
+use_keyed_cache()  # before any kernel below is defined: see compile_cache
