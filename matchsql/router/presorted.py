@@ -35,7 +35,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from matchsql.router.grouping import grouping_order, partitions_in_order, short_string_codes
+from matchsql.router.grouping import (
+    grouping_order,
+    partitions_in_order,
+    short_string_codes,
+)
 
 
 @dataclass(frozen=True)
@@ -118,21 +122,29 @@ def _distinct(column: pa.Array) -> tuple[pa.Array, np.ndarray, bool]:
     index into them, a NULL's -1 or ``len(dictionary)``. Short strings (symbols,
     codes) are encoded by a compiled pass over their buffers (measured 2.5x faster
     than dictionary_encode on 5M symbols of 50 values); other strings and types by Arrow."""
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-        validity, offsets, data = column.buffers()
-        wide = np.int64 if pa.types.is_large_string(column.type) else np.int32
-        n = len(column)
-        codes, firsts, has_null, done = short_string_codes(
-            np.frombuffer(offsets, wide)[column.offset:column.offset + n + 1],
-            np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8),
-            np.frombuffer(validity, np.uint8) if validity is not None and column.null_count
-            else np.zeros(0, np.uint8), column.offset, MAX_PARTITIONS)
+    buffers = _string_buffers(column)
+    if buffers is not None:
+        codes, firsts, has_null, done = short_string_codes(*buffers, MAX_PARTITIONS)
         if done:
             return column.take(pa.array(firsts)), codes, has_null
     encoded = pc.dictionary_encode(column)
     indices = encoded.indices.fill_null(len(encoded.dictionary)) if encoded.null_count \
         else encoded.indices
     return encoded.dictionary, np.asarray(indices), bool(encoded.null_count)
+
+
+def _string_buffers(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
+    """A string column as the compiled passes of router/grouping.py read it: its
+    offsets (from its first row), bytes, validity bitmap (empty: no NULL) and the
+    bit of its first row; None for other types."""
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        return None
+    validity, offsets, data = column.buffers()
+    wide = np.int64 if pa.types.is_large_string(column.type) else np.int32
+    return (np.frombuffer(offsets, wide)[column.offset:column.offset + len(column) + 1],
+            np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8),
+            np.frombuffer(validity, np.uint8) if validity is not None and column.null_count
+            else np.zeros(0, np.uint8), column.offset)
 
 
 def _run_starts(column: pa.Array) -> np.ndarray:
