@@ -279,3 +279,17 @@ def test_more_distinct_short_strings_than_partitions_are_counted_by_arrow(monkey
     table = pa.table({"p": pa.array(["d", "c", "b", "a", "c", None])})
     codes, count = partition_codes(table, ["p"])
     assert codes.tolist() == [3, 2, 1, 0, 2, 4] and count == 5
+
+
+def test_unread_columns_come_as_nulls_only_where_rows_are_regrouped():
+    table = pa.table({"p": ["b", "a", "b", "a"], "k": [1, 2, 3, 4], "x": [9, 8, 7, 6]})
+    rows = pa.Table.from_batches(list(grouped_batches(table, ["p"], [OrderKey("k")], 3,
+                                                      frozenset({"k"}))))
+    assert rows.schema == table.schema
+    assert rows.column("p").to_pylist() == ["a", "a", "b", "b"]
+    assert rows.column("x").to_pylist() == [8, 6, 9, 7]
+    assert rows.column("k").null_count == 4  # checked in order, then not taken
+    ordered = table.take([1, 3, 0, 2])  # grouped already: the rows as they are
+    rows = pa.Table.from_batches(list(grouped_batches(ordered, ["p"], [OrderKey("k")], 3,
+                                                      frozenset({"k"}))))
+    assert rows.equals(ordered)
