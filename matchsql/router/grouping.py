@@ -98,8 +98,8 @@ def short_string_codes(offsets: np.ndarray, data: np.ndarray, validity: np.ndarr
     bits = 8
     keys = np.zeros(1 << bits, np.uint64)  # 0: a free slot (every key is non-zero)
     slot_codes = np.empty(1 << bits, np.int32)
-    firsts = np.empty(16, np.int64)
-    values = np.empty(16, np.uint64)
+    firsts = np.empty(limit + 1, np.int64)  # untouched pages cost nothing
+    values = np.empty(limit + 1, np.uint64)
     count = 0
     has_null = False
     has_validity = len(validity) > 0
@@ -124,9 +124,6 @@ def short_string_codes(offsets: np.ndarray, data: np.ndarray, validity: np.ndarr
         if keys[pos] == 0:
             if count == limit:
                 return codes, firsts[:count], has_null, False
-            if count == len(firsts):
-                firsts = np.concatenate((firsts, np.empty(count, np.int64)))
-                values = np.concatenate((values, np.empty(count, np.uint64)))
             keys[pos] = key
             slot_codes[pos] = count
             firsts[count] = i

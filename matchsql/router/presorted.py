@@ -141,10 +141,19 @@ def _string_buffers(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarra
         return None
     validity, offsets, data = column.buffers()
     wide = np.int64 if pa.types.is_large_string(column.type) else np.int32
+    nothing = _read_only(np.zeros(0, np.uint8))
     return (np.frombuffer(offsets, wide)[column.offset:column.offset + len(column) + 1],
-            np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8),
+            np.frombuffer(data, np.uint8) if data is not None else nothing,
             np.frombuffer(validity, np.uint8) if validity is not None and column.null_count
-            else np.zeros(0, np.uint8), column.offset)
+            else nothing, column.offset)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """``array`` marked read-only, as arrays over Arrow buffers are: numba compiles one
+    variant of a kernel per writability (0.4 s each on an empty cache), so the compiled
+    passes always get read-only arrays."""
+    array.flags.writeable = False
+    return array
 
 
 def _run_starts(column: pa.Array) -> np.ndarray:
@@ -195,6 +204,7 @@ def order_values(table: pa.Table, keys: list[OrderKey]) \
         values = columns[0].reshape(1, n)
     else:
         values = np.stack(columns) if columns else np.zeros((0, n), np.int64)
+    values = _read_only(values)  # a column's own buffer where it could be, else a copy
     if any(flags is not None for flags in null_flags):
         nulls = np.zeros((len(keys), n), bool)
         for k, flags in enumerate(null_flags):
