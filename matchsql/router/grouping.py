@@ -50,13 +50,15 @@ def partitions_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls
                         nulls_first: np.ndarray) -> bool:
     """Whether the rows of each partition (``codes``, ``[0, count)``), in input order, are
     in the order of the keys ``values[k, row]`` (ascending; ``nulls[k, row]`` NULL, where
-    ``nulls`` has rows, placed first or last by ``nulls_first[k]``); ties are in order."""
+    ``nulls`` has rows, placed first or last by ``nulls_first[k]``); ties are in order.
+    Empty ``codes``: one partition (no array of zeros to write and read)."""
     n = values.shape[1]
     keys = values.shape[0]
     has_nulls = nulls.shape[1] == n
+    has_codes = len(codes) > 0
     previous = np.full(count, -1, np.int64)
     for i in range(n):
-        c = codes[i]
+        c = codes[i] if has_codes else 0
         j = previous[c]
         previous[c] = i
         if j < 0:

@@ -223,6 +223,7 @@ def _float_order(x: np.ndarray) -> np.ndarray:
 
 
 MAX_PARTITIONS = 1 << 16  # more: DuckDB sorts
+_ONE_PARTITION = np.zeros(0, np.int64)  # the codes of rows all in one partition
 
 
 def in_order(table: pa.Table, partition_by: list[str], order: list[OrderKey]) -> bool | None:
@@ -321,7 +322,7 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey]) \
     n = table.num_rows
     if n < 2:
         return True
-    codes = np.zeros(n, np.int64)
+    codes = _ONE_PARTITION
     count = 1
     key_values: KeyValues = {}
     if partition_by:
@@ -333,7 +334,7 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey]) \
         keys = order_values(table, order)
         if keys is None:
             return None
-        if not partitions_in_order(codes, count, *keys):
+        if not partitions_in_order(codes if count > 1 else _ONE_PARTITION, count, *keys):
             return False
     if count == 1:
         return True

@@ -44,3 +44,13 @@ def test_partitions_in_order_compares_rows_of_one_partition(rows, nulls_first):
     if not any(r[1] is None for r in rows):  # no NULLs: the flags may be left out
         assert partitions_in_order(codes, 3, values, np.zeros((2, 0), bool),
                                    np.array([nulls_first, False])) == expected
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.lists(st.integers(0, 3), max_size=20))
+def test_no_codes_is_one_partition(keys):
+    values = np.array(keys, np.int64).reshape(1, -1)
+    expected = keys == sorted(keys)
+    for codes in (np.zeros(0, np.int64), np.zeros(len(keys), np.int64)):
+        assert partitions_in_order(codes, 1, values, np.zeros((1, 0), bool),
+                                   np.zeros(1, bool)) == expected
