@@ -5,11 +5,11 @@ DuckDB's sort of the whole input gives that at a price (1M trades, one
 thread: 59 ms for the sorted export against 18 ms unsorted, where the whole
 row-local ``A B+ C+`` took about 75 ms), while data very often arrives in
 order already: a table loaded in time order,
-a ``_seq`` column, Parquet written in order. For such input a stable sort of
-small partition numbers (numpy sorts integers of at most 16 bits by radix, in
-linear time) is all the grouping needed, and one vectorised pass over the
-ORDER BY keys of adjacent rows tells whether each partition is in order. No
-compiled kernel: nothing to compile on the first query.
+a ``_seq`` column, Parquet written in order. For such input a counting sort of
+small partition numbers is all the grouping needed, and one pass comparing
+each row's ORDER BY keys with the previous row of its partition tells whether
+each partition is in order (compiled passes of router/grouping.py, in the
+on-disk numba cache after the first query).
 
 The result must be an order DuckDB's sort could have produced:
 
@@ -34,6 +34,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from matchsql.router.grouping import (
+    grouping_order,
+    partitions_in_order,
+    short_string_codes,
+)
 
 
 @dataclass(frozen=True)
@@ -86,16 +92,13 @@ def _partition_encoding(table: pa.Table, keys: list[str]) \
             else None
         heads = column.take(pa.array(starts)) if starts is not None and len(starts) * 8 <= n \
             else column
-        encoded = pc.dictionary_encode(heads)
-        dictionary = encoded.dictionary
+        dictionary, indices, has_null = _distinct(heads)
         rank = np.empty(len(dictionary) + 1, np.int64)
         ascending = pc.sort_indices(dictionary)
         rank[np.asarray(ascending, np.int64)] = np.arange(len(dictionary))
-        rank[len(dictionary)] = len(dictionary)  # NULL: after every value
-        indices = encoded.indices.fill_null(len(dictionary)) if encoded.null_count \
-            else encoded.indices
-        width = len(dictionary) + (1 if encoded.null_count else 0)
-        column_codes = rank[np.asarray(indices)]
+        rank[len(dictionary)] = len(dictionary)  # NULL (index -1 or len): after every value
+        width = len(dictionary) + (1 if has_null else 0)
+        column_codes = rank[indices]
         if len(heads) != n:
             column_codes = np.zeros(n, np.int64) if len(heads) == 1 else \
                 np.repeat(column_codes, np.diff(np.append(starts, n)))
@@ -114,6 +117,45 @@ def _partition_encoding(table: pa.Table, keys: list[str]) \
     return codes, count, values
 
 
+def _distinct(column: pa.Array) -> tuple[pa.Array, np.ndarray, bool]:
+    """``(dictionary, indices, has_null)``: ``column``'s distinct values and each row's
+    index into them, a NULL's -1 or ``len(dictionary)``. Short strings (symbols,
+    codes) are encoded by a compiled pass over their buffers (measured 2.5x faster
+    than dictionary_encode on 5M symbols of 50 values); other strings and types by Arrow."""
+    buffers = _string_buffers(column)
+    if buffers is not None:
+        codes, firsts, has_null, done = short_string_codes(*buffers, MAX_PARTITIONS)
+        if done:
+            return column.take(pa.array(firsts)), codes, has_null
+    encoded = pc.dictionary_encode(column)
+    indices = encoded.indices.fill_null(len(encoded.dictionary)) if encoded.null_count \
+        else encoded.indices
+    return encoded.dictionary, np.asarray(indices), bool(encoded.null_count)
+
+
+def _string_buffers(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
+    """A string column as the compiled passes of router/grouping.py read it: its
+    offsets (from its first row), bytes, validity bitmap (empty: no NULL) and the
+    bit of its first row; None for other types."""
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        return None
+    validity, offsets, data = column.buffers()
+    wide = np.int64 if pa.types.is_large_string(column.type) else np.int32
+    nothing = _read_only(np.zeros(0, np.uint8))
+    return (np.frombuffer(offsets, wide)[column.offset:column.offset + len(column) + 1],
+            np.frombuffer(data, np.uint8) if data is not None else nothing,
+            np.frombuffer(validity, np.uint8) if validity is not None and column.null_count
+            else nothing, column.offset)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """``array`` marked read-only, as arrays over Arrow buffers are: numba compiles one
+    variant of a kernel per writability (0.4 s each on an empty cache), so the compiled
+    passes always get read-only arrays."""
+    array.flags.writeable = False
+    return array
+
+
 def _run_starts(column: pa.Array) -> np.ndarray:
     """The rows where a run of equal values (NULLs equal to each other) starts."""
     n = len(column)
@@ -129,16 +171,18 @@ def order_values(table: pa.Table, keys: list[OrderKey]) \
         -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """``(values, nulls, nulls_first)``: the ORDER BY keys as ``int64[keys, rows]`` whose
     ascending order is DuckDB's order of the key (DESC folded in), their NULL flags
-    and placement; None for key types handled by the sort only."""
+    (``bool[keys, rows]``, or ``bool[keys, 0]`` when no key has a NULL) and placement;
+    None for key types handled by the sort only. One ascending integral key without
+    NULLs in one chunk is a view of its column: no copy."""
     n = table.num_rows
-    values = np.zeros((len(keys), n), np.int64)
-    nulls = np.zeros((len(keys), n), bool)
+    columns: list[np.ndarray] = []
+    null_flags: list[np.ndarray | None] = []
     first = np.zeros(len(keys), bool)
     for k, key in enumerate(keys):
-        column = table.column(key.column).combine_chunks()
+        column = table.column(key.column)
+        column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
         type_ = column.type
-        if column.null_count:
-            nulls[k] = np.asarray(column.is_null())
+        null_flags.append(np.asarray(column.is_null()) if column.null_count else None)
         if _integral(type_):
             if pa.types.is_boolean(type_):
                 column = column.cast(pa.int8())
@@ -146,18 +190,28 @@ def order_values(table: pa.Table, keys: list[OrderKey]) \
                 column = column.view(pa.int64() if type_.bit_width == 64 else pa.int32())
             if column.null_count:
                 column = column.fill_null(0)
-            values[k] = column.to_numpy(zero_copy_only=False)
+            values = column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         elif pa.types.is_floating(type_):
             column = column.cast(pa.float64())
             if column.null_count:
                 column = column.fill_null(0.0)
-            floats = column.to_numpy(zero_copy_only=False)
-            values[k] = _float_order(floats)
+            values = _float_order(column.to_numpy(zero_copy_only=False))
         else:
             return None
-        if key.descending:
-            np.invert(values[k], out=values[k])
+        columns.append(~values if key.descending else values)
         first[k] = key.nulls_first
+    if len(columns) == 1:
+        values = columns[0].reshape(1, n)
+    else:
+        values = np.stack(columns) if columns else np.zeros((0, n), np.int64)
+    values = _read_only(values)  # a column's own buffer where it could be, else a copy
+    if any(flags is not None for flags in null_flags):
+        nulls = np.zeros((len(keys), n), bool)
+        for k, flags in enumerate(null_flags):
+            if flags is not None:
+                nulls[k] = flags
+    else:
+        nulls = np.zeros((len(keys), 0), bool)
     return values, nulls, first
 
 
@@ -168,37 +222,8 @@ def _float_order(x: np.ndarray) -> np.ndarray:
     return np.where(bits < 0, bits ^ np.int64(0x7FFF_FFFF_FFFF_FFFF), bits)
 
 
-MAX_PARTITIONS = 1 << 16  # more: DuckDB sorts (a stable sort of 16-bit codes is a radix sort)
-
-
-def _grouping(codes: np.ndarray, count: int) -> np.ndarray | None:
-    """The stable sort of the rows by partition ``codes`` (a radix sort: numpy sorts
-    integers of at most 16 bits so), or None when the rows are grouped already."""
-    if count == 1 or bool(np.all(codes[1:] >= codes[:-1])):
-        return None
-    small = codes.astype(np.uint8 if count <= 1 << 8 else np.uint16)
-    return np.argsort(small, kind="stable")
-
-
-def _adjacent_in_order(values: np.ndarray, nulls: np.ndarray, nulls_first: np.ndarray,
-                       same: np.ndarray | None) -> bool:
-    """Whether each row is at or after the row before it in ORDER BY order, wherever both
-    are in the same partition (``same``, None: everywhere)."""
-    undecided = np.ones(values.shape[1] - 1, bool) if same is None else same.copy()
-    for k in range(values.shape[0]):
-        before_j, row_i = values[k, :-1], values[k, 1:]
-        if nulls[k].any():
-            nj, ni = nulls[k, :-1], nulls[k, 1:]
-            valued = ~(nj | ni)
-            one_null = nj != ni
-            early = (valued & (row_i < before_j)) | (one_null & (ni == bool(nulls_first[k])))
-            late = (valued & (row_i > before_j)) | (one_null & (ni != bool(nulls_first[k])))
-        else:
-            early, late = row_i < before_j, row_i > before_j
-        if bool((undecided & early).any()):
-            return False
-        undecided &= ~late
-    return True
+MAX_PARTITIONS = 1 << 16  # more: DuckDB sorts
+_ONE_PARTITION = np.zeros(0, np.int64)  # the codes of rows all in one partition
 
 
 def in_order(table: pa.Table, partition_by: list[str], order: list[OrderKey]) -> bool | None:
@@ -221,45 +246,64 @@ def grouped(table: pa.Table, partition_by: list[str], order: list[OrderKey]) -> 
 
 
 def grouped_batches(table: pa.Table, partition_by: list[str], order: list[OrderKey],
-                    batch_size: int) -> Iterator[pa.RecordBatch] | None:
+                    batch_size: int, unread: frozenset[str] = frozenset()) \
+        -> Iterator[pa.RecordBatch] | None:
     """:func:`grouped` in batches of at most ``batch_size`` rows, each taken only when
     asked for: the whole order is checked first (None: only a sort can give the rows),
     then the consumer works on one batch (matches it, sends it to a worker) while the
-    next is not taken yet, and no second copy of the whole input is ever held."""
+    next is not taken yet, and no second copy of the whole input is ever held.
+    Columns named in ``unread`` (read by no one once the order is checked) come as
+    NULLs where the rows had to be grouped, rather than taken through the permutation."""
     result = _ordered(table, partition_by, order)
     if result is None or result is False:
         return None
     if result is True:
         return iter(table.to_batches(max_chunksize=batch_size))
-    return _taken(table, result, batch_size)
+    return _taken(table, result, batch_size, unread)
 
 
-def _taken(table: pa.Table, grouping: _Grouping, batch_size: int) -> Iterator[pa.RecordBatch]:
-    # One chunk per column: a take over it measured twice as fast as over the export's chunks.
-    rows = table.combine_chunks()
-    del table  # the export's chunks go once combined
+def _taken(table: pa.Table, grouping: _Grouping, batch_size: int,
+           unread: frozenset[str] = frozenset()) -> Iterator[pa.RecordBatch]:
+    schema = table.schema
     counts = grouping.counts[grouping.counts > 0]
-    firsts = grouping.perm[np.cumsum(counts) - counts]  # each partition's first row
-    run_of = np.repeat(np.arange(len(counts), dtype=np.int32), counts)  # of each grouped row
-    # Per column: the whole column (taken by the permutation), or for a partition key
-    # (whose name does not repeat) its few distinct values and the one of each partition:
-    # 5M strings of 50 partitions measured in less than half the time of their permutation.
-    columns: list[tuple[pa.Array, np.ndarray | None]] = []
-    for i, column in enumerate(rows.columns):
-        name = rows.schema.field(i).name
-        key = grouping.keys.get(name) if rows.schema.get_field_index(name) == i else None
-        if key is None:
+    ends = np.cumsum(counts)  # where each partition ends in the grouped rows
+    firsts = grouping.perm[ends - counts]  # each partition's first row
+    # Per column: the whole column (taken by the permutation, from one chunk: a take over
+    # it measured twice as fast as over the export's chunks); for a partition key (whose
+    # name does not repeat) the value of each partition, decoded from runs (5M strings of
+    # 50 partitions: a quarter of the time of their permutation, half that of a take of
+    # the values); for an unread column nothing (NULLs).
+    columns: list[tuple[pa.Array | None, np.ndarray | None]] = []
+    for i, field in enumerate(schema):
+        unique = schema.get_field_index(field.name) == i
+        key = grouping.keys.get(field.name) if unique else None
+        if key is not None:
+            values, codes = key
+            columns.append((values.take(pa.array(codes[firsts])), ends))
+        elif unique and field.name in unread and field.nullable:
+            columns.append((None, None))
+        else:
+            column = table.column(i)
             columns.append((column.chunk(0) if column.num_chunks == 1
                             else column.combine_chunks(), None))
-        else:
-            values, codes = key
-            columns.append((values, codes[firsts].astype(np.int32)))
+    del table  # the export's chunks go once combined
     for start in range(0, len(grouping.perm), batch_size):
         taken = pa.array(grouping.perm[start:start + batch_size])
-        runs = run_of[start:start + batch_size]
+        stop = start + len(taken)
         yield pa.RecordBatch.from_arrays(
-            [column.take(taken) if of_run is None else column.take(pa.array(of_run[runs]))
-             for column, of_run in columns], schema=rows.schema)
+            [pa.nulls(len(taken), field.type) if column is None
+             else column.take(taken) if runs is None else _runs(column, runs, start, stop)
+             for field, (column, runs) in zip(schema, columns)], schema=schema)
+
+
+def _runs(values: pa.Array, ends: np.ndarray, start: int, stop: int) -> pa.Array:
+    """Rows ``start:stop`` of the column that holds ``values[i]`` on the rows up to
+    ``ends[i]`` (each partition's key on its rows)."""
+    first = int(np.searchsorted(ends, start, "right"))
+    last = int(np.searchsorted(ends, stop - 1, "right"))
+    run_ends = np.minimum(ends[first:last + 1], stop) - start
+    return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
+        pa.array(run_ends), values.slice(first, last + 1 - first)))
 
 
 @dataclass
@@ -278,33 +322,21 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey]) \
     n = table.num_rows
     if n < 2:
         return True
-    perm = None
-    same = None
-    counts = np.zeros(0, np.int64)
+    codes = _ONE_PARTITION
+    count = 1
     key_values: KeyValues = {}
     if partition_by:
         parts = _partition_encoding(table, partition_by)
         if parts is None or parts[1] > MAX_PARTITIONS:
             return None
         codes, count, key_values = parts
-        perm = _grouping(codes, count)
-        if count > 1:  # grouped rows: a partition ends where the counts say
-            counts = np.bincount(codes, minlength=count)
-            same = np.ones(n - 1, bool)
-            ends = np.cumsum(counts)[:-1]
-            same[ends[(ends > 0) & (ends < n)] - 1] = False
     if order:
         keys = order_values(table, order)
         if keys is None:
             return None
-        values, nulls, first = keys
-        # Rows in order as a whole are in order in each partition (a table in time
-        # order): then the keys need no permutation to be checked partition by partition.
-        if not _adjacent_in_order(values, nulls, first, same if perm is None else None):
-            if perm is None:
-                return False
-            values = values[:, perm]
-            nulls = nulls[:, perm] if nulls.any() else nulls
-            if not _adjacent_in_order(values, nulls, first, same):
-                return False
-    return True if perm is None else _Grouping(perm, counts, key_values)
+        if not partitions_in_order(codes if count > 1 else _ONE_PARTITION, count, *keys):
+            return False
+    if count == 1:
+        return True
+    perm, starts, is_grouped = grouping_order(codes, count)
+    return True if is_grouped else _Grouping(perm, np.diff(starts), key_values)

@@ -56,6 +56,7 @@ from matchsql.session.ordered_input import (
     may_skip_sort,
     order_keys,
     rereadable,
+    unread_columns,
 )
 from matchsql.session.profile import MatchProfile
 from matchsql.session.query_shape import direct_select, offset_of, plain_limit, require_columns
@@ -351,7 +352,7 @@ class MatchRunner:
         unsorted = _input_query(node, spec.columns.names if narrow else None, sort=False) \
             if again else None
         queries = InputQueries(input_sql, unsorted, spec.partition_by,
-                               order_keys(node, spec.order_by))
+                               order_keys(node, spec.order_by), unread=unread_columns(spec))
         scatter = None  # the input queries of worker processes (matchsql/workers/scatter.py)
         if self.executor.config.workers > 1 and spec.partition_by:
             scatter = scatter_plan(node, spec, spec.columns.names if narrow else None, cursor,

@@ -17,6 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import matchsql
+from matchsql.grammar.analyze import analyze
+from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
 from matchsql.session import ordered_input
 
 SETTINGS = settings(max_examples=int(os.environ.get("PRESORTED_EXAMPLES", "60")), deadline=None,
@@ -199,3 +202,34 @@ def test_small_batches_and_threads_see_the_same_rows(threads):
     registers = ROW_LOCAL.replace("C AS x > PREV(x)", "C AS x > A.x")
     rows = _run(con, registers, True)
     assert len(rows) > 100 and rows == _run(con, registers, False)
+
+
+def _spec(con, clauses: str):
+    sql = f"SELECT * FROM t MATCH_RECOGNIZE(PARTITION BY p ORDER BY ts {clauses})"
+    node = next(parse(sql)[-1].find_all(MatchRecognizeTable))
+    schema = con.duckdb.sql("SELECT * FROM t LIMIT 0").to_arrow_table().schema
+    return analyze(node, schema, sql=sql, con=con.duckdb)
+
+
+@pytest.mark.parametrize("clauses,unread", [
+    ("MEASURES FIRST(x) AS fx PATTERN (A B+) DEFINE B AS x < PREV(x)", {"ts"}),
+    ("MEASURES FIRST(ts) AS f PATTERN (A B+) DEFINE B AS x < PREV(x)", set()),
+    ("MEASURES FIRST(x) AS fx PATTERN (A B+) DEFINE B AS ts > PREV(ts) + 1", set()),
+    ("MEASURES FIRST(x) AS fx PATTERN (A B+) WITHIN 5 DEFINE B AS x < PREV(x)", set()),
+    ("MEASURES FIRST(x) AS fx ALL ROWS PER MATCH PATTERN (A B+) DEFINE B AS x < PREV(x)",
+     set()),
+])
+def test_only_order_columns_nothing_reads_are_left_untaken(trades, clauses, unread):
+    """The ORDER BY column is left out of the grouping's take only where no DEFINE,
+    MEASURES, WITHIN or ALL ROWS PER MATCH output reads it."""
+    assert ordered_input.unread_columns(_spec(trades, clauses)) == unread
+
+
+def test_an_unread_order_column_gives_the_same_matches(trades):
+    """Interleaved partitions (grouped here): ts, read by nobody, is not taken, and the
+    output is that of DuckDB's sort; read in MEASURES, it is taken and right."""
+    for measures in ("FIRST(x) AS fx, COUNT(*) AS n", "FIRST(x) AS fx, LAST(ts) AS lt"):
+        sql = (f"SELECT * FROM t MATCH_RECOGNIZE(PARTITION BY p ORDER BY ts MEASURES "
+               f"{measures} PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS x > PREV(x))")
+        rows = _run(trades, sql, True)
+        assert len(rows) > 100 and rows == _run(trades, sql, False)

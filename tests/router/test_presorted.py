@@ -250,3 +250,46 @@ def test_two_partition_keys_are_rebuilt_with_their_values(rows, runs):
     assert got is not None and got.schema == table.schema
     expected = _sql("SELECT * FROM data ORDER BY p, q, k", table)
     assert got.to_pylist() == expected.to_pylist()
+
+
+_STRINGS = ["b", "a", "", "é", "abcdefg", "abcdefgh", "abcdefg\x00", "\x00", "a\x00",
+            "a long partition key"]
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.none(), st.sampled_from(_STRINGS)), min_size=1, max_size=60),
+       st.integers(0, 5), st.booleans(), st.sampled_from([pa.string(), pa.large_string()]))
+def test_string_partition_codes_are_duckdbs_dense_rank(values, cut, chunked, type_):
+    """Strings of up to 7 bytes are encoded by a compiled pass (with a NUL byte, the empty
+    string and a longer string that makes it give up in between): each row's code is
+    its partition's rank in DuckDB's ORDER BY, NULL last, on sliced and chunked input."""
+    column = pa.array(["pad"] * cut + values, type_).slice(cut)
+    if chunked and len(values) > 1:
+        column = pa.chunked_array([column.slice(0, len(values) // 2),
+                                   column.slice(len(values) // 2)])
+    table = pa.table({"p": column, "id": pa.array(range(len(values)))})
+    codes, count = partition_codes(table, ["p"])
+    expected = _sql("SELECT dense_rank() OVER (ORDER BY p NULLS LAST) - 1 AS r, id FROM data "
+                    "ORDER BY id", table).column("r").to_pylist()
+    assert codes.tolist() == expected and count == max(expected) + 1
+
+
+def test_more_distinct_short_strings_than_partitions_are_counted_by_arrow(monkeypatch):
+    monkeypatch.setattr("matchsql.router.presorted.MAX_PARTITIONS", 3)
+    table = pa.table({"p": pa.array(["d", "c", "b", "a", "c", None])})
+    codes, count = partition_codes(table, ["p"])
+    assert codes.tolist() == [3, 2, 1, 0, 2, 4] and count == 5
+
+
+def test_unread_columns_come_as_nulls_only_where_rows_are_regrouped():
+    table = pa.table({"p": ["b", "a", "b", "a"], "k": [1, 2, 3, 4], "x": [9, 8, 7, 6]})
+    rows = pa.Table.from_batches(list(grouped_batches(table, ["p"], [OrderKey("k")], 3,
+                                                      frozenset({"k"}))))
+    assert rows.schema == table.schema
+    assert rows.column("p").to_pylist() == ["a", "a", "b", "b"]
+    assert rows.column("x").to_pylist() == [8, 6, 9, 7]
+    assert rows.column("k").null_count == 4  # checked in order, then not taken
+    ordered = table.take([1, 3, 0, 2])  # grouped already: the rows as they are
+    rows = pa.Table.from_batches(list(grouped_batches(ordered, ["p"], [OrderKey("k")], 3,
+                                                      frozenset({"k"}))))
+    assert rows.equals(ordered)

@@ -1,0 +1,56 @@
+"""The compiled passes of the grouping (router/grouping.py) against numpy's own sorts."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from matchsql.router.grouping import grouping_order, partitions_in_order
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.integers(0, 6), max_size=80))
+def test_grouping_order_is_the_stable_sort_of_the_codes(values):
+    codes = np.array(values, np.int64)
+    count = 7
+    perm, starts, grouped = grouping_order(codes, count)
+    expected = np.argsort(codes, kind="stable")
+    assert grouped == bool(np.all(codes[1:] >= codes[:-1]))
+    assert (np.arange(len(codes)) if grouped else perm).tolist() == expected.tolist()
+    assert starts.tolist() == [0, *np.cumsum(np.bincount(codes, minlength=count)).tolist()]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(0, 3)),
+                          st.integers(0, 3)), max_size=30),
+       st.booleans())
+def test_partitions_in_order_compares_rows_of_one_partition(rows, nulls_first):
+    """Two keys, the first with NULLs: each partition's rows in input order must not go
+    down in (key 1 with its NULL placement, key 2); ties are in order."""
+    codes = np.array([r[0] for r in rows], np.int64)
+    values = np.array([[r[1] or 0 for r in rows], [r[2] for r in rows]], np.int64).reshape(2, -1)
+    nulls = np.array([[r[1] is None for r in rows], [False] * len(rows)], bool).reshape(2, -1)
+
+    def sort_key(r):
+        null = r[1] is None
+        return (not null if nulls_first else null, r[1] or 0, r[2])
+
+    expected = all(
+        [sort_key(r) for r in rows if r[0] == p] == sorted(sort_key(r) for r in rows if r[0] == p)
+        for p in range(3))
+    got = partitions_in_order(codes, 3, values, nulls, np.array([nulls_first, False]))
+    assert got == expected
+    if not any(r[1] is None for r in rows):  # no NULLs: the flags may be left out
+        assert partitions_in_order(codes, 3, values, np.zeros((2, 0), bool),
+                                   np.array([nulls_first, False])) == expected
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.lists(st.integers(0, 3), max_size=20))
+def test_no_codes_is_one_partition(keys):
+    values = np.array(keys, np.int64).reshape(1, -1)
+    expected = keys == sorted(keys)
+    for codes in (np.zeros(0, np.int64), np.zeros(len(keys), np.int64)):
+        assert partitions_in_order(codes, 1, values, np.zeros((1, 0), bool),
+                                   np.zeros(1, bool)) == expected
