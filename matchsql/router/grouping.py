@@ -3,8 +3,8 @@
 Numpy's stable argsort of small partition codes (a radix sort) and the
 vectorised check of adjacent ORDER BY keys cost several passes over the rows
 each, and the check needed every key column permuted first. These do each job
-in one pass over the rows in input order, without releasing nothing but the
-GIL (``nogil``) and compiled once into the on-disk numba cache:
+in one pass over the rows in input order, without holding the GIL
+(``nogil``) and compiled once into the on-disk numba cache:
 
 * :func:`grouping_order`: a counting sort of the partition codes, the stable
   permutation that groups the rows (equal codes keep their input order) and
@@ -18,6 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from matchsql.compile_cache import use_keyed_cache
+
+use_keyed_cache()  # before the kernels below are defined: see compile_cache
 
 
 @njit(cache=True, nogil=True)
