@@ -14,7 +14,10 @@ give identical rows: match attempts run one after another; an attempt's
 threads are kept in preference order; a thread reaching ``DONE`` ends the
 step in the standard mode, or (ALL MATCHES) records the preferred match per
 end row and demotes everything behind it; threads at the same program state
-whose registers are equal are merged, keeping the first. Registers are what
+whose registers are equal are merged, keeping the first (where no loop flag decides
+anything, a thread's epsilon closure is read from the program's closure table,
+:func:`matchsql.fsm.compiled.lowering.closure_table`, and its flags are not part of its
+state). Registers are what
 the reference calls the observable history: for each primary variable the
 row it was last and first mapped to, which is all that ``A.x``, ``FIRST`` and
 ``LAST`` in DEFINE can see on this path, plus the running aggregates'
@@ -71,6 +74,11 @@ class KernelCompiler(CompilerBase):
 
 # Program opcodes (the order of :class:`matchsql.fsm.program.Op`).
 P_LABEL, P_SPLIT, P_JUMP, P_BEGIN, P_END, P_START, P_ENDANCHOR, P_DONE = range(8)
+
+# Column of the program table where the closure table starts (lowering.closure_table):
+# per origin pc, the count of the LABEL/DONE pcs its epsilon closure reaches (-1: walk
+# the program), then those pcs in order.
+P_CLOSURE = 6
 
 # Register bytecode opcodes.
 C_CONST, C_NULL, C_LOAD, C_ADD, C_SUB, C_MUL, C_DIV, C_NEG = range(8)
@@ -432,6 +440,9 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
     with_unmatched = params[K_UNMATCHED] != 0
     max_span = params[K_MAX_SPAN]
     n_vars = rl.shape[1]
+    # The closure table applies (no loop flag decides anything): the closure of a thread
+    # is read from it instead of walked over the program.
+    listed = prog.shape[1] > P_CLOSURE and prog[0, P_CLOSURE] >= 0
     collect = stat_state.shape[0] > 0
     prefilter = viable.shape[0] > 0
     windowed = wend.shape[0] > 0
@@ -676,11 +687,23 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                 stack[1, 0] = fl0
                 stack[2, 0] = pref0
                 sp = 1
-                while sp > 0:
-                    sp -= 1
-                    pc = stack[0, sp]
-                    fl = stack[1, sp]
-                    pref = 0 if demote else stack[2, sp]
+                n_listed = prog[pc0, P_CLOSURE] if listed else -1
+                j = 0
+                while True:
+                    if n_listed >= 0:  # the next LABEL/DONE of the closure table
+                        if j >= n_listed:
+                            break
+                        j += 1
+                        pc = prog[pc0, P_CLOSURE + j]
+                        fl = 0
+                        pref = 0 if demote else pref0
+                    else:
+                        if sp == 0:
+                            break
+                        sp -= 1
+                        pc = stack[0, sp]
+                        fl = stack[1, sp]
+                        pref = 0 if demote else stack[2, sp]
                     dup = False
                     if seen_stamp[pc] == stamp:
                         e = seen_head[pc]

@@ -54,13 +54,82 @@ class Unsupported(Exception):
 
 
 def program_array(program: Program) -> np.ndarray:
-    """``int64[n, 6]``: op, variable id, excluded, target, alt, loop slot."""
+    """``int64[n, 6 + w]``: op, variable id, excluded, target, alt, loop slot, then the
+    closure table of :func:`closure_table` (``w`` columns)."""
     ids = {v: i for i, v in enumerate(program.variables)}
     out = np.zeros((max(len(program), 1), 6), np.int64)
     for pc, ins in enumerate(program.instructions):
         out[pc] = (_OPS.index(ins.op), ids.get(ins.var, -1) if ins.var else -1,
                    int(ins.excluded), ins.target, ins.alt, ins.slot)
-    return out
+    return np.hstack([out, closure_table(out)])
+
+
+def closure_table(prog: np.ndarray) -> np.ndarray:
+    """``int64[n, w]``: per closure origin ``o`` (``0``, the seed, and the pc after each
+    LABEL), ``[count, pc, ...]``: the LABEL and DONE instructions the kernel's epsilon
+    closure from ``o`` reaches, in the order it reaches them, each once; ``count`` is -1
+    in the other rows, and in every row when the table does not apply.
+
+    The kernel walks this list instead of the program (K.P_CLOSURE): the SPLIT, JUMP
+    and loop BEGIN/END instructions between two rows cost it a stack push, a pop and a
+    ``seen`` entry each, most of its time per thread on ``A B+ C* D+``. That is exact
+    when the loop flags never decide anything, i.e. no END is reached in the same
+    closure as its BEGIN (no loop body matches the empty sequence) from any origin: the
+    flags are then always clear again once a row is taken, so two threads at one
+    instruction that differ in their flags only are the same thread (the one later in
+    preference order can reach no end that the earlier one does not reach first), and
+    the kernel keeps one. Not for programs with anchors (``^`` and ``$`` decide on
+    the position, ``$`` holds threads): the table is -1 throughout.
+    """
+    n = len(prog)
+    ops = prog[:, 0].tolist()
+    rows: dict[int, list[int]] = {}
+    usable = K.P_START not in ops and K.P_ENDANCHOR not in ops
+    origins = [0] + [pc + 1 for pc, op in enumerate(ops) if op == K.P_LABEL]
+    for origin in origins if usable else []:
+        found = _terminals(prog, origin)
+        if found is None:
+            usable = False
+            break
+        rows[origin] = found
+    width = 1 + max((len(t) for t in rows.values()), default=0)
+    table = np.full((n, width), -1, np.int64)
+    for origin, found in rows.items() if usable else ():
+        table[origin, 0] = len(found)
+        table[origin, 1:1 + len(found)] = found
+    return table
+
+
+def _terminals(prog: np.ndarray, origin: int) -> list[int] | None:
+    """The LABEL/DONE pcs of the closure from ``origin`` in the kernel's order (its stack
+    walk, flags included), each once; None where a loop flag decides an END."""
+    stack = [(origin, 0)]
+    visited: set[tuple[int, int]] = set()
+    found: list[int] = []
+    while stack:
+        pc, fl = stack.pop()
+        if (pc, fl) in visited:
+            continue
+        visited.add((pc, fl))
+        op, target, alt, slot = (int(prog[pc, 0]), int(prog[pc, 3]), int(prog[pc, 4]),
+                                 int(prog[pc, 5]))
+        if op in (K.P_LABEL, K.P_DONE):
+            if pc not in found:
+                found.append(pc)
+            continue
+        if op == K.P_SPLIT:
+            stack += [(alt, fl), (target, fl)]  # the target is taken first
+        elif op == K.P_JUMP:
+            stack.append((target, fl))
+        elif op == K.P_BEGIN:
+            stack.append((pc + 1, fl | (1 << slot)))
+        elif op == K.P_END:
+            if fl & (1 << slot):
+                return None
+            stack.append((target, fl))
+        else:
+            return None
+    return found
 
 
 def conjuncts(expr: exp.Expression) -> list[exp.Expression]:

@@ -29,7 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
@@ -39,10 +38,6 @@ NONE = np.zeros(0, np.uint8)  # the kernel's "no prefilter"
 # The register conjuncts on the second row (False: row-local conjuncts only, as before;
 # benchmarks compare the two).
 SECOND_ROW = True
-# The second row's check costs about a fifth of the attempt it saves (measured on DejaVu
-# Q1): after SAMPLE candidate starts, it stops when it ruled out fewer than 1 in PAYS.
-SAMPLE = 2048
-PAYS = 5
 _UNSET = object()
 
 
@@ -124,78 +119,138 @@ def viable_starts(plan, rl: np.ndarray, base: int, cols: np.ndarray | None = Non
         return NONE
     sym = D.symbols(dfa, rl)
     viable = np.ones(n, np.uint8)
-    viable[:-1] = dfa.dead2[sym[:-1], sym[1:]] == 0
+    second_sym = sym[1:]
     if second is not None and SECOND_ROW and cols is not None and valid is not None:
         if bounds is None:
             bounds = np.array([0, n], np.int64)
         conj, cconst, conj_spans = plan.registers.conjunct_table(fused=True)
-        _refine(viable, dfa.dead2, dfa.bits, sym, second.need, conj, cconst, conj_spans, cols,
-                valid, second.first, bounds, base)
+        second_sym = _refine(dfa.bits, sym, second.need, conj, cconst, conj_spans, cols,
+                             valid, second.first, bounds, base)
+    # dead2[sym[s], second_sym[s]] through a flat index: a third of the 2-D gather's time
+    width = dfa.dead2.shape[1]
+    pair = sym[:-1].astype(np.uint16 if width <= 256 else np.int64) * width + second_sym
+    viable[:-1] = np.take(dfa.dead2.ravel(), pair) == 0
     if base == 0:
         viable[0] = 1
     return viable
 
 
-@njit(cache=True, nogil=True, error_model="numpy", pipeline_class=K.KernelCompiler)
-def _refine(viable, dead2, bits, sym, need, conj, cconst, conj_spans, cols, valid, first,
-            bounds, base):
-    """Clear ``viable[s]`` where the second row's symbol, with the register conjuncts of
-    the variables ``need`` names evaluated for a thread that mapped row ``s`` to
-    variable ``first``, leaves the relaxed DFA dead (``dead2``). Gives up (leaving the
-    rest to the kernel) where it does not pay: see :data:`SAMPLE`."""
-    n_vars = bits.shape[0]
-    wide = cols.shape[1] > 1
-    tried = 0
-    cut = 0
-    for p in range(bounds.shape[0] - 1):
-        a = bounds[p]
-        b = bounds[p + 1]
-        off = a if wide else 0  # the partition's first column of cols/valid
-        for s in range(b - a - 1):
-            if viable[a + s] == 0:
-                continue
-            r = s + 1
-            sym2 = np.int64(sym[a + r])
-            todo = need[sym[a + s]] & sym2
-            if todo == 0:
-                continue
-            tried += 1
-            if tried == SAMPLE and cut * PAYS < tried:
-                return
-            for v in range(n_vars):
-                bit = bits[v]
-                if bit < 0 or (todo >> bit) & 1 == 0:
+def _refine(bits: np.ndarray, sym: np.ndarray, need: np.ndarray, conj: np.ndarray,
+            cconst: np.ndarray, conj_spans: np.ndarray, cols: np.ndarray, valid: np.ndarray,
+            first: int, bounds: np.ndarray, base: int) -> np.ndarray:
+    """The second row's symbol of the attempt from each row ``s`` (all but the last):
+    ``sym[s + 1]`` less the bits of the variables ``need`` names whose register
+    conjuncts fail for a thread that mapped row ``s`` to variable ``first``.
+
+    Column-wise over every start at once: on the second row every register a
+    comparison can read is a fixed distance from the start (:func:`_shift`), so each
+    operand is a shifted slice of its column. It evaluates what the kernel's conjunct
+    loop would for that thread (``K.load_row`` and ``K.compare``, NULL false), with no
+    compile of its own on a cold start.
+    """
+    n = len(sym)
+    m = n - 1  # start rows 0 .. n - 2 (the last row has no second row here)
+    todo = np.take(need.astype(np.uint8), sym[:-1]) & sym[1:]  # symbols fit 8 bits
+    if len(bounds) > 2:  # a start on a partition's last row has no second row either
+        todo[bounds[1:-1] - 1] = 0
+        sizes = np.diff(bounds)
+        lo = np.repeat(bounds[:-1], sizes)[:-1]
+        hi = np.repeat(bounds[1:], sizes)[:-1]
+    else:
+        lo = hi = None
+    if not todo.any():
+        return sym[1:]
+    sym2 = sym[1:].copy()
+    rows = np.arange(m, dtype=np.int64) if lo is not None else None
+    for v in range(len(bits)):
+        bit = int(bits[v])
+        if bit < 0:
+            continue
+        mine = (todo & np.uint8(1 << bit)) != 0
+        if not mine.any():
+            continue
+        ok = np.ones(m, bool)
+        for k in range(int(conj_spans[v, 0]), int(conj_spans[v, 1])):
+            if conj[k, 0] != K.CJ_COMPARE:
+                continue  # taken as TRUE: the check stays a necessary condition
+            sides = []
+            for side in range(2):
+                j = 2 + 5 * side
+                if conj[k, j] == 0:
+                    sides.append((np.float64(cconst[k, side]), None))
                     continue
-                # The kernel's conjunct loop (kernel.run_attempts), for this one register.
-                ok = True
-                k = conj_spans[v, 0]
-                while ok and k < conj_spans[v, 1]:
-                    if conj[k, 0] == K.CJ_COMPARE:
-                        x0 = 0.0
-                        for side in range(2):
-                            j = 2 + 5 * side
-                            if conj[k, j] == 0:
-                                x = cconst[k, side]
-                            else:
-                                arg = conj[k, j + 3]
-                                reg = s if arg == first else -1
-                                rr = K.load_row(conj[k, j + 2], arg, conj[k, j + 4], v, reg, reg,
-                                                r, s, b - a, base)
-                                c = conj[k, j + 1]
-                                if rr < 0 or valid[c, off + rr] == 0:
-                                    ok = False
-                                    break
-                                x = cols[c, off + rr]
-                            if side == 0:
-                                x0 = x
-                            else:
-                                ok = K.compare(conj[k, 1], x0, x)
-                    # Other conjuncts are taken as TRUE (the check stays a necessary
-                    # condition): evaluating them here would compile the stack
-                    # interpreter a second time, for column slices, on a cold start.
-                    k += 1
-                if not ok:
-                    sym2 &= ~(np.int64(1) << bit)
-            if dead2[sym[a + s], sym2]:
-                viable[a + s] = 0
-                cut += 1
+                shift = _shift(int(conj[k, j + 2]), int(conj[k, j + 3]), v, first)
+                if shift is None:
+                    ok[:] = False
+                    break
+                c = int(conj[k, j + 1])
+                sides.append(_operand(cols[c], valid[c], shift + int(conj[k, j + 4]), m,
+                                      base, lo, hi, rows))
+            else:
+                (a, a_ok), (b, b_ok) = sides
+                holds = _compare(int(conj[k, 1]), a, b)
+                for mask in (a_ok, b_ok):
+                    if mask is not None:
+                        holds = holds & mask
+                ok &= holds
+        sym2 &= ~((mine & ~ok).view(np.uint8) << np.uint8(bit))
+    return sym2
+
+
+def _operand(col: np.ndarray, valid: np.ndarray, delta: int, m: int, base: int,
+             lo: np.ndarray | None, hi: np.ndarray | None,
+             rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, usable)`` of row ``s + delta`` for the starts ``s < m``: usable where that
+    row exists in the start's partition (``lo``/``hi``: each start's partition's first
+    row and end, None: one partition of all rows, whose first is partition row ``base``)
+    and holds a value; values elsewhere are arbitrary."""
+    n = len(col)
+    values = np.zeros(m, np.float64)
+    usable = np.zeros(m, bool)
+    first = max(0, -delta)  # starts whose row s + delta is within 0 .. n - 1
+    last = min(m, n - delta)
+    if last > first:
+        values[first:last] = col[first + delta:last + delta]
+        usable[first:last] = valid[first + delta:last + delta] != 0
+    if lo is None:
+        if base + delta < 0:  # row s + delta before the partition's first row
+            usable[:min(m, -(base + delta))] = False
+    else:
+        at = rows + delta
+        usable &= (at >= lo) & (at < hi) & (at - lo + base >= 0)
+    return values, usable
+
+
+def _shift(kind: int, arg: int, var: int, first: int) -> int | None:
+    """The row a load of ``kind`` reads on an attempt's second row, as its distance from
+    the attempt's start row ``s`` (the second row is ``s + 1``; the only register set
+    is ``first``'s, at ``s``), before the physical offset; None: NULL
+    (:func:`.kernel.load_row` with ``last = first = s`` for ``first``, else -1)."""
+    if kind == K.R_CUR:
+        return 1
+    if kind == K.R_LAST:
+        return 1 if arg == var else (0 if arg == first else None)
+    if kind == K.R_FIRST:
+        return 0 if arg == first else (1 if arg == var else None)
+    if kind == K.R_START:
+        return 0
+    if kind == K.R_BACK:  # LAST(x, arg): within the match so far
+        return 1 - arg if arg <= 1 else None
+    return arg if arg <= 1 else None  # R_FORTH: FIRST(x, arg)
+
+
+def _compare(op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a op b`` element-wise in DuckDB's order of numbers (:func:`.kernel.compare`)."""
+    lt = (a < b) | (np.isnan(b) & ~np.isnan(a))
+    gt = (a > b) | (np.isnan(a) & ~np.isnan(b))
+    if op == K.C_LT:
+        return lt
+    if op == K.C_LE:
+        return ~gt
+    if op == K.C_GT:
+        return gt
+    if op == K.C_GE:
+        return ~lt
+    if op == K.C_EQ:
+        return ~(lt | gt)
+    return lt | gt
