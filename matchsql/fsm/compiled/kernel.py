@@ -24,7 +24,10 @@ when it takes a row, folded there, and compared too before two threads merge.
 The kernel decides whole attempts only. When the rows run out while an
 attempt still has live threads it stops and reports the attempt's start; the
 matcher calls it again from there once more rows arrived (archived input
-comes in large batches, so re-running the open attempt is cheap).
+comes in large batches, so re-running the open attempt is cheap). An attempt
+whose threads are among those of a decided attempt at the same row, after that
+one's last match end, is decided there (:mod:`.deadends`): attempts that never
+complete cost linear, not quadratic, time.
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ from numba.core.untyped_passes import (
     RewriteSemanticConstants,
     WithLifting,
 )
+
+from matchsql.fsm.compiled import deadends
+from matchsql.fsm.compiled.deadends import MEMO_EVERY
 
 # Passes of numba's nopython pipeline that the kernels need not pay for on a cold start
 # (fresh numba cache): they use no closures, ``with`` blocks, literal_unroll, inlined
@@ -359,6 +365,34 @@ def put_record(records, k, kind, start, length, number, label_offset):
     records[k, 4] = label_offset
 
 
+@njit(cache=True, nogil=True, pipeline_class=KernelCompiler)
+def memo_horizon(code, conj):
+    """Rows after an attempt's start from which its threads' futures compare with
+    another attempt's (:mod:`.deadends`), or -1: never, where a condition reads the
+    start row (``FIRST(x)``, ``FIRST(x, k)``, ``COUNT(*)``) or MATCH_NUMBER();
+    ``LAST(x, k)`` is NULL within ``k`` rows of the start."""
+    h = 1
+    for k in range(code.shape[0]):
+        op = code[k, 0]
+        if op == C_COUNT_ALL or op == C_MATCHNO:
+            return -1
+        if op == C_LOAD:
+            if code[k, 2] == R_START or code[k, 2] == R_FORTH:
+                return -1
+            if code[k, 2] == R_BACK and code[k, 3] + 1 > h:
+                h = code[k, 3] + 1
+    for k in range(conj.shape[0]):
+        for side in range(2):
+            j = 2 + 5 * side
+            if conj[k, 0] != CJ_COMPARE or conj[k, j] == 0:
+                continue  # stack code: its loads are in ``code``
+            if conj[k, j + 2] == R_START or conj[k, j + 2] == R_FORTH:
+                return -1
+            if conj[k, j + 2] == R_BACK and conj[k, j + 3] + 1 > h:
+                h = conj[k, j + 3] + 1
+    return h
+
+
 def workspace(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, ...]:
     """Working arrays of :func:`run_attempts` for the capacities ``caps``.
 
@@ -478,6 +512,14 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
     seen_head = seen_pc[1]
     for k in range(seen_stamp.shape[0]):
         seen_stamp[k] = 0
+    # Dead ends (:mod:`.deadends`): compared from ``memo_from`` rows after a start on;
+    # off (-1) under WITHIN, statistics and conditions that read the start row.
+    memo_from = -1 if windowed or collect else memo_horizon(code, conj)
+    memo_heads, memo_pend, memo_arena = deadends.arrays(n_rows, memo_from >= 0,
+                                                        2 + 2 * n_obs + acc_w)
+    accb = end_stamp  # the accumulators' bits (none without F_AGG: never read)
+    if F_AGG:
+        accb = acc.view(np.int64)
 
     n_rec = 0
     n_lab = 0
@@ -525,6 +567,7 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
             end_lo = n_rows + 2
             end_hi = -2
             n_arena = 0
+            memo_pend[0] = 0
             is_open = True
         elif n_cur > 0:
             if F_WITHIN and pos < n_rows and windowed and pos >= wend[start]:
@@ -538,6 +581,12 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                     status = ST_SPAN
                     err_row = start
                     break
+                if memo_from >= 0 and pos & (MEMO_EVERY - 1) == 0 and pos - start >= memo_from:
+                    if deadends.snapshot(memo_heads, memo_pend, memo_arena, th, lp, fp, accb,
+                                         cur, n_cur, obs, n_obs, obs_last, obs_first, acc_w,
+                                         acc_side, pos):
+                        n_cur = 0  # a dead end: decided as it stands
+                        continue
                 mode = 1
             elif not complete:
                 status = ST_WAIT
@@ -828,6 +877,11 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                 n_cur = 0  # anything still alive waits for a row that never comes
             continue
         # -- decide the attempt (mode 3) ----------------------------------------------
+        if memo_from >= 0:
+            last_end = best_end if has_best else start - 1
+            if F_ENDS and all_ends and end_hi > last_end:
+                last_end = end_hi
+            deadends.commit(memo_heads, memo_pend, memo_arena, last_end)
         if F_STATS and collect:
             for k in range(n_states):
                 stat[0, k] += stat[2, k]
