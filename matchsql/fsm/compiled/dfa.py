@@ -47,7 +47,7 @@ import numpy as np
 from numba import njit
 
 from matchsql.fsm.compiled import kernel as K
-from matchsql.fsm.compiled.deadends import MEMO_EVERY
+from matchsql.fsm.compiled.kernel import MEMO_EVERY
 
 MAX_COND_VARS = 8  # conditioned variables: at most 256 symbols
 MAX_STATES = 4096
