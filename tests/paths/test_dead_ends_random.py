@@ -1,8 +1,8 @@
 """Random queries on partitions long enough for dead ends: the thread VM equals the reference.
 
-The dead-end rule of the thread VM (:data:`matchsql.fsm.compiled.kernel.DEAD_ENDS`) compares
-states every MEMO_EVERY rows, so the property suite's short partitions never reach
-it. Here partitions have several times that many rows, and the patterns keep
+The dead-end rule of the thread VM (the comment at
+:data:`matchsql.fsm.compiled.kernel.MEMO_EVERY`) compares states every MEMO_EVERY
+rows, so the property suite's short partitions never reach it. Here partitions have several times that many rows, and the patterns keep
 attempts open for long: ``C`` (undefined, always true) under a greedy or reluctant
 quantifier reads on past every match, to the end or to a ``$``; the conditions are
 the compiled paths' (registers, running aggregates, the start row, MATCH_NUMBER()).

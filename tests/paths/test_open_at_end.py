@@ -5,7 +5,8 @@ the end and fails there, and so does the attempt from every later row. The
 DFA records the failed attempt's states as dead ends and a later attempt in
 the same state at the same row stops there (:mod:`matchsql.fsm.compiled.dfa`),
 so the work is linear in the rows. The thread VM (registers, ALL MATCHES, ``$``)
-does the same with lists of threads (:data:`matchsql.fsm.compiled.kernel.DEAD_ENDS`). Work is counted in kernel steps (rows read by
+does the same with lists of threads (the comment at
+:data:`matchsql.fsm.compiled.kernel.MEMO_EVERY`). Work is counted in kernel steps (rows read by
 attempts, ``CompiledMatcher.steps``), not seconds: twice the rows must cost about
 twice the steps, where each start row reading to the end would cost four times.
 The rows are the reference matcher's.
