@@ -24,9 +24,10 @@ on a real CUDA device for partitions whose estimated work reaches
 
 The planner sits above the engine (:mod:`matchsql.fsm`) and the GPU path
 (:mod:`matchsql.gpu`, itself built on the engine's lowering), so neither
-imports it. The matchers' modules are imported inside the functions that
-first need them: the compiled paths load numba and the GPU path CUDA, which a
-session that runs no MATCH_RECOGNIZE (or no GPU query) never pays for.
+imports it. The session imports the planner only when a statement runs a
+MATCH_RECOGNIZE, so a session that runs none never loads numba; the GPU
+matchers (:mod:`matchsql.gpu.matcher`, :mod:`matchsql.gpu.live`), which load
+numba.cuda, an optional dependency, are imported where a query takes the GPU path.
 """
 
 from __future__ import annotations
@@ -37,7 +38,18 @@ from dataclasses import dataclass
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
+from matchsql.fsm.compiled import batch as whole
+from matchsql.fsm.compiled.batch import WholePartitions
+from matchsql.fsm.compiled.chunks import unsplittable
+from matchsql.fsm.compiled.dfa import for_matcher
+from matchsql.fsm.compiled.lowering import Unsupported
+from matchsql.fsm.compiled.matcher import CompiledMatcher, CompiledPlan
+from matchsql.fsm.compiled.prefilter import relaxed_dfa, second_row
 from matchsql.fsm.matcher import Matcher
+from matchsql.fsm.program import compile_pattern
+from matchsql.fsm.reference import CompiledQuery, ReferenceMatcher
+from matchsql.gpu import device
+from matchsql.gpu import plan as gpu_plan
 from matchsql.plan.spec import MatchSpec
 
 PATHS = ("auto", "reference", "row_local", "registers")
@@ -59,10 +71,6 @@ _plans: dict[int, tuple] = {}
 
 def _plan(spec: MatchSpec):
     """The compiled plan of ``spec`` or the reason there is none (cached per spec)."""
-    from matchsql.fsm.compiled.lowering import Unsupported
-    from matchsql.fsm.compiled.matcher import CompiledPlan
-    from matchsql.fsm.reference import CompiledQuery
-
     cached = _plans.get(id(spec))
     if cached is None:
         query = CompiledQuery(spec)
@@ -109,13 +117,10 @@ def gpu_path(spec: MatchSpec, config: Config, live: bool = False) -> PathChoice 
     a continuous query; it runs on the GPU path (a launch per batch) only where
     ``gpu = 'on'`` asks for it: under ``'auto'`` the work of a stream's partition is
     not known in advance, and a launch per small batch does not pay."""
-    from matchsql.gpu import device
-    from matchsql.gpu.plan import unsupported, window
-
     if config.gpu == "off" or (config.gpu == "auto" and config.execution_path != "auto"):
         return None  # under 'auto', SET execution_path forces a CPU path
     _, plan, why_not = _plan(spec)
-    why = unsupported(spec, plan, why_not)
+    why = gpu_plan.unsupported(spec, plan, why_not)
     if config.gpu == "auto" and (why is not None or live):
         return None  # decided without loading numba.cuda
     found = device.detect()
@@ -127,7 +132,7 @@ def gpu_path(spec: MatchSpec, config: Config, live: bool = False) -> PathChoice 
         raise ExecutionError(f"gpu = 'on' does not apply to this query: {why}")
     if config.gpu == "auto" and found.simulated:
         return None
-    estimate = (f"work estimate: rows x window, window {window(config)} rows "
+    estimate = (f"work estimate: rows x window, window {gpu_plan.window(config)} rows "
                 f"(max_buffered_rows); device: {found.name}")
     if config.gpu == "on":
         return PathChoice("gpu", "forced by SET gpu = 'on'", (estimate,))
@@ -144,9 +149,6 @@ def new_partition_matcher(spec: MatchSpec, key: tuple = (), config: Config | Non
     partition belongs to a continuous query (see :func:`gpu_path`). ``gather``: a
     one-time query's, which may hold several batches before matching them split
     (:func:`matchsql.fsm.compiled.chunks.gather_rows`)."""
-    from matchsql.fsm.compiled.matcher import CompiledMatcher
-    from matchsql.fsm.reference import ReferenceMatcher
-
     config = config or Config()
     if gpu_path(spec, config, live) is not None:
         from matchsql.gpu.live import LiveGpuMatcher
@@ -189,11 +191,8 @@ def partition_threads(spec: MatchSpec, config: Config | None = None) -> tuple[in
     except ExecutionError:
         return 1, "no applicable path"
     if choice.name != "reference":
-        from matchsql.fsm.compiled.batch import unsupported
-        from matchsql.fsm.compiled.dfa import for_matcher
-
         plan = _plan(spec)[1]
-        if for_matcher(plan, config)[0] is not None and unsupported(plan) is not None:
+        if for_matcher(plan, config)[0] is not None and whole.unsupported(plan) is not None:
             return 1, ("row-local partitions on the DFA, not batched, are too short for a "
                        "thread pool")
     return config.threads, f"partitions spread over {config.threads} threads"
@@ -202,8 +201,6 @@ def partition_threads(spec: MatchSpec, config: Config | None = None) -> tuple[in
 def split_partitions(spec: MatchSpec, config: Config) -> str:
     """Whether a long partition of ``spec`` is matched in chunks on several threads
     (:mod:`matchsql.fsm.compiled.chunks`), and why (EXPLAIN's ``split`` line)."""
-    from matchsql.fsm.compiled.chunks import unsplittable
-
     plan = _plan(spec)[1]
     why = unsplittable(spec, plan.registers.arrays()[0], plan.within)
     if why is not None:
@@ -218,8 +215,6 @@ def whole_partitions(spec: MatchSpec, config: Config | None = None):
     """``(matcher, why)``: a :class:`~matchsql.fsm.compiled.batch.WholePartitions`
     that matches the complete partitions of a sorted batch together, or None
     and the reason it does not apply."""
-    from matchsql.fsm.compiled.batch import WholePartitions, unsupported
-
     config = config or Config()
     if not spec.partition_by:
         return None, "one partition"
@@ -232,7 +227,7 @@ def whole_partitions(spec: MatchSpec, config: Config | None = None):
     if choice.name == "reference":
         return None, "reference path"
     plan = _plan(spec)[1]
-    why = unsupported(plan)
+    why = whole.unsupported(plan)
     if why is not None:
         return None, why
     return WholePartitions(plan, config), "partitions inside one input batch are matched together"
@@ -240,8 +235,6 @@ def whole_partitions(spec: MatchSpec, config: Config | None = None):
 
 def explain(spec: MatchSpec, config: Config | None = None) -> str:
     """EXPLAIN text of one MATCH_RECOGNIZE: the program, the chosen path and why."""
-    from matchsql.fsm.program import compile_pattern
-
     config = config or Config()
     try:
         choice = gpu_path(spec, config) or choose_path(spec, config.execution_path)
@@ -249,9 +242,6 @@ def explain(spec: MatchSpec, config: Config | None = None) -> str:
         for note in choice.notes:
             path += f"\n{note}"
         if choice.name not in ("reference", "gpu"):
-            from matchsql.fsm.compiled.dfa import for_matcher
-            from matchsql.fsm.compiled.prefilter import relaxed_dfa, second_row
-
             dfa, why = for_matcher(_plan(spec)[1], config)
             path += (f"\nautomaton: DFA ({dfa.states} states)" if dfa is not None
                      else f"\nautomaton: thread VM ({why})")

@@ -14,8 +14,21 @@ import logging
 import warnings
 from typing import TYPE_CHECKING
 
+from sqlglot import exp
+
 from matchsql.config import Config
+from matchsql.errors import SemanticError
+from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
 from matchsql.spark.plan import ALL_KEY, MATCHES_VIEW, ROW_ID, MatchPlan, build_plan
+from matchsql.spark.schema import (
+    arrow_schema_of,
+    as_spark_arrow,
+    require_pyspark,
+    session_time_zone,
+    spark_schema_of,
+)
+from matchsql.spark.worker import group_function
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -45,15 +58,6 @@ def match_recognize(df: DataFrame, query: str, *, table: str | None = None,
     execution would otherwise merge a small input's shuffle partitions into
     one task, while the per-row matching cost is what needs spreading.
     """
-    from matchsql.spark.schema import (
-        arrow_schema_of,
-        as_spark_arrow,
-        require_pyspark,
-        session_time_zone,
-        spark_schema_of,
-    )
-    from matchsql.spark.worker import group_function
-
     require_pyspark()
     plan = build_plan(query, table or _table_name(query), arrow_schema_of(df),
                       input_order=input_order)
@@ -105,12 +109,6 @@ def _warn_single_task(plan: MatchPlan) -> None:
 
 def _table_name(query: str) -> str:
     """The table the query's MATCH_RECOGNIZE reads (checked again by build_plan)."""
-    from sqlglot import exp
-
-    from matchsql.errors import SemanticError
-    from matchsql.grammar.nodes import MatchRecognizeTable
-    from matchsql.grammar.statements import parse
-
     for tree in parse(query):
         for node in tree.find_all(MatchRecognizeTable):
             if isinstance(node.this, exp.Table):

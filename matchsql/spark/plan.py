@@ -23,10 +23,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import ParseError, SemanticError
+from matchsql.grammar.analyze import analyze
+from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
 from matchsql.plan.spec import MatchSpec
 
 # The name of the matches inside the translated outer statement.
@@ -75,12 +79,6 @@ def build_plan(query: str, table: str, schema: pa.Schema, *,
     ORDER BY: a column name or list of names (sorted ascending), or
     :data:`AS_READ` for the order in which Spark reads the DataFrame.
     """
-    import duckdb
-
-    from matchsql.grammar.analyze import analyze
-    from matchsql.grammar.nodes import MatchRecognizeTable
-    from matchsql.grammar.statements import parse
-
     trees = parse(query)
     if len(trees) != 1:
         raise ParseError("expected exactly one statement", sql=query, offset=0)
@@ -140,8 +138,6 @@ def _arrow_sort(columns: list[exp.Expression], sort_keys: list[str],
     the worker). Direction and NULL placement are asked of DuckDB itself, one
     tiny query per key, so DuckDB's defaults are never guessed.
     """
-    import duckdb
-
     if row_id:
         return [(ROW_ID, "ascending", "at_end")]
     names: list[str | None] = []
@@ -180,8 +176,6 @@ def _schema_name(name: str, schema: pa.Schema) -> str | None:
 
 def _rename(order_item: str, column: str) -> str:
     """``order_item`` (DuckDB ORDER BY text over ``column``) with the column called ``x``."""
-    from matchsql.grammar.statements import parse
-
     tree = parse(f"SELECT 1 ORDER BY {order_item}")[0]
     for col in tree.find_all(exp.Column):
         col.replace(exp.column("x"))

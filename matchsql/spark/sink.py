@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from matchsql.spark.schema import require_pyspark
+from matchsql.storage import Producer
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.streaming import StreamingQuery
 
-    from matchsql.storage import Producer
 
 
 class LiveStreamWriter:
@@ -55,8 +57,6 @@ class LiveStreamWriter:
         table = deterministic_order(batch_df.toArrow(), self.order_by)
         with self._lock:
             if self._producer is None:
-                from matchsql.storage import Producer
-
                 self._producer = Producer.open(self.stream, self.database, name=self.name)
             if self._producer.write_batch(table, batch_id=int(batch_id)):
                 self.batches_written += 1
@@ -102,8 +102,6 @@ def write_stream(df: DataFrame, stream: str, database: str | None = None, *,
     restartable; ``trigger`` goes to ``DataStreamWriter.trigger`` (e.g.
     ``{"availableNow": True}``).
     """
-    from matchsql.spark.schema import require_pyspark
-
     require_pyspark()
     if not df.isStreaming:
         raise ValueError("write_stream needs a streaming DataFrame (spark.readStream...)")

@@ -30,10 +30,20 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from matchsql.config import Config
 from matchsql.errors import SemanticError
+from matchsql.spark.batch import _col, _table_name, _warn_single_task, _zero, apply_outer
 from matchsql.spark.plan import ALL_KEY, AS_READ, MatchPlan, build_plan
+from matchsql.spark.schema import (
+    arrow_schema_of,
+    as_spark_arrow,
+    require_pyspark,
+    session_time_zone,
+    spark_schema_of,
+)
+from matchsql.spark.state import KeyState, step
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -56,15 +66,6 @@ def match_recognize_stream(df: DataFrame, query: str, *, table: str | None = Non
     micro-batches).
     """
     from pyspark.sql.streaming.state import GroupStateTimeout
-
-    from matchsql.spark.batch import _col, _table_name, _warn_single_task, _zero, apply_outer
-    from matchsql.spark.schema import (
-        arrow_schema_of,
-        as_spark_arrow,
-        require_pyspark,
-        session_time_zone,
-        spark_schema_of,
-    )
 
     require_pyspark()
     if input_order == AS_READ:
@@ -98,8 +99,6 @@ def state_function(plan: MatchPlan, config: Config | None, out_schema: pa.Schema
     """The ``applyInPandasWithState`` function: one key, one micro-batch."""
 
     def match_key(key: tuple, frames: Iterator[Any], group_state: Any) -> Iterator[Any]:
-        from matchsql.spark.state import KeyState, step
-
         stored = KeyState(*group_state.get) if group_state.exists else None
         if group_state.hasTimedOut:
             result = step(plan, config, stored, None, end=True, out_schema=out_schema)
@@ -121,8 +120,6 @@ def state_function(plan: MatchPlan, config: Config | None, out_schema: pa.Schema
 
 def _rows_and_end(frames: Iterator[Any], end_marker: str | None) -> tuple[pa.Table | None, bool]:
     """The micro-batch's rows of a key as Arrow, and whether an end marker came with them."""
-    import pyarrow.compute as pc
-
     tables = [pa.Table.from_pandas(frame, preserve_index=False) for frame in frames
               if len(frame)]
     if not tables:

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from matchsql.config import Config
+from matchsql.planner import new_partition_matcher
 from matchsql.router.partitions import PartitionRun
 from matchsql.spark.plan import MatchPlan
 
@@ -98,8 +99,6 @@ def new_matcher(plan: MatchPlan, key: tuple, config: Config | None) -> Partition
     object per worker process (unpickled once with the UDF), so the lowering
     happens once per process, not once per group.
     """
-    from matchsql.planner import new_partition_matcher
-
     return new_partition_matcher(plan.spec, key, config)
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from matchsql.errors import CatalogError, StreamError
 from matchsql.storage import liveness
-from matchsql.storage.shm_ring import sweep_orphans
+from matchsql.storage.shm_ring import sweep_orphans, unlink_segment
 
 RUNTIME_ENV = "MATCHSQL_RUNTIME_DIR"
 MEMORY_NAMESPACE = "memory"
@@ -166,8 +166,6 @@ class Catalog:
 
     def remove(self, definition: StreamDef) -> None:
         """Delete the stream: segment, semaphores, spill files and registry entry."""
-        from matchsql.storage.shm_ring import unlink_segment
-
         unlink_segment(definition.segment)
         shutil.rmtree(definition.spill_dir, ignore_errors=True)
         with contextlib.suppress(FileNotFoundError):
@@ -192,8 +190,6 @@ def _sweep_once() -> None:
 
 @atexit.register
 def _drop_owned() -> None:
-    from matchsql.storage.shm_ring import unlink_segment
-
     for directory, name in list(_OWNED):
         path = Path(directory) / f"{name}.json"
         try:

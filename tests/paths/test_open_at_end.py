@@ -4,7 +4,9 @@
 the end and fails there, and so does the attempt from every later row. The
 DFA records the failed attempt's states as dead ends and a later attempt in
 the same state at the same row stops there (:mod:`matchsql.fsm.compiled.dfa`),
-so the work is linear in the rows. Work is counted in kernel steps (rows read by
+so the work is linear in the rows. The thread VM (registers, ALL MATCHES, ``$``)
+does the same with lists of threads (the comment at
+:data:`matchsql.fsm.compiled.kernel.MEMO_EVERY`). Work is counted in kernel steps (rows read by
 attempts, ``CompiledMatcher.steps``), not seconds: twice the rows must cost about
 twice the steps, where each start row reading to the end would cost four times.
 The rows are the reference matcher's.
@@ -28,9 +30,13 @@ QUERY = """SELECT * FROM t MATCH_RECOGNIZE (
   {rows}
   AFTER MATCH SKIP {skip}
   PATTERN ({pattern})
-  DEFINE C AS x < 0
+  DEFINE C AS {define}
 )"""
 C_ROWS = (5, 17, 40)  # the only rows where C holds; none after row 40
+
+
+def _query(rows: str, skip: str, pattern: str, define: str = "x < 0") -> str:
+    return QUERY.format(rows=rows, skip=skip, pattern=pattern, define=define)
 
 
 def _rows(n: int, c_rows: tuple[int, ...] = C_ROWS) -> list[dict]:
@@ -60,7 +66,7 @@ CASES = [("ONE ROW PER MATCH", "PAST LAST ROW", "*"), ("ONE ROW PER MATCH", "TO 
 
 @pytest.mark.parametrize(("rows", "skip", "quantifier"), CASES)
 def test_open_attempt_at_end_equals_reference(rows: str, skip: str, quantifier: str) -> None:
-    sql = QUERY.format(rows=rows, skip=skip, pattern=f"A B{quantifier} C")
+    sql = _query(rows, skip, f"A B{quantifier} C")
     data = _rows(300)
     expected, _ = _run(sql, data, "reference")
     got, _ = _run(sql, data, "row_local")
@@ -70,7 +76,7 @@ def test_open_attempt_at_end_equals_reference(rows: str, skip: str, quantifier: 
 
 @pytest.mark.parametrize(("rows", "skip", "quantifier"), CASES)
 def test_open_attempt_at_end_is_linear(rows: str, skip: str, quantifier: str) -> None:
-    sql = QUERY.format(rows=rows, skip=skip, pattern=f"A B{quantifier} C")
+    sql = _query(rows, skip, f"A B{quantifier} C")
     n = 20_000
     small, small_steps = _run(sql, _rows(n), "row_local")
     large, large_steps = _run(sql, _rows(2 * n), "row_local")
@@ -88,9 +94,72 @@ def test_dead_ends_are_per_state(skip: str) -> None:
     even number of B rows and match, the others read to the end and fail. At the same
     row the two kinds are in different states, so a failed attempt's dead ends must stop
     only the attempts of its own parity."""
-    sql = QUERY.format(rows="ONE ROW PER MATCH", skip=skip, pattern="A (B B)* C")
+    sql = _query("ONE ROW PER MATCH", skip, "A (B B)* C")
     data = _rows(8 * MEMO_EVERY, (6 * MEMO_EVERY,))
     expected, _ = _run(sql, data, "reference")
     got, _ = _run(sql, data, "row_local")
     assert got == expected
     assert len(got) == (3 * MEMO_EVERY if skip == "TO NEXT ROW" else 1)
+
+
+# The thread VM: a row-local query forced onto it, ALL MATCHES, ``$``, and conditions
+# that read registers the same for every attempt at a row (LAST(B.y): the row before;
+# LAST(y, 2): two rows back, NULL only on an attempt's first rows).
+VM_CASES = [
+    ("ONE ROW PER MATCH", "PAST LAST ROW", "A B* C", "x < 0", "registers"),
+    ("ONE ROW PER MATCH", "TO NEXT ROW", "A B+ C", "x < 0", "registers"),
+    ("ALL ROWS PER MATCH WITH UNMATCHED ROWS", "TO NEXT ROW", "A B* C", "x < 0", "registers"),
+    ("ONE ROW PER MATCH", "TO LAST B", "A B+ C", "x < 0", "registers"),
+    ("ALL ROWS PER MATCH ALL MATCHES", "TO NEXT ROW", "A B* C", "x < 0", "auto"),
+    ("ALL ROWS PER MATCH ALL MATCHES", "PAST LAST ROW", "A B* C+", "x < 0", "auto"),
+    ("ONE ROW PER MATCH", "TO NEXT ROW", "A (B* C $ | C)", "x < 0", "auto"),
+    ("ALL ROWS PER MATCH WITH UNMATCHED ROWS", "PAST LAST ROW", "A B* C $", "x < 0", "auto"),
+    ("ONE ROW PER MATCH", "TO NEXT ROW", "A B* C", "x < 0 AND LAST(B.y) >= 0", "auto"),
+    ("ONE ROW PER MATCH", "PAST LAST ROW", "A B* C", "x < 0 AND LAST(y, 2) >= 0", "auto"),
+]
+
+
+def _vm_steps(sql: str, rows: list[dict], path: str) -> tuple[list, int]:
+    got, steps = _run(sql, rows, path)
+    assert steps >= 0
+    return got, steps
+
+
+@pytest.mark.parametrize(("rows", "skip", "pattern", "define", "path"), VM_CASES)
+def test_vm_open_attempt_at_end_equals_reference(rows: str, skip: str, pattern: str,
+                                                 define: str, path: str) -> None:
+    sql = _query(rows, skip, pattern, define)
+    data = _rows(300)
+    expected, _ = _run(sql, data, "reference")
+    got, _ = _vm_steps(sql, data, path)
+    assert got == expected
+    if "$" not in pattern:
+        assert any("C" in r for r in got)
+
+
+@pytest.mark.parametrize(("rows", "skip", "pattern", "define", "path"), VM_CASES)
+def test_vm_open_attempt_at_end_is_linear(rows: str, skip: str, pattern: str, define: str,
+                                          path: str) -> None:
+    sql = _query(rows, skip, pattern, define)
+    n = 4_000
+    small, small_steps = _vm_steps(sql, _rows(n), path)
+    large, large_steps = _vm_steps(sql, _rows(2 * n), path)
+    assert large[:len(small) // 2] == small[:len(small) // 2]
+    assert small_steps <= (MEMO_EVERY + 2 + 5) * n
+    assert large_steps <= 2.2 * small_steps
+
+
+@pytest.mark.parametrize("skip", ["TO NEXT ROW", "PAST LAST ROW"])
+def test_vm_dead_ends_compare_registers(skip: str) -> None:
+    """``C.y > A.y`` with one C row (200): attempts from rows below 100 (y = 60) fail
+    there (50 > 60 is false) and read to the end; attempts from rows 100-199 (y = 0)
+    match it. At a row between, both kinds have their threads at the same program
+    states, and only A's register (its row, where y differs) tells them apart: a
+    failed attempt's dead ends must not stop the attempts of a different A."""
+    sql = _query("ONE ROW PER MATCH", skip, "A B* C", "x < 0 AND C.y > A.y")
+    data = [{"id": i, "x": -1 if i == 200 else 1, "y": 50 if i == 200 else (60 if i < 100 else 0)}
+            for i in range(8 * MEMO_EVERY)]
+    expected, _ = _run(sql, data, "reference")
+    got, _ = _vm_steps(sql, data, "auto")
+    assert got == expected
+    assert [r[0] for r in got] == (list(range(100, 200)) if skip == "TO NEXT ROW" else [100])

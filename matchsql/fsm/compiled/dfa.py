@@ -47,6 +47,7 @@ import numpy as np
 from numba import njit
 
 from matchsql.fsm.compiled import kernel as K
+from matchsql.fsm.compiled.kernel import MEMO_EVERY
 
 MAX_COND_VARS = 8  # conditioned variables: at most 256 symbols
 MAX_STATES = 4096
@@ -55,7 +56,6 @@ DONE_BITS = 13  # packed transitions: DONE source + 1 < 2**DONE_BITS
 MAX_TABLE = 4_000_000  # transitions x threads recorded for the path walk-back
 MAX_WORK = 500_000  # closure steps of the construction (bounds its time, ~0.5 s)
 MAX_PROGRAM = 20_000  # instructions (unrolled bounded quantifiers)
-MEMO_EVERY = 32  # rows between dead-end states recorded and compared (a power of two)
 
 
 @dataclass

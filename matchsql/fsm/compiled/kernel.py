@@ -27,7 +27,10 @@ when it takes a row, folded there, and compared too before two threads merge.
 The kernel decides whole attempts only. When the rows run out while an
 attempt still has live threads it stops and reports the attempt's start; the
 matcher calls it again from there once more rows arrived (archived input
-comes in large batches, so re-running the open attempt is cheap).
+comes in large batches, so re-running the open attempt is cheap). An attempt
+whose threads are among those of a decided attempt at the same row, after that
+one's last match end, is decided there (dead ends: the comment at
+:data:`MEMO_EVERY`): attempts that never complete cost linear, not quadratic, time.
 """
 
 from __future__ import annotations
@@ -367,6 +370,74 @@ def put_record(records, k, kind, start, length, number, label_offset):
     records[k, 4] = label_offset
 
 
+# Dead ends. The kernel (:func:`run_attempts`) decides attempts one after another,
+# and an attempt that no row ends (``A B+ C`` where no ``C`` comes, a partition
+# or stream that ends with an attempt open) reads to the end: so does the
+# attempt from every later start row, quadratic in the rows. The DFA has the
+# same problem and the same cure (:mod:`.dfa`); here a state is a list of threads.
+#
+# The rule. Whether a thread reaches ``DONE`` from row ``x`` on depends only on
+# what the kernel reads of it there: its program counter, loop flags, the
+# registers of the variables a condition observes (``obs``) and the running
+# aggregates' accumulators. Threads equal in those are the threads the kernel
+# already merges within a step. As long as no thread reaches ``DONE`` nothing
+# ends a step early, so the threads evolve independently: the threads of a
+# later attempt that are each among a decided attempt's threads at row ``x``,
+# after that attempt's last match end, never reach ``DONE`` either (nor exceed
+# the threads the decided one had), and the later attempt is decided at ``x``
+# with what it found so far: the same rows as running on.
+#
+# What else a condition reads about an attempt makes equal threads of two
+# attempts differ, and the rule is off (:func:`memo_horizon`: -1) or starts later:
+# ``FIRST(x)`` / ``FIRST(x, k)`` without a variable and ``COUNT(*)`` read the
+# start row, ``MATCH_NUMBER()`` the number of matches found before, and WITHIN
+# ends each attempt at a row of its own; Go4Risk statistics count every row an
+# attempt reads, so they keep it off too. ``LAST(x, k)`` reads NULL within ``k`` rows
+# of the start: two attempts agree on it from ``k`` rows after the later start on,
+# so states are compared from there (:func:`memo_horizon` says from where).
+#
+# States are recorded and compared at every :data:`MEMO_EVERY`-th row only and
+# only while at most :data:`MEMO_THREADS` threads are alive; an arena of
+# snapshots that fills up is emptied (a dead end forgotten is only work lost).
+#
+# A state is recorded as a snapshot in an arena: ``(row, threads)`` and per thread
+# ``pc, flags``, the observed variables' last and first rows (0 where no condition
+# reads it) and the accumulators' bits (NaN equals NaN, -0.0 differs from 0.0, as
+# where threads merge). Snapshots wait until their attempt is decided; those after
+# its last match end become dead ends.
+MEMO_EVERY = 32  # rows between dead-end states recorded and compared (a power of two)
+MEMO_THREADS = 64  # live threads beyond which a state is neither recorded nor compared
+
+
+@njit(cache=True, nogil=True, pipeline_class=KernelCompiler)
+def memo_horizon(code, conj):
+    """Rows after an attempt's start from which its threads' futures compare with
+    another attempt's (dead ends: the comment at :data:`MEMO_EVERY`), or -1: never,
+    where a condition reads the start row (``FIRST(x)``, ``FIRST(x, k)``,
+    ``COUNT(*)``) or MATCH_NUMBER();
+    ``LAST(x, k)`` is NULL within ``k`` rows of the start."""
+    h = 1
+    for k in range(code.shape[0]):
+        op = code[k, 0]
+        if op == C_COUNT_ALL or op == C_MATCHNO:
+            return -1
+        if op == C_LOAD:
+            if code[k, 2] == R_START or code[k, 2] == R_FORTH:
+                return -1
+            if code[k, 2] == R_BACK and code[k, 3] + 1 > h:
+                h = code[k, 3] + 1
+    for k in range(conj.shape[0]):
+        for side in range(2):
+            j = 2 + 5 * side
+            if conj[k, 0] != CJ_COMPARE or conj[k, j] == 0:
+                continue  # stack code: its loads are in ``code``
+            if conj[k, j + 2] == R_START or conj[k, j + 2] == R_FORTH:
+                return -1
+            if conj[k, j + 2] == R_BACK and conj[k, j + 3] + 1 > h:
+                h = conj[k, j + 3] + 1
+    return h
+
+
 def workspace(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, ...]:
     """Working arrays of :func:`run_attempts` for the capacities ``caps``.
 
@@ -489,6 +560,25 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
     seen_head = seen_pc[1]
     for k in range(seen_stamp.shape[0]):
         seen_stamp[k] = 0
+    # Dead ends (the comment at :data:`MEMO_EVERY`): compared from ``memo_from`` rows
+    # after a start on; off (-1) under WITHIN, statistics and conditions that read the
+    # start row.
+    memo_from = -1 if windowed or collect else memo_horizon(code, conj)
+    # Recorded dead ends: ``memo_heads[row // MEMO_EVERY]`` the offset of the snapshot
+    # in ``memo_arena`` (-1: none); ``memo_pend`` the open attempt's snapshots not yet
+    # recorded: their count, then their offsets.
+    memo_slots = n_rows // MEMO_EVERY + 2 if memo_from >= 0 else 1
+    memo_heads = np.empty(memo_slots, np.int64)
+    for k in range(memo_slots):
+        memo_heads[k] = -1
+    memo_pend = np.empty(memo_slots + 1, np.int64)
+    memo_pend[0] = 0
+    memo_arena = np.empty(memo_slots * (5 + 8 * n_obs + 4 * acc_w) + 1024 if memo_from >= 0
+                          else 1, np.int64)
+    memo_arena[0] = 1
+    accb = end_stamp  # the accumulators' bits (none without F_AGG: never read)
+    if F_AGG:
+        accb = acc.view(np.int64)
 
     n_rec = 0
     n_lab = 0
@@ -536,6 +626,7 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
             end_lo = n_rows + 2
             end_hi = -2
             n_arena = 0
+            memo_pend[0] = 0
             is_open = True
         elif n_cur > 0:
             if F_WITHIN and pos < n_rows and windowed and pos >= wend[start]:
@@ -549,6 +640,57 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                     status = ST_SPAN
                     err_row = start
                     break
+                if memo_from >= 0 and pos & (MEMO_EVERY - 1) == 0 and pos - start >= memo_from \
+                        and n_cur <= MEMO_THREADS:
+                    # Dead ends (the rule: see :data:`MEMO_EVERY`). The live threads as a
+                    # snapshot at the arena's end (a register no condition reads: 0).
+                    m_width = 2 + 2 * n_obs + acc_w
+                    m_need = 2 + n_cur * m_width
+                    if memo_arena[0] + m_need > memo_arena.shape[0]:  # full: start over
+                        for k in range(memo_heads.shape[0]):
+                            memo_heads[k] = -1
+                        memo_pend[0] = 0
+                        memo_arena[0] = 1
+                    m_at = memo_arena[0]
+                    if m_at + m_need <= memo_arena.shape[0]:
+                        memo_arena[m_at] = pos
+                        memo_arena[m_at + 1] = n_cur
+                        for i in range(n_cur):
+                            m_reg = th[cur, 4, i]
+                            m_o = m_at + 2 + i * m_width
+                            memo_arena[m_o] = th[cur, 0, i]
+                            memo_arena[m_o + 1] = th[cur, 1, i]
+                            for q in range(n_obs):
+                                u = obs[q]
+                                memo_arena[m_o + 2 + q] = lp[cur, m_reg, u] if obs_last[u] else 0
+                                memo_arena[m_o + 2 + n_obs + q] = \
+                                    fp[cur, m_reg, u] if obs_first[u] else 0
+                            for q in range(acc_w):
+                                memo_arena[m_o + 2 + 2 * n_obs + q] = \
+                                    accb[cur * acc_side + m_reg * acc_w + q]
+                        # Each thread among those of the dead end recorded at ``pos``?
+                        m_old = memo_heads[pos // MEMO_EVERY]
+                        m_dead = m_old >= 0
+                        for i in range(n_cur if m_dead else 0):
+                            m_found = False
+                            for j in range(memo_arena[m_old + 1]):
+                                m_found = True
+                                for q in range(m_width):
+                                    if memo_arena[m_at + 2 + i * m_width + q] != \
+                                            memo_arena[m_old + 2 + j * m_width + q]:
+                                        m_found = False
+                                        break
+                                if m_found:
+                                    break
+                            if not m_found:
+                                m_dead = False
+                                break
+                        if m_dead:
+                            n_cur = 0  # a dead end: decided as it stands
+                            continue
+                        memo_arena[0] = m_at + m_need  # pending until the attempt is decided
+                        memo_pend[0] += 1
+                        memo_pend[memo_pend[0]] = m_at
                 mode = 1
             elif not complete:
                 status = ST_WAIT
@@ -851,6 +993,15 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                 n_cur = 0  # anything still alive waits for a row that never comes
             continue
         # -- decide the attempt (mode 3) ----------------------------------------------
+        if memo_from >= 0:
+            last_end = best_end if has_best else start - 1
+            if F_ENDS and all_ends and end_hi > last_end:
+                last_end = end_hi
+            # The pending snapshots after the last match end become dead ends.
+            for k in range(1, memo_pend[0] + 1):
+                if memo_arena[memo_pend[k]] > last_end:
+                    memo_heads[memo_arena[memo_pend[k]] // MEMO_EVERY] = memo_pend[k]
+            memo_pend[0] = 0
         if F_STATS and collect:
             for k in range(n_states):
                 stat[0, k] += stat[2, k]
