@@ -69,5 +69,44 @@ def test_variant_equals_full_kernel(con, name: str, monkeypatch) -> None:
 
 def test_few_variants() -> None:
     """Variants are few (a cold test run compiles each once): ALL MATCHES or not, the
-    stack interpreter or not."""
-    assert len(K._variants) <= 4
+    stack interpreter or not, the dead ends or not."""
+    assert len(K._variants) <= 8
+
+
+MEMO = """SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts
+  MEASURES FIRST(A.ts) AS t0, COUNT(*) AS n
+  ONE ROW PER MATCH
+  PATTERN ({pattern})
+  DEFINE {define})"""
+
+
+@pytest.mark.parametrize("pattern, define, may_help", [
+    # every thread carries its own start row in A's register: states never recur
+    ("A B+ C", "B AS B.price < A.price, C AS C.price > PREV(C.price)", False),
+    # only PREV: nothing per attempt
+    ("A B+ C", "B AS B.price < PREV(B.price), C AS C.price > PREV(C.price)", True),
+    # A read but B may start an attempt too: B's threads can recur
+    ("(A | B) C+", "A AS A.price > 100, C AS C.price > PREV(C.price) AND C.price > 1", True),
+    # A read, but later rows can take A as well (A+): A's last row is not the start
+    ("A+ B", "B AS B.price < A.price", True),
+    # a condition reads the start row: off whatever the pattern
+    ("A B+", "B AS B.price < FIRST(price)", False),
+])
+def test_dead_ends_only_where_states_can_recur(con, monkeypatch, pattern: str, define: str,
+                                               may_help: bool) -> None:
+    """The kernel variant carries the dead ends (``K.MEMO_EVERY``) only where two
+    attempts' threads can be equal; where it does not, the rows equal the full kernel's
+    (which always has them)."""
+    sql = MEMO.format(pattern=pattern, define=define)
+    seen: list[bool] = []
+    choose = K.attempts_kernel
+
+    def spy(prog, conj, code, params, stat_state, wend, observed):
+        seen.append(K.dead_ends_may_help(prog, code, conj, observed))
+        return choose(prog, conj, code, params, stat_state, wend, observed)
+
+    monkeypatch.setattr(K, "attempts_kernel", spy)
+    got = con.sql(sql).fetchall()
+    assert seen and set(seen) == {may_help}
+    monkeypatch.setattr(K, "attempts_kernel", lambda *args: K.run_attempts)
+    assert got == con.sql(sql).fetchall()

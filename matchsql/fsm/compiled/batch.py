@@ -106,7 +106,7 @@ class WholePartitions:
         params[K.K_COMPLETE] = 1
         conj = plan.registers.conjunct_table()
         kernel = K.attempts_kernel(plan.program, conj[0], self.code, params, self.no_stats[0],
-                                   NO_WITHIN)
+                                   NO_WITHIN, self.obs_last | self.obs_first)
         pieces: list[tuple[np.ndarray, np.ndarray]] = []
         for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             rows = b - a

@@ -129,8 +129,9 @@ SKIP_PAST, SKIP_NEXT, SKIP_FIRST, SKIP_LAST = range(4)
 # Go4Risk statistics, ALL MATCHES, SKIP TO a variable, WITH UNMATCHED ROWS, WITHIN, ``$``.
 # Compile-time constants: True here, in the kernel that has them all.
 FEATURES = ("F_STACK", "F_AGG", "F_STATS", "F_ENDS", "F_SKIPTO", "F_UNMATCHED", "F_WITHIN",
-            "F_ANCHOR")
+            "F_ANCHOR", "F_MEMO")
 F_STACK = F_AGG = F_STATS = F_ENDS = F_SKIPTO = F_UNMATCHED = F_WITHIN = F_ANCHOR = True
+F_MEMO = True  # the dead ends (MEMO_EVERY)
 
 
 @njit(cache=True, nogil=True, error_model="numpy", pipeline_class=KernelCompiler)
@@ -563,7 +564,9 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
     # Dead ends (the comment at :data:`MEMO_EVERY`): compared from ``memo_from`` rows
     # after a start on; off (-1) under WITHIN, statistics and conditions that read the
     # start row.
-    memo_from = -1 if windowed or collect else memo_horizon(code, conj)
+    memo_from = -1
+    if F_MEMO and not windowed and not collect:
+        memo_from = memo_horizon(code, conj)
     # Recorded dead ends: ``memo_heads[row // MEMO_EVERY]`` the offset of the snapshot
     # in ``memo_arena`` (-1: none); ``memo_pend`` the open attempt's snapshots not yet
     # recorded: their count, then their offsets.
@@ -640,8 +643,8 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                     status = ST_SPAN
                     err_row = start
                     break
-                if memo_from >= 0 and pos & (MEMO_EVERY - 1) == 0 and pos - start >= memo_from \
-                        and n_cur <= MEMO_THREADS:
+                if F_MEMO and memo_from >= 0 and pos & (MEMO_EVERY - 1) == 0 \
+                        and pos - start >= memo_from and n_cur <= MEMO_THREADS:
                     # Dead ends (the rule: see :data:`MEMO_EVERY`). The live threads as a
                     # snapshot at the arena's end (a register no condition reads: 0).
                     m_width = 2 + 2 * n_obs + acc_w
@@ -993,7 +996,7 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                 n_cur = 0  # anything still alive waits for a row that never comes
             continue
         # -- decide the attempt (mode 3) ----------------------------------------------
-        if memo_from >= 0:
+        if F_MEMO and memo_from >= 0:
             last_end = best_end if has_best else start - 1
             if F_ENDS and all_ends and end_hi > last_end:
                 last_end = end_hi
@@ -1109,8 +1112,33 @@ _variants: dict[tuple[bool, ...], Dispatcher] = {}
 _variants_lock = threading.Lock()
 
 
+def dead_ends_may_help(prog: np.ndarray, code: np.ndarray, conj: np.ndarray,
+                       observed: np.ndarray) -> bool:
+    """Whether two attempts' threads can ever be equal (the dead ends, :data:`MEMO_EVERY`).
+
+    Not where a condition reads the start row (:func:`memo_horizon`), nor where every
+    thread binds, on its attempt's first row, a variable that a condition reads and
+    no later row can take (``A`` in ``A B+ C* D+`` with ``A.price`` read, as in the
+    DejaVu queries): each thread then carries its own start row in a register the
+    states compare, so no state ever recurs, and recording them would only cost time
+    (and compile time: the kernel variant leaves them out). ``observed``: per variable,
+    whether a condition reads its rows."""
+    if memo_horizon.py_func(code, conj) < 0:
+        return False
+    closure = prog[:, P_CLOSURE:]
+    if prog.shape[1] <= P_CLOSURE or closure[0, 0] < 0:
+        return True  # no closure table: the seed's reach is not listed
+    firsts = closure[0, 1:1 + closure[0, 0]]
+    if (prog[firsts, 0] != P_LABEL).any():
+        return True  # the seed reaches DONE: empty matches
+    later = {int(prog[pc, 1]) for origin in range(1, len(prog)) if closure[origin, 0] >= 0
+             for pc in closure[origin, 1:1 + closure[origin, 0]] if prog[pc, 0] == P_LABEL}
+    return not all(observed[v] and v not in later for v in prog[firsts, 1].tolist())
+
+
 def attempts_kernel(prog: np.ndarray, conj: np.ndarray, code: np.ndarray,
-                    params: np.ndarray, stat_state: np.ndarray, wend: np.ndarray) -> Dispatcher:
+                    params: np.ndarray, stat_state: np.ndarray, wend: np.ndarray,
+                    observed: np.ndarray) -> Dispatcher:
     """The variant of :func:`run_attempts` for these arguments: compiled without the
     features (:data:`FEATURES`) they do not use, so that a query's first run compiles
     only what it needs (a cold start compiles, and caches, that variant alone).
@@ -1120,14 +1148,16 @@ def attempts_kernel(prog: np.ndarray, conj: np.ndarray, code: np.ndarray,
     (C_FOLD), ``stat_state``, ``params`` (ALL MATCHES, skip mode, unmatched rows),
     ``wend`` (WITHIN), ``prog`` (P_ENDANCHOR). Few variants, so that a cold run of
     the test suite compiles few: with or without ALL MATCHES, with or without the
-    stack interpreter (and running aggregates); the rarer features (statistics, SKIP
+    stack interpreter (and running aggregates), with or without the dead ends
+    (:func:`dead_ends_may_help`); the rarer features (statistics, SKIP
     TO, unmatched rows, WITHIN, ``$``) take the full kernel.
     """
     stack = bool((conj[:, 0] == CJ_STACK).any() or (code[:, 0] == C_FOLD).any())
     if len(stat_state) or int(params[K_SKIP]) in (SKIP_FIRST, SKIP_LAST) or \
             params[K_UNMATCHED] or len(wend) or (prog[:, 0] == P_ENDANCHOR).any():
         return run_attempts
-    key = (stack, stack, False, bool(params[K_ALL_ENDS]), False, False, False, False)
+    key = (stack, stack, False, bool(params[K_ALL_ENDS]), False, False, False, False,
+           dead_ends_may_help(prog, code, conj, observed))
     with _variants_lock:
         kernel = _variants.get(key)
         if kernel is None:

@@ -318,7 +318,7 @@ class CompiledMatcher:
                          self.cancel.flag)
         if self._vm is None:
             self._vm = K.attempts_kernel(self.plan.program, self.conj[0], self.code, params,
-                                         self.stat_state, wend)
+                                         self.stat_state, wend, self.obs_last | self.obs_first)
         return self._vm(
             self.plan.program, labels, viable, wend, self.code, self.consts, self.spans,
             *self.conj, cols, valid, self.set_mask, self.obs_last, self.obs_first,
