@@ -24,9 +24,9 @@ from matchsql.fsm.compiled.matcher import CompiledMatcher, CompiledPlan
 from matchsql.fsm.reference import CompiledQuery
 from matchsql.planner import new_partition_matcher
 from tests.paths.test_random_paths import COMPILED_CONDITIONS
-from tests.property.strategies import SCHEMA, partitions, queries, spec_of
+from tests.property.strategies import SCHEMA, fed_in_splits, partitions, queries, spec_of
 
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
@@ -81,13 +81,7 @@ def _rows(plan: CompiledPlan, rows: list[dict], splits: list[int]):
     config = Config()
     config.execution_path = "registers"
     try:
-        matcher = CompiledMatcher(plan, (), config)
-        out: list[pa.RecordBatch] = []
-        begin = 0
-        for end in [*sorted(splits), len(rows)]:
-            out += matcher.feed(pa.RecordBatch.from_pylist(rows[begin:end], schema=SCHEMA))
-            begin = end
-        out += matcher.finish()
+        out = fed_in_splits(CompiledMatcher(plan, (), config), rows, splits)
     except matchsql.Error as exc:
         return "error", type(exc).__name__
     return "rows", [tuple(r.values()) for b in out for r in b.to_pylist()]

@@ -9,7 +9,6 @@ agree in class.
 
 from __future__ import annotations
 
-import pyarrow as pa
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -17,7 +16,7 @@ import matchsql
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
 from matchsql.planner import new_partition_matcher
-from tests.property.strategies import SCHEMA, partitions, queries, spec_of
+from tests.property.strategies import fed_in_splits, partitions, queries, spec_of
 
 SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -41,13 +40,7 @@ def _run(spec, rows: list[dict], splits: list[int], path: str):
     config = Config()
     config.execution_path = path
     try:
-        matcher = new_partition_matcher(spec, (), config)
-        out: list[pa.RecordBatch] = []
-        begin = 0
-        for end in [*sorted(splits), len(rows)]:
-            out += matcher.feed(pa.RecordBatch.from_pylist(rows[begin:end], schema=SCHEMA))
-            begin = end
-        out += matcher.finish()
+        out = fed_in_splits(new_partition_matcher(spec, (), config), rows, splits)
     except ExecutionError as exc:
         if "does not apply to this query" in exc.message:
             return "n/a", None

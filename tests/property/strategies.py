@@ -106,3 +106,14 @@ def spec_of(sql: str, schema: pa.Schema = SCHEMA) -> MatchSpec:
     tree = parse(sql)[-1]
     node = next(tree.find_all(MatchRecognizeTable))
     return analyze(node, schema, sql=sql, con=duckdb.connect())
+
+
+def fed_in_splits(matcher, rows: list[dict], splits: list[int]) -> list[pa.RecordBatch]:
+    """What ``matcher`` outputs for ``rows`` fed as batches cut at ``splits``, then finished:
+    the batch edges a random test draws, so that resuming across batches is exercised."""
+    out: list[pa.RecordBatch] = []
+    begin = 0
+    for end in [*sorted(splits), len(rows)]:
+        out += matcher.feed(pa.RecordBatch.from_pylist(rows[begin:end], schema=SCHEMA))
+        begin = end
+    return out + matcher.finish()

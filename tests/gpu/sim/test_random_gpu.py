@@ -9,7 +9,6 @@ holds them until the partition ends).
 
 from __future__ import annotations
 
-import pyarrow as pa
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +18,7 @@ from matchsql.errors import ExecutionError
 from matchsql.gpu.live import LiveGpuMatcher
 from matchsql.gpu.matcher import GpuMatcher
 from matchsql.planner import new_partition_matcher
-from tests.property.strategies import SCHEMA, partitions, queries, spec_of
+from tests.property.strategies import fed_in_splits, partitions, queries, spec_of
 
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -55,12 +54,7 @@ def _run(spec, rows: list[dict], splits: list[int], gpu: str, live: bool = False
     config.execution_path = path
     try:
         matcher = new_partition_matcher(spec, (), config, live=live)
-        out: list[pa.RecordBatch] = []
-        begin = 0
-        for end in [*sorted(splits), len(rows)]:
-            out += matcher.feed(pa.RecordBatch.from_pylist(rows[begin:end], schema=SCHEMA))
-            begin = end
-        out += matcher.finish()
+        out = fed_in_splits(matcher, rows, splits)
     except ExecutionError as exc:
         if "does not apply to this query" in exc.message:
             return "n/a", None
