@@ -12,6 +12,12 @@ in one pass over the rows in input order, without holding the GIL
 * :func:`partitions_in_order`: whether each partition's rows, in input order,
   are in ORDER BY order, comparing every row with the previous row of its own
   partition (kept per partition code): no permutation needed.
+
+Inputs under :data:`COMPILED_FROM_ROWS` rows take numpy's vectorised passes
+instead (:func:`group_order`, :func:`each_partition_in_order`): on them the
+compiled passes gain a millisecond or two, while compiling them costs a first
+query about a second on an empty cache; both give the same answers (the tests
+hold them to each other).
 """
 
 from __future__ import annotations
@@ -150,3 +156,49 @@ def short_string_codes(offsets: np.ndarray, data: np.ndarray, validity: np.ndarr
         else:
             codes[i] = slot_codes[pos]
     return codes, firsts[:count], has_null, True
+
+
+COMPILED_FROM_ROWS = 1 << 17  # rows from which the compiled passes run (fewer: numpy's)
+
+
+def group_order(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """:func:`grouping_order`, by numpy's stable sort of the codes on small inputs."""
+    if len(codes) >= COMPILED_FROM_ROWS:
+        return grouping_order(codes, count)
+    starts = np.zeros(count + 1, np.int64)
+    np.cumsum(np.bincount(codes, minlength=count), out=starts[1:])
+    if len(codes) < 2 or bool(np.all(codes[1:] >= codes[:-1])):
+        return np.empty(0, np.int64), starts, True
+    small = codes.astype(np.uint8 if count <= 1 << 8 else np.uint16)  # sorted by radix
+    return np.argsort(small, kind="stable").astype(np.int64), starts, False
+
+
+def each_partition_in_order(codes: np.ndarray, count: int, values: np.ndarray,
+                            nulls: np.ndarray, nulls_first: np.ndarray) -> bool:
+    """:func:`partitions_in_order`, on small inputs by comparing adjacent rows once the
+    rows are grouped (numpy's stable sort of the codes)."""
+    n = values.shape[1]
+    if n >= COMPILED_FROM_ROWS:
+        return partitions_in_order(codes, count, values, nulls, nulls_first)
+    has_nulls = nulls.shape[1] == n
+    undecided = np.ones(max(n - 1, 0), bool)  # pairs of adjacent rows not yet decided
+    if len(codes):
+        perm = np.argsort(codes, kind="stable")
+        values = values[:, perm]
+        nulls = nulls[:, perm] if has_nulls else nulls
+        grouped = codes[perm]
+        undecided = grouped[1:] == grouped[:-1]  # only rows of one partition compare
+    for k in range(values.shape[0]):
+        before, row = values[k, :-1], values[k, 1:]
+        if has_nulls and nulls[k].any():
+            null_before, null_row = nulls[k, :-1], nulls[k, 1:]
+            valued = ~(null_before | null_row)
+            one_null = null_before != null_row
+            early = (valued & (row < before)) | (one_null & (null_row == bool(nulls_first[k])))
+            late = (valued & (row > before)) | (one_null & (null_row != bool(nulls_first[k])))
+        else:
+            early, late = row < before, row > before
+        if bool((undecided & early).any()):
+            return False
+        undecided &= ~late
+    return True

@@ -1,4 +1,5 @@
-"""The compiled passes of the grouping (router/grouping.py) against numpy's own sorts."""
+"""The grouping's passes (router/grouping.py), compiled and numpy's, against numpy's own
+sorts and against each other."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from matchsql.router.grouping import grouping_order, partitions_in_order
+from matchsql.router.grouping import (
+    each_partition_in_order,
+    group_order,
+    grouping_order,
+    partitions_in_order,
+)
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
@@ -14,11 +20,12 @@ from matchsql.router.grouping import grouping_order, partitions_in_order
 def test_grouping_order_is_the_stable_sort_of_the_codes(values):
     codes = np.array(values, np.int64)
     count = 7
-    perm, starts, grouped = grouping_order(codes, count)
     expected = np.argsort(codes, kind="stable")
-    assert grouped == bool(np.all(codes[1:] >= codes[:-1]))
-    assert (np.arange(len(codes)) if grouped else perm).tolist() == expected.tolist()
-    assert starts.tolist() == [0, *np.cumsum(np.bincount(codes, minlength=count)).tolist()]
+    for order in (grouping_order, group_order):  # compiled; numpy's (a small input)
+        perm, starts, grouped = order(codes, count)
+        assert grouped == bool(np.all(codes[1:] >= codes[:-1]))
+        assert (np.arange(len(codes)) if grouped else perm).tolist() == expected.tolist()
+        assert starts.tolist() == [0, *np.cumsum(np.bincount(codes, minlength=count)).tolist()]
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
@@ -39,11 +46,12 @@ def test_partitions_in_order_compares_rows_of_one_partition(rows, nulls_first):
     expected = all(
         [sort_key(r) for r in rows if r[0] == p] == sorted(sort_key(r) for r in rows if r[0] == p)
         for p in range(3))
-    got = partitions_in_order(codes, 3, values, nulls, np.array([nulls_first, False]))
-    assert got == expected
-    if not any(r[1] is None for r in rows):  # no NULLs: the flags may be left out
-        assert partitions_in_order(codes, 3, values, np.zeros((2, 0), bool),
-                                   np.array([nulls_first, False])) == expected
+    for check in (partitions_in_order, each_partition_in_order):  # compiled; numpy's
+        got = check(codes, 3, values, nulls, np.array([nulls_first, False]))
+        assert got == expected
+        if not any(r[1] is None for r in rows):  # no NULLs: the flags may be left out
+            assert check(codes, 3, values, np.zeros((2, 0), bool),
+                         np.array([nulls_first, False])) == expected
 
 
 @settings(max_examples=100, deadline=None, derandomize=True)
@@ -52,5 +60,5 @@ def test_no_codes_is_one_partition(keys):
     values = np.array(keys, np.int64).reshape(1, -1)
     expected = keys == sorted(keys)
     for codes in (np.zeros(0, np.int64), np.zeros(len(keys), np.int64)):
-        assert partitions_in_order(codes, 1, values, np.zeros((1, 0), bool),
-                                   np.zeros(1, bool)) == expected
+        for check in (partitions_in_order, each_partition_in_order):
+            assert check(codes, 1, values, np.zeros((1, 0), bool), np.zeros(1, bool)) == expected

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import os
+from contextlib import contextmanager, nullcontext
+from unittest.mock import patch
 
 import duckdb
 import numpy as np
@@ -124,11 +126,31 @@ def _partitions_in_order(table: pa.Table, partition_by: list[str], keys: list[Or
         _per_partition(_duckdb_sorted(table, partition_by, keys), partition_by, keys)
 
 
+@contextmanager
+def compiled_from(rows: int):
+    """The grouping's compiled passes from ``rows`` rows on (0: always, as on large
+    inputs; the tests' small tables otherwise take numpy's passes)."""
+    with patch("matchsql.router.grouping.COMPILED_FROM_ROWS", rows), \
+            patch("matchsql.router.presorted.COMPILED_FROM_ROWS", rows):
+        yield
+
+
+def _both_passes(compute):
+    """``compute()`` by the compiled passes and by numpy's, which must agree (the same
+    rows in the same order: the same ``id`` sequence, ids being unique)."""
+    with compiled_from(0):
+        compiled = compute()
+    plain = compute()
+    assert (compiled is None) == (plain is None)
+    assert compiled is None or compiled.column("id").equals(plain.column("id"))
+    return compiled
+
+
 @SETTINGS
 @given(tables())
 def test_grouped_is_an_order_duckdb_could_give(case):
     table, partition_by, keys = case
-    rows = grouped(table, partition_by, keys)
+    rows = _both_passes(lambda: grouped(table, partition_by, keys))
     if rows is None:
         assert not _partitions_in_order(table, partition_by, keys)
         return
@@ -268,10 +290,12 @@ def test_string_partition_codes_are_duckdbs_dense_rank(values, cut, chunked, typ
         column = pa.chunked_array([column.slice(0, len(values) // 2),
                                    column.slice(len(values) // 2)])
     table = pa.table({"p": column, "id": pa.array(range(len(values)))})
-    codes, count = partition_codes(table, ["p"])
     expected = _sql("SELECT dense_rank() OVER (ORDER BY p NULLS LAST) - 1 AS r, id FROM data "
                     "ORDER BY id", table).column("r").to_pylist()
-    assert codes.tolist() == expected and count == max(expected) + 1
+    for rows in (0, None):  # the compiled pass, then Arrow's dictionary_encode
+        with compiled_from(rows) if rows is not None else nullcontext():
+            codes, count = partition_codes(table, ["p"])
+        assert codes.tolist() == expected and count == max(expected) + 1
 
 
 def test_more_distinct_short_strings_than_partitions_are_counted_by_arrow(monkeypatch):
