@@ -106,8 +106,10 @@ def warm(rows: int, repeat: int) -> None:
 def _probe(spec) -> tuple:
     """The arguments attempts_kernel sees for ``spec``'s matcher (no statistics, WITHIN)."""
     plan = CompiledPlan.build(spec)
-    return (plan.program, plan.registers.conjunct_table()[0], plan.registers.arrays()[0],
-            kernel_params(spec, Config()), np.zeros(0, np.int64), NO_WITHIN)
+    code, _, _, _, obs_last, obs_first = plan.registers.arrays()
+    return (plan.program, plan.registers.conjunct_table()[0], code,
+            kernel_params(spec, Config()), np.zeros(0, np.int64), NO_WITHIN,
+            obs_last | obs_first)
 
 
 def main(argv: list[str] | None = None) -> None:
