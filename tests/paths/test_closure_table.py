@@ -14,7 +14,6 @@ import dataclasses
 import numpy as np
 import pyarrow as pa
 from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
 
 import matchsql
 from matchsql.config import Config
@@ -23,8 +22,8 @@ from matchsql.fsm.compiled.lowering import Unsupported, program_array
 from matchsql.fsm.compiled.matcher import CompiledMatcher, CompiledPlan
 from matchsql.fsm.reference import CompiledQuery
 from matchsql.planner import new_partition_matcher
-from tests.paths.test_random_paths import COMPILED_CONDITIONS
-from tests.property.strategies import SCHEMA, fed_in_splits, partitions, queries, spec_of
+from tests.paths.test_random_paths import compiled_cases
+from tests.property.strategies import SCHEMA, fed_in_splits, spec_of
 
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -101,13 +100,9 @@ def _compare(sql: str, rows: list[dict], splits: list[int]) -> bool:
 
 
 @SETTINGS
-@given(sql=queries(), rows=partitions, data=st.data())
-def test_table_equals_walked_program(sql: str, rows: list[dict], data: st.DataObject) -> None:
-    a = data.draw(st.sampled_from(COMPILED_CONDITIONS))
-    b = data.draw(st.sampled_from(COMPILED_CONDITIONS))
-    head, _, _ = sql.rpartition("DEFINE")
-    splits = data.draw(st.lists(st.integers(0, len(rows)), max_size=3))
-    _compare(f"{head}DEFINE A AS {a}, B AS {b}\n)", rows, splits)
+@given(compiled_cases())
+def test_table_equals_walked_program(case: tuple[str, list[dict], list[int]]) -> None:
+    _compare(*case)
 
 
 DEJAVU_ALL_ROWS = """SELECT * FROM t MATCH_RECOGNIZE (

@@ -70,11 +70,19 @@ def test_property_queries(sql: str, rows: list[dict], data: st.DataObject) -> No
     _check(sql, rows, splits)
 
 
-@SETTINGS
-@given(sql=queries(), rows=partitions, data=st.data())
-def test_compiled_conditions(sql: str, rows: list[dict], data: st.DataObject) -> None:
-    a = data.draw(st.sampled_from(COMPILED_CONDITIONS))
-    b = data.draw(st.sampled_from(COMPILED_CONDITIONS))
+@st.composite
+def compiled_cases(draw: st.DrawFn) -> tuple[str, list[dict], list[int]]:
+    """A random query whose DEFINE conditions the compiled paths take, its rows and the
+    batch edges they are fed with."""
+    sql, rows = draw(queries()), draw(partitions)
+    a = draw(st.sampled_from(COMPILED_CONDITIONS))
+    b = draw(st.sampled_from(COMPILED_CONDITIONS))
     head, _, _ = sql.rpartition("DEFINE")
-    splits = data.draw(st.lists(st.integers(0, len(rows)), max_size=3))
-    _check(f"{head}DEFINE A AS {a}, B AS {b}\n)", rows, splits)
+    splits = draw(st.lists(st.integers(0, len(rows)), max_size=3))
+    return f"{head}DEFINE A AS {a}, B AS {b}\n)", rows, splits
+
+
+@SETTINGS
+@given(compiled_cases())
+def test_compiled_conditions(case: tuple[str, list[dict], list[int]]) -> None:
+    _check(*case)
