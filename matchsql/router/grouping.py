@@ -115,6 +115,7 @@ def short_string_codes(offsets: np.ndarray, data: np.ndarray, validity: np.ndarr
     count = 0
     has_null = False
     has_validity = len(validity) > 0
+    mask = (1 << bits) - 1  # of the table's slots (grows with it)
     for i in range(n):
         if has_validity:
             bit = bit_offset + i
@@ -129,7 +130,6 @@ def short_string_codes(offsets: np.ndarray, data: np.ndarray, validity: np.ndarr
         key = np.uint64(length + 1) << np.uint64(56)
         for t in range(length):
             key |= np.uint64(data[start + t]) << np.uint64(8 * t)
-        mask = (1 << bits) - 1
         pos = np.int64((key * _GOLDEN) >> np.uint64(64 - bits))
         while keys[pos] != key and keys[pos] != 0:
             pos = (pos + 1) & mask

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+from numba.core.dispatcher import Dispatcher
 
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
@@ -74,6 +75,7 @@ class WholePartitions:
         # several threads at once), starting at the largest size a call needed so far.
         self.caps = np.array([64, 512, 256, 4096, 4096, 16384], np.int64)
         self.no_stats = (np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros((4, 1), np.int64))
+        self._kernel: Dispatcher | None = None  # the thread VM variant (attempts_kernel)
 
     def match(self, batch: pa.RecordBatch, bounds: np.ndarray,
               cancel: Cancellation | None = None) -> list[pa.RecordBatch]:
@@ -105,8 +107,11 @@ class WholePartitions:
         params[K.K_BASE] = 0
         params[K.K_COMPLETE] = 1
         conj = plan.registers.conjunct_table()
-        kernel = K.attempts_kernel(plan.program, conj[0], self.code, params, self.no_stats[0],
-                                   NO_WITHIN, self.obs_last | self.obs_first)
+        if self._kernel is None:  # its arguments are the same for every batch: chosen once
+            self._kernel = K.attempts_kernel(plan.program, conj[0], self.code, params,
+                                             self.no_stats[0], NO_WITHIN,
+                                             self.obs_last | self.obs_first)
+        kernel = self._kernel
         pieces: list[tuple[np.ndarray, np.ndarray]] = []
         for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             rows = b - a
