@@ -530,6 +530,20 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
         if obs_last[v] or obs_first[v]:
             obs[n_obs] = v
             n_obs += 1
+    # Those of a last row and those of a first row apart: a thread taking a row copies
+    # only those (a copy of both for every observed variable was a tenth of the time per
+    # row on the DejaVu queries).
+    obs_l = np.empty(n_vars, np.int64)
+    obs_f = np.empty(n_vars, np.int64)
+    n_obs_l = 0
+    n_obs_f = 0
+    for v in range(n_vars):
+        if obs_last[v]:
+            obs_l[n_obs_l] = v
+            n_obs_l += 1
+        if obs_first[v]:
+            obs_f[n_obs_f] = v
+            n_obs_f += 1
     cap_threads = th.shape[2]
     cap_seen = seen.shape[1]
     cap_stack = stack.shape[1]
@@ -753,13 +767,21 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                                 else:
                                     kind = conj[k, j + 2]
                                     arg = conj[k, j + 3]
-                                    last = -1
-                                    first = -1
-                                    if kind == R_LAST or kind == R_FIRST:
-                                        last = lp[cur, r0, arg]
-                                        first = fp[cur, r0, arg]
-                                    rr = load_row(kind, arg, conj[k, j + 4], var, last, first,
-                                                  pos, start, n_rows, base)
+                                    off = conj[k, j + 4]
+                                    # The current row and another variable's last row, the
+                                    # usual operands, without load_row's general case.
+                                    if off == 0 and kind == R_CUR:
+                                        rr = pos
+                                    elif off == 0 and kind == R_LAST and arg != var:
+                                        rr = lp[cur, r0, arg]
+                                    else:
+                                        last = -1
+                                        first = -1
+                                        if kind == R_LAST or kind == R_FIRST:
+                                            last = lp[cur, r0, arg]
+                                            first = fp[cur, r0, arg]
+                                        rr = load_row(kind, arg, off, var, last, first,
+                                                      pos, start, n_rows, base)
                                     c = conj[k, j + 1]
                                     if rr < 0 or valid[c, rr] == 0:
                                         ok = False
@@ -798,12 +820,14 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                     fl0 = 0
                     pref0 = th[cur, 3, i]
                     if use_regs:
-                        for q in range(n_obs):
-                            u = obs[q]
+                        for q in range(n_obs_l):
+                            u = obs_l[q]
                             lp[nxt, n_pool, u] = lp[cur, r0, u]
+                        for q in range(n_obs_f):
+                            u = obs_f[q]
                             fp[nxt, n_pool, u] = fp[cur, r0, u]
                         lp[nxt, n_pool, var] = pos
-                        if fp[nxt, n_pool, var] < 0:
+                        if obs_first[var] and fp[nxt, n_pool, var] < 0:
                             fp[nxt, n_pool, var] = pos
                 elif F_ANCHOR:
                     pc = th[cur, 0, i]
