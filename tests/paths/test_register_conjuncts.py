@@ -120,3 +120,22 @@ def test_explain_names_the_second_row() -> None:
     # (A | B) C: the first row may be A or B, so no register is known on the second row
     plan = _plan_of("C AS x < A.x", "(A | B) C")
     assert "second row" not in explain(plan.spec, Config())
+
+
+def test_first_and_last_registers_are_kept_apart() -> None:
+    # B is read by FIRST only, A by LAST only (the kernel copies each kind of register
+    # for the variables read that way). x = 5, 3, 4, 1, 2.5: A = row 0; B+ takes rows
+    # 1-4 (each below A.x = 5); C AS x > FIRST(B.x) = 3 holds at row 2 (4) but not at
+    # row 4 (2.5, though above LAST(B.x) = 1 there), so the greedy B+ reaches no C and the
+    # one match is A B C over rows 0-2; the search goes on past it at row 3, where B's
+    # x < A.x fails (2.5 < 1).
+    table = pa.table({"p": np.zeros(5, np.int32), "id": np.arange(5, dtype=np.int32),
+                      "x": [5.0, 3.0, 4.0, 1.0, 2.5]})
+    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
+           "MEASURES FIRST(id) AS s, COUNT(*) AS n PATTERN (A B+ C) "
+           "DEFINE B AS x < A.x, C AS x > FIRST(B.x))")
+    for path in ("reference", "registers"):
+        con = matchsql.connect(demo=False, execution_path=path)
+        con.duckdb.register("src", table)
+        con.sql("CREATE TABLE t AS SELECT * FROM src")
+        assert con.sql(sql).fetchall() == [(0, 0, 3)], path
