@@ -132,6 +132,10 @@ FEATURES = ("F_STACK", "F_AGG", "F_STATS", "F_ENDS", "F_SKIPTO", "F_UNMATCHED", 
             "F_ANCHOR", "F_MEMO")
 F_STACK = F_AGG = F_STATS = F_ENDS = F_SKIPTO = F_UNMATCHED = F_WITHIN = F_ANCHOR = True
 F_MEMO = True  # the dead ends (MEMO_EVERY)
+# The conditions as one function compiled for the query's shape (``shape_condition``)
+# instead of the conjunct table: off in every variant the engine runs; bench.specialised
+# turns it on to measure a specialised kernel against these (it gained nothing).
+F_SHAPE = False
 
 
 @njit(cache=True, nogil=True, error_model="numpy", pipeline_class=KernelCompiler)
@@ -437,6 +441,14 @@ def memo_horizon(code, conj):
             if conj[k, j + 2] == R_BACK and conj[k, j + 3] + 1 > h:
                 h = conj[k, j + 3] + 1
     return h
+
+
+@njit(cache=True, nogil=True, pipeline_class=KernelCompiler)
+def shape_condition(var, row, start, n_rows, base, cols, valid, lp, fp, side, reg):
+    """What a variant with F_SHAPE calls for the conditions of variable ``var`` at
+    ``row`` for the thread with registers ``lp[side, reg]``/``fp[side, reg]``: True
+    only when every conjunct is TRUE (a variant replaces this)."""
+    return True
 
 
 def workspace(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, ...]:
@@ -756,7 +768,11 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                             acc[abase + q] = acc[src + q]
                     # The conjuncts, written out here: a helper taking arrays would pay
                     # reference counting per call (prefilter._refine has the same loop).
-                    k = conj_spans[var, 0]
+                    k = conj_spans[var, 1] if F_SHAPE else conj_spans[var, 0]
+                    if F_SHAPE:
+                        if ok:
+                            ok = shape_condition(var, pos, start, n_rows, base, cols, valid,
+                                                 lp, fp, cur, r0)
                     while ok and k < conj_spans[var, 1]:
                         if conj[k, 0] == CJ_COMPARE:
                             a = 0.0
