@@ -134,7 +134,8 @@ F_STACK = F_AGG = F_STATS = F_ENDS = F_SKIPTO = F_UNMATCHED = F_WITHIN = F_ANCHO
 F_MEMO = True  # the dead ends (MEMO_EVERY)
 # The conditions as one function compiled for the query's shape (``shape_condition``)
 # instead of the conjunct table: off in every variant the engine runs; bench.specialised
-# turns it on to measure a specialised kernel against these (it gained nothing).
+# turns it on to measure a specialised kernel against these (slower, and 7-10 s to
+# compile per shape: bench/results/specialised.txt).
 F_SHAPE = False
 
 
@@ -543,8 +544,8 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
             obs[n_obs] = v
             n_obs += 1
     # Those of a last row and those of a first row apart: a thread taking a row copies
-    # only those (a copy of both for every observed variable was a tenth of the time per
-    # row on the DejaVu queries).
+    # only those (copying both for every observed variable cost 5-9 % of the kernel's
+    # time on the DejaVu queries, which read no FIRST).
     obs_l = np.empty(n_vars, np.int64)
     obs_f = np.empty(n_vars, np.int64)
     n_obs_l = 0
