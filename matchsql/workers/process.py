@@ -14,7 +14,8 @@ taken (the State Transfer protocol's "flush" needs nothing more):
 
 It answers with ``out`` (matches per partition, in order), ``state``,
 ``error`` (the first matchsql error of the query; the rest of the query is
-skipped) and ``ended``.
+skipped) and ``ended`` (the query's figures: rows, CPU serving messages, per
+bucket and in all, and when each message was served, for the bench's timeline).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
     writer = RingWriter(outbox, capacity)
     outbox.send(("hello", writer.name, os.getpid()))
     query: Query | Gather | Streamed | None = None
+    cpu_ns = 0  # the process's CPU when the query began
+    spans: list[tuple[str, float, float]] = []  # (kind, start, end) of each message served
     try:
         while True:
             try:
@@ -59,17 +62,19 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
             if kind == "stop":
                 return
             if kind in KINDS:
+                cpu_ns, spans = time.process_time_ns(), []
                 query = KINDS[kind](index, *pickle.loads(payload))
                 continue
             if kind == "end":
-                stats = (query.rows, query.busy_ns, query.bucket_ns) if query is not None \
-                    else (0, 0, {})
+                stats = (query.rows, query.busy_ns, query.bucket_ns,
+                         time.process_time_ns() - cpu_ns, spans) if query is not None \
+                    else (0, 0, {}, 0, [])
                 query = None
                 writer.send("ended", None, stats)
                 continue
             if query is None or query.failed:
                 continue
-            started = time.process_time_ns()
+            started, began = time.process_time_ns(), time.perf_counter()
             try:
                 query.serve(writer, kind, payload, extra)
             except Error as err:
@@ -82,6 +87,7 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
                 query.failed = True
                 writer.send("error", _error_bytes(internal_error(exc)))
             query.busy_ns += time.process_time_ns() - started
+            spans.append((kind, began, time.perf_counter()))
     finally:
         reader.close()
         writer.close()
