@@ -515,7 +515,7 @@ def _pct(values: list[float], q: float) -> float:
 def timeline(rows: int, partitions: int, repeat: int) -> None:
     """Where the time of one query on 2 workers goes, process by process."""
     print(f"\n7. timeline of one-time queries on 2 workers (sorted mode), {rows:,} rows, "
-          f"{partitions} partitions; medians of {repeat} runs taken in turns with "
+          f"{partitions} partitions; medians of {repeat} runs taken in turns (rotated) with "
           "workers = 1 (threads = 1). ms from the statement's start: 'input' = the router "
           "has its first ordered rows (planning, export, order check and grouping done), "
           "'sent' = its first message to a worker, 'routed' = its last, 'merged' = the last "
@@ -537,8 +537,11 @@ def timeline(rows: int, partitions: int, repeat: int) -> None:
             con.sql("SET workers = 2")
             con.sql(sql).arrow()  # starts the pool, warms the workers' compiled code
             runs: dict[str, list[list[float]]] = {"w1": [], "hold": [], "cut": []}
-            for _ in range(repeat):
-                for run, got in runs.items():
+            for turn in range(repeat):
+                # In turns, each run after each other as often (the first run after a
+                # change of settings pays for it: DuckDB's threads, say).
+                order = list(runs)[turn % 3:] + list(runs)[:turn % 3]
+                for run, got in ((run, runs[run]) for run in order):
                     con.sql(f"SET workers = {1 if run == 'w1' else 2}")
                     con.sql(f"SET threads = {1 if run == 'w1' else 2}")
                     router_module.HOLD_OPEN = run != "cut"
