@@ -5,7 +5,7 @@ migration pauses with the other buckets' latency.
                             [--stream-rows 300000]
                             [--migration-rows 1000,10000,100000,1000000]
 
-Six tables, all ratios between figures of this run:
+Seven tables, all ratios between figures of this run:
 
 1. **One-time queries** (the partitioned :mod:`bench.paths` queries over synthetic trades):
    wall time with ``workers = 1`` (``threads = 1``, and ``threads = 2``, the
@@ -48,6 +48,13 @@ Six tables, all ratios between figures of this run:
 6. **Input modes**: the queries of table 4 with pull, push and adaptive input
    (``U = 1``), in one process and on 2 workers, and the push side's largest
    count of held tuples (InputHolders plus the runs' buffered rows).
+7. **Timeline** of the one-time queries on 2 workers (sorted mode): when the
+   router has its ordered input, sends its first and last message and has the
+   last matches; when each worker served its first and last message, how long
+   it was busy and its process's CPU; with and without the rule that keeps a
+   partition open at a message's end for the next message, beside
+   ``workers = 1``. It shows the serial part (before the first message) and
+   where the CPU beyond one process's goes.
 
 The machine is shared (other jobs run on its 2 cores), so wall times are
 noisy; the CPU figures and the model are much steadier. The header prints
