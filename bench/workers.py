@@ -5,7 +5,7 @@ migration pauses with the other buckets' latency.
                             [--stream-rows 300000]
                             [--migration-rows 1000,10000,100000,1000000]
 
-Six tables, all ratios between figures of this run:
+Seven tables, all ratios between figures of this run:
 
 1. **One-time queries** (the partitioned :mod:`bench.paths` queries over synthetic trades):
    wall time with ``workers = 1`` (``threads = 1``, and ``threads = 2``, the
@@ -48,6 +48,13 @@ Six tables, all ratios between figures of this run:
 6. **Input modes**: the queries of table 4 with pull, push and adaptive input
    (``U = 1``), in one process and on 2 workers, and the push side's largest
    count of held tuples (InputHolders plus the runs' buffered rows).
+7. **Timeline** of the one-time queries on 2 workers (sorted mode): when the
+   router has its ordered input, sends its first and last message and has the
+   last matches; when each worker served its first and last message, how long
+   it was busy and its process's CPU; with and without the rule that keeps a
+   partition open at a message's end for the next message, beside
+   ``workers = 1``. It shows the serial part (before the first message) and
+   where the CPU beyond one process's goes.
 
 The machine is shared (other jobs run on its 2 cores), so wall times are
 noisy; the CPU figures and the model are much steadier. The header prints
@@ -81,6 +88,7 @@ from matchsql.router.hashed import HashPartitionRouter
 from matchsql.session import matching as matching_module
 from matchsql.session.ordered_input import InputQueries
 from matchsql.storage.demo import synthetic_trades
+from matchsql.workers import router as router_module
 from matchsql.workers.balance import Load
 from matchsql.workers.pool import WorkerPool
 from matchsql.workers.router import BUCKETS, bucket_of
@@ -135,7 +143,8 @@ def makespan(works: list[float], workers: int) -> float:
     return max(loads)
 
 
-def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, float, list[float]]]:
+def _trades(rows: int, partitions: int) -> matchsql.Connection:
+    """A connection with the synthetic ``trade`` table (in time order) and its ``orders`` view."""
     con = matchsql.connect(demo=False)
     con.duckdb.execute("SET enable_progress_bar = false")
     con.duckdb.register("trade_src", synthetic_trades(rows, partitions))
@@ -143,6 +152,11 @@ def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, 
     con.duckdb.unregister("trade_src")
     con.sql("CREATE VIEW orders AS SELECT symbol AS custkey, ts AS orderdate, "
             "price AS totalprice FROM trade")
+    return con
+
+
+def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, float, list[float]]]:
+    con = _trades(rows, partitions)
     print(f"\n1. one-time queries, {rows:,} rows, {partitions} partitions (best of {repeat})")
     header = (f"{'query':<9}{'matches':>10}{'w1 1T s':>9}{'w1 2T s':>9}{'w2 sort s':>10}"
               f"{'w2 s':>8}{'w2/w1 1T':>9}{'w2/w1 2T':>9}{'router CPU':>11}{'worker CPU':>14}")
@@ -505,6 +519,70 @@ def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(len(values) * q / 100))] if values else 0.0
 
 
+def timeline(rows: int, partitions: int, repeat: int) -> None:
+    """Where the time of one query on 2 workers goes, process by process."""
+    print(f"\n7. timeline of one-time queries on 2 workers (sorted mode), {rows:,} rows, "
+          f"{partitions} partitions; medians of {repeat} runs taken in turns (rotated) with "
+          "workers = 1 (threads = 1). ms from the statement's start: 'input' = the router "
+          "has its first ordered rows (planning, export, order check and grouping done), "
+          "'sent' = its first message to a worker, 'routed' = its last, 'merged' = the last "
+          "matches in; per worker: its first and last message served, ms busy serving "
+          "between them, and its process's CPU. 'hold' = the partition still open at a "
+          "message's end waits for its end (the default), 'cut' = it goes in pieces (runs of "
+          "their own on the worker). CPU in ms; 'w1/w2' = one process's CPU over the "
+          "router's and workers' together.")
+    header = (f"{'query':<9}{'run':<6}{'wall':>6}{'input':>7}{'sent':>6}{'routed':>7}"
+              f"{'merged':>7}{'r CPU':>7}{'w0 first':>9}{'last':>6}{'busy':>6}{'CPU':>5}"
+              f"{'w1 first':>9}{'last':>6}{'busy':>6}{'CPU':>5}{'w1/w2':>7}")
+    print(header)
+    print("-" * len(header))
+    con = _trades(rows, partitions)
+    session = con._executor.workers
+    session.mode = "sorted"
+    try:
+        for name, sql in PARTITIONED.items():
+            con.sql("SET workers = 2")
+            con.sql(sql).arrow()  # starts the pool, warms the workers' compiled code
+            runs: dict[str, list[list[float]]] = {"w1": [], "hold": [], "cut": []}
+            for turn in range(repeat):
+                # In turns, each run after each other as often (the first run after a
+                # change of settings pays for it: DuckDB's threads, say).
+                order = list(runs)[turn % 3:] + list(runs)[:turn % 3]
+                for run, got in ((run, runs[run]) for run in order):
+                    con.sql(f"SET workers = {1 if run == 'w1' else 2}")
+                    con.sql(f"SET threads = {1 if run == 'w1' else 2}")
+                    router_module.HOLD_OPEN = run != "cut"
+                    cpu, start = time.process_time(), time.perf_counter()
+                    con.sql(sql).arrow()
+                    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+                    if run == "w1":
+                        got.append([wall * 1e3, cpu * 1e3])
+                        continue
+                    last = session.last
+                    marks = [(last.marks[m][0] - start) * 1e3 if m in last.marks else 0.0
+                             for m in ("input", "sent", "routed", "merged")]
+                    row = [wall * 1e3, *marks, cpu * 1e3]
+                    for spans, busy in zip(last.worker_spans, last.worker_process_cpu_s):
+                        data = [(a, b) for kind, a, b in spans if kind == "data"] or [(start,) * 2]
+                        row += [(data[0][0] - start) * 1e3, (data[-1][1] - start) * 1e3,
+                                sum(b - a for a, b in data) * 1e3, busy * 1e3]
+                    got.append(row)
+            router_module.HOLD_OPEN = True
+            single = np.median([r[1] for r in runs["w1"]])
+            print(f"{name:<9}{'w1':<6}{np.median([r[0] for r in runs['w1']]):>6.0f}"
+                  f"{'':>34}{single:>7.0f}")
+            for run in ("hold", "cut"):
+                m = np.median(np.array(runs[run]), axis=0)
+                cpu_all = m[5] + m[9] + m[13]
+                print(f"{name:<9}{run:<6}{m[0]:>6.0f}{m[1]:>7.0f}{m[2]:>6.0f}{m[3]:>7.0f}"
+                      f"{m[4]:>7.0f}{m[5]:>7.0f}{m[6]:>9.0f}{m[7]:>6.0f}{m[8]:>6.0f}{m[9]:>5.0f}"
+                      f"{m[10]:>9.0f}{m[11]:>6.0f}{m[12]:>6.0f}{m[13]:>5.0f}"
+                      f"{single / cpu_all:>6.2f}x")
+    finally:
+        router_module.HOLD_OPEN = True
+        con.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -512,7 +590,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--stream-rows", type=int, default=300_000)
     parser.add_argument("--migration-rows", default="1000,10000,100000,1000000")
-    parser.add_argument("--only", default="123456", help="the sections to run, e.g. 45")
+    parser.add_argument("--only", default="1234567", help="the sections to run, e.g. 45")
     args = parser.parse_args(argv)
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPU core(s), load average {load[0]:.1f} {load[1]:.1f} "
@@ -530,6 +608,8 @@ def main(argv: list[str] | None = None) -> None:
         stream_migration(sizes)
     if "6" in args.only:
         input_modes(args.stream_rows, args.partitions, args.repeat)
+    if "7" in args.only:
+        timeline(args.rows, args.partitions, args.repeat)
 
 
 if __name__ == "__main__":

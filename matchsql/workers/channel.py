@@ -7,7 +7,9 @@ payload, which also wakes the reader. Only the notice goes through the
 kernel; the bulk data is one ``memcpy`` in and one out.
 
 The ring is single-producer, single-consumer with monotonic byte counters
-(position = counter % capacity). The writer knows its own counter; the
+(position = counter % capacity); a payload starts again at the ring's start
+as soon as the reader has released that much of it, so the pages in use stay
+few and warm. The writer knows its own counter; the
 reader publishes how far it has copied out (word 0 of the header) and how
 many notices it has taken (word 1). The writer waits while the ring lacks
 room or while :data:`MAX_NOTICES` notices are unread, so the pipe itself
@@ -41,6 +43,9 @@ class Writable(Protocol):
 
 _HEADER = 64  # bytes: word 0 = bytes released by the reader, word 1 = notices taken
 MAX_NOTICES = 256
+#: Whether a payload goes back to the ring's start once the reader has released it
+#: (see :meth:`RingWriter.send`); False only for the bench's "before".
+EAGER_WRAP = True
 _WAIT_S = 0.0002
 
 
@@ -55,6 +60,7 @@ class RingWriter:
         self._words[:] = 0
         self._written = 0
         self._sent = 0
+        self._floor = 0  # every byte below this counter is released (or was skipped)
 
     @property
     def name(self) -> str:
@@ -83,11 +89,22 @@ class RingWriter:
         start = self._written
         if length:
             pos = start % self.capacity
-            if pos + length > self.capacity:
-                start += self.capacity - pos  # skip the ring's tail: payloads are contiguous
+            lap = start - pos
+            released = int(self._words[0])
+            # Back to the ring's start where the payload does not fit its tail (payloads
+            # are contiguous), and also where the reader has released the start already:
+            # the bytes in use then stay in the first pages of the ring, mapped and in
+            # cache, rather than going round all of it (a fresh page of shared memory
+            # costs a fault and zeroing: 1M rows written into untouched pages took 19 ms,
+            # into touched ones 4.5 ms).
+            if pos and (pos + length > self.capacity or EAGER_WRAP and (
+                    released == start or released >= lap + length)):
+                if released == start:
+                    self._floor = lap + self.capacity  # all released, the rest skipped
+                start = lap + self.capacity
                 pos = 0
             end = start + length
-            self._wait(lambda: end - int(self._words[0]) <= self.capacity
+            self._wait(lambda: end - max(int(self._words[0]), self._floor) <= self.capacity
                        and self.unread() < MAX_NOTICES, idle)
             _put(self.shm.buf, _HEADER + pos, length, payload)
             self._written = end

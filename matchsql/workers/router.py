@@ -56,6 +56,9 @@ _POLL_S = 0.05
 #: partitions (Q2), 16,384 rows cost the workers 0.375 s of CPU, 65,536 rows 0.29 s
 #: (measured side by side, bench notes in bench/results/workers.txt).
 CHUNK_ROWS = 65_536
+#: Whether a message leaves out the partition still open at its end (see
+#: :meth:`WorkerRouter._send`); False only for the bench's "before".
+HOLD_OPEN = True
 
 
 def bucket_of(key: tuple, buckets: int) -> int:
@@ -109,7 +112,8 @@ class WorkerRouter:
         self.done_rows = [0] * n  # rows the worker has matched, as it last said
         self.bucket_rows: dict[int, int] = {}
         self.recent: dict[int, int] = {}
-        self._pending: list[list[tuple[tuple, pa.RecordBatch | None]]] = [[] for _ in range(n)]
+        # Per worker: (entry, its pieces) not sent yet, one entry per partition.
+        self._pending: list[list[tuple[tuple, list[pa.RecordBatch]]]] = [[] for _ in range(n)]
         self._pending_rows = [0] * n
         self.migrating: dict[int, Migration] = {}
         self.migrations: list[MigrationRecord] = []
@@ -119,6 +123,11 @@ class WorkerRouter:
         self._done: set[int] = set()
         self._ended = 0
         self.worker_cpu_s = [0.0] * n  # this query's matching CPU per worker
+        self.worker_process_cpu_s = [0.0] * n  # ... and all its process's CPU meanwhile
+        # (kind, start, end) of each message a worker served (perf_counter: one clock for
+        # all processes of this machine), and the router's own steps: the bench's timeline.
+        self.worker_spans: list[list[tuple[str, float, float]]] = [[] for _ in range(n)]
+        self.marks: dict[str, tuple[float, float]] = {}  # step -> (wall, this process's CPU)
         self.bucket_cpu_s: dict[int, float] = {}  # ... and per bucket
         self.partitions = 0
 
@@ -126,6 +135,7 @@ class WorkerRouter:
 
     def run(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """The matches of every partition of ``batches``, in the single-process order."""
+        self._mark("start")
         payload = pickle.dumps((self.spec, self.config), protocol=pickle.HIGHEST_PROTOCOL)
         for index in range(len(self.workers)):
             self._post(index, "query", payload)
@@ -134,6 +144,8 @@ class WorkerRouter:
         open_bucket = 0
         for batch in batches:
             self._check()
+            if "input" not in self.marks:
+                self._mark("input")  # the first rows in order: the serial part before them
             for key, piece in split(batch, self.spec.partition_by):
                 if open_number is None or key != open_key:
                     if open_number is not None:
@@ -151,15 +163,20 @@ class WorkerRouter:
         if open_number is not None:
             self._add(open_bucket, (open_number, open_bucket, open_key, 0, True), None)
         for index in range(len(self.workers)):
-            self._send(index)
+            self._send(index, whole=True)
+        self._mark("routed")
         while self._order or self.migrating:
             self._wait()
             self._step(decide=False)
             yield from self._ready()
+        self._mark("merged")
         for index in range(len(self.workers)):
             self._post(index, "end")
         while self._ended < len(self.workers):
             self._wait()
+
+    def _mark(self, step: str) -> None:
+        self.marks[step] = (time.perf_counter(), time.process_time())
 
     def _step(self, decide: bool = True) -> None:
         """Safe point (not inside a send): hand on snapshots, start migrations, send."""
@@ -201,17 +218,27 @@ class WorkerRouter:
             return
         index = self.owner[bucket]
         pending = self._pending[index]
-        if piece is None and pending and pending[-1][0][0] == entry[0]:
-            last = pending[-1][0]  # a partition's end right after its last piece: mark it
-            pending[-1] = ((*last[:4], True), pending[-1][1])
+        if pending and pending[-1][0][0] == entry[0]:
+            # The same partition's next piece (or its end): one entry of both, so the worker
+            # sees it whole and matches it with the others of the message.
+            last, pieces = pending[-1]
+            pending[-1] = ((*last[:3], last[3] + rows, entry[4]), pieces)
         else:
-            pending.append((entry, piece))
+            pieces = []
+            pending.append((entry, pieces))
+        if piece is not None and piece.num_rows:
+            pieces.append(piece)
         self._pending_rows[index] += rows
         self.routed[index] += rows
         if self._pending_rows[index] >= self.chunk_rows:
             self._send(index)
 
-    def _send(self, index: int) -> None:
+    def _send(self, index: int, whole: bool = False) -> None:
+        """Send worker ``index``'s pending pieces; the partition still open at their end
+        stays pending (unless ``whole``, or it is a message's worth of rows itself): sent
+        with its end, it is matched with the others of its message, where a partition
+        cut by a message's edge is a run of its own (a run per partition costs the
+        worker a kernel call per piece and its matcher's set-up)."""
         pending = self._pending[index]
         if not pending:
             return
@@ -222,11 +249,20 @@ class WorkerRouter:
             pending = self._pending[index]
         if not pending:
             return
-        self._pending[index] = []
-        self._pending_rows[index] = 0
+        held: list = []
+        if HOLD_OPEN and not whole and not pending[-1][0][4] and \
+                pending[-1][0][3] < self.chunk_rows:
+            held = [pending.pop()]
+            if not pending:
+                pending.extend(held)
+                return
+        self._pending[index] = held
+        self._pending_rows[index] = held[0][0][3] if held else 0
         # The pieces go as they are (the worker concatenates them: that copy runs in
         # parallel there, not in this serial router).
-        pieces = [piece for _, piece in pending if piece is not None and piece.num_rows]
+        pieces = [piece for _, batches in pending for piece in batches]
+        if "sent" not in self.marks:
+            self._mark("sent")
         # Written straight into the worker's ring: one copy of the rows in this process.
         self._post(index, "data", Packed([entry for entry, _ in pending], pieces))
 
@@ -237,7 +273,8 @@ class WorkerRouter:
         source = self.owner.get(bucket)
         if source is None or source == target or bucket in self.migrating:
             return False
-        self._send(source)  # flush: the source gets every piece routed before the request
+        # flush: the source gets every piece routed before the request
+        self._send(source, whole=True)
         self.migrating[bucket] = Migration(bucket, source, target, time.perf_counter())
         self._post(source, "snapshot", None, bucket)
         return True
@@ -252,7 +289,7 @@ class WorkerRouter:
             self.bucket_rows[bucket] -= rows  # _add counts them again
             self.recent[bucket] = self.recent.get(bucket, 0) - rows
             self._add(bucket, entry, piece)
-        self._send(moving.target)
+        self._send(moving.target, whole=True)
         self.migrations.append(MigrationRecord(
             bucket, moving.source, moving.target, time.perf_counter() - moving.started,
             len(state), len(runs), moving.buffered_rows))
@@ -306,6 +343,8 @@ class WorkerRouter:
             worker.rows_done += extra[0]
             worker.busy_s += extra[1] / 1e9
             self.worker_cpu_s[index] = extra[1] / 1e9
+            self.worker_process_cpu_s[index] = extra[3] / 1e9
+            self.worker_spans[index] = extra[4]
             for bucket, ns in extra[2].items():
                 self.bucket_cpu_s[bucket] = self.bucket_cpu_s.get(bucket, 0.0) + ns / 1e9
         else:

@@ -183,7 +183,7 @@ class ScatterRouter(WorkerRouter):
         if self._pending_rows[index] >= self.chunk_rows:
             self._send(index)
 
-    def _send(self, index: int) -> None:
+    def _send(self, index: int, whole: bool = False) -> None:
         pieces = self._pieces[index]
         if not pieces:
             return

@@ -88,3 +88,22 @@ def test_workers_setting_and_show_workers() -> None:
             raise AssertionError("workers = 0 accepted")
     finally:
         con.close()
+
+
+def test_a_drained_ring_starts_again_at_its_start() -> None:
+    writer, reader = _pair(1_000)
+    try:
+        starts = []
+        for i, size in enumerate([100, 200, 150, 100, 300]):
+            writer.send("x", bytes([i]) * size)
+            starts.append(writer._written - size)
+            assert reader.receive()[1] == bytes([i]) * size
+        # each payload found the ring empty and its start free again
+        assert [start % 1_000 for start in starts] == [0, 0, 0, 0, 0]
+        writer.send("x", b"a" * 100)
+        writer.send("x", b"b" * 100)  # the first one is not read yet: goes after it
+        assert writer._written % 1_000 == 200
+        assert [reader.receive()[1] for _ in range(2)] == [b"a" * 100, b"b" * 100]
+    finally:
+        reader.close()
+        writer.close()
