@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import pexpect
@@ -90,31 +90,39 @@ UNTERMINATED = [
 ]
 
 
+def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
+    """``python -m matchsql ARGS`` in a pty, with no cyclic collection in the forked child.
+
+    pexpect forks this test process and runs Python in the child before exec. A
+    collection there may free garbage that holds a DuckDB database (a connection
+    an earlier test dropped), whose destructor joins worker threads the child
+    does not have: the child dies of SIGSEGV before the REPL ever starts, its
+    fault-handler output going to this process's stderr, not to the pty.
+    """
+    enabled = gc.isenabled()
+    gc.disable()  # inherited by the child, which only lives until exec
+    try:
+        return pexpect.spawn(sys.executable, ["-m", "matchsql", *args], env=env,
+                             encoding="utf-8", timeout=20, dimensions=(50, 200))
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class Repl:
     """A REPL in a pty, with a transcript of everything it printed."""
 
     def __init__(self, env: dict[str, str], *args: str) -> None:
         self.transcript: list[str] = []
-        # Once in CI (3,775 tests passed beside it) a REPL died before printing its
-        # banner, with no message. A start that dies silently is tried once more and
-        # reported with its exit status or signal (and, with the fault handler on, a
-        # crash's stack) when it fails again; a start that prints anything is never retried.
-        for attempt in (1, 2):
-            self.child = pexpect.spawn(
-                sys.executable, ["-m", "matchsql", *args], env=env,
-                encoding="utf-8", timeout=20, dimensions=(50, 200))
-            try:
-                self.expect(PROMPT)
-                return
-            except pexpect.EOF:
-                said = self.child.before
-                self.child.close()
-                died = (f"exit status {self.child.exitstatus}, "
-                        f"signal {self.child.signalstatus}, output {said!r}")
-                if said or attempt == 2:
-                    raise AssertionError(f"the REPL ended before its prompt: {died}") from None
-                warnings.warn(f"the REPL died silently before its banner ({died}); retried",
-                              stacklevel=2)
+        self.child = spawn(env, *args)
+        try:
+            self.expect(PROMPT)
+        except pexpect.EOF:
+            said = self.child.before
+            self.child.close()
+            raise AssertionError(
+                f"the REPL ended before its prompt: exit status {self.child.exitstatus}, "
+                f"signal {self.child.signalstatus}, output {said!r}") from None
 
     def expect(self, pattern, timeout: float = 20) -> re.Match | None:
         self.child.expect(pattern, timeout=timeout)
