@@ -11,7 +11,6 @@ processes; so a session of plain SQL starts with DuckDB and little else.
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -96,12 +95,7 @@ class Executor:
         self.failures: list[Error] = []
         # DuckDB allows one open result per connection: a new statement closes
         # the previous statement's unfinished Result, as DuckDB's own API does.
-        # Held weakly, as everything here that points back at the executor (a
-        # Result translates errors through it): a dropped connection must free its
-        # DuckDB database at once, not when the cyclic collector gets to it, which
-        # may be in a forked child, where DuckDB's destructor joins threads that the
-        # child does not have (SIGSEGV).
-        self._open_result: weakref.ref[Result] | None = None
+        self._open_result: Result | None = None
         # The running statement's cancellation: new for each statement (an old
         # statement's leftover work keeps its own token), set by interrupt().
         self.cancellation = Cancellation()
@@ -131,7 +125,7 @@ class Executor:
             # sqlglot, the dialect and the matchers: loaded on first use (start-up).
             from matchsql.session.matching import MatchRunner
 
-            self._matching = MatchRunner(weakref.proxy(self))  # no cycle: see _open_result
+            self._matching = MatchRunner(self)
         return self._matching
 
     @property
@@ -141,7 +135,7 @@ class Executor:
             # The stream registry and the continuous router: loaded on first use (start-up).
             from matchsql.session.streams import StreamStatements
 
-            self._streams = StreamStatements(weakref.proxy(self))
+            self._streams = StreamStatements(self)
         return self._streams
 
     @property
@@ -218,15 +212,14 @@ class Executor:
 
     def dispatch(self, statement: Statement, params: Params = None):
         """Run one statement by its kind (:data:`HANDLERS`); its Result is the open one."""
-        previous = self._open_result() if self._open_result is not None else None
-        if previous is not None:
-            previous.close()
-        self._open_result = None
+        if self._open_result is not None:
+            self._open_result.close()
+            self._open_result = None
         self.cancellation = Cancellation()
         if isinstance(statement, Query):
             statement = self._resolve(statement)
         result = HANDLERS[type(statement)](self, statement, params)
-        self._open_result = weakref.ref(result) if isinstance(result, Result) else None
+        self._open_result = result if isinstance(result, Result) else None
         return result
 
     def _resolve(self, statement: Query) -> Query:

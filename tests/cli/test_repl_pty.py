@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import re
 import sys
 import time
@@ -286,3 +287,36 @@ def test_malformed_statements_give_messages_not_tracebacks(repl: Repl) -> None:
     assert "Traceback" not in repl.text()
     out = repl.run("SELECT 42;")
     assert "│      42 │" in out
+
+
+_fork_probe: dict[str, int] = {}
+
+
+def _note_collector_in_child() -> None:
+    """Runs in every forked child: while a probe is set, says whether the collector is on."""
+    fd = _fork_probe.get("fd")
+    if fd is not None:
+        os.write(fd, b"1" if gc.isenabled() else b"0")
+
+
+os.register_at_fork(after_in_child=_note_collector_in_child)
+
+
+def test_no_collection_can_run_in_the_forked_child_before_exec(env: dict[str, str]) -> None:
+    # The REPL's rare silent SIGSEGV before its banner: a collection in pexpect's child
+    # freed a connection an earlier test dropped, and DuckDB's destructor joined threads
+    # the child does not have. spawn() keeps the collector off until the child execs.
+    read, write = os.pipe()
+    _fork_probe["fd"] = write
+    try:
+        child = spawn(env, "--version")
+    finally:
+        _fork_probe.clear()
+        os.close(write)
+    try:
+        child.expect(pexpect.EOF)
+        assert os.read(read, 1) == b"0"
+        assert gc.isenabled()  # and back on in this process
+    finally:
+        os.close(read)
+        child.close()
