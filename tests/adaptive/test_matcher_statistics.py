@@ -7,7 +7,6 @@ thesis' one-path FSM (tests/adaptive/thesis_fsm.py), whatever the batches.
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,11 +14,8 @@ from hypothesis import strategies as st
 from matchsql.adaptive.statistics import Sliding, StateStatistics
 from matchsql.fsm.program import Op, compile_pattern
 from matchsql.fsm.states import label_states, states_from_pattern
-from matchsql.grammar.analyze import analyze
-from matchsql.grammar.nodes import MatchRecognizeTable
-from matchsql.grammar.statements import parse
 from matchsql.planner import new_partition_matcher
-from tests.property.strategies import patterns
+from tests.property.strategies import patterns, spec_of
 
 from .test_statistics import THESIS_STATES
 
@@ -36,8 +32,7 @@ QUERY = """SELECT * FROM t MATCH_RECOGNIZE (
 
 def _matcher(pattern: str):
     sql = QUERY.format(pattern=pattern)
-    node = next(parse(sql)[-1].find_all(MatchRecognizeTable))
-    spec = analyze(node, SCHEMA, sql=sql, con=duckdb.connect())
+    spec = spec_of(sql, SCHEMA)
     matcher = new_partition_matcher(spec)
     states, ids = label_states(spec.pattern)
     assert matcher.observe(states, ids)

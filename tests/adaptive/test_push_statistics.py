@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import time
 
-import duckdb
 import pyarrow as pa
 import pytest
 
 from matchsql.adaptive.metrics import InputMetrics
 from matchsql.adaptive.push import MIN_UNIT_ROWS, UNIT_ROWS, PushInput
 from matchsql.fsm.states import label_states
-from matchsql.grammar.analyze import analyze
-from matchsql.grammar.nodes import MatchRecognizeTable
-from matchsql.grammar.statements import parse
 from matchsql.planner import new_partition_matcher
+from tests.property.strategies import spec_of
 
 SCHEMA = pa.schema([("id", pa.int64()), ("sym", pa.string()), ("kind", pa.string())])
 QUERY = """SELECT * FROM t MATCH_RECOGNIZE (
@@ -28,8 +25,7 @@ QUERY = """SELECT * FROM t MATCH_RECOGNIZE (
 
 
 def _spec():
-    node = next(parse(QUERY)[-1].find_all(MatchRecognizeTable))
-    return analyze(node, SCHEMA, sql=QUERY, con=duckdb.connect())
+    return spec_of(QUERY, SCHEMA)
 
 
 def _batches(rows: int, per_batch: int) -> list[pa.RecordBatch]:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import re
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import pexpect
@@ -90,31 +91,39 @@ UNTERMINATED = [
 ]
 
 
+def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
+    """``python -m matchsql ARGS`` in a pty, with no cyclic collection in the forked child.
+
+    pexpect forks this test process and runs Python in the child before exec. A
+    collection there may free garbage that holds a DuckDB database (a connection
+    an earlier test dropped), whose destructor joins worker threads the child
+    does not have: the child dies of SIGSEGV before the REPL ever starts, its
+    fault-handler output going to this process's stderr, not to the pty.
+    """
+    enabled = gc.isenabled()
+    gc.disable()  # inherited by the child, which only lives until exec
+    try:
+        return pexpect.spawn(sys.executable, ["-m", "matchsql", *args], env=env,
+                             encoding="utf-8", timeout=20, dimensions=(50, 200))
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class Repl:
     """A REPL in a pty, with a transcript of everything it printed."""
 
     def __init__(self, env: dict[str, str], *args: str) -> None:
         self.transcript: list[str] = []
-        # Once in CI (3,775 tests passed beside it) a REPL died before printing its
-        # banner, with no message. A start that dies silently is tried once more and
-        # reported with its exit status or signal (and, with the fault handler on, a
-        # crash's stack) when it fails again; a start that prints anything is never retried.
-        for attempt in (1, 2):
-            self.child = pexpect.spawn(
-                sys.executable, ["-m", "matchsql", *args], env=env,
-                encoding="utf-8", timeout=20, dimensions=(50, 200))
-            try:
-                self.expect(PROMPT)
-                return
-            except pexpect.EOF:
-                said = self.child.before
-                self.child.close()
-                died = (f"exit status {self.child.exitstatus}, "
-                        f"signal {self.child.signalstatus}, output {said!r}")
-                if said or attempt == 2:
-                    raise AssertionError(f"the REPL ended before its prompt: {died}") from None
-                warnings.warn(f"the REPL died silently before its banner ({died}); retried",
-                              stacklevel=2)
+        self.child = spawn(env, *args)
+        try:
+            self.expect(PROMPT)
+        except pexpect.EOF:
+            said = self.child.before
+            self.child.close()
+            raise AssertionError(
+                f"the REPL ended before its prompt: exit status {self.child.exitstatus}, "
+                f"signal {self.child.signalstatus}, output {said!r}") from None
 
     def expect(self, pattern, timeout: float = 20) -> re.Match | None:
         self.child.expect(pattern, timeout=timeout)
@@ -278,3 +287,36 @@ def test_malformed_statements_give_messages_not_tracebacks(repl: Repl) -> None:
     assert "Traceback" not in repl.text()
     out = repl.run("SELECT 42;")
     assert "│      42 │" in out
+
+
+_fork_probe: dict[str, int] = {}
+
+
+def _note_collector_in_child() -> None:
+    """Runs in every forked child: while a probe is set, says whether the collector is on."""
+    fd = _fork_probe.get("fd")
+    if fd is not None:
+        os.write(fd, b"1" if gc.isenabled() else b"0")
+
+
+os.register_at_fork(after_in_child=_note_collector_in_child)
+
+
+def test_no_collection_can_run_in_the_forked_child_before_exec(env: dict[str, str]) -> None:
+    # The REPL's rare silent SIGSEGV before its banner: a collection in pexpect's child
+    # freed a connection an earlier test dropped, and DuckDB's destructor joined threads
+    # the child does not have. spawn() keeps the collector off until the child execs.
+    read, write = os.pipe()
+    _fork_probe["fd"] = write
+    try:
+        child = spawn(env, "--version")
+    finally:
+        _fork_probe.clear()
+        os.close(write)
+    try:
+        child.expect(pexpect.EOF)
+        assert os.read(read, 1) == b"0"
+        assert gc.isenabled()  # and back on in this process
+    finally:
+        os.close(read)
+        child.close()

@@ -19,13 +19,11 @@ import matchsql
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
 from matchsql.fsm.compiled.rowlocal import PartitionEdges
-from matchsql.grammar.analyze import analyze
-from matchsql.grammar.nodes import MatchRecognizeTable
-from matchsql.grammar.statements import parse
 from matchsql.planner import _plan, explain, new_partition_matcher, whole_partitions
 from matchsql.router.parallel import ParallelPartitionRouter
 from matchsql.router.partitions import SortedPartitionRouter
 from tests.property.strategies import ROWS, patterns
+from tests.property.strategies import spec_of as spec_of_schema
 
 SCHEMA = pa.schema([("p", pa.int32()), ("id", pa.int32()), ("x", pa.int32()),
                     ("y", pa.int32())])
@@ -42,10 +40,7 @@ SETTINGS = settings(max_examples=80, deadline=None, derandomize=True,
 
 
 def spec_of(sql: str):
-    import duckdb
-
-    node = next(parse(sql)[-1].find_all(MatchRecognizeTable))
-    return analyze(node, SCHEMA, sql=sql, con=duckdb.connect())
+    return spec_of_schema(sql, SCHEMA)
 
 
 RUNNING_MEASURES = ("MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, FIRST(x) AS fx, "

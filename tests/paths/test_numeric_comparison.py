@@ -10,7 +10,6 @@ the same truth array through both forms.
 
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -24,10 +23,8 @@ from matchsql.fsm.compiled.rowlocal import (
     RowLocalCompiler,
     evaluate,
 )
-from matchsql.grammar.analyze import analyze
-from matchsql.grammar.nodes import MatchRecognizeTable
-from matchsql.grammar.statements import parse
 from matchsql.plan.binder import bind
+from tests.property.strategies import spec_of
 
 SCHEMA = pa.schema([("id", pa.int64()), ("f", pa.float64()), ("g", pa.float32()),
                     ("i", pa.int32()), ("j", pa.int64()), ("s", pa.string())])
@@ -44,8 +41,7 @@ INTS = st.one_of(st.none(), st.integers(-3, 3))
 def term_of(condition: str):
     sql = (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
            f"PATTERN (A) DEFINE A AS {condition})")
-    node = next(parse(sql)[-1].find_all(MatchRecognizeTable))
-    spec = analyze(node, SCHEMA, sql=sql, con=duckdb.connect())
+    spec = spec_of(sql, SCHEMA)
     compiler = RowLocalCompiler(spec, "A")
     return compiler, bind(spec.defines["A"], spec)
 

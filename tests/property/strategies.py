@@ -8,6 +8,9 @@ Variables: A and B are defined by random conditions, C is left undefined
 
 from __future__ import annotations
 
+import atexit
+from functools import cache
+
 import duckdb
 import pyarrow as pa
 from hypothesis import strategies as st
@@ -101,11 +104,27 @@ def queries(draw: st.DrawFn) -> str:
     )
 
 
+@cache
+def _typing_database() -> duckdb.DuckDBPyConnection:
+    """The DuckDB that types the expressions of every :func:`spec_of`.
+
+    ``analyze`` types on a cursor of its own and leaves nothing behind, so one
+    database serves all: a new one per call cost ~25 ms (its thread pool started
+    and joined), and random tests call this tens of thousands of times, mostly
+    for queries they then reject.
+    """
+    database = duckdb.connect()
+    # Dropped before the interpreter tears its modules down, where DuckDB's bindings
+    # would report it as leaked.
+    atexit.register(_typing_database.cache_clear)
+    return database
+
+
 def spec_of(sql: str, schema: pa.Schema = SCHEMA) -> MatchSpec:
     """Parse and analyse ``sql`` (one MATCH_RECOGNIZE over ``t``) into its MatchSpec."""
     tree = parse(sql)[-1]
     node = next(tree.find_all(MatchRecognizeTable))
-    return analyze(node, schema, sql=sql, con=duckdb.connect())
+    return analyze(node, schema, sql=sql, con=_typing_database())
 
 
 def fed_in_splits(matcher, rows: list[dict], splits: list[int]) -> list[pa.RecordBatch]:
