@@ -163,9 +163,10 @@ def segments(batch: pa.RecordBatch, keys: list[str]) -> list[tuple[int, int]]:
     for name in keys:
         column = batch.column(name)
         left, right = column.slice(0, n - 1), column.slice(1)
-        same = pc.fill_null(pc.equal(left, right), False)
-        both_null = pc.and_(pc.is_null(left), pc.is_null(right))
-        change |= ~np.asarray(pc.or_(same, both_null), dtype=bool)
+        same = pc.equal(left, right)
+        if column.null_count:
+            same = pc.or_(pc.fill_null(same, False), pc.and_(pc.is_null(left), pc.is_null(right)))
+        change |= ~np.asarray(same, dtype=bool)
     cuts = np.flatnonzero(change) + 1
     bounds = [0, *cuts.tolist(), n]
     return list(zip(bounds[:-1], bounds[1:]))
