@@ -231,7 +231,7 @@ _ONE_PARTITION = np.zeros(0, np.int64)  # the codes of rows all in one partition
 def in_order(table: pa.Table, partition_by: list[str], order: list[OrderKey]) -> bool | None:
     """Whether every partition of ``table`` is in ``order`` already; None when the key
     types are left to the sort."""
-    result = _ordered(table, partition_by, order)
+    result = _ordered(table, partition_by, order, grouping=False)
     return None if result is None else result is not False
 
 
@@ -335,9 +335,10 @@ class _Grouping:
     keys: KeyValues  # of the partition key columns
 
 
-def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey]) \
-        -> bool | _Grouping | None:
-    """None: key types left to the sort; False: out of order; True: in order as it is;
+def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
+             grouping: bool = True) -> bool | _Grouping | None:
+    """None: key types left to the sort; False: out of order; True: in order as it is
+    (or, without ``grouping``, each partition in order: the rows are not grouped);
     else the :class:`_Grouping` of the partitions (each in order)."""
     n = table.num_rows
     if n < 2:
@@ -356,7 +357,7 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey]) \
             return None
         if not each_partition_in_order(codes if count > 1 else _ONE_PARTITION, count, *keys):
             return False
-    if count == 1:
+    if count == 1 or not grouping:
         return True
     perm, starts, is_grouped = group_order(codes, count)
     return True if is_grouped else _Grouping(perm, np.diff(starts), key_values)
