@@ -8,7 +8,10 @@ and turns it into *tasks*:
 * a **group** task runs several complete small partitions one after the other
   (grouping cuts the per-task overhead; a group closes once it holds
   ``chunk_rows`` input rows, so it holds fewer than twice that), or all at
-  once through ``whole`` where the query allows it (:mod:`matchsql.fsm.compiled.batch`);
+  once through ``whole`` where the query allows it (:mod:`matchsql.fsm.compiled.batch`):
+  then the partitions between a batch's first and last go as one span of it,
+  and a group of adjacent spans of one batch (the grouped input's batches end
+  where a partition ends) as a slice of it, not a copy;
 * a **chunk** task feeds one piece (about ``chunk_rows`` rows) of a partition
   too large to group; the chunk tasks of one partition share its run and run
   one after the other (each waits for its predecessor), so a huge partition
