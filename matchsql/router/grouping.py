@@ -169,8 +169,15 @@ def group_order(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, 
     np.cumsum(np.bincount(codes, minlength=count), out=starts[1:])
     if len(codes) < 2 or bool(np.all(codes[1:] >= codes[:-1])):
         return np.empty(0, np.int64), starts, True
-    small = codes.astype(np.uint8 if count <= 1 << 8 else np.uint16)  # sorted by radix
-    return np.argsort(small, kind="stable").astype(np.int64), starts, False
+    return np.argsort(_narrow(codes, count), kind="stable").astype(np.int64), starts, False
+
+
+def _narrow(codes: np.ndarray, count: int) -> np.ndarray:
+    """``codes`` (values below ``count``) in 8 or 16 bits where they fit: numpy's stable
+    argsort sorts those by radix, several times faster than 64-bit keys."""
+    if count > 1 << 16:
+        return codes
+    return codes.astype(np.uint8 if count <= 1 << 8 else np.uint16)
 
 
 def each_partition_in_order(codes: np.ndarray, count: int, values: np.ndarray,
@@ -183,7 +190,7 @@ def each_partition_in_order(codes: np.ndarray, count: int, values: np.ndarray,
     has_nulls = nulls.shape[1] == n
     undecided = np.ones(max(n - 1, 0), bool)  # pairs of adjacent rows not yet decided
     if len(codes):
-        perm = np.argsort(codes, kind="stable")
+        perm = np.argsort(_narrow(codes, count), kind="stable")
         values = values[:, perm]
         nulls = nulls[:, perm] if has_nulls else nulls
         grouped = codes[perm]

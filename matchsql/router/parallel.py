@@ -8,7 +8,10 @@ and turns it into *tasks*:
 * a **group** task runs several complete small partitions one after the other
   (grouping cuts the per-task overhead; a group closes once it holds
   ``chunk_rows`` input rows, so it holds fewer than twice that), or all at
-  once through ``whole`` where the query allows it (:mod:`matchsql.fsm.compiled.batch`);
+  once through ``whole`` where the query allows it (:mod:`matchsql.fsm.compiled.batch`):
+  then the partitions between a batch's first and last go as one span of it,
+  and a group of adjacent spans of one batch (the grouped input's batches end
+  where a partition ends) as a slice of it, not a copy;
 * a **chunk** task feeds one piece (about ``chunk_rows`` rows) of a partition
   too large to group; the chunk tasks of one partition share its run and run
   one after the other (each waits for its predecessor), so a huge partition
@@ -37,7 +40,14 @@ import pyarrow as pa
 
 from matchsql.cancel import INTERRUPTED, Cancellation
 from matchsql.errors import ExecutionError
-from matchsql.router.partitions import PartitionRun, RunFactory, WholeRuns, feed_last, split
+from matchsql.router.partitions import (
+    PartitionRun,
+    RunFactory,
+    WholeRuns,
+    feed_last,
+    key_at,
+    segments,
+)
 
 
 class ParallelPartitionRouter:
@@ -66,12 +76,12 @@ class ParallelPartitionRouter:
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix="matchsql-partition")
         pending: deque[Future] = deque()
         # Complete small partitions waiting to be sent as one group task.
-        group: list[tuple[tuple, list[pa.RecordBatch]]] = []
+        group: list[_Part] = []
         group_rows = 0
         # The open partition: its key, pieces not yet sent, and, once it is too
         # large to group, its run and the future of its last chunk task.
         key: tuple | None = None
-        pieces: list[pa.RecordBatch] = []
+        pieces: list[_Span] = []
         piece_rows = 0
         big_run: PartitionRun | None = None
         last: Future | None = None
@@ -91,38 +101,62 @@ class ParallelPartitionRouter:
                 work, group, group_rows = group, [], 0
                 yield from submit(self._run_group, work)
 
+        def grouped(part: _Part, rows: int) -> Iterator[pa.RecordBatch]:
+            nonlocal group_rows
+            group.append(part)
+            group_rows += rows
+            if group_rows >= self.chunk_rows:
+                yield from flush_group()
+
         def close_partition() -> Iterator[pa.RecordBatch]:
-            nonlocal pieces, piece_rows, big_run, last, group_rows
+            nonlocal pieces, piece_rows, big_run, last, opened
             if big_run is None:
-                group.append((key, pieces))
-                group_rows += piece_rows
-                if group_rows >= self.chunk_rows:
-                    yield from flush_group()
+                yield from grouped((key, pieces, [piece_rows]), piece_rows)
             else:
                 if pieces:
                     last = yield from submit(self._feed, big_run, pieces, last)
                 yield from submit(self._finish, big_run, last)
-            pieces, piece_rows, big_run, last = [], 0, None, None
+            pieces, piece_rows, big_run, last, opened = [], 0, None, None, False
+
+        def add(piece_key: tuple, piece: _Span) -> Iterator[pa.RecordBatch]:
+            nonlocal key, opened, pieces, piece_rows, big_run, last
+            if not opened or piece_key != key:
+                if opened:
+                    yield from close_partition()
+                key, opened = piece_key, True
+                self.partitions += 1
+            pieces.append(piece)
+            piece_rows += piece[2] - piece[1]
+            if piece_rows >= self.chunk_rows:
+                # Too large to group: the groups before it go first,
+                # then it streams in chunks through its own run.
+                yield from flush_group()
+                if big_run is None:
+                    big_run = self.new_run(key)
+                last = yield from submit(self._feed, big_run, pieces, last)
+                pieces, piece_rows = [], 0
 
         try:
             for batch in batches:
                 self._check()
-                for piece_key, piece in split(batch, self.keys):
-                    if not opened or piece_key != key:
-                        if opened:
-                            yield from close_partition()
-                        key, opened = piece_key, True
-                        self.partitions += 1
-                    pieces.append(piece)
-                    piece_rows += piece.num_rows
-                    if piece_rows >= self.chunk_rows:
-                        # Too large to group: the groups before it go first,
-                        # then it streams in chunks through its own run.
-                        yield from flush_group()
-                        if big_run is None:
-                            big_run = self.new_run(key)
-                        last = yield from submit(self._feed, big_run, pieces, last)
-                        pieces, piece_rows = [], 0
+                if batch.num_rows == 0:
+                    continue
+                bounds = segments(batch, self.keys)
+                yield from add(key_at(batch, self.keys, 0), (batch, *bounds[0]))
+                if len(bounds) == 1:
+                    continue
+                inner = bounds[1:-1]
+                if self.whole is not None and inner:
+                    # The partitions between the batch's first and last: complete,
+                    # matched as one span of the batch (no key, no slice of each).
+                    yield from close_partition()
+                    start, stop = inner[0][0], inner[-1][1]
+                    self.partitions += len(inner)
+                    yield from grouped((None, [(batch, start, stop)],
+                                        [b - a for a, b in inner]), stop - start)
+                    inner = []
+                for a, b in [*inner, bounds[-1]]:
+                    yield from add(key_at(batch, self.keys, a), (batch, a, b))
             if opened:
                 yield from close_partition()
             yield from flush_group()
@@ -147,16 +181,17 @@ class ParallelPartitionRouter:
 
     # -- tasks (on the pool's threads) ----------------------------------------------
 
-    def _run_group(self, work: list[tuple[tuple, list[pa.RecordBatch]]]) -> list[pa.RecordBatch]:
+    def _run_group(self, work: list[_Part]) -> list[pa.RecordBatch]:
         self._check()
         if self.whole is not None:
-            pieces = [piece for _, partition in work for piece in partition]
-            sizes = [sum(piece.num_rows for piece in partition) for _, partition in work]
+            sizes = [size for _, _, part_sizes in work for size in part_sizes]
             bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-            return coalesce(self.whole(pa.concat_batches(pieces), bounds))
+            rows = _joined([span for _, spans, _ in work for span in spans])
+            return coalesce(self.whole(rows, bounds))
         out: list[pa.RecordBatch] = []
-        for key, pieces in work:
+        for key, spans, _ in work:
             run = self.new_run(key)
+            pieces = [_slice(span) for span in spans]
             for piece in pieces[:-1]:
                 self._check()
                 out += run.feed(piece)
@@ -164,14 +199,14 @@ class ParallelPartitionRouter:
             out += feed_last(run, pieces[-1]) if pieces else run.finish()
         return coalesce(out)
 
-    def _feed(self, run: PartitionRun, pieces: list[pa.RecordBatch],
+    def _feed(self, run: PartitionRun, pieces: list[_Span],
               previous: Future | None) -> list[pa.RecordBatch]:
         if previous is not None:
             previous.result()  # the run's earlier chunk: same run, strictly in order
         out: list[pa.RecordBatch] = []
         for piece in pieces:
             self._check()
-            out += run.feed(piece)
+            out += run.feed(_slice(piece))
         return coalesce(out)
 
     def _finish(self, run: PartitionRun, previous: Future | None) -> list[pa.RecordBatch]:
@@ -179,6 +214,32 @@ class ParallelPartitionRouter:
             previous.result()
         self._check()
         return coalesce(run.finish())
+
+
+#: Rows ``start:stop`` of a batch: the pieces of partitions are kept so, and cut from
+#: their batch only when a task reads them (adjacent spans of one batch then join).
+_Span = tuple[pa.RecordBatch, int, int]
+#: Complete partitions of a group: the key (None: several partitions matched whole),
+#: their rows and the size of each partition.
+_Part = tuple[tuple | None, list[_Span], list[int]]
+
+
+def _slice(span: _Span) -> pa.RecordBatch:
+    batch, start, stop = span
+    return batch.slice(start, stop - start)
+
+
+def _joined(spans: list[_Span]) -> pa.RecordBatch:
+    """The rows of ``spans`` as one batch: adjacent spans of one batch joined by a slice,
+    a copy only where rows of several batches meet."""
+    merged: list[_Span] = []
+    for batch, start, stop in spans:
+        if merged and merged[-1][0] is batch and merged[-1][2] == start:
+            merged[-1] = (batch, merged[-1][1], stop)
+        else:
+            merged.append((batch, start, stop))
+    pieces = [_slice(span) for span in merged]
+    return pieces[0] if len(pieces) == 1 else pa.concat_batches(pieces)
 
 
 def coalesce(batches: list[pa.RecordBatch], small: int = 8_192) -> list[pa.RecordBatch]:

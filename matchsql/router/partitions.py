@@ -42,7 +42,8 @@ class SortedPartitionRouter:
     ``whole``, when given, matches the partitions that start and end inside
     one batch all at once (``whole(rows, bounds)``, see
     :mod:`matchsql.fsm.compiled.batch`); only the partitions cut by a batch
-    boundary then get a run of their own.
+    boundary then get a run of their own. A batch's last partition is known to
+    end with it only once the next batch comes: its rows wait until then.
     """
 
     def __init__(self, keys: list[str], new_run: RunFactory,
@@ -52,19 +53,28 @@ class SortedPartitionRouter:
         self.whole = whole
         self._current_key: tuple | None = None
         self._run: PartitionRun | None = None
+        # With ``whole``: the rows from the first partition not matched yet to the end of
+        # the last batch, where those partitions start in them, and the last one's key.
+        self._held: tuple[pa.RecordBatch, np.ndarray, tuple] | None = None
         self.partitions = 0
 
     def route(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """Feed ``batch``; yield every output batch that became final.
 
         Every piece but the batch's last ends its partition (the next piece has
-        another key), so its run is fed and finished at once.
+        another key), so its run is fed and finished at once. With ``whole``, the
+        batch's last piece is held until the next batch (or the end) says whether
+        its partition goes on: where it does not (batches cut at partition ends,
+        as grouped input is), the piece is matched with the complete partitions
+        before it, and no partition of the batch needs a run of its own.
         """
         if batch.num_rows == 0:
             return
+        key = key_at(batch, self.keys, 0)
+        if self._held is not None:
+            yield from self._release(key == self._held[2])
         bounds = segments(batch, self.keys)
         first = 0
-        key = _key_at(batch, self.keys, 0)
         if self._run is not None and key == self._current_key:
             if len(bounds) == 1:
                 yield from self._run.feed(batch)
@@ -74,15 +84,14 @@ class SortedPartitionRouter:
             first = 1
         else:
             yield from self._close_run()
+        if self.whole is not None:
+            start = bounds[first][0]
+            starts = np.array([b[0] for b in bounds[first:]], np.int64) - start
+            self._held = (batch.slice(start), starts, key_at(batch, self.keys, bounds[-1][0]))
+            return
         last = len(bounds) - 1  # the batch's last piece may go on in the next batch
-        if self.whole is not None and last > first:
-            start, stop = bounds[first][0], bounds[last - 1][1]
-            cuts = np.array([b[0] for b in bounds[first:last]] + [stop], np.int64) - start
-            yield from self.whole(batch.slice(start, stop - start), cuts)
-            self.partitions += last - first
-            first = last
         for i in range(first, len(bounds)):
-            self._current_key = _key_at(batch, self.keys, bounds[i][0])
+            self._current_key = key_at(batch, self.keys, bounds[i][0])
             self._run = self.new_run(self._current_key)
             self.partitions += 1
             if i < last:
@@ -92,8 +101,27 @@ class SortedPartitionRouter:
                 yield from self._run.feed(_piece(batch, bounds[i]))
 
     def finish(self) -> Iterator[pa.RecordBatch]:
-        """End of input: finish the open run."""
+        """End of input: match the held rows, finish the open run."""
+        if self._held is not None:
+            yield from self._release(False)
         yield from self._close_run()
+
+    def _release(self, continues: bool) -> Iterator[pa.RecordBatch]:
+        """Match the held rows (partitions starting at ``starts``): all through ``whole``
+        where the last one ends with them, else that one in a run of its own, left open."""
+        assert self.whole is not None and self._held is not None
+        rows, starts, key = self._held
+        self._held = None
+        complete = len(starts) - 1 if continues else len(starts)
+        if complete:
+            stop = int(starts[-1]) if continues else rows.num_rows
+            yield from self.whole(rows.slice(0, stop), np.append(starts[:complete], stop))
+            self.partitions += complete
+        if continues:
+            self._current_key = key
+            self._run = self.new_run(key)
+            self.partitions += 1
+            yield from self._run.feed(rows.slice(int(starts[-1])))
 
     def _close_run(self) -> Iterator[pa.RecordBatch]:
         if self._run is not None:
@@ -104,7 +132,7 @@ class SortedPartitionRouter:
         return segments(batch, self.keys)
 
 
-def _key_at(batch: pa.RecordBatch, keys: list[str], row: int) -> tuple:
+def key_at(batch: pa.RecordBatch, keys: list[str], row: int) -> tuple:
     return tuple(batch.column(name)[row].as_py() for name in keys)
 
 
@@ -129,15 +157,16 @@ def segments(batch: pa.RecordBatch, keys: list[str]) -> list[tuple[int, int]]:
     longer than a batch is cut into many such batches).
     """
     n = batch.num_rows
-    if not keys or n == 1 or _key_at(batch, keys, 0) == _key_at(batch, keys, n - 1):
+    if not keys or n == 1 or key_at(batch, keys, 0) == key_at(batch, keys, n - 1):
         return [(0, n)]
     change = np.zeros(n - 1, dtype=bool)
     for name in keys:
         column = batch.column(name)
         left, right = column.slice(0, n - 1), column.slice(1)
-        same = pc.fill_null(pc.equal(left, right), False)
-        both_null = pc.and_(pc.is_null(left), pc.is_null(right))
-        change |= ~np.asarray(pc.or_(same, both_null), dtype=bool)
+        same = pc.equal(left, right)
+        if column.null_count:
+            same = pc.or_(pc.fill_null(same, False), pc.and_(pc.is_null(left), pc.is_null(right)))
+        change |= ~np.asarray(same, dtype=bool)
     cuts = np.flatnonzero(change) + 1
     bounds = [0, *cuts.tolist(), n]
     return list(zip(bounds[:-1], bounds[1:]))

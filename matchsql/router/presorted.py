@@ -231,7 +231,7 @@ _ONE_PARTITION = np.zeros(0, np.int64)  # the codes of rows all in one partition
 def in_order(table: pa.Table, partition_by: list[str], order: list[OrderKey]) -> bool | None:
     """Whether every partition of ``table`` is in ``order`` already; None when the key
     types are left to the sort."""
-    result = _ordered(table, partition_by, order)
+    result = _ordered(table, partition_by, order, grouping=False)
     return None if result is None else result is not False
 
 
@@ -289,13 +289,31 @@ def _taken(table: pa.Table, grouping: _Grouping, batch_size: int,
             columns.append((column.chunk(0) if column.num_chunks == 1
                             else column.combine_chunks(), None))
     del table  # the export's chunks go once combined
-    for start in range(0, len(grouping.perm), batch_size):
-        taken = pa.array(grouping.perm[start:start + batch_size])
-        stop = start + len(taken)
+    for start, stop in batch_cuts(ends, batch_size):
+        taken = pa.array(grouping.perm[start:stop])
         yield pa.RecordBatch.from_arrays(
             [pa.nulls(len(taken), field.type) if column is None
              else column.take(taken) if runs is None else _runs(column, runs, start, stop)
              for field, (column, runs) in zip(schema, columns)], schema=schema)
+
+
+def batch_cuts(ends: np.ndarray, batch_size: int) -> Iterator[tuple[int, int]]:
+    """Row ranges of at most ``batch_size`` rows over partitions ending at ``ends``, cut
+    where a partition ends: the router then matches all partitions of a batch together
+    (router/partitions.py) where a partition cut in two would need a run of its own.
+    Batches stay at least half ``batch_size`` long: a longer partition is cut."""
+    total = int(ends[-1]) if len(ends) else 0
+    start = 0
+    while start < total:
+        stop = start + batch_size
+        if stop >= total:
+            stop = total
+        else:
+            i = int(np.searchsorted(ends, stop, "right")) - 1
+            if i >= 0 and ends[i] - start >= max(batch_size // 2, 1):
+                stop = int(ends[i])
+        yield start, stop
+        start = stop
 
 
 def _runs(values: pa.Array, ends: np.ndarray, start: int, stop: int) -> pa.Array:
@@ -317,9 +335,10 @@ class _Grouping:
     keys: KeyValues  # of the partition key columns
 
 
-def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey]) \
-        -> bool | _Grouping | None:
-    """None: key types left to the sort; False: out of order; True: in order as it is;
+def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
+             grouping: bool = True) -> bool | _Grouping | None:
+    """None: key types left to the sort; False: out of order; True: in order as it is
+    (or, without ``grouping``, each partition in order: the rows are not grouped);
     else the :class:`_Grouping` of the partitions (each in order)."""
     n = table.num_rows
     if n < 2:
@@ -338,7 +357,7 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey]) \
             return None
         if not each_partition_in_order(codes if count > 1 else _ONE_PARTITION, count, *keys):
             return False
-    if count == 1:
+    if count == 1 or not grouping:
         return True
     perm, starts, is_grouped = group_order(codes, count)
     return True if is_grouped else _Grouping(perm, np.diff(starts), key_values)

@@ -86,3 +86,41 @@ def test_segments_of_one_key_and_of_keys_equal_only_at_the_ends():
     rb = pa.RecordBatch.from_pydict({"k": [7, 7, 7, 7], "j": ["a", "a", "b", "c"]})
     assert segments(rb, ["k", "j"]) == [(0, 2), (2, 3), (3, 4)]
     assert segments(rb, ["k"]) == [(0, 4)]
+
+
+def route_whole(batches):
+    """The sorted router with a ``whole`` that records the partitions it was given."""
+    log, wholes = [], []
+
+    def whole(rows, bounds):
+        v = rows.column("v").to_pylist()
+        wholes.append([v[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
+        return [rows]
+
+    router = SortedPartitionRouter(["k"], lambda key: RecordingRun(key, log), whole)
+    out = []
+    for b in batches:
+        out.extend(router.route(b))
+    out.extend(router.finish())
+    return log, wholes, out, router
+
+
+def test_whole_batches_cut_at_partition_ends_need_no_run():
+    """A batch's last partition waits for the next batch: where that starts another key,
+    the partition was complete and is matched with the rest of its batch."""
+    log, wholes, out, router = route_whole([batch([1, 1, 2], [10, 11, 20]),
+                                            batch([3, 4, 4], [30, 40, 41])])
+    assert log == []
+    assert wholes == [[[10, 11], [20]], [[30], [40, 41]]]
+    assert [v for b in out for v in b.column("v").to_pylist()] == [10, 11, 20, 30, 40, 41]
+    assert router.partitions == 4
+
+
+def test_a_partition_going_on_in_the_next_batch_gets_a_run():
+    log, wholes, out, router = route_whole([batch([1, 2, 2], [10, 20, 21]),
+                                            batch([2], [22]), batch([2, 3], [23, 30])])
+    assert wholes == [[[10]], [[30]]]
+    assert log == [("feed", (2,), [20, 21]), ("feed", (2,), [22]), ("feed", (2,), [23]),
+                   ("finish", (2,))]
+    assert [v for b in out for v in b.column("v").to_pylist()] == [10, 20, 21, 22, 23, 30]
+    assert router.partitions == 3

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import matchsql
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
+from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled.rowlocal import PartitionEdges
 from matchsql.planner import _plan, explain, new_partition_matcher, whole_partitions
 from matchsql.router.parallel import ParallelPartitionRouter
@@ -250,3 +251,26 @@ def test_batched_window_moves_past_short_matches(path: str) -> None:
     got = batched_match(spec, rows, [50, 3, 41], config)
     assert got == run(spec, rows, [], "reference", batched=False)
     assert len(got[1]) > 60
+
+
+@pytest.mark.parametrize("output", ["ONE ROW PER MATCH", "ALL ROWS PER MATCH"])
+def test_outputs_and_workspace_grown_mid_batch_keep_every_partitions_matches(output) -> None:
+    """Every capacity at 1: the thread VM stops for more room again and again, in the
+    middle of partitions; the matches written before each stop stay where they are and
+    the labels (CLASSIFIER, A.id, COUNT(U.*)) are those of the reference."""
+    spec = spec_of(query("A B+ C*", "x >= 0 OR x IS NULL", "B.y >= A.x OR x IS NULL",
+                         "TO NEXT ROW", output).replace("PATTERN (A B+ C*)",
+                                                        "PATTERN (A B+ {- C* -})")
+                   .replace("DEFINE", "DEFINE C AS y < 3,"))
+    config = Config()
+    config.execution_path = "registers"
+    sizes = [1, 40, 2, 7, 60, 3, 25]
+    whole, why = whole_partitions(spec, config)
+    assert whole is not None, why
+    whole.caps[:] = 1
+    rows = table(sizes, 11)
+    bounds = np.cumsum([0, *sizes])
+    out = whole.match(rows.combine_chunks().to_batches()[0], bounds)
+    got = [tuple(r.values()) for b in out for r in b.to_pylist()]
+    assert ("rows", got) == run(spec, rows, [], "reference", batched=False)
+    assert len(got) > 50 and (whole.caps[[K.W_THREADS, K.W_RECORDS, K.W_LABELS]] > 1).all()

@@ -290,3 +290,24 @@ def test_input_reader_errors_carry_no_traceback():
     assert _reader_error(OSError(text)).message == "statement interrupted"
     other = _reader_error(OSError("Invalid Input Error: bad\nDetail: Python exception: Traceback"))
     assert "Traceback" not in other.message and other.message.endswith("Invalid Input Error: bad")
+
+
+def test_whole_partitions_of_one_batch_reach_whole_as_one_slice():
+    """With ``whole``, the complete partitions of a batch go as one slice of it (no copy),
+    the batch's last partition joining them once the next batch shows it complete."""
+    seen = []
+
+    def whole(rows, bounds):
+        seen.append((rows, bounds.tolist()))
+        return [pa.RecordBatch.from_pydict({"k": rows.column("k").to_pylist(),
+                                            "v": rows.column("v").to_pylist()})]
+
+    first = pa.RecordBatch.from_pydict({"k": [1, 1, 2, 3, 3], "v": [0, 1, 2, 3, 4]})
+    second = pa.RecordBatch.from_pydict({"k": [4, 5], "v": [5, 6]})
+    router = ParallelPartitionRouter(["k"], EchoRun, 2, chunk_rows=5, whole=whole)
+    out = list(router.run([first, second]))
+    assert rows_of(out) == [(k, v) for k, v in zip([1, 1, 2, 3, 3, 4, 5], range(7))]
+    rows, bounds = seen[0]
+    assert bounds == [0, 2, 3, 5]
+    assert rows.column("v").buffers()[1].address == first.column("v").buffers()[1].address
+    assert router.partitions == 5

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from matchsql.router.presorted import (
     OrderKey,
+    batch_cuts,
     grouped,
     grouped_batches,
     in_order,
@@ -331,3 +332,24 @@ def test_unread_columns_come_as_nulls_only_where_rows_are_regrouped():
     rows = pa.Table.from_batches(list(grouped_batches(ordered, ["p"], [OrderKey("k")], 3,
                                                       frozenset({"k"}))))
     assert rows.equals(ordered)
+
+
+@SETTINGS
+@given(st.lists(st.integers(1, 60), min_size=1, max_size=30), st.integers(1, 50))
+def test_batches_are_cut_where_partitions_end(sizes, batch_size):
+    """Batches cover the rows in order, each at most ``batch_size`` rows; one that does not
+    end where a partition ends is full (a longer partition is cut), and none but the
+    last is shorter than half a batch."""
+    ends = np.cumsum(sizes)
+    cuts = list(batch_cuts(ends, batch_size))
+    assert cuts[0][0] == 0 and cuts[-1][1] == ends[-1]
+    assert all(a[1] == b[0] for a, b in zip(cuts, cuts[1:]))
+    for start, stop in cuts:
+        assert 0 < stop - start <= batch_size
+        assert stop in ends or stop - start == batch_size
+    assert all(stop - start >= batch_size // 2 for start, stop in cuts[:-1])
+    # a batch ends at a partition end whenever one lies in its second half
+    for start, stop in cuts[:-1]:
+        if stop not in ends:
+            assert not any(start + max(batch_size // 2, 1) <= e <= start + batch_size
+                           for e in ends)

@@ -102,7 +102,7 @@ class WholePartitions:
             # where the next row is in the rows it was given.
             viable[bounds[:-1]] = 1
         caps = self.caps.copy()
-        work = K.workspace(caps, len(plan.program), len(plan.variables))
+        work = _threads(caps, len(plan.program), len(plan.variables))
         params = kernel_params(self.spec, self.config)
         params[K.K_BASE] = 0
         params[K.K_COMPLETE] = 1
@@ -112,7 +112,7 @@ class WholePartitions:
                                              self.no_stats[0], NO_WITHIN,
                                              self.obs_last | self.obs_first)
         kernel = self._kernel
-        pieces: list[tuple[np.ndarray, np.ndarray]] = []
+        out = _Output(caps)
         for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
             rows = b - a
             params[K.K_ROWS] = rows
@@ -123,49 +123,106 @@ class WholePartitions:
             part_cols = cols if cols.shape[1] == 1 else np.ascontiguousarray(cols[:, a:b])
             part_valid = valid if valid.shape[1] == 1 else np.ascontiguousarray(valid[:, a:b])
             while True:
+                records, labs = out.free(caps)
                 if self.dfa is not None:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
-                        self.dfa, labels[a:b], self.skip_mask, params, work[-2], work[-1], flag)
+                        self.dfa, labels[a:b], self.skip_mask, params, records, labs, flag)
                 else:
                     status, nxt, mn, covered, err_row, n_rec, n_lab = kernel(
                         plan.program, labels[a:b], viable[a:b] if len(viable) else viable,
                         NO_WITHIN, self.code, self.consts, self.spans, *conj,
                         part_cols, part_valid, self.set_mask, self.obs_last, self.obs_first,
-                        self.skip_mask, params, *self.no_stats, *work, flag)
-                if n_rec:
-                    records = work[-2][:n_rec].copy()
-                    records[:, 1] += a
-                    pieces.append((records, work[-1][:n_lab].copy()))
+                        self.skip_mask, params, *self.no_stats, *work, records, labs, flag)
+                out.wrote(int(n_rec), int(n_lab), a)
                 if status != K.ST_FULL:
                     break
                 params[K.K_NEXT] = nxt
                 params[K.K_MN] = mn
                 params[K.K_COVERED] = covered
                 caps[int(err_row)] *= 2
-                work = K.workspace(caps, len(plan.program), len(plan.variables))
+                if err_row < K.W_RECORDS:
+                    work = _threads(caps, len(plan.program), len(plan.variables))
                 self.caps = np.maximum(self.caps, caps)
             if status >= K.ST_THREADS:
                 raise_status(self.spec, self.config, int(status), int(err_row))
-        if not pieces:
+        if not out.records_used:
             return []
-        return [self._output(batch, pieces, cancel)]
-
-    def _output(self, batch: pa.RecordBatch, pieces: list[tuple[np.ndarray, np.ndarray]],
-                cancel: Cancellation) -> pa.RecordBatch:
-        records = np.concatenate([r for r, _ in pieces])
-        shift = np.cumsum([0] + [len(lab) for _, lab in pieces[:-1]])
-        offsets = np.concatenate([r[:, 4] + s for (r, _), s in zip(pieces, shift)])
-        # Long matches under SKIP TO NEXT ROW hold labels quadratic in the rows: split
-        # per partition (label codes are variable * 2 + excluded), the interrupt polled
-        # between partitions rather than after one pass over them all.
-        labels, excluded = [], []
-        for _, lab in pieces:
-            cancel.check()
-            labels.append((lab >> 1).astype(np.int64))
-            excluded.append((lab & 1).astype(bool))
-        matches = Matches(starts=records[:, 1].copy(), lengths=records[:, 2].copy(),
-                          numbers=records[:, 3].copy(), labels=np.concatenate(labels),
-                          offsets=offsets, excluded=np.concatenate(excluded))
         cancel.check()
         rows = Rows(pa.Table.from_batches([batch]), 0, batch.num_rows, True)
-        return output_batch(self.spec, self.plan.measures, matches, rows)
+        return [output_batch(self.spec, self.plan.measures, out.matches(), rows)]
+
+
+def _threads(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, ...]:
+    """The kernel's working arrays but its outputs (:class:`_Output` holds those)."""
+    sized = caps.copy()
+    sized[K.W_RECORDS:] = 1
+    return K.workspace(sized, n_prog, n_vars)[:-2]
+
+
+class _Output:
+    """The matches of a batch's partitions, written by the kernel straight into one growing
+    pair of arrays (each call gets a view of their free end): no copy per partition.
+
+    The kernel's rows and label offsets are relative to its call: each call's are
+    shifted once at the end, for all calls together.
+    """
+
+    def __init__(self, caps: np.ndarray) -> None:
+        self.records = np.zeros((int(caps[K.W_RECORDS]), 5), np.int64)
+        self.labels = np.zeros(int(caps[K.W_LABELS]), np.int16)
+        self.records_used = 0
+        self.labels_used = 0
+        # per call that wrote records: how many, its partition's first row, its labels' start
+        self.calls: list[tuple[int, int, int]] = []
+
+    def free(self, caps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Views of at least ``caps`` free records and labels, growing the arrays first."""
+        need = self.records_used + int(caps[K.W_RECORDS])
+        if need > len(self.records):
+            grown = np.zeros((max(need, 2 * len(self.records)), 5), np.int64)
+            grown[:self.records_used] = self.records[:self.records_used]
+            self.records = grown
+        need = self.labels_used + int(caps[K.W_LABELS])
+        if need > len(self.labels):
+            grown = np.zeros(max(need, 2 * len(self.labels)), np.int16)
+            grown[:self.labels_used] = self.labels[:self.labels_used]
+            self.labels = grown
+        return self.records[self.records_used:], self.labels[self.labels_used:]
+
+    def wrote(self, n_rec: int, n_lab: int, first_row: int) -> None:
+        if n_rec:
+            self.calls.append((n_rec, first_row, self.labels_used))
+        self.records_used += n_rec
+        self.labels_used += n_lab
+
+    def matches(self) -> Matches:
+        records = self.records[:self.records_used]
+        counts, firsts, label_starts = (np.array(c, np.int64) for c in zip(*self.calls))
+        return _CodedMatches(records[:, 1] + np.repeat(firsts, counts), records[:, 2].copy(),
+                             records[:, 3].copy(), self.labels[:self.labels_used],
+                             records[:, 4] + np.repeat(label_starts, counts))
+
+
+class _CodedMatches(Matches):
+    """Matches whose labels stay the kernel's codes (variable * 2 + excluded) until a
+    measure reads them: most ONE ROW PER MATCH measures (MATCH_NUMBER, a column of the
+    last row, COUNT(*)) never do, and decoding is a pass over every matched row."""
+
+    def __init__(self, starts: np.ndarray, lengths: np.ndarray, numbers: np.ndarray,
+                 codes: np.ndarray, offsets: np.ndarray) -> None:
+        self.starts, self.lengths, self.numbers, self.offsets = starts, lengths, numbers, offsets
+        self._codes = codes
+        self._labels: np.ndarray | None = None
+        self._excluded: np.ndarray | None = None
+
+    @property  # type: ignore[override]
+    def labels(self) -> np.ndarray:
+        if self._labels is None:
+            self._labels = (self._codes >> 1).astype(np.int64)
+        return self._labels
+
+    @property  # type: ignore[override]
+    def excluded(self) -> np.ndarray:
+        if self._excluded is None:
+            self._excluded = (self._codes & 1).astype(bool)
+        return self._excluded

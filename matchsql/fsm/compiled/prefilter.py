@@ -151,17 +151,15 @@ def _refine(bits: np.ndarray, sym: np.ndarray, need: np.ndarray, conj: np.ndarra
     n = len(sym)
     m = n - 1  # start rows 0 .. n - 2 (the last row has no second row here)
     todo = np.take(need.astype(np.uint8), sym[:-1]) & sym[1:]  # symbols fit 8 bits
-    if len(bounds) > 2:  # a start on a partition's last row has no second row either
+    partitions = len(bounds) > 2
+    if partitions:  # a start on a partition's last row has no second row either
         todo[bounds[1:-1] - 1] = 0
-        sizes = np.diff(bounds)
-        lo = np.repeat(bounds[:-1], sizes)[:-1]
-        hi = np.repeat(bounds[1:], sizes)[:-1]
-    else:
-        lo = hi = None
     if not todo.any():
         return sym[1:]
     sym2 = sym[1:].copy()
-    rows = np.arange(m, dtype=np.int64) if lo is not None else None
+    # Each start's partition (first row, end) and the start rows, for operands that may
+    # read outside it: rows s and s + 1 of a start in ``todo`` are always inside.
+    edges: tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None] = (None, None, None)
     for v in range(len(bits)):
         bit = int(bits[v])
         if bit < 0:
@@ -184,8 +182,13 @@ def _refine(bits: np.ndarray, sym: np.ndarray, need: np.ndarray, conj: np.ndarra
                     ok[:] = False
                     break
                 c = int(conj[k, j + 1])
-                sides.append(_operand(cols[c], valid[c], shift + int(conj[k, j + 4]), m,
-                                      base, lo, hi, rows))
+                delta = shift + int(conj[k, j + 4])
+                if partitions and delta not in (0, 1) and edges[0] is None:
+                    sizes = np.diff(bounds)
+                    edges = (np.repeat(bounds[:-1], sizes)[:-1],
+                             np.repeat(bounds[1:], sizes)[:-1], np.arange(m, dtype=np.int64))
+                inside = (None, None, None) if delta in (0, 1) else edges
+                sides.append(_operand(cols[c], valid[c], delta, m, base, *inside))
             else:
                 (a, a_ok), (b, b_ok) = sides
                 holds = _compare(int(conj[k, 1]), a, b)
@@ -205,6 +208,8 @@ def _operand(col: np.ndarray, valid: np.ndarray, delta: int, m: int, base: int,
     row and end, None: one partition of all rows, whose first is partition row ``base``)
     and holds a value; values elsewhere are arbitrary."""
     n = len(col)
+    if lo is None and 0 <= delta and base + delta >= 0 and m + delta <= n:
+        return col[delta:m + delta], valid[delta:m + delta] != 0  # every row exists: views
     values = np.zeros(m, np.float64)
     usable = np.zeros(m, bool)
     first = max(0, -delta)  # starts whose row s + delta is within 0 .. n - 1
