@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from matchsql.router.partitions import PartitionRun, RunFactory
+from matchsql.router.partitions import PartitionRun, RunFactory, key_at
 
 
 class HashPartitionRouter:
@@ -85,4 +85,4 @@ class HashPartitionRouter:
         return combined, groups
 
     def _key(self, batch: pa.RecordBatch, row: int) -> tuple:
-        return tuple(batch.column(name)[row].as_py() for name in self.keys)
+        return key_at(batch, self.keys, row)

@@ -8,8 +8,8 @@ partition's live window rather than by the number of partitions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Protocol
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -132,8 +132,21 @@ class SortedPartitionRouter:
         return segments(batch, self.keys)
 
 
+_NAN = float("nan")
+
+
+def partition_key(values: Iterable[Any]) -> tuple:
+    """A partition key that equals, and hashes as, every other key of its partition.
+
+    SQL puts every NaN of a PARTITION BY column in one partition (as DuckDB's
+    grouping does), but NaN != NaN in Python: every NaN becomes one shared
+    object here, which tuple equality and dict lookup match by identity.
+    """
+    return tuple(_NAN if isinstance(v, float) and v != v else v for v in values)
+
+
 def key_at(batch: pa.RecordBatch, keys: list[str], row: int) -> tuple:
-    return tuple(batch.column(name)[row].as_py() for name in keys)
+    return partition_key(batch.column(name)[row].as_py() for name in keys)
 
 
 def _piece(batch: pa.RecordBatch, bound: tuple[int, int]) -> pa.RecordBatch:
@@ -145,8 +158,7 @@ def split(batch: pa.RecordBatch, keys: list[str]) -> Iterator[tuple[tuple, pa.Re
     if batch.num_rows == 0:
         return
     for start, stop in segments(batch, keys):
-        key = tuple(batch.column(name)[start].as_py() for name in keys)
-        yield key, batch.slice(start, stop - start)
+        yield key_at(batch, keys, start), batch.slice(start, stop - start)
 
 
 def segments(batch: pa.RecordBatch, keys: list[str]) -> list[tuple[int, int]]:
@@ -164,6 +176,8 @@ def segments(batch: pa.RecordBatch, keys: list[str]) -> list[tuple[int, int]]:
         column = batch.column(name)
         left, right = column.slice(0, n - 1), column.slice(1)
         same = pc.equal(left, right)
+        if pa.types.is_floating(column.type):  # NaN is one partition (partition_key)
+            same = pc.or_kleene(same, pc.and_(pc.is_nan(left), pc.is_nan(right)))
         if column.null_count:
             same = pc.or_(pc.fill_null(same, False), pc.and_(pc.is_null(left), pc.is_null(right)))
         change |= ~np.asarray(same, dtype=bool)

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from matchsql.config import Config
 from matchsql.plan.spec import MatchSpec
-from matchsql.router.partitions import segments
+from matchsql.router.partitions import partition_key, segments
 from matchsql.router.presorted import grouped
 from matchsql.workers.channel import RingWriter
 from matchsql.workers.frames import pack, unpack
@@ -115,7 +115,8 @@ class Gather:
             data = pa.RecordBatch.from_arrays(
                 [column.cast(field.type) for column, field in zip(data.columns, spec.columns)],
                 schema=spec.columns)
-        values = list(zip(*(key_batch.column(name).to_pylist() for name in keys)))
+        values = [partition_key(v) for v in zip(*(key_batch.column(name).to_pylist()
+                                                    for name in keys))]
         entries: list[tuple] = []
         first = rows_in = 0
         for number, ((a, b), key) in enumerate(zip(bounds, values)):

@@ -18,7 +18,13 @@ from matchsql.errors import Error
 from matchsql.plan.spec import MatchSpec
 from matchsql.planner import new_partition_matcher, whole_partitions
 from matchsql.router.parallel import coalesce
-from matchsql.router.partitions import PartitionRun, feed_last, segments
+from matchsql.router.partitions import (
+    PartitionRun,
+    feed_last,
+    key_at,
+    partition_key,
+    segments,
+)
 from matchsql.spark.state import restore_like, snapshot_matcher
 from matchsql.workers.channel import RingWriter
 from matchsql.workers.frames import pack, unpack
@@ -103,13 +109,12 @@ class Query:
         bounds = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         assert self.whole is not None
         produced = self.whole.match(rows.slice(start, int(bounds[-1])), bounds)
-        number_of = {key: number for number, key, _, _ in group}
+        number_of = {partition_key(key): number for number, key, _, _ in group}
         per: dict[int, list[pa.RecordBatch]] = {number: [] for number, _, _, _ in group}
         keys = self.spec.partition_by
         for batch in produced:
             for a, b in segments(batch, keys):
-                key = tuple(batch.column(name)[a].as_py() for name in keys)
-                per[number_of[key]].append(batch.slice(a, b - a))
+                per[number_of[key_at(batch, keys, a)]].append(batch.slice(a, b - a))
         return list(per.items())
 
     def serve(self, writer: RingWriter, kind: str, payload: bytes, extra: Any) -> None:
