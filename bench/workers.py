@@ -563,7 +563,7 @@ def timeline(rows: int, partitions: int, repeat: int) -> None:
                              for m in ("input", "sent", "routed", "merged")]
                     row = [wall * 1e3, *marks, cpu * 1e3]
                     for spans, busy in zip(last.worker_spans, last.worker_process_cpu_s):
-                        data = [(a, b) for kind, a, b in spans if kind == "data"] or [(start,) * 2]
+                        data = [(a, b) for kind, a, b in spans if kind in ("data", "take")] or [(start,) * 2]
                         row += [(data[0][0] - start) * 1e3, (data[-1][1] - start) * 1e3,
                                 sum(b - a for a, b in data) * 1e3, busy * 1e3]
                     got.append(row)

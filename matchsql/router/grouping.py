@@ -22,12 +22,18 @@ hold them to each other).
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
 import numpy as np
 from numba import njit
 
 from matchsql.compile_cache import use_keyed_cache
 
 use_keyed_cache()  # before the kernels below are defined: see compile_cache
+
+T = TypeVar("T")
 
 
 @njit(cache=True, nogil=True)
@@ -62,29 +68,82 @@ def partitions_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls
     in the order of the keys ``values[k, row]`` (ascending; ``nulls[k, row]`` NULL, where
     ``nulls`` has rows, placed first or last by ``nulls_first[k]``); ties are in order.
     Empty ``codes``: one partition (no array of zeros to write and read)."""
+    return span_in_order(codes, count, values, nulls, nulls_first, 0, values.shape[1])[0]
+
+
+@njit(cache=True, nogil=True)
+def span_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls: np.ndarray,
+                  nulls_first: np.ndarray, lo: int, hi: int
+                  ) -> tuple[bool, np.ndarray, np.ndarray]:
+    """:func:`partitions_in_order` of rows ``lo:hi``, with each partition's first and last
+    row there (-1: none), so that spans checked apart can be joined
+    (:func:`parallel_in_order`)."""
     n = values.shape[1]
     keys = values.shape[0]
     has_nulls = nulls.shape[1] == n
     has_codes = len(codes) > 0
-    previous = np.full(count, -1, np.int64)
-    for i in range(n):
+    first = np.full(max(count, 1), -1, np.int64)
+    previous = np.full(max(count, 1), -1, np.int64)
+    for i in range(lo, hi):
         c = codes[i] if has_codes else 0
         j = previous[c]
         previous[c] = i
         if j < 0:
+            first[c] = i
             continue
-        for k in range(keys):
-            if has_nulls and (nulls[k, i] or nulls[k, j]):
-                if nulls[k, i] and nulls[k, j]:
-                    continue  # equal: the next key decides
-                if nulls[k, i] == nulls_first[k]:
-                    return False  # a NULL before a value, or a value before a NULL
-                break
-            if values[k, i] < values[k, j]:
-                return False
-            if values[k, i] > values[k, j]:
-                break
+        if not _row_in_order(values, nulls, nulls_first, has_nulls, keys, j, i):
+            return False, first, previous
+    return True, first, previous
+
+
+@njit(cache=True, nogil=True)
+def _row_in_order(values: np.ndarray, nulls: np.ndarray, nulls_first: np.ndarray,
+                  has_nulls: bool, keys: int, j: int, i: int) -> bool:
+    """Whether row ``i`` may follow row ``j`` of its partition."""
+    for k in range(keys):
+        if has_nulls and (nulls[k, i] or nulls[k, j]):
+            if nulls[k, i] and nulls[k, j]:
+                continue  # equal: the next key decides
+            return nulls[k, i] != nulls_first[k]  # a NULL before a value, or the reverse
+        if values[k, i] < values[k, j]:
+            return False
+        if values[k, i] > values[k, j]:
+            return True
     return True
+
+
+@njit(cache=True, nogil=True)
+def pairs_in_order(values: np.ndarray, nulls: np.ndarray, nulls_first: np.ndarray,
+                   earlier: np.ndarray, later: np.ndarray) -> bool:
+    """Whether each row ``later[p]`` may follow row ``earlier[p]`` of its partition."""
+    has_nulls = nulls.shape[1] == values.shape[1]
+    for p in range(len(earlier)):
+        if not _row_in_order(values, nulls, nulls_first, has_nulls, values.shape[0],
+                             earlier[p], later[p]):
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def count_codes(codes: np.ndarray, count: int, lo: int, hi: int) -> tuple[np.ndarray, bool]:
+    """Rows per code among rows ``lo:hi``, and whether their codes never go down."""
+    counts = np.zeros(count, np.int64)
+    grouped = True
+    for i in range(lo, hi):
+        counts[codes[i]] += 1
+        if i > lo and codes[i] < codes[i - 1]:
+            grouped = False
+    return counts, grouped
+
+
+@njit(cache=True, nogil=True)
+def scatter_rows(codes: np.ndarray, lo: int, hi: int, fill: np.ndarray, perm: np.ndarray) -> None:
+    """The counting sort's second pass over rows ``lo:hi``: each row to the next place of
+    its code (``fill``, advanced); spans with disjoint places may run at once."""
+    for i in range(lo, hi):
+        c = codes[i]
+        perm[fill[c]] = i
+        fill[c] += 1
 
 
 SHORT = 7  # bytes of the longest string :func:`short_string_codes` encodes
@@ -208,4 +267,103 @@ def each_partition_in_order(codes: np.ndarray, count: int, values: np.ndarray,
         if bool((undecided & early).any()):
             return False
         undecided &= ~late
+    return True
+
+
+PARALLEL_FROM_ROWS = 1 << 18  # rows from which the passes run on several threads
+
+
+def spans(n: int, threads: int, least: int = PARALLEL_FROM_ROWS // 2) -> list[tuple[int, int]]:
+    """Up to ``threads`` consecutive row ranges covering ``n`` rows, each of at least
+    ``least`` rows (one range where there are too few)."""
+    parts = max(1, min(threads, n // max(least, 1)))
+    cuts = [n * k // parts for k in range(parts + 1)]
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def in_threads(calls: list[Callable[[], T]]) -> list[T]:
+    """Run ``calls`` at once, the first on this thread (each a compiled pass without the
+    GIL); their results in order, or the first one's exception. The caller compiles (or
+    loads) the passes first, on its own thread (an empty span): a compilation cannot be
+    interrupted, and on a helper thread it would go on after an interrupt."""
+    if len(calls) == 1:
+        return [calls[0]()]
+    results: list = [None] * len(calls)
+    errors: list[BaseException] = []
+
+    def run(k: int) -> None:
+        try:
+            results[k] = calls[k]()
+        except BaseException as exc:  # handed to the caller below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(k,), name="matchsql-grouping")
+               for k in range(1, len(calls))]
+    for thread in threads:
+        thread.start()
+    run(0)
+    for thread in threads:
+        # An interrupt (Ctrl-C) while waiting still waits for the pass (a fraction of a
+        # second): nothing of the statement may run on once it has been reported.
+        while thread.is_alive():
+            try:
+                thread.join()
+            except BaseException as exc:  # raised below, after the others
+                errors.append(exc)
+    if errors:
+        raise errors[0]
+    return results
+
+
+def parallel_group_order(codes: np.ndarray, count: int, threads: int,
+                         least: int = PARALLEL_FROM_ROWS // 2) \
+        -> tuple[np.ndarray, np.ndarray, bool]:
+    """:func:`group_order` with both passes of the counting sort split over ``threads``
+    spans of rows: each span counts its codes, then writes its rows to places that
+    follow the earlier spans' rows of the same code (the same stable permutation)."""
+    parts = spans(len(codes), threads, least)
+    if len(parts) == 1:
+        return group_order(codes, count)
+    count_codes(codes, count, 0, 0)
+    scatter_rows(codes, 0, 0, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    counted = in_threads([lambda lo=lo, hi=hi: count_codes(codes, count, lo, hi)
+                          for lo, hi in parts])
+    starts = np.zeros(count + 1, np.int64)
+    np.cumsum(sum(counts for counts, _ in counted), out=starts[1:])
+    if all(grouped for _, grouped in counted) and \
+            all(codes[lo - 1] <= codes[lo] for lo, _ in parts[1:]):
+        return np.empty(0, np.int64), starts, True
+    perm = np.empty(len(codes), np.int64)
+    fills = []
+    fill = starts[:-1].copy()
+    for counts, _ in counted:
+        fills.append(fill)
+        fill = fill + counts
+    in_threads([lambda lo=lo, hi=hi, fill=fill: scatter_rows(codes, lo, hi, fill, perm)
+                for (lo, hi), fill in zip(parts, fills)])
+    return perm, starts, False
+
+
+def parallel_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls: np.ndarray,
+                      nulls_first: np.ndarray, threads: int,
+                      least: int = PARALLEL_FROM_ROWS // 2) -> bool:
+    """:func:`each_partition_in_order` over ``threads`` spans of rows at once, then each
+    partition's first row in a span against its last row in the spans before."""
+    parts = spans(values.shape[1], threads, least)
+    if len(parts) == 1:
+        return each_partition_in_order(codes, count, values, nulls, nulls_first)
+    none = np.zeros(0, np.int64)
+    span_in_order(codes, count, values, nulls, nulls_first, 0, 0)
+    pairs_in_order(values, nulls, nulls_first, none, none)
+    checked = in_threads([
+        lambda lo=lo, hi=hi: span_in_order(codes, count, values, nulls, nulls_first, lo, hi)
+        for lo, hi in parts])
+    if not all(ok for ok, _, _ in checked):
+        return False
+    last = checked[0][2]
+    for _, first, span_last in checked[1:]:
+        joined = (last >= 0) & (first >= 0)
+        if not pairs_in_order(values, nulls, nulls_first, last[joined], first[joined]):
+            return False
+        last = np.where(span_last >= 0, span_last, last)
     return True

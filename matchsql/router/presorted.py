@@ -37,9 +37,11 @@ import pyarrow.compute as pc
 
 from matchsql.router.grouping import (
     COMPILED_FROM_ROWS,
-    each_partition_in_order,
-    group_order,
+    in_threads,
+    parallel_group_order,
+    parallel_in_order,
     short_string_codes,
+    spans,
 )
 
 
@@ -74,7 +76,7 @@ def partition_codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int] 
 KeyValues = dict[str, tuple[pa.Array, np.ndarray]]
 
 
-def _partition_encoding(table: pa.Table, keys: list[str]) \
+def _partition_encoding(table: pa.Table, keys: list[str], threads: int = 1) \
         -> tuple[np.ndarray, int, KeyValues] | None:
     """:func:`partition_codes` and the :data:`KeyValues` of the key columns."""
     n = table.num_rows
@@ -93,7 +95,7 @@ def _partition_encoding(table: pa.Table, keys: list[str]) \
             else None
         heads = column.take(pa.array(starts)) if starts is not None and len(starts) * 8 <= n \
             else column
-        dictionary, indices, has_null = _distinct(heads)
+        dictionary, indices, has_null = _distinct(heads, threads)
         rank = np.empty(len(dictionary) + 1, np.int64)
         ascending = pc.sort_indices(dictionary)
         rank[np.asarray(ascending, np.int64)] = np.arange(len(dictionary))
@@ -118,21 +120,53 @@ def _partition_encoding(table: pa.Table, keys: list[str]) \
     return codes, count, values
 
 
-def _distinct(column: pa.Array) -> tuple[pa.Array, np.ndarray, bool]:
+def _distinct(column: pa.Array, threads: int = 1) -> tuple[pa.Array, np.ndarray, bool]:
     """``(dictionary, indices, has_null)``: ``column``'s distinct values and each row's
-    index into them, a NULL's -1 or ``len(dictionary)``. Short strings (symbols,
-    codes) in columns of :data:`COMPILED_FROM_ROWS` rows or more are encoded by a
-    compiled pass over their buffers (measured 2.5x faster than dictionary_encode on
-    5M symbols of 50 values); other strings and types, and small columns, by Arrow."""
+    index into them, a NULL's -1 or ``len(dictionary)``. With ``threads`` > 1, spans
+    of the rows are encoded at once and their dictionaries joined (:func:`_joined`)."""
+    parts = spans(len(column), threads)
+    if len(parts) == 1:
+        return _distinct_span(column)
+    buffers = _string_buffers(column.slice(0, 0))
+    if buffers is not None:  # compiled (or loaded) here: see in_threads
+        short_string_codes(*buffers, MAX_PARTITIONS)
+    encoded = in_threads([lambda lo=lo, hi=hi: _distinct_span(column.slice(lo, hi - lo))
+                          for lo, hi in parts])
+    return _joined(encoded)
+
+
+def _distinct_span(column: pa.Array) -> tuple[pa.Array, np.ndarray, bool]:
+    """:func:`_distinct` on one thread. Short strings (symbols, codes) in columns of
+    :data:`COMPILED_FROM_ROWS` rows or more are encoded by a compiled pass over their
+    buffers (measured 2.5x faster than dictionary_encode on 5M symbols of 50 values);
+    other strings and types, and small columns, by Arrow."""
     buffers = _string_buffers(column)
     if buffers is not None and len(column) >= COMPILED_FROM_ROWS:
         codes, firsts, has_null, done = short_string_codes(*buffers, MAX_PARTITIONS)
         if done:
             return column.take(pa.array(firsts)), codes, has_null
     encoded = pc.dictionary_encode(column)
-    indices = encoded.indices.fill_null(len(encoded.dictionary)) if encoded.null_count \
-        else encoded.indices
+    indices = encoded.indices.fill_null(-1) if encoded.null_count else encoded.indices
     return encoded.dictionary, np.asarray(indices), bool(encoded.null_count)
+
+
+def _joined(encoded: list[tuple[pa.Array, np.ndarray, bool]]) \
+        -> tuple[pa.Array, np.ndarray, bool]:
+    """The :func:`_distinct` of consecutive spans from each span's own: values new in a
+    span are numbered after those of the spans before it (NULL stays -1)."""
+    dictionary, indices, has_null = encoded[0]
+    pieces = [indices]
+    for values, span_indices, span_null in encoded[1:]:
+        found = pc.index_in(values, value_set=dictionary)
+        new = found.is_null()
+        fresh = values.filter(new)
+        numbers = np.asarray(found.fill_null(-1), np.int64)
+        numbers[np.asarray(new)] = len(dictionary) + np.arange(len(fresh))
+        if len(fresh):
+            dictionary = pa.concat_arrays([dictionary, fresh])
+        pieces.append(np.append(numbers, -1)[span_indices])  # -1 (NULL) picks the -1
+        has_null = has_null or span_null
+    return dictionary, np.concatenate(pieces), has_null
 
 
 def _string_buffers(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
@@ -244,57 +278,128 @@ def grouped(table: pa.Table, partition_by: list[str], order: list[OrderKey]) -> 
         return None
     if result is True:
         return table
-    return pa.Table.from_batches(list(_taken(table, result, len(result.perm))), table.schema)
+    rows = GroupedRows.of(table, result)
+    return pa.Table.from_batches(list(rows.batches(max(len(result.perm), 1))), table.schema)
+
+
+def grouped_rows(table: pa.Table, partition_by: list[str], order: list[OrderKey],
+                 unread: frozenset[str] = frozenset(), threads: int = 1) \
+        -> GroupedRows | pa.Table | None:
+    """:func:`grouped`, not taken yet: the :class:`GroupedRows` whose batches the consumer
+    takes one at a time (matching batch *k*, or sending it to a worker, before batch
+    *k + 1* is taken: no second copy of the whole input is ever held), or ``table``
+    itself where its rows are in order as they are; None when only a sort can give the
+    rows. The whole order is checked first. Columns named in ``unread`` (read by no one
+    once the order is checked) come as NULLs where the rows had to be grouped, rather
+    than taken through the permutation. The compiled passes run on up to ``threads``
+    threads."""
+    result = _ordered(table, partition_by, order, threads=threads)
+    if result is None or result is False:
+        return None
+    if result is True:
+        return table
+    return GroupedRows.of(table, result, unread)
 
 
 def grouped_batches(table: pa.Table, partition_by: list[str], order: list[OrderKey],
                     batch_size: int, unread: frozenset[str] = frozenset()) \
         -> Iterator[pa.RecordBatch] | None:
-    """:func:`grouped` in batches of at most ``batch_size`` rows, each taken only when
-    asked for: the whole order is checked first (None: only a sort can give the rows),
-    then the consumer works on one batch (matches it, sends it to a worker) while the
-    next is not taken yet, and no second copy of the whole input is ever held.
-    Columns named in ``unread`` (read by no one once the order is checked) come as
-    NULLs where the rows had to be grouped, rather than taken through the permutation."""
-    result = _ordered(table, partition_by, order)
-    if result is None or result is False:
+    """:func:`grouped_rows` in batches of at most ``batch_size`` rows."""
+    rows = grouped_rows(table, partition_by, order, unread)
+    if rows is None:
         return None
-    if result is True:
-        return iter(table.to_batches(max_chunksize=batch_size))
-    return _taken(table, result, batch_size, unread)
+    if isinstance(rows, pa.Table):
+        return iter(rows.to_batches(max_chunksize=batch_size))
+    return rows.batches(batch_size)
 
 
-def _taken(table: pa.Table, grouping: _Grouping, batch_size: int,
-           unread: frozenset[str] = frozenset()) -> Iterator[pa.RecordBatch]:
-    schema = table.schema
-    counts = grouping.counts[grouping.counts > 0]
-    ends = np.cumsum(counts)  # where each partition ends in the grouped rows
-    firsts = grouping.perm[ends - counts]  # each partition's first row
-    # Per column: the whole column (taken by the permutation, from one chunk: a take over
-    # it measured twice as fast as over the export's chunks); for a partition key (whose
-    # name does not repeat) the value of each partition, decoded from runs (5M strings of
-    # 50 partitions: a quarter of the time of their permutation, half that of a take of
-    # the values); for an unread column nothing (NULLs).
-    columns: list[tuple[pa.Array | None, np.ndarray | None]] = []
-    for i, field in enumerate(schema):
-        unique = schema.get_field_index(field.name) == i
-        key = grouping.keys.get(field.name) if unique else None
-        if key is not None:
-            values, codes = key
-            columns.append((values.take(pa.array(codes[firsts])), ends))
-        elif unique and field.name in unread and field.nullable:
-            columns.append((None, None))
-        else:
-            column = table.column(i)
-            columns.append((column.chunk(0) if column.num_chunks == 1
-                            else column.combine_chunks(), None))
-    del table  # the export's chunks go once combined
-    for start, stop in batch_cuts(ends, batch_size):
-        taken = pa.array(grouping.perm[start:stop])
-        yield pa.RecordBatch.from_arrays(
-            [pa.nulls(len(taken), field.type) if column is None
-             else column.take(taken) if runs is None else _runs(column, runs, start, stop)
-             for field, (column, runs) in zip(schema, columns)], schema=schema)
+@dataclass
+class GroupedRows:
+    """Rows in input order and the permutation that groups them by partition: the grouped
+    input before any row is taken through it.
+
+    The grouped rows are taken a batch at a time, here (:meth:`batches`) or in a
+    worker process that got the columns through shared memory (:meth:`gather`).
+    """
+
+    schema: pa.Schema
+    #: Per field: the column in input order; None for a partition key (see
+    #: :attr:`keys`) and for a column no one reads (NULLs). Combined into one chunk
+    #: when first taken from (:meth:`column`), once the caller has let go of the
+    #: export's table: the chunks and their copy are then never held together.
+    columns: list[pa.Array | pa.ChunkedArray | None]
+    #: Per partition key field (by index): its value in each partition, in grouped order.
+    #: The key column is decoded from these runs (5M strings of 50 partitions: a quarter
+    #: of the time of their permutation, half that of a take of the values).
+    keys: dict[int, pa.Array]
+    perm: np.ndarray  # grouped row i is input row perm[i]
+    ends: np.ndarray  # where each partition ends in the grouped rows
+
+    @classmethod
+    def of(cls, table: pa.Table, grouping: _Grouping,
+           unread: frozenset[str] = frozenset()) -> GroupedRows:
+        schema = table.schema
+        counts = grouping.counts[grouping.counts > 0]
+        ends = np.cumsum(counts)
+        firsts = grouping.perm[ends - counts]  # each partition's first row
+        columns: list[pa.Array | None] = []
+        keys: dict[int, pa.Array] = {}
+        for i, field in enumerate(schema):
+            unique = schema.get_field_index(field.name) == i
+            key = grouping.keys.get(field.name) if unique else None
+            if key is not None:
+                values, codes = key
+                keys[i] = values.take(pa.array(codes[firsts]))
+                columns.append(None)
+            elif unique and field.name in unread and field.nullable:
+                columns.append(None)
+            else:
+                column = table.column(i)
+                columns.append(column.chunk(0) if column.num_chunks == 1 else column)
+        return cls(schema, columns, keys, grouping.perm, ends)
+
+    def column(self, i: int) -> pa.Array | None:
+        """Field ``i``'s column in input order, in one chunk (a take over one chunk
+        measured twice as fast as over the export's chunks)."""
+        column = self.columns[i]
+        if isinstance(column, pa.ChunkedArray):
+            column = self.columns[i] = column.combine_chunks()
+        return column
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.perm)
+
+    def batches(self, batch_size: int) -> Iterator[pa.RecordBatch]:
+        """The grouped rows in batches of at most ``batch_size`` rows, cut where partitions
+        end (:func:`batch_cuts`), each taken only when asked for."""
+        for start, stop in batch_cuts(self.ends, batch_size):
+            taken = pa.array(self.perm[start:stop])
+            yield self._batch(taken, lambda values, ends=self.ends, a=start, b=stop:
+                              _runs(values, ends, a, b))
+
+    def gather(self, starts: np.ndarray, stops: np.ndarray, parts: np.ndarray) \
+            -> pa.RecordBatch:
+        """Grouped rows ``starts[j]:stops[j]`` one range after the other, range ``j`` lying
+        in partition ``parts[j]``: one batch of the pieces of partitions a worker got."""
+        lengths = stops - starts
+        total = int(lengths.sum())
+        # Positions of the ranges' rows: each range's start, repeated, plus the row's
+        # place in the concatenation less where its range begins there.
+        shift = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+        taken = pa.array(self.perm[shift + np.arange(total, dtype=np.int64)])
+        run_ends = pa.array(np.cumsum(lengths[lengths > 0]))
+        kept = pa.array(parts[lengths > 0])
+        return self._batch(taken, lambda values: pc.run_end_decode(
+            pa.RunEndEncodedArray.from_arrays(run_ends, values.take(kept))))
+
+    def _batch(self, taken: pa.Array, key_column) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays(
+            [key_column(self.keys[i]) if i in self.keys
+             else pa.nulls(len(taken), field.type) if self.columns[i] is None
+             else self.column(i).take(taken)
+             for i, field in enumerate(self.schema)],
+            schema=self.schema)
 
 
 def batch_cuts(ends: np.ndarray, batch_size: int) -> Iterator[tuple[int, int]]:
@@ -336,7 +441,7 @@ class _Grouping:
 
 
 def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
-             grouping: bool = True) -> bool | _Grouping | None:
+             grouping: bool = True, threads: int = 1) -> bool | _Grouping | None:
     """None: key types left to the sort; False: out of order; True: in order as it is
     (or, without ``grouping``, each partition in order: the rows are not grouped);
     else the :class:`_Grouping` of the partitions (each in order)."""
@@ -347,7 +452,7 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
     count = 1
     key_values: KeyValues = {}
     if partition_by:
-        parts = _partition_encoding(table, partition_by)
+        parts = _partition_encoding(table, partition_by, threads)
         if parts is None or parts[1] > MAX_PARTITIONS:
             return None
         codes, count, key_values = parts
@@ -355,9 +460,10 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
         keys = order_values(table, order)
         if keys is None:
             return None
-        if not each_partition_in_order(codes if count > 1 else _ONE_PARTITION, count, *keys):
+        if not parallel_in_order(codes if count > 1 else _ONE_PARTITION, count, *keys,
+                                 threads):
             return False
     if count == 1 or not grouping:
         return True
-    perm, starts, is_grouped = group_order(codes, count)
+    perm, starts, is_grouped = parallel_group_order(codes, count, threads)
     return True if is_grouped else _Grouping(perm, np.diff(starts), key_values)

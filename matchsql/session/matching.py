@@ -55,6 +55,7 @@ from matchsql.session.ordered_input import (
     input_batches,
     may_skip_sort,
     order_keys,
+    ordered_rows,
     rereadable,
     unread_columns,
 )
@@ -431,13 +432,21 @@ class MatchRunner:
 
             def sorted_input():
                 reader = input_batches(queries, lambda sql: cursor.sql(sql).to_arrow_reader(
-                    config.batch_size), config.batch_size, cursor)
+                    config.batch_size), config.batch_size, cursor, config.threads)
                 # input time: the query, and the sort or the grouping
                 return reader if profile is None else profile.input(reader)
 
+            def ordered_input():
+                # The workers' router takes the grouped rows whole, to share them (the
+                # profile of EXPLAIN ANALYZE times batches: it gets those).
+                if profile is not None:
+                    return sorted_input()
+                return ordered_rows(queries, lambda sql: cursor.sql(sql).to_arrow_reader(
+                    config.batch_size), cursor, config.threads)
+
             if scatter is not None and self.executor.workers.claim():
                 yield from self.executor.workers.run(spec, config, cancel, open_input=open_input,
-                                                     sorted_input=sorted_input, scatter=scatter)
+                                                     sorted_input=ordered_input, scatter=scatter)
                 return
             reader = sorted_input()
             try:  # plans are built once per spec: here, not racing in the workers

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from matchsql.fsm.reference import held_columns
 from matchsql.plan.spec import MatchSpec
-from matchsql.router.presorted import OrderKey, grouped_batches, in_order
+from matchsql.router.presorted import GroupedRows, OrderKey, grouped_rows, in_order
 
 PRESORTED_BYTES = 1 << 30  # input held to check its order before falling back to the sort
 ENABLED = True  # False: always DuckDB's sort (the benchmarks' "before")
@@ -98,23 +98,36 @@ def may_skip_sort(cursor) -> bool:
 
 
 def input_batches(queries: InputQueries, open_input: Callable[[str], Iterable[pa.RecordBatch]],
-                  batch_size: int, cursor) -> Iterator[pa.RecordBatch]:
+                  batch_size: int, cursor, threads: int = 1) -> Iterator[pa.RecordBatch]:
     """The rows of ``queries.sorted_sql`` in batches of at most ``batch_size`` rows:
     from the unsorted query when its rows are in order, else sorted by DuckDB
     (``cursor``: the input query's, whose settings say what its ORDER BY means)."""
+    rows = ordered_rows(queries, open_input, cursor, threads)
+    if isinstance(rows, GroupedRows):
+        yield from rows.batches(batch_size)
+    elif isinstance(rows, pa.Table):
+        yield from rows.to_batches(max_chunksize=batch_size)
+    else:
+        yield from rows
+
+
+def ordered_rows(queries: InputQueries, open_input: Callable[[str], Iterable[pa.RecordBatch]],
+                 cursor, threads: int = 1) -> GroupedRows | pa.Table | Iterable[pa.RecordBatch]:
+    """The rows of ``queries.sorted_sql``: the :class:`GroupedRows` of the unsorted query's
+    rows (or those rows themselves, where they are grouped already) when they are in
+    order, else DuckDB's sorted batches. The unsorted query is read, and its order
+    checked (on up to ``threads`` threads), before this returns."""
     if queries.sorts and queries.unsorted_sql and may_skip_sort(cursor):
         table = _held_in_order(queries.unsorted_sql, queries, open_input)
         if table is not None:
-            rows = grouped_batches(table, queries.partition_by, queries.order, batch_size,
-                                   queries.unread)
+            rows = grouped_rows(table, queries.partition_by, queries.order, queries.unread,
+                                threads)
             if rows is not None:
-                del table  # the batches hold the rows until the last one is taken
                 queries.presorted = True
-                yield from rows
-                return
+                return rows
     if queries.sorts:
         queries.presorted = False
-    yield from open_input(queries.sorted_sql)
+    return open_input(queries.sorted_sql)
 
 
 def _held_in_order(sql: str, queries: InputQueries,

@@ -4,7 +4,9 @@ UPM-CEP assigns each route key (here: a bucket of partition keys) to an
 instance manager and lets a metric server move hot keys off saturated
 instances. :func:`least_loaded` is the first part: a bucket met for the
 first time goes to the worker with the fewest rows routed so far (the
-measured load: every row costs the same matcher work to first order).
+measured load: every row costs the same matcher work to first order);
+where every bucket's rows are known up front, :func:`spread` places them all
+at once.
 :class:`Rebalancer` is the second: when one worker's queue (rows sent and
 not yet matched) runs well ahead of the others', its busiest bucket of the
 recent past moves to the least queued worker, at most one move in flight.
@@ -39,6 +41,19 @@ class Policy(Protocol):
 def least_loaded(load: Load) -> int:
     """The worker a new bucket goes to."""
     return min(range(len(load.routed)), key=lambda w: (load.routed[w], w))
+
+
+def spread(bucket_rows: dict[int, int], workers: int) -> dict[int, int]:
+    """Owners for buckets whose rows are all known before the first is routed (a one-time
+    query's grouped input): largest bucket first, each to the worker with the fewest
+    rows so far (LPT), so the workers finish together; ties to the lowest number."""
+    loads = [0] * workers
+    owner: dict[int, int] = {}
+    for bucket in sorted(bucket_rows, key=lambda b: (-bucket_rows[b], b)):
+        worker = min(range(workers), key=lambda w: (loads[w], w))
+        owner[bucket] = worker
+        loads[worker] += bucket_rows[bucket]
+    return owner
 
 
 class Rebalancer:

@@ -25,6 +25,7 @@ from matchsql.router.partitions import (
     partition_key,
     segments,
 )
+from matchsql.router.presorted import GroupedRows
 from matchsql.spark.state import restore_like, snapshot_matcher
 from matchsql.workers.channel import RingWriter
 from matchsql.workers.frames import pack, unpack
@@ -46,6 +47,9 @@ class Query:
         names = set(self.schema.names)
         self.whole = whole if whole is not None and set(spec.partition_by) <= names else None
         self.failed = False
+        # The query's grouped input in shared memory (see :mod:`.shared_rows`), where the
+        # router sends ranges of it rather than rows.
+        self.shared: GroupedRows | None = None
         self.rows = 0
         self.busy_ns = 0
         # CPU per bucket (a message's time shared by its rows): the bench's scaling model.
@@ -120,6 +124,12 @@ class Query:
     def serve(self, writer: RingWriter, kind: str, payload: bytes, extra: Any) -> None:
         if kind == "data":
             answer(self, writer, *unpack(payload))
+        elif kind == "take":
+            entries, starts, stops, parts = pickle.loads(payload)
+            if self.shared is None:
+                raise Error("rows were asked for before the query's shared input")
+            rows = self.shared.gather(starts, stops, parts)
+            answer(self, writer, entries, [rows] if rows.num_rows else [])
         elif kind == "snapshot":
             writer.send("state", self.snapshot(extra), extra)
         elif kind == "restore":

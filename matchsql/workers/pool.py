@@ -26,6 +26,7 @@ from multiprocessing.connection import Connection, wait
 from matchsql.errors import ExecutionError
 from matchsql.workers import process
 from matchsql.workers.channel import RingReader, RingWriter
+from matchsql.workers.shared_rows import RowsArena
 
 #: Bytes of each direction's ring (per worker).
 RING_BYTES = 32 << 20
@@ -70,6 +71,7 @@ class WorkerPool:
         self.ring_bytes = ring_bytes
         self.workers: list[Worker] = []
         self.migrations = 0  # over the pool's life, for SHOW WORKERS
+        self.arena = RowsArena()  # the queries' grouped input, shared with the workers
         context = mp.get_context("spawn")
         atexit.register(self.kill)  # a connection never closed: no worker or segment outlives us
         try:
@@ -138,6 +140,7 @@ class WorkerPool:
             except ValueError:
                 pass
         self.workers = []
+        self.arena.close()
 
 
 @contextmanager

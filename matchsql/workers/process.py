@@ -9,6 +9,9 @@ taken (the State Transfer protocol's "flush" needs nothing more):
   and ``stream`` start the other kinds of query (:mod:`.gather`, :mod:`.streamed`);
 * ``data``: pieces of partitions, one Arrow batch, in input order per partition;
   a partition's last piece finishes its run;
+* ``share`` / ``take``: the query's grouped input lies in shared memory
+  (:mod:`.shared_rows`); a ``take`` names ranges of it, and is served as a
+  ``data`` of those rows;
 * ``snapshot`` / ``restore``: a bucket's open runs leave / join this worker;
 * ``end``: the query is over; ``stop``: exit.
 
@@ -33,6 +36,7 @@ from matchsql.errors import Error, internal_error
 from matchsql.workers.channel import RingReader, RingWriter
 from matchsql.workers.gather import Gather
 from matchsql.workers.matching import Query
+from matchsql.workers.shared_rows import Attached
 from matchsql.workers.streamed import Streamed
 
 #: The first notice of a query names its kind: sorted pieces, rows to sort, a live stream.
@@ -61,6 +65,7 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
     writer = RingWriter(outbox, capacity)
     outbox.send(("hello", writer.name, os.getpid()))
     query: Query | Gather | Streamed | None = None
+    attached = Attached()  # the router's shared input segments, mapped once
     kept: OrderedDict[bytes, tuple] = OrderedDict()
     cpu_ns = 0  # the process's CPU when the query began
     spans: list[tuple[str, float, float]] = []  # (kind, start, end) of each message served
@@ -81,13 +86,17 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
                          time.process_time_ns() - cpu_ns, spans) if query is not None \
                     else (0, 0, {}, 0, [])
                 query = None
+                attached.ended()
                 writer.send("ended", None, stats)
                 continue
             if query is None or query.failed:
                 continue
             started, began = time.process_time_ns(), time.perf_counter()
             try:
-                query.serve(writer, kind, payload, extra)
+                if kind == "share" and isinstance(query, Query):
+                    query.shared = attached.rows(pickle.loads(payload))
+                else:
+                    query.serve(writer, kind, payload, extra)
             except Error as err:
                 query.failed = True
                 writer.send("error", _error_bytes(err))
@@ -100,6 +109,8 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
             query.busy_ns += time.process_time_ns() - started
             spans.append((kind, began, time.perf_counter()))
     finally:
+        query = None
+        attached.release()
         reader.close()
         writer.close()
 

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 
+import numpy as np
 import pyarrow as pa
 
 from matchsql.cancel import INTERRUPTED, Cancellation
@@ -43,10 +44,12 @@ from matchsql.config import Config
 from matchsql.errors import Error, ExecutionError
 from matchsql.plan.spec import MatchSpec
 from matchsql.router.parallel import coalesce
-from matchsql.router.partitions import split
-from matchsql.workers.balance import Load, Policy, least_loaded
+from matchsql.router.partitions import key_at, split
+from matchsql.router.presorted import GroupedRows
+from matchsql.workers.balance import Load, Policy, least_loaded, spread
 from matchsql.workers.frames import Packed, unpack
 from matchsql.workers.pool import Worker, WorkerPool
+from matchsql.workers.shared_rows import SharedLayout
 
 BUCKETS = 64
 _POLL_S = 0.05
@@ -72,7 +75,8 @@ class Migration:
     source: int
     target: int
     started: float
-    buffered: list[tuple[tuple, pa.RecordBatch | None]] = field(default_factory=list)
+    buffered: list[tuple[tuple, pa.RecordBatch | tuple[int, int] | None]] = \
+        field(default_factory=list)
     buffered_rows: int = 0
 
 
@@ -130,38 +134,28 @@ class WorkerRouter:
         self.marks: dict[str, tuple[float, float]] = {}  # step -> (wall, this process's CPU)
         self.bucket_cpu_s: dict[int, float] = {}  # ... and per bucket
         self.partitions = 0
+        self.shared = False  # whether the workers took their rows from the shared input
 
     # -- the query --------------------------------------------------------------------
 
-    def run(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """The matches of every partition of ``batches``, in the single-process order."""
+    def run(self, source: GroupedRows | pa.Table | Iterable[pa.RecordBatch]) \
+            -> Iterator[pa.RecordBatch]:
+        """The matches of every partition of ``source`` (the input in partition and ORDER BY
+        order: grouped here, or batches), in the single-process order."""
         self._mark("start")
         payload = pickle.dumps((self.spec, self.config), protocol=pickle.HIGHEST_PROTOCOL)
         for index in range(len(self.workers)):
             self._post(index, "query", payload)
-        open_number: int | None = None
-        open_key: tuple | None = None
-        open_bucket = 0
-        for batch in batches:
-            self._check()
-            if "input" not in self.marks:
-                self._mark("input")  # the first rows in order: the serial part before them
-            for key, piece in split(batch, self.spec.partition_by):
-                if open_number is None or key != open_key:
-                    if open_number is not None:
-                        self._add(open_bucket, (open_number, open_bucket, open_key, 0, True), None)
-                    open_number, open_key = self.partitions, key
-                    open_bucket = bucket_of(key, self.buckets)
-                    self.partitions += 1
-                    self._order.append(open_number)
-                    if open_bucket not in self.owner:
-                        self.owner[open_bucket] = least_loaded(self._load())
-                entry = (open_number, open_bucket, open_key, piece.num_rows, False)
-                self._add(open_bucket, entry, piece)
-            self._step()
-            yield from self._ready()
-        if open_number is not None:
-            self._add(open_bucket, (open_number, open_bucket, open_key, 0, True), None)
+        layout = self.pool.arena.put(source) if isinstance(source, GroupedRows) else None
+        if layout is not None:
+            self.shared = True
+            yield from self._route_shared(source, layout)
+        elif isinstance(source, GroupedRows):
+            yield from self._route(source.batches(self.chunk_rows))
+        elif isinstance(source, pa.Table):
+            yield from self._route(source.to_batches(max_chunksize=self.chunk_rows))
+        else:
+            yield from self._route(source)
         for index in range(len(self.workers)):
             self._send(index, whole=True)
         self._mark("routed")
@@ -174,6 +168,78 @@ class WorkerRouter:
             self._post(index, "end")
         while self._ended < len(self.workers):
             self._wait()
+        self.pool.arena.ended()
+
+    def _route(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Route the pieces of partitions of ``batches``, each partition numbered in turn."""
+        open_number: int | None = None
+        open_key: tuple | None = None
+        open_bucket = 0
+        for batch in batches:
+            self._check()
+            if "input" not in self.marks:
+                self._mark("input")  # the first rows in order: the serial part before them
+            for key, piece in split(batch, self.spec.partition_by):
+                if open_number is None or key != open_key:
+                    if open_number is not None:
+                        self._add(open_bucket, (open_number, open_bucket, open_key, 0, True), None)
+                    open_number, open_key = self._begin_partition(key)
+                    open_bucket = bucket_of(key, self.buckets)
+                entry = (open_number, open_bucket, open_key, piece.num_rows, False)
+                self._add(open_bucket, entry, piece)
+            self._step()
+            yield from self._ready()
+        if open_number is not None:
+            self._add(open_bucket, (open_number, open_bucket, open_key, 0, True), None)
+
+    def _route_shared(self, rows: GroupedRows, layout: SharedLayout) -> Iterator[pa.RecordBatch]:
+        """Route ranges of ``rows`` (in the pool's shared segment, described by ``layout``):
+        the workers take the rows themselves. Partitions go as :meth:`_route` sends
+        batches' pieces of them."""
+        self._mark("input")
+        shared = layout.bytes()
+        for index in range(len(self.workers)):
+            self._post(index, "share", shared)
+        names = self.spec.partition_by
+        fields = [rows.schema.get_field_index(name) for name in names]
+        heads = pa.RecordBatch.from_arrays([rows.keys[i] for i in fields], names=names)
+        ends = rows.ends.tolist()
+        keys = [key_at(heads, names, part) for part in range(len(ends))]
+        buckets = [bucket_of(key, self.buckets) for key in keys]
+        sizes: dict[int, int] = {}
+        for bucket, rows_in in zip(buckets, np.diff(rows.ends, prepend=0).tolist()):
+            sizes[bucket] = sizes.get(bucket, 0) + rows_in
+        for bucket, worker in spread(sizes, len(self.workers)).items():
+            self.owner.setdefault(bucket, worker)
+        start = 0
+        since_step = 0
+        # Decisions (migrations, sends to idle workers) as often as for batches of the
+        # input, and a partition in pieces of at most that many rows, as it comes there.
+        step_rows = max(1, min(self.config.batch_size, self.chunk_rows))
+        for part, (end, key, bucket) in enumerate(zip(ends, keys, buckets)):
+            number, _ = self._begin_partition(key)
+            assert number == part  # a worker finds the partition's key by its number
+            while start < end:
+                stop = min(end, start + step_rows)
+                self._add(bucket, (number, bucket, key, stop - start, False), (start, stop))
+                since_step += stop - start
+                start = stop
+                if since_step >= step_rows:  # (the partition may still be open: it may move)
+                    since_step = 0
+                    self._check()
+                    self._step()
+                    yield from self._ready()
+            self._add(bucket, (number, bucket, key, 0, True), None)
+
+    def _begin_partition(self, key: tuple) -> tuple[int, tuple]:
+        """Number the next partition and give its bucket an owner if it has none."""
+        number = self.partitions
+        self.partitions += 1
+        self._order.append(number)
+        bucket = bucket_of(key, self.buckets)
+        if bucket not in self.owner:
+            self.owner[bucket] = least_loaded(self._load())
+        return number, key
 
     def _mark(self, step: str) -> None:
         self.marks[step] = (time.perf_counter(), time.process_time())
@@ -207,7 +273,10 @@ class WorkerRouter:
 
     # -- routing ------------------------------------------------------------------------
 
-    def _add(self, bucket: int, entry: tuple, piece: pa.RecordBatch | None) -> None:
+    def _add(self, bucket: int, entry: tuple, piece: pa.RecordBatch | tuple[int, int] | None) \
+            -> None:
+        """Queue a piece of a partition (rows, or a range of the shared input) for the
+        bucket's worker; a piece with ``entry``'s last mark and no rows ends it."""
         rows = entry[3]
         self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + rows
         self.recent[bucket] = self.recent.get(bucket, 0) + rows
@@ -226,7 +295,7 @@ class WorkerRouter:
         else:
             pieces = []
             pending.append((entry, pieces))
-        if piece is not None and piece.num_rows:
+        if piece is not None and rows:
             pieces.append(piece)
         self._pending_rows[index] += rows
         self.routed[index] += rows
@@ -258,13 +327,21 @@ class WorkerRouter:
                 return
         self._pending[index] = held
         self._pending_rows[index] = held[0][0][3] if held else 0
-        # The pieces go as they are (the worker concatenates them: that copy runs in
-        # parallel there, not in this serial router).
         pieces = [piece for _, batches in pending for piece in batches]
         if "sent" not in self.marks:
             self._mark("sent")
-        # Written straight into the worker's ring: one copy of the rows in this process.
-        self._post(index, "data", Packed([entry for entry, _ in pending], pieces))
+        entries = [entry for entry, _ in pending]
+        if pieces and isinstance(pieces[0], tuple):  # ranges of the shared input
+            ranges = np.array([(start, stop, entry[0]) for entry, spans in pending
+                               for start, stop in spans], np.int64).reshape(-1, 3)
+            self._post(index, "take", pickle.dumps(
+                (entries, ranges[:, 0], ranges[:, 1], ranges[:, 2]),
+                protocol=pickle.HIGHEST_PROTOCOL))
+            return
+        # The pieces go as they are (the worker concatenates them: that copy runs in
+        # parallel there, not in this serial router). Written straight into the
+        # worker's ring: one copy of the rows in this process.
+        self._post(index, "data", Packed(entries, pieces))
 
     # -- migration ----------------------------------------------------------------------
 

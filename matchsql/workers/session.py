@@ -11,6 +11,7 @@ from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.plan.spec import MatchSpec
 from matchsql.router.partitions import RunFactory
+from matchsql.router.presorted import GroupedRows
 from matchsql.workers.balance import Policy, Rebalancer
 from matchsql.workers.pool import WorkerPool
 from matchsql.workers.router import WorkerRouter
@@ -55,12 +56,12 @@ class WorkerSession:
 
     def run(self, spec: MatchSpec, config: Config, cancel: Cancellation, *,
             open_input: Callable[[str], Iterable[pa.RecordBatch]],
-            sorted_input: Callable[[], Iterable[pa.RecordBatch]],
+            sorted_input: Callable[[], GroupedRows | pa.Table | Iterable[pa.RecordBatch]],
             scatter: ScatterPlan, policy: Policy | None = None) -> Iterator[pa.RecordBatch]:
         """The matches of one MATCH_RECOGNIZE. :attr:`mode` "sorted" routes the rows of
         ``sorted_input()``: the input in partition and ORDER BY order, got as the caller
         gets it for ``workers = 1`` (its own order where it is in order, else DuckDB's
-        sort: one rule for both); "scatter" runs ``scatter``'s scans by ``open_input(sql)``."""
+        sort: one rule for both), grouped here (then shared with the workers) or batches; "scatter" runs ``scatter``'s scans by ``open_input(sql)``."""
         clean = False
         pool: WorkerPool | None = None
         try:

@@ -138,11 +138,11 @@ def opened(monkeypatch) -> list[str]:
     queries: list[str] = []
     original = ordered_input.input_batches
 
-    def spy(q, open_input, batch_size, cursor):
+    def spy(q, open_input, *rest):
         def opening(sql):
             queries.append(sql)
             return open_input(sql)
-        return original(q, opening, batch_size, cursor)
+        return original(q, opening, *rest)
 
     monkeypatch.setattr("matchsql.session.matching.input_batches", spy)
     return queries

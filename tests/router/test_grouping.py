@@ -1,9 +1,10 @@
 """The grouping's passes (router/grouping.py), compiled and numpy's, against numpy's own
-sorts and against each other."""
+sorts and against each other; on several threads against one."""
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,8 +12,11 @@ from matchsql.router.grouping import (
     each_partition_in_order,
     group_order,
     grouping_order,
+    parallel_group_order,
+    parallel_in_order,
     partitions_in_order,
 )
+from matchsql.router.presorted import _distinct_span, _joined
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
@@ -62,3 +66,49 @@ def test_no_codes_is_one_partition(keys):
     for codes in (np.zeros(0, np.int64), np.zeros(len(keys), np.int64)):
         for check in (partitions_in_order, each_partition_in_order):
             assert check(codes, 1, values, np.zeros((1, 0), bool), np.zeros(1, bool)) == expected
+
+
+# -- the passes on several threads: spans of rows, joined ----------------------------------
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.integers(0, 6), max_size=80), st.integers(1, 4), st.integers(1, 9))
+def test_group_order_in_spans_is_the_same_stable_sort(values, threads, least):
+    codes = np.array(values, np.int64)
+    expected = group_order(codes, 7)
+    perm, starts, grouped = parallel_group_order(codes, 7, threads, least)
+    assert grouped == expected[2]
+    assert perm.tolist() == expected[0].tolist()
+    assert starts.tolist() == expected[1].tolist()
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(0, 3))),
+                max_size=40), st.booleans(), st.integers(1, 4), st.integers(1, 6),
+       st.booleans())
+def test_order_check_in_spans_agrees(rows, nulls_first, threads, least, one_partition):
+    """Rows out of order only across a span's edge (a partition's last row in one span,
+    its next row in a later one, maybe with spans between) are found too."""
+    codes = np.zeros(0, np.int64) if one_partition else np.array([r[0] for r in rows], np.int64)
+    values = np.array([r[1] or 0 for r in rows], np.int64).reshape(1, -1)
+    nulls = np.array([r[1] is None for r in rows], bool).reshape(1, -1)
+    flags = np.array([nulls_first])
+    count = 1 if one_partition else 3
+    expected = each_partition_in_order(codes, count, values, nulls, flags)
+    assert parallel_in_order(codes, count, values, nulls, flags, threads, least) == expected
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.one_of(st.none(), st.sampled_from(["a", "bb", "c", "dd", "e"])),
+                min_size=1, max_size=60), st.integers(1, 5), st.booleans())
+def test_distinct_values_of_spans_join_into_those_of_the_whole(values, parts, integers):
+    """Each span's dictionary (first appearance order) joined: the whole column's."""
+    column = pa.array([None if v is None else ord(v[0]) * len(v) for v in values]) \
+        if integers else pa.array(values, pa.string())
+    cuts = sorted({0, len(values), *(len(values) * k // parts for k in range(parts))})
+    encoded = [_distinct_span(column.slice(a, b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
+    dictionary, indices, has_null = _joined(encoded)
+    whole = _distinct_span(column)
+    assert dictionary.to_pylist() == whole[0].to_pylist()
+    assert np.where(indices < 0, -1, indices).tolist() == \
+        np.where(whole[1] < 0, -1, whole[1]).tolist()
+    assert has_null == whole[2]

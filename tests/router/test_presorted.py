@@ -23,10 +23,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from matchsql.router.presorted import (
+    GroupedRows,
     OrderKey,
     batch_cuts,
     grouped,
     grouped_batches,
+    grouped_rows,
     in_order,
     partition_codes,
 )
@@ -353,3 +355,30 @@ def test_batches_are_cut_where_partitions_end(sizes, batch_size):
         if stop not in ends:
             assert not any(start + max(batch_size // 2, 1) <= e <= start + batch_size
                            for e in ends)
+
+
+@pytest.mark.parametrize("kind", ["str", "int"])
+def test_grouping_on_two_threads_is_the_grouping_on_one(kind) -> None:
+    """Past PARALLEL_FROM_ROWS rows the encoding, the order check and the counting sort
+    run in spans on threads (the compiled string pass too): the same grouping."""
+    rng = np.random.default_rng(5)
+    n = 300_000
+    keys = rng.integers(0, 700, n)
+    column = pa.array([None if k % 97 == 0 else f"s{k}" for k in keys.tolist()]) \
+        if kind == "str" else pa.array(np.where(keys % 97 == 0, None, keys).tolist(), pa.int64())
+    table = pa.table({"p": column, "ts": np.arange(n), "v": rng.random(n)})
+    one = grouped_rows(table, ["p"], [OrderKey("ts")])
+    two = grouped_rows(table, ["p"], [OrderKey("ts")], threads=2)
+    assert isinstance(one, GroupedRows) and isinstance(two, GroupedRows)
+    assert np.array_equal(one.perm, two.perm) and np.array_equal(one.ends, two.ends)
+    assert one.keys[0].to_pylist() == two.keys[0].to_pylist()
+    # One partition's first row past the middle goes back before its last row before the
+    # middle: out of order only across the spans' edge.
+    key = keys[n // 2]
+    same = np.flatnonzero(keys == key)
+    before, after = same[same < n // 2][-1], same[same >= n // 2][0]
+    ts = np.arange(n)
+    ts[after] = ts[before] - 1
+    back = table.set_column(1, "ts", pa.array(ts))
+    assert grouped_rows(back, ["p"], [OrderKey("ts")]) is None
+    assert grouped_rows(back, ["p"], [OrderKey("ts")], threads=2) is None

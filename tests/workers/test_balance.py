@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import matchsql
-from matchsql.workers.balance import Load, Rebalancer, least_loaded
+from matchsql.workers.balance import Load, Rebalancer, least_loaded, spread
 from matchsql.workers.router import bucket_of
 
 
@@ -67,3 +67,12 @@ def test_rebalancing_keeps_rows_and_shows_in_show_workers() -> None:
     finally:
         single.close()
         con.close()
+
+
+def test_known_buckets_spread_largest_first() -> None:
+    owner = spread({1: 900, 2: 500, 3: 400, 4: 100, 5: 100}, 2)
+    loads = [sum(rows for b, rows in {1: 900, 2: 500, 3: 400, 4: 100, 5: 100}.items()
+                 if owner[b] == w) for w in range(2)]
+    assert owner[1] == 0 and owner[2] == 1 and owner[3] == 1  # 900 | 500 + 400
+    assert sorted(loads) == [1000, 1000]
+    assert spread({}, 3) == {}

@@ -81,14 +81,21 @@ def _random_query(rng: random.Random) -> str:
             f"PATTERN ({pattern}) DEFINE {defines})")
 
 
-def _random_table(con: matchsql.Connection, rng: random.Random) -> None:
+def _random_table(con: matchsql.Connection, rng: random.Random,
+                  interleaved: bool = False) -> None:
+    """Table ``t`` of partitions of mixed sizes, stored partition by partition or, with
+    ``interleaved``, in time order with the partitions mixed (a feed: the engine groups
+    it itself, and the workers take their rows from the shared grouped input)."""
     sizes = [rng.choice([1, 2, 5, 17, 60, 300]) for _ in range(rng.randint(40, 120))]
     rows = []
     for p, size in enumerate(sizes):
         key = f"k{p}" if p % 7 else None  # NULL keys form one partition of their own
         # ts unique within every partition (the NULL one gathers several p): rows tied in
         # ORDER BY may come in any order, in SQL and in DuckDB's sort alike.
-        rows += [(key, p * 1000 + ts, rng.randint(0, 99)) for ts in range(size)]
+        rows += [(key, ts * 1000 + p if interleaved else p * 1000 + ts, rng.randint(0, 99))
+                 for ts in range(size)]
+    if interleaved:
+        rows.sort(key=lambda row: row[1])
     con.sql("DROP TABLE IF EXISTS t")
     con.sql("CREATE TABLE t (p VARCHAR, ts INTEGER, v INTEGER)")
     con.duckdb.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
@@ -122,13 +129,16 @@ def test_random_queries_same_rows(connections, seed: int, mode: str) -> None:
     _mode(connections, mode)
     rng = random.Random(seed)
     for con in connections.values():
-        _random_table(con, random.Random(seed))
+        _random_table(con, random.Random(seed), interleaved=seed % 2 == 1)
     for _ in range(4):
         query = _random_query(rng)
         batch_size = rng.choice([7, 64, 1000, 65_536])
         expected = _rows(connections[1], query, batch_size)
         for n in (2, 3):
             assert _rows(connections[n], query, batch_size) == expected, (n, query)
+            # grouped here (the NULL partition's rows lie apart in either layout): the
+            # workers took their rows from the shared input
+            assert connections[n]._executor.workers.last.shared == (mode == "sorted")
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -138,7 +148,7 @@ def test_random_migrations_same_rows(connections, seed: int, mode: str) -> None:
     _mode(connections, mode)
     rng = random.Random(100 + seed)
     for con in connections.values():
-        _random_table(con, random.Random(100 + seed))
+        _random_table(con, random.Random(100 + seed), interleaved=seed % 2 == 1)
     moved = 0
     for round_ in range(3):
         query = _random_query(rng)
@@ -149,6 +159,7 @@ def test_random_migrations_same_rows(connections, seed: int, mode: str) -> None:
             injector = RandomMigrations(seed * 10 + round_, rate=0.2)
             session.policy_factory = lambda injector=injector: injector
             assert _rows(connections[n], query, batch_size) == expected, (n, query)
+            assert session.last.shared == (mode == "sorted")
             moved += len(session.last.migrations)
             assert len(session.last.migrations) <= injector.started
     assert moved > 0

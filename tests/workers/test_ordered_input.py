@@ -2,8 +2,8 @@
 (matchsql/session/ordered_input.py): in the input's own order when that is ORDER BY
 order (no DuckDB sort), else DuckDB's sort; rows exactly those of ``workers = 1``.
 
-"sorted" mode: the router gets its batches as one process does; which input queries
-ran is seen by wrapping the one function both use, as tests/api/test_presorted_input.py
+"sorted" mode: the router gets its rows as one process does; which input queries
+ran is seen by wrapping the functions of the rule, as tests/api/test_presorted_input.py
 does for one process. "scatter" mode: each worker groups its own rows the same way
 (router/presorted.py) or sorts them where they are out of order.
 """
@@ -35,17 +35,20 @@ def cons():
 
 @pytest.fixture
 def opened(monkeypatch) -> list[tuple[str, ordered_input.InputQueries]]:
-    """Each input query run, with the queries object of its MATCH_RECOGNIZE."""
+    """Each input query run, with the queries object of its MATCH_RECOGNIZE (one process
+    reads batches, the workers' router the grouped rows: both by the same rule)."""
     seen: list[tuple[str, ordered_input.InputQueries]] = []
-    original = ordered_input.input_batches
 
-    def spy(queries, open_input, batch_size, cursor):
-        def opening(sql):
-            seen.append((sql, queries))
-            return open_input(sql)
-        return original(queries, opening, batch_size, cursor)
+    def spying(original):
+        def spy(queries, open_input, *rest):
+            def opening(sql):
+                seen.append((sql, queries))
+                return open_input(sql)
+            return original(queries, opening, *rest)
+        return spy
 
-    monkeypatch.setattr(matching, "input_batches", spy)
+    monkeypatch.setattr(matching, "input_batches", spying(ordered_input.input_batches))
+    monkeypatch.setattr(matching, "ordered_rows", spying(ordered_input.ordered_rows))
     return seen
 
 

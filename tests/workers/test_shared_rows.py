@@ -1,0 +1,132 @@
+"""The grouped input in shared memory: ranges taken by workers, the segment's life, no room."""
+
+from __future__ import annotations
+
+import errno
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import matchsql
+from matchsql.router.presorted import GroupedRows, OrderKey, grouped, grouped_rows
+from matchsql.workers import shared_rows
+from matchsql.workers.shared_rows import Attached, RowsArena
+
+
+def _feed(rng: random.Random, n: int, parts: int, nulls: bool = True) -> pa.Table:
+    """Rows in time order, partitions mixed (string and integer keys, some NULL)."""
+    keys = [rng.randrange(parts) for _ in range(n)]
+    return pa.table({
+        "s": pa.array([None if nulls and k % 5 == 0 else f"k{k}" for k in keys]),
+        "ts": pa.array(range(n), pa.int64()),
+        "i": pa.array([k % 3 for k in keys], pa.int32()),
+        "v": pa.array([rng.random() if rng.random() > 0.1 else None for _ in range(n)]),
+        "unread": pa.array([rng.randrange(9) for _ in range(n)], pa.int64()),
+    })
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_gather_gives_the_grouped_rows_of_each_range(seed: int) -> None:
+    rng = random.Random(seed)
+    table = _feed(rng, rng.choice([50, 400, 3000]), rng.choice([1, 3, 40]))
+    keys = rng.choice([["s"], ["s", "i"], ["i"]])
+    rows = grouped_rows(table, keys, [OrderKey("ts")], frozenset({"unread"}))
+    expected = grouped(table, keys, [OrderKey("ts")])
+    if not isinstance(rows, GroupedRows):
+        pytest.skip("grouped as stored: nothing to gather")
+    starts, stops, parts, pieces = [], [], [], []
+    begin = np.concatenate(([0], rows.ends[:-1]))
+    for part in sorted(rng.sample(range(len(rows.ends)), k=max(1, len(rows.ends) // 2))):
+        a, b = int(begin[part]), int(rows.ends[part])
+        cut = rng.randint(a, b)  # a piece of the partition, maybe empty
+        for lo, hi in ((a, cut), (cut, b)):
+            starts.append(lo)
+            stops.append(hi)
+            parts.append(part)
+            pieces.append(expected.slice(lo, hi - lo))
+    got = rows.gather(np.array(starts), np.array(stops), np.array(parts))
+    want = pa.concat_tables(pieces)
+    assert got.schema == table.schema
+    for name in table.column_names:
+        if name == "unread":
+            assert got.column(name).null_count == got.num_rows  # read by no one
+        else:
+            assert got.column(name).to_pylist() == want.column(name).to_pylist(), name
+
+
+def _time_ordered(con, rows: int, parts: int, seed: int = 0) -> None:
+    """Table ``t``: ``rows`` rows in time order, ``parts`` partitions mixed."""
+    con.sql("DROP TABLE IF EXISTS t")
+    con.sql(f"CREATE TABLE t AS SELECT 'k' || (hash(i + {seed}) % {parts}) AS p, "
+            f"i::INTEGER AS ts, (hash(i * 7 + {seed}) % 100)::INTEGER AS v FROM range({rows}) r(i)")
+
+
+QUERY = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+         "MATCH_NUMBER() AS mn, FIRST(ts) AS s, LAST(v) AS lv ALL ROWS PER MATCH "
+         "PATTERN (A B+) DEFINE B AS v > PREV(v))")
+
+
+@pytest.fixture(scope="module")
+def cons():
+    cons = {n: matchsql.connect(demo=False, workers=n, batch_size=500) for n in (1, 2)}
+    yield cons
+    for con in cons.values():
+        con.close()
+
+
+def test_workers_take_their_rows_from_one_segment_reused_by_the_next_query(cons) -> None:
+    for con in cons.values():
+        _time_ordered(con, 3000, 30)
+    expected = cons[1].sql(QUERY).fetchall()
+    session = cons[2]._executor.workers
+    assert cons[2].sql(QUERY).fetchall() == expected
+    assert session.last.shared
+    first = session.pool.arena.shm.name
+    assert cons[2].sql(QUERY).fetchall() == expected
+    assert session.pool.arena.shm.name == first  # the same pages, mapped already
+    for con in cons.values():
+        _time_ordered(con, 200_000, 30, seed=1)  # more rows than the segment holds
+    expected = cons[1].sql(QUERY).fetchall()
+    assert cons[2].sql(QUERY).fetchall() == expected
+    assert session.last.shared and session.pool.arena.shm.name != first
+
+
+def test_no_room_in_shared_memory_sends_the_rows_through_the_rings(cons, monkeypatch) -> None:
+    def full(shm) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    for con in cons.values():
+        _time_ordered(con, 2000, 20, seed=2)
+    expected = cons[1].sql(QUERY).fetchall()
+    session = cons[2]._executor.workers
+    session.pool.arena.close()  # the next query needs a new segment
+    monkeypatch.setattr(shared_rows, "_reserve", full)
+    assert cons[2].sql(QUERY).fetchall() == expected
+    assert not session.last.shared and session.pool.arena.shm is None
+
+
+def test_a_worker_lets_go_of_a_replaced_segment() -> None:
+    small = grouped_rows(_feed(random.Random(3), 500, 9, nulls=False), ["s"], [OrderKey("ts")])
+    large = grouped_rows(_feed(random.Random(4), 90_000, 9, nulls=False), ["s"],
+                         [OrderKey("ts")])
+    assert isinstance(small, GroupedRows) and isinstance(large, GroupedRows)
+    arena, attached = RowsArena(), Attached()
+    try:
+        layout = arena.put(small)
+        assert layout is not None
+        taken = attached.rows(layout)
+        assert taken.gather(np.array([0]), np.array([7]), np.array([0])).num_rows == 7
+        del taken
+        bigger = arena.put(large)
+        assert bigger is not None and bigger.name != layout.name
+        rows = attached.rows(bigger)
+        assert list(attached._segments) == [bigger.name]  # the old mapping is closed
+        whole = rows.gather(np.array([0]), np.array([large.num_rows]),
+                            np.array([0]))
+        assert whole.num_rows == large.num_rows
+        del rows  # the columns read in place: the segment closes once they are gone
+    finally:
+        attached.release()
+        arena.close()
