@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
@@ -143,6 +144,16 @@ def scatter_rows(codes: np.ndarray, lo: int, hi: int, fill: np.ndarray, perm: np
     for i in range(lo, hi):
         c = codes[i]
         perm[fill[c]] = i
+        fill[c] += 1
+
+
+@njit(cache=True, nogil=True)
+def scatter_values(codes: np.ndarray, lo: int, hi: int, fill: np.ndarray, values: np.ndarray,
+                   out: np.ndarray) -> None:
+    """:func:`scatter_rows` of a column's values rather than row numbers."""
+    for i in range(lo, hi):
+        c = codes[i]
+        out[fill[c]] = values[i]
         fill[c] += 1
 
 
@@ -319,29 +330,66 @@ def parallel_group_order(codes: np.ndarray, count: int, threads: int,
                          least: int = PARALLEL_FROM_ROWS // 2) \
         -> tuple[np.ndarray, np.ndarray, bool]:
     """:func:`group_order` with both passes of the counting sort split over ``threads``
-    spans of rows: each span counts its codes, then writes its rows to places that
-    follow the earlier spans' rows of the same code (the same stable permutation)."""
-    parts = spans(len(codes), threads, least)
-    if len(parts) == 1:
-        return group_order(codes, count)
-    count_codes(codes, count, 0, 0)
-    scatter_rows(codes, 0, 0, np.zeros(0, np.int64), np.zeros(0, np.int64))
-    counted = in_threads([lambda lo=lo, hi=hi: count_codes(codes, count, lo, hi)
-                          for lo, hi in parts])
-    starts = np.zeros(count + 1, np.int64)
-    np.cumsum(sum(counts for counts, _ in counted), out=starts[1:])
-    if all(grouped for _, grouped in counted) and \
-            all(codes[lo - 1] <= codes[lo] for lo, _ in parts[1:]):
-        return np.empty(0, np.int64), starts, True
-    perm = np.empty(len(codes), np.int64)
-    fills = []
-    fill = starts[:-1].copy()
-    for counts, _ in counted:
-        fills.append(fill)
-        fill = fill + counts
-    in_threads([lambda lo=lo, hi=hi, fill=fill: scatter_rows(codes, lo, hi, fill, perm)
-                for (lo, hi), fill in zip(parts, fills)])
-    return perm, starts, False
+    spans of rows (see :class:`CountingSort`)."""
+    sort = CountingSort.of(codes, count, threads, least)
+    return sort.perm, sort.starts, sort.grouped
+
+
+@dataclass
+class CountingSort:
+    """The counting sort that groups rows by code, and how to move more columns by it.
+
+    Both passes may run over spans of rows at once: each span counts its codes,
+    then writes its rows to places that follow the earlier spans' rows of the same
+    code (the same stable permutation). :meth:`scatter` moves a column's values
+    the same way: read in input order, written to their grouped places (about 500
+    places written in turn, not rows read from all over the column: several times
+    faster than a take through the permutation on large inputs).
+    """
+
+    codes: np.ndarray
+    perm: np.ndarray  # empty where the rows were grouped already
+    starts: np.ndarray  # each code's first grouped row (count + 1 entries)
+    grouped: bool
+    parts: list[tuple[int, int]] = field(default_factory=list)  # the spans of rows
+    fills: list[np.ndarray] = field(default_factory=list)  # each span's first places
+
+    @classmethod
+    def of(cls, codes: np.ndarray, count: int, threads: int,
+           least: int = PARALLEL_FROM_ROWS // 2) -> CountingSort:
+        parts = spans(len(codes), threads, least)
+        if len(parts) == 1:
+            perm, starts, grouped = group_order(codes, count)
+            return cls(codes, perm, starts, grouped, parts, [starts[:-1]])
+        count_codes(codes, count, 0, 0)
+        scatter_rows(codes, 0, 0, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        counted = in_threads([lambda lo=lo, hi=hi: count_codes(codes, count, lo, hi)
+                              for lo, hi in parts])
+        starts = np.zeros(count + 1, np.int64)
+        np.cumsum(sum(counts for counts, _ in counted), out=starts[1:])
+        fills = []
+        fill = starts[:-1]
+        for counts, _ in counted:
+            fills.append(fill)
+            fill = fill + counts
+        if all(grouped for _, grouped in counted) and \
+                all(codes[lo - 1] <= codes[lo] for lo, _ in parts[1:]):
+            return cls(codes, np.empty(0, np.int64), starts, True, parts, fills)
+        perm = np.empty(len(codes), np.int64)
+        in_threads([lambda lo=lo, hi=hi, fill=fill: scatter_rows(codes, lo, hi, fill.copy(), perm)
+                    for (lo, hi), fill in zip(parts, fills)])
+        return cls(codes, perm, starts, False, parts, fills)
+
+    def scatter(self, values: np.ndarray, out: np.ndarray) -> None:
+        """Write ``values`` (one per row, in input order) into ``out`` in grouped order,
+        over the same spans of rows at once."""
+        if self.grouped:
+            out[:] = values
+            return
+        scatter_values(self.codes, 0, 0, self.fills[0].copy(), values, out)  # compiled here
+        in_threads([lambda lo=lo, hi=hi, fill=fill:
+                    scatter_values(self.codes, lo, hi, fill.copy(), values, out)
+                    for (lo, hi), fill in zip(self.parts, self.fills)])
 
 
 def parallel_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls: np.ndarray,

@@ -29,7 +29,7 @@ None and the caller sorts.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -37,8 +37,8 @@ import pyarrow.compute as pc
 
 from matchsql.router.grouping import (
     COMPILED_FROM_ROWS,
+    CountingSort,
     in_threads,
-    parallel_group_order,
     parallel_in_order,
     short_string_codes,
     spans,
@@ -320,20 +320,26 @@ class GroupedRows:
 
     The grouped rows are taken a batch at a time, here (:meth:`batches`) or in a
     worker process that got the columns through shared memory (:meth:`gather`).
+    A column may also be given already in grouped order (:attr:`placed`, moved
+    there by the counting sort: :meth:`place`); its rows are then sliced, not taken.
     """
 
     schema: pa.Schema
     #: Per field: the column in input order; None for a partition key (see
-    #: :attr:`keys`) and for a column no one reads (NULLs). Combined into one chunk
-    #: when first taken from (:meth:`column`), once the caller has let go of the
-    #: export's table: the chunks and their copy are then never held together.
+    #: :attr:`keys`), for a column no one reads (NULLs) and for a placed one. Combined
+    #: into one chunk when first taken from (:meth:`column`), once the caller has let
+    #: go of the export's table: the chunks and their copy are then never held together.
     columns: list[pa.Array | pa.ChunkedArray | None]
     #: Per partition key field (by index): its value in each partition, in grouped order.
     #: The key column is decoded from these runs (5M strings of 50 partitions: a quarter
     #: of the time of their permutation, half that of a take of the values).
     keys: dict[int, pa.Array]
-    perm: np.ndarray  # grouped row i is input row perm[i]
+    perm: np.ndarray  # grouped row i is input row perm[i] (empty: not needed here)
     ends: np.ndarray  # where each partition ends in the grouped rows
+    rows: int
+    sort: CountingSort | None = None  # how the rows were grouped (where they were)
+    #: Per field: its values in grouped order (fixed width, no NULLs), by :meth:`place`.
+    placed: dict[int, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def of(cls, table: pa.Table, grouping: _Grouping,
@@ -342,21 +348,26 @@ class GroupedRows:
         counts = grouping.counts[grouping.counts > 0]
         ends = np.cumsum(counts)
         firsts = grouping.perm[ends - counts]  # each partition's first row
-        columns: list[pa.Array | None] = []
+        columns: list[pa.Array | pa.ChunkedArray | None] = []
         keys: dict[int, pa.Array] = {}
-        for i, field in enumerate(schema):
-            unique = schema.get_field_index(field.name) == i
-            key = grouping.keys.get(field.name) if unique else None
+        for i, field_ in enumerate(schema):
+            unique = schema.get_field_index(field_.name) == i
+            key = grouping.keys.get(field_.name) if unique else None
             if key is not None:
                 values, codes = key
                 keys[i] = values.take(pa.array(codes[firsts]))
                 columns.append(None)
-            elif unique and field.name in unread and field.nullable:
+            elif unique and field_.name in unread and field_.nullable:
                 columns.append(None)
             else:
                 column = table.column(i)
                 columns.append(column.chunk(0) if column.num_chunks == 1 else column)
-        return cls(schema, columns, keys, grouping.perm, ends)
+        return cls(schema, columns, keys, grouping.perm, ends, len(grouping.perm),
+                   grouping.sort)
+
+    @property
+    def num_rows(self) -> int:
+        return self.rows
 
     def column(self, i: int) -> pa.Array | None:
         """Field ``i``'s column in input order, in one chunk (a take over one chunk
@@ -366,40 +377,74 @@ class GroupedRows:
             column = self.columns[i] = column.combine_chunks()
         return column
 
-    @property
-    def num_rows(self) -> int:
-        return len(self.perm)
+    def placeable(self, i: int) -> np.dtype | None:
+        """The integer type of field ``i``'s values where :meth:`place` can move them
+        (fixed width, no NULLs, the counting sort known); else None."""
+        column = self.columns[i]
+        type_ = self.schema.field(i).type
+        if column is None or self.sort is None or column.null_count or \
+                not (pa.types.is_integer(type_) or pa.types.is_floating(type_)
+                     or pa.types.is_temporal(type_)) or type_.bit_width not in _WIDTHS:
+            return None
+        return _WIDTHS[type_.bit_width]
+
+    def place(self, i: int, out: np.ndarray) -> None:
+        """Move field ``i``'s values into ``out`` (of :meth:`placeable`'s type) in grouped
+        order, and take its rows from there from now on."""
+        assert self.sort is not None
+        column = self.column(i)
+        values = np.frombuffer(column.buffers()[1], out.dtype)[column.offset:
+                                                                column.offset + len(column)]
+        self.sort.scatter(values, out)
+        self.placed[i] = out
+        self.columns[i] = None
 
     def batches(self, batch_size: int) -> Iterator[pa.RecordBatch]:
         """The grouped rows in batches of at most ``batch_size`` rows, cut where partitions
         end (:func:`batch_cuts`), each taken only when asked for."""
         for start, stop in batch_cuts(self.ends, batch_size):
-            taken = pa.array(self.perm[start:stop])
-            yield self._batch(taken, lambda values, ends=self.ends, a=start, b=stop:
-                              _runs(values, ends, a, b))
+            yield self.gather(np.array([start]), np.array([stop]), None)
 
-    def gather(self, starts: np.ndarray, stops: np.ndarray, parts: np.ndarray) \
+    def gather(self, starts: np.ndarray, stops: np.ndarray, parts: np.ndarray | None) \
             -> pa.RecordBatch:
         """Grouped rows ``starts[j]:stops[j]`` one range after the other, range ``j`` lying
-        in partition ``parts[j]``: one batch of the pieces of partitions a worker got."""
+        in partition ``parts[j]`` (None: find the partitions from :attr:`ends`): one
+        batch of the pieces of partitions a worker got."""
         lengths = stops - starts
         total = int(lengths.sum())
-        # Positions of the ranges' rows: each range's start, repeated, plus the row's
-        # place in the concatenation less where its range begins there.
-        shift = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-        taken = pa.array(self.perm[shift + np.arange(total, dtype=np.int64)])
-        run_ends = pa.array(np.cumsum(lengths[lengths > 0]))
-        kept = pa.array(parts[lengths > 0])
-        return self._batch(taken, lambda values: pc.run_end_decode(
-            pa.RunEndEncodedArray.from_arrays(run_ends, values.take(kept))))
+        taken: pa.Array | None = None
+        if any(column is not None for column in self.columns):
+            # Positions of the ranges' rows: each range's start, repeated, plus the row's
+            # place in the concatenation less where its range begins there.
+            shift = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+            taken = pa.array(self.perm[shift + np.arange(total, dtype=np.int64)])
+        arrays = []
+        for i, field_ in enumerate(self.schema):
+            if i in self.keys:
+                arrays.append(self._key_column(i, starts, stops, parts))
+            elif i in self.placed:
+                values = np.concatenate([self.placed[i][a:b] for a, b in zip(starts, stops)])
+                arrays.append(pa.Array.from_buffers(field_.type, total,
+                                                    [None, pa.py_buffer(values)]))
+            elif self.columns[i] is None:
+                arrays.append(pa.nulls(total, field_.type))
+            else:
+                arrays.append(self.column(i).take(taken))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
-    def _batch(self, taken: pa.Array, key_column) -> pa.RecordBatch:
-        return pa.RecordBatch.from_arrays(
-            [key_column(self.keys[i]) if i in self.keys
-             else pa.nulls(len(taken), field.type) if self.columns[i] is None
-             else self.column(i).take(taken)
-             for i, field in enumerate(self.schema)],
-            schema=self.schema)
+    def _key_column(self, i: int, starts: np.ndarray, stops: np.ndarray,
+                    parts: np.ndarray | None) -> pa.Array:
+        if parts is None:  # one range: the runs of the partitions it crosses
+            return _runs(self.keys[i], self.ends, int(starts[0]), int(stops[0]))
+        lengths = stops - starts
+        kept = lengths > 0
+        return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
+            pa.array(np.cumsum(lengths[kept])), self.keys[i].take(pa.array(parts[kept]))))
+
+
+#: Integer types of the widths whose values :meth:`GroupedRows.place` moves.
+_WIDTHS = {64: np.dtype(np.int64), 32: np.dtype(np.int32), 16: np.dtype(np.int16),
+           8: np.dtype(np.int8)}
 
 
 def batch_cuts(ends: np.ndarray, batch_size: int) -> Iterator[tuple[int, int]]:
@@ -438,6 +483,7 @@ class _Grouping:
     perm: np.ndarray  # the stable permutation that groups the partitions
     counts: np.ndarray  # rows per partition code
     keys: KeyValues  # of the partition key columns
+    sort: CountingSort  # that gave the permutation
 
 
 def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
@@ -465,5 +511,5 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
             return False
     if count == 1 or not grouping:
         return True
-    perm, starts, is_grouped = parallel_group_order(codes, count, threads)
-    return True if is_grouped else _Grouping(perm, np.diff(starts), key_values)
+    sort = CountingSort.of(codes, count, threads)
+    return True if sort.grouped else _Grouping(sort.perm, np.diff(sort.starts), key_values, sort)

@@ -6,6 +6,7 @@ Shared by the worker's message loop (:mod:`.process`) for sorted pieces and by
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import time
 from typing import Any
@@ -37,13 +38,16 @@ class Query:
     def __init__(self, index: int, spec: MatchSpec, config: Config) -> None:
         self.index = index
         self.spec = spec
-        self.config = config
+        # One core's worth per worker: the query's parallelism is the workers. A thread
+        # pool here (a long partition matched in chunks on speculation, then fixed up)
+        # would only spend more CPU on the cores the other workers need.
+        self.config = dataclasses.replace(config, threads=1)
         self.schema = spec.output_schema()
         # partition number -> (bucket, key, run): the partitions begun and not finished.
         self.runs: dict[int, tuple[int, tuple, PartitionRun]] = {}
         # Matches a run of complete partitions at once (fsm/compiled/batch.py), when the
         # planner allows it and the output carries the partition columns to cut it by.
-        whole, _ = whole_partitions(spec, config)
+        whole, _ = whole_partitions(spec, self.config)
         names = set(self.schema.names)
         self.whole = whole if whole is not None and set(spec.partition_by) <= names else None
         self.failed = False

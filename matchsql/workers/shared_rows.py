@@ -30,7 +30,7 @@ from matchsql.router.presorted import GroupedRows
 
 #: A segment larger than this is given back once its query ends (a smaller one stays
 #: for the next query, its pages mapped): one large query does not pin its memory.
-KEEP_BYTES = 256 << 20
+KEEP_BYTES = 1 << 30
 _SHM_DIR = "/dev/shm"
 _ALIGN = 64
 
@@ -44,9 +44,11 @@ class SharedLayout:
     ipc_offset: int
     ipc_length: int
     perm_offset: int
+    perm_rows: int  # 0: no column is taken through the permutation
     rows: int
     schema: pa.Schema
     slots: tuple[int, ...]  # the fields written into the segment (IPC columns, in order)
+    placed: tuple[tuple[int, int, str], ...]  # (field, offset, dtype): in grouped order
     keys: dict[int, pa.Array]  # per partition key field: its value per partition
 
     def bytes(self) -> bytes:
@@ -61,24 +63,38 @@ class RowsArena:
 
     def put(self, rows: GroupedRows) -> SharedLayout | None:
         """Write ``rows`` into the segment; None where shared memory has no room for them
-        (the caller sends the rows through the rings then)."""
-        slots = tuple(i for i, column in enumerate(rows.columns) if column is not None)
+        (the caller sends the rows through the rings then). Fixed-width columns go in
+        grouped order (moved there by the grouping's counting sort: the workers then
+        copy their ranges instead of taking rows from all over the column); the others
+        in input order, with the permutation."""
+        live = [i for i, column in enumerate(rows.columns) if column is not None]
+        moved = {i: rows.placeable(i) for i in live}
+        slots = tuple(i for i in live if moved[i] is None)
         batch = pa.RecordBatch.from_arrays(
             [rows.column(i) for i in slots], names=[str(i) for i in slots]) if slots else None
         ipc_length = _ipc_size(batch)
-        perm_offset = _aligned(ipc_length)
-        size = perm_offset + rows.perm.nbytes
-        shm = self._segment(size)
+        offset = _aligned(ipc_length)
+        perm_offset, perm_rows = offset, len(rows.perm) if slots else 0
+        offset = _aligned(offset + 8 * perm_rows)
+        placed = []
+        for i in live:
+            dtype = moved[i]
+            if dtype is not None:
+                placed.append((i, offset, dtype.str))
+                offset = _aligned(offset + dtype.itemsize * rows.num_rows)
+        shm = self._segment(offset)
         if shm is None:
             return None
         if batch is not None:
             _write_ipc(shm, ipc_length, batch)
-        if rows.perm.nbytes:
-            target = np.ndarray(len(rows.perm), np.int64, shm.buf, perm_offset)
+        if perm_rows:
+            target = np.ndarray(perm_rows, np.int64, shm.buf, perm_offset)
             target[:] = rows.perm
             del target  # no export of the segment may outlive the write
-        return SharedLayout(shm.name, shm.size, 0, ipc_length, perm_offset, len(rows.perm),
-                            rows.schema, slots, dict(rows.keys))
+        for i, at, dtype in placed:
+            rows.place(i, np.ndarray(rows.num_rows, np.dtype(dtype), shm.buf, at))
+        return SharedLayout(shm.name, shm.size, 0, ipc_length, perm_offset, perm_rows,
+                            rows.num_rows, rows.schema, slots, tuple(placed), dict(rows.keys))
 
     def _segment(self, size: int) -> SharedMemory | None:
         if self.shm is not None and self.shm.size >= size:
@@ -177,8 +193,11 @@ class Attached:
             batch = pa.ipc.open_stream(pa.py_buffer(view)).read_next_batch()
             for slot, column in zip(layout.slots, batch.columns):
                 columns[slot] = column
-        perm = np.ndarray(layout.rows, np.int64, shm.buf, layout.perm_offset)
-        return GroupedRows(layout.schema, columns, layout.keys, perm, np.empty(0, np.int64))
+        perm = np.ndarray(layout.perm_rows, np.int64, shm.buf, layout.perm_offset)
+        placed = {i: np.ndarray(layout.rows, np.dtype(dtype), shm.buf, at)
+                  for i, at, dtype in layout.placed}
+        return GroupedRows(layout.schema, columns, layout.keys, perm, np.empty(0, np.int64),
+                           layout.rows, placed=placed)
 
     def ended(self) -> None:
         """The query is over (its rows dropped): a large segment is let go of."""

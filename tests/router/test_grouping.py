@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from matchsql.router.grouping import (
+    CountingSort,
     each_partition_in_order,
     group_order,
     grouping_order,
@@ -112,3 +113,15 @@ def test_distinct_values_of_spans_join_into_those_of_the_whole(values, parts, in
     assert np.where(indices < 0, -1, indices).tolist() == \
         np.where(whole[1] < 0, -1, whole[1]).tolist()
     assert has_null == whole[2]
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.integers(0, 6), max_size=80), st.integers(1, 4), st.integers(1, 9))
+def test_scattered_values_are_the_values_taken_through_the_permutation(values, threads, least):
+    codes = np.array(values, np.int64)
+    sort = CountingSort.of(codes, 7, threads, least)
+    column = np.arange(len(codes), dtype=np.int64) * 3 + 1
+    out = np.empty_like(column)
+    sort.scatter(column, out)
+    order = np.arange(len(codes)) if sort.grouped else sort.perm
+    assert out.tolist() == column[order].tolist()

@@ -27,8 +27,11 @@ def _feed(rng: random.Random, n: int, parts: int, nulls: bool = True) -> pa.Tabl
     })
 
 
+@pytest.mark.parametrize("place", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_gather_gives_the_grouped_rows_of_each_range(seed: int) -> None:
+def test_gather_gives_the_grouped_rows_of_each_range(seed: int, place: bool) -> None:
+    """Columns taken through the permutation, or moved into grouped order first (those
+    of fixed width without NULLs: ts here, and i where it is no key)."""
     rng = random.Random(seed)
     table = _feed(rng, rng.choice([50, 400, 3000]), rng.choice([1, 3, 40]))
     keys = rng.choice([["s"], ["s", "i"], ["i"]])
@@ -36,6 +39,12 @@ def test_gather_gives_the_grouped_rows_of_each_range(seed: int) -> None:
     expected = grouped(table, keys, [OrderKey("ts")])
     if not isinstance(rows, GroupedRows):
         pytest.skip("grouped as stored: nothing to gather")
+    if place:
+        movable = [i for i in range(len(rows.columns)) if rows.placeable(i) is not None]
+        assert table.schema.get_field_index("ts") in movable
+        assert table.schema.get_field_index("v") not in movable  # NULLs: taken
+        for i in movable:
+            rows.place(i, np.empty(rows.num_rows, rows.placeable(i)))
     starts, stops, parts, pieces = [], [], [], []
     begin = np.concatenate(([0], rows.ends[:-1]))
     for part in sorted(rng.sample(range(len(rows.ends)), k=max(1, len(rows.ends) // 2))):
