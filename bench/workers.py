@@ -100,17 +100,22 @@ PARTITIONED = {name: sql for name, sql in QUERIES.items() if "PARTITION BY" in s
 
 class InputPaths:
     """How each MATCH_RECOGNIZE got its ordered input (matchsql/session/ordered_input.py):
-    the last run's decision, read off the one function both routers call."""
+    the last run's decision, read off the functions of the one rule (one process reads
+    batches, the workers' router the grouped rows)."""
+
+    NAMES = ("input_batches", "ordered_rows")
 
     def __init__(self) -> None:
         self.last: InputQueries | None = None
-        self._original = matching_module.input_batches
+        self._originals = {name: getattr(matching_module, name) for name in self.NAMES}
+        for name, original in self._originals.items():
+            setattr(matching_module, name, self._recording(original))
 
+    def _recording(self, original):
         def recording(queries: InputQueries, *args):
             self.last = queries
-            return self._original(queries, *args)
-
-        matching_module.input_batches = recording
+            return original(queries, *args)
+        return recording
 
     def took(self) -> str:
         """'yes' where the sort was skipped, 'no' where DuckDB sorted, '-' where unknown."""
@@ -119,7 +124,8 @@ class InputPaths:
         return "-" if done is None else ("yes" if done else "no")
 
     def close(self) -> None:
-        matching_module.input_batches = self._original
+        for name, original in self._originals.items():
+            setattr(matching_module, name, original)
 
 
 def _best(con: matchsql.Connection, sql: str, repeat: int) -> tuple[float, float, int]:

@@ -126,15 +126,21 @@ def pairs_in_order(values: np.ndarray, nulls: np.ndarray, nulls_first: np.ndarra
 
 
 @njit(cache=True, nogil=True)
-def count_codes(codes: np.ndarray, count: int, lo: int, hi: int) -> tuple[np.ndarray, bool]:
-    """Rows per code among rows ``lo:hi``, and whether their codes never go down."""
+def count_codes(codes: np.ndarray, count: int, lo: int, hi: int
+                ) -> tuple[np.ndarray, bool, np.ndarray]:
+    """Rows per code among rows ``lo:hi``, whether their codes never go down, and each
+    code's first row there (-1: none)."""
     counts = np.zeros(count, np.int64)
+    firsts = np.full(count, -1, np.int64)
     grouped = True
     for i in range(lo, hi):
-        counts[codes[i]] += 1
-        if i > lo and codes[i] < codes[i - 1]:
+        c = codes[i]
+        if counts[c] == 0:
+            firsts[c] = i
+        counts[c] += 1
+        if i > lo and c < codes[i - 1]:
             grouped = False
-    return counts, grouped
+    return counts, grouped, firsts
 
 
 @njit(cache=True, nogil=True)
@@ -348,37 +354,56 @@ class CountingSort:
     """
 
     codes: np.ndarray
-    perm: np.ndarray  # empty where the rows were grouped already
     starts: np.ndarray  # each code's first grouped row (count + 1 entries)
-    grouped: bool
+    firsts: np.ndarray  # each code's first row in input order (-1: none)
+    grouped: bool  # the rows were grouped already (the permutation is the identity)
     parts: list[tuple[int, int]] = field(default_factory=list)  # the spans of rows
     fills: list[np.ndarray] = field(default_factory=list)  # each span's first places
+    _perm: np.ndarray | None = None
 
     @classmethod
     def of(cls, codes: np.ndarray, count: int, threads: int,
            least: int = PARALLEL_FROM_ROWS // 2) -> CountingSort:
-        parts = spans(len(codes), threads, least)
-        if len(parts) == 1:
+        """The counting pass (the permutation itself is written when first asked for:
+        where every column is moved by :meth:`scatter`, it never is)."""
+        if len(codes) < COMPILED_FROM_ROWS:
             perm, starts, grouped = group_order(codes, count)
-            return cls(codes, perm, starts, grouped, parts, [starts[:-1]])
-        count_codes(codes, count, 0, 0)
-        scatter_rows(codes, 0, 0, np.zeros(0, np.int64), np.zeros(0, np.int64))
+            if grouped:
+                perm = np.arange(len(codes), dtype=np.int64)
+            firsts = np.full(count, -1, np.int64)
+            present = starts[1:] > starts[:-1]
+            firsts[present] = perm[starts[:-1][present]]
+            return cls(codes, starts, firsts, grouped, [(0, len(codes))], [starts[:-1]],
+                       np.empty(0, np.int64) if grouped else perm)
+        parts = spans(len(codes), threads, least)
+        count_codes(codes, count, 0, 0)  # compiled (or loaded) here: see in_threads
         counted = in_threads([lambda lo=lo, hi=hi: count_codes(codes, count, lo, hi)
                               for lo, hi in parts])
         starts = np.zeros(count + 1, np.int64)
-        np.cumsum(sum(counts for counts, _ in counted), out=starts[1:])
+        np.cumsum(sum(counts for counts, _, _ in counted), out=starts[1:])
         fills = []
         fill = starts[:-1]
-        for counts, _ in counted:
+        firsts = counted[0][2]
+        for counts, _, span_firsts in counted:
             fills.append(fill)
             fill = fill + counts
-        if all(grouped for _, grouped in counted) and \
-                all(codes[lo - 1] <= codes[lo] for lo, _ in parts[1:]):
-            return cls(codes, np.empty(0, np.int64), starts, True, parts, fills)
-        perm = np.empty(len(codes), np.int64)
-        in_threads([lambda lo=lo, hi=hi, fill=fill: scatter_rows(codes, lo, hi, fill.copy(), perm)
-                    for (lo, hi), fill in zip(parts, fills)])
-        return cls(codes, perm, starts, False, parts, fills)
+            firsts = np.where(firsts >= 0, firsts, span_firsts)
+        grouped = all(grouped for _, grouped, _ in counted) and \
+            all(codes[lo - 1] <= codes[lo] for lo, _ in parts[1:])
+        return cls(codes, starts, firsts, grouped, parts, fills,
+                   np.empty(0, np.int64) if grouped else None)
+
+    @property
+    def perm(self) -> np.ndarray:
+        """The stable permutation that groups the rows (empty where they were grouped)."""
+        if self._perm is None:
+            perm = np.empty(len(self.codes), np.int64)
+            scatter_rows(self.codes, 0, 0, np.zeros(0, np.int64), perm)  # see in_threads
+            in_threads([lambda lo=lo, hi=hi, fill=fill:
+                        scatter_rows(self.codes, lo, hi, fill.copy(), perm)
+                        for (lo, hi), fill in zip(self.parts, self.fills)])
+            self._perm = perm
+        return self._perm
 
     def scatter(self, values: np.ndarray, out: np.ndarray) -> None:
         """Write ``values`` (one per row, in input order) into ``out`` in grouped order,

@@ -96,28 +96,36 @@ def _partition_encoding(table: pa.Table, keys: list[str], threads: int = 1) \
         heads = column.take(pa.array(starts)) if starts is not None and len(starts) * 8 <= n \
             else column
         dictionary, indices, has_null = _distinct(heads, threads)
-        rank = np.empty(len(dictionary) + 1, np.int64)
+        # Codes in 16 bits where they fit (MAX_PARTITIONS): the grouping's passes read
+        # them several times, and on large inputs memory traffic is their cost.
+        rank = np.empty(len(dictionary) + 1, _code_type(len(dictionary) + 1))
         ascending = pc.sort_indices(dictionary)
         rank[np.asarray(ascending, np.int64)] = np.arange(len(dictionary))
         rank[len(dictionary)] = len(dictionary)  # NULL (index -1 or len): after every value
         width = len(dictionary) + (1 if has_null else 0)
         column_codes = rank[indices]
         if len(heads) != n:
-            column_codes = np.zeros(n, np.int64) if len(heads) == 1 else \
+            column_codes = np.zeros(n, rank.dtype) if len(heads) == 1 else \
                 np.repeat(column_codes, np.diff(np.append(starts, n)))
         values[name] = (pa.concat_arrays([dictionary.take(ascending), pa.nulls(1, column.type)]),
                         column_codes)
-        codes = column_codes if codes is None else codes * width + column_codes
+        codes = column_codes if codes is None else \
+            codes.astype(np.int64) * width + column_codes
         count *= width
         if count > max(4 * n, 1 << 16):
             return None  # too sparse to densify with a count per value
         if len(keys) > 1:  # keep the codes dense: only partitions that occur count
             present = np.bincount(codes, minlength=count) > 0
             dense = np.cumsum(present) - 1
-            codes = dense[codes]
             count = int(present.sum())
+            codes = dense.astype(_code_type(count))[codes]
     assert codes is not None
     return codes, count, values
+
+
+def _code_type(count: int) -> type:
+    """The integer type of partition codes below ``count``."""
+    return np.uint16 if count <= 1 << 16 else np.int64
 
 
 def _distinct(column: pa.Array, threads: int = 1) -> tuple[pa.Array, np.ndarray, bool]:
@@ -259,7 +267,7 @@ def _float_order(x: np.ndarray) -> np.ndarray:
 
 
 MAX_PARTITIONS = 1 << 16  # more: DuckDB sorts
-_ONE_PARTITION = np.zeros(0, np.int64)  # the codes of rows all in one partition
+_ONE_PARTITION = np.zeros(0, np.uint16)  # the codes of rows all in one partition
 
 
 def in_order(table: pa.Table, partition_by: list[str], order: list[OrderKey]) -> bool | None:
@@ -279,7 +287,7 @@ def grouped(table: pa.Table, partition_by: list[str], order: list[OrderKey]) -> 
     if result is True:
         return table
     rows = GroupedRows.of(table, result)
-    return pa.Table.from_batches(list(rows.batches(max(len(result.perm), 1))), table.schema)
+    return pa.Table.from_batches(list(rows.batches(max(rows.num_rows, 1))), table.schema)
 
 
 def grouped_rows(table: pa.Table, partition_by: list[str], order: list[OrderKey],
@@ -334,7 +342,7 @@ class GroupedRows:
     #: The key column is decoded from these runs (5M strings of 50 partitions: a quarter
     #: of the time of their permutation, half that of a take of the values).
     keys: dict[int, pa.Array]
-    perm: np.ndarray  # grouped row i is input row perm[i] (empty: not needed here)
+    given_perm: np.ndarray | None  # grouped row i is input row perm[i] (None: see sort)
     ends: np.ndarray  # where each partition ends in the grouped rows
     rows: int
     sort: CountingSort | None = None  # how the rows were grouped (where they were)
@@ -345,9 +353,9 @@ class GroupedRows:
     def of(cls, table: pa.Table, grouping: _Grouping,
            unread: frozenset[str] = frozenset()) -> GroupedRows:
         schema = table.schema
-        counts = grouping.counts[grouping.counts > 0]
-        ends = np.cumsum(counts)
-        firsts = grouping.perm[ends - counts]  # each partition's first row
+        present = grouping.counts > 0
+        ends = np.cumsum(grouping.counts[present])
+        firsts = grouping.sort.firsts[present]  # each partition's first row
         columns: list[pa.Array | pa.ChunkedArray | None] = []
         keys: dict[int, pa.Array] = {}
         for i, field_ in enumerate(schema):
@@ -362,12 +370,20 @@ class GroupedRows:
             else:
                 column = table.column(i)
                 columns.append(column.chunk(0) if column.num_chunks == 1 else column)
-        return cls(schema, columns, keys, grouping.perm, ends, len(grouping.perm),
-                   grouping.sort)
+        return cls(schema, columns, keys, None, ends, len(grouping.sort.codes), grouping.sort)
 
     @property
     def num_rows(self) -> int:
         return self.rows
+
+    @property
+    def perm(self) -> np.ndarray:
+        """The permutation that groups the rows (written when first needed: a column
+        moved into grouped order by :meth:`place` needs none)."""
+        if self.given_perm is None:
+            assert self.sort is not None
+            self.given_perm = self.sort.perm
+        return self.given_perm
 
     def column(self, i: int) -> pa.Array | None:
         """Field ``i``'s column in input order, in one chunk (a take over one chunk
@@ -480,10 +496,9 @@ def _runs(values: pa.Array, ends: np.ndarray, start: int, stop: int) -> pa.Array
 class _Grouping:
     """The rows of a table in order within partitions, but not grouped by partition."""
 
-    perm: np.ndarray  # the stable permutation that groups the partitions
     counts: np.ndarray  # rows per partition code
     keys: KeyValues  # of the partition key columns
-    sort: CountingSort  # that gave the permutation
+    sort: CountingSort  # that groups them
 
 
 def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
@@ -512,4 +527,4 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
     if count == 1 or not grouping:
         return True
     sort = CountingSort.of(codes, count, threads)
-    return True if sort.grouped else _Grouping(sort.perm, np.diff(sort.starts), key_values, sort)
+    return True if sort.grouped else _Grouping(np.diff(sort.starts), key_values, sort)

@@ -44,7 +44,7 @@ from matchsql.config import Config
 from matchsql.errors import Error, ExecutionError
 from matchsql.plan.spec import MatchSpec
 from matchsql.router.parallel import coalesce
-from matchsql.router.partitions import key_at, split
+from matchsql.router.partitions import keys_of, split
 from matchsql.router.presorted import GroupedRows
 from matchsql.workers.balance import Load, Policy, least_loaded, spread
 from matchsql.workers.frames import Packed, unpack
@@ -204,7 +204,7 @@ class WorkerRouter:
         fields = [rows.schema.get_field_index(name) for name in names]
         heads = pa.RecordBatch.from_arrays([rows.keys[i] for i in fields], names=names)
         ends = rows.ends.tolist()
-        keys = [key_at(heads, names, part) for part in range(len(ends))]
+        keys = keys_of(heads, names)
         buckets = [bucket_of(key, self.buckets) for key in keys]
         sizes: dict[int, int] = {}
         for bucket, rows_in in zip(buckets, np.diff(rows.ends, prepend=0).tolist()):

@@ -74,7 +74,7 @@ class RowsArena:
             [rows.column(i) for i in slots], names=[str(i) for i in slots]) if slots else None
         ipc_length = _ipc_size(batch)
         offset = _aligned(ipc_length)
-        perm_offset, perm_rows = offset, len(rows.perm) if slots else 0
+        perm_offset, perm_rows = offset, rows.num_rows if slots else 0
         offset = _aligned(offset + 8 * perm_rows)
         placed = []
         for i in live:
