@@ -154,6 +154,15 @@ def scatter_rows(codes: np.ndarray, lo: int, hi: int, fill: np.ndarray, perm: np
 
 
 @njit(cache=True, nogil=True)
+def remap_codes(indices: np.ndarray, table: np.ndarray, out: np.ndarray, at: int) -> None:
+    """``out[at + i] = table[indices[i]]``, a negative index (NULL) taking the last entry."""
+    last = len(table) - 1
+    for i in range(len(indices)):
+        t = indices[i]
+        out[at + i] = table[t if t >= 0 else last]
+
+
+@njit(cache=True, nogil=True)
 def scatter_values(codes: np.ndarray, lo: int, hi: int, fill: np.ndarray, values: np.ndarray,
                    out: np.ndarray) -> None:
     """:func:`scatter_rows` of a column's values rather than row numbers."""
@@ -366,7 +375,8 @@ class CountingSort:
            least: int = PARALLEL_FROM_ROWS // 2) -> CountingSort:
         """The counting pass (the permutation itself is written when first asked for:
         where every column is moved by :meth:`scatter`, it never is)."""
-        if len(codes) < COMPILED_FROM_ROWS:
+        parts = spans(len(codes), threads, least)
+        if len(parts) == 1 and len(codes) < COMPILED_FROM_ROWS:
             perm, starts, grouped = group_order(codes, count)
             if grouped:
                 perm = np.arange(len(codes), dtype=np.int64)
@@ -375,7 +385,6 @@ class CountingSort:
             firsts[present] = perm[starts[:-1][present]]
             return cls(codes, starts, firsts, grouped, [(0, len(codes))], [starts[:-1]],
                        np.empty(0, np.int64) if grouped else perm)
-        parts = spans(len(codes), threads, least)
         count_codes(codes, count, 0, 0)  # compiled (or loaded) here: see in_threads
         counted = in_threads([lambda lo=lo, hi=hi: count_codes(codes, count, lo, hi)
                               for lo, hi in parts])

@@ -40,6 +40,7 @@ from matchsql.router.grouping import (
     CountingSort,
     in_threads,
     parallel_in_order,
+    remap_codes,
     short_string_codes,
     spans,
 )
@@ -95,7 +96,8 @@ def _partition_encoding(table: pa.Table, keys: list[str], threads: int = 1) \
             else None
         heads = column.take(pa.array(starts)) if starts is not None and len(starts) * 8 <= n \
             else column
-        dictionary, indices, has_null = _distinct(heads, threads)
+        distinct = _distinct(heads, threads)
+        dictionary, has_null = distinct.dictionary, distinct.has_null
         # Codes in 16 bits where they fit (MAX_PARTITIONS): the grouping's passes read
         # them several times, and on large inputs memory traffic is their cost.
         rank = np.empty(len(dictionary) + 1, _code_type(len(dictionary) + 1))
@@ -103,7 +105,7 @@ def _partition_encoding(table: pa.Table, keys: list[str], threads: int = 1) \
         rank[np.asarray(ascending, np.int64)] = np.arange(len(dictionary))
         rank[len(dictionary)] = len(dictionary)  # NULL (index -1 or len): after every value
         width = len(dictionary) + (1 if has_null else 0)
-        column_codes = rank[indices]
+        column_codes = distinct.codes(rank)
         if len(heads) != n:
             column_codes = np.zeros(n, rank.dtype) if len(heads) == 1 else \
                 np.repeat(column_codes, np.diff(np.append(starts, n)))
@@ -128,19 +130,41 @@ def _code_type(count: int) -> type:
     return np.uint16 if count <= 1 << 16 else np.int64
 
 
-def _distinct(column: pa.Array, threads: int = 1) -> tuple[pa.Array, np.ndarray, bool]:
-    """``(dictionary, indices, has_null)``: ``column``'s distinct values and each row's
-    index into them, a NULL's -1 or ``len(dictionary)``. With ``threads`` > 1, spans
-    of the rows are encoded at once and their dictionaries joined (:func:`_joined`)."""
+@dataclass
+class _Distinct:
+    """A column's distinct values (in order of first appearance) and each row's index
+    into them, as one or more spans of rows encoded apart: a span's own indices, and
+    where its values lie in the joined dictionary (None: the same places)."""
+
+    dictionary: pa.Array
+    spans: list[tuple[int, int, np.ndarray, np.ndarray | None]]
+    has_null: bool
+
+    def codes(self, table: np.ndarray) -> np.ndarray:
+        """Each row's ``table[index]`` (a NULL's: ``table[-1]``), over the spans at once."""
+        rows = self.spans[-1][1]
+        out = np.empty(rows, table.dtype)
+        calls = []
+        for lo, _, indices, numbers in self.spans:
+            mapped = table if numbers is None else table[np.append(numbers, -1)]
+            calls.append(lambda lo=lo, indices=indices, mapped=mapped:
+                         remap_codes(indices, mapped, out, lo))
+        remap_codes(self.spans[0][2][:0], table, out, 0)  # compiled here: see in_threads
+        in_threads(calls)
+        return out
+
+
+def _distinct(column: pa.Array, threads: int = 1) -> _Distinct:
+    """The :class:`_Distinct` of ``column``: with ``threads`` > 1, spans of the rows are
+    encoded at once and their dictionaries joined (:func:`_joined`)."""
     parts = spans(len(column), threads)
     if len(parts) == 1:
-        return _distinct_span(column)
+        return _joined([_distinct_span(column)])
     buffers = _string_buffers(column.slice(0, 0))
     if buffers is not None:  # compiled (or loaded) here: see in_threads
         short_string_codes(*buffers, MAX_PARTITIONS)
-    encoded = in_threads([lambda lo=lo, hi=hi: _distinct_span(column.slice(lo, hi - lo))
-                          for lo, hi in parts])
-    return _joined(encoded)
+    return _joined(in_threads([lambda lo=lo, hi=hi: _distinct_span(column.slice(lo, hi - lo))
+                               for lo, hi in parts]))
 
 
 def _distinct_span(column: pa.Array) -> tuple[pa.Array, np.ndarray, bool]:
@@ -158,12 +182,13 @@ def _distinct_span(column: pa.Array) -> tuple[pa.Array, np.ndarray, bool]:
     return encoded.dictionary, np.asarray(indices), bool(encoded.null_count)
 
 
-def _joined(encoded: list[tuple[pa.Array, np.ndarray, bool]]) \
-        -> tuple[pa.Array, np.ndarray, bool]:
-    """The :func:`_distinct` of consecutive spans from each span's own: values new in a
-    span are numbered after those of the spans before it (NULL stays -1)."""
+def _joined(encoded: list[tuple[pa.Array, np.ndarray, bool]]) -> _Distinct:
+    """The :class:`_Distinct` of consecutive spans from each span's own ``(dictionary,
+    indices, has_null)``: values new in a span are numbered after those of the spans
+    before it."""
     dictionary, indices, has_null = encoded[0]
-    pieces = [indices]
+    parts: list[tuple[int, int, np.ndarray, np.ndarray | None]] = \
+        [(0, len(indices), _read_only(np.asarray(indices, np.int32)), None)]
     for values, span_indices, span_null in encoded[1:]:
         found = pc.index_in(values, value_set=dictionary)
         new = found.is_null()
@@ -172,9 +197,11 @@ def _joined(encoded: list[tuple[pa.Array, np.ndarray, bool]]) \
         numbers[np.asarray(new)] = len(dictionary) + np.arange(len(fresh))
         if len(fresh):
             dictionary = pa.concat_arrays([dictionary, fresh])
-        pieces.append(np.append(numbers, -1)[span_indices])  # -1 (NULL) picks the -1
+        start = parts[-1][1]
+        parts.append((start, start + len(span_indices),
+                      _read_only(np.asarray(span_indices, np.int32)), numbers))
         has_null = has_null or span_null
-    return dictionary, np.concatenate(pieces), has_null
+    return _Distinct(dictionary, parts, has_null)
 
 
 def _string_buffers(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:

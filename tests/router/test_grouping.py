@@ -107,12 +107,13 @@ def test_distinct_values_of_spans_join_into_those_of_the_whole(values, parts, in
         if integers else pa.array(values, pa.string())
     cuts = sorted({0, len(values), *(len(values) * k // parts for k in range(parts))})
     encoded = [_distinct_span(column.slice(a, b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
-    dictionary, indices, has_null = _joined(encoded)
+    joined = _joined(encoded)
     whole = _distinct_span(column)
-    assert dictionary.to_pylist() == whole[0].to_pylist()
-    assert np.where(indices < 0, -1, indices).tolist() == \
+    assert joined.dictionary.to_pylist() == whole[0].to_pylist()
+    numbered = np.append(np.arange(len(whole[0])), -1)  # each value's number, NULL -1
+    assert joined.codes(numbered).tolist() == \
         np.where(whole[1] < 0, -1, whole[1]).tolist()
-    assert has_null == whole[2]
+    assert joined.has_null == whole[2]
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
