@@ -62,14 +62,13 @@ def grouping_order(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarra
     return perm, starts, False
 
 
-@njit(cache=True, nogil=True)
 def partitions_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls: np.ndarray,
                         nulls_first: np.ndarray) -> bool:
     """Whether the rows of each partition (``codes``, ``[0, count)``), in input order, are
     in the order of the keys ``values[k, row]`` (ascending; ``nulls[k, row]`` NULL, where
     ``nulls`` has rows, placed first or last by ``nulls_first[k]``); ties are in order.
     Empty ``codes``: one partition (no array of zeros to write and read)."""
-    return span_in_order(codes, count, values, nulls, nulls_first, 0, values.shape[1])[0]
+    return bool(span_in_order(codes, count, values, nulls, nulls_first, 0, values.shape[1])[0])
 
 
 @njit(cache=True, nogil=True)

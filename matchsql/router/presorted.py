@@ -142,6 +142,8 @@ class _Distinct:
 
     def codes(self, table: np.ndarray) -> np.ndarray:
         """Each row's ``table[index]`` (a NULL's: ``table[-1]``), over the spans at once."""
+        if len(self.spans) == 1:  # one thread: numpy's gather (nothing to compile)
+            return table[self.spans[0][2]]
         rows = self.spans[-1][1]
         out = np.empty(rows, table.dtype)
         calls = []
