@@ -2,13 +2,16 @@
 
 The input arrives in partition and ORDER BY order, exactly as one process
 gets it (matchsql/session/ordered_input.py: the input's own order where it
-is in order, DuckDB's sort otherwise; grouped batches are taken one at a
-time, so this router ships batch *k* while the workers match the batches
-before it), cut into partitions as :func:`~matchsql.router.partitions.split`
-cuts it. Partition
-number *i* (in input order) hashes into one of ``buckets`` buckets; a bucket
-belongs to one worker at a time (:mod:`.balance` picks which). Pieces are
-gathered per worker and sent ``chunk_rows`` at a time as one Arrow batch.
+is in order, DuckDB's sort otherwise). Partition number *i* (in that order)
+hashes into one of ``buckets`` buckets; a bucket belongs to one worker at a
+time (:mod:`.balance` picks which). Where the rows were grouped here, every
+partition is known before the first message: the rows go into the pool's
+shared segment once (:mod:`.shared_rows`), the buckets are spread over the
+workers by their rows, and a message names ranges of grouped rows, which the
+worker copies out itself. Sorted batches from DuckDB are cut into partitions
+as :func:`~matchsql.router.partitions.split` cuts them, and their pieces go
+through the worker's channel. Either way pieces are gathered per worker and
+sent ``chunk_rows`` at a time.
 
 Order: every worker answers for its partitions in the order it got them,
 each partition's matches tagged with its number, plus a "done" mark. The
