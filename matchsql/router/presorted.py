@@ -444,17 +444,27 @@ class GroupedRows:
         self.placed[i] = out
         self.columns[i] = None
 
+    def place_all(self) -> None:
+        """:meth:`place` every column that can be, here (a column at a time: its input
+        order copy goes as its grouped one is made)."""
+        for i in range(len(self.columns)):
+            dtype = self.placeable(i)
+            if dtype is not None:
+                self.place(i, np.empty(self.rows, dtype))
+
     def batches(self, batch_size: int) -> Iterator[pa.RecordBatch]:
         """The grouped rows in batches of at most ``batch_size`` rows, cut where partitions
         end (:func:`batch_cuts`), each taken only when asked for."""
         for start, stop in batch_cuts(self.ends, batch_size):
-            yield self.gather(np.array([start]), np.array([stop]), None)
+            yield self.gather(np.array([start]), np.array([stop]), None, copy=False)
 
-    def gather(self, starts: np.ndarray, stops: np.ndarray, parts: np.ndarray | None) \
-            -> pa.RecordBatch:
+    def gather(self, starts: np.ndarray, stops: np.ndarray, parts: np.ndarray | None,
+               copy: bool = True) -> pa.RecordBatch:
         """Grouped rows ``starts[j]:stops[j]`` one range after the other, range ``j`` lying
         in partition ``parts[j]`` (None: find the partitions from :attr:`ends`): one
-        batch of the pieces of partitions a worker got."""
+        batch of the pieces of partitions a worker got. Placed columns are copied out
+        unless ``copy`` is False (then one range is a view: not for shared memory,
+        which the next query writes over)."""
         lengths = stops - starts
         total = int(lengths.sum())
         taken: pa.Array | None = None
@@ -468,7 +478,8 @@ class GroupedRows:
             if i in self.keys:
                 arrays.append(self._key_column(i, starts, stops, parts))
             elif i in self.placed:
-                values = np.concatenate([self.placed[i][a:b] for a, b in zip(starts, stops)])
+                values = self.placed[i][starts[0]:stops[0]] if not copy and len(starts) == 1 \
+                    else np.concatenate([self.placed[i][a:b] for a, b in zip(starts, stops)])
                 arrays.append(pa.Array.from_buffers(field_.type, total,
                                                     [None, pa.py_buffer(values)]))
             elif self.columns[i] is None:

@@ -104,6 +104,9 @@ def input_batches(queries: InputQueries, open_input: Callable[[str], Iterable[pa
     (``cursor``: the input query's, whose settings say what its ORDER BY means)."""
     rows = ordered_rows(queries, open_input, cursor, threads)
     if isinstance(rows, GroupedRows):
+        # Moved into grouped order by the counting sort, then sliced: several times
+        # faster than batches taken through the permutation on large inputs.
+        rows.place_all()
         yield from rows.batches(batch_size)
     elif isinstance(rows, pa.Table):
         yield from rows.to_batches(max_chunksize=batch_size)
