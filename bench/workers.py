@@ -11,11 +11,13 @@ Seven tables, all ratios between figures of this run:
    wall time with ``workers = 1`` (``threads = 1``, and ``threads = 2``, the
    in-process thread pool) and ``workers = 2`` in both modes: "scatter" (the
    router scans unsorted, the workers sort their own rows) and "sorted"
-   (DuckDB sorts in the router, pieces of partitions go out); best of
+   (the router reads the input in order as one process does); best of
    ``--repeat`` runs. The CPU columns come from the scatter run: the router
    process (DuckDB's scan, Arrow take, sending, merging: the serial part) and
-   each worker's matching CPU (its sort included). Table 1b puts the "sorted" mode (the
-   default) beside ``workers = 1``: walls, CPU of each process, the CPU ratio and the
+   each worker's matching CPU (its sort included). Table 1b puts the "sorted" mode
+   (the default: input in order is grouped in the router and shared with the
+   workers through one segment, matchsql/workers/shared_rows.py) beside
+   ``workers = 1``: walls, CPU of each process, the CPU ratio and the
    bound that two cores put on the speed-up, and whether the input skipped DuckDB's
    sort (read in its own order, matchsql/session/ordered_input.py) in each run.
 2. **Scaling model**: from the measured matching CPU per bucket (64 buckets)
