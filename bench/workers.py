@@ -222,8 +222,9 @@ def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, 
     paths.close()
     con.close()
     load = os.getloadavg()
-    print(f"\n1b. sorted mode (the default: the router reads the input as one process does, "
-          f"pieces of partitions go to the workers) against workers = 1, threads = 1: walls "
+    print(f"\n1b. sorted mode (the default: the router reads the input as one process does; "
+          f"grouped input is shared with the workers, sorted input goes out in pieces) "
+          f"against workers = 1, threads = 1: walls "
           f"and CPU of the runs above; 'CPU w1/w2' = one process's CPU over the router's and "
           f"workers' together, 'bound' = the speed-up two cores allow with that CPU; 'sort "
           f"skipped' = input taken in its own order without DuckDB's sort (w1/w2). Load "

@@ -186,8 +186,8 @@ class WorkerRouter:
                 if open_number is None or key != open_key:
                     if open_number is not None:
                         self._add(open_bucket, (open_number, open_bucket, open_key, 0, True), None)
-                    open_number, open_key = self._begin_partition(key)
-                    open_bucket = bucket_of(key, self.buckets)
+                    open_key, open_bucket = key, bucket_of(key, self.buckets)
+                    open_number = self._begin_partition(open_bucket)
                 entry = (open_number, open_bucket, open_key, piece.num_rows, False)
                 self._add(open_bucket, entry, piece)
             self._step()
@@ -220,7 +220,7 @@ class WorkerRouter:
         # input, and a partition in pieces of at most that many rows, as it comes there.
         step_rows = max(1, min(self.config.batch_size, self.chunk_rows))
         for part, (end, key, bucket) in enumerate(zip(ends, keys, buckets)):
-            number, _ = self._begin_partition(key)
+            number = self._begin_partition(bucket)
             assert number == part  # a worker finds the partition's key by its number
             while start < end:
                 stop = min(end, start + step_rows)
@@ -234,15 +234,14 @@ class WorkerRouter:
                     yield from self._ready()
             self._add(bucket, (number, bucket, key, 0, True), None)
 
-    def _begin_partition(self, key: tuple) -> tuple[int, tuple]:
+    def _begin_partition(self, bucket: int) -> int:
         """Number the next partition and give its bucket an owner if it has none."""
         number = self.partitions
         self.partitions += 1
         self._order.append(number)
-        bucket = bucket_of(key, self.buckets)
         if bucket not in self.owner:
             self.owner[bucket] = least_loaded(self._load())
-        return number, key
+        return number
 
     def _mark(self, step: str) -> None:
         self.marks[step] = (time.perf_counter(), time.process_time())
