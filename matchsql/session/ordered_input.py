@@ -30,6 +30,7 @@ from matchsql.router.presorted import GroupedRows, OrderKey, grouped_rows, in_or
 
 PRESORTED_BYTES = 1 << 30  # input held to check its order before falling back to the sort
 ENABLED = True  # False: always DuckDB's sort (the benchmarks' "before")
+PLACE = True  # False: grouped batches taken through the permutation (bench.grouped_input)
 
 # The DuckDB settings under which the input query's ORDER BY means what OrderKey says.
 _DEFAULTS = ("NULLS_LAST", "ASCENDING")
@@ -106,7 +107,8 @@ def input_batches(queries: InputQueries, open_input: Callable[[str], Iterable[pa
     if isinstance(rows, GroupedRows):
         # Moved into grouped order by the counting sort, then sliced: several times
         # faster than batches taken through the permutation on large inputs.
-        rows.place_all()
+        if PLACE:
+            rows.place_all()
         yield from rows.batches(batch_size)
     elif isinstance(rows, pa.Table):
         yield from rows.to_batches(max_chunksize=batch_size)
