@@ -6,18 +6,22 @@ each, and the check needed every key column permuted first. These do each job
 in one pass over the rows in input order, without holding the GIL
 (``nogil``) and compiled once into the on-disk numba cache:
 
-* :func:`grouping_order`: a counting sort of the partition codes, the stable
-  permutation that groups the rows (equal codes keep their input order) and
-  where each partition starts;
+* :class:`CountingSort`: a counting sort of the partition codes - the stable
+  permutation that groups the rows (equal codes keep their input order), where
+  each partition starts, and a column's values moved straight to their grouped
+  places (:meth:`CountingSort.scatter`);
 * :func:`partitions_in_order`: whether each partition's rows, in input order,
   are in ORDER BY order, comparing every row with the previous row of its own
   partition (kept per partition code): no permutation needed.
 
-Inputs under :data:`COMPILED_FROM_ROWS` rows take numpy's vectorised passes
-instead (:func:`group_order`, :func:`each_partition_in_order`): on them the
-compiled passes gain a millisecond or two, while compiling them costs a first
-query about a second on an empty cache; both give the same answers (the tests
-hold them to each other).
+Both may run over spans of rows on several threads (:func:`spans`,
+:func:`in_threads`), each span's result joined to the ones before it.
+
+Inputs under :data:`COMPILED_FROM_ROWS` rows on one thread take numpy's
+vectorised passes instead (:func:`group_order`, :func:`each_partition_in_order`):
+on them the compiled passes gain a millisecond or two, while compiling them
+costs a first query about a second on an empty cache; both give the same answers
+(the tests hold them to each other).
 """
 
 from __future__ import annotations
@@ -35,31 +39,6 @@ from matchsql.compile_cache import use_keyed_cache
 use_keyed_cache()  # before the kernels below are defined: see compile_cache
 
 T = TypeVar("T")
-
-
-@njit(cache=True, nogil=True)
-def grouping_order(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, bool]:
-    """``(perm, starts, grouped)``: the stable permutation that sorts ``codes`` (values in
-    ``[0, count)``), each code's first position in it (``count + 1`` entries) and whether
-    the rows were grouped already (then ``perm`` is empty: the identity)."""
-    n = len(codes)
-    starts = np.zeros(count + 1, np.int64)
-    grouped = True
-    for i in range(n):
-        starts[codes[i] + 1] += 1
-        if i and codes[i] < codes[i - 1]:
-            grouped = False
-    for c in range(count):
-        starts[c + 1] += starts[c]
-    if grouped:
-        return np.empty(0, np.int64), starts, True
-    perm = np.empty(n, np.int64)
-    fill = starts[:-1].copy()
-    for i in range(n):
-        c = codes[i]
-        perm[fill[c]] = i
-        fill[c] += 1
-    return perm, starts, False
 
 
 def partitions_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls: np.ndarray,
@@ -246,9 +225,10 @@ COMPILED_FROM_ROWS = 1 << 17  # rows from which the compiled passes run (fewer: 
 
 
 def group_order(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, bool]:
-    """:func:`grouping_order`, by numpy's stable sort of the codes on small inputs."""
-    if len(codes) >= COMPILED_FROM_ROWS:
-        return grouping_order(codes, count)
+    """``(perm, starts, grouped)``: the stable permutation that sorts ``codes`` (values in
+    ``[0, count)``), each code's first position in it (``count + 1`` entries) and whether
+    the rows were grouped already (then ``perm`` is empty: the identity), by numpy's
+    stable sort: :class:`CountingSort` on small inputs."""
     starts = np.zeros(count + 1, np.int64)
     np.cumsum(np.bincount(codes, minlength=count), out=starts[1:])
     if len(codes) < 2 or bool(np.all(codes[1:] >= codes[:-1])):

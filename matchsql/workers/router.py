@@ -149,7 +149,9 @@ class WorkerRouter:
         payload = pickle.dumps((self.spec, self.config), protocol=pickle.HIGHEST_PROTOCOL)
         for index in range(len(self.workers)):
             self._post(index, "query", payload)
-        layout = self.pool.arena.put(source) if isinstance(source, GroupedRows) else None
+        shareable = isinstance(source, GroupedRows) and all(
+            source.schema.get_field_index(name) in source.keys for name in self.spec.partition_by)
+        layout = self.pool.arena.put(source) if shareable else None
         if layout is not None:
             self.shared = True
             yield from self._route_shared(source, layout)

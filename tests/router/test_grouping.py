@@ -12,7 +12,6 @@ from matchsql.router.grouping import (
     CountingSort,
     each_partition_in_order,
     group_order,
-    grouping_order,
     parallel_group_order,
     parallel_in_order,
     partitions_in_order,
@@ -26,11 +25,14 @@ def test_grouping_order_is_the_stable_sort_of_the_codes(values):
     codes = np.array(values, np.int64)
     count = 7
     expected = np.argsort(codes, kind="stable")
-    for order in (grouping_order, group_order):  # compiled; numpy's (a small input)
-        perm, starts, grouped = order(codes, count)
+    compiled = CountingSort.of(codes, count, 2, least=1)  # compiled passes, in spans
+    numpys = group_order(codes, count)  # numpy's (a small input)
+    for perm, starts, grouped in (numpys, (compiled.perm, compiled.starts, compiled.grouped)):
         assert grouped == bool(np.all(codes[1:] >= codes[:-1]))
         assert (np.arange(len(codes)) if grouped else perm).tolist() == expected.tolist()
         assert starts.tolist() == [0, *np.cumsum(np.bincount(codes, minlength=count)).tolist()]
+    first = {c: values.index(c) for c in set(values)}
+    assert compiled.firsts.tolist() == [first.get(c, -1) for c in range(count)]
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
