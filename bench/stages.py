@@ -9,8 +9,9 @@ thread waiting for the GIL or for a core is not counted, so the figures hold
 on a loaded machine better than wall times do):
 
 * input: DuckDB's export of the unsorted input (with the order check of its
-  first batch), the order check and grouping of all rows, the taking of each
-  grouped batch (session/ordered_input.py, router/presorted.py);
+  first batch), the order check and grouping of all rows, the fixed-width
+  columns moved into grouped order, the taking of each grouped batch
+  (session/ordered_input.py, router/presorted.py);
 * route: the partition edges of each batch (router/partitions.py);
 * whole: the matching of a batch's complete partitions
   (fsm/compiled/batch.py), and in it the DEFINE labels, the prefilter, the
@@ -81,7 +82,10 @@ def instrument() -> None:
     """Wrap the stages' functions where their callers look them up."""
     OI._held_in_order = _timed("input: DuckDB export", OI._held_in_order)
     PS._ordered = _timed("input: order check + grouping", PS._ordered)
-    PS._taken = _timed_batches("input: take grouped batches", PS._taken)
+    PS.GroupedRows.place_all = _timed("input: move columns to grouped order",
+                                      PS.GroupedRows.place_all)
+    PS.GroupedRows.batches = _timed_batches("input: take grouped batches",
+                                            PS.GroupedRows.batches)
     RP.segments = RPar.segments = _timed("route: partition edges", RP.segments)
     B.label_input = _timed("whole: DEFINE labels", B.label_input)
     B.P.viable_starts = _timed("whole: prefilter", B.P.viable_starts)
