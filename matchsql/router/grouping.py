@@ -320,15 +320,6 @@ def in_threads(calls: list[Callable[[], T]]) -> list[T]:
     return results
 
 
-def parallel_group_order(codes: np.ndarray, count: int, threads: int,
-                         least: int = PARALLEL_FROM_ROWS // 2) \
-        -> tuple[np.ndarray, np.ndarray, bool]:
-    """:func:`group_order` with both passes of the counting sort split over ``threads``
-    spans of rows (see :class:`CountingSort`)."""
-    sort = CountingSort.of(codes, count, threads, least)
-    return sort.perm, sort.starts, sort.grouped
-
-
 @dataclass
 class CountingSort:
     """The counting sort that groups rows by code, and how to move more columns by it.

@@ -382,8 +382,9 @@ class GroupedRows:
     def of(cls, table: pa.Table, grouping: _Grouping,
            unread: frozenset[str] = frozenset()) -> GroupedRows:
         schema = table.schema
-        present = grouping.counts > 0
-        ends = np.cumsum(grouping.counts[present])
+        counts = np.diff(grouping.sort.starts)
+        present = counts > 0
+        ends = np.cumsum(counts[present])
         firsts = grouping.sort.firsts[present]  # each partition's first row
         columns: list[pa.Array | pa.ChunkedArray | None] = []
         keys: dict[int, pa.Array] = {}
@@ -536,9 +537,8 @@ def _runs(values: pa.Array, ends: np.ndarray, start: int, stop: int) -> pa.Array
 class _Grouping:
     """The rows of a table in order within partitions, but not grouped by partition."""
 
-    counts: np.ndarray  # rows per partition code
     keys: KeyValues  # of the partition key columns
-    sort: CountingSort  # that groups them
+    sort: CountingSort  # that groups them (rows per partition code: its starts)
 
 
 def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
@@ -567,4 +567,4 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
     if count == 1 or not grouping:
         return True
     sort = CountingSort.of(codes, count, threads)
-    return True if sort.grouped else _Grouping(np.diff(sort.starts), key_values, sort)
+    return True if sort.grouped else _Grouping(key_values, sort)

@@ -12,7 +12,6 @@ from matchsql.router.grouping import (
     CountingSort,
     each_partition_in_order,
     group_order,
-    parallel_group_order,
     parallel_in_order,
     partitions_in_order,
 )
@@ -78,7 +77,8 @@ def test_no_codes_is_one_partition(keys):
 def test_group_order_in_spans_is_the_same_stable_sort(values, threads, least):
     codes = np.array(values, np.int64)
     expected = group_order(codes, 7)
-    perm, starts, grouped = parallel_group_order(codes, 7, threads, least)
+    sort = CountingSort.of(codes, 7, threads, least)
+    perm, starts, grouped = sort.perm, sort.starts, sort.grouped
     assert grouped == expected[2]
     assert perm.tolist() == expected[0].tolist()
     assert starts.tolist() == expected[1].tolist()
