@@ -38,7 +38,9 @@ Seven tables, all ratios between figures of this run:
 4. **Continuous queries**: live-ordered batches (time order, all partitions
    mixed) through the hash router of ``workers = 1`` and the workers'
    :class:`~matchsql.workers.stream.StreamRouter` with 2 workers (the
-   stream's reader, the same for both, is left out).
+   stream's reader, the same for both, is left out). The batches are a
+   backlog (each next one at hand: ``route(batch, more=True)``), so the
+   workers' router keeps one batch in flight while it cuts the next.
 5. **Migration of a continuous query's bucket**: one partition holds an open
    match attempt of R rows; batches of the other partitions arrive on a fixed
    clock, and each one's latency runs from its arrival to its matches. The
@@ -375,7 +377,8 @@ def continuous(rows: int, partitions: int, repeat: int) -> None:
                 for workers in (1, 2):
                     router = _live_router(workers, spec, new_run, pool, config)
                     cpu, wall = time.process_time(), time.perf_counter()
-                    out = sum(b.num_rows for batch in batches for b in router.route(batch))
+                    out = sum(b.num_rows for i, batch in enumerate(batches)
+                              for b in router.route(batch, more=i + 1 < len(batches)))
                     out += sum(b.num_rows for b in router.finish())
                     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
                     if wall < best[workers][0]:
@@ -497,7 +500,9 @@ def input_modes(rows: int, partitions: int, repeat: int) -> None:
                         metrics = InputMetrics()
                         wall = time.perf_counter()
                         if mode == "pull":
-                            out = sum(b.num_rows for batch in batches for b in router.route(batch))
+                            out = sum(b.num_rows for i, batch in enumerate(batches)
+                                      for b in router.route(batch,
+                                                            more=i + 1 < len(batches)))
                             out += sum(b.num_rows for b in router.finish())
                             held = 0
                         else:

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -41,6 +41,8 @@ from matchsql.router.partitions import RunFactory
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.live_reader import LiveReader
 from matchsql.storage.shm_ring import W_HEAD_SEQ
+
+T = TypeVar("T")
 
 
 def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: RunFactory, *,
@@ -76,9 +78,11 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
         next_seq = 0
         if archive is not None and cursor is not None:
             if history:
-                for last, batch in archive.history(cursor, batch_rows):
+                # ``more``: another history batch follows, so a router of worker
+                # processes may keep this one in flight (the last one it answers).
+                for (last, batch), more in _with_more(archive.history(cursor, batch_rows)):
                     next_seq = last + 1
-                    yield from router.route(batch)
+                    yield from router.route(batch, more=more)
                     if cancelled():
                         raise ExecutionError("statement interrupted")
             else:
@@ -87,10 +91,11 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
         if options.mode == "pull":
             sampling = options.stats is not None  # pull costs nothing extra unless asked
             for batch, enqueue_sum_ns in live:
-                queued = _queued(reader) if sampling else 0
+                queued = _queued(reader)
                 if sampling:  # first selection: the batch goes to the matchers now
                     metrics.selected_batch(batch.num_rows, enqueue_sum_ns, time.monotonic_ns())
-                yield from _counted(metrics, router.route(batch))
+                # A backlog: the next batch is at hand, this one may stay in flight.
+                yield from _counted(metrics, router.route(batch, more=queued > 0))
                 if sampling:
                     metrics.routed(_held(router), queued, batch.num_rows)
             yield from _counted(metrics, router.finish())
@@ -143,6 +148,19 @@ def live_batches(reader: LiveReader, next_seq: int) -> Iterator[tuple[pa.RecordB
             enqueue_sum_ns = enqueue_sum_ns * batch.num_rows // rows  # rows * mean enqueue
         next_seq = first + batch.num_rows
         yield batch, enqueue_sum_ns
+
+
+def _with_more(items: Iterable[T]) -> Iterator[tuple[T, bool]]:
+    """``(item, whether another item follows)`` for each item, one item read ahead."""
+    iterator = iter(items)
+    previous = next(iterator, _END)
+    while previous is not _END:
+        item = next(iterator, _END)
+        yield previous, item is not _END
+        previous = item
+
+
+_END: Any = object()
 
 
 def _counted(metrics: InputMetrics,

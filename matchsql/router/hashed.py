@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from matchsql.router.partitions import PartitionRun, RunFactory, key_at
+from matchsql.router.partitions import PartitionRun, RunFactory, key_at, keys_of
 
 
 class HashPartitionRouter:
@@ -36,8 +36,10 @@ class HashPartitionRouter:
             run = self.runs[key] = self.new_run(key)
         return run
 
-    def route(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
-        """Feed ``batch``; yield every output batch that became final."""
+    def route(self, batch: pa.RecordBatch, more: bool = False) -> Iterator[pa.RecordBatch]:
+        """Feed ``batch``; yield every output batch that became final. ``more`` (the
+        caller has the next batch at hand) lets a router of worker processes keep the
+        batch in flight; here every batch is matched at once."""
         for key, rows in self.pieces(batch):
             yield from self._run(key).feed(rows)
 
@@ -58,9 +60,12 @@ class HashPartitionRouter:
         counts = np.bincount(codes, minlength=groups)
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
         ordered = batch.take(pa.array(order))
-        for group in np.argsort(order[starts], kind="stable").tolist():
+        firsts = order[starts]  # each group's first row in the batch
+        # The keys at once (one conversion per column, not one per partition and column).
+        keys = keys_of(batch.take(pa.array(firsts)), self.keys)
+        for group in np.argsort(firsts, kind="stable").tolist():
             start, count = int(starts[group]), int(counts[group])
-            yield self._key(ordered, start), ordered.slice(start, count)
+            yield keys[group], ordered.slice(start, count)
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         """End of stream: finish every run."""

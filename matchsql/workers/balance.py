@@ -5,8 +5,8 @@ instance manager and lets a metric server move hot keys off saturated
 instances. :func:`least_loaded` is the first part: a bucket met for the
 first time goes to the worker with the fewest rows routed so far (the
 measured load: every row costs the same matcher work to first order);
-where every bucket's rows are known up front, :func:`spread` places them all
-at once.
+where the new buckets' rows are known before any is routed (a grouped input,
+or a live batch), :func:`spread` places them all at once, largest first.
 :class:`Rebalancer` is the second: when one worker's queue (rows sent and
 not yet matched) runs well ahead of the others', its busiest bucket of the
 recent past moves to the least queued worker, at most one move in flight.
@@ -43,11 +43,14 @@ def least_loaded(load: Load) -> int:
     return min(range(len(load.routed)), key=lambda w: (load.routed[w], w))
 
 
-def spread(bucket_rows: dict[int, int], workers: int) -> dict[int, int]:
-    """Owners for buckets whose rows are all known before the first is routed (a one-time
-    query's grouped input): largest bucket first, each to the worker with the fewest
-    rows so far (LPT), so the workers finish together; ties to the lowest number."""
-    loads = [0] * workers
+def spread(bucket_rows: dict[int, int], workers: int,
+           loads: Sequence[int] | None = None) -> dict[int, int]:
+    """Owners for buckets whose rows are known before the first is routed (a one-time
+    query's grouped input, or the buckets a live batch meets for the first time):
+    largest bucket first, each to the worker with the fewest rows so far (LPT, from
+    ``loads``: rows each worker has been routed already), so the workers finish
+    together; ties to the lowest number."""
+    loads = list(loads) if loads is not None else [0] * workers
     owner: dict[int, int] = {}
     for bucket in sorted(bucket_rows, key=lambda b: (-bucket_rows[b], b)):
         worker = min(range(workers), key=lambda w: (loads[w], w))

@@ -10,9 +10,14 @@ their keys first appeared. ``runs`` gathers every run's state from the
 workers (a named continuous query's checkpoint) and setting it hands saved
 runs to the workers (its resumption).
 
-A batch is routed and answered before the next one: migrations happen
-between batches, so the State Transfer needs no buffering here (nothing of
-the bucket is in flight); the pause holds the stream for that long.
+A batch is routed and answered before the next one, unless the caller has
+the next batch at hand (``route(batch, more=True)``: history, or a backlog
+of live tuples): then one batch stays in flight, and the router cuts the
+next while the workers match it. Migrations happen between batches. The
+State Transfer needs no buffering here: a worker serves its messages in
+order, so the source snapshots the bucket after any batch still in flight
+to it, and the router posts the restore before the bucket's next pieces;
+the pause holds the stream for that long.
 
 With push or adaptive input the router is also the query's
 :class:`~matchsql.adaptive.push.PushRuns`: the push thread reads the stream
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import pickle
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -35,16 +41,21 @@ import pyarrow as pa
 from matchsql.adaptive.push import Fed
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
+from matchsql.errors import internal_error
 from matchsql.fsm.states import StateSpec
 from matchsql.plan.spec import MatchSpec
 from matchsql.router.hashed import HashPartitionRouter
 from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import PartitionRun, RunFactory
 from matchsql.spark.state import restore_like, snapshot_matcher
-from matchsql.workers.balance import Policy, least_loaded
+from matchsql.workers.balance import Policy, least_loaded, spread
 from matchsql.workers.frames import pack, unpack
 from matchsql.workers.pool import WorkerPool
 from matchsql.workers.router import MigrationRecord, WorkerRouter, bucket_of
+
+#: Batches a router may keep in flight beyond the one it is routing (``route(more=True)``):
+#: one is enough for the workers to have the next batch queued while the router cuts.
+IN_FLIGHT = 1
 
 
 class StreamRouter(WorkerRouter):
@@ -61,6 +72,7 @@ class StreamRouter(WorkerRouter):
         self._cut = HashPartitionRouter(spec.partition_by, new_run)  # the partition cut
         self.first: dict[tuple, int] = {}  # key -> bucket, in order of first appearance
         self._seq = 0
+        self._flight: deque[tuple[tuple[int, int], list[tuple], float]] = deque()
         self._answers: dict[object, dict[int, tuple[list, list]]] = {}
         self._buffered: dict[tuple, int] = {}  # rows each run keeps, per the last answer
         self._started = False
@@ -77,14 +89,29 @@ class StreamRouter(WorkerRouter):
 
     # -- the HashPartitionRouter interface ----------------------------------------------
 
-    def route(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
-        """Feed ``batch``; yield its matches (final once its pieces were matched)."""
+    def route(self, batch: pa.RecordBatch, more: bool = False) -> Iterator[pa.RecordBatch]:
+        """Feed ``batch``; yield its matches (final once its pieces were matched).
+
+        With ``more`` (the caller has the next batch at hand) the batch may stay in
+        flight: the matches yielded are those of the batches before it, and the
+        router cuts the next batch while the workers match this one. Without it,
+        every batch's matches are out when this returns. Either way they come out
+        batch after batch, in the order of ``workers = 1``.
+        """
         pieces = list(self._cut.pieces(batch))
-        if not pieces:
-            return
-        out = self._feed(pieces)
-        yield from coalesce([b for key, _ in pieces for b in out[key][0]])
+        if pieces:
+            started = time.perf_counter()
+            self._flight.append((self._send(pieces), [key for key, _ in pieces], started))
+        yield from self._collect(more)
         self._rebalance()
+
+    def _collect(self, more: bool) -> Iterator[pa.RecordBatch]:
+        """The matches of the batches in flight, oldest first: all of them, or (``more``)
+        all but the last :data:`IN_FLIGHT`."""
+        while self._flight and (not more or len(self._flight) > IN_FLIGHT):
+            sent, keys, started = self._flight.popleft()
+            out = self._answered(sent, started)
+            yield from coalesce([b for key in keys for b in out[key][0]])
 
     # -- push and adaptive input (matchsql.adaptive.push.PushRuns) ---------------------------
 
@@ -112,19 +139,21 @@ class StreamRouter(WorkerRouter):
               ) -> dict[tuple, tuple[list[pa.RecordBatch], Any, int]]:
         """Send one batch's pieces (distinct keys) to their workers and wait for every
         answer: per key, its matches, its statistics (or None) and its buffered rows."""
+        self._settle()
+        started = time.perf_counter()
+        return self._answered(self._send(pieces), started)
+
+    def _send(self, pieces: list[tuple[tuple, pa.RecordBatch]]) -> tuple[int, int]:
+        """Post one batch's pieces (distinct keys) to their workers: ``(seq, answers)``,
+        the batch's number and how many workers will answer it."""
         self._start()
         self._check()
-        started = time.perf_counter()
         entries: dict[int, list[tuple]] = {}
         batches: dict[int, list[pa.RecordBatch]] = {}
+        self._place_new_buckets(pieces)
         for key, rows in pieces:
-            bucket = self.first.get(key)
-            if bucket is None:
-                bucket = self.first[key] = bucket_of(key, self.buckets)
-                self.partitions += 1
-            index = self.owner.get(bucket)
-            if index is None:
-                index = self.owner[bucket] = least_loaded(self._load())
+            bucket = self.first[key]
+            index = self.owner[bucket]
             n = rows.num_rows
             self.routed[index] += n
             self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + n
@@ -134,13 +163,47 @@ class StreamRouter(WorkerRouter):
         seq = self._seq
         self._seq += 1
         for index, mine in entries.items():
-            self._post(index, "feed", pack(mine, batches[index]), seq)
-        out = self._gather(seq, len(entries))
+            # One batch per worker: hundreds of small IPC batches cost more to write and
+            # read than one copy of the rows (the worker joins them anyway).
+            self._post(index, "feed", pack(mine, [pa.concat_batches(batches[index])]), seq)
+        return seq, len(entries)
+
+    def _answered(self, sent: tuple[int, int], started: float
+                  ) -> dict[tuple, tuple[list[pa.RecordBatch], Any, int]]:
+        """The answers to batch ``sent``, once every worker gave its own."""
+        out = self._gather(*sent)
         for key, (_, _, buffered) in out.items():
             self._buffered[key] = buffered
         if self.batch_latency_s is not None:
             self.batch_latency_s.append((started, time.perf_counter() - started))
         return out
+
+    def _settle(self) -> None:
+        """No batch may be in flight here (its matches would be yielded late or lost)."""
+        if self._flight:
+            raise internal_error(RuntimeError("a batch is still in flight"))
+
+    def _place_new_buckets(self, pieces: list[tuple[tuple, pa.RecordBatch]]) -> None:
+        """Give every bucket this batch meets for the first time an owner, all at once
+        by their rows in the batch (LPT on top of the rows routed so far): placed one
+        by one as met, a bucket would go by the load before the batch's later
+        partitions of the same bucket were counted, which left one worker 20% busier
+        on evenly loaded partitions."""
+        new: dict[int, int] = {}
+        for key, rows in pieces:
+            bucket = self.first.get(key)
+            if bucket is None:
+                bucket = self.first[key] = bucket_of(key, self.buckets)
+                self.partitions += 1
+            if bucket not in self.owner:
+                new[bucket] = new.get(bucket, 0) + rows.num_rows
+        if new:
+            self.owner.update(spread(new, len(self.workers), self.routed))
+
+    @property
+    def in_flight(self) -> int:
+        """Batches routed whose matches are not out yet (``route(more=True)``)."""
+        return len(self._flight)
 
     @property
     def buffered_rows(self) -> int:
@@ -149,6 +212,7 @@ class StreamRouter(WorkerRouter):
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         """End of stream: every run finishes; the pool is free again."""
+        yield from self._collect(more=False)  # the batches still in flight first
         self._start()
         for index in range(len(self.workers)):
             self._post(index, "finish", None, "finish")
@@ -162,6 +226,7 @@ class StreamRouter(WorkerRouter):
         """Every open run, rebuilt in this process from the workers' state (a checkpoint)."""
         if self._ended_cleanly:
             return {}  # finished: no run is open
+        self._settle()
         self._start()
         for index in range(len(self.workers)):
             self._post(index, "dump", None, "dump")
@@ -225,9 +290,11 @@ class StreamRouter(WorkerRouter):
                 ) -> dict[tuple, tuple[list[pa.RecordBatch], Any, int]]:
         out: dict[tuple, tuple[list[pa.RecordBatch], Any, int]] = {}
         for entries, batches in self._gather_raw(seq, answers).values():
+            rows = batches[0] if batches else None  # every key's matches, one after another
             position = 0
             for key, count, counts, buffered in entries:
-                out[key] = (batches[position:position + count], counts, buffered)
+                mine = [rows.slice(position, count)] if count and rows is not None else []
+                out[key] = (mine, counts, buffered)
                 position += count
         return out
 

@@ -76,3 +76,11 @@ def test_known_buckets_spread_largest_first() -> None:
     assert owner[1] == 0 and owner[2] == 1 and owner[3] == 1  # 900 | 500 + 400
     assert sorted(loads) == [1000, 1000]
     assert spread({}, 3) == {}
+
+
+def test_new_buckets_spread_on_top_of_the_rows_routed_so_far() -> None:
+    # Worker 0 has 600 rows already: the largest new bucket goes to worker 1, and the
+    # rest fill up whichever is behind.
+    owner = spread({7: 500, 8: 300, 9: 200}, 2, loads=[600, 0])
+    assert owner == {7: 1, 8: 1, 9: 0}
+    assert spread({7: 10}, 3, loads=[5, 5, 4]) == {7: 2}

@@ -9,11 +9,22 @@ from __future__ import annotations
 
 import random
 
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import matchsql
+from matchsql.cancel import Cancellation
+from matchsql.config import Config
+from matchsql.grammar.analyze import analyze
+from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
+from matchsql.planner import new_partition_matcher
+from matchsql.router.hashed import HashPartitionRouter
 from matchsql.storage.demo import synthetic_trades
 from matchsql.workers.balance import RandomMigrations
+from matchsql.workers.pool import WorkerPool
 from matchsql.workers.stream import StreamRouter
 from tests.streams.conftest import bounded, runtime_dir, spawn  # noqa: F401 - fixtures
 
@@ -91,3 +102,49 @@ def test_random_migrations_between_batches(spawn, seed: int) -> None:  # noqa: F
         assert live == one_shot(query, 6000, 25)
     finally:
         con.close()
+
+
+def _routers(seed: int, query: str, schema: pa.Schema, pool: WorkerPool):
+    """A one-process hash router and a worker router (random migrations) for ``query``."""
+    node = next(parse(query)[0].find_all(MatchRecognizeTable))
+    spec = analyze(node, schema, sql=query, con=duckdb.connect())
+    config = Config(workers=2, threads=1)
+
+    def new_run(key: tuple):
+        return new_partition_matcher(spec, key, config, live=True)
+
+    return (HashPartitionRouter(spec.partition_by, new_run),
+            StreamRouter(pool, spec, config, Cancellation(), new_run, live=True,
+                         policy=RandomMigrations(seed, rate=0.5)))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_batches_in_flight_give_the_rows_of_one_process_in_its_order(seed: int) -> None:
+    """``route(batch, more=True)`` keeps a batch in flight while the next is cut; with
+    migrations between batches the matches are still those of ``workers = 1``, in the
+    same order, batch after batch."""
+    rng = random.Random(seed)
+    query = QUERIES[seed % len(QUERIES)].format(source="trades")
+    table = synthetic_trades(4_000, 20, seed)
+    table = table.take(pc.sort_indices(table, [("ts", "ascending"), ("symbol", "ascending")]))
+    batches = table.to_batches(max_chunksize=rng.choice([97, 250, 600]))
+    pool = WorkerPool(2)
+    try:
+        single, workers = _routers(seed, query, table.schema, pool)
+        expected = [row for batch in batches for out in single.route(batch)
+                    for row in out.to_pylist()]
+        expected += [row for out in single.finish() for row in out.to_pylist()]
+        got, flights = [], []
+        for i, batch in enumerate(batches):
+            got += [row for out in workers.route(batch, more=i + 1 < len(batches))
+                    for row in out.to_pylist()]
+            flights.append(workers.in_flight)
+            if i == 0:  # the first batch's buckets were placed together, largest first
+                assert abs(workers.routed[0] - workers.routed[1]) <= \
+                    max(workers.bucket_rows.values())
+        got += [row for out in workers.finish() for row in out.to_pylist()]
+        assert flights[:-1] == [1] * (len(batches) - 1) and flights[-1] == 0
+        assert workers.migrations and any(m.open_partitions for m in workers.migrations)
+        assert got == expected and got
+    finally:
+        pool.kill()
