@@ -10,12 +10,23 @@ Arrow/numpy rather than Python.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from matchsql.router.partitions import PartitionRun, RunFactory, key_at, keys_of
+
+
+@dataclass
+class KeyGroups:
+    """A batch's partitions, numbered in order of first appearance."""
+
+    keys: list[tuple]  # partition key of each group
+    codes: np.ndarray  # each row's group
+    order: np.ndarray  # the rows by group, each group's rows in arrival order
+    counts: np.ndarray  # rows of each group
 
 
 class HashPartitionRouter:
@@ -48,24 +59,42 @@ class HashPartitionRouter:
         (runs start in arrival order), each partition's rows in arrival order."""
         if batch.num_rows == 0:
             return
+        groups = self.groups(batch)
+        if len(groups.keys) == 1:
+            yield groups.keys[0], batch
+            return
+        # One take; each partition is then a zero-copy slice.
+        ordered = batch.take(pa.array(groups.order))
+        start = 0
+        for key, count in zip(groups.keys, groups.counts.tolist()):
+            yield key, ordered.slice(start, count)
+            start += count
+
+    def groups(self, batch: pa.RecordBatch) -> KeyGroups:
+        """The partitions of ``batch`` (at least one row), numbered in order of first
+        appearance."""
+        n = batch.num_rows
         if not self.keys:
-            yield (), batch
-            return
-        codes, groups = self._codes(batch)
-        if groups == 1:
-            yield self._key(batch, 0), batch
-            return
-        # One stable sort and one take; each partition is then a zero-copy slice.
+            return KeyGroups([()], np.zeros(n, np.int64), np.arange(n), np.array([n]))
+        codes, count = self._codes(batch)
+        if count == 1:
+            return KeyGroups([self._key(batch, 0)], np.zeros(n, np.int64), np.arange(n),
+                             np.array([n]))
+        # One stable sort: rows by group, each group's rows in arrival order.
         order = np.argsort(codes, kind="stable")
-        counts = np.bincount(codes, minlength=groups)
+        counts = np.bincount(codes, minlength=count)
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        ordered = batch.take(pa.array(order))
         firsts = order[starts]  # each group's first row in the batch
+        appearance = np.argsort(firsts, kind="stable")  # groups in order of first appearance
+        rank = np.empty(count, np.int64)
+        rank[appearance] = np.arange(count)
+        # The sorted rows with their groups' blocks in order of appearance.
+        counts = counts[appearance]
+        within = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
+        order = order[np.repeat(starts[appearance], counts) + within]
         # The keys at once (one conversion per column, not one per partition and column).
-        keys = keys_of(batch.take(pa.array(firsts)), self.keys)
-        for group in np.argsort(firsts, kind="stable").tolist():
-            start, count = int(starts[group]), int(counts[group])
-            yield keys[group], ordered.slice(start, count)
+        keys = keys_of(batch.take(pa.array(firsts[appearance])), self.keys)
+        return KeyGroups(keys, rank[codes], order, counts)
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         """End of stream: finish every run."""

@@ -36,6 +36,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from matchsql.adaptive.push import Fed
@@ -44,7 +45,7 @@ from matchsql.config import Config
 from matchsql.errors import internal_error
 from matchsql.fsm.states import StateSpec
 from matchsql.plan.spec import MatchSpec
-from matchsql.router.hashed import HashPartitionRouter
+from matchsql.router.hashed import HashPartitionRouter, KeyGroups
 from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import PartitionRun, RunFactory
 from matchsql.spark.state import restore_like, snapshot_matcher
@@ -98,10 +99,10 @@ class StreamRouter(WorkerRouter):
         every batch's matches are out when this returns. Either way they come out
         batch after batch, in the order of ``workers = 1``.
         """
-        pieces = list(self._cut.pieces(batch))
-        if pieces:
+        if batch.num_rows:
+            groups = self._cut.groups(batch)
             started = time.perf_counter()
-            self._flight.append((self._send(pieces), [key for key, _ in pieces], started))
+            self._flight.append((self._send(batch, groups), groups.keys, started))
         yield from self._collect(more)
         self._rebalance()
 
@@ -110,8 +111,9 @@ class StreamRouter(WorkerRouter):
         all but the last :data:`IN_FLIGHT`."""
         while self._flight and (not more or len(self._flight) > IN_FLIGHT):
             sent, keys, started = self._flight.popleft()
-            out = self._answered(sent, started)
-            yield from coalesce([b for key in keys for b in out[key][0]])
+            matches = _in_key_order(keys, self._answered(sent, started))
+            if matches is not None:
+                yield matches
 
     # -- push and adaptive input (matchsql.adaptive.push.PushRuns) ---------------------------
 
@@ -141,62 +143,75 @@ class StreamRouter(WorkerRouter):
         answer: per key, its matches, its statistics (or None) and its buffered rows."""
         self._settle()
         started = time.perf_counter()
-        return self._answered(self._send(pieces), started)
+        counts = np.array([rows.num_rows for _, rows in pieces], np.int64)
+        n = int(counts.sum())
+        groups = KeyGroups([key for key, _ in pieces], np.repeat(np.arange(len(pieces)), counts),
+                           np.arange(n), counts)
+        batch = pa.concat_batches([rows for _, rows in pieces]) if len(pieces) > 1 \
+            else pieces[0][1]
+        return _by_key(self._answered(self._send(batch, groups), started))
 
-    def _send(self, pieces: list[tuple[tuple, pa.RecordBatch]]) -> tuple[int, int]:
-        """Post one batch's pieces (distinct keys) to their workers: ``(seq, answers)``,
-        the batch's number and how many workers will answer it."""
+    def _send(self, batch: pa.RecordBatch, groups: KeyGroups) -> tuple[int, int]:
+        """Post ``batch`` to the workers of its partitions (``groups``): ``(seq, answers)``,
+        the batch's number and how many workers will answer it. Each worker gets its
+        partitions' rows as one batch, partition after partition (one take here; many
+        small IPC batches cost more to write and read than one copy of the rows)."""
         self._start()
         self._check()
+        counts = groups.counts.tolist()
+        self._place_new_buckets(groups.keys, counts)
+        buckets = [self.first[key] for key in groups.keys]
+        owners = [self.owner[bucket] for bucket in buckets]
         entries: dict[int, list[tuple]] = {}
-        batches: dict[int, list[pa.RecordBatch]] = {}
-        self._place_new_buckets(pieces)
-        for key, rows in pieces:
-            bucket = self.first[key]
-            index = self.owner[bucket]
-            n = rows.num_rows
+        for key, bucket, index, n in zip(groups.keys, buckets, owners, counts):
             self.routed[index] += n
             self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + n
             self.recent[bucket] = self.recent.get(bucket, 0) + n
             entries.setdefault(index, []).append((key, bucket, n))
-            batches.setdefault(index, []).append(rows)
+        # The rows by worker, then by partition (in order of first appearance): a stable
+        # sort of the partition-ordered rows by their worker.
+        row_owner = np.asarray(owners, np.int16)[groups.codes[groups.order]]
+        order = groups.order[np.argsort(row_owner, kind="stable")]
+        taken = batch.take(pa.array(order))
         seq = self._seq
         self._seq += 1
-        for index, mine in entries.items():
-            # One batch per worker: hundreds of small IPC batches cost more to write and
-            # read than one copy of the rows (the worker joins them anyway).
-            self._post(index, "feed", pack(mine, [pa.concat_batches(batches[index])]), seq)
+        start = 0
+        for index in sorted(entries):
+            rows = sum(n for _, _, n in entries[index])
+            self._post(index, "feed", pack(entries[index], [taken.slice(start, rows)]), seq)
+            start += rows
         return seq, len(entries)
 
-    def _answered(self, sent: tuple[int, int], started: float
-                  ) -> dict[tuple, tuple[list[pa.RecordBatch], Any, int]]:
-        """The answers to batch ``sent``, once every worker gave its own."""
-        out = self._gather(*sent)
-        for key, (_, _, buffered) in out.items():
-            self._buffered[key] = buffered
+    def _answered(self, sent: tuple[int, int], started: float) -> dict[int, tuple]:
+        """The answers to batch ``sent`` (per worker: its entries and matches), once
+        every worker gave its own."""
+        answers = self._gather_raw(*sent)
+        for entries, _ in answers.values():
+            for key, _, _, buffered in entries:
+                self._buffered[key] = buffered
         if self.batch_latency_s is not None:
             self.batch_latency_s.append((started, time.perf_counter() - started))
-        return out
+        return answers
 
     def _settle(self) -> None:
         """No batch may be in flight here (its matches would be yielded late or lost)."""
         if self._flight:
             raise internal_error(RuntimeError("a batch is still in flight"))
 
-    def _place_new_buckets(self, pieces: list[tuple[tuple, pa.RecordBatch]]) -> None:
+    def _place_new_buckets(self, keys: list[tuple], counts: list[int]) -> None:
         """Give every bucket this batch meets for the first time an owner, all at once
         by their rows in the batch (LPT on top of the rows routed so far): placed one
         by one as met, a bucket would go by the load before the batch's later
         partitions of the same bucket were counted, which left one worker 20% busier
         on evenly loaded partitions."""
         new: dict[int, int] = {}
-        for key, rows in pieces:
+        for key, n in zip(keys, counts):
             bucket = self.first.get(key)
             if bucket is None:
                 bucket = self.first[key] = bucket_of(key, self.buckets)
                 self.partitions += 1
             if bucket not in self.owner:
-                new[bucket] = new.get(bucket, 0) + rows.num_rows
+                new[bucket] = new.get(bucket, 0) + n
         if new:
             self.owner.update(spread(new, len(self.workers), self.routed))
 
@@ -216,7 +231,7 @@ class StreamRouter(WorkerRouter):
         self._start()
         for index in range(len(self.workers)):
             self._post(index, "finish", None, "finish")
-        out = self._gather("finish", len(self.workers))
+        out = _by_key(self._gather_raw("finish", len(self.workers)))
         self._end()
         self._buffered = {}
         yield from coalesce([b for key in self.first if key in out for b in out[key][0]])
@@ -286,18 +301,6 @@ class StreamRouter(WorkerRouter):
 
     # -- answers ----------------------------------------------------------------------------
 
-    def _gather(self, seq: object, answers: int
-                ) -> dict[tuple, tuple[list[pa.RecordBatch], Any, int]]:
-        out: dict[tuple, tuple[list[pa.RecordBatch], Any, int]] = {}
-        for entries, batches in self._gather_raw(seq, answers).values():
-            rows = batches[0] if batches else None  # every key's matches, one after another
-            position = 0
-            for key, count, counts, buffered in entries:
-                mine = [rows.slice(position, count)] if count and rows is not None else []
-                out[key] = (mine, counts, buffered)
-                position += count
-        return out
-
     def _gather_raw(self, seq: object, answers: int) -> dict[int, tuple]:
         while len(self._answers.get(seq, ())) < answers:
             self._wait()
@@ -331,3 +334,36 @@ class StreamRouter(WorkerRouter):
             on_close, self.on_close = self.on_close, None
             on_close(self, self._ended_cleanly)
 
+
+def _by_key(answers: dict[int, tuple]) -> dict[tuple, tuple[list[pa.RecordBatch], Any, int]]:
+    """Per key of the workers' ``answers``: its matches, its statistics (or None) and the
+    rows its run keeps. A worker's matches are one batch, key after key."""
+    out: dict[tuple, tuple[list[pa.RecordBatch], Any, int]] = {}
+    for entries, batches in answers.values():
+        position = 0
+        for key, count, counts, buffered in entries:
+            out[key] = ([batches[0].slice(position, count)] if count else [], counts, buffered)
+            position += count
+    return out
+
+
+def _in_key_order(keys: list[tuple], answers: dict[int, tuple]) -> pa.RecordBatch | None:
+    """The matches of the workers' ``answers``, those of ``keys[0]`` first, then those of
+    ``keys[1]``, ... (the order of ``workers = 1``), as one batch taken from the
+    workers' batches; None where there are none."""
+    parts: list[pa.RecordBatch] = []
+    where: dict[tuple, tuple[int, int]] = {}  # each key's first row in the parts joined, rows
+    position = 0
+    for entries, batches in answers.values():
+        parts += batches[:1]  # none where the worker's keys have no matches
+        for key, count, _, _ in entries:
+            where[key] = (position, count)
+            position += count
+    if not parts:
+        return None
+    firsts = np.array([where[key][0] for key in keys], np.int64)
+    sizes = np.array([where[key][1] for key in keys], np.int64)
+    # Row i of the result is row firsts[k] + (i - the rows of the keys before k) of the parts.
+    index = np.arange(int(sizes.sum())) + np.repeat(firsts - (np.cumsum(sizes) - sizes), sizes)
+    joined = parts[0] if len(parts) == 1 else pa.concat_batches(parts)
+    return joined.take(pa.array(index))
