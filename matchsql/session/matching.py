@@ -354,17 +354,20 @@ class MatchRunner:
             if again else None
         queries = InputQueries(input_sql, unsorted, spec.partition_by,
                                order_keys(node, spec.order_by), unread=unread_columns(spec))
-        scatter = None  # the input queries of worker processes (matchsql/workers/scatter.py)
-        if self.executor.config.workers > 1 and spec.partition_by:
+        on_workers = self.executor.config.workers > 1 and bool(spec.partition_by)
+        scatter = None  # the input queries of the scatter mode (matchsql/workers/scatter.py),
+        # planned only for that mode: its catalog query costs every statement a millisecond
+        if on_workers and self.executor.workers.mode == "scatter":
             scatter = scatter_plan(node, spec, spec.columns.names if narrow else None, cursor,
                                    presorted=queries.order if may_skip_sort(cursor) else None)
         if self._profiles is None:
             return spec.output_schema(), self._match_batches(spec, cursor, queries,
+                                                             on_workers=on_workers,
                                                              scatter=scatter)
         profile = MatchProfile(_path_name(spec, self.executor.config), not spec.rows_per_match.all_rows)
         self._profiles[offset_of(node.this)] = profile
         return spec.output_schema(), profile.output(
-            self._match_batches(spec, cursor, queries, profile, scatter))
+            self._match_batches(spec, cursor, queries, profile, on_workers, scatter))
 
     def _projected(self, node, spec: MatchSpec) -> tuple[MatchSpec, str] | None:
         """ONE ROW PER MATCH reads only the PARTITION BY and ORDER BY columns and
@@ -405,6 +408,7 @@ class MatchRunner:
 
     def _match_batches(self, spec: MatchSpec, cursor, queries: InputQueries,
                        profile: MatchProfile | None = None,
+                       on_workers: bool = False,
                        scatter: ScatterPlan | None = None) -> Iterator[pa.RecordBatch]:
         """Stream the input through one matcher run per partition.
 
@@ -444,7 +448,7 @@ class MatchRunner:
                 return ordered_rows(queries, lambda sql: cursor.sql(sql).to_arrow_reader(
                     config.batch_size), cursor, config.threads)
 
-            if scatter is not None and self.executor.workers.claim():
+            if on_workers and self.executor.workers.claim():
                 yield from self.executor.workers.run(spec, config, cancel, open_input=open_input,
                                                      sorted_input=ordered_input, scatter=scatter)
                 return

@@ -57,7 +57,8 @@ class WorkerSession:
     def run(self, spec: MatchSpec, config: Config, cancel: Cancellation, *,
             open_input: Callable[[str], Iterable[pa.RecordBatch]],
             sorted_input: Callable[[], GroupedRows | pa.Table | Iterable[pa.RecordBatch]],
-            scatter: ScatterPlan, policy: Policy | None = None) -> Iterator[pa.RecordBatch]:
+            scatter: ScatterPlan | None, policy: Policy | None = None
+            ) -> Iterator[pa.RecordBatch]:
         """The matches of one MATCH_RECOGNIZE. :attr:`mode` "sorted" routes the rows of
         ``sorted_input()``: the input in partition and ORDER BY order, got as the caller
         gets it for ``workers = 1`` (its own order where it is in order, else DuckDB's
@@ -68,7 +69,7 @@ class WorkerSession:
             pool = self._pool(config.workers)
             policy = policy if policy is not None else self.policy_factory()
             router: WorkerRouter
-            if self.mode == "sorted":
+            if self.mode == "sorted" or scatter is None:
                 router = WorkerRouter(pool, spec, config, cancel, policy=policy)
                 self.last = router
                 yield from router.run(sorted_input())
