@@ -479,7 +479,8 @@ def stream_migration(sizes: list[int]) -> None:
 def input_modes(rows: int, partitions: int, repeat: int) -> None:
     print(f"\n6. continuous queries by input mode, {rows:,} live rows in time order, "
           f"{partitions} partitions, batches of 20,000 (best of {repeat}): pull routes each "
-          "batch and waits for its matches; push and adaptive read in a push thread into "
+          "batch (the next one at hand: on the workers one batch stays in flight while the "
+          "next is cut); push and adaptive read in a push thread into "
           "InputHolders, and the query thread matches every ready holder at once (on the "
           "workers) or one at a time (in this process)")
     header = (f"{'query':<9}{'mode':<10}{'matches':>10}{'w1 s':>8}{'w2 s':>8}{'w2/w1':>7}"

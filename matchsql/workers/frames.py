@@ -1,7 +1,7 @@
 """Payload framing shared by both ends: a pickled list of entries, then an Arrow IPC stream.
 
 The entries say what the rows are (for input: partition, bucket, key, row
-count, last piece?; for output: partition, batch count, partition done?);
+count, last piece?; for output: partition, row count, partition done?);
 the IPC stream holds the rows themselves. Only engine-made values are
 pickled here (partition keys, counters), never user text to be evaluated.
 """

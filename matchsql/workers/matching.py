@@ -18,11 +18,10 @@ from matchsql.config import Config
 from matchsql.errors import Error
 from matchsql.plan.spec import MatchSpec
 from matchsql.planner import new_partition_matcher, whole_partitions
-from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import (
     PartitionRun,
     feed_last,
-    key_at,
+    keys_of,
     partition_key,
     segments,
 )
@@ -63,7 +62,8 @@ class Query:
         return new_partition_matcher(self.spec, key, self.config)
 
     def data(self, entries: list[tuple], batches: list[pa.RecordBatch]) -> tuple[list, list]:
-        """Feed each entry's rows to its partition's run; the matches per partition.
+        """Feed each entry's rows to its partition's run; the matches, partition after
+        partition, with each partition's ``(number, rows, done)``.
 
         Runs of complete partitions (first and last piece in this message) are
         matched together where the planner allows it, as the single-process
@@ -76,9 +76,9 @@ class Query:
         group: list[tuple[int, tuple, int, int]] = []
 
         def emit(number: int, produced: list[pa.RecordBatch], last: bool) -> None:
-            produced = [b for b in coalesce(produced) if b.num_rows]
+            produced = [b for b in produced if b.num_rows]
             if produced or last:
-                out_entries.append((number, len(produced), last))
+                out_entries.append((number, sum(b.num_rows for b in produced), last))
                 out.extend(produced)
 
         def flush() -> None:
@@ -121,8 +121,11 @@ class Query:
         per: dict[int, list[pa.RecordBatch]] = {number: [] for number, _, _, _ in group}
         keys = self.spec.partition_by
         for batch in produced:
-            for a, b in segments(batch, keys):
-                per[number_of[key_at(batch, keys, a)]].append(batch.slice(a, b - a))
+            bounds = segments(batch, keys)
+            # Each segment's key from one conversion of their first rows.
+            heads = keys_of(batch.take(pa.array([a for a, _ in bounds])), keys)
+            for (a, b), key in zip(bounds, heads):
+                per[number_of[key]].append(batch.slice(a, b - a))
         return list(per.items())
 
     def serve(self, writer: RingWriter, kind: str, payload: bytes, extra: Any) -> None:
@@ -181,7 +184,10 @@ def answer(query: Query, writer: RingWriter, entries: list[tuple],
     total = sum(entry[3] for entry in entries) or 1
     for entry in entries:
         query.bucket_ns[entry[1]] = query.bucket_ns.get(entry[1], 0) + spent * entry[3] // total
-    # Sent even when empty: the row count is the router's measure of this queue.
+    # Sent even when empty: the row count is the router's measure of this queue. The
+    # matches go as one batch (each partition's rows counted in its entry): hundreds of
+    # small IPC batches cost more to write and read than one copy of the rows.
     out = [cast(batch, query.schema) for batch in out]
+    joined = [pa.concat_batches(out)] if len(out) > 1 else out
     # Written straight into the ring (no copy of the matches on the way).
-    writer.send("out", Packed(out_entries, out, query.schema), query.rows)
+    writer.send("out", Packed(out_entries, joined, query.schema), query.rows)

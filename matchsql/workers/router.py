@@ -432,13 +432,14 @@ class WorkerRouter:
             self._answer(index, kind, payload, extra)
 
     def _on_out(self, index: int, payload: bytes, extra) -> None:
-        """Matches of sorted pieces: per partition number, with its "done" mark."""
+        """Matches of sorted pieces: per partition number its rows of the answer's one
+        batch, with its "done" mark."""
         entries, batches = unpack(payload)
         position = 0
-        for number, count, done in entries:
-            if count:
-                self._out.setdefault(number, []).extend(batches[position:position + count])
-                position += count
+        for number, rows, done in entries:
+            if rows:
+                self._out.setdefault(number, []).append(batches[0].slice(position, rows))
+                position += rows
             if done:
                 self._done.add(number)
         self.done_rows[index] = extra
