@@ -78,6 +78,9 @@ class _Analyzer:
         self.con = con.cursor()
         self.pattern: PatternNode = node.args["pattern"].this
         self.variables = self.pattern.variables()
+        # resolve_columns' copies by the expression they copy (held, so its id stays its
+        # own): priming the types and checking each expression then read the same copy.
+        self._resolved: dict[int, tuple[exp.Expr, exp.Expr]] = {}
 
     def error(self, cls: type, message: str, where: exp.Expr | int | None) -> Exception:
         offset = where if isinstance(where, int) or where is None else position(where)
@@ -230,7 +233,11 @@ class _Analyzer:
         )
 
     def resolve_columns(self, expr: exp.Expr) -> exp.Expr:
-        """A copy of ``expr`` whose column names are the schema's exact names."""
+        """A copy of ``expr`` whose column names are the schema's exact names (one copy
+        per expression of the node: callers read it, none changes it)."""
+        found = self._resolved.get(id(expr))
+        if found is not None and found[0] is expr:
+            return found[1]
         out = expr.copy()
         for col in list(out.find_all(exp.Column)):
             ident = col.this
@@ -241,6 +248,7 @@ class _Analyzer:
             new = exp.Identifier(this=actual, quoted=quoted)
             new.meta.update(ident.meta)
             col.set("this", new)
+        self._resolved[id(expr)] = (expr, out)
         return out
 
     def key_column(self, expr: exp.Expr, clause: str) -> str:

@@ -43,12 +43,21 @@ class ExpressionTyper:
         self.sql = sql
         # Types bound ahead by prime(): plain SQL text -> (DuckDB type name, Arrow field).
         self._known: dict[str, tuple[str, pa.Field]] = {}
+        # Each expression's plain SQL text, by the expression (held, so its id stays its
+        # own): priming and typing it then build its stand-in once.
+        self._texts: dict[int, tuple[exp.Expr, str]] = {}
+
+    def _text(self, expr: exp.Expr) -> str:
+        held = self._texts.get(id(expr))
+        if held is None or held[0] is not expr:
+            held = self._texts[id(expr)] = (expr, to_plain_sql(expr).sql(dialect="duckdb"))
+        return held[1]
 
     def prime(self, exprs: list[exp.Expr]) -> None:
         """Bind ``exprs`` in one DuckDB query, so that typing them later costs no
         round trip (each costs a few ms; a query has several). Failures are left
         to the one-by-one typing, which locates them."""
-        texts = list(dict.fromkeys(to_plain_sql(e).sql(dialect="duckdb") for e in exprs))
+        texts = list(dict.fromkeys(self._text(e) for e in exprs))
         if not texts:
             return
         select = ", ".join(f"{text} AS v{i}" for i, text in enumerate(texts))
@@ -67,22 +76,20 @@ class ExpressionTyper:
 
     def duckdb_type(self, expr: exp.Expr) -> str:
         """DuckDB's name for the type of ``expr`` (e.g. ``BOOLEAN``)."""
-        plain = to_plain_sql(expr)
-        known = self._known.get(plain.sql(dialect="duckdb"))
+        known = self._known.get(self._text(expr))
         if known is not None:
             return known[0]
         try:
-            return str(self._bind(plain).types[0])
+            return str(self._bind(to_plain_sql(expr)).types[0])
         except duckdb.Error as exc:
             raise self._locate(expr, exc) from None
 
     def field(self, expr: exp.Expr) -> pa.Field:
-        plain = to_plain_sql(expr)
-        known = self._known.get(plain.sql(dialect="duckdb"))
+        known = self._known.get(self._text(expr))
         if known is not None:
             return known[1]
         try:
-            return self._bind(plain).to_arrow_table().schema.field(0)
+            return self._bind(to_plain_sql(expr)).to_arrow_table().schema.field(0)
         except duckdb.Error as exc:
             raise self._locate(expr, exc) from None
 
