@@ -80,8 +80,10 @@ class HashPartitionRouter:
         if count == 1:
             return KeyGroups([self._key(batch, 0)], np.zeros(n, np.int64), np.arange(n),
                              np.array([n]))
-        # One stable sort: rows by group, each group's rows in arrival order.
-        order = np.argsort(codes, kind="stable")
+        # One stable sort: rows by group, each group's rows in arrival order (numpy sorts
+        # 16-bit keys by radix, several times faster than 64-bit ones).
+        order = np.argsort(codes.astype(np.uint16) if count <= 1 << 16 else codes,
+                           kind="stable")
         counts = np.bincount(codes, minlength=count)
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
         firsts = order[starts]  # each group's first row in the batch

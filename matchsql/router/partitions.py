@@ -151,8 +151,11 @@ def key_at(batch: pa.RecordBatch, keys: list[str], row: int) -> tuple:
 
 def keys_of(batch: pa.RecordBatch, keys: list[str]) -> list[tuple]:
     """:func:`key_at` of every row of ``batch`` (each column converted at once)."""
-    return [partition_key(values)
-            for values in zip(*(batch.column(name).to_pylist() for name in keys))]
+    columns = [batch.column(name) for name in keys]
+    rows = zip(*(column.to_pylist() for column in columns))
+    if not any(pa.types.is_floating(column.type) for column in columns):
+        return list(rows)  # no NaN to share: :func:`partition_key` would change nothing
+    return [partition_key(values) for values in rows]
 
 
 def _piece(batch: pa.RecordBatch, bound: tuple[int, int]) -> pa.RecordBatch:

@@ -159,15 +159,16 @@ class StreamRouter(WorkerRouter):
         self._start()
         self._check()
         counts = groups.counts.tolist()
-        self._place_new_buckets(groups.keys, counts)
-        buckets = [self.first[key] for key in groups.keys]
-        owners = [self.owner[bucket] for bucket in buckets]
+        buckets = self._place_new_buckets(groups.keys, counts)
+        owner = self.owner
+        owners = [owner[bucket] for bucket in buckets]
         entries: dict[int, list[tuple]] = {}
         for key, bucket, index, n in zip(groups.keys, buckets, owners, counts):
-            self.routed[index] += n
+            entries.setdefault(index, []).append((key, bucket, n))
+        for bucket, n in _sums(buckets, counts).items():  # the load figures, per bucket
+            self.routed[owner[bucket]] += n
             self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + n
             self.recent[bucket] = self.recent.get(bucket, 0) + n
-            entries.setdefault(index, []).append((key, bucket, n))
         # The rows by worker, then by partition (in order of first appearance): a stable
         # sort of the partition-ordered rows by their worker.
         row_owner = np.asarray(owners, np.int16)[groups.codes[groups.order]]
@@ -198,22 +199,24 @@ class StreamRouter(WorkerRouter):
         if self._flight:
             raise internal_error(RuntimeError("a batch is still in flight"))
 
-    def _place_new_buckets(self, keys: list[tuple], counts: list[int]) -> None:
-        """Give every bucket this batch meets for the first time an owner, all at once
-        by their rows in the batch (LPT on top of the rows routed so far): placed one
-        by one as met, a bucket would go by the load before the batch's later
-        partitions of the same bucket were counted, which left one worker 20% busier
-        on evenly loaded partitions."""
-        new: dict[int, int] = {}
-        for key, n in zip(keys, counts):
-            bucket = self.first.get(key)
-            if bucket is None:
-                bucket = self.first[key] = bucket_of(key, self.buckets)
-                self.partitions += 1
-            if bucket not in self.owner:
-                new[bucket] = new.get(bucket, 0) + n
-        if new:
-            self.owner.update(spread(new, len(self.workers), self.routed))
+    def _place_new_buckets(self, keys: list[tuple], counts: list[int]) -> list[int]:
+        """Each key's bucket; every bucket this batch meets for the first time gets an
+        owner, all at once by their rows in the batch (LPT on top of the rows routed so
+        far): placed one by one as met, a bucket would go by the load before the
+        batch's later partitions of the same bucket were counted, which left one worker
+        20% busier on evenly loaded partitions."""
+        first = self.first
+        buckets = [first.get(key, -1) for key in keys]
+        if -1 in buckets:  # keys met for the first time
+            for i, key in enumerate(keys):
+                if buckets[i] < 0:
+                    buckets[i] = first[key] = bucket_of(key, self.buckets)
+                    self.partitions += 1
+            new = {bucket: n for bucket, n in _sums(buckets, counts).items()
+                   if bucket not in self.owner}
+            if new:
+                self.owner.update(spread(new, len(self.workers), self.routed))
+        return buckets
 
     @property
     def in_flight(self) -> int:
@@ -333,6 +336,14 @@ class StreamRouter(WorkerRouter):
         if self.on_close is not None:
             on_close, self.on_close = self.on_close, None
             on_close(self, self._ended_cleanly)
+
+
+def _sums(buckets: list[int], counts: list[int]) -> dict[int, int]:
+    """Rows per bucket."""
+    sums: dict[int, int] = {}
+    for bucket, n in zip(buckets, counts):
+        sums[bucket] = sums.get(bucket, 0) + n
+    return sums
 
 
 def _by_key(answers: dict[int, tuple]) -> dict[tuple, tuple[list[pa.RecordBatch], Any, int]]:
