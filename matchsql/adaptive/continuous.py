@@ -150,6 +150,9 @@ def live_batches(reader: LiveReader, next_seq: int) -> Iterator[tuple[pa.RecordB
         yield batch, enqueue_sum_ns
 
 
+_END: Any = object()  # no item (an iterator's end: items may be None)
+
+
 def _with_more(items: Iterable[T]) -> Iterator[tuple[T, bool]]:
     """``(item, whether another item follows)`` for each item, one item read ahead."""
     iterator = iter(items)
@@ -158,9 +161,6 @@ def _with_more(items: Iterable[T]) -> Iterator[tuple[T, bool]]:
         item = next(iterator, _END)
         yield previous, item is not _END
         previous = item
-
-
-_END: Any = object()
 
 
 def _counted(metrics: InputMetrics,

@@ -9,6 +9,7 @@ import pytest
 
 from matchsql.errors import StreamError
 from matchsql.storage.demo import synthetic_trades
+from matchsql.workers.stream import StreamRouter
 from tests.streams.conftest import bounded, wait_reopened
 from tests.streams.test_live import PRODUCE_SYNTHETIC, QUERY, TRADES, one_shot
 
@@ -69,10 +70,15 @@ def test_spill_while_reading(con, spawn):
     assert live == one_shot(con, 4000)
 
 
-def test_hybrid_query_equals_one_shot_at_random_splits(con, spawn, tmp_path):
-    """History from the archive, then the live tail: boundary-spanning matches found once."""
+@pytest.mark.parametrize("workers", [1, 2])
+def test_hybrid_query_equals_one_shot_at_random_splits(con, spawn, tmp_path, workers):
+    """History from the archive, then the live tail: boundary-spanning matches found once.
+    On two workers the history's batches go with the next one at hand (one in flight)."""
     rows = 3000
     expected = one_shot(con, rows)
+    if workers > 1:
+        con.sql(f"SET workers = {workers}")
+        con.sql("SET batch_size = 250")  # several history batches
     rng = random.Random(5)
     for number, split in enumerate(sorted(rng.sample(range(1, rows), 2))):
         name = f"trades{number}"
@@ -90,6 +96,8 @@ def test_hybrid_query_equals_one_shot_at_random_splits(con, spawn, tmp_path):
         hybrid = sorted(bounded(con.sql(query).fetchall))
         assert tail.wait() == 0
         assert hybrid == expected, f"split at {split}"
+        if workers > 1:
+            assert isinstance(con._executor.workers.last, StreamRouter)
         con.sql(f"DROP STREAM {name}")
 
 
