@@ -35,6 +35,7 @@ import numpy as np
 from numba import njit
 
 from matchsql.compile_cache import use_keyed_cache
+from matchsql.router.partitions import group_order, narrow_codes
 
 use_keyed_cache()  # before the kernels below are defined: see compile_cache
 
@@ -224,26 +225,6 @@ def short_string_codes(offsets: np.ndarray, data: np.ndarray, validity: np.ndarr
 COMPILED_FROM_ROWS = 1 << 17  # rows from which the compiled passes run (fewer: numpy's)
 
 
-def group_order(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, bool]:
-    """``(perm, starts, grouped)``: the stable permutation that sorts ``codes`` (values in
-    ``[0, count)``), each code's first position in it (``count + 1`` entries) and whether
-    the rows were grouped already (then ``perm`` is empty: the identity), by numpy's
-    stable sort: :class:`CountingSort` on small inputs."""
-    starts = np.zeros(count + 1, np.int64)
-    np.cumsum(np.bincount(codes, minlength=count), out=starts[1:])
-    if len(codes) < 2 or bool(np.all(codes[1:] >= codes[:-1])):
-        return np.empty(0, np.int64), starts, True
-    return np.argsort(_narrow(codes, count), kind="stable").astype(np.int64), starts, False
-
-
-def _narrow(codes: np.ndarray, count: int) -> np.ndarray:
-    """``codes`` (values below ``count``) in 8 or 16 bits where they fit: numpy's stable
-    argsort sorts those by radix, several times faster than 64-bit keys."""
-    if count > 1 << 16:
-        return codes
-    return codes.astype(np.uint8 if count <= 1 << 8 else np.uint16)
-
-
 def each_partition_in_order(codes: np.ndarray, count: int, values: np.ndarray,
                             nulls: np.ndarray, nulls_first: np.ndarray) -> bool:
     """:func:`partitions_in_order`, on small inputs by comparing adjacent rows once the
@@ -254,7 +235,7 @@ def each_partition_in_order(codes: np.ndarray, count: int, values: np.ndarray,
     has_nulls = nulls.shape[1] == n
     undecided = np.ones(max(n - 1, 0), bool)  # pairs of adjacent rows not yet decided
     if len(codes):
-        perm = np.argsort(_narrow(codes, count), kind="stable")
+        perm = np.argsort(narrow_codes(codes, count), kind="stable")
         values = values[:, perm]
         nulls = nulls[:, perm] if has_nulls else nulls
         grouped = codes[perm]

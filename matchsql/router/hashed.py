@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from matchsql.router.partitions import PartitionRun, RunFactory, key_at, keys_of
+from matchsql.router.partitions import PartitionRun, RunFactory, group_order, key_at, keys_of
 
 
 @dataclass
@@ -80,12 +80,12 @@ class HashPartitionRouter:
         if count == 1:
             return KeyGroups([self._key(batch, 0)], np.zeros(n, np.int64), np.arange(n),
                              np.array([n]))
-        # One stable sort: rows by group, each group's rows in arrival order (numpy sorts
-        # 16-bit keys by radix, several times faster than 64-bit ones).
-        order = np.argsort(codes.astype(np.uint16) if count <= 1 << 16 else codes,
-                           kind="stable")
-        counts = np.bincount(codes, minlength=count)
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        # One stable sort: rows by group, each group's rows in arrival order.
+        order, bounds, grouped = group_order(codes, count)
+        if grouped:
+            order = np.arange(n)
+        counts = np.diff(bounds)
+        starts = bounds[:-1]
         firsts = order[starts]  # each group's first row in the batch
         appearance = np.argsort(firsts, kind="stable")  # groups in order of first appearance
         rank = np.empty(count, np.int64)

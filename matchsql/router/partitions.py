@@ -193,3 +193,23 @@ def segments(batch: pa.RecordBatch, keys: list[str]) -> list[tuple[int, int]]:
     cuts = np.flatnonzero(change) + 1
     bounds = [0, *cuts.tolist(), n]
     return list(zip(bounds[:-1], bounds[1:]))
+
+
+def group_order(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(perm, starts, grouped)``: the stable permutation that sorts ``codes`` (values in
+    ``[0, count)``), each code's first position in it (``count + 1`` entries) and whether
+    the rows were grouped already (then ``perm`` is empty: the identity), by numpy's
+    stable sort (the counting sort's on small inputs: router/grouping.py)."""
+    starts = np.zeros(count + 1, np.int64)
+    np.cumsum(np.bincount(codes, minlength=count), out=starts[1:])
+    if len(codes) < 2 or bool(np.all(codes[1:] >= codes[:-1])):
+        return np.empty(0, np.int64), starts, True
+    return np.argsort(narrow_codes(codes, count), kind="stable").astype(np.int64), starts, False
+
+
+def narrow_codes(codes: np.ndarray, count: int) -> np.ndarray:
+    """``codes`` (values below ``count``) in 8 or 16 bits where they fit: numpy's stable
+    argsort sorts those by radix, several times faster than 64-bit keys."""
+    if count > 1 << 16:
+        return codes
+    return codes.astype(np.uint8 if count <= 1 << 8 else np.uint16)

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from matchsql.router.grouping import (
     CountingSort,
     each_partition_in_order,
-    group_order,
     parallel_in_order,
     partitions_in_order,
 )
+from matchsql.router.partitions import group_order
 from matchsql.router.presorted import _distinct_span, _joined
 
 
