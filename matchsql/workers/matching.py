@@ -21,9 +21,6 @@ from matchsql.planner import new_partition_matcher, whole_partitions
 from matchsql.router.partitions import (
     PartitionRun,
     feed_last,
-    keys_of,
-    partition_key,
-    segments,
 )
 from matchsql.router.presorted import GroupedRows
 from matchsql.spark.state import restore_like, snapshot_matcher
@@ -45,10 +42,8 @@ class Query:
         # partition number -> (bucket, key, run): the partitions begun and not finished.
         self.runs: dict[int, tuple[int, tuple, PartitionRun]] = {}
         # Matches a run of complete partitions at once (fsm/compiled/batch.py), when the
-        # planner allows it and the output carries the partition columns to cut it by.
-        whole, _ = whole_partitions(spec, self.config)
-        names = set(self.schema.names)
-        self.whole = whole if whole is not None and set(spec.partition_by) <= names else None
+        # planner allows it.
+        self.whole, _ = whole_partitions(spec, self.config)
         self.failed = False
         # The query's grouped input in shared memory (see :mod:`.shared_rows`), where the
         # router sends ranges of it rather than rows.
@@ -83,8 +78,10 @@ class Query:
 
         def flush() -> None:
             if len(group) > 1:
-                for number, produced in self._whole(rows, group):
-                    emit(number, produced, True)
+                produced, counts = self._whole(rows, group)
+                out_entries.extend((number, count, True)
+                                   for (number, *_), count in zip(group, counts.tolist()))
+                out.extend(produced)
             for number, key, offset, count in group if len(group) == 1 else ():
                 emit(number, feed_last(self.new_run(key), rows.slice(offset, count)), True)
             group.clear()
@@ -94,7 +91,7 @@ class Query:
             start, offset = offset, offset + count
             self.rows += count
             held = self.runs.get(number)
-            if self.whole is not None and held is None and last and count and plain(key):
+            if self.whole is not None and held is None and last and count:
                 group.append((number, key, start, count))
                 continue
             flush()
@@ -110,23 +107,19 @@ class Query:
         return out_entries, out
 
     def _whole(self, rows: pa.RecordBatch, group: list[tuple[int, tuple, int, int]]
-               ) -> list[tuple[int, list[pa.RecordBatch]]]:
-        """Complete partitions matched in one pass, each one's output found by its key."""
+               ) -> tuple[list[pa.RecordBatch], np.ndarray]:
+        """Complete partitions matched in one pass: their output, and how many of its
+        rows each partition has (in the group's order, which is the output's)."""
         start = group[0][2]
         counts = [count for _, _, _, count in group]
         bounds = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         assert self.whole is not None
-        produced = self.whole.match(rows.slice(start, int(bounds[-1])), bounds)
-        number_of = {partition_key(key): number for number, key, _, _ in group}
-        per: dict[int, list[pa.RecordBatch]] = {number: [] for number, _, _, _ in group}
-        keys = self.spec.partition_by
-        for batch in produced:
-            bounds = segments(batch, keys)
-            # Each segment's key from one conversion of their first rows.
-            heads = keys_of(batch.take(pa.array([a for a, _ in bounds])), keys)
-            for (a, b), key in zip(bounds, heads):
-                per[number_of[key]].append(batch.slice(a, b - a))
-        return list(per.items())
+        produced, out_counts = self.whole.match_counted(rows.slice(start, int(bounds[-1])),
+                                                        bounds)
+        produced = [batch for batch in produced if batch.num_rows]
+        if sum(batch.num_rows for batch in produced) != int(out_counts.sum()):
+            raise Error("a worker's matches did not add up to its partitions' counts")
+        return produced, out_counts
 
     def serve(self, writer: RingWriter, kind: str, payload: bytes, extra: Any) -> None:
         if kind == "data":
@@ -161,11 +154,6 @@ class Query:
             self.runs[number] = (bucket, key, run)
             numbers.append(number)
         return numbers
-
-
-def plain(key: tuple) -> bool:
-    """A key that equals itself (no NaN), so the output's copy of it finds it again."""
-    return all(value == value for value in key)
 
 
 def cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

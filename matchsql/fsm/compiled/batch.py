@@ -37,7 +37,7 @@ from matchsql.fsm.compiled.matcher import (
     raise_status,
     register_columns,
 )
-from matchsql.fsm.compiled.measures import output_batch
+from matchsql.fsm.compiled.measures import expansion, output_batch
 from matchsql.fsm.compiled.rowlocal import EDGES, PartitionEdges
 from matchsql.plan.row_functions import Navigation
 from matchsql.plan.spec import RowsPerMatch
@@ -84,11 +84,21 @@ class WholePartitions:
         ``bounds`` starts at 0 and ends at ``batch.num_rows``. Calls for several
         statements may share this object: the statement's ``cancel`` comes per call.
         """
+        return self.match_counted(batch, bounds, cancel)[0]
+
+    def match_counted(self, batch: pa.RecordBatch, bounds: np.ndarray,
+                      cancel: Cancellation | None = None
+                      ) -> tuple[list[pa.RecordBatch], np.ndarray]:
+        """:meth:`match`, and how many of its output rows each partition has (one row per
+        match, partition after partition): a worker hands its partitions' matches back
+        by these counts rather than finding each one's rows by its key again."""
         cancel = cancel or Cancellation()
         flag = cancel.flag
         n = batch.num_rows
+        parts = max(len(bounds) - 1, 0)
+        found = np.zeros(parts, np.int64)  # matches per partition
         if n == 0:
-            return []
+            return [], found
         plan = self.plan
         columns: dict = {name: batch.column(name) for name in batch.schema.names}
         columns[EDGES] = PartitionEdges(bounds)
@@ -113,7 +123,7 @@ class WholePartitions:
                                              self.obs_last | self.obs_first)
         kernel = self._kernel
         out = _Output(caps)
-        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        for part, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
             rows = b - a
             params[K.K_ROWS] = rows
             params[K.K_LIMIT] = rows
@@ -134,6 +144,7 @@ class WholePartitions:
                         part_cols, part_valid, self.set_mask, self.obs_last, self.obs_first,
                         self.skip_mask, params, *self.no_stats, *work, records, labs, flag)
                 out.wrote(int(n_rec), int(n_lab), a)
+                found[part] += n_rec
                 if status != K.ST_FULL:
                     break
                 params[K.K_NEXT] = nxt
@@ -146,10 +157,17 @@ class WholePartitions:
             if status >= K.ST_THREADS:
                 raise_status(self.spec, self.config, int(status), int(err_row))
         if not out.records_used:
-            return []
+            return [], found
         cancel.check()
         rows = Rows(pa.Table.from_batches([batch]), 0, batch.num_rows, True)
-        return [output_batch(self.spec, self.plan.measures, out.matches(), rows)]
+        matches = out.matches()
+        expanded = None
+        counts = found  # ONE ROW PER MATCH: a row per match
+        if self.spec.rows_per_match.all_rows:
+            expanded = expansion(self.spec, matches)
+            counts = np.bincount(np.repeat(np.arange(parts), found)[expanded.match],
+                                 minlength=parts)
+        return [output_batch(self.spec, self.plan.measures, matches, rows, expanded)], counts
 
 
 def _threads(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, ...]:

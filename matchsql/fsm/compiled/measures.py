@@ -149,10 +149,17 @@ def _moved(at: np.ndarray, delta: int, rows: Rows) -> np.ndarray:
 RunningMeasure = Callable[[Matches, Expansion, Rows], pa.Array]
 
 
-def output_batch(spec: MatchSpec, measures: list, m: Matches, rows: Rows) -> pa.RecordBatch:
+def expansion(spec: MatchSpec, m: Matches) -> Expansion:
+    """The output rows of ALL ROWS PER MATCH for the matches ``m``."""
+    return Expansion.of(m, spec.rows_per_match is not RowsPerMatch.ALL_OMIT_EMPTY)
+
+
+def output_batch(spec: MatchSpec, measures: list, m: Matches, rows: Rows,
+                 expanded: Expansion | None = None) -> pa.RecordBatch:
     """The output rows of the complete matches ``m``, in the spec's output shape:
-    ONE ROW PER MATCH (``measures`` from :class:`MeasureCompiler`) or ALL ROWS PER
-    MATCH (from :class:`RunningMeasureCompiler`)."""
+    ONE ROW PER MATCH (``measures`` from :class:`MeasureCompiler`, a row per match) or
+    ALL ROWS PER MATCH (from :class:`RunningMeasureCompiler`; the rows of
+    ``expanded``, the caller's :func:`expansion` of ``m`` where it has one)."""
 
     def take(name: str, at: np.ndarray) -> pa.Array:
         values = rows.table.column(name).take(pa.array(at - rows.base, pa.int64()))
@@ -162,7 +169,7 @@ def output_batch(spec: MatchSpec, measures: list, m: Matches, rows: Rows) -> pa.
         arrays = [take(c, m.starts) for c in spec.partition_by]
         arrays += [fn(m, rows) for fn in measures]
     else:
-        e = Expansion.of(m, spec.rows_per_match is not RowsPerMatch.ALL_OMIT_EMPTY)
+        e = expanded if expanded is not None else expansion(spec, m)
         used = set(spec.partition_by) | set(spec.order_by)
         arrays = [take(c, e.row) for c in [*spec.partition_by, *spec.order_by]]
         arrays += [fn(m, e, rows) for fn in measures]
