@@ -244,9 +244,9 @@ class WorkerRouter:
         for part, (end, key, bucket) in enumerate(zip(ends, keys, buckets)):
             number = self._begin_partition(bucket)
             assert number == part  # a worker finds the partition's key by its number
-            while start < end:
+            while start < end:  # (a partition has rows: its last piece ends it)
                 stop = min(end, start + step_rows)
-                self._add(bucket, (number, bucket, key, stop - start, False), (start, stop))
+                self._add(bucket, (number, bucket, key, stop - start, stop == end), (start, stop))
                 since_step += stop - start
                 start = stop
                 if since_step >= step_rows:  # (the partition may still be open: it may move)
@@ -254,7 +254,6 @@ class WorkerRouter:
                     self._check()
                     self._step()
                     yield from self._ready()
-            self._add(bucket, (number, bucket, key, 0, True), None)
 
     def _begin_partition(self, bucket: int) -> int:
         """Number the next partition and give its bucket an owner if it has none."""
