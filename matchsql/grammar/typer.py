@@ -29,8 +29,6 @@ from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, Pat
 
 __all__ = ["ExpressionTyper"]
 
-_VIEW = "__matchsql_mr_input"
-
 # Leaves that cannot fail to bind on their own; probing them is wasted work.
 _LEAVES = (exp.Column, exp.Literal, exp.Identifier, exp.Null, exp.Boolean, exp.DataType, exp.Star)
 
@@ -62,7 +60,7 @@ class ExpressionTyper:
             return
         select = ", ".join(f"{text} AS v{i}" for i, text in enumerate(texts))
         try:
-            relation = self.relation.query(_VIEW, f"SELECT {select} FROM {_VIEW}")
+            relation = self.relation.select(select)
             types = relation.types
             schema = relation.to_arrow_table().schema
         except duckdb.Error:
@@ -95,7 +93,9 @@ class ExpressionTyper:
 
     def _bind(self, plain: exp.Expr) -> duckdb.DuckDBPyRelation:
         text = plain.sql(dialect="duckdb")
-        return self.relation.query(_VIEW, f"SELECT {text} AS v FROM {_VIEW}")
+        # A projection of the relation: DuckDB binds it without the temporary view a
+        # query over the relation creates and drops (half the time of typing a statement).
+        return self.relation.select(f"{text} AS v")
 
     def _locate(self, expr: exp.Expr, exc: duckdb.Error) -> Error:
         """Find the innermost subexpression that fails and report it there."""
