@@ -71,6 +71,10 @@ CHUNK_ROWS = 65_536
 #: 65,536-row messages (medians of 8 runs in turns; bench notes in
 #: bench/results/workers.txt).
 SHARED_MESSAGES = 2
+#: ... but at most this many rows a message: a worker copies a message's rows out of the
+#: segment, so this bounds what it holds at once (10M rows, 2 workers: as fast as
+#: 2.5M-row messages, bench notes in bench/results/workers.txt).
+SHARED_MESSAGE_ROWS = 1 << 20
 #: Whether a message leaves out the partition still open at its end (see
 #: :meth:`WorkerRouter._send`); False only for the bench's "before".
 HOLD_OPEN = True
@@ -221,7 +225,7 @@ class WorkerRouter:
         self._mark("input")
         if self._sized:
             share = -(-rows.num_rows // (SHARED_MESSAGES * len(self.workers)))
-            self.chunk_rows = max(self.chunk_rows, share)
+            self.chunk_rows = max(self.chunk_rows, min(share, SHARED_MESSAGE_ROWS))
         shared = layout.bytes()
         for index in range(len(self.workers)):
             self._post(index, "share", shared)
