@@ -43,6 +43,14 @@ def least_loaded(load: Load) -> int:
     return min(range(len(load.routed)), key=lambda w: (load.routed[w], w))
 
 
+def rows_per_bucket(buckets: Sequence[int], rows: Sequence[int]) -> dict[int, int]:
+    """The rows of each bucket, from each partition's bucket and rows."""
+    sums: dict[int, int] = {}
+    for bucket, n in zip(buckets, rows):
+        sums[bucket] = sums.get(bucket, 0) + n
+    return sums
+
+
 def spread(bucket_rows: dict[int, int], workers: int,
            loads: Sequence[int] | None = None) -> dict[int, int]:
     """Owners for buckets whose rows are known before the first is routed (a one-time

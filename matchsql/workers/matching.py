@@ -18,10 +18,7 @@ from matchsql.config import Config
 from matchsql.errors import Error
 from matchsql.plan.spec import MatchSpec
 from matchsql.planner import new_partition_matcher, whole_partitions
-from matchsql.router.partitions import (
-    PartitionRun,
-    feed_last,
-)
+from matchsql.router.partitions import PartitionRun, feed_last
 from matchsql.router.presorted import GroupedRows
 from matchsql.spark.state import restore_like, snapshot_matcher
 from matchsql.workers.channel import RingWriter

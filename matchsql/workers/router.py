@@ -50,7 +50,7 @@ from matchsql.plan.spec import MatchSpec
 from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import keys_of, split
 from matchsql.router.presorted import GroupedRows
-from matchsql.workers.balance import Load, Policy, least_loaded, spread
+from matchsql.workers.balance import Load, Policy, least_loaded, rows_per_bucket, spread
 from matchsql.workers.frames import Packed, unpack
 from matchsql.workers.pool import Worker, WorkerPool
 from matchsql.workers.shared_rows import SharedLayout
@@ -235,9 +235,7 @@ class WorkerRouter:
         ends = rows.ends.tolist()
         keys = keys_of(heads, names)
         buckets = [bucket_of(key, self.buckets) for key in keys]
-        sizes: dict[int, int] = {}
-        for bucket, rows_in in zip(buckets, np.diff(rows.ends, prepend=0).tolist()):
-            sizes[bucket] = sizes.get(bucket, 0) + rows_in
+        sizes = rows_per_bucket(buckets, np.diff(rows.ends, prepend=0).tolist())
         for bucket, worker in spread(sizes, len(self.workers)).items():
             self.owner.setdefault(bucket, worker)
         start = 0

@@ -49,7 +49,7 @@ from matchsql.router.hashed import HashPartitionRouter, KeyGroups
 from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import PartitionRun, RunFactory
 from matchsql.spark.state import restore_like, snapshot_matcher
-from matchsql.workers.balance import Policy, least_loaded, spread
+from matchsql.workers.balance import Policy, least_loaded, rows_per_bucket, spread
 from matchsql.workers.frames import pack, unpack
 from matchsql.workers.pool import WorkerPool
 from matchsql.workers.router import MigrationRecord, WorkerRouter, bucket_of
@@ -165,7 +165,7 @@ class StreamRouter(WorkerRouter):
         entries: dict[int, list[tuple]] = {}
         for key, bucket, index, n in zip(groups.keys, buckets, owners, counts):
             entries.setdefault(index, []).append((key, bucket, n))
-        for bucket, n in _sums(buckets, counts).items():  # the load figures, per bucket
+        for bucket, n in rows_per_bucket(buckets, counts).items():  # the load figures, per bucket
             self.routed[owner[bucket]] += n
             self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + n
             self.recent[bucket] = self.recent.get(bucket, 0) + n
@@ -212,7 +212,7 @@ class StreamRouter(WorkerRouter):
                 if buckets[i] < 0:
                     buckets[i] = first[key] = bucket_of(key, self.buckets)
                     self.partitions += 1
-            new = {bucket: n for bucket, n in _sums(buckets, counts).items()
+            new = {bucket: n for bucket, n in rows_per_bucket(buckets, counts).items()
                    if bucket not in self.owner}
             if new:
                 self.owner.update(spread(new, len(self.workers), self.routed))
@@ -336,14 +336,6 @@ class StreamRouter(WorkerRouter):
         if self.on_close is not None:
             on_close, self.on_close = self.on_close, None
             on_close(self, self._ended_cleanly)
-
-
-def _sums(buckets: list[int], counts: list[int]) -> dict[int, int]:
-    """Rows per bucket."""
-    sums: dict[int, int] = {}
-    for bucket, n in zip(buckets, counts):
-        sums[bucket] = sums.get(bucket, 0) + n
-    return sums
 
 
 def _by_key(answers: dict[int, tuple]) -> dict[tuple, tuple[list[pa.RecordBatch], Any, int]]:
