@@ -5,8 +5,10 @@ instance manager and lets a metric server move hot keys off saturated
 instances. :func:`least_loaded` is the first part: a bucket met for the
 first time goes to the worker with the fewest rows routed so far (the
 measured load: every row costs the same matcher work to first order);
-where the new buckets' rows are known before any is routed (a grouped input,
-or a live batch), :func:`spread` places them all at once, largest first.
+where the new buckets' rows are known before any is routed (a live batch),
+:func:`spread` places them all at once, largest first; where every partition
+and its rows are known (a one-time query's grouped input), :func:`in_ranges`
+makes the buckets runs of consecutive partitions.
 :class:`Rebalancer` is the second: when one worker's queue (rows sent and
 not yet matched) runs well ahead of the others', its busiest bucket of the
 recent past moves to the least queued worker, at most one move in flight.
@@ -18,6 +20,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+import numpy as np
 
 
 @dataclass
@@ -65,6 +69,24 @@ def spread(bucket_rows: dict[int, int], workers: int,
         owner[bucket] = worker
         loads[worker] += bucket_rows[bucket]
     return owner
+
+
+def in_ranges(rows: np.ndarray, buckets: int) -> np.ndarray:
+    """Each partition's bucket, for partitions whose rows (``rows``, in output order) are
+    all known before the first is routed: a bucket is a run of consecutive partitions of
+    about ``1 / buckets`` of the rows (by where a partition's middle row lies).
+
+    A worker's answer then holds runs of consecutive partitions, each passed on by the
+    router as one piece. Buckets of hashed keys interleave the workers' partitions one
+    by one, and the merge in partition order is then a slice and a copy per partition,
+    in the router's one process while the workers match (1M rows of 500 partitions, 2
+    workers: 3 ms of the router's CPU). The owners are still spread by rows
+    (:func:`spread`), not given a run of buckets each: partitions next to each other in
+    key order may cost alike, and a worker with all the costly ones would finish last."""
+    rows = np.asarray(rows, np.int64)
+    total = max(int(rows.sum()), 1)
+    middles = np.cumsum(rows) - rows + rows // 2
+    return np.minimum(middles * buckets // total, buckets - 1)
 
 
 class Rebalancer:

@@ -3,21 +3,24 @@
 The input arrives in partition and ORDER BY order, exactly as one process
 gets it (matchsql/session/ordered_input.py: the input's own order where it
 is in order, DuckDB's sort otherwise). Partition number *i* (in that order)
-hashes into one of ``buckets`` buckets; a bucket belongs to one worker at a
+falls into one of ``buckets`` buckets; a bucket belongs to one worker at a
 time (:mod:`.balance` picks which). Where the rows were grouped here, every
 partition is known before the first message: the rows go into the pool's
-shared segment once (:mod:`.shared_rows`), the buckets are spread over the
-workers by their rows, and a message names ranges of grouped rows, which the
-worker copies out itself. Sorted batches from DuckDB are cut into partitions
-as :func:`~matchsql.router.partitions.split` cuts them, and their pieces go
-through the worker's channel. Either way pieces are gathered per worker and
-sent ``chunk_rows`` at a time (ranges of the shared input in fewer, larger
-messages: :data:`SHARED_MESSAGES`), or as soon as the worker is idle.
+shared segment once (:mod:`.shared_rows`), the buckets are runs of
+consecutive partitions spread over the workers by their rows, and a message
+names ranges of grouped rows, which the worker copies out itself. Sorted
+batches from DuckDB are cut into partitions as
+:func:`~matchsql.router.partitions.split` cuts them, each partition's key
+hashes into its bucket, and the pieces go through the worker's channel.
+Either way pieces are gathered per worker and sent ``chunk_rows`` at a time
+(ranges of the shared input in fewer, larger messages:
+:data:`SHARED_MESSAGES`), or as soon as the worker is idle.
 
 Order: every worker answers for its partitions in the order it got them,
 each partition's matches tagged with its number, plus a "done" mark. The
 router yields partition *i*'s matches once every partition before it is
-done, so the output is exactly the single-process router's, row for row.
+done, so the output is exactly the single-process router's, row for row; an
+answer's run of consecutive partitions goes on as one piece.
 
 Migration (State Transfer, UPM-CEP section 5): the router sends the
 bucket's pending pieces to its source worker, then asks it for a snapshot
@@ -32,6 +35,7 @@ reordered.
 
 from __future__ import annotations
 
+import bisect
 import pickle
 import time
 import zlib
@@ -50,7 +54,14 @@ from matchsql.plan.spec import MatchSpec
 from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import keys_of, split
 from matchsql.router.presorted import GroupedRows
-from matchsql.workers.balance import Load, Policy, least_loaded, rows_per_bucket, spread
+from matchsql.workers.balance import (
+    Load,
+    Policy,
+    in_ranges,
+    least_loaded,
+    rows_per_bucket,
+    spread,
+)
 from matchsql.workers.frames import Packed, unpack
 from matchsql.workers.pool import Worker, WorkerPool
 from matchsql.workers.shared_rows import SharedLayout
@@ -78,6 +89,10 @@ SHARED_MESSAGE_ROWS = 1 << 20
 #: Whether a message leaves out the partition still open at its end (see
 #: :meth:`WorkerRouter._send`); False only for the bench's "before".
 HOLD_OPEN = True
+#: Whether the buckets of a shared input are runs of consecutive partitions
+#: (:func:`~matchsql.workers.balance.in_ranges`); False: hashed keys, as elsewhere (the
+#: bench's migration table, which picks its hot partition's bucket by key).
+RANGE_BUCKETS = True
 
 
 def bucket_of(key: tuple, buckets: int) -> int:
@@ -112,6 +127,10 @@ class MigrationRecord:
 
 class WorkerRouter:
     """Runs ``spec``'s partitions of sorted batches on ``pool``'s workers."""
+
+    #: Whether partition numbers are consecutive integers in output order, so that an
+    #: answer's run of consecutive partitions can be passed on as one piece (:meth:`_on_out`).
+    consecutive_numbers = True
 
     def __init__(self, pool: WorkerPool, spec: MatchSpec, config: Config,
                  cancel: Cancellation, *, buckets: int = BUCKETS,
@@ -220,8 +239,10 @@ class WorkerRouter:
 
     def _route_shared(self, rows: GroupedRows, layout: SharedLayout) -> Iterator[pa.RecordBatch]:
         """Route ranges of ``rows`` (in the pool's shared segment, described by ``layout``):
-        the workers take the rows themselves. Partitions go as :meth:`_route` sends
-        batches' pieces of them."""
+        the workers take the rows themselves. Every partition is known here, so the
+        buckets are runs of consecutive partitions (:func:`~.balance.in_ranges`) and
+        the partitions of a step are routed together; a partition longer than a step
+        goes in pieces, as :meth:`_route` sends batches' pieces of it."""
         self._mark("input")
         if self._sized:
             share = -(-rows.num_rows // (SHARED_MESSAGES * len(self.workers)))
@@ -232,30 +253,78 @@ class WorkerRouter:
         names = self.spec.partition_by
         fields = [rows.schema.get_field_index(name) for name in names]
         heads = pa.RecordBatch.from_arrays([rows.keys[i] for i in fields], names=names)
-        ends = rows.ends.tolist()
         keys = keys_of(heads, names)
-        buckets = [bucket_of(key, self.buckets) for key in keys]
-        sizes = rows_per_bucket(buckets, np.diff(rows.ends, prepend=0).tolist())
-        for bucket, worker in spread(sizes, len(self.workers)).items():
+        counts = np.diff(rows.ends, prepend=0)
+        buckets = in_ranges(counts, self.buckets).tolist() if RANGE_BUCKETS else \
+            [bucket_of(key, self.buckets) for key in keys]
+        for bucket, worker in spread(rows_per_bucket(buckets, counts.tolist()),
+                                     len(self.workers)).items():
             self.owner.setdefault(bucket, worker)
-        start = 0
-        since_step = 0
+        ends = rows.ends.tolist()
         # Decisions (migrations, sends to idle workers) as often as for batches of the
         # input, and a partition in pieces of at most that many rows, as it comes there.
         step_rows = max(1, min(self.config.batch_size, self.chunk_rows))
-        for part, (end, key, bucket) in enumerate(zip(ends, keys, buckets)):
+        part = start = 0
+        while part < len(ends):
+            last = bisect.bisect_right(ends, start + step_rows, part)
+            if last > part:  # whole partitions
+                self._add_whole(part, last, keys, buckets, ends)
+                part, start = last, ends[last - 1]
+                self._check()
+                self._step()
+                yield from self._ready()
+                continue
+            bucket, key, end = buckets[part], keys[part], ends[part]
             number = self._begin_partition(bucket)
-            assert number == part  # a worker finds the partition's key by its number
+            assert number == part
             while start < end:  # (a partition has rows: its last piece ends it)
                 stop = min(end, start + step_rows)
                 self._add(bucket, (number, bucket, key, stop - start, stop == end), (start, stop))
-                since_step += stop - start
                 start = stop
-                if since_step >= step_rows:  # (the partition may still be open: it may move)
-                    since_step = 0
-                    self._check()
-                    self._step()
-                    yield from self._ready()
+                self._check()  # (the partition may still be open: it may move)
+                self._step()
+                yield from self._ready()
+            part += 1
+
+    def _add_whole(self, first: int, last: int, keys: list[tuple], buckets: list[int],
+                   ends: list[int]) -> None:
+        """Route partitions ``first:last`` of the shared input whole, a run of one bucket at
+        a time (the bookkeeping of :meth:`_add` once per run, not per partition)."""
+        assert self.partitions == first  # a worker finds the partition's key by its number
+        self.partitions = last
+        self._order.extend(range(first, last))
+        begin = ends[first - 1] if first else 0
+        run = first
+        while run < last:
+            bucket = buckets[run]
+            end = run + 1
+            while end < last and buckets[end] == bucket:
+                end += 1
+            if bucket not in self.owner:
+                self.owner[bucket] = least_loaded(self._load())
+            items = []
+            for number in range(run, end):
+                items.append(((number, bucket, keys[number], ends[number] - begin, True),
+                              [(begin, ends[number])]))
+                begin = ends[number]
+            if bucket in self.migrating:
+                for entry, pieces in items:
+                    self._add(bucket, entry, pieces[0])
+            else:
+                self._add_run(bucket, items)
+            run = end
+
+    def _add_run(self, bucket: int, items: list[tuple[tuple, list]]) -> None:
+        """:meth:`_add` of whole partitions of ``bucket`` (not moving), all at once."""
+        rows = sum(entry[3] for entry, _ in items)
+        self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + rows
+        self.recent[bucket] = self.recent.get(bucket, 0) + rows
+        index = self.owner[bucket]
+        self._pending[index].extend(items)
+        self._pending_rows[index] += rows
+        self.routed[index] += rows
+        if self._pending_rows[index] >= self.chunk_rows:
+            self._send(index)
 
     def _begin_partition(self, bucket: int) -> int:
         """Number the next partition and give its bucket an owner if it has none."""
@@ -359,9 +428,12 @@ class WorkerRouter:
         if pieces and isinstance(pieces[0], tuple):  # ranges of the shared input
             ranges = np.array([(start, stop, entry[0]) for entry, spans in pending
                                for start, stop in spans], np.int64).reshape(-1, 3)
-            self._post(index, "take", pickle.dumps(
-                (entries, ranges[:, 0], ranges[:, 1], ranges[:, 2]),
-                protocol=pickle.HIGHEST_PROTOCOL))
+            starts, stops, parts = ranges[:, 0], ranges[:, 1], ranges[:, 2]
+            if (starts[1:] == stops[:-1]).all():
+                # One run of rows: the worker finds its partitions by where they end.
+                starts, stops, parts = starts[:1], stops[-1:], None
+            self._post(index, "take", pickle.dumps((entries, starts, stops, parts),
+                                                   protocol=pickle.HIGHEST_PROTOCOL))
             return
         # The pieces go as they are (the worker concatenates them: that copy runs in
         # parallel there, not in this serial router). Written straight into the
@@ -457,12 +529,22 @@ class WorkerRouter:
         batch, with its "done" mark."""
         entries, batches = unpack(payload)
         position = 0
+        head, head_at = -1, 0  # the partition the rows from head_at on are filed under
+        follows = -1  # the partition that may join head's run
         for number, rows, done in entries:
-            if rows:
-                self._out.setdefault(number, []).append(batches[0].slice(position, rows))
-                position += rows
+            # A run of consecutive partitions, each done before the next begins and with
+            # no rows filed before, is filed (and later passed on) as one slice.
+            if number != follows or number in self._out:
+                if position > head_at:
+                    self._out.setdefault(head, []).append(
+                        batches[0].slice(head_at, position - head_at))
+                head, head_at = number, position
+            position += rows
             if done:
                 self._done.add(number)
+            follows = number + 1 if done and self.consecutive_numbers else -1
+        if position > head_at:
+            self._out.setdefault(head, []).append(batches[0].slice(head_at, position - head_at))
         self.done_rows[index] = extra
 
     def _answer(self, index: int, kind: str, payload: bytes, extra) -> None:

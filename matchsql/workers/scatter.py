@@ -105,6 +105,8 @@ def _base_table(node, ctes, con: duckdb.DuckDBPyConnection) -> str | None:
 class ScatterRouter(WorkerRouter):
     """Scatters unsorted rows by bucket; the workers sort, match; merges in global order."""
 
+    consecutive_numbers = False  # (worker, wave, number): ordered by the keys' sort
+
     def __init__(self, pool: WorkerPool, spec: MatchSpec, config: Config,
                  cancel: Cancellation, plan: ScatterPlan,
                  open_input: Callable[[str], Iterable[pa.RecordBatch]], *,

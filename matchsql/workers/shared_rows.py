@@ -50,6 +50,7 @@ class SharedLayout:
     slots: tuple[int, ...]  # the fields written into the segment (IPC columns, in order)
     placed: tuple[tuple[int, int, str], ...]  # (field, offset, dtype): in grouped order
     keys: dict[int, pa.Array]  # per partition key field: its value per partition
+    ends: np.ndarray  # where each partition ends in the grouped rows
 
     def bytes(self) -> bytes:
         return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
@@ -94,7 +95,8 @@ class RowsArena:
         for i, at, dtype in placed:
             rows.place(i, np.ndarray(rows.num_rows, np.dtype(dtype), shm.buf, at))
         return SharedLayout(shm.name, shm.size, 0, ipc_length, perm_offset, perm_rows,
-                            rows.num_rows, rows.schema, slots, tuple(placed), dict(rows.keys))
+                            rows.num_rows, rows.schema, slots, tuple(placed), dict(rows.keys),
+                            rows.ends)
 
     def _segment(self, size: int) -> SharedMemory | None:
         if self.shm is not None and self.shm.size >= size:
@@ -196,8 +198,8 @@ class Attached:
         perm = np.ndarray(layout.perm_rows, np.int64, shm.buf, layout.perm_offset)
         placed = {i: np.ndarray(layout.rows, np.dtype(dtype), shm.buf, at)
                   for i, at, dtype in layout.placed}
-        return GroupedRows(layout.schema, columns, layout.keys, perm, np.empty(0, np.int64),
-                           layout.rows, placed=placed)
+        return GroupedRows(layout.schema, columns, layout.keys, perm, layout.ends, layout.rows,
+                           placed=placed)
 
     def ended(self) -> None:
         """The query is over (its rows dropped): a large segment is let go of."""

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
 import matchsql
-from matchsql.workers.balance import Load, Rebalancer, least_loaded, spread
+from matchsql.workers.balance import Load, Rebalancer, in_ranges, least_loaded, spread
 from matchsql.workers.router import bucket_of
 
 
@@ -84,3 +88,24 @@ def test_new_buckets_spread_on_top_of_the_rows_routed_so_far() -> None:
     owner = spread({7: 500, 8: 300, 9: 200}, 2, loads=[600, 0])
     assert owner == {7: 1, 8: 1, 9: 0}
     assert spread({7: 10}, 3, loads=[5, 5, 4]) == {7: 2}
+
+
+@given(st.lists(st.integers(0, 5_000), min_size=1, max_size=300), st.integers(1, 64))
+def test_range_buckets_are_runs_of_consecutive_partitions_of_about_equal_rows(
+        rows: list[int], buckets: int) -> None:
+    bucket = in_ranges(np.array(rows), buckets)
+    assert len(bucket) == len(rows)
+    assert ((0 <= bucket) & (bucket < buckets)).all()
+    assert (np.diff(bucket) >= 0).all()  # runs: a bucket's partitions are consecutive
+    # A bucket holds the partitions whose middle row falls in its share of the rows: at
+    # most that share plus the halves of the two partitions on its edges.
+    share = sum(rows) / buckets
+    sizes = np.bincount(bucket, weights=rows, minlength=buckets)
+    assert (sizes <= share + max(rows) + 1).all()
+
+
+def test_a_partition_longer_than_a_bucket_share_has_its_bucket_to_itself() -> None:
+    rows = np.array([10] * 50 + [10_000] + [10] * 50)
+    bucket = in_ranges(rows, 8)
+    hot = bucket[50]
+    assert (bucket == hot).sum() == 1 and bucket[49] < hot < bucket[51]

@@ -9,12 +9,14 @@ than a message reaches its worker in one entry, matched with the others.
 from __future__ import annotations
 
 import pickle
-from collections import Counter
+from collections import Counter, deque
 
+import pyarrow as pa
 import pytest
 
 import matchsql
 from matchsql.workers import router as router_module
+from matchsql.workers.frames import pack
 from matchsql.workers.router import WorkerRouter
 
 QUERY = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
@@ -92,3 +94,40 @@ def test_the_timeline_of_a_query(cons) -> None:
     assert served and all(marks[2] <= start <= min(end, marks[4]) for _, start, end in served)
     for cpu, process in zip(router.worker_cpu_s, router.worker_process_cpu_s):
         assert 0 < cpu <= process
+
+
+def _answer(entries: list[tuple], values: list[int]) -> memoryview:
+    """A worker's "out": ``(partition, rows, done)`` entries, then their rows."""
+    return pack(entries, [pa.record_batch([pa.array(values, pa.int64())], names=["x"])])
+
+
+def _bare_router(partitions: int) -> WorkerRouter:
+    """A router's merge alone: what :meth:`WorkerRouter._on_out` and ``_ready`` use."""
+    router = WorkerRouter.__new__(WorkerRouter)
+    router._out, router._done, router.done_rows = {}, set(), [0, 0]
+    router._order = deque(range(partitions))
+    return router
+
+
+def test_answers_merge_in_partition_order_with_runs_and_moved_partitions() -> None:
+    """An answer's run of consecutive partitions is passed on as one piece; the pieces
+    of partitions whose bucket moved come from two workers, in order."""
+    router = _bare_router(7)
+    # Worker 0: 0 and 1 done, 2 still open (its bucket then moves to worker 1).
+    router._on_out(0, _answer([(0, 1, True), (1, 2, True), (2, 1, False)], [0, 10, 11, 20]), 4)
+    router._on_out(1, _answer([(5, 1, True), (6, 1, True)], [50, 60]), 2)
+    # 3 and 4 begun on worker 1 before 2's state reaches it; 4's bucket then moves to 0.
+    router._on_out(1, _answer([(3, 1, True), (4, 1, False)], [30, 40]), 4)
+    router._on_out(1, _answer([(2, 1, True)], [21]), 5)
+    router._on_out(0, _answer([(4, 1, True)], [41]), 5)
+    got = [v for batch in router._ready() for v in batch.column(0).to_pylist()]
+    assert got == [0, 10, 11, 20, 21, 30, 40, 41, 50, 60]
+    assert not router._order and not router._out
+
+
+def test_a_partition_with_earlier_rows_does_not_join_the_run_before_it() -> None:
+    router = _bare_router(2)
+    router._on_out(1, _answer([(1, 1, False)], [10]), 1)  # 1 begun on worker 1, then moved
+    router._on_out(0, _answer([(0, 1, True), (1, 1, True)], [0, 11]), 2)
+    got = [v for batch in router._ready() for v in batch.column(0).to_pylist()]
+    assert got == [0, 10, 11]

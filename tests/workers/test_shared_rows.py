@@ -65,6 +65,34 @@ def test_gather_gives_the_grouped_rows_of_each_range(seed: int, place: bool) -> 
             assert got.column(name).to_pylist() == want.column(name).to_pylist(), name
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_run_of_rows_is_taken_by_where_its_partitions_end(seed: int) -> None:
+    """A message of consecutive rows names one range and no partitions: the worker
+    finds the partitions (their keys) from their ends in the segment's layout."""
+    rng = random.Random(seed)
+    table = _feed(rng, 2000, rng.choice([3, 40]))
+    keys = rng.choice([["s"], ["s", "i"]])
+    rows = grouped_rows(table, keys, [OrderKey("ts")])
+    expected = grouped(table, keys, [OrderKey("ts")])
+    assert isinstance(rows, GroupedRows)
+    arena, attached = RowsArena(), Attached()
+    try:
+        layout = arena.put(rows)
+        assert layout is not None
+        taken = attached.rows(layout)
+        for _ in range(5):
+            a = rng.randrange(rows.num_rows)
+            b = rng.randint(a + 1, rows.num_rows)
+            got = taken.gather(np.array([a]), np.array([b]), None)
+            for name in keys + ["ts", "v"]:
+                assert got.column(name).to_pylist() == \
+                    expected.column(name).slice(a, b - a).to_pylist(), name
+        del taken, got
+    finally:
+        attached.release()
+        arena.close()
+
+
 def _time_ordered(con, rows: int, parts: int, seed: int = 0) -> None:
     """Table ``t``: ``rows`` rows in time order, ``parts`` partitions mixed."""
     con.sql("DROP TABLE IF EXISTS t")
