@@ -26,6 +26,7 @@ costs a first query about a second on an empty cache; both give the same answers
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -143,11 +144,12 @@ def remap_codes(indices: np.ndarray, table: np.ndarray, out: np.ndarray, at: int
 
 @njit(cache=True, nogil=True)
 def scatter_values(codes: np.ndarray, lo: int, hi: int, fill: np.ndarray, values: np.ndarray,
-                   out: np.ndarray) -> None:
-    """:func:`scatter_rows` of a column's values rather than row numbers."""
+                   out: np.ndarray, at: int) -> None:
+    """:func:`scatter_rows` of a column's values rather than row numbers; ``values`` holds
+    the rows from row ``at`` on (a chunk of the column)."""
     for i in range(lo, hi):
         c = codes[i]
-        out[fill[c]] = values[i]
+        out[fill[c]] = values[i - at]
         fill[c] += 1
 
 
@@ -365,15 +367,27 @@ class CountingSort:
             self._perm = perm
         return self._perm
 
-    def scatter(self, values: np.ndarray, out: np.ndarray) -> None:
-        """Write ``values`` (one per row, in input order) into ``out`` in grouped order,
-        over the same spans of rows at once."""
+    def scatter(self, chunks: list[np.ndarray], out: np.ndarray) -> None:
+        """Write a column's values (one per row, in input order, given as consecutive
+        ``chunks``: those of the export, never joined into one copy) into ``out`` in
+        grouped order, over the same spans of rows at once."""
+        bounds = np.cumsum([0] + [len(chunk) for chunk in chunks]).tolist()
         if self.grouped:
-            out[:] = values
+            for chunk, at in zip(chunks, bounds):
+                out[at:at + len(chunk)] = chunk
             return
-        scatter_values(self.codes, 0, 0, self.fills[0].copy(), values, out)  # compiled here
-        in_threads([lambda lo=lo, hi=hi, fill=fill:
-                    scatter_values(self.codes, lo, hi, fill.copy(), values, out)
+
+        def span(lo: int, hi: int, fill: np.ndarray) -> None:
+            fill = fill.copy()
+            for k in range(bisect.bisect_right(bounds, lo) - 1, len(chunks)):
+                if bounds[k] >= hi:
+                    break
+                scatter_values(self.codes, max(lo, bounds[k]), min(hi, bounds[k + 1]), fill,
+                               chunks[k], out, bounds[k])
+
+        if chunks:  # compiled (or loaded) here: see in_threads
+            scatter_values(self.codes, 0, 0, self.fills[0].copy(), chunks[0], out, 0)
+        in_threads([lambda lo=lo, hi=hi, fill=fill: span(lo, hi, fill)
                     for (lo, hi), fill in zip(self.parts, self.fills)])
 
 

@@ -438,10 +438,10 @@ class GroupedRows:
         """Move field ``i``'s values into ``out`` (of :meth:`placeable`'s type) in grouped
         order, and take its rows from there from now on."""
         assert self.sort is not None
-        column = self.column(i)
-        values = np.frombuffer(column.buffers()[1], out.dtype)[column.offset:
-                                                                column.offset + len(column)]
-        self.sort.scatter(values, out)
+        column = self.columns[i]
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        self.sort.scatter([np.frombuffer(chunk.buffers()[1], out.dtype)[
+            chunk.offset:chunk.offset + len(chunk)] for chunk in chunks], out)
         self.placed[i] = out
         self.columns[i] = None
 

@@ -119,12 +119,17 @@ def test_distinct_values_of_spans_join_into_those_of_the_whole(values, parts, in
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
-@given(st.lists(st.integers(0, 6), max_size=80), st.integers(1, 4), st.integers(1, 9))
-def test_scattered_values_are_the_values_taken_through_the_permutation(values, threads, least):
+@given(st.lists(st.integers(0, 6), max_size=80), st.integers(1, 4), st.integers(1, 9),
+       st.lists(st.integers(0, 80), max_size=5))
+def test_scattered_values_are_the_values_taken_through_the_permutation(values, threads, least,
+                                                                       cuts):
+    """The column comes in chunks (the export's batches), cut anywhere against the
+    threads' spans of rows."""
     codes = np.array(values, np.int64)
     sort = CountingSort.of(codes, 7, threads, least)
     column = np.arange(len(codes), dtype=np.int64) * 3 + 1
     out = np.empty_like(column)
-    sort.scatter(column, out)
+    edges = sorted({0, len(codes), *(min(cut, len(codes)) for cut in cuts)})
+    sort.scatter([column[a:b] for a, b in zip(edges[:-1], edges[1:])], out)
     order = np.arange(len(codes)) if sort.grouped else sort.perm
     assert out.tolist() == column[order].tolist()
