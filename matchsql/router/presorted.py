@@ -77,9 +77,11 @@ def partition_codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int] 
 KeyValues = dict[str, tuple[pa.Array, np.ndarray]]
 
 
-def _partition_encoding(table: pa.Table, keys: list[str], threads: int = 1) \
+def _partition_encoding(table: pa.Table, keys: list[str], threads: int = 1,
+                        compiled: bool | None = None) \
         -> tuple[np.ndarray, int, KeyValues] | None:
-    """:func:`partition_codes` and the :data:`KeyValues` of the key columns."""
+    """:func:`partition_codes` and the :data:`KeyValues` of the key columns (``compiled``:
+    see :func:`_distinct_span`)."""
     n = table.num_rows
     codes: np.ndarray | None = None
     count = 1
@@ -96,7 +98,7 @@ def _partition_encoding(table: pa.Table, keys: list[str], threads: int = 1) \
             else None
         heads = column.take(pa.array(starts)) if starts is not None and len(starts) * 8 <= n \
             else column
-        distinct = _distinct(heads, threads)
+        distinct = _distinct(heads, threads, compiled)
         dictionary, has_null = distinct.dictionary, distinct.has_null
         # Codes in 16 bits where they fit (MAX_PARTITIONS): the grouping's passes read
         # them several times, and on large inputs memory traffic is their cost.
@@ -156,12 +158,12 @@ class _Distinct:
         return out
 
 
-def _distinct(column: pa.Array, threads: int = 1) -> _Distinct:
+def _distinct(column: pa.Array, threads: int = 1, compiled: bool | None = None) -> _Distinct:
     """The :class:`_Distinct` of ``column``: with ``threads`` > 1, spans of the rows are
     encoded at once and their dictionaries joined (:func:`_joined`)."""
     parts = spans(len(column), threads)
     if len(parts) == 1:
-        return _joined([_distinct_span(column)])
+        return _joined([_distinct_span(column, compiled)])
     buffers = _string_buffers(column.slice(0, 0))
     if buffers is not None:  # compiled (or loaded) here: see in_threads
         short_string_codes(*buffers, MAX_PARTITIONS)
@@ -169,13 +171,16 @@ def _distinct(column: pa.Array, threads: int = 1) -> _Distinct:
                                for lo, hi in parts]))
 
 
-def _distinct_span(column: pa.Array) -> tuple[pa.Array, np.ndarray, bool]:
+def _distinct_span(column: pa.Array, compiled: bool | None = None) \
+        -> tuple[pa.Array, np.ndarray, bool]:
     """:func:`_distinct` on one thread. Short strings (symbols, codes) in columns of
-    :data:`COMPILED_FROM_ROWS` rows or more are encoded by a compiled pass over their
-    buffers (measured 2.5x faster than dictionary_encode on 5M symbols of 50 values);
-    other strings and types, and small columns, by Arrow."""
+    :data:`COMPILED_FROM_ROWS` rows or more (or whatever their rows, with ``compiled``)
+    are encoded by a compiled pass over their buffers (measured 2.5x faster than
+    dictionary_encode on 5M symbols of 50 values); other strings and types, and small
+    columns, by Arrow."""
     buffers = _string_buffers(column)
-    if buffers is not None and len(column) >= COMPILED_FROM_ROWS:
+    if buffers is not None and (compiled or compiled is None and
+                                len(column) >= COMPILED_FROM_ROWS):
         codes, firsts, has_null, done = short_string_codes(*buffers, MAX_PARTITIONS)
         if done:
             return column.take(pa.array(firsts)), codes, has_null
@@ -299,10 +304,13 @@ MAX_PARTITIONS = 1 << 16  # more: DuckDB sorts
 _ONE_PARTITION = np.zeros(0, np.uint16)  # the codes of rows all in one partition
 
 
-def in_order(table: pa.Table, partition_by: list[str], order: list[OrderKey]) -> bool | None:
+def in_order(table: pa.Table, partition_by: list[str], order: list[OrderKey],
+             compiled: bool | None = None) -> bool | None:
     """Whether every partition of ``table`` is in ``order`` already; None when the key
-    types are left to the sort."""
-    result = _ordered(table, partition_by, order, grouping=False)
+    types are left to the sort. ``compiled``: the compiled passes whatever the rows
+    (None: from :data:`COMPILED_FROM_ROWS` rows), as for a first batch of a longer
+    input, whose grouping loads them anyway."""
+    result = _ordered(table, partition_by, order, grouping=False, compiled=compiled)
     return None if result is None else result is not False
 
 
@@ -542,7 +550,8 @@ class _Grouping:
 
 
 def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
-             grouping: bool = True, threads: int = 1) -> bool | _Grouping | None:
+             grouping: bool = True, threads: int = 1,
+             compiled: bool | None = None) -> bool | _Grouping | None:
     """None: key types left to the sort; False: out of order; True: in order as it is
     (or, without ``grouping``, each partition in order: the rows are not grouped);
     else the :class:`_Grouping` of the partitions (each in order)."""
@@ -553,7 +562,7 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
     count = 1
     key_values: KeyValues = {}
     if partition_by:
-        parts = _partition_encoding(table, partition_by, threads)
+        parts = _partition_encoding(table, partition_by, threads, compiled)
         if parts is None or parts[1] > MAX_PARTITIONS:
             return None
         codes, count, key_values = parts
@@ -562,7 +571,7 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
         if keys is None:
             return None
         if not parallel_in_order(codes if count > 1 else _ONE_PARTITION, count, *keys,
-                                 threads):
+                                 threads, compiled=compiled):
             return False
     if count == 1 or not grouping:
         return True

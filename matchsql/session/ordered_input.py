@@ -13,7 +13,8 @@ batches are then taken one at a time as the consumer asks for them, so it
 matches (or ships to workers) batch *k* before batch *k + 1* is taken.
 
 What the unsorted attempt costs when it fails is bounded: the first batch is
-checked on its own (most unsorted inputs show it at once), and at most
+checked on its own once a second one comes (most unsorted inputs show it at
+once; an input of one batch is checked whole right after), and at most
 :data:`PRESORTED_BYTES` of input are held before giving up.
 """
 
@@ -26,6 +27,7 @@ import pyarrow as pa
 
 from matchsql.fsm.reference import held_columns
 from matchsql.plan.spec import MatchSpec
+from matchsql.router.grouping import COMPILED_FROM_ROWS
 from matchsql.router.presorted import GroupedRows, OrderKey, grouped_rows, in_order
 
 PRESORTED_BYTES = 1 << 30  # input held to check its order before falling back to the sort
@@ -146,8 +148,7 @@ def _held_in_order(sql: str, queries: InputQueries,
     try:
         for batch in reader:
             schema = batch.schema
-            if not batches and not in_order(pa.Table.from_batches([batch]), queries.partition_by,
-                                              queries.order):
+            if len(batches) == 1 and not _first_in_order(batches[0], batch, queries):
                 return None
             batches.append(batch)
             size += batch.nbytes
@@ -160,3 +161,13 @@ def _held_in_order(sql: str, queries: InputQueries,
     if schema is None:
         return None  # no rows: the sorted query says what an empty input looks like
     return pa.Table.from_batches(batches, schema=schema)
+
+
+def _first_in_order(first: pa.RecordBatch, second: pa.RecordBatch, queries: InputQueries) -> bool:
+    """Whether the first batch of an input of more than one is in order (False also where
+    its key types are left to the sort), by the compiled passes where the two batches
+    make an input the grouping compiles for anyway (65,536 rows of 500 symbols: 1.3 ms
+    by numpy's passes, 0.5 ms compiled)."""
+    compiled = True if first.num_rows + second.num_rows >= COMPILED_FROM_ROWS else None
+    return bool(in_order(pa.Table.from_batches([first]), queries.partition_by, queries.order,
+                         compiled))

@@ -20,6 +20,7 @@ import matchsql
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
+from matchsql.router.presorted import OrderKey
 from matchsql.session import ordered_input
 
 SETTINGS = settings(max_examples=int(os.environ.get("PRESORTED_EXAMPLES", "60")), deadline=None,
@@ -233,3 +234,37 @@ def test_an_unread_order_column_gives_the_same_matches(trades):
                f"{measures} PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS x > PREV(x))")
         rows = _run(trades, sql, True)
         assert len(rows) > 100 and rows == _run(trades, sql, False)
+
+
+def _batches_pulled(batches: list[pa.RecordBatch]):
+    """An ``open_input`` over ``batches`` and the count of those taken from it."""
+    pulled = [0]
+
+    def open_input(sql: str):
+        for batch in batches:
+            pulled[0] += 1
+            yield batch
+
+    return open_input, pulled
+
+
+@pytest.mark.parametrize("rows", [100, 70_000])  # numpy's passes, then the compiled ones
+def test_an_unsorted_first_batch_stops_the_reading_at_the_second(rows):
+    keys = ordered_input.InputQueries("", "", ["p"], [OrderKey("ts")])
+
+    def batch(descending: bool, at: int) -> pa.RecordBatch:
+        ts = list(range(at + rows, at, -1)) if descending else list(range(at, at + rows))
+        return pa.record_batch({"p": pa.array([f"k{i % 7}" for i in range(rows)]),
+                                "ts": pa.array(ts, pa.int64())})
+
+    unsorted = [batch(True, 0)] + [batch(False, rows * (k + 1)) for k in range(5)]
+    open_input, pulled = _batches_pulled(unsorted)
+    assert ordered_input._held_in_order("", keys, open_input) is None
+    assert pulled[0] == 2  # the first batch's order is known once a second one comes
+    ordered = [batch(False, rows * k) for k in range(4)]
+    open_input, pulled = _batches_pulled(ordered)
+    table = ordered_input._held_in_order("", keys, open_input)
+    assert pulled[0] == 4 and table.num_rows == 4 * rows
+    # One batch: no early check (the whole check follows), so its rows come back.
+    open_input, pulled = _batches_pulled(unsorted[:1])
+    assert ordered_input._held_in_order("", keys, open_input).num_rows == rows

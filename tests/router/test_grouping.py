@@ -9,13 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from matchsql.router.grouping import (
+    SHORT,
     CountingSort,
     each_partition_in_order,
     parallel_in_order,
     partitions_in_order,
+    short_string_codes,
 )
 from matchsql.router.partitions import group_order
-from matchsql.router.presorted import _distinct_span, _joined
+from matchsql.router.presorted import _distinct_span, _joined, _string_buffers
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
@@ -133,3 +135,25 @@ def test_scattered_values_are_the_values_taken_through_the_permutation(values, t
     sort.scatter([column[a:b] for a, b in zip(edges[:-1], edges[1:])], out)
     order = np.arange(len(codes)) if sort.grouped else sort.perm
     assert out.tolist() == column[order].tolist()
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.one_of(st.none(), st.text("ab\u00e9\x00z", max_size=SHORT + 1)),
+                min_size=1, max_size=60), st.integers(0, 5), st.integers(0, 5))
+def test_short_strings_are_numbered_as_dictionary_encode_numbers_them(values, head, tail):
+    """The compiled encoding of a string column (read word by word where it can, byte by
+    byte near the buffer's end) against Arrow's, on a slice of the column (offsets and
+    validity bits not from its start); a string longer than SHORT bytes gives up."""
+    column = pa.array(values, pa.string())
+    column = column.slice(min(head, len(column) - 1))
+    column = column.slice(0, max(1, len(column) - tail))
+    codes, firsts, has_null, done = short_string_codes(*_string_buffers(column), 1 << 16)
+    if any(v is not None and len(v.encode()) > SHORT for v in column.to_pylist()):
+        assert not done
+        return
+    assert done
+    encoded = pa.compute.dictionary_encode(column)
+    expected = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    assert codes.tolist() == expected.tolist()
+    assert column.take(pa.array(firsts)).to_pylist() == encoded.dictionary.to_pylist()
+    assert has_null == (column.null_count > 0)
