@@ -499,12 +499,24 @@ class GroupedRows:
 
     def _key_column(self, i: int, starts: np.ndarray, stops: np.ndarray,
                     parts: np.ndarray | None) -> pa.Array:
-        if parts is None:  # one range: the runs of the partitions it crosses
-            return _runs(self.keys[i], self.ends, int(starts[0]), int(stops[0]))
+        """Key field ``i`` over ranges ``starts[j]:stops[j]``: each range in partition
+        ``parts[j]``, or (None) crossing the partitions that :attr:`ends` finds."""
         lengths = stops - starts
         kept = lengths > 0
+        if parts is not None:
+            return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
+                pa.array(np.cumsum(lengths[kept])), self.keys[i].take(pa.array(parts[kept]))))
+        starts, stops, lengths = starts[kept], stops[kept], lengths[kept]
+        first = np.searchsorted(self.ends, starts, "right")  # the partition of a range's first row
+        crossed = np.searchsorted(self.ends, stops - 1, "right") - first + 1
+        of_range = np.repeat(np.arange(len(starts)), crossed)
+        partition = first[of_range] + np.arange(len(of_range)) - \
+            np.repeat(np.cumsum(crossed) - crossed, crossed)
+        # Where each crossed partition ends in the concatenation of the ranges.
+        run_ends = np.minimum(self.ends[partition], stops[of_range]) - starts[of_range] + \
+            (np.cumsum(lengths) - lengths)[of_range]
         return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
-            pa.array(np.cumsum(lengths[kept])), self.keys[i].take(pa.array(parts[kept]))))
+            pa.array(run_ends), self.keys[i].take(pa.array(partition))))
 
 
 #: Integer types of the widths whose values :meth:`GroupedRows.place` moves.
@@ -529,16 +541,6 @@ def batch_cuts(ends: np.ndarray, batch_size: int) -> Iterator[tuple[int, int]]:
                 stop = int(ends[i])
         yield start, stop
         start = stop
-
-
-def _runs(values: pa.Array, ends: np.ndarray, start: int, stop: int) -> pa.Array:
-    """Rows ``start:stop`` of the column that holds ``values[i]`` on the rows up to
-    ``ends[i]`` (each partition's key on its rows)."""
-    first = int(np.searchsorted(ends, start, "right"))
-    last = int(np.searchsorted(ends, stop - 1, "right"))
-    run_ends = np.minimum(ends[first:last + 1], stop) - start
-    return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
-        pa.array(run_ends), values.slice(first, last + 1 - first)))
 
 
 @dataclass

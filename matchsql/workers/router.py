@@ -426,13 +426,16 @@ class WorkerRouter:
             self._mark("sent")
         entries = [entry for entry, _ in pending]
         if pieces and isinstance(pieces[0], tuple):  # ranges of the shared input
-            ranges = np.array([(start, stop, entry[0]) for entry, spans in pending
-                               for start, stop in spans], np.int64).reshape(-1, 3)
-            starts, stops, parts = ranges[:, 0], ranges[:, 1], ranges[:, 2]
-            if (starts[1:] == stops[:-1]).all():
-                # One run of rows: the worker finds its partitions by where they end.
-                starts, stops, parts = starts[:1], stops[-1:], None
-            self._post(index, "take", pickle.dumps((entries, starts, stops, parts),
+            # Runs of consecutive rows (a bucket's partitions lie together): the worker
+            # finds the partitions in them by where they end.
+            runs: list[list[int]] = []
+            for start, stop in pieces:
+                if runs and runs[-1][1] == start:
+                    runs[-1][1] = stop
+                else:
+                    runs.append([start, stop])
+            bounds = np.array(runs, np.int64).reshape(-1, 2)
+            self._post(index, "take", pickle.dumps((entries, bounds[:, 0], bounds[:, 1], None),
                                                    protocol=pickle.HIGHEST_PROTOCOL))
             return
         # The pieces go as they are (the worker concatenates them: that copy runs in

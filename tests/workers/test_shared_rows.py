@@ -66,9 +66,9 @@ def test_gather_gives_the_grouped_rows_of_each_range(seed: int, place: bool) -> 
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_a_run_of_rows_is_taken_by_where_its_partitions_end(seed: int) -> None:
-    """A message of consecutive rows names one range and no partitions: the worker
-    finds the partitions (their keys) from their ends in the segment's layout."""
+def test_runs_of_rows_are_taken_by_where_their_partitions_end(seed: int) -> None:
+    """A message names runs of consecutive rows and no partitions: the worker finds the
+    partitions (their keys) from their ends in the segment's layout."""
     rng = random.Random(seed)
     table = _feed(rng, 2000, rng.choice([3, 40]))
     keys = rng.choice([["s"], ["s", "i"]])
@@ -81,12 +81,13 @@ def test_a_run_of_rows_is_taken_by_where_its_partitions_end(seed: int) -> None:
         assert layout is not None
         taken = attached.rows(layout)
         for _ in range(5):
-            a = rng.randrange(rows.num_rows)
-            b = rng.randint(a + 1, rows.num_rows)
-            got = taken.gather(np.array([a]), np.array([b]), None)
+            cuts = sorted(rng.sample(range(rows.num_rows + 1), 2 * rng.randint(1, 4)))
+            starts, stops = np.array(cuts[0::2]), np.array(cuts[1::2])  # (some maybe empty)
+            got = taken.gather(starts, stops, None)
             for name in keys + ["ts", "v"]:
-                assert got.column(name).to_pylist() == \
-                    expected.column(name).slice(a, b - a).to_pylist(), name
+                assert got.column(name).to_pylist() == [
+                    value for a, b in zip(starts, stops)
+                    for value in expected.column(name).slice(a, b - a).to_pylist()], name
         del taken, got
     finally:
         attached.release()
