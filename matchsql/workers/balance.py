@@ -5,10 +5,10 @@ instance manager and lets a metric server move hot keys off saturated
 instances. :func:`least_loaded` is the first part: a bucket met for the
 first time goes to the worker with the fewest rows routed so far (the
 measured load: every row costs the same matcher work to first order);
-where the new buckets' rows are known before any is routed (a live batch),
-:func:`spread` places them all at once, largest first; where every partition
-and its rows are known (a one-time query's grouped input), :func:`in_ranges`
-makes the buckets runs of consecutive partitions.
+where the new buckets' rows are known before any is routed (a grouped input,
+or a live batch), :func:`spread` places them all at once, largest first. The
+buckets of a one-time query's grouped input, where every partition and its
+rows are known, are runs of consecutive partitions (:func:`in_ranges`).
 :class:`Rebalancer` is the second: when one worker's queue (rows sent and
 not yet matched) runs well ahead of the others', its busiest bucket of the
 recent past moves to the least queued worker, at most one move in flight.
