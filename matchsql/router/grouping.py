@@ -238,12 +238,12 @@ COMPILED_FROM_ROWS = 1 << 17  # rows from which the compiled passes run (fewer: 
 
 def each_partition_in_order(codes: np.ndarray, count: int, values: np.ndarray,
                             nulls: np.ndarray, nulls_first: np.ndarray,
-                            compiled: bool | None = None) -> bool:
+                            compiled: bool = False) -> bool:
     """:func:`partitions_in_order`, on small inputs by comparing adjacent rows once the
-    rows are grouped (numpy's stable sort of the codes). ``compiled``: the compiled pass
-    whatever the rows (None: from :data:`COMPILED_FROM_ROWS` rows)."""
+    rows are grouped (numpy's stable sort of the codes). The compiled pass from
+    :data:`COMPILED_FROM_ROWS` rows, or whatever the rows with ``compiled``."""
     n = values.shape[1]
-    if compiled or compiled is None and n >= COMPILED_FROM_ROWS:
+    if compiled or n >= COMPILED_FROM_ROWS:
         return partitions_in_order(codes, count, values, nulls, nulls_first)
     has_nulls = nulls.shape[1] == n
     undecided = np.ones(max(n - 1, 0), bool)  # pairs of adjacent rows not yet decided
@@ -404,7 +404,7 @@ class CountingSort:
 
 def parallel_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls: np.ndarray,
                       nulls_first: np.ndarray, threads: int,
-                      least: int = PARALLEL_FROM_ROWS // 2, compiled: bool | None = None) -> bool:
+                      least: int = PARALLEL_FROM_ROWS // 2, compiled: bool = False) -> bool:
     """:func:`each_partition_in_order` over ``threads`` spans of rows at once, then each
     partition's first row in a span against its last row in the spans before."""
     parts = spans(values.shape[1], threads, least)

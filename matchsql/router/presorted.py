@@ -78,7 +78,7 @@ KeyValues = dict[str, tuple[pa.Array, np.ndarray]]
 
 
 def _partition_encoding(table: pa.Table, keys: list[str], threads: int = 1,
-                        compiled: bool | None = None) \
+                        compiled: bool = False) \
         -> tuple[np.ndarray, int, KeyValues] | None:
     """:func:`partition_codes` and the :data:`KeyValues` of the key columns (``compiled``:
     see :func:`_distinct_span`)."""
@@ -158,7 +158,7 @@ class _Distinct:
         return out
 
 
-def _distinct(column: pa.Array, threads: int = 1, compiled: bool | None = None) -> _Distinct:
+def _distinct(column: pa.Array, threads: int = 1, compiled: bool = False) -> _Distinct:
     """The :class:`_Distinct` of ``column``: with ``threads`` > 1, spans of the rows are
     encoded at once and their dictionaries joined (:func:`_joined`)."""
     parts = spans(len(column), threads)
@@ -171,7 +171,7 @@ def _distinct(column: pa.Array, threads: int = 1, compiled: bool | None = None) 
                                for lo, hi in parts]))
 
 
-def _distinct_span(column: pa.Array, compiled: bool | None = None) \
+def _distinct_span(column: pa.Array, compiled: bool = False) \
         -> tuple[pa.Array, np.ndarray, bool]:
     """:func:`_distinct` on one thread. Short strings (symbols, codes) in columns of
     :data:`COMPILED_FROM_ROWS` rows or more (or whatever their rows, with ``compiled``)
@@ -179,8 +179,7 @@ def _distinct_span(column: pa.Array, compiled: bool | None = None) \
     dictionary_encode on 5M symbols of 50 values); other strings and types, and small
     columns, by Arrow."""
     buffers = _string_buffers(column)
-    if buffers is not None and (compiled or compiled is None and
-                                len(column) >= COMPILED_FROM_ROWS):
+    if buffers is not None and (compiled or len(column) >= COMPILED_FROM_ROWS):
         codes, firsts, has_null, done = short_string_codes(*buffers, MAX_PARTITIONS)
         if done:
             return column.take(pa.array(firsts)), codes, has_null
@@ -305,11 +304,11 @@ _ONE_PARTITION = np.zeros(0, np.uint16)  # the codes of rows all in one partitio
 
 
 def in_order(table: pa.Table, partition_by: list[str], order: list[OrderKey],
-             compiled: bool | None = None) -> bool | None:
+             compiled: bool = False) -> bool | None:
     """Whether every partition of ``table`` is in ``order`` already; None when the key
-    types are left to the sort. ``compiled``: the compiled passes whatever the rows
-    (None: from :data:`COMPILED_FROM_ROWS` rows), as for a first batch of a longer
-    input, whose grouping loads them anyway."""
+    types are left to the sort. ``compiled``: the compiled passes whatever the rows (else
+    from :data:`COMPILED_FROM_ROWS` rows), as for a first batch of a longer input, whose
+    grouping loads them anyway."""
     result = _ordered(table, partition_by, order, grouping=False, compiled=compiled)
     return None if result is None else result is not False
 
@@ -553,7 +552,7 @@ class _Grouping:
 
 def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
              grouping: bool = True, threads: int = 1,
-             compiled: bool | None = None) -> bool | _Grouping | None:
+             compiled: bool = False) -> bool | _Grouping | None:
     """None: key types left to the sort; False: out of order; True: in order as it is
     (or, without ``grouping``, each partition in order: the rows are not grouped);
     else the :class:`_Grouping` of the partitions (each in order)."""
