@@ -15,6 +15,7 @@ recursion, so raising the limit cannot overflow it.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -65,43 +66,101 @@ def run_deep(fn: Callable[[], T]) -> T:
     if getattr(_local, "deep", False):
         return fn()
     outcome: list = []
-
-    def work() -> None:
-        _local.deep = True
-        try:
-            outcome.append((True, fn()))
-        except RecursionError:
-            outcome.append((False, NestingError(nested_too_deeply())))
-        except BaseException as exc:  # handed to the caller's thread below
-            outcome.append((False, exc))
-
     _enter()
     try:
-        with _lock:
-            old = threading.stack_size()
-            threading.stack_size(STACK_BYTES)
-            try:
-                thread = threading.Thread(target=work, name="matchsql-compile", daemon=True)
-                thread.start()
-            except RuntimeError:  # no memory for the stack: no room, but no failure either
-                thread = None
-            finally:
-                threading.stack_size(old)
-        if thread is None:
+        thread = _DeepThread.take()
+        if thread is None:  # no memory for a stack: no room, but no failure either
             _leave()
             try:
-                work()
+                _local.deep = True
+                outcome.append(_outcome(fn))
             finally:
                 _local.deep = False
                 _enter()
         else:
-            thread.join()
+            done = threading.Event()
+            thread.give(fn, outcome, done)
+            done.wait()
     finally:
         _leave()
     ok, value = outcome[0]
     if ok:
         return value
     raise value.with_traceback(None) if isinstance(value, Error) else value
+
+
+def _outcome(fn: Callable[[], T]) -> tuple[bool, object]:
+    try:
+        return True, fn()
+    except RecursionError:
+        return False, NestingError(nested_too_deeply())
+    except BaseException as exc:  # handed to the caller's thread
+        return False, exc
+
+
+class _DeepThread:
+    """A thread with the large stack that runs one call at a time and then waits for the
+    next: kept rather than started anew for each statement, whose planning a new thread
+    cost 0.3-0.5 ms (its stack's pages faulted in again, the state of the libraries it
+    calls made again for it)."""
+
+    #: Idle threads kept (more run at once where several connections plan at once).
+    KEEP = 2
+    _idle: list[_DeepThread] = []
+
+    def __init__(self) -> None:
+        self._call: tuple[Callable[[], object], list, threading.Event] | None = None
+        self._go = threading.Semaphore(0)
+        self.thread = threading.Thread(target=self._serve, name="matchsql-compile", daemon=True)
+
+    @classmethod
+    def take(cls) -> _DeepThread | None:
+        """An idle thread, or a new one; None where no stack can be had."""
+        with _lock:
+            if cls._idle:
+                return cls._idle.pop()
+            old = threading.stack_size()
+            threading.stack_size(STACK_BYTES)
+            try:
+                fresh = cls()
+                fresh.thread.start()
+            except RuntimeError:
+                return None
+            finally:
+                threading.stack_size(old)
+            return fresh
+
+    def give(self, fn: Callable[[], object], outcome: list, done: threading.Event) -> None:
+        self._call = (fn, outcome, done)
+        self._go.release()
+
+    def _serve(self) -> None:
+        _local.deep = True
+        while True:
+            self._go.acquire()
+            assert self._call is not None
+            fn, outcome, done = self._call
+            self._call = None
+            outcome.append(_outcome(fn))
+            del fn  # the call's objects go with it, not with this idle thread
+            with _lock:
+                kept = len(self._idle) < self.KEEP
+                if kept:
+                    self._idle.append(self)
+            done.set()
+            if not kept:
+                return
+
+
+def _forget_threads() -> None:
+    """In a forked child only the forking thread lives on: the idle threads are gone, and
+    the lock may have been held by one of them."""
+    global _lock
+    _lock = threading.Lock()
+    _DeepThread._idle = []
+
+
+os.register_at_fork(after_in_child=_forget_threads)
 
 
 _local = threading.local()

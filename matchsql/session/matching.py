@@ -71,6 +71,7 @@ from matchsql.session.statements import (
     Prepare,
     query,
 )
+from matchsql.session.temporary import temporary
 from matchsql.session.views import create_stub, expand, view_query
 from matchsql.workers.plan import ScatterPlan
 from matchsql.workers.scatter import scatter_plan
@@ -209,27 +210,32 @@ class MatchRunner:
         if not names:
             return {}
         inputs = {t.name.lower() for node in nodes for t in node.this.find_all(exp.Table)}
-        lowered = sorted({n.lower() for n in names})
-        rows = self.executor.con.execute(
-            "SELECT lower(table_name), temporary FROM duckdb_tables() "
-            "WHERE lower(table_name) IN (SELECT unnest(?)) "
-            "UNION ALL SELECT lower(view_name), temporary FROM duckdb_views() "
-            "WHERE lower(view_name) IN (SELECT unnest(?)) AND NOT internal",
-            [lowered, lowered]).fetchall()
-        temporary = {name for name, temp in rows if temp}
-        persistent = {name for name, temp in rows if not temp}
+        con = self.executor.con
+        temp = temporary(con, sorted(names))
+        outer = {}  # names the catalog may still have: a caller's variable unless it has
+        for name in sorted(names - temp):
+            value = lookup(self.executor.scope, name)
+            if value is not None:
+                outer[name] = value
+        persistent: set[str] = set()
+        if outer:  # (rare: a variable named as a table; the catalog's tables come first)
+            lowered = sorted({n.lower() for n in outer})
+            rows = con.execute(
+                "SELECT lower(table_name) FROM duckdb_tables() "
+                "WHERE lower(table_name) IN (SELECT unnest(?)) AND NOT temporary "
+                "UNION ALL SELECT lower(view_name) FROM duckdb_views() "
+                "WHERE lower(view_name) IN (SELECT unnest(?)) AND NOT internal "
+                "AND NOT temporary", [lowered, lowered]).fetchall()
+            persistent = {name for name, in rows}
         found: dict[str, tuple[Any, bool]] = {}
         for name in sorted(names):
-            folded = name.lower()
-            if folded in temporary:
-                if folded in inputs:
+            if name in temp:
+                if name.lower() in inputs:
                     quoted = exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
-                    table = self.executor.con.sql(f"SELECT * FROM {quoted}").to_arrow_table()
+                    table = con.sql(f"SELECT * FROM {quoted}").to_arrow_table()
                     found[name] = (table, False)
-            elif folded not in persistent:
-                value = lookup(self.executor.scope, name)
-                if value is not None:
-                    found[name] = (value, True)
+            elif name in outer and name.lower() not in persistent:
+                found[name] = (outer[name], True)
         return found
 
     def run_match_recognize(self, statement: str):

@@ -75,6 +75,8 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
                 kind, payload, extra = reader.receive()
             except (EOFError, OSError):
                 return  # the router's process is gone
+            if kind != "take" and isinstance(query, Query):
+                query.flush(writer)  # its kept answers go first (see Query.flush)
             if kind == "stop":
                 return
             if kind in KINDS:
@@ -106,6 +108,8 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
             except Exception as exc:  # a bug in the engine: a one-line error, no traceback
                 query.failed = True
                 writer.send("error", _error_bytes(internal_error(exc)))
+            if isinstance(query, Query) and query.deferred and not reader.poll(0):
+                query.flush(writer)
             query.busy_ns += time.process_time_ns() - started
             spans.append((kind, began, time.perf_counter()))
     finally:

@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import bisect
 import pickle
+import select
 import time
 import zlib
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from multiprocessing.connection import wait
 
 import numpy as np
 import pyarrow as pa
@@ -172,6 +172,17 @@ class WorkerRouter:
         self.bucket_cpu_s: dict[int, float] = {}  # ... and per bucket
         self.partitions = 0
         self.shared = False  # whether the workers took their rows from the shared input
+        # One poll of every worker's answers and life (a process's sentinel is ready once
+        # it has ended), set up once: multiprocessing's wait() builds a selector each time,
+        # and the router polls at every step and every wait for room in a ring.
+        self._poller = select.poll()
+        self._pipe_of: dict[int, int] = {}
+        self._sentinel_of: dict[int, int] = {}
+        for index, worker in enumerate(self.workers):
+            self._pipe_of[worker.pipe.fileno()] = index
+            self._sentinel_of[worker.proc.sentinel] = index
+        for fd in [*self._pipe_of, *self._sentinel_of]:
+            self._poller.register(fd, select.POLLIN)
 
     @property
     def max_queued_rows(self) -> int:
@@ -204,12 +215,17 @@ class WorkerRouter:
         for index in range(len(self.workers)):
             self._send(index, whole=True)
         self._mark("routed")
+        # Nothing more goes to the workers unless a migration is still moving a bucket:
+        # their "ended" then follows their last answer, rather than a round trip after it.
+        end_now = not self.migrating
+        for index in range(len(self.workers) if end_now else 0):
+            self._post(index, "end")
         while self._order or self.migrating:
             self._wait()
             self._step(decide=False)
             yield from self._ready()
         self._mark("merged")
-        for index in range(len(self.workers)):
+        for index in range(0 if end_now else len(self.workers)):
             self._post(index, "end")
         while self._ended < len(self.workers):
             self._wait()
@@ -302,6 +318,7 @@ class WorkerRouter:
                 end += 1
             if bucket not in self.owner:
                 self.owner[bucket] = least_loaded(self._load())
+            first_row = begin
             items = []
             for number in range(run, end):
                 items.append(((number, bucket, keys[number], ends[number] - begin, True),
@@ -311,12 +328,12 @@ class WorkerRouter:
                 for entry, pieces in items:
                     self._add(bucket, entry, pieces[0])
             else:
-                self._add_run(bucket, items)
+                self._add_run(bucket, items, begin - first_row)
             run = end
 
-    def _add_run(self, bucket: int, items: list[tuple[tuple, list]]) -> None:
-        """:meth:`_add` of whole partitions of ``bucket`` (not moving), all at once."""
-        rows = sum(entry[3] for entry, _ in items)
+    def _add_run(self, bucket: int, items: list[tuple[tuple, list]], rows: int) -> None:
+        """:meth:`_add` of whole partitions of ``bucket`` (not moving), all at once: ``rows``
+        in all."""
         self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + rows
         self.recent[bucket] = self.recent.get(bucket, 0) + rows
         index = self.owner[bucket]
@@ -487,17 +504,19 @@ class WorkerRouter:
     def _drain(self) -> None:
         """Take every answer already there, without waiting."""
         self._check()
-        for index, worker in enumerate(self.workers):
-            while worker.pipe.poll(0):
-                self._take(index, worker)
-        self._check_alive()
+        while True:
+            ready = self._poller.poll(0)
+            answered = sorted(self._pipe_of[fd] for fd, _ in ready if fd in self._pipe_of)
+            if not answered:
+                break
+            for index in answered:
+                self._take(index, self.workers[index])
+        self._check_alive(ready)
 
     def _wait(self) -> None:
         """Wait for at least one answer (watching the interrupt and the workers' lives)."""
         self._check()
-        pipes = [w.pipe for w in self.workers]
-        ready = wait(pipes + [w.proc.sentinel for w in self.workers], _POLL_S)
-        if ready:
+        if self._poller.poll(_POLL_S * 1000):
             self._drain()
 
     def _take(self, index: int, worker: Worker) -> None:
@@ -570,13 +589,16 @@ class WorkerRouter:
         if self.cancel.cancelled:
             raise ExecutionError(INTERRUPTED)
 
-    def _check_alive(self) -> None:
+    def _check_alive(self, ready: list[tuple[int, int]]) -> None:
+        """Fail if a worker ended (its sentinel is among the ``ready`` of a poll) with no
+        answer left to take."""
         self._check()  # an interrupt that killed nothing yet is still an interrupt
-        # One poll of the processes' sentinels (ready once a process has ended) rather than
-        # a wait for each: this runs at every batch and every wait for room in a ring.
-        ended = set(wait([w.proc.sentinel for w in self.workers], 0))
-        for worker in self.workers:
-            death = worker.death() if worker.proc.sentinel in ended else None
+        for fd, _ in ready:
+            index = self._sentinel_of.get(fd)
+            if index is None:
+                continue
+            worker = self.workers[index]
+            death = worker.death()
             if death is not None and not worker.pipe.poll(0):
                 raise _died(worker, death)
 

@@ -69,6 +69,24 @@ def test_match_recognize_over_a_registered_frame_and_a_temporary_table(con):
     assert con.sql("SELECT count(*) FROM registered").fetchall() == [(6,)]  # still registered
 
 
+def test_a_temporary_table_wins_over_a_table_and_a_variable_of_its_name(con):
+    # The temporary t holds ids 1-3 of the table t: one run, of 3 rows.
+    con.sql("CREATE TEMP TABLE t AS SELECT * FROM memory.main.t WHERE id <= 3")
+    t = pd.DataFrame(ROWS)  # noqa: F841 - hidden by both tables
+    assert con.sql(rising("t")).fetchall() == [(1, 3)]
+    assert con.sql(f"SELECT count(*) FROM ({rising('t')})").fetchall() == [(1,)]
+    con.sql("DROP TABLE temp.main.t")
+    assert con.sql(rising("t")).fetchall() == RUNS  # the database's again
+
+
+def test_a_variable_named_as_no_table_is_read_and_a_table_named_as_none_fails(con):
+    events = pa.table({"id": [1, 2, 3], "v": [5, 6, 7]})  # noqa: F841 - read by name
+    assert con.sql(rising("events")).fetchall() == [(5, 3)]
+    assert con.sql(rising("EVENTS")).fetchall() == [(5, 3)]  # names are case-blind
+    with pytest.raises(matchsql.CatalogError, match="other_events"):
+        con.sql(rising("other_events"))
+
+
 def test_a_missing_table_is_still_a_catalog_error(con):
     with pytest.raises(matchsql.CatalogError, match="no_such"):
         con.sql(rising("no_such"))

@@ -1,10 +1,13 @@
-"""split_statements: tokenizer-based, robust to text sqlglot cannot parse."""
+"""split_statements: tokenizer-based, robust to text sqlglot cannot parse; parse of a text
+seen before."""
 
 from __future__ import annotations
 
 import pytest
+from sqlglot import exp
 
-from matchsql.grammar.statements import split_statements
+from matchsql.errors import ParseError
+from matchsql.grammar.statements import parse, split_statements
 
 
 def texts(sql: str) -> list[str]:
@@ -66,3 +69,21 @@ def test_leading_comment_is_part_of_statement():
     ((_, _), (text, offset)) = split_statements(sql)
     assert text == "-- the second\nSELECT 2"
     assert offset == sql.index("--")
+
+
+def test_a_text_parsed_again_gives_new_trees_and_its_errors_again() -> None:
+    text = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES A.x AS ax "
+            "PATTERN (A B+) DEFINE B AS B.x > PREV(B.x))")
+    first = parse(text)[0]
+    first.find(exp.Table).replace(exp.to_table("rewritten"))  # callers rewrite their trees
+    again = parse(text)[0]
+    assert again.find(exp.Table).name == "t"
+    assert again is not first
+    bad = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (A B+) DEFINE B AS )"
+    for _ in range(2):
+        with pytest.raises(ParseError) as caught:
+            parse(bad)
+        assert (caught.value.line, caught.value.column) == (1, bad.rindex(")") + 1)
+    pieces = split_statements("SELECT 1; SELECT 2")
+    pieces.append(("changed", 0))
+    assert split_statements("SELECT 1; SELECT 2") == [("SELECT 1", 0), ("SELECT 2", 10)]

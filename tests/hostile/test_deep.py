@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import sys
+import threading
 
 import pytest
 
@@ -33,3 +36,34 @@ def test_errors_and_nested_calls_pass_through() -> None:
     with pytest.raises(KeyError):
         run_deep(lambda: {}["missing"])
     assert run_deep(lambda: run_deep(lambda: depth(3_000))) == 3_000
+
+
+def test_a_thread_is_kept_for_the_next_call_and_calls_at_once_each_get_one() -> None:
+    first = run_deep(threading.current_thread)
+    assert run_deep(threading.current_thread) is first  # kept, not started anew
+    barrier = threading.Barrier(3)
+
+    def waits() -> int:
+        barrier.wait(timeout=10)  # all three at once: each on a thread of its own
+        return threading.current_thread()
+
+    out: list[threading.Thread] = []
+    callers = [threading.Thread(target=lambda: out.append(run_deep(waits))) for _ in range(3)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join(10)
+    assert len({id(thread) for thread in out}) == 3
+    assert run_deep(lambda: depth(5_000)) == 5_000  # a kept thread still has the room
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_threads_of_its_own() -> None:
+    run_deep(lambda: None)  # a kept thread, which a child does not inherit
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        assert pool.apply(_in_child, (), {}) == 5_000
+
+
+def _in_child() -> int:
+    return run_deep(lambda: depth(5_000))

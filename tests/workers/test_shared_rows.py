@@ -1,8 +1,10 @@
-"""The grouped input in shared memory: ranges taken by workers, the segment's life, no room."""
+"""The grouped input in shared memory: ranges taken by workers, the segment's life, no room,
+and the answers to those takes."""
 
 from __future__ import annotations
 
 import errno
+import pickle
 import random
 
 import numpy as np
@@ -10,9 +12,12 @@ import pyarrow as pa
 import pytest
 
 import matchsql
+from matchsql.config import Config
 from matchsql.router.presorted import GroupedRows, OrderKey, grouped, grouped_rows
 from matchsql.workers import shared_rows
+from matchsql.workers.matching import Query
 from matchsql.workers.shared_rows import Attached, RowsArena
+from tests.fsm.specs import make_spec
 
 
 def _feed(rng: random.Random, n: int, parts: int, nulls: bool = True) -> pa.Table:
@@ -169,3 +174,37 @@ def test_a_worker_lets_go_of_a_replaced_segment() -> None:
     finally:
         attached.release()
         arena.close()
+
+
+class _Recorder:
+    """A worker's answer channel that keeps what is sent, in order."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, object]] = []
+
+    def send(self, kind: str, payload=None, extra=None, idle=None) -> None:
+        self.sent.append((kind, extra))
+
+
+def test_answers_to_takes_wait_for_a_flush_and_keep_their_order() -> None:
+    """A worker keeps its answers to "take" messages until it flushes (no message
+    waiting, or one of another kind), then sends them in the order of the takes."""
+    table = pa.table({"p": pa.array([1, 2, 1, 2, 1, 2], pa.int64()),
+                      "id": pa.array(range(6), pa.int64()),
+                      "v": pa.array([1.0, 5.0, 2.0, 4.0, 3.0, 6.0])})
+    spec = make_spec(table.to_pylist(), "A B+", define={"B": "v > PREV(v)"},
+                     partition_by=["p"])
+    rows = grouped_rows(table, ["p"], [OrderKey("id")])
+    assert isinstance(rows, GroupedRows)
+    query = Query(0, spec, Config())
+    query.shared = rows
+    writer = _Recorder()
+    ends = rows.ends.tolist()  # [3, 6]: partition 1 then partition 2
+    for number, (start, stop) in enumerate([(0, ends[0]), (ends[0], ends[1])]):
+        entry = (number, 0, (number + 1,), stop - start, True)
+        payload = pickle.dumps(([entry], np.array([start]), np.array([stop]), None))
+        query.serve(writer, "take", payload, None)
+    assert writer.sent == []  # kept while (as far as it knows) more may come
+    query.flush(writer)
+    assert writer.sent == [("out", 3), ("out", 6)]  # rows matched so far, in take order
+    assert query.deferred == []
