@@ -333,7 +333,8 @@ class MatchRunner:
         that cursor.
         """
 
-        input_sql = _input_query(node)
+        text = InputText.of(node)
+        input_sql = text.query()
         cursor = self.executor.con.cursor()
         self.executor.cursors.add(cursor)
         cleanups.append(lambda: (self.executor.cursors.discard(cursor), cursor.close()))
@@ -349,14 +350,14 @@ class MatchRunner:
         spec = analyze(node, schema, sql=statement, con=self.executor.con)
         require_columns(spec, node, statement)
         check_pattern_size(spec.pattern, self.executor.config.max_pattern_size, statement)
-        narrow = self._projected(node, spec)
+        narrow = self._projected(text, spec)
         if narrow is not None:
             spec, input_sql = narrow
         # The unsorted attempt reads the input a second time when it is out of order: only
         # for a table, view or table function, none of them a stream that reads once.
         again = isinstance(node.this, exp.Table) and not inner and all(
             rereadable(value) for value, _ in self._scans.values())
-        unsorted = _input_query(node, spec.columns.names if narrow else None, sort=False) \
+        unsorted = text.query(spec.columns.names if narrow else None, sort=False) \
             if again else None
         queries = InputQueries(input_sql, unsorted, spec.partition_by,
                                order_keys(node, spec.order_by), unread=unread_columns(spec))
@@ -375,7 +376,7 @@ class MatchRunner:
         return spec.output_schema(), profile.output(
             self._match_batches(spec, cursor, queries, profile, on_workers, scatter))
 
-    def _projected(self, node, spec: MatchSpec) -> tuple[MatchSpec, str] | None:
+    def _projected(self, text: InputText, spec: MatchSpec) -> tuple[MatchSpec, str] | None:
         """ONE ROW PER MATCH reads only the PARTITION BY and ORDER BY columns and
         those DEFINE and MEASURES name: the spec and input query of just those
         (DuckDB then exports no other column), or None where all are needed.
@@ -402,7 +403,7 @@ class MatchRunner:
         narrow = dataclasses.replace(spec, columns=pa.schema(fields))
         if not narrow.output_schema().equals(spec.output_schema()):
             return None
-        return narrow, _input_query(node, [f.name for f in fields])
+        return narrow, text.query([f.name for f in fields])
 
     def _schema_of(self, cursor, input_sql: str, node, statement: str) -> pa.Schema:
         try:
@@ -616,32 +617,52 @@ def _input_query(node, columns: list[str] | None = None, sort: bool = True) -> s
     CTEs of the enclosing statement that precede ``node`` stay visible.
     ``columns``, when given, are the only input columns selected.
     """
-    source = node.this.sql(dialect="duckdb")
-    select = "*" if columns is None else ", ".join(
-        exp.to_identifier(c, quoted=True).sql(dialect="duckdb") for c in columns)
-    keys = [p.sql(dialect="duckdb") for p in node.args.get("partition_by") or []]
-    order = node.args.get("order")
-    if order is not None:
-        keys += [o.sql(dialect="duckdb") for o in order.expressions]
-    if not sort:
-        keys = []
-    if keys and order is None:
-        # Without ORDER BY a partition keeps the input's order; DuckDB's sort is
-        # not stable, so the input position breaks ties between equal keys.
-        inner = "*" if columns is None else select  # the window carries no other column
-        select = f"* EXCLUDE ({_POSITION})" if columns is None else select
-        query = (f"SELECT {select} FROM (SELECT {inner}, row_number() OVER () "
-                 f"AS {_POSITION} FROM {source}) ORDER BY "
-                 + ", ".join(_column_name(p) for p in node.args["partition_by"])
-                 + f", {_POSITION}")
-    else:
-        query = f"SELECT {select} FROM {source}"
-        if keys:
-            query += " ORDER BY " + ", ".join(keys)
-    ctes = visible_ctes(node)
-    if ctes:
-        query = "WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " " + query
-    return query
+    return InputText.of(node).query(columns, sort)
+
+
+@dataclasses.dataclass(frozen=True)
+class InputText:
+    """A MATCH_RECOGNIZE's input as SQL pieces, rendered once: a statement builds its
+    input query in several forms (sorted, in the input's own order, narrowed to the
+    columns read), each a sqlglot rendering of the same clauses otherwise."""
+
+    source: str
+    keys: list[str]  # PARTITION BY then ORDER BY items
+    partition_names: list[str]  # the partition columns, unqualified
+    ordered: bool  # whether there is an ORDER BY
+    ctes: str  # "WITH ... " of the CTEs visible to the input, or ""
+
+    @classmethod
+    def of(cls, node) -> InputText:
+        keys = [p.sql(dialect="duckdb") for p in node.args.get("partition_by") or []]
+        order = node.args.get("order")
+        if order is not None:
+            keys += [o.sql(dialect="duckdb") for o in order.expressions]
+        ctes = visible_ctes(node)
+        return cls(node.this.sql(dialect="duckdb"), keys,
+                   [_column_name(p) for p in node.args.get("partition_by") or []],
+                   order is not None,
+                   "WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " "
+                   if ctes else "")
+
+    def query(self, columns: list[str] | None = None, sort: bool = True) -> str:
+        """The input query (see :func:`_input_query`)."""
+        select = "*" if columns is None else ", ".join(
+            exp.to_identifier(c, quoted=True).sql(dialect="duckdb") for c in columns)
+        keys = self.keys if sort else []
+        if keys and not self.ordered:
+            # Without ORDER BY a partition keeps the input's order; DuckDB's sort is
+            # not stable, so the input position breaks ties between equal keys.
+            inner = "*" if columns is None else select  # the window carries no other column
+            select = f"* EXCLUDE ({_POSITION})" if columns is None else select
+            query = (f"SELECT {select} FROM (SELECT {inner}, row_number() OVER () "
+                     f"AS {_POSITION} FROM {self.source}) ORDER BY "
+                     + ", ".join(self.partition_names) + f", {_POSITION}")
+        else:
+            query = f"SELECT {select} FROM {self.source}"
+            if keys:
+                query += " ORDER BY " + ", ".join(keys)
+        return self.ctes + query
 
 
 def _column_name(column: exp.Expression) -> str:

@@ -41,7 +41,7 @@ import select
 import time
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -162,6 +162,7 @@ class WorkerRouter:
         self._order: deque[int] = deque()
         self._out: dict[int, list[pa.RecordBatch]] = {}
         self._done: set[int] = set()
+        self._through: dict[int, int] = {}  # runs of done partitions: first -> last
         self._ended = 0
         self.worker_cpu_s = [0.0] * n  # this query's matching CPU per worker
         self.worker_process_cpu_s = [0.0] * n  # ... and all its process's CPU meanwhile
@@ -318,20 +319,26 @@ class WorkerRouter:
                 end += 1
             if bucket not in self.owner:
                 self.owner[bucket] = least_loaded(self._load())
-            first_row = begin
-            items = []
-            for number in range(run, end):
-                items.append(((number, bucket, keys[number], ends[number] - begin, True),
-                              [(begin, ends[number])]))
-                begin = ends[number]
             if bucket in self.migrating:
-                for entry, pieces in items:
-                    self._add(bucket, entry, pieces[0])
+                for number in range(run, end):
+                    entry = (number, bucket, keys[number], ends[number] - begin, True)
+                    self._add(bucket, entry, (begin, ends[number]))
+                    begin = ends[number]
             else:
-                self._add_run(bucket, items, begin - first_row)
+                # The run's rows as one piece, on its first partition (a message lists
+                # its pieces in order, and the partitions' rows tell where each ends).
+                items: list[tuple[tuple, Sequence]] = []
+                before = begin
+                for number in range(run, end):
+                    items.append(((number, bucket, keys[number], ends[number] - before, True),
+                                  ()))
+                    before = ends[number]
+                items[0] = (items[0][0], [(begin, before)])
+                self._add_run(bucket, items, before - begin)
+                begin = before
             run = end
 
-    def _add_run(self, bucket: int, items: list[tuple[tuple, list]], rows: int) -> None:
+    def _add_run(self, bucket: int, items: list[tuple[tuple, Sequence]], rows: int) -> None:
         """:meth:`_add` of whole partitions of ``bucket`` (not moving), all at once: ``rows``
         in all."""
         self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + rows
@@ -553,6 +560,7 @@ class WorkerRouter:
         position = 0
         head, head_at = -1, 0  # the partition the rows from head_at on are filed under
         follows = -1  # the partition that may join head's run
+        done_from = last_done = None  # the run of done partitions from head on
         for number, rows, done in entries:
             # A run of consecutive partitions, each done before the next begins and with
             # no rows filed before, is filed (and later passed on) as one slice.
@@ -561,13 +569,31 @@ class WorkerRouter:
                     self._out.setdefault(head, []).append(
                         batches[0].slice(head_at, position - head_at))
                 head, head_at = number, position
+                self._mark_done(done_from, last_done)
+                done_from = None
             position += rows
             if done:
-                self._done.add(number)
+                done_from = number if done_from is None else done_from
+                last_done = number
+            else:
+                self._mark_done(done_from, last_done)
+                done_from = None
             follows = number + 1 if done and self.consecutive_numbers else -1
         if position > head_at:
             self._out.setdefault(head, []).append(batches[0].slice(head_at, position - head_at))
+        self._mark_done(done_from, last_done)
         self.done_rows[index] = extra
+
+    def _mark_done(self, first, last) -> None:
+        """Partitions ``first..last`` (consecutive numbers, their rows all filed under
+        ``first``) are done; ``first`` None: none. A run is kept as its ends, so
+        :meth:`_ready` passes it on without a lookup per partition."""
+        if first is None:
+            return
+        if last != first:
+            self._through[first] = last
+        else:
+            self._done.add(first)
 
     def _answer(self, index: int, kind: str, payload: bytes, extra) -> None:
         """An answer of a kind that only another kind of router expects."""
@@ -579,6 +605,11 @@ class WorkerRouter:
         while self._order:
             number = self._order[0]
             out += self._out.pop(number, ())
+            through = self._through.pop(number, None)
+            if through is not None:  # number..through, consecutive, in order
+                for _ in range(through - number + 1):
+                    self._order.popleft()
+                continue
             if number not in self._done:
                 break
             self._done.discard(number)

@@ -104,7 +104,7 @@ def _answer(entries: list[tuple], values: list[int]) -> memoryview:
 def _bare_router(partitions: int) -> WorkerRouter:
     """A router's merge alone: what :meth:`WorkerRouter._on_out` and ``_ready`` use."""
     router = WorkerRouter.__new__(WorkerRouter)
-    router._out, router._done, router.done_rows = {}, set(), [0, 0]
+    router._out, router._done, router._through, router.done_rows = {}, set(), {}, [0, 0]
     router._order = deque(range(partitions))
     return router
 
@@ -123,6 +123,24 @@ def test_answers_merge_in_partition_order_with_runs_and_moved_partitions() -> No
     got = [v for batch in router._ready() for v in batch.column(0).to_pylist()]
     assert got == [0, 10, 11, 20, 21, 30, 40, 41, 50, 60]
     assert not router._order and not router._out
+
+
+def test_runs_of_done_partitions_pass_on_whole_whenever_the_merge_is_asked() -> None:
+    """The merge asked after every answer (as the router does) gives the rows in partition
+    order: a run of done partitions goes on at once, one still open at a run's end holds
+    the partitions after it back until its last rows come."""
+    answers = [(1, [(3, 1, True), (4, 1, True), (5, 2, False)], [30, 40, 50, 51]),
+               (0, [(0, 1, True), (1, 1, True), (2, 1, True)], [0, 10, 20]),
+               (1, [(5, 1, True), (6, 1, True), (7, 1, True)], [52, 60, 70])]
+    router = _bare_router(8)
+    got, after = [], []
+    for index, entries, values in answers:
+        router._on_out(index, _answer(entries, values), 0)
+        got += [v for batch in router._ready() for v in batch.column(0).to_pylist()]
+        after.append(list(router._order))
+    assert got == [0, 10, 20, 30, 40, 50, 51, 52, 60, 70]
+    assert after == [list(range(8)), [5, 6, 7], []]  # 0-4 on at the second answer
+    assert not router._out and not router._done and not router._through
 
 
 def test_a_partition_with_earlier_rows_does_not_join_the_run_before_it() -> None:
