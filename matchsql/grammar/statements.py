@@ -7,6 +7,7 @@ carrying the exact character offset, so callers only ever see matchsql errors.
 from __future__ import annotations
 
 import functools
+import threading
 
 from sqlglot import exp
 from sqlglot.errors import ParseError as SqlglotParseError
@@ -18,7 +19,7 @@ from matchsql.errors import ParseError
 from matchsql.grammar.dialect import MatchSQL, new_parser
 from matchsql.grammar.sqltext import pieces, split_script
 
-__all__ = ["parse", "split_statements", "to_sql", "tokenize"]
+__all__ = ["known_depth", "parse", "split_statements", "to_sql", "tokenize"]
 
 #: Texts whose statements and trees are kept: a statement run again (a dashboard's, a
 #: REPL's history, a benchmark's) is neither split nor parsed again. Its planning runs
@@ -54,9 +55,20 @@ def parse(sql: str) -> list[exp.Expr]:
     return [tree.copy() for tree in _kept_parse(sql)]
 
 
+def known_depth(sql: str) -> int | None:
+    """How deep ``sql``'s trees go (levels of nesting and chained operators, as
+    :func:`check_nesting` counts them) where it parsed before and is still kept; else None."""
+    return _depths.get(sql)
+
+
 def _parse(sql: str) -> tuple[exp.Expr, ...]:
     tokens = tokenize(sql)
-    check_nesting(tokens, sql)
+    deepest = check_nesting(tokens, sql)
+    if len(sql) <= KEPT_TEXT_CHARS:
+        with _depths_lock:
+            _depths[sql] = deepest
+            while len(_depths) > KEPT_TEXTS:
+                del _depths[next(iter(_depths))]
     parser = new_parser()
     try:
         trees = parser.parse(tokens, sql)
@@ -71,6 +83,8 @@ def _parse(sql: str) -> tuple[exp.Expr, ...]:
 
 # Errors are not kept (lru_cache keeps returns only): a bad text is parsed each time.
 _kept_parse = functools.lru_cache(maxsize=KEPT_TEXTS)(_parse)
+_depths: dict[str, int] = {}  # the depth of each text parsed lately (oldest first)
+_depths_lock = threading.Lock()
 
 
 _OPEN = frozenset((TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE))
@@ -82,9 +96,9 @@ _BINARY = frozenset((
     TokenType.DIV))  # comparisons do not chain: ``a < b < c`` is an error anyway
 
 
-def check_nesting(tokens: list[Token], sql: str) -> None:
+def check_nesting(tokens: list[Token], sql: str) -> int:
     """Refuse text that nests deeper than the parser and the tree walkers can go,
-    before parsing it.
+    before parsing it; else how deep it goes (levels, the larger of the two counts).
 
     The parser recurses once per level of brackets, ``CASE`` and prefix
     operators (``NOT NOT x``, ``- - x``): at most :data:`MAX_NESTING` of
@@ -100,6 +114,7 @@ def check_nesting(tokens: list[Token], sql: str) -> None:
     chained = [0]  # binary operators so far on each open level
     pattern_at = 0  # the depth of PATTERN's parenthesis while inside it, else 0
     previous: Token | None = None
+    deepest = 0
     for token in tokens:
         kind = token.token_type
         if kind in _OPEN:
@@ -121,11 +136,15 @@ def check_nesting(tokens: list[Token], sql: str) -> None:
         run = run + 1 if kind in _PREFIX else 0
         if depth + run > MAX_NESTING:
             raise ParseError(nested_too_deeply(), sql=sql, offset=token.start)
-        if kind in _BINARY and depth + sum(chained) > MAX_CHAIN:
-            raise ParseError(f"expression too long: too many chained operators and nesting "
-                             f"levels (limit {MAX_CHAIN})", sql=sql,
-                             offset=token.start)
+        deepest = max(deepest, depth + run)
+        if kind in _BINARY:
+            if depth + sum(chained) > MAX_CHAIN:
+                raise ParseError(f"expression too long: too many chained operators and "
+                                 f"nesting levels (limit {MAX_CHAIN})", sql=sql,
+                                 offset=token.start)
+            deepest = max(deepest, depth + sum(chained))
         previous = token
+    return deepest
 
 
 def _friendly(message: str) -> str:

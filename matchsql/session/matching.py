@@ -41,7 +41,7 @@ from matchsql.errors import (
 from matchsql.fsm.program import check_pattern_size
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
-from matchsql.grammar.statements import parse
+from matchsql.grammar.statements import known_depth, parse
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.plan.spec import MatchSpec
 from matchsql.results.result import BatchSource, Result, table_result
@@ -118,7 +118,7 @@ class MatchRunner:
             if statement.analyze:
                 return run_deep(lambda: self.explain_analyze(text, statement.head))
             return run_deep(lambda: self.explain(text, statement.head))
-        return run_deep(lambda: self.run_match_recognize(text))
+        return run_deep(lambda: self.run_match_recognize(text), known_depth(text))
 
     def expand(self, text: str, views: dict[str, str]) -> str:
         return expand(text, views)

@@ -9,7 +9,10 @@ import threading
 
 import pytest
 
-from matchsql.deep import NestingError, run_deep
+import matchsql
+from matchsql import deep as deep_module
+from matchsql.deep import FRAMES_PER_LEVEL, SHALLOW_LEVELS, SPARE_FRAMES, NestingError, run_deep
+from matchsql.grammar import statements
 
 
 def depth(n: int) -> int:
@@ -67,3 +70,48 @@ def test_a_forked_child_gets_threads_of_its_own() -> None:
 
 def _in_child() -> int:
     return run_deep(lambda: depth(5_000))
+
+
+def test_a_shallow_statement_runs_on_the_callers_thread_where_its_stack_has_room() -> None:
+    here = threading.current_thread()
+    assert run_deep(threading.current_thread, levels=3) is here
+    assert run_deep(threading.current_thread) is not here  # depth unknown: the big stack
+    assert run_deep(threading.current_thread, levels=SHALLOW_LEVELS + 1) is not here
+
+    def nested(n: int) -> threading.Thread:  # the caller's own stack nearly full
+        return nested(n - 1) if n else run_deep(threading.current_thread, levels=3)
+
+    assert nested(sys.getrecursionlimit() - 200) is not here
+
+
+def test_a_statement_run_again_from_a_deep_stack_still_compiles(monkeypatch) -> None:
+    con = matchsql.connect(demo=False)
+    try:
+        con.sql("CREATE TABLE t AS SELECT range AS id, range % 3 AS v FROM range(10)")
+        deep = "(" * 13 + "v + 1" + ")" * 13
+        text = (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS n "
+                f"PATTERN (A B+) DEFINE B AS {deep} > PREV(v) + 1)")
+        first = con.sql(text).fetchall()
+        assert statements.known_depth(text) == SHALLOW_LEVELS  # the deepest that runs inline
+
+        def nested(n: int) -> list:
+            return nested(n - 1) if n else con.sql(text).fetchall()
+
+        assert nested(sys.getrecursionlimit() - 150) == first  # back on the big stack
+        # The deepest caller's stack from which it still runs here, its text parsed anew.
+        taken = []
+        monkeypatch.setattr(deep_module._DeepThread, "take",
+                            classmethod(lambda cls, take=deep_module._DeepThread.take.__func__:
+                                        taken.append(1) or take(cls)))
+        room = sys.getrecursionlimit() - FRAMES_PER_LEVEL * SHALLOW_LEVELS - SPARE_FRAMES
+        n = room - deep_module._frames_in_use()
+        while True:
+            taken.clear()
+            statements._kept_parse.cache_clear()
+            rows = nested(n)
+            if not taken:
+                break
+            n -= 1
+        assert rows == first and n > room // 2
+    finally:
+        con.close()
