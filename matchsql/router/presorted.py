@@ -292,6 +292,17 @@ def order_values(table: pa.Table, keys: list[OrderKey]) \
     return values, nulls, first
 
 
+def _ascending_throughout(values: np.ndarray, nulls: np.ndarray, nulls_first: np.ndarray) -> bool:
+    """Whether the rows are in the order of one ORDER BY key without NULLs as a whole
+    (``order_values``'s arrays): input stored in time order, the usual case. Telling it
+    takes no partition codes, the larger part of checking the first rows of an input
+    (16,384 rows of 500 symbols: 0.6-1.0 ms in a statement, while DuckDB's export waited)."""
+    if values.shape[0] != 1 or nulls.shape[1]:
+        return False
+    column = values[0]
+    return bool(np.all(column[1:] >= column[:-1]))
+
+
 def _float_order(x: np.ndarray) -> np.ndarray:
     """int64 codes of ``x`` in DuckDB's order of doubles: ``-0.0 = 0.0``, NaN above +inf."""
     x = np.where(np.isnan(x), np.nan, x + 0.0)  # one NaN; -0.0 + 0.0 is 0.0
@@ -559,6 +570,14 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
     n = table.num_rows
     if n < 2:
         return True
+    # (No more rows than partitions allowed: the answer needs no count of partitions.)
+    if not grouping and order and n <= MAX_PARTITIONS and all(
+            _partition_type(table.column(name).type) for name in partition_by):
+        keys = order_values(table, order)
+        if keys is None:
+            return None
+        if _ascending_throughout(*keys):
+            return True  # in order as a whole, so in order within every partition
     codes = _ONE_PARTITION
     count = 1
     key_values: KeyValues = {}

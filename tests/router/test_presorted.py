@@ -187,6 +187,34 @@ def test_grouped_is_an_order_duckdb_could_give(case):
 
 @SETTINGS
 @given(tables())
+def test_the_order_check_alone_says_whether_each_partition_is_in_order(case):
+    """in_order (the first rows' check): for input stored in the order of its one ORDER BY
+    key as a whole it answers without numbering the partitions; both ways it agrees with
+    DuckDB's sort."""
+    table, partition_by, keys = case
+    for compiled in (False, True):
+        assert in_order(table, partition_by, keys, compiled) == \
+            _partitions_in_order(table, partition_by, keys)
+
+
+@pytest.mark.parametrize("ts,descending,ok", [
+    ([1, 2, 3, 4, 5, 6], False, True),  # in order as a whole
+    ([1, 2, 2, 2, 5, 9], False, True),  # ties
+    ([9, 5, 2, 2, 2, 1], True, True),
+    ([1, 5, 2, 4, 6, 3], False, True),  # not as a whole, but within each partition
+    ([1, 5, 3, 4, 2, 6], False, False),  # b (rows 1 and 4): 5 then 2
+    ([4, 2, 3, 1, 5, 6], False, False),  # a (rows 0 and 3): 4 then 1
+    ([1, 2, 3, 4, 5, 6], True, False),
+])
+def test_the_order_check_of_one_key_without_nulls(ts, descending, ok):
+    """Partitions a b c a b c: in order as a whole (answered without numbering the
+    partitions), or partition by partition."""
+    table = pa.table({"p": pa.array(["a", "b", "c"] * 2), "ts": pa.array(ts, pa.int64())})
+    assert in_order(table, ["p"], [OrderKey("ts", descending=descending)]) is ok
+
+
+@SETTINGS
+@given(tables())
 def test_partition_grouping_without_order_by_is_stable(case):
     table, partition_by, _ = case
     if not partition_by:
