@@ -57,7 +57,8 @@ def parse(sql: str) -> list[exp.Expr]:
 
 def known_depth(sql: str) -> int | None:
     """How deep ``sql``'s trees go (levels of nesting and chained operators, as
-    :func:`check_nesting` counts them) where it parsed before and is still kept; else None."""
+    :func:`check_nesting` counts them) where its tokens were counted lately (it parsed, or
+    failed to parse after the count); else None."""
     return _depths.get(sql)
 
 
