@@ -81,9 +81,15 @@ def run_deep(fn: Callable[[], T], levels: int | None = None) -> T:
     if levels is not None and levels <= SHALLOW_LEVELS and _frames_in_use() + \
             FRAMES_PER_LEVEL * levels + SPARE_FRAMES <= sys.getrecursionlimit():
         ok, value = _outcome(fn)
-        if ok:
-            return value  # type: ignore[return-value]
-        raise value.with_traceback(None) if isinstance(value, Error) else value
+    else:
+        ok, value = _on_deep_thread(fn)
+    if ok:
+        return value  # type: ignore[return-value]
+    raise value.with_traceback(None) if isinstance(value, Error) else value
+
+
+def _on_deep_thread(fn: Callable[[], T]) -> tuple[bool, object]:
+    """:func:`_outcome` of ``fn`` on a kept big-stack thread, under the raised limit."""
     outcome: list = []
     _enter()
     try:
@@ -102,10 +108,7 @@ def run_deep(fn: Callable[[], T], levels: int | None = None) -> T:
             done.wait()
     finally:
         _leave()
-    ok, value = outcome[0]
-    if ok:
-        return value
-    raise value.with_traceback(None) if isinstance(value, Error) else value
+    return outcome[0]
 
 
 def _frames_in_use() -> int:

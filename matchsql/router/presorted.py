@@ -570,14 +570,14 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
     n = table.num_rows
     if n < 2:
         return True
+    keys = order_values(table, order) if order else None
+    if order and keys is None:
+        return None
     # (No more rows than partitions allowed: the answer needs no count of partitions.)
-    if not grouping and order and n <= MAX_PARTITIONS and all(
-            _partition_type(table.column(name).type) for name in partition_by):
-        keys = order_values(table, order)
-        if keys is None:
-            return None
-        if _ascending_throughout(*keys):
-            return True  # in order as a whole, so in order within every partition
+    if not grouping and keys is not None and n <= MAX_PARTITIONS and all(
+            _partition_type(table.column(name).type) for name in partition_by) \
+            and _ascending_throughout(*keys):
+        return True  # in order as a whole, so in order within every partition
     codes = _ONE_PARTITION
     count = 1
     key_values: KeyValues = {}
@@ -586,13 +586,9 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
         if parts is None or parts[1] > MAX_PARTITIONS:
             return None
         codes, count, key_values = parts
-    if order:
-        keys = order_values(table, order)
-        if keys is None:
-            return None
-        if not parallel_in_order(codes if count > 1 else _ONE_PARTITION, count, *keys,
-                                 threads, compiled=compiled):
-            return False
+    if keys is not None and not parallel_in_order(
+            codes if count > 1 else _ONE_PARTITION, count, *keys, threads, compiled=compiled):
+        return False
     if count == 1 or not grouping:
         return True
     sort = CountingSort.of(codes, count, threads)
