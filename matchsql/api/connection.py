@@ -7,6 +7,7 @@ from typing import Any
 
 import duckdb
 
+from matchsql.allocator import keep_freed_memory
 from matchsql.config import Config
 from matchsql.results.result import Result
 from matchsql.session.executor import Executor
@@ -22,6 +23,7 @@ class Connection:
     def __init__(self, database: str = ":memory:", *, config: Config | None = None,
                  duckdb_config: dict[str, Any] | None = None, read_only: bool = False,
                  demo: bool = False) -> None:
+        keep_freed_memory()  # a statement's buffers stay mapped for the next one
         self.database = database
         self.config = config or Config()
         #: Whether the demo ``trade`` table was asked for; it is built on first use.

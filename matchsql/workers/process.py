@@ -23,7 +23,6 @@ bucket and in all, and when each message was served, for the bench's timeline).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import pickle
 import signal
@@ -32,6 +31,7 @@ import time
 from collections import OrderedDict
 from multiprocessing.connection import Connection
 
+from matchsql.allocator import keep_freed_memory
 from matchsql.errors import Error, internal_error
 from matchsql.workers.channel import RingReader, RingWriter
 from matchsql.workers.gather import Gather
@@ -45,11 +45,6 @@ KINDS = {"query": Query, "gather": Gather, "stream": Streamed}
 ORPHAN_CHECK_S = 1.0
 #: Queries (their pickled spec and settings) whose unpickled objects a worker keeps.
 KEPT_QUERIES = 8
-#: glibc mallopt parameters and the worker's values (see _keep_freed_memory): blocks
-#: up to 32 MiB (glibc's largest) from the heap, and up to 256 MiB of free heap kept.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-MMAP_THRESHOLD = 32 << 20
-TRIM_THRESHOLD = 256 << 20
 
 
 def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
@@ -60,7 +55,7 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
     # report a lost worker instead.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _exit_when_orphaned(os.getppid())
-    _keep_freed_memory()
+    keep_freed_memory()  # this process is ours: its messages' buffers stay warm
     reader = RingReader(inbox, inbox_name, capacity)
     writer = RingWriter(outbox, capacity)
     outbox.send(("hello", writer.name, os.getpid()))
@@ -117,25 +112,6 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
         attached.release()
         reader.close()
         writer.close()
-
-
-def _keep_freed_memory() -> None:
-    """Let glibc's malloc keep freed memory for the next message instead of giving it
-    back to the system at once.
-
-    The matchers' numpy and Arrow buffers of a message are large (hundreds of
-    KiB): by default each is a fresh mapping, faulted in and zeroed page by
-    page, then unmapped when freed. A worker of a 1M-row Q2 took about 4,500
-    page faults per query that way, about 500 with these settings (measured
-    on its messages replayed in one process). Only this process's allocator
-    changes (the worker is ours); elsewhere than glibc nothing happens.
-    """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-        libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD)
-    except (OSError, AttributeError):
-        pass
 
 
 def _unpickled(kept: OrderedDict[bytes, tuple], payload: bytes) -> tuple:

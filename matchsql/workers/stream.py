@@ -50,7 +50,7 @@ from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import PartitionRun, RunFactory
 from matchsql.spark.state import restore_like, snapshot_matcher
 from matchsql.workers.balance import Policy, least_loaded, rows_per_bucket, spread
-from matchsql.workers.frames import pack, unpack
+from matchsql.workers.frames import Packed, unpack
 from matchsql.workers.pool import WorkerPool
 from matchsql.workers.router import MigrationRecord, WorkerRouter, bucket_of
 
@@ -162,9 +162,9 @@ class StreamRouter(WorkerRouter):
         buckets = self._place_new_buckets(groups.keys, counts)
         owner = self.owner
         owners = [owner[bucket] for bucket in buckets]
-        entries: dict[int, list[tuple]] = {}
-        for key, bucket, index, n in zip(groups.keys, buckets, owners, counts):
-            entries.setdefault(index, []).append((key, bucket, n))
+        entries: dict[int, list[tuple]] = {index: [] for index in sorted(set(owners))}
+        for entry, index in zip(zip(groups.keys, buckets, counts), owners):
+            entries[index].append(entry)
         for bucket, n in rows_per_bucket(buckets, counts).items():  # the load figures, per bucket
             self.routed[owner[bucket]] += n
             self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + n
@@ -177,9 +177,10 @@ class StreamRouter(WorkerRouter):
         seq = self._seq
         self._seq += 1
         start = 0
-        for index in sorted(entries):
-            rows = sum(n for _, _, n in entries[index])
-            self._post(index, "feed", pack(entries[index], [taken.slice(start, rows)]), seq)
+        for index, mine in entries.items():
+            rows = sum(entry[2] for entry in mine)
+            # Written straight into the worker's ring (one copy of the rows, not two).
+            self._post(index, "feed", Packed(mine, [taken.slice(start, rows)]), seq)
             start += rows
         return seq, len(entries)
 

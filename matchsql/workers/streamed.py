@@ -32,8 +32,9 @@ from matchsql.plan.spec import MatchSpec
 from matchsql.planner import new_partition_matcher
 from matchsql.router.partitions import PartitionRun
 from matchsql.spark.state import restore_like, snapshot_matcher
+from matchsql.workers.balance import rows_per_bucket
 from matchsql.workers.channel import RingWriter
-from matchsql.workers.frames import pack, unpack
+from matchsql.workers.frames import Packed, unpack
 from matchsql.workers.matching import cast
 
 
@@ -91,40 +92,49 @@ class Streamed:
             (batches[0] if batches else None)
         out = []
         offset = 0
-        started = time.process_time_ns()  # one clock read per key (each is a system call)
+        runs = self.runs
+        observing = self.observing is not None
+        started = time.process_time_ns()  # one clock read per batch (each is a system call)
         for key, bucket, count in entries:
-            held = self.runs.get(key)
-            run = held[1] if held is not None else self._new(key)
+            held = runs.get(key)
             if held is None:
-                self.runs[key] = (bucket, run)
+                run = self._new(key)
+                runs[key] = (bucket, run)
+            else:
+                run = held[1]
+            if observing:
+                self._counting(key, run)
             assert rows is not None
-            self._counting(key, run)
             out.append((key, run.feed(rows.slice(offset, count))))
             offset += count
-            self.rows += count
-            ended = time.process_time_ns()
-            self.bucket_ns[bucket] = self.bucket_ns.get(bucket, 0) + ended - started
-            started = ended
+        self.rows += offset
+        # The batch's CPU, shared among its buckets by rows (as a one-time query's message).
+        spent = time.process_time_ns() - started
+        for bucket, n in rows_per_bucket([e[1] for e in entries], [e[2] for e in entries]).items():
+            self.bucket_ns[bucket] = self.bucket_ns.get(bucket, 0) + spent * n // max(offset, 1)
         self._send(writer, "out", out, seq)
 
     def _send(self, writer: RingWriter, kind: str,
               out: list[tuple[tuple, list[pa.RecordBatch]]], seq: Any) -> None:
         entries = []
         batches: list[pa.RecordBatch] = []
+        runs, counting, schema = self.runs, self.counting, self.schema
         for key, produced in out:
-            produced = [cast(b, self.schema) for b in produced if b.num_rows]
-            held = self.runs.get(key)
+            if produced:
+                produced = [cast(b, schema) for b in produced if b.num_rows]
+                batches += produced
+            held = runs.get(key)
             counts, buffered = None, 0
             if held is not None:
                 run = held[1]
                 buffered = int(run.buffered_rows)
-                counts = run.state_counts() if self.counting.get(key) else None
+                counts = run.state_counts() if counting.get(key) else None
             entries.append((key, sum(b.num_rows for b in produced), counts, buffered))
-            batches += produced
         # The keys' matches as one batch (each key's rows counted in its entry): hundreds
-        # of small IPC batches cost more to write and read than one copy of the rows.
+        # of small IPC batches cost more to write and read than one copy of the rows. It
+        # is written straight into the ring.
         joined = [pa.concat_batches(batches)] if len(batches) > 1 else batches
-        writer.send(kind, pack(entries, joined, self.schema), (seq, self.rows))
+        writer.send(kind, Packed(entries, joined, schema), (seq, self.rows))
 
     def _counting(self, key: tuple, run: PartitionRun) -> bool:
         """Whether ``key``'s run counts statistics (asked once per run, when observing)."""
