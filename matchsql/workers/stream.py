@@ -73,7 +73,7 @@ class StreamRouter(WorkerRouter):
         self._cut = HashPartitionRouter(spec.partition_by, new_run)  # the partition cut
         self.first: dict[tuple, int] = {}  # key -> bucket, in order of first appearance
         self._seq = 0
-        self._flight: deque[tuple[tuple[int, int], list[tuple], float]] = deque()
+        self._flight: deque[tuple[tuple[int, int, np.ndarray], float]] = deque()
         self._answers: dict[object, dict[int, tuple[list, list]]] = {}
         self._buffered: dict[tuple, int] = {}  # rows each run keeps, per the last answer
         self._started = False
@@ -102,7 +102,7 @@ class StreamRouter(WorkerRouter):
         if batch.num_rows:
             groups = self._cut.groups(batch)
             started = time.perf_counter()
-            self._flight.append((self._send(batch, groups), groups.keys, started))
+            self._flight.append((self._send(batch, groups), started))
         yield from self._collect(more)
         self._rebalance()
 
@@ -110,8 +110,8 @@ class StreamRouter(WorkerRouter):
         """The matches of the batches in flight, oldest first: all of them, or (``more``)
         all but the last :data:`IN_FLIGHT`."""
         while self._flight and (not more or len(self._flight) > IN_FLIGHT):
-            sent, keys, started = self._flight.popleft()
-            matches = _in_key_order(keys, self._answered(sent, started))
+            sent, started = self._flight.popleft()
+            matches = _in_key_order(sent[2], self._answered(sent, started))
             if matches is not None:
                 yield matches
 
@@ -151,9 +151,10 @@ class StreamRouter(WorkerRouter):
             else pieces[0][1]
         return _by_key(self._answered(self._send(batch, groups), started))
 
-    def _send(self, batch: pa.RecordBatch, groups: KeyGroups) -> tuple[int, int]:
-        """Post ``batch`` to the workers of its partitions (``groups``): ``(seq, answers)``,
-        the batch's number and how many workers will answer it. Each worker gets its
+    def _send(self, batch: pa.RecordBatch, groups: KeyGroups) -> tuple[int, int, np.ndarray]:
+        """Post ``batch`` to the workers of its partitions (``groups``): ``(seq, answers,
+        owners)``, the batch's number, how many workers will answer it and the worker
+        of each of its keys (in order of first appearance). Each worker gets its
         partitions' rows as one batch, partition after partition (one take here; many
         small IPC batches cost more to write and read than one copy of the rows)."""
         self._start()
@@ -161,33 +162,36 @@ class StreamRouter(WorkerRouter):
         counts = groups.counts.tolist()
         buckets = self._place_new_buckets(groups.keys, counts)
         owner = self.owner
-        owners = [owner[bucket] for bucket in buckets]
-        entries: dict[int, list[tuple]] = {index: [] for index in sorted(set(owners))}
-        for entry, index in zip(zip(groups.keys, buckets, counts), owners):
-            entries[index].append(entry)
+        owners = np.fromiter((owner[bucket] for bucket in buckets), np.int64, len(buckets))
         for bucket, n in rows_per_bucket(buckets, counts).items():  # the load figures, per bucket
             self.routed[owner[bucket]] += n
             self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + n
             self.recent[bucket] = self.recent.get(bucket, 0) + n
-        # The rows by worker, then by partition (in order of first appearance): a stable
-        # sort of the partition-ordered rows by their worker.
-        row_owner = np.asarray(owners, np.int16)[groups.codes[groups.order]]
-        order = groups.order[np.argsort(row_owner, kind="stable")]
+        # The keys by worker, each worker's in order of first appearance (a stable sort of
+        # a few hundred keys), then their rows: one take of the rows grouped by key.
+        by_worker = np.argsort(owners, kind="stable")
+        sizes = groups.counts[by_worker]
+        firsts = (np.cumsum(groups.counts) - groups.counts)[by_worker]
+        order = groups.order[np.repeat(firsts - (np.cumsum(sizes) - sizes), sizes)
+                             + np.arange(int(sizes.sum()))]
         taken = batch.take(pa.array(order))
         seq = self._seq
         self._seq += 1
-        start = 0
-        for index, mine in entries.items():
-            rows = sum(entry[2] for entry in mine)
+        keys, places = groups.keys, by_worker.tolist()
+        workers = np.unique(owners).tolist()
+        bounds = np.searchsorted(owners[by_worker], workers + [len(self.workers)]).tolist()
+        rows_before = np.concatenate(([0], np.cumsum(sizes))).tolist()
+        for index, low, high in zip(workers, bounds, bounds[1:]):
+            mine = [(keys[k], buckets[k], counts[k]) for k in places[low:high]]
+            rows = taken.slice(rows_before[low], rows_before[high] - rows_before[low])
             # Written straight into the worker's ring (one copy of the rows, not two).
-            self._post(index, "feed", Packed(mine, [taken.slice(start, rows)]), seq)
-            start += rows
-        return seq, len(entries)
+            self._post(index, "feed", Packed(mine, [rows]), seq)
+        return seq, len(workers), owners
 
-    def _answered(self, sent: tuple[int, int], started: float) -> dict[int, tuple]:
+    def _answered(self, sent: tuple[int, int, np.ndarray], started: float) -> dict[int, tuple]:
         """The answers to batch ``sent`` (per worker: its entries and matches), once
         every worker gave its own."""
-        answers = self._gather_raw(*sent)
+        answers = self._gather_raw(sent[0], sent[1])
         for entries, _ in answers.values():
             for key, _, _, buffered in entries:
                 self._buffered[key] = buffered
@@ -351,22 +355,28 @@ def _by_key(answers: dict[int, tuple]) -> dict[tuple, tuple[list[pa.RecordBatch]
     return out
 
 
-def _in_key_order(keys: list[tuple], answers: dict[int, tuple]) -> pa.RecordBatch | None:
-    """The matches of the workers' ``answers``, those of ``keys[0]`` first, then those of
-    ``keys[1]``, ... (the order of ``workers = 1``), as one batch taken from the
-    workers' batches; None where there are none."""
+def _in_key_order(owners: np.ndarray, answers: dict[int, tuple]) -> pa.RecordBatch | None:
+    """The matches of the workers' ``answers`` to one batch, those of its first key first,
+    then those of its second, ... (the order of ``workers = 1``), as one batch taken from
+    the workers' batches; None where there are none. ``owners``: each key's worker, keys
+    in order of first appearance. A worker answers its keys in the order they were sent
+    to it, which is that order too, so a key's place among its worker's entries is its
+    place among the keys of that worker."""
     parts: list[pa.RecordBatch] = []
-    where: dict[tuple, tuple[int, int]] = {}  # each key's first row in the parts joined, rows
+    firsts = np.zeros(len(owners), np.int64)  # each key's first row in the parts joined
+    sizes = np.zeros(len(owners), np.int64)
     position = 0
-    for entries, batches in answers.values():
+    for index, (entries, batches) in answers.items():
         parts += batches[:1]  # none where the worker's keys have no matches
-        for key, count, _, _ in entries:
-            where[key] = (position, count)
-            position += count
+        counts = np.fromiter((entry[1] for entry in entries), np.int64, len(entries))
+        mine = owners == index
+        if int(np.count_nonzero(mine)) != len(entries):
+            raise internal_error(RuntimeError("a worker answered for other keys than it was sent"))
+        sizes[mine] = counts
+        firsts[mine] = position + np.cumsum(counts) - counts
+        position += int(counts.sum())
     if not parts:
         return None
-    firsts = np.array([where[key][0] for key in keys], np.int64)
-    sizes = np.array([where[key][1] for key in keys], np.int64)
     # Row i of the result is row firsts[k] + (i - the rows of the keys before k) of the parts.
     index = np.arange(int(sizes.sum())) + np.repeat(firsts - (np.cumsum(sizes) - sizes), sizes)
     joined = parts[0] if len(parts) == 1 else pa.concat_batches(parts)
