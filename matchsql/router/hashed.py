@@ -16,7 +16,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from matchsql.router.partitions import PartitionRun, RunFactory, group_order, key_at, keys_of
+from matchsql.router.partitions import (
+    PartitionRun,
+    RunFactory,
+    group_order,
+    key_at,
+    keys_of,
+    range_positions,
+)
 
 
 @dataclass
@@ -92,8 +99,7 @@ class HashPartitionRouter:
         rank[appearance] = np.arange(count)
         # The sorted rows with their groups' blocks in order of appearance.
         counts = counts[appearance]
-        within = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
-        order = order[np.repeat(starts[appearance], counts) + within]
+        order = order[range_positions(starts[appearance], counts)]
         # The keys at once (one conversion per column, not one per partition and column).
         keys = keys_of(batch.take(pa.array(firsts[appearance])), self.keys)
         return KeyGroups(keys, rank[codes], order, counts)

@@ -207,6 +207,15 @@ def group_order(codes: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, 
     return np.argsort(narrow_codes(codes, count), kind="stable").astype(np.int64), starts, False
 
 
+def range_positions(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Every position of the ranges ``[starts[i], starts[i] + lengths[i])``, range after
+    range: each range's start, repeated, plus the position's place in the concatenation
+    less where its range begins there (no loop over the ranges)."""
+    lengths = np.asarray(lengths, np.int64)
+    shift = np.repeat(np.asarray(starts, np.int64) - (np.cumsum(lengths) - lengths), lengths)
+    return shift + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
 def narrow_codes(codes: np.ndarray, count: int) -> np.ndarray:
     """``codes`` (values below ``count``) in 8 or 16 bits where they fit: numpy's stable
     argsort sorts those by radix, several times faster than 64-bit keys."""

@@ -44,6 +44,7 @@ from matchsql.router.grouping import (
     short_string_codes,
     spans,
 )
+from matchsql.router.partitions import range_positions
 
 
 @dataclass(frozen=True)
@@ -488,10 +489,7 @@ class GroupedRows:
         total = int(lengths.sum())
         taken: pa.Array | None = None
         if any(column is not None for column in self.columns):
-            # Positions of the ranges' rows: each range's start, repeated, plus the row's
-            # place in the concatenation less where its range begins there.
-            shift = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
-            taken = pa.array(self.perm[shift + np.arange(total, dtype=np.int64)])
+            taken = pa.array(self.perm[range_positions(starts, lengths)])
         arrays = []
         for i, field_ in enumerate(self.schema):
             if i in self.keys:

@@ -21,6 +21,7 @@ from matchsql.planner import new_partition_matcher, whole_partitions
 from matchsql.router.partitions import PartitionRun, feed_last
 from matchsql.router.presorted import GroupedRows
 from matchsql.spark.state import restore_like, snapshot_matcher
+from matchsql.workers.balance import charge
 from matchsql.workers.channel import RingWriter
 from matchsql.workers.frames import Packed, unpack
 
@@ -183,10 +184,8 @@ def answer(query: Query, writer: RingWriter, entries: list[tuple],
     (or keep it for :meth:`Query.flush`)."""
     started = time.process_time_ns()
     out_entries, out = query.data(entries, batches)
-    spent = time.process_time_ns() - started
-    total = sum(entry[3] for entry in entries) or 1
-    for entry in entries:
-        query.bucket_ns[entry[1]] = query.bucket_ns.get(entry[1], 0) + spent * entry[3] // total
+    charge(query.bucket_ns, time.process_time_ns() - started, [entry[1] for entry in entries],
+           [entry[3] for entry in entries])
     # Sent even when empty: the row count is the router's measure of this queue. The
     # matches go as one batch (each partition's rows counted in its entry): hundreds of
     # small IPC batches cost more to write and read than one copy of the rows.

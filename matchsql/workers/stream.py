@@ -47,7 +47,7 @@ from matchsql.fsm.states import StateSpec
 from matchsql.plan.spec import MatchSpec
 from matchsql.router.hashed import HashPartitionRouter, KeyGroups
 from matchsql.router.parallel import coalesce
-from matchsql.router.partitions import PartitionRun, RunFactory
+from matchsql.router.partitions import PartitionRun, RunFactory, range_positions
 from matchsql.spark.state import restore_like, snapshot_matcher
 from matchsql.workers.balance import Policy, least_loaded, rows_per_bucket, spread
 from matchsql.workers.frames import Packed, unpack
@@ -172,8 +172,7 @@ class StreamRouter(WorkerRouter):
         by_worker = np.argsort(owners, kind="stable")
         sizes = groups.counts[by_worker]
         firsts = (np.cumsum(groups.counts) - groups.counts)[by_worker]
-        order = groups.order[np.repeat(firsts - (np.cumsum(sizes) - sizes), sizes)
-                             + np.arange(int(sizes.sum()))]
+        order = groups.order[range_positions(firsts, sizes)]
         taken = batch.take(pa.array(order))
         seq = self._seq
         self._seq += 1
@@ -377,7 +376,5 @@ def _in_key_order(owners: np.ndarray, answers: dict[int, tuple]) -> pa.RecordBat
         position += int(counts.sum())
     if not parts:
         return None
-    # Row i of the result is row firsts[k] + (i - the rows of the keys before k) of the parts.
-    index = np.arange(int(sizes.sum())) + np.repeat(firsts - (np.cumsum(sizes) - sizes), sizes)
     joined = parts[0] if len(parts) == 1 else pa.concat_batches(parts)
-    return joined.take(pa.array(index))
+    return joined.take(pa.array(range_positions(firsts, sizes)))

@@ -32,7 +32,7 @@ from matchsql.plan.spec import MatchSpec
 from matchsql.planner import new_partition_matcher
 from matchsql.router.partitions import PartitionRun
 from matchsql.spark.state import restore_like, snapshot_matcher
-from matchsql.workers.balance import rows_per_bucket
+from matchsql.workers.balance import charge
 from matchsql.workers.channel import RingWriter
 from matchsql.workers.frames import Packed, unpack
 from matchsql.workers.matching import cast
@@ -94,7 +94,7 @@ class Streamed:
         offset = 0
         runs = self.runs
         observing = self.observing is not None
-        started = time.process_time_ns()  # one clock read per batch (each is a system call)
+        started = time.process_time_ns()
         for key, bucket, count in entries:
             held = runs.get(key)
             if held is None:
@@ -108,10 +108,8 @@ class Streamed:
             out.append((key, run.feed(rows.slice(offset, count))))
             offset += count
         self.rows += offset
-        # The batch's CPU, shared among its buckets by rows (as a one-time query's message).
-        spent = time.process_time_ns() - started
-        for bucket, n in rows_per_bucket([e[1] for e in entries], [e[2] for e in entries]).items():
-            self.bucket_ns[bucket] = self.bucket_ns.get(bucket, 0) + spent * n // max(offset, 1)
+        charge(self.bucket_ns, time.process_time_ns() - started, [e[1] for e in entries],
+               [e[2] for e in entries])
         self._send(writer, "out", out, seq)
 
     def _send(self, writer: RingWriter, kind: str,
