@@ -34,7 +34,7 @@ import pickle
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -59,6 +59,15 @@ from matchsql.workers.router import MigrationRecord, WorkerRouter, bucket_of
 IN_FLIGHT = 1
 
 
+class Sent(NamedTuple):
+    """A batch posted to the workers: its number, how many workers will answer it and
+    each of its keys' worker (keys in order of first appearance)."""
+
+    seq: int
+    answers: int
+    owners: np.ndarray
+
+
 class StreamRouter(WorkerRouter):
     """A continuous query's partitions on the pool's workers."""
 
@@ -73,7 +82,7 @@ class StreamRouter(WorkerRouter):
         self._cut = HashPartitionRouter(spec.partition_by, new_run)  # the partition cut
         self.first: dict[tuple, int] = {}  # key -> bucket, in order of first appearance
         self._seq = 0
-        self._flight: deque[tuple[tuple[int, int, np.ndarray], float]] = deque()
+        self._flight: deque[tuple[Sent, float]] = deque()
         self._answers: dict[object, dict[int, tuple[list, list]]] = {}
         self._buffered: dict[tuple, int] = {}  # rows each run keeps, per the last answer
         self._started = False
@@ -111,7 +120,7 @@ class StreamRouter(WorkerRouter):
         all but the last :data:`IN_FLIGHT`."""
         while self._flight and (not more or len(self._flight) > IN_FLIGHT):
             sent, started = self._flight.popleft()
-            matches = _in_key_order(sent[2], self._answered(sent, started))
+            matches = _in_key_order(sent.owners, self._answered(sent, started))
             if matches is not None:
                 yield matches
 
@@ -151,10 +160,8 @@ class StreamRouter(WorkerRouter):
             else pieces[0][1]
         return _by_key(self._answered(self._send(batch, groups), started))
 
-    def _send(self, batch: pa.RecordBatch, groups: KeyGroups) -> tuple[int, int, np.ndarray]:
-        """Post ``batch`` to the workers of its partitions (``groups``): ``(seq, answers,
-        owners)``, the batch's number, how many workers will answer it and the worker
-        of each of its keys (in order of first appearance). Each worker gets its
+    def _send(self, batch: pa.RecordBatch, groups: KeyGroups) -> Sent:
+        """Post ``batch`` to the workers of its partitions (``groups``). Each worker gets its
         partitions' rows as one batch, partition after partition (one take here; many
         small IPC batches cost more to write and read than one copy of the rows)."""
         self._start()
@@ -185,12 +192,12 @@ class StreamRouter(WorkerRouter):
             rows = taken.slice(rows_before[low], rows_before[high] - rows_before[low])
             # Written straight into the worker's ring (one copy of the rows, not two).
             self._post(index, "feed", Packed(mine, [rows]), seq)
-        return seq, len(workers), owners
+        return Sent(seq, len(workers), owners)
 
-    def _answered(self, sent: tuple[int, int, np.ndarray], started: float) -> dict[int, tuple]:
+    def _answered(self, sent: Sent, started: float) -> dict[int, tuple]:
         """The answers to batch ``sent`` (per worker: its entries and matches), once
         every worker gave its own."""
-        answers = self._gather_raw(sent[0], sent[1])
+        answers = self._gather_raw(sent.seq, sent.answers)
         for entries, _ in answers.values():
             for key, _, _, buffered in entries:
                 self._buffered[key] = buffered
