@@ -7,7 +7,7 @@ object, so a query's DEFINEs and measures are lowered once, not once per
 partition. ``config.execution_path`` forces a path: forcing one that does
 not apply is an error that names the reason, never a silent fallback.
 
-Paths (see DESIGN.md, "Execution paths"):
+Paths (docs/execution.md has them for users, docs/architecture.md the layers around them):
 
 * ``row_local``: every DEFINE term reads only the current row and physical
   PREV/NEXT offsets; the terms are evaluated column-wise and the compiled

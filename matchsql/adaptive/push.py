@@ -1,4 +1,4 @@
-"""Push and adaptive input for continuous queries (thesis chapters 3-4, DESIGN "Input handling").
+"""Push and adaptive input for continuous queries (thesis chapters 3-4; see docs/architecture.md).
 
 In pull mode the query thread reads the live store whenever it has nothing
 left to match. Push mode moves reading into a *push thread*: it reads the

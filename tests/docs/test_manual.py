@@ -1,0 +1,151 @@
+"""The manual (docs/, built by ``mkdocs build --strict`` in ``make test``) against the code.
+
+The settings page must list every setting of :class:`matchsql.config.Config`
+with its real default and range, so adding or changing a setting without
+documenting it fails here; the README must stay a short front page.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import MISSING, fields
+from pathlib import Path
+
+import pytest
+
+from matchsql.config import Config
+from matchsql.errors import Error
+
+ROOT = Path(__file__).resolve().parents[2]
+SETTINGS_PAGE = ROOT / "docs" / "reference" / "settings.md"
+
+#: Defaults computed at connect time, documented in words: the words and the value.
+COMPUTED_DEFAULTS = {"threads": ("the number of cores", os.cpu_count() or 1)}
+
+
+def settings_table() -> dict[str, tuple[str, str]]:
+    """``{setting: (default cell, range cell)}`` from the page's table."""
+    rows: dict[str, tuple[str, str]] = {}
+    lines = SETTINGS_PAGE.read_text(encoding="utf-8").splitlines()
+    start = lines.index("| setting | default | range | what it does |")
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        name = cells[0].strip("`")
+        assert name not in rows, f"{name} is listed twice"
+        rows[name] = (cells[1], cells[2])
+    return rows
+
+
+def plain(cell: str) -> str:
+    """A default cell as Config would print it: no backticks, no thousands separators."""
+    return cell.replace("`", "").replace(",", "").strip()
+
+
+def test_the_settings_page_lists_every_setting_once():
+    assert sorted(settings_table()) == sorted(Config.names())
+
+
+@pytest.mark.parametrize("field", fields(Config), ids=lambda f: f.name)
+def test_each_documented_default_is_the_real_one(field):
+    cell, _ = settings_table()[field.name]
+    if field.default is MISSING:  # computed when a connection is made
+        words, value = COMPUTED_DEFAULTS[field.name]
+        assert cell == words and getattr(Config(), field.name) == value
+    else:
+        assert plain(cell) == str(field.default), (field.name, cell)
+
+
+@pytest.mark.parametrize("field", fields(Config), ids=lambda f: f.name)
+def test_each_documented_range_is_what_set_accepts(field):
+    _, cell = settings_table()[field.name]
+    default = getattr(Config(), field.name)
+    if isinstance(default, int):
+        zero_allowed = field.name in Config._ZERO_ALLOWED
+        assert cell.startswith("whole number ≥ 0" if zero_allowed else "whole number ≥ 1"), cell
+        config = Config()
+        config.set(field.name, 1)
+        if zero_allowed:
+            config.set(field.name, 0)
+        else:
+            with pytest.raises(Error):
+                config.set(field.name, 0)
+        with pytest.raises(Error):
+            config.set(field.name, -1)
+        if "`auto`" in cell:
+            config.set(field.name, "auto")
+            assert getattr(config, field.name) == (os.cpu_count() or 1)
+    else:
+        values = re.findall(r"`([^`]+)`", cell)
+        assert default in values, (field.name, cell)
+        for value in values:
+            Config().set(field.name, value)
+        with pytest.raises(Error):
+            Config().set(field.name, "no_such_value")
+
+
+def test_the_readme_is_a_short_front_page_of_the_manual():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 150
+    assert "make run" in readme and "make test" in readme
+    links = re.findall(r"\]\((docs/[^)#]+)", readme)
+    assert links, "the README links to the manual"
+    for link in links:
+        assert (ROOT / link).is_file(), link
+
+
+def test_every_page_in_the_navigation_exists_and_every_page_is_in_it():
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = set(re.findall(r":\s+(\S+\.md)\s*$", config, flags=re.M))
+    pages = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
+    assert nav == pages
+
+
+def documented_layers() -> dict[str, int]:
+    """``{top-level module of matchsql: layer}`` from the architecture page's table."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    layers: dict[str, int] = {}
+    for number, modules in re.findall(r"^\| (\d+) \| ([^|]+) \|", text, flags=re.M):
+        for name in re.findall(r"`([a-z_]+)`", modules):
+            assert name not in layers, f"{name} is in two layers"
+            layers[name] = int(number)
+    return layers
+
+
+def imports_between_modules() -> set[tuple[str, str]]:
+    """(importer, imported) pairs of matchsql's top-level modules, any import anywhere."""
+    package = ROOT / "matchsql"
+    edges = set()
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package).parts
+        me = parts[0].removesuffix(".py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                dotted = name.split(".")
+                if dotted[0] == "matchsql" and len(dotted) > 1 and dotted[1] != me:
+                    edges.add((me, dotted[1]))
+    return edges
+
+
+def test_the_architecture_page_names_every_module_in_one_layer():
+    package = ROOT / "matchsql"
+    modules = {p.name.removesuffix(".py") for p in package.iterdir()
+               if (p.suffix == ".py" or (p / "__init__.py").is_file())
+               and p.name not in ("__init__.py", "__main__.py")}
+    assert set(documented_layers()) == modules
+
+
+def test_no_module_imports_one_of_a_higher_layer_than_the_page_says():
+    layers = documented_layers()
+    upward = sorted((a, b) for a, b in imports_between_modules()
+                    if a in layers and b in layers and layers[b] > layers[a])
+    assert not upward, f"imports that go up the documented layers: {upward}"
