@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import os
 import re
+import subprocess
+import sys
 from dataclasses import MISSING, fields
 from pathlib import Path
 
@@ -149,3 +151,38 @@ def test_no_module_imports_one_of_a_higher_layer_than_the_page_says():
     upward = sorted((a, b) for a, b in imports_between_modules()
                     if a in layers and b in layers and layers[b] > layers[a])
     assert not upward, f"imports that go up the documented layers: {upward}"
+
+
+def transcripts() -> list[tuple[str, str, str]]:
+    """``(page, SQL, expected output)`` of each ``$ matchsql -c "..."`` shown with its output.
+
+    A transcript is a ``text`` block line ``$ [.venv/bin/]matchsql -c "SQL`` (the SQL may
+    run over several lines, up to the closing quote), followed by what the command printed.
+    """
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found = []
+    for page in pages:
+        for block in re.findall(r"```text\n(.*?)```", page.read_text(encoding="utf-8"), re.S):
+            for command in re.split(r"^(?=\$ )", block, flags=re.M):
+                start = re.match(r'\$ (?:\.venv/bin/)?matchsql -c "', command)
+                if not start:
+                    continue
+                end = command.index('"\n', start.end())
+                sql, output = command[start.end():end], command[end + 2:]
+                found.append((str(page.relative_to(ROOT)), sql, output))
+    return found
+
+
+def test_the_manual_shows_transcripts():
+    pages = {page for page, _, _ in transcripts()}
+    assert {"README.md", "docs/index.md", "docs/reference/settings.md"} <= pages
+
+
+@pytest.mark.parametrize(("page", "sql", "output"), transcripts(),
+                         ids=lambda value: value if value.endswith(".md") else "")
+def test_each_transcript_prints_what_the_manual_shows(page, sql, output):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="100", TERM="dumb")
+    done = subprocess.run([sys.executable, "-m", "matchsql", "-c", sql], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    printed = done.stdout + done.stderr
+    assert printed.strip() == output.strip(), f"{page}:\n{printed}"
