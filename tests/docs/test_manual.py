@@ -8,6 +8,7 @@ documenting it fails here; the README must stay a short front page.
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import subprocess
@@ -184,5 +185,73 @@ def test_each_transcript_prints_what_the_manual_shows(page, sql, output):
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="100", TERM="dumb")
     done = subprocess.run([sys.executable, "-m", "matchsql", "-c", sql], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
+    printed = done.stdout + done.stderr
+    assert printed.strip() == output.strip(), f"{page}:\n{printed}"
+
+
+REPL_MARKER = "<!-- transcript: the test runs it -->\n```text\n"
+
+
+def repl_transcripts() -> list[tuple[str, str, str]]:
+    """``(page, input, expected output)`` of each REPL session marked as run by this test.
+
+    Lines after ``matchsql> `` and ``...> `` prompts are typed; a ``$ `` line is the
+    command that opened the REPL; every other line is what the REPL printed.
+    """
+    found = []
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for block in re.findall(re.escape(REPL_MARKER) + r"(.*?)```", text, re.S):
+            typed, printed = [], []
+            for line in block.splitlines():
+                prompt = re.match(r"(matchsql| *\.\.\.)> ", line)
+                if prompt:
+                    typed.append(line[prompt.end():])
+                elif not line.startswith("$ "):
+                    printed.append(line)
+            found.append((str(page.relative_to(ROOT)), "\n".join(typed) + "\n",
+                          "\n".join(printed)))
+    return found
+
+
+def test_the_tutorial_marks_repl_sessions_to_run():
+    assert len(repl_transcripts()) >= 5
+
+
+#: What the REPL does with each entry it reads (matchsql/cli/repl.py), without the terminal.
+REPL_LOOP = """
+import json, sys
+import matchsql
+from matchsql.cli.shell import Shell
+shell = Shell(matchsql.connect())
+for entry in json.load(sys.stdin):
+    if entry.startswith(".") and "\\n" not in entry:
+        shell.run_dot(entry)
+    else:
+        shell.run_text(entry)
+"""
+
+
+def entries(typed: str) -> list[str]:
+    """What the REPL would read at its prompts: a dot-command line, or lines up to a ``;``."""
+    found, pending = [], []
+    for line in typed.splitlines():
+        if not pending and line.startswith("."):
+            found.append(line)
+            continue
+        pending.append(line)
+        if line.rstrip().endswith(";"):
+            found.append("\n".join(pending))
+            pending = []
+    assert not pending, f"an unfinished statement: {pending}"
+    return found
+
+
+@pytest.mark.parametrize(("page", "typed", "output"), repl_transcripts(),
+                         ids=lambda value: value if value.endswith(".md") else "")
+def test_each_repl_session_prints_what_the_manual_shows(page, typed, output):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="100", TERM="dumb")
+    done = subprocess.run([sys.executable, "-c", REPL_LOOP], input=json.dumps(entries(typed)),
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     printed = done.stdout + done.stderr
     assert printed.strip() == output.strip(), f"{page}:\n{printed}"
