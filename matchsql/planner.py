@@ -260,6 +260,11 @@ def explain(spec: MatchSpec, config: Config | None = None) -> str:
             path += f"\nbatched: {'yes' if whole is not None else 'no'} ({why})"
     except ExecutionError as exc:
         path = f"path: none\nwhy: {exc.message}"
+    for name, sql in spec.derived.items():  # DuckDB's parts of the query
+        path += f"\nDuckDB computes in the input: {name} = {sql}"
+    for measure in spec.projection:
+        if measure.by_duckdb:
+            path += f"\nDuckDB computes over the matches: {measure.name} = {measure.sql}"
     program = compile_pattern(spec.pattern)
     return (f"MATCH_RECOGNIZE PATTERN ({spec.pattern.to_sql()})\n{path}\n"
             f"program ({len(program)} instructions, {program.loops} loops):\n"

@@ -26,6 +26,7 @@ import pyarrow as pa
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
+from matchsql.expr.batch_select import derive_input
 from matchsql.plan.pattern import (
     Alternation,
     Concatenation,
@@ -81,6 +82,9 @@ def match_window(runs: WindowRuns, table: pa.Table, cancel: Cancellation) -> pa.
     match = _scan_partition if runs.scan is not None else _match_partition
     rows = table.combine_chunks().to_batches()
     batch = rows[0] if rows else pa.RecordBatch.from_pylist([], schema=table.schema)
+    derive = derive_input(spec)
+    if derive is not None:
+        batch = derive(batch)
     matches = _Found()
     take: list[int | None] = []
     if batch.num_rows:

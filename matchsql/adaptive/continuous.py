@@ -50,7 +50,9 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                        cancelled: Callable[[], bool], on_producer_death: str = "error",
                        history: bool = True,
                        input_options: InputOptions | None = None,
-                       router: Any = None) -> Iterator[pa.RecordBatch]:
+                       router: Any = None,
+                       derive: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
+                       ) -> Iterator[pa.RecordBatch]:
     """Match batches of a query over ``definition``'s stream, as soon as they are final.
 
     ``input_options`` picks pull (the default, the query thread reads the
@@ -60,7 +62,8 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
     :class:`matchsql.workers.stream.StreamRouter`, which is also its own
     :class:`~matchsql.adaptive.push.PushRuns`); it is closed at the end. The
     input mode is only how this router's input is read: history and live
-    tuples reach the same runs, wherever they live.
+    tuples reach the same runs, wherever they live. ``derive`` adds the query's derived
+    columns to each batch read (history and live) before it is routed.
     """
     options = input_options or InputOptions()
     metrics = InputMetrics()
@@ -82,12 +85,14 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                 # processes may keep this one in flight (the last one it answers).
                 for (last, batch), more in _with_more(archive.history(cursor, batch_rows)):
                     next_seq = last + 1
-                    yield from router.route(batch, more=more)
+                    yield from router.route(derive(batch) if derive else batch, more=more)
                     if cancelled():
                         raise ExecutionError("statement interrupted")
             else:
                 next_seq = archive.last_seq(cursor) + 1
         live = live_batches(reader, next_seq)
+        if derive is not None:
+            live = ((derive(batch), enqueued) for batch, enqueued in live)
         if options.mode == "pull":
             sampling = options.stats is not None  # pull costs nothing extra unless asked
             for batch, enqueue_sum_ns in live:

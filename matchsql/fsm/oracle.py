@@ -312,8 +312,7 @@ class _Run:
             data = self.rows[row]
             values += [data[c] for c in spec.order_by]
             values += measures
-            used = set(spec.partition_by) | set(spec.order_by)
-            values += [data[f.name] for f in spec.columns if f.name not in used]
+            values += [data[name] for name in spec.passed_columns]
         else:
             values += measures
         return tuple(values)

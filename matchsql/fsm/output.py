@@ -72,8 +72,7 @@ class OutputBuilder:
         self.measures = measures
         self.all_rows = spec.rows_per_match.all_rows
         self.show_empty = spec.rows_per_match is not RowsPerMatch.ALL_OMIT_EMPTY
-        used = set(spec.partition_by) | set(spec.order_by)
-        self.rest = [f.name for f in spec.columns if f.name not in used]
+        self.rest = spec.passed_columns
         self._lead = list(spec.partition_by) + list(spec.order_by)
         self._columns: list[list[Any]] = [[] for _ in self.schema]
 

@@ -7,6 +7,7 @@ statement text ``sql`` that the node was parsed from.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
 
@@ -16,7 +17,10 @@ from sqlglot import exp
 
 from matchsql.errors import CatalogError, Error, SemanticError, TypeMismatchError
 from matchsql.grammar.checks import ExpressionChecker, position
+from matchsql.grammar.duckdb_catalog import aggregate_names
+from matchsql.grammar.measure_split import MeasureSplit
 from matchsql.grammar.nodes import MatchRecognizeTable, MeasureDef, VariableDef
+from matchsql.grammar.pushdown import PushDown
 from matchsql.grammar.subqueries import fold_subqueries
 from matchsql.grammar.typer import ExpressionTyper
 from matchsql.plan.binder import column_candidates
@@ -91,7 +95,7 @@ class _Analyzer:
         names = set(self.variables) | set(subsets)
         skip, skip_var = self.skip(names)
         fold_subqueries(self.node, names, self.sql, self.con)
-        checker = ExpressionChecker(self.sql, names)
+        checker = ExpressionChecker(self.sql, names, aggregate_names(self.con))
 
         typer = ExpressionTyper(self.con, self.schema, self.sql)
         self.prime_types(typer)
@@ -103,9 +107,18 @@ class _Analyzer:
         rows = RowsPerMatch[ROWS[self.node.args.get("rows")]]
         self.check_exclusion(rows)
         measures = self.measures(checker, typer, partition_by, rows)
+        push = PushDown(self.schema, self.con)
+        # A DEFINE always has its current row (unqualified, or qualified by its variable).
+        defines = {name: push.rewrite(expr, frozenset({((), None), ((), name.upper())}))
+                   for name, expr in defines.items()}
+        measures = [dataclasses.replace(m, expr=push.rewrite(m.expr)) for m in measures]
+        wide = typer if not push.fields else ExpressionTyper(
+            self.con, pa.schema([*self.schema, *push.fields]), self.sql)
+        measures, projection = MeasureSplit(wide, push).run(measures)
+        columns = pa.schema([*self.schema, *push.fields])  # the split may derive more
 
         spec = MatchSpec(
-            columns=self.schema,
+            columns=columns,
             pattern=self.pattern,
             partition_by=partition_by,
             order_by=order_by,
@@ -119,6 +132,8 @@ class _Analyzer:
             all_matches=bool(self.node.args.get("all_matches")),
             incremental=self.node.args.get("match_mode") == "INCREMENTAL",
             within=self.within(order_by),
+            derived=push.columns,
+            projection=projection,
         )
         self.check_alias_columns(spec)
         return spec
@@ -332,7 +347,7 @@ class _Analyzer:
         alias = self.node.args.get("alias")
         columns = alias.args.get("columns") if alias is not None else None
         if columns:
-            width = len(spec.output_schema())
+            width = len(spec.result_schema())
             if len(columns) != width:
                 raise self.error(
                     SemanticError,

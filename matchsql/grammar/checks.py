@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from matchsql.errors import SemanticError
 from matchsql.grammar.dialect import first_offset
-from matchsql.plan.binder import is_aggregate
+from matchsql.grammar.duckdb_catalog import is_any_aggregate
 from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
 
 __all__ = ["ExpressionChecker", "position"]
@@ -39,9 +39,12 @@ class _Scope:
 class ExpressionChecker:
     """Checks one MATCH_RECOGNIZE's expressions against its variables and subsets."""
 
-    def __init__(self, sql: str, names: set[str]) -> None:
+    def __init__(self, sql: str, names: set[str],
+                 aggregates: frozenset[str] = frozenset()) -> None:
         self.sql = sql
         self.names = names  # primary variables and subset names
+        # DuckDB's aggregates that sqlglot parses as anonymous calls (histogram, ...)
+        self.aggregates = aggregates
 
     def error(self, message: str, node: exp.Expr) -> SemanticError:
         return SemanticError(message, sql=self.sql, offset=position(node))
@@ -55,7 +58,8 @@ class ExpressionChecker:
             self.semantics(node)
         elif isinstance(node, Navigation):
             scope = self.navigation(node, scope)
-        elif isinstance(node, exp.AggFunc):
+        elif isinstance(node, exp.AggFunc) or (isinstance(node, exp.Anonymous)
+                                               and node.name.lower() in self.aggregates):
             scope = self.aggregate(node, scope)
         elif isinstance(node, exp.Column):
             self.column(node)
@@ -83,7 +87,7 @@ class ExpressionChecker:
         # is_aggregate: also the aggregates DuckDB's dialect leaves anonymous (arbitrary,
         # any_value, ...) and RUNNING count(*) FILTER (WHERE ...)
         if not isinstance(target, (Navigation, Classifier, MatchNumber)) \
-                and not is_aggregate(target):
+                and not is_any_aggregate(target, self.aggregates):
             raise self.error(f"{word} applies only to navigation functions and aggregates", target)
 
     def navigation(self, node: Navigation, scope: _Scope) -> _Scope:
@@ -106,7 +110,7 @@ class ExpressionChecker:
         self.single_variable(node.this, f"{node.kind}")
         return _Scope(navigation=node, aggregate=None)
 
-    def aggregate(self, node: exp.AggFunc, scope: _Scope) -> _Scope:
+    def aggregate(self, node: exp.Expr, scope: _Scope) -> _Scope:
         name = node.sql_name() if hasattr(node, "sql_name") else node.key.upper()
         if scope.navigation is not None:
             raise self.error(

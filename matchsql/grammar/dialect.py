@@ -478,6 +478,15 @@ class MatchSQLGenerator(DuckDBGenerator):
         PatternWindow: patternwindow_sql,
     }
 
+    def log_sql(self, expression: exp.Log) -> str:
+        """``log2(x)`` and ``log10(x)`` as written: sqlglot reads them as ``LOG(2, x)``,
+        which DuckDB computes by another formula (its last bit differs)."""
+        base = expression.this
+        if expression.expression is not None and isinstance(base, exp.Literal) \
+                and not base.is_string and base.this in ("2", "10"):
+            return self.func(f"LOG{base.this}", expression.expression)
+        return super().log_sql(expression)
+
     def matchrecognizetable_sql(self, expression: MatchRecognizeTable) -> str:
         parts: list[str] = []
         if expression.args.get("partition_by"):

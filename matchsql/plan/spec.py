@@ -19,6 +19,22 @@ from sqlglot import exp
 from matchsql.plan.pattern import PatternNode
 
 
+def quoted(name: str) -> str:
+    """``name`` as a quoted SQL identifier."""
+    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
+
+
+def select_list(columns: list[str] | None, derived: dict[str, str]) -> str:
+    """SQL select items reading ``columns`` of an input relation (None: ``*``, every
+    column), a derived column (:attr:`MatchSpec.derived`) computed from its SQL."""
+    if columns is None:
+        items = ["*", *(f"({sql}) AS {quoted(name)}" for name, sql in derived.items())]
+    else:
+        items = [f"({derived[c]}) AS {quoted(c)}" if c in derived else quoted(c)
+                 for c in columns]
+    return ", ".join(items)
+
+
 class RowsPerMatch(Enum):
     ONE = "ONE ROW PER MATCH"
     ALL_SHOW_EMPTY = "ALL ROWS PER MATCH SHOW EMPTY MATCHES"
@@ -42,6 +58,20 @@ class Measure:
     name: str
     expr: exp.Expression
     type: pa.DataType  # the output column's Arrow type
+
+
+@dataclass(frozen=True)
+class ResultMeasure:
+    """A measure of the result: ``sql`` computes it in DuckDB over the matcher's output."""
+
+    name: str
+    sql: str
+    type: pa.DataType
+
+    @property
+    def by_duckdb(self) -> bool:
+        """Whether DuckDB computes it (rather than passing the matcher's measure on)."""
+        return self.sql != quoted(self.name)
 
 
 @dataclass
@@ -71,6 +101,14 @@ class MatchSpec:
     all_matches: bool = False
     incremental: bool = False
     within: object | None = None  # datetime.timedelta or a number, in ORDER BY units
+    #: derived column -> its DuckDB SQL over the input row: the parts of DEFINE and
+    #: MEASURES that read one row, computed by DuckDB (see matchsql.grammar.pushdown).
+    #: They are the last fields of ``columns`` and never part of the output.
+    derived: dict[str, str] = field(default_factory=dict)
+    #: The result's measures where DuckDB computes some of them over the matcher's
+    #: output (see matchsql.grammar.measure_split), in order; empty where the matcher's
+    #: measures are the result's.
+    projection: list[ResultMeasure] = field(default_factory=list)
     #: id(expression) -> (expression, its bound form); see :func:`matchsql.plan.binder.bind`.
     bound_cache: dict[int, tuple[exp.Expression, exp.Expression]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
@@ -80,6 +118,28 @@ class MatchSpec:
         """Primary pattern variables, in order of first appearance in PATTERN."""
         return self.pattern.variables()
 
+    @property
+    def passed_columns(self) -> list[str]:
+        """The input columns ALL ROWS PER MATCH passes through after the measures."""
+        used = set(self.partition_by) | set(self.order_by) | set(self.derived)
+        return [f.name for f in self.columns if f.name not in used]
+
+    @property
+    def input_schema(self) -> pa.Schema:
+        """``columns`` less the derived ones: the input relation's own schema."""
+        return pa.schema([f for f in self.columns if f.name not in self.derived])
+
+    def result_schema(self) -> pa.Schema:
+        """The schema the user sees: :meth:`output_schema` with the projection's measures."""
+        if not self.projection:
+            return self.output_schema()
+        return self._shape([pa.field(m.name, m.type) for m in self.projection])
+
+    def result_select(self) -> str:
+        """The DuckDB select list that turns the matcher's output into the result."""
+        measures = {m.name: m.sql for m in self.projection}
+        return select_list(self.result_schema().names, measures)
+
     def output_schema(self) -> pa.Schema:
         """Standard output shape.
 
@@ -87,12 +147,14 @@ class MatchSpec:
         MATCH: partition columns, order columns, measures, then the remaining
         input columns in input order.
         """
+        return self._shape([pa.field(m.name, m.type) for m in self.measures])
+
+    def _shape(self, measures: list[pa.Field]) -> pa.Schema:
         by_name = {f.name: f for f in self.columns}
         fields = [by_name[c] for c in self.partition_by]
         if self.rows_per_match.all_rows:
             fields += [by_name[c] for c in self.order_by]
-        fields += [pa.field(m.name, m.type) for m in self.measures]
+        fields += measures
         if self.rows_per_match.all_rows:
-            used = set(self.partition_by) | set(self.order_by)
-            fields += [f for f in self.columns if f.name not in used]
+            fields += [by_name[c] for c in self.passed_columns]
         return pa.schema(fields)

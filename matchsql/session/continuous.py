@@ -52,6 +52,7 @@ import matchsql.snapshot as snapshot
 from matchsql.adaptive.continuous import live_batches
 from matchsql.cancel import Cancellation
 from matchsql.errors import CatalogError, Error, ExecutionError, SemanticError
+from matchsql.expr.batch_select import derive_input, project_result
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.continuous_ddl import (
     NAME_RULE,
@@ -323,7 +324,7 @@ class ContinuousQueries:
         view = f"__matchsql_cq_{name.lower()}"
         node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
         return _Plan(definition, spec.partition_by, new_run, tree.sql(dialect="duckdb"), view,
-                     spec.output_schema(), index, spec)
+                     spec.result_schema(), index, spec)
 
     def _start_position(self, definition: StreamDef) -> int:
         """A new query starts at the oldest tuple the ring still holds (the stream's
@@ -382,6 +383,9 @@ class _Runner:
         self._final_state = "stopped"
         self._router: Any = None  # a HashPartitionRouter, or the workers' StreamRouter
         self._cursor: duckdb.DuckDBPyConnection | None = None
+        # DuckDB's parts of the query: derived input columns, measures over the matches
+        self._derive = derive_input(plan.spec)
+        self._project = project_result(plan.spec)
         self.thread = threading.Thread(target=self._run, daemon=True,
                                        name=f"matchsql-cq-{name}")
 
@@ -503,7 +507,7 @@ class _Runner:
 
     def _feed(self, batch: pa.RecordBatch, next_position: int) -> None:
         assert self._router is not None
-        self._pending.extend(self._router.route(batch))
+        self._pending.extend(self._router.route(self._derive(batch) if self._derive else batch))
         self.position = next_position
         self._rows_since += batch.num_rows
         self._maybe_checkpoint()
@@ -524,6 +528,8 @@ class _Runner:
     def _insert(self, batches: list[pa.RecordBatch]) -> None:
         cursor = self._cursor
         assert cursor is not None
+        if self._project is not None:
+            batches = [self._project(b) for b in batches]
         cursor.register(self.plan.view, pa.Table.from_batches(batches, schema=self.plan.schema))
         try:
             cursor.execute(self.plan.insert_sql)

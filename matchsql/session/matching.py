@@ -38,12 +38,13 @@ from matchsql.errors import (
     one_line,
     out_of_memory,
 )
+from matchsql.expr.batch_select import project_result
 from matchsql.fsm.program import check_pattern_size
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import known_depth, parse
 from matchsql.grammar.subqueries import visible_ctes
-from matchsql.plan.spec import MatchSpec
+from matchsql.plan.spec import MatchSpec, select_list
 from matchsql.results.result import BatchSource, Result, table_result
 from matchsql.router.parallel import ParallelPartitionRouter, coalesce
 from matchsql.router.partitions import SortedPartitionRouter
@@ -353,11 +354,17 @@ class MatchRunner:
         narrow = self._projected(text, spec)
         if narrow is not None:
             spec, input_sql = narrow
+        elif spec.derived:
+            input_sql = text.query(derived=spec.derived)
+        if spec.derived:  # DuckDB's own types for the derived columns, as it exports them
+            spec = dataclasses.replace(spec, columns=self._schema_of(cursor, input_sql, node,
+                                                                     statement))
         # The unsorted attempt reads the input a second time when it is out of order: only
         # for a table, view or table function, none of them a stream that reads once.
         again = isinstance(node.this, exp.Table) and not inner and all(
             rereadable(value) for value, _ in self._scans.values())
-        unsorted = text.query(spec.columns.names if narrow else None, sort=False) \
+        unsorted = text.query(spec.columns.names if narrow else None, sort=False,
+                              derived=spec.derived) \
             if again else None
         queries = InputQueries(input_sql, unsorted, spec.partition_by,
                                order_keys(node, spec.order_by), unread=unread_columns(spec))
@@ -367,14 +374,17 @@ class MatchRunner:
         if on_workers and self.executor.workers.mode == "scatter":
             scatter = scatter_plan(node, spec, spec.columns.names if narrow else None, cursor,
                                    presorted=queries.order if may_skip_sort(cursor) else None)
+        project = project_result(spec)
         if self._profiles is None:
-            return spec.output_schema(), self._match_batches(spec, cursor, queries,
-                                                             on_workers=on_workers,
-                                                             scatter=scatter)
-        profile = MatchProfile(_path_name(spec, self.executor.config), not spec.rows_per_match.all_rows)
-        self._profiles[offset_of(node.this)] = profile
-        return spec.output_schema(), profile.output(
-            self._match_batches(spec, cursor, queries, profile, on_workers, scatter))
+            batches = self._match_batches(spec, cursor, queries, on_workers=on_workers,
+                                          scatter=scatter)
+        else:
+            profile = MatchProfile(_path_name(spec, self.executor.config),
+                                   not spec.rows_per_match.all_rows)
+            self._profiles[offset_of(node.this)] = profile
+            batches = profile.output(
+                self._match_batches(spec, cursor, queries, profile, on_workers, scatter))
+        return spec.result_schema(), batches if project is None else project.batches(batches)
 
     def _projected(self, text: InputText, spec: MatchSpec) -> tuple[MatchSpec, str] | None:
         """ONE ROW PER MATCH reads only the PARTITION BY and ORDER BY columns and
@@ -403,7 +413,7 @@ class MatchRunner:
         narrow = dataclasses.replace(spec, columns=pa.schema(fields))
         if not narrow.output_schema().equals(spec.output_schema()):
             return None
-        return narrow, text.query([f.name for f in fields])
+        return narrow, text.query([f.name for f in fields], derived=spec.derived)
 
     def _schema_of(self, cursor, input_sql: str, node, statement: str) -> pa.Schema:
         try:
@@ -539,7 +549,7 @@ class MatchRunner:
                 spec = analyze(node, schema, sql=query, con=cursor)
                 check_pattern_size(spec.pattern, self.executor.config.max_pattern_size, query)
                 view = f"__matchsql_matches_{next(_view_numbers)}"
-                cursor.register(view, spec.output_schema().empty_table())
+                cursor.register(view, spec.result_schema().empty_table())
                 node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
                 lines = [f"-- MATCH_RECOGNIZE #{number} of {len(nodes)}"]
                 lines += planner.explain(spec, self.executor.config).splitlines()
@@ -645,16 +655,17 @@ class InputText:
                    "WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " "
                    if ctes else "")
 
-    def query(self, columns: list[str] | None = None, sort: bool = True) -> str:
-        """The input query (see :func:`_input_query`)."""
-        select = "*" if columns is None else ", ".join(
-            exp.to_identifier(c, quoted=True).sql(dialect="duckdb") for c in columns)
+    def query(self, columns: list[str] | None = None, sort: bool = True,
+              derived: dict[str, str] | None = None) -> str:
+        """The input query (see :func:`_input_query`), with the ``derived`` columns (name
+        -> SQL) that ``columns`` names (all of them where ``columns`` is None)."""
+        select = select_list(columns, derived or {})
         keys = self.keys if sort else []
         if keys and not self.ordered:
             # Without ORDER BY a partition keeps the input's order; DuckDB's sort is
             # not stable, so the input position breaks ties between equal keys.
-            inner = "*" if columns is None else select  # the window carries no other column
-            select = f"* EXCLUDE ({_POSITION})" if columns is None else select
+            inner = select  # the window carries no other column
+            select = f"* EXCLUDE ({_POSITION})" if columns is None else select_list(columns, {})
             query = (f"SELECT {select} FROM (SELECT {inner}, row_number() OVER () "
                      f"AS {_POSITION} FROM {self.source}) ORDER BY "
                      + ", ".join(self.partition_names) + f", {_POSITION}")

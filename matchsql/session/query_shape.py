@@ -60,7 +60,7 @@ def offset_of(node: exp.Expression) -> int | None:
 def require_columns(spec: MatchSpec, node: exp.Expression, statement: str) -> None:
     """SQL:2016 asks ONE ROW PER MATCH for a partition column or a measure: without
     either the output has no columns (which no table can hold)."""
-    if not spec.output_schema():
+    if not spec.result_schema():
         raise SemanticError("ONE ROW PER MATCH without PARTITION BY needs at least one "
                             "measure: the output would have no columns",
                             sql=statement, offset=offset_of(node.this))

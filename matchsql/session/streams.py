@@ -30,6 +30,7 @@ from matchsql.adaptive.modes import InputOptions
 from matchsql.adaptive.statistics import Sliding
 from matchsql.cancel import Cancellation
 from matchsql.errors import Error, SemanticError, StreamError
+from matchsql.expr.batch_select import derive_input, project_result
 from matchsql.fsm.program import check_pattern_size
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.stream_ddl import CreateStream, DropStream, ShowStreamReaders, StreamStatement
@@ -214,8 +215,11 @@ class StreamStatements:
             con=self.executor.con, batch_rows=config.batch_size,
             cancelled=lambda: cancel.cancelled,
             on_producer_death=config.on_producer_death, input_options=options,
-            router=router)
-        return _MatchReader(spec.output_schema(), self._recording(batches), stats)
+            router=router, derive=derive_input(spec))
+        project = project_result(spec)
+        if project is not None:
+            batches = project.batches(batches)
+        return _MatchReader(spec.result_schema(), self._recording(batches), stats)
 
     def _recording(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Keep the first error for the executor (DuckDB only sees a failing stream)."""

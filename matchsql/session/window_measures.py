@@ -297,6 +297,12 @@ class WindowMeasures:
             mr.set("order", exp.Order(expressions=[_unqualified(o, alias)
                                                    for o in order.expressions]))
         spec = analyze(mr, schema, sql=statement, con=self.executor.con)
+        if spec.projection:
+            name = spec.projection[0].name
+            raise SemanticError(f"measure {name} applies SQL to the match's results, which the "
+                                "WINDOW form of row pattern recognition does not compute yet: "
+                                "select it from MATCH_RECOGNIZE instead", sql=statement,
+                                offset=position(node))
         check_pattern_size(spec.pattern, self.config.max_pattern_size, statement)
         seek = node.args.get("initial") is False
         pattern = spec.pattern

@@ -67,7 +67,7 @@ class MatchPlan:
         return list(self.spec.partition_by)
 
     def output_schema(self) -> pa.Schema:
-        return self.spec.output_schema()
+        return self.spec.result_schema()
 
 
 def build_plan(query: str, table: str, schema: pa.Schema, *,

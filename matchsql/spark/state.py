@@ -33,6 +33,7 @@ from matchsql.spark.worker import (
     input_rows,
     new_matcher,
     partition_key,
+    results,
     sort_rows,
 )
 
@@ -72,9 +73,9 @@ def step(plan: MatchPlan, config: Config | None, state: KeyState | None,
         return StepResult(as_table([], out_schema), None)
     if end:
         out.extend(matcher.finish())
-        return StepResult(as_table(out, out_schema), None)
+        return StepResult(as_table(results(plan, out), out_schema), None)
     assert last is not None
-    return StepResult(as_table(out, out_schema),
+    return StepResult(as_table(results(plan, out), out_schema),
                       KeyState(snapshot_matcher(matcher), _write_ipc(last)))
 
 

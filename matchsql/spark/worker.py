@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from matchsql.config import Config
+from matchsql.expr.batch_select import derive_input, project_result
 from matchsql.planner import new_partition_matcher
 from matchsql.router.partitions import PartitionRun
 from matchsql.spark.plan import MatchPlan
@@ -38,12 +39,23 @@ def duckdb_connection() -> duckdb.DuckDBPyConnection:
 
 
 def input_rows(plan: MatchPlan, table: pa.Table) -> pa.Table:
-    """``table`` with the input relation's columns and types (helper columns dropped)."""
-    columns = plan.spec.columns
+    """``table`` with the input relation's columns and types (helper columns dropped),
+    and the derived columns DuckDB computes from them."""
+    columns = plan.spec.input_schema
     table = table.select(columns.names)
     if table.schema != columns:
         table = table.cast(columns)
-    return table
+    derive = derive_input(plan.spec)
+    if derive is None:
+        return table
+    return pa.Table.from_batches([derive(b) for b in table.to_batches()],
+                                 schema=plan.spec.columns)
+
+
+def results(plan: MatchPlan, batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    """The matcher's output ``batches`` as the query's result (DuckDB's measures computed)."""
+    project = project_result(plan.spec)
+    return batches if project is None else [project(b) for b in batches]
 
 
 def sort_rows(plan: MatchPlan, table: pa.Table) -> pa.Table:
@@ -121,7 +133,7 @@ def run_group(plan: MatchPlan, config: Config | None, table: pa.Table,
     matcher = new_matcher(plan, partition_key(plan, rows), config)
     batches = [b for b in rows.to_batches() if b.num_rows]
     out = [*_feed_all(matcher, batches), *matcher.finish()]
-    return as_table(out, out_schema)
+    return as_table(results(plan, out), out_schema)
 
 
 def _feed_all(matcher: PartitionRun, batches: list[pa.RecordBatch]) -> Iterator:

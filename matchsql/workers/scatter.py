@@ -42,7 +42,7 @@ from sqlglot import exp
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.grammar.subqueries import visible_ctes
-from matchsql.plan.spec import MatchSpec
+from matchsql.plan.spec import MatchSpec, select_list
 from matchsql.router.presorted import OrderKey
 from matchsql.workers.balance import Policy, least_loaded
 from matchsql.workers.frames import pack, unpack
@@ -62,7 +62,7 @@ def scatter_plan(node, spec: MatchSpec, columns: list[str] | None,
     """The plan for ``node``'s input (``columns`` only, when given); ``presorted``: the
     ORDER BY keys when the caller's rule lets rows in that order skip the sort."""
     source = node.this.sql(dialect="duckdb")
-    select = "*" if columns is None else ", ".join(_quoted(c) for c in columns)
+    select = select_list(columns, spec.derived)
     ctes = visible_ctes(node)
     table = _base_table(node, ctes, con)
     if table is None:

@@ -234,7 +234,7 @@ def test_uses_own_cursor_so_pending_results_survive(con):
 )
 def test_measure_types(con, measure, expected):
     spec = run(mr(f"MEASURES {measure} AS m PATTERN (A B) SUBSET U = (A, B)"), con)
-    assert spec.measures[0].type == expected
+    assert spec.result_schema().field("m").type == expected
 
 
 @pytest.mark.parametrize(

@@ -141,3 +141,20 @@ def test_conformance_case(spark, name: str) -> None:
         assert tuple(df.columns) == case.columns
     assert canonical(got) == canonical(expected), case.why
     assert canonical(got) == canonical(case.expected), case.why
+
+
+#: DuckDB's functions in DEFINE and MEASURES: derived input columns, a projection over
+#: the matches and DuckDB aggregates, computed inside the Spark tasks.
+FUNCTIONS_QUERY = (
+    "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+    "MEASURES concat_ws('/', lower(FIRST(symbol)), strftime(LAST(ts), '%H:%M:%S')) AS tag, "
+    "median(B.price) AS med, string_agg(CAST(round(price) AS VARCHAR), ',' ORDER BY ts) AS ps "
+    "ONE ROW PER MATCH PATTERN (A B+) "
+    "DEFINE B AS round(B.price, 0) < round(PREV(B.price), 0) AND length(upper(symbol)) > 0)")
+
+
+def test_duckdb_functions(spark, trade_data, trade_frame) -> None:
+    got = rows(match_recognize(trade_frame, FUNCTIONS_QUERY))
+    expected = embedded("trade", trade_data, FUNCTIONS_QUERY)
+    assert len(got) > 50
+    assert canonical(got) == canonical(expected)

@@ -247,3 +247,21 @@ def test_nested_match_recognize(connections) -> None:
     assert expected
     assert _rows(connections[2], query, 16) == expected
     assert _rows(connections[2], query, 16) == expected  # the pool is free again
+
+
+def test_duckdb_functions_on_workers():
+    """Derived input columns, DuckDB's measures and aggregates: the rows of workers = 1."""
+    query = ("SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+             "MEASURES concat_ws('/', lower(FIRST(symbol)), strftime(LAST(ts), '%H:%M')) AS tag, "
+             "median(B.price) AS med, string_agg(CAST(round(price) AS VARCHAR), ',') AS ps "
+             "ONE ROW PER MATCH PATTERN (A B+) "
+             "DEFINE B AS round(B.price, 0) < round(PREV(B.price), 0) AND length(symbol) > 0)")
+    one = matchsql.connect()
+    two = matchsql.connect(workers=2)
+    try:
+        expected = one.sql(query).fetchall()
+        assert len(expected) > 100
+        assert two.sql(query).fetchall() == expected
+    finally:
+        one.close()
+        two.close()

@@ -170,10 +170,9 @@ def output_batch(spec: MatchSpec, measures: list, m: Matches, rows: Rows,
         arrays += [fn(m, rows) for fn in measures]
     else:
         e = expanded if expanded is not None else expansion(spec, m)
-        used = set(spec.partition_by) | set(spec.order_by)
         arrays = [take(c, e.row) for c in [*spec.partition_by, *spec.order_by]]
         arrays += [fn(m, e, rows) for fn in measures]
-        arrays += [take(f.name, e.row) for f in spec.columns if f.name not in used]
+        arrays += [take(name, e.row) for name in spec.passed_columns]
     arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
     return pa.RecordBatch.from_arrays(arrays, schema=spec.output_schema())
 

@@ -1,0 +1,153 @@
+"""Leave the scalar SQL of MEASURES over a match's results to DuckDB.
+
+A measure such as ``concat_ws('-', FIRST(A.sym), lower(CLASSIFIER()))`` or
+``max(B.price) - A.price`` applies SQL to *pattern primitives*: column reads
+at the rows of the match, navigations, aggregates, ``CLASSIFIER()`` and
+``MATCH_NUMBER()``. Only the primitives need the matcher. Such a measure is
+split: the matcher outputs each primitive as a hidden measure
+(``__mr_m0``...), and DuckDB computes the measure itself in a projection
+over the matcher's output (:attr:`matchsql.plan.spec.MatchSpec.projection`),
+with DuckDB's own functions, types and NULL rules.
+
+A measure made only of primitives and the engine's own arithmetic,
+comparisons and boolean logic stays with the matcher, which evaluates it
+without the projection.
+
+Aggregates: the engine keeps its running ``count``, ``sum``, ``min``, ``max``
+and ``avg``. Any other DuckDB aggregate, and these with DISTINCT or ORDER BY,
+is DuckDB's: the matcher collects the values the aggregate reads at each row
+mapped to its variables (``list({'c0': A.x, 'c1': A.ts})``, RUNNING or FINAL
+as written), and DuckDB aggregates them as written, FILTER, DISTINCT and
+ORDER BY included: ``(SELECT median(c0) FROM (SELECT unnest(__mr_m0,
+recursive := true)))``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from matchsql.grammar.dialect import MatchSQL
+from matchsql.grammar.pushdown import PushDown, lambda_variable, native
+from matchsql.grammar.typer import ExpressionTyper
+from matchsql.plan.binder import source_text
+from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
+from matchsql.plan.spec import Measure, ResultMeasure, quoted
+
+__all__ = ["HIDDEN_MEASURE_PREFIX", "MeasureSplit"]
+
+#: Names of the matcher's hidden measures (a primitive of a measure DuckDB computes).
+HIDDEN_MEASURE_PREFIX = "__mr_m"
+
+
+#: The aggregates the matcher keeps running itself (without DISTINCT or ORDER BY).
+_HOT = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
+
+
+def _primitive(node: exp.Expr, push: PushDown) -> bool:
+    """Whether ``node`` is evaluated by the matcher as a whole."""
+    if isinstance(node, exp.Column):
+        return not lambda_variable(node)
+    return isinstance(node, Navigation | PatternSemantics | Classifier | MatchNumber) \
+        or push.is_aggregate(node)
+
+
+def _duckdb_aggregate(node: exp.Expr, push: PushDown
+                      ) -> tuple[exp.Expr, bool | None] | None:
+    """The aggregate (with its FILTER) that DuckDB computes for primitive ``node``, and
+    its RUNNING (False) / FINAL (True) / default (None); None where the matcher does."""
+    final = None
+    if isinstance(node, PatternSemantics):
+        final, node = node.final, node.this
+    if not push.is_aggregate(node):
+        return None
+    core = node.this if isinstance(node, exp.Filter) else node
+    hot = isinstance(core, _HOT) and not any(
+        isinstance(n, exp.Distinct | exp.Order) for n in core.walk())
+    return None if hot else (node, final)
+
+
+@dataclass
+class MeasureSplit:
+    """The split of one MATCH_RECOGNIZE's measures; ``typer`` types the primitives (over
+    the input with its derived columns)."""
+
+    typer: ExpressionTyper
+    push: PushDown
+    hidden: list[Measure] = field(default_factory=list)
+    _by_text: dict[str, str] = field(default_factory=dict)
+
+    def run(self, measures: list[Measure]) -> tuple[list[Measure], list[ResultMeasure]]:
+        """The matcher's measures and the projection (every measure, in order, with the
+        DuckDB SQL over the matcher's output that computes it); the projection is empty
+        where the matcher computes every measure itself."""
+        split = [self._split(m) for m in measures]
+        if all(top is None for top in split):
+            return measures, []
+        kept = [m for m, top in zip(measures, split) if top is None]
+        projection = [ResultMeasure(m.name, top or quoted(m.name), m.type)
+                      for m, top in zip(measures, split)]
+        return [*kept, *self.hidden], projection
+
+    def _split(self, measure: Measure) -> str | None:
+        """The measure's SQL over its primitives, or None where the matcher computes it."""
+        primitives: list[exp.Expr] = []
+        if not self._needs_duckdb(measure.expr, primitives) or not primitives:
+            return None  # the engine's own, or a constant (folded already)
+        top = exp.Paren(this=measure.expr.copy())
+        copies = {id(n): c for n, c in zip(measure.expr.walk(), top.this.walk())}
+        for primitive in primitives:
+            copies[id(primitive)].replace(self._replacement(primitive))
+        return top.this.sql(dialect=MatchSQL)
+
+    def _replacement(self, primitive: exp.Expr) -> exp.Expr:
+        """What reads ``primitive``'s value in the projection."""
+        aggregate = _duckdb_aggregate(primitive, self.push)
+        if aggregate is None:
+            return exp.column(exp.to_identifier(self._hidden(primitive), quoted=True))
+        node, final = aggregate
+        reads = [c for c in node.find_all(exp.Column)
+                 if not lambda_variable(c) and not isinstance(c.this, exp.Star)]
+        if not reads:  # nothing of the rows to collect (COUNT(A.*) with DISTINCT, say)
+            return exp.column(exp.to_identifier(self._hidden(primitive), quoted=True))
+        fields: dict[str, str] = {}  # read column -> its field in the collected struct
+        for column in reads:
+            fields.setdefault(column.name, f"c{len(fields)}")
+        qualifier = reads[0].args.get("table")
+        struct = exp.Struct(expressions=[
+            exp.PropertyEQ(this=exp.to_identifier(field_name),
+                           expression=exp.column(exp.to_identifier(name, quoted=True),
+                                                 table=qualifier.copy() if qualifier else None))
+            for name, field_name in fields.items()])
+        collect: exp.Expr = exp.ArrayAgg(this=struct)
+        if final is not None:
+            collect = PatternSemantics(this=collect, final=final)
+        name = self._hidden(collect)
+        body = node.copy()
+        for column in list(body.find_all(exp.Column)):
+            if column.name in fields and not lambda_variable(column):
+                column.replace(exp.column(fields[column.name]))
+        return exp.maybe_parse(
+            f"(SELECT {body.sql(dialect=MatchSQL)} FROM (SELECT unnest("
+            f"{quoted(name)}, recursive := true)))", dialect=MatchSQL)
+
+    def _needs_duckdb(self, node: exp.Expr, primitives: list[exp.Expr]) -> bool:
+        """Whether ``node`` holds SQL beyond the engine's own around its primitives (which
+        are collected into ``primitives``)."""
+        if _primitive(node, self.push):
+            primitives.append(node)
+            return _duckdb_aggregate(node, self.push) is not None
+        needs = not native(node)
+        for child in node.iter_expressions():
+            needs = self._needs_duckdb(child, primitives) or needs
+        return needs
+
+    def _hidden(self, primitive: exp.Expr) -> str:
+        text = source_text(primitive)
+        name = self._by_text.get(text)
+        if name is None:
+            name = self._by_text[text] = f"{HIDDEN_MEASURE_PREFIX}{len(self.hidden)}"
+            type_ = self.typer.arrow_type(primitive)  # before the rewrite's new columns
+            self.hidden.append(Measure(name, self.push.rewrite(primitive), type_))
+        return name
