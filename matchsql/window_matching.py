@@ -1,10 +1,11 @@
 """Each row's match of a row pattern window, found by the MATCH_RECOGNIZE matchers.
 
 Rows are taken in partition order; a row inside the skipped span of an earlier
-row's match (AFTER MATCH SKIP) is unmatched; any other row gets the first match
-within its own frame (ROWS BETWEEN CURRENT ROW AND ..), starting at the row
-(INITIAL, the pattern anchored with ``^``) or anywhere in the frame (SEEK). Two
-ways to find it, with the same results (see :func:`scan_spec`):
+row's match (AFTER MATCH SKIP, counted from that row: see :func:`_resume`) is
+unmatched; any other row gets the first match within its own frame (ROWS BETWEEN
+CURRENT ROW AND ..), starting at the row (INITIAL, the pattern anchored with
+``^``) or at the first row of the frame where one starts (SEEK). Two ways to
+find it, with the same results (see :func:`scan_spec`):
 
 * one run of a partition matcher (matchsql/planner.py) per row, over that row's frame
   only, so that neither matching nor navigation sees a row outside the frame;
@@ -131,11 +132,10 @@ def _match_partition(runs: WindowRuns, part: pa.RecordBatch, key: tuple,
         if match is None:
             continue
         take[row] = matches.add(match)
-        first = match.column(FIRST_ROW)[0].as_py()
-        if first is None:  # an empty match: the next row is tried next
+        if match.column(FIRST_ROW)[0].is_valid:
+            resume = _resume(runs, match, where, row)
+        else:  # an empty match: the next row is tried next
             resume = row + 1
-            continue
-        resume = _resume(runs, match, where, where[first], row)
     return take
 
 
@@ -194,24 +194,32 @@ def _scan_partition(runs: WindowRuns, part: pa.RecordBatch, key: tuple,
         if k == len(starts) or (starts[k] != row and not runs.seek):
             continue
         take[row] = base + k
-        resume = _resume(runs, every.slice(k, 1), where, starts[k], row)
+        resume = _resume(runs, every.slice(k, 1), where, row)
     return take
 
 
-def _resume(runs: WindowRuns, match: pa.RecordBatch, where: dict, start: int, row: int) -> int:
-    """The first row after the match's skipped span (AFTER MATCH SKIP, as in MATCH_RECOGNIZE)."""
+def _resume(runs: WindowRuns, match: pa.RecordBatch, where: dict, row: int) -> int:
+    """The next row to seek a match for after ``row``'s match (AFTER MATCH SKIP).
+
+    In a window each row's match is sought from that row, so the skip counts from
+    the row, not from the match's first row (they differ only with SEEK, where the
+    match may start later): TO NEXT ROW goes on with the row after it, skipping no
+    row even when the match is detached; PAST LAST ROW skips every row up to the
+    match's last; TO FIRST/LAST v resumes at that row, which must lie after the row
+    (otherwise the same row would be sought again, forever).
+    """
     mode = runs.skip
     if mode is SkipMode.PAST_LAST_ROW:
         return where[match.column(LAST_ROW)[0].as_py()] + 1
     if mode is SkipMode.TO_NEXT_ROW:
-        return start + 1
+        return row + 1
     target = match.column(SKIP_TARGET)[0].as_py()
     how = "FIRST" if mode is SkipMode.TO_FIRST else "LAST"
     if target is None:
         raise ExecutionError(
             f"AFTER MATCH SKIP TO {how} {runs.skip_variable} failed: the pattern variable is "
             f"not present in the match of partition row {row + 1}")
-    if where[target] == start:
+    if where[target] <= row:
         raise ExecutionError(
             f"AFTER MATCH SKIP TO {how} {runs.skip_variable} failed: it would skip to the "
             f"first row of the match of partition row {row + 1}")

@@ -23,6 +23,7 @@ from typing import Any
 from sqlglot import exp
 
 from matchsql.errors import ExecutionError, SemanticError
+from matchsql.expr.number_order import COMPARISON_NAMES, SCALAR_TESTS, number_gt, number_lt
 
 
 @dataclass(frozen=True)
@@ -669,28 +670,12 @@ ARITHMETIC: dict[type, Callable[[Any, Any], Any]] = {
     exp.IntDiv: int_div, exp.Mod: mod, exp.Pow: power,
 }
 
-def number_lt(a: Any, b: Any) -> bool:
-    """``a < b`` in DuckDB's order of numbers: NaN is greater than every other number
-    and equal to itself (``x != x`` holds for NaN only)."""
-    return a < b or (b != b and a == a)  # x != x: NaN
-
-
-def number_gt(a: Any, b: Any) -> bool:
-    """``a > b`` in DuckDB's order of numbers (see :func:`number_lt`)."""
-    return a > b or (a != a and b == b)  # x != x: NaN
-
-
 #: SQL comparisons (sqlglot classes) -> (the test on two int/float values, the test on
-#: :func:`compare`'s sign). The number tests are :func:`number_lt` and :func:`number_gt`
-#: combined, so that NaN is ordered as DuckDB orders it (greatest, equal to itself) and
-#: ``a < b`` and ``a > b`` never both hold. The compiled kernels and the column-wise
-#: path spell the same order out (fsm/compiled/kernel.py, fsm/compiled/rowlocal.py).
+#: :func:`compare`'s sign). The number tests are DuckDB's order of numbers, NaN greatest
+#: and equal to itself, as every backend has it (matchsql.expr.number_order).
 COMPARISONS: dict[type, tuple[Callable[[Any, Any], bool], Callable[[int], bool]]] = {
-    exp.LT: (number_lt, lambda c: c < 0),
-    exp.LTE: (lambda a, b: not number_gt(a, b), lambda c: c <= 0),
-    exp.GT: (number_gt, lambda c: c > 0),
-    exp.GTE: (lambda a, b: not number_lt(a, b), lambda c: c >= 0),
-    exp.EQ: (lambda a, b: not (number_lt(a, b) or number_gt(a, b)), lambda c: c == 0),
-    exp.NEQ: (lambda a, b: number_lt(a, b) or number_gt(a, b), lambda c: c != 0),
+    kind: (SCALAR_TESTS[COMPARISON_NAMES[kind]], sign) for kind, sign in [
+        (exp.LT, lambda c: c < 0), (exp.LTE, lambda c: c <= 0), (exp.GT, lambda c: c > 0),
+        (exp.GTE, lambda c: c >= 0), (exp.EQ, lambda c: c == 0), (exp.NEQ, lambda c: c != 0)]
 }
 

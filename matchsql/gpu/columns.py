@@ -23,7 +23,6 @@ Unsupported` at planning time.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -33,6 +32,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import ExecutionError
+from matchsql.expr.number_order import COMPARISON_NAMES, array_ops, compare_columns
 from matchsql.expr.support import GPU, why_not
 from matchsql.fsm.compiled.lowering import Unsupported
 from matchsql.plan.bound import Const, Pointer, describe
@@ -41,8 +41,6 @@ Value = tuple[Any, Any]  # (data array or scalar, null mask or None)
 Columns = dict[str, Value]
 DeviceTerm = Callable[[ModuleType, Columns, int], Value]
 
-_COMPARE = {exp.LT: "less", exp.LTE: "less_equal", exp.GT: "greater",
-            exp.GTE: "greater_equal", exp.EQ: "equal", exp.NEQ: "not_equal"}
 _ARITH = {exp.Add: "add", exp.Sub: "subtract", exp.Mul: "multiply"}
 _LIMIT = float(2 ** 63)
 CODES = "\0string codes"  # Columns key of the partition's code table (dict[str, int])
@@ -64,7 +62,7 @@ def compile_term(term: exp.Expression, strings: frozenset[str] = frozenset()) ->
         raise Unsupported(reason)
     for node in term.walk():
         if type(node) in _ARITH or isinstance(node, exp.Div | exp.Neg | exp.Between) or (
-                type(node) in _COMPARE and not isinstance(node, exp.EQ | exp.NEQ)):
+                type(node) in COMPARISON_NAMES and not isinstance(node, exp.EQ | exp.NEQ)):
             if any(_is_string(side, strings) for side in node.iter_expressions()):
                 raise Unsupported(f"{describe(node)} over strings is not evaluated by the GPU "
                                   "column path (only =, <> and IN)")
@@ -106,8 +104,8 @@ def _node(node: exp.Expression) -> DeviceTerm:
         return lambda xp, cols, n: (value, None)
     if isinstance(node, Pointer):
         return _pointer(node)
-    if type(node) in _COMPARE:
-        return _binary(_COMPARE[type(node)], node, _compare)
+    if type(node) in COMPARISON_NAMES:
+        return _binary(COMPARISON_NAMES[type(node)], node, _compare)
     if type(node) in _ARITH:
         return _binary(_ARITH[type(node)], node, _arith)
     if isinstance(node, exp.Div):
@@ -176,34 +174,8 @@ def _binary(op: str, node: exp.Expression, rule: Callable) -> DeviceTerm:
 
 
 def _compare(xp: ModuleType, op: str, a: Any, b: Any) -> Any:
-    """``a op b`` in DuckDB's order of numbers, the value library's
-    (matchsql.expr.values.COMPARISONS): NaN above every other number and equal to
-    itself, where the elementwise operators make NaN unordered."""
-    a_nan, b_nan = _nan(xp, a), _nan(xp, b)
-    if a_nan is None and b_nan is None:
-        return getattr(xp, op)(a, b)
-    a_nan = False if a_nan is None else a_nan
-    b_nan = False if b_nan is None else b_nan
-    lt = xp.logical_or(xp.less(a, b), xp.logical_and(b_nan, xp.logical_not(a_nan)))
-    gt = xp.logical_or(xp.greater(a, b), xp.logical_and(a_nan, xp.logical_not(b_nan)))
-    if op == "less":
-        return lt
-    if op == "greater":
-        return gt
-    if op == "less_equal":
-        return xp.logical_not(gt)
-    if op == "greater_equal":
-        return xp.logical_not(lt)
-    unequal = xp.logical_or(lt, gt)
-    return unequal if op == "not_equal" else xp.logical_not(unequal)
-
-
-def _nan(xp: ModuleType, v: Any) -> Any:
-    """Where ``v`` is NaN, for a floating value; None for any other."""
-    dtype = getattr(v, "dtype", None)
-    if dtype is None:
-        return math.isnan(v) if isinstance(v, float) else None
-    return xp.isnan(v) if np.issubdtype(dtype, np.floating) else None
+    """``a op b`` in DuckDB's order of numbers, NaN greatest and equal to itself."""
+    return compare_columns(array_ops(xp), op, a, b)
 
 
 def _is_int(xp: ModuleType, v: Any) -> bool:

@@ -4,7 +4,11 @@ The rules the expectations below are derived from (Trino, "Row pattern
 recognition in window structures"):
 
 * rows are taken in partition order; a row inside the skipped span of an
-  earlier row's match (AFTER MATCH SKIP, as in MATCH_RECOGNIZE) is unmatched;
+  earlier row's match (AFTER MATCH SKIP) is unmatched. Each row's match is
+  sought from that row, so the span counts from the row, not from the match's
+  first row (which with SEEK may lie later): SKIP TO NEXT ROW skips no row,
+  PAST LAST ROW the rows up to the match's last, TO FIRST/LAST v the rows
+  before that row, which must lie after the current row (else an error);
 * otherwise the match is sought within the row's frame only (ROWS BETWEEN
   CURRENT ROW AND ..): INITIAL (the default) needs it to start at the row, SEEK
   takes the first match starting at or after it in the frame; navigation sees
@@ -64,21 +68,21 @@ CASES: list[Case] = [
         "window_seek_detached_match",
         letters("abaabc"),
         wq("A+ B", extra="AFTER MATCH SKIP TO NEXT ROW SEEK"),
-        [(1, 1, 2), (2, 3, 5), (3, N, N), (4, 4, 5), (5, N, N), (6, N, N)],
+        [(1, 1, 2), (2, 3, 5), (3, 3, 5), (4, 4, 5), (5, N, N), (6, N, N)],
         why="SEEK: row 2 (b) has no match starting at itself, the first one later in its "
-            "frame is 3-5, detached from the row. SKIP TO NEXT ROW resumes after that "
-            "match's first row (3), so row 3 is skipped; row 4 matches 4-5; rows 5 and 6 "
-            "find no A+ B in their frames.",
+            "frame is 3-5, detached from the row. SKIP TO NEXT ROW goes on with the row "
+            "after row 2, so row 3 seeks its own match and finds the same 3-5; row 4 "
+            "matches 4-5; rows 5 and 6 find no A+ B in their frames.",
     ),
     Case(
         "window_seek_within_frame",
         letters("ccab"),
         wq("A B", frame="ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING",
            extra="AFTER MATCH SKIP TO NEXT ROW SEEK"),
-        [(1, N, N), (2, 3, 4), (3, N, N), (4, N, N)],
+        [(1, N, N), (2, 3, 4), (3, 3, 4), (4, N, N)],
         why="Frame of row 1 is rows 1-3 (c c a): the b at row 4 is outside, no match. Row "
-            "2's frame 2-4 holds a b at 3-4 (SEEK); resuming after row 3 skips row 3; row "
-            "4's frame is just b.",
+            "2's frame 2-4 holds a b at 3-4 (SEEK); SKIP TO NEXT ROW skips nothing, so row "
+            "3 matches 3-4 from itself; row 4's frame is just b.",
     ),
     Case(
         "window_initial_within_frame",
@@ -125,6 +129,35 @@ CASES: list[Case] = [
         why="SEEK: row 1's frame 1-4 fails at 1 (no PREV) and matches row 2 (7 > 5), "
             "skipping row 2; row 3's frame 3-4 fails at 3 (PREV outside the frame) and "
             "matches row 4 (8 > 6), skipping row 4.",
+    ),
+    Case(
+        "window_seek_past_last_row_skips_from_the_row",
+        letters("cabab"),
+        wq("A B", extra="SEEK"),
+        [(1, 2, 3), (2, N, N), (3, N, N), (4, 4, 5), (5, N, N)],
+        why="SEEK, SKIP PAST LAST ROW (the default): row 1 (c) takes the first match in its "
+            "frame, a(2) b(3); every row up to that match's last (2, 3) is skipped; row 4 "
+            "matches a(4) b(5), skipping row 5.",
+    ),
+    Case(
+        "window_seek_skip_to_first_of_a_detached_match",
+        table("t", "id INTEGER, x INTEGER", [(1, 5), (2, 7), (3, 6), (4, 8)]),
+        wq("A", measures="x AS val", select="id, val OVER w", source="t",
+           defines="A AS x > PREV(x)", extra="AFTER MATCH SKIP TO FIRST A SEEK"),
+        [(1, 7), (2, 8), (3, N), (4, N)],
+        why="Row 1's frame fails at 1 (no PREV) and matches row 2 (7 > 5): its first A is "
+            "row 2, after row 1, so row 2 is sought next (MATCH_RECOGNIZE would call this a "
+            "skip to the match's first row, an error). Row 2's frame 2-4 fails at 2 (PREV "
+            "outside the frame) and at 3 (6 < 7), matches 4 (8 > 6) and skips to row 4, "
+            "leaving row 3 unmatched; row 4 alone has no PREV.",
+    ),
+    Case(
+        "window_seek_skip_to_the_row_itself",
+        letters("cab"),
+        wq("A B", extra="AFTER MATCH SKIP TO FIRST A SEEK"),
+        matchsql.ExecutionError,
+        why="Row 1's match 2-3 skips to its first A, row 2; row 2's own match 2-3 would skip "
+            "to row 2 again, seeking the same row forever: an error.",
     ),
     Case(
         "window_empty_match",
@@ -308,12 +341,12 @@ CASES: list[Case] = [
         wq("A B?", frame="ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING",
            extra="AFTER MATCH SKIP TO NEXT ROW SEEK", keys="PARTITION BY p ORDER BY id",
            select="p, id, f OVER w, l OVER w", tail="ORDER BY p, id"),
-        [("x", 1, 2, 2), ("x", 2, N, N), ("x", 3, N, N), ("y", 4, N, N), ("y", 5, 6, 6),
-         ("y", 6, N, N)],
+        [("x", 1, 2, 2), ("x", 2, 2, 3), ("x", 3, N, N), ("y", 4, N, N), ("y", 5, 6, 6),
+         ("y", 6, 6, 6)],
         why="x: row 1's frame (c a) holds a at 2, but B? cannot take row 3 outside the "
-            "frame: match 2-2, resuming at 3, so row 2 is skipped; row 3 (b) alone has no "
-            "a. y: row 4's frame (c c) has no a; row 5's frame (c a) gives 6-6 and skips "
-            "row 6.",
+            "frame: match 2-2. SKIP TO NEXT ROW skips nothing: row 2's frame (a b) gives "
+            "2-3; row 3 (b) alone has no a. y: row 4's frame (c c) has no a; row 5's frame "
+            "(c a) gives 6-6, and row 6 (a) alone gives 6-6 too.",
     ),
     Case(
         "window_source_subquery_with_cte",

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from matchsql.expr.number_order import array_ops, compare_columns
 from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
 from matchsql.plan.spec import RowsPerMatch
@@ -244,18 +245,10 @@ def _shift(kind: int, arg: int, var: int, first: int) -> int | None:
     return arg if arg <= 1 else None  # R_FORTH: FIRST(x, arg)
 
 
+_COMPARISONS = {K.C_LT: "less", K.C_LE: "less_equal", K.C_GT: "greater",
+                K.C_GE: "greater_equal", K.C_EQ: "equal", K.C_NE: "not_equal"}
+
+
 def _compare(op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a op b`` element-wise in DuckDB's order of numbers (:func:`.kernel.compare`)."""
-    lt = (a < b) | (np.isnan(b) & ~np.isnan(a))
-    gt = (a > b) | (np.isnan(a) & ~np.isnan(b))
-    if op == K.C_LT:
-        return lt
-    if op == K.C_LE:
-        return ~gt
-    if op == K.C_GT:
-        return gt
-    if op == K.C_GE:
-        return ~lt
-    if op == K.C_EQ:
-        return ~(lt | gt)
-    return lt | gt
+    return compare_columns(array_ops(np), _COMPARISONS[op], a, b)

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from matchsql.expr.number_order import ARROW, COMPARISON_NAMES, compare_columns
 from matchsql.expr.support import ROW_LOCAL, why_not
 from matchsql.fsm.compiled.lowering import Unsupported
 from matchsql.plan.bound import Const, Pointer, describe
@@ -76,35 +77,8 @@ class PartitionEdges:
         return mask
 
 _NULL = pa.scalar(None, pa.bool_())
-_COMPARE = {exp.LT: "less", exp.LTE: "less_equal", exp.GT: "greater",
-            exp.GTE: "greater_equal", exp.EQ: "equal", exp.NEQ: "not_equal"}
-_NUMPY_COMPARE = {exp.LT: np.less, exp.LTE: np.less_equal, exp.GT: np.greater,
-                  exp.GTE: np.greater_equal, exp.EQ: np.equal, exp.NEQ: np.not_equal}
+_NUMPY_COMPARE = {kind: getattr(np, name) for kind, name in COMPARISON_NAMES.items()}
 _ARITH = {exp.Add: "add_checked", exp.Sub: "subtract_checked", exp.Mul: "multiply_checked"}
-
-
-def _compare(name: str, a: Value, b: Value) -> Value:
-    """Arrow's comparison ``name`` in DuckDB's order of numbers, where NaN is greater
-    than every other number and equal to itself (Arrow's own comparisons make NaN
-    unordered); the value library's order (matchsql.expr.values.COMPARISONS)."""
-    if not (pa.types.is_floating(a.type) or pa.types.is_floating(b.type)):
-        return getattr(pc, name)(a, b)
-    a_nan = pc.is_nan(a) if pa.types.is_floating(a.type) else pa.scalar(False)
-    b_nan = pc.is_nan(b) if pa.types.is_floating(b.type) else pa.scalar(False)
-    if name in ("less", "greater_equal", "equal", "not_equal"):
-        lt = pc.or_kleene(pc.less(a, b), pc.and_kleene(b_nan, pc.invert(a_nan)))
-    if name in ("greater", "less_equal", "equal", "not_equal"):
-        gt = pc.or_kleene(pc.greater(a, b), pc.and_kleene(a_nan, pc.invert(b_nan)))
-    if name == "less":
-        return lt
-    if name == "greater":
-        return gt
-    if name == "less_equal":
-        return pc.invert(gt)
-    if name == "greater_equal":
-        return pc.invert(lt)
-    unequal = pc.or_kleene(lt, gt)
-    return unequal if name == "not_equal" else pc.invert(unequal)
 
 
 def _widen(v: Value) -> Value:
@@ -206,9 +180,9 @@ class RowLocalCompiler:
             return lambda cols, n: value
         if isinstance(node, Pointer):
             return self.pointer(node)
-        if type(node) in _COMPARE:
-            return self.call(partial(_compare, _COMPARE[type(node)]), node.this,
-                             node.expression)
+        if type(node) in COMPARISON_NAMES:  # in DuckDB's order: NaN greatest
+            return self.call(partial(compare_columns, ARROW, COMPARISON_NAMES[type(node)]),
+                             node.this, node.expression)
         if type(node) in _ARITH:
             return self.call(_ARITH[type(node)], node.this, node.expression, widen=True)
         if isinstance(node, exp.Div):
