@@ -15,6 +15,8 @@ partition, which arrives in many batches, use codes made afresh for each run
 (no dictionary that grows, nothing to recompute when a value sorts between two
 known ones). Columns compared with each other share one dictionary (a *group*:
 one per value type).
+The GPU path's live ring keeps register values across batches; it reads
+numeric columns only (:mod:`matchsql.gpu.plan`).
 
 Literals of a group (``A.origin = 'JFK'`` in a condition that also reads
 another row) are compile-time constants of the bytecode, so their codes must not
