@@ -91,32 +91,47 @@ def encode(arrays: Sequence[pa.Array | pa.ChunkedArray], group: pa.DataType,
     target = parts[0].type if all(p.type == parts[0].type for p in parts) else group
     parts = [p if p.type == target else p.cast(target) for p in parts]
     lits = pa.array(list(dict.fromkeys(literals)), target)
-    whole = pa.concat_arrays([*parts, lits]) if len(parts) > 1 or len(lits) else parts[0]
+    whole = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
     encoded = pc.dictionary_encode(whole)
+    indices = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
     entries = encoded.dictionary
     m = len(entries)
     if m == 0:  # NULLs only
         return [np.zeros(len(p), np.float64) for p in parts]
-    indices = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
+    if len(lits):
+        # The literals join the (few) distinct values, not the rows: one dictionary of
+        # both, whose first ``m`` entries stand for the values' own.
+        both = pc.dictionary_encode(pa.concat_arrays([entries, lits]))
+        of = both.indices.to_numpy(zero_copy_only=False)
+        code = _codes(both.dictionary, ordered, of[m:], lits)[of[:m]]
+    else:
+        code = _codes(entries, ordered)
+    codes = code[indices]
+    out, at0 = [], 0
+    for p in parts:
+        out.append(codes[at0:at0 + len(p)])
+        at0 += len(p)
+    return out
+
+
+def _codes(entries: pa.Array, ordered: bool, at: np.ndarray | None = None,
+           lits: pa.Array | None = None) -> np.ndarray:
+    """``float64`` code of each distinct value in ``entries``; ``at``: the entries of the
+    (distinct) literals ``lits``, whose codes are fixed (see the module docstring)."""
+    m = len(entries)
     if ordered:
         rank = np.empty(m, np.int64)
         rank[pc.sort_indices(entries).to_numpy()] = np.arange(m, dtype=np.int64)
     else:
         rank = np.arange(m, dtype=np.int64)
     code = rank + 1.0
-    if len(lits):
-        # The literals are the last entries of ``whole``, each a distinct dictionary entry.
-        at = indices[len(whole) - len(lits):]
-        if ordered:
-            lit_rank = np.sort(rank[at])
-            gap = np.searchsorted(lit_rank, rank, side="right")  # literals at or below
-            below = np.concatenate([[-1], lit_rank])[gap]
-            code = gap * GAP + (rank - below)
-        else:  # equality only: the values' codes stay below the first literal's
-            code[at[pc.sort_indices(lits).to_numpy()]] = np.arange(1, len(lits) + 1) * GAP
-    codes = np.asarray(code, np.float64)[indices]
-    out, at0 = [], 0
-    for p in parts:
-        out.append(codes[at0:at0 + len(p)])
-        at0 += len(p)
-    return out
+    if at is None or lits is None:
+        return code
+    if ordered:
+        lit_rank = np.sort(rank[at])
+        gap = np.searchsorted(lit_rank, rank, side="right")  # literals at or below
+        below = np.concatenate([[-1], lit_rank])[gap]
+        return (gap * GAP + (rank - below)).astype(np.float64)
+    # equality only: the values' codes stay below the first literal's
+    code[at[pc.sort_indices(lits).to_numpy()]] = np.arange(1, len(lits) + 1) * GAP
+    return code
