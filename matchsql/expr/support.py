@@ -4,7 +4,7 @@ Every backend compiles the same bound form (:mod:`matchsql.plan.bound`). Before 
 backend compiles a DEFINE term it asks :func:`why_not` whether every node of the
 term is one it evaluates; the first node that is not gives the reason the
 planner shows in EXPLAIN. The backends keep finer checks that depend on types
-or on the pattern (numeric columns only in registers, say) and report those in
+or on the pattern (the column types registers read, say) and report those in
 their own words. A new backend (the GPU column path) adds one column here.
 
 Backends:

@@ -36,6 +36,7 @@ from sqlglot import exp
 
 from matchsql.expr.support import REGISTER_AGGREGATES, REGISTERS, why_not
 from matchsql.fsm.compiled import kernel as K
+from matchsql.fsm.compiled import ordinals as O
 from matchsql.fsm.program import Op, Program
 from matchsql.plan.bound import AggregateCall, Const, MatchNumberRef, Pointer, describe
 from matchsql.plan.spec import MatchSpec
@@ -152,7 +153,12 @@ class RegisterCode:
     consts: list[float] = field(default_factory=list)
     spans: list[tuple[int, int]] = field(default_factory=list)
     sets: list[frozenset[str]] = field(default_factory=list)
-    columns: list[str] = field(default_factory=list)  # numeric columns the bytecode reads
+    columns: list[str] = field(default_factory=list)  # columns the bytecode reads
+    # how a column that is not a number reaches the kernel: "bool" (0 and 1) or the
+    # group of its codes (:mod:`.ordinals`); numbers are read as they are
+    encodings: dict[str, str | pa.DataType] = field(default_factory=dict)
+    literals: dict[pa.DataType, list] = field(default_factory=dict)  # per group
+    ordered: set[pa.DataType] = field(default_factory=set)  # groups an ordering reads
     obs_last: set[str] = field(default_factory=set)
     obs_first: set[str] = field(default_factory=set)
     # per variable, the code range of each top-level AND term (before the C_AND joining it)
@@ -298,6 +304,9 @@ class RegisterCompiler:
         self.var = ""
         self.slots: dict[str, int] = {}  # an aggregate's bound form -> its accumulator slot
         self.in_aggregate = False  # emitting an aggregate's argument or FILTER
+        # the constant slots of literals compared with coded columns: (consts list, index,
+        # group, value), set once the group's literals are all known (:meth:`define`)
+        self.literal_slots: list[tuple[list[float], int, pa.DataType, object]] = []
 
     def add(self, var: str, terms: list[exp.Expression]) -> None:
         """Compile ``terms`` (ANDed) as variable ``var``'s register condition."""
@@ -328,6 +337,17 @@ class RegisterCompiler:
             self.add(var, terms)
         except Unsupported as exc:
             raise Unsupported(f"DEFINE {var}: {exc}") from None
+        self.place_literals()
+
+    def place_literals(self) -> None:
+        """Set every coded literal's constant from its group's literals so far (a later
+        variable's literal may sort before it: each call places them all again)."""
+        if not self.literal_slots:
+            return
+        codes = {g: O.literal_codes(values, g) for g, values in self.out.literals.items()}
+        for consts, k, group, value in self.literal_slots:
+            consts[k] = codes[group][value]
+        self.out._tables.clear()
 
     def skip(self) -> None:
         """A variable with no register terms."""
@@ -346,7 +366,8 @@ class RegisterCompiler:
         return self.out.sets.index(members)
 
     def emit(self, node: exp.Expression) -> str:
-        """Emit code for ``node``; return its kind: 'num', 'bool' or 'null'."""
+        """Emit code for ``node``; return its kind: 'num', 'bool', 'null' or, for a column
+        read through codes, ``ord:`` and its group."""
         if isinstance(node, Const):
             value = node.value
             if value is None:
@@ -372,14 +393,13 @@ class RegisterCompiler:
             return "num"
         if isinstance(node, Pointer):
             self.load(node)
-            return "num"
+            return self.kind(node.column)
         if type(node) in _BINARY:
             self.numeric(node.this, node.expression)
             self.put(_BINARY[type(node)])
             return "num"
         if type(node) in _COMPARE:
-            self.numeric(node.this, node.expression)
-            self.put(_COMPARE[type(node)])
+            self.compare(node.this, node.expression, _COMPARE[type(node)])
             return "bool"
         if isinstance(node, exp.And | exp.Or):
             for side in (node.this, node.expression):
@@ -404,10 +424,8 @@ class RegisterCompiler:
             return "bool"
         if isinstance(node, exp.Between):
             # x BETWEEN lo AND hi == x >= lo AND x <= hi (x is evaluated twice: pure)
-            self.numeric(node.this, node.args["low"])
-            self.put(K.C_GE)
-            self.numeric(node.this, node.args["high"])
-            self.put(K.C_LE)
+            self.compare(node.this, node.args["low"], K.C_GE)
+            self.compare(node.this, node.args["high"], K.C_LE)
             self.put(K.C_AND)
             return "bool"
         raise Unsupported(f"{describe(node)} in a condition that reads other rows")
@@ -447,6 +465,55 @@ class RegisterCompiler:
         for side in (left, right):
             if self.emit(side) not in ("num", "null"):
                 raise Unsupported("a comparison or arithmetic over non-numeric values")
+
+    def compare(self, left: exp.Expression, right: exp.Expression, op: int) -> None:
+        """``left op right``: numbers with numbers, booleans with booleans (0 and 1), or
+        columns read through codes with columns and literals of their group."""
+        group = next((g for g in (self.group(left), self.group(right)) if g is not None), None)
+        if group is None:
+            kinds = {self.emit(left), self.emit(right)} - {"null"}
+            if not kinds <= {"num"} and not kinds <= {"bool"}:
+                raise Unsupported("a comparison or arithmetic over non-numeric values")
+        else:
+            for side in (left, right):
+                self.operand(side, group)
+            if op not in (K.C_EQ, K.C_NE):
+                self.out.ordered.add(group)
+        self.put(op)
+
+    def group(self, node: exp.Expression) -> pa.DataType | None:
+        """The code group of a pointer to a column read through codes, else None."""
+        if isinstance(node, Pointer) and node.column is not None and \
+                node.column in self.types:
+            return O.group_of(self.types[node.column])
+        return None
+
+    def operand(self, node: exp.Expression, group: pa.DataType) -> None:
+        """One side of a comparison over codes of ``group``: a column of the group, NULL,
+        or a literal of the group (its code placed once all literals are known)."""
+        if isinstance(node, Const) and node.value is not None:
+            value = O.literal(node.value, group)
+            if value is None:
+                raise Unsupported(f"a comparison of {group} values with {node.value!r}")
+            found = self.out.literals.setdefault(group, [])
+            if value not in found:
+                if len(found) >= O.MAX_LITERALS:
+                    raise Unsupported("too many literals in conditions that read other rows")
+                found.append(value)
+            self.put(K.C_CONST)
+            self.literal_slots.append((self.out.consts, len(self.out.consts) - 1, group,
+                                       value))
+            return
+        kind = self.emit(node)
+        if kind not in ("null", f"ord:{group}"):
+            raise Unsupported(f"a comparison of {group} values with values of another type")
+
+    def kind(self, name: str) -> str:
+        """The kind of a column's loaded value (see :meth:`emit`)."""
+        encoding = self.out.encodings.get(name)
+        if encoding is None:
+            return "num"
+        return "bool" if encoding == "bool" else f"ord:{encoding}"
 
     # -- row references -------------------------------------------------------------------
 
@@ -488,9 +555,16 @@ class RegisterCompiler:
         self.put(K.C_LOAD, col, kind, s, at.physical)
 
     def column(self, name: str) -> int:
-        if not is_numeric(self.types[name]):
-            raise Unsupported(f"column {name} of type {self.types[name]} in a condition that "
-                              "reads other rows (numeric columns only)")
+        t = self.types[name]
+        if not is_numeric(t):
+            if pa.types.is_boolean(t):
+                self.out.encodings[name] = "bool"
+            elif O.group_of(t) is not None:
+                self.out.encodings[name] = O.group_of(t)
+            else:
+                raise Unsupported(f"column {name} of type {t} in a condition that reads "
+                                  "other rows (numbers, booleans, strings, dates, times, "
+                                  "timestamps and decimals only)")
         if name not in self.out.columns:
             self.out.columns.append(name)
         return self.out.columns.index(name)

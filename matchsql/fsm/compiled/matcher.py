@@ -38,6 +38,7 @@ from matchsql.errors import ExecutionError, LimitExceededError, too_many_rows
 from matchsql.fsm.compiled import chunks as C
 from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
+from matchsql.fsm.compiled import ordinals as O
 from matchsql.fsm.compiled import prefilter as P
 from matchsql.fsm.compiled.lowering import (
     RegisterCode,
@@ -500,18 +501,36 @@ def label_input(plan: CompiledPlan, dfa: D.Dfa | None, columns: dict, n: int) ->
 
 def register_columns(plan: CompiledPlan, columns: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
     """``(values, valid)``: the columns register terms read, as ``float64[cols, n]``
-    and ``uint8[cols, n]`` (one dummy column of width 1 when there are none)."""
-    ncol = len(plan.registers.columns)
+    and ``uint8[cols, n]`` (one dummy column of width 1 when there are none); booleans
+    as 0 and 1, strings, dates, timestamps and decimals as codes made over these ``n``
+    rows (:mod:`.ordinals`: the kernel compares them within this call only)."""
+    regs = plan.registers
+    ncol = len(regs.columns)
     width = n if ncol else 1  # the kernel reads columns only for register terms
     cols = np.zeros((max(ncol, 1), width), np.float64)
     valid = np.ones((max(ncol, 1), width), np.uint8)
-    for c, name in enumerate(plan.registers.columns):
+    coded: dict[pa.DataType, list[int]] = {}  # group -> its columns (ordinals.py)
+    for c, name in enumerate(regs.columns):
         arr = columns[name]
+        encoding = regs.encodings.get(name)
+        if encoding is not None:
+            if encoding == "bool":
+                cols[c] = arr.fill_null(False).to_numpy(zero_copy_only=False)
+            else:
+                coded.setdefault(encoding, []).append(c)
+            if arr.null_count:
+                valid[c] = arr.is_valid().to_numpy(zero_copy_only=False)
+            continue
         cols[c] = arr.to_numpy(zero_copy_only=False).astype(np.float64, copy=False) \
             if arr.null_count == 0 else \
             arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
         if arr.null_count:
             valid[c] = arr.is_valid().to_numpy(zero_copy_only=False)
+    for group, members in coded.items():
+        codes = O.encode([columns[regs.columns[c]] for c in members], group,
+                         regs.literals.get(group, ()), group in regs.ordered)
+        for c, values in zip(members, codes):
+            cols[c] = values
     return cols, valid
 
 
