@@ -28,8 +28,9 @@ from matchsql.cli.dot_commands import run_dot_command
 from matchsql.cli.modes import render
 from matchsql.cli.progress import DEFAULT_DELAY, Progress
 from matchsql.errors import Error
-from matchsql.grammar.sqltext import Statement, is_blank, is_complete, split_script
-from matchsql.results.render import as_text, render_relation
+from matchsql.grammar.sqltext import Statement, is_blank, is_complete, open_construct, split_script
+from matchsql.results.duckdb_values import shared
+from matchsql.results.render import render_relation
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -53,7 +54,7 @@ class Shell:
         #: Whether the rows of the last result are kept for .plot: False when no .plot
         #: can follow (``-c`` without one), so plain SQL is drawn without Arrow.
         self.keep_last = keep_last
-        as_text.lend(con.raw_cursor())  # no second DuckDB instance just to render values
+        shared.lend(con.raw_cursor())  # no second DuckDB instance just to convert values
         self.stdout = out or sys.stdout
         self.out = self.stdout  # where results go: stdout, or the file of .output
         self.output_path: str | None = None
@@ -147,7 +148,7 @@ class Shell:
                     self.last_result = None
                     batches = self._keep(result.schema, progress.count(result.fetch_batches()))
                     pieces = render(mode, result.schema, batches, max_rows=max_rows,
-                                    max_width=width)
+                                    max_width=width, types=result.type_names)
                     if whole:
                         outcome["text"] = "".join(pieces)
                     else:
@@ -292,7 +293,8 @@ class Shell:
         ok = True
         done = 0  # statements run so far, to number them in error messages
         for number, raw in enumerate(lines, start=1):
-            if not buffer and raw.lstrip().startswith("."):
+            if raw.lstrip().startswith(".") and _nothing_to_run(buffer):
+                buffer = []  # blank lines and comments before a dot-command
                 success = self.run_dot(raw.strip())
             else:
                 if not buffer:
@@ -311,6 +313,15 @@ class Shell:
         if not is_blank(text):
             ok = self.run_text(text, source=source, line=start, first_number=done + 1) and ok
         return ok
+
+
+def _nothing_to_run(buffer: list[str]) -> bool:
+    """True when the lines read so far hold no statement: only blanks and whole comments
+    (a comment still open may hold a dot at the start of a line, which is text then)."""
+    if not buffer:
+        return True
+    text = "".join(buffer)
+    return is_blank(text) and open_construct(text) is None
 
 
 def _relocated(error: Exception, statement: Statement, text: str, line: int) -> Exception:

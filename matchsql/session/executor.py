@@ -358,12 +358,12 @@ class Executor:
                     return None
                 if live or before is not None:
                     return self._deferred(sql, params, live, cleanups, stats, before)
+                relation = self.con.sql(sql, params=params)
+                types = relation.types
                 if self._as_relation:
-                    reader = RelationSource(self.con.sql(sql, params=params),
-                                            self.config.batch_size)
+                    reader = RelationSource(relation, self.config.batch_size)
                 else:
-                    reader = self.con.sql(sql, params=params).to_arrow_reader(
-                        self.config.batch_size)
+                    reader = relation.to_arrow_reader(self.config.batch_size)
                 break
             except duckdb.CatalogException as exc:
                 if self._register_missing(exc, cleanups, live):
@@ -373,7 +373,7 @@ class Executor:
             except duckdb.Error as exc:
                 run_all(cleanups)
                 raise self.failure_or(exc) from None
-        return Result(reader, on_close=cleanups, translate=self.failure_or)
+        return Result(reader, on_close=cleanups, translate=self.failure_or, types=types)
 
     def _deferred(self, sql: str, params: Params, live: dict[str, pa.RecordBatchReader],
                   cleanups: list[Callable[[], None]], stats: dict | None,
@@ -383,7 +383,9 @@ class Executor:
         changes nothing)."""
         for name, reader in live.items():
             self.con.register(name, reader.schema.empty_table())
-        schema = self.con.sql(sql, params=params).to_arrow_table().schema
+        stand_in = self.con.sql(sql, params=params)
+        types = stand_in.types
+        schema = stand_in.to_arrow_table().schema
         for name, reader in live.items():
             self.con.register(name, reader)
         rows = self.config.batch_size
@@ -394,7 +396,7 @@ class Executor:
             return self.con.sql(sql, params=params).to_arrow_reader(rows)
 
         return Result(LazyReader(schema, start), on_close=cleanups,
-                      translate=self.failure_or, stats=stats)
+                      translate=self.failure_or, stats=stats, types=types)
 
     def _register_missing(self, exc: duckdb.CatalogException, cleanups: list[Callable[[], None]],
                           live: dict[str, pa.RecordBatchReader]) -> bool:
