@@ -130,7 +130,7 @@ def _read(shell: ShellHost, args: list[str]) -> bool:
     if len(args) != 1:
         return _usage_error(shell, "read")
     try:
-        text = Path(args[0]).expanduser().read_text(encoding="utf-8")
+        text = Path(args[0]).expanduser().read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         shell.error(f"Error: cannot read {args[0]}: {exc}")
         return False
