@@ -44,6 +44,10 @@ DEFAULT_PAGER = "less -SRFX"
 TRACEBACK_ENV = "MATCHSQL_TRACEBACK"
 
 
+#: Back to the start of the line and erase all of it (a terminal's ECMA-48 control).
+ERASE_LINE = "\r\x1b[2K"
+
+
 class Shell:
     """Runs statements and dot-commands on one connection and prints what they give."""
 
@@ -176,6 +180,11 @@ class Shell:
             self._wait(finished)
         finally:
             progress.stop()
+            if self.interrupted and _isatty(self.err):
+                # The terminal echoed ^C where the cursor was (after a progress bar, which
+                # clears only its own width): erase the whole line for the message.
+                self.err.write(ERASE_LINE)
+                self.err.flush()
         worker.join(timeout=5.0)  # only its return is left: the exit must not overtake it
         self.generation += 1
         error = outcome.get("error")

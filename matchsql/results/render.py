@@ -78,6 +78,12 @@ def render_batches(schema: pa.Schema, batches: Iterable[pa.RecordBatch], *,
                    types: list[str] | None = None) -> str:
     """Consume ``batches`` and draw them as a box table (``types``: the DuckDB type names
     of the columns, where the statement knows them; else those DuckDB reads from Arrow)."""
+    if is_explain(list(schema.names)):
+        import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow
+
+        table = pa.Table.from_batches(list(batches), schema=schema)
+        return explain_text(list(zip(*(table.column(i).to_pylist()
+                                       for i in range(table.num_columns)))))
     return render_collected(collect(schema, batches, max_rows), max_width=max_width,
                             types=types)
 
@@ -106,6 +112,8 @@ def render_relation(relation: duckdb.DuckDBPyRelation, *, max_rows: int = 40,
     """Read ``relation`` and draw it as :func:`render_batches` would draw its Arrow batches:
     DuckDB casts the values to text in the same query, so no row is read as Arrow."""
     names = list(relation.columns)
+    if is_explain(names):
+        return explain_text(relation.fetchall())
     types = [str(t).lower() for t in relation.types]
     if not names:
         return _rows_label(len(relation.fetchall()), None)
@@ -127,6 +135,21 @@ def render_relation(relation: duckdb.DuckDBPyRelation, *, max_rows: int = 40,
         head, tail = head[:first], list(last)[len(last) - (max_rows - first):]
     right = [t.split("(")[0] in _NUMERIC for t in types]
     return _box(names, types, right, head, tail, total, max_width)
+
+
+#: The columns of an EXPLAIN's rows: DuckDB's (a key and the plan) and matchsql's.
+_EXPLAIN_COLUMNS = (["explain_key", "explain_value"], ["explain"])
+
+
+def is_explain(names: list[str]) -> bool:
+    """True for the rows of an EXPLAIN, which are shown as text, not as a box."""
+    return names in _EXPLAIN_COLUMNS
+
+
+def explain_text(rows: list[tuple]) -> str:
+    """An EXPLAIN's rows as its plan text, whole (as DuckDB's CLI prints a plan): a box
+    would cut every line at the width of a column and turn line breaks into ``\\n``."""
+    return "\n".join(str(row[-1]).rstrip("\n") for row in rows if row[-1] is not None)
 
 
 def _box(names: list[str], types: list[str], right: list[bool],
