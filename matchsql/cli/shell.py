@@ -78,6 +78,8 @@ class Shell:
         #: The rows of the last statement that returned rows (for .plot); None when it
         #: had none or was larger than KEEP_BYTES.
         self.last_result: pa.Table | None = None
+        #: Its PARTITION BY columns: ``.plot`` draws a line per partition along them.
+        self.last_partition_by: list[str] = []
 
     # -- output -------------------------------------------------------------------
 
@@ -150,6 +152,7 @@ class Shell:
                     self._print_live(result)
                 elif result is not None:
                     self.last_result = None
+                    self.last_partition_by = list(result.partition_by)
                     batches = self._keep(result.schema, progress.count(result.fetch_batches()))
                     pieces = render(mode, result.schema, batches, max_rows=max_rows,
                                     max_width=width, types=result.type_names)

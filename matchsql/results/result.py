@@ -83,6 +83,9 @@ class Result:
         #: Input metrics of a query over a live stream (InputMetrics.row, filled when it
         #: ends); None for others.
         self.stats = stats
+        #: The columns that are a PARTITION BY column of the statement's MATCH_RECOGNIZE
+        #: (match numbers count per partition: a plot draws a line per partition).
+        self.partition_by: list[str] = []
         #: True for ``SELECT * FROM stream MATCH_RECOGNIZE``: rows arrive as matches
         #: become final, so the shell prints them one by one.
         self.continuous = continuous
@@ -255,13 +258,15 @@ class Result:
         """A matplotlib Figure of ``y`` over ``x`` with each match banded (matchsql.results.plot).
 
         ``match`` names the MATCH_NUMBER() column (found by name when left
-        out), ``by`` draws one line per partition; with ``path`` the picture is
-        also written there as a PNG.
+        out), ``by`` (a column or a list of them) draws one line per partition: by
+        default the statement's PARTITION BY columns in the result; with ``path``
+        the picture is also written there as a PNG.
         """
         # matplotlib's glue: loaded on the first plot (start-up).
         from matchsql.results.plot import plot_matches, save_plot
 
         table = self.arrow()
+        by = by if by is not None else (self.partition_by or None)
         if path is not None:
             save_plot(table, path, x, y, match=match, by=by, title=title)
         return plot_matches(table, x, y, match=match, by=by, title=title)

@@ -33,6 +33,7 @@ from matchsql.grammar.sqltext import check_text
 from matchsql.results.result import LazyReader, RelationSource, Result, table_result
 from matchsql.session.cleanups import run_all
 from matchsql.session.host import Params
+from matchsql.session.query_shape import partition_columns
 from matchsql.session.scope import EMPTY, lookup
 from matchsql.session.statements import (
     READS_TABLES,
@@ -267,7 +268,10 @@ class Executor:
             return HANDLERS[type(again)](self, again, params)
 
     def _match(self, statement: MatchQuery, params: Params):
-        return self.matching.run(statement, params)
+        result = self.matching.run(statement, params)
+        if isinstance(result, Result) and statement.match:
+            result.partition_by = partition_columns(statement.text, result.columns)
+        return result
 
     def _stream_ddl(self, statement: StreamDdl, params: Params):
         return self.streams.run_ddl(statement.node, statement.text)

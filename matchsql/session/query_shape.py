@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from matchsql.errors import SemanticError
+from matchsql.errors import Error, SemanticError
+from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
 from matchsql.plan.spec import MatchSpec
 
 
@@ -64,3 +66,21 @@ def require_columns(spec: MatchSpec, node: exp.Expression, statement: str) -> No
         raise SemanticError("ONE ROW PER MATCH without PARTITION BY needs at least one "
                             "measure: the output would have no columns",
                             sql=statement, offset=offset_of(node.this))
+
+
+def partition_columns(sql: str, columns: list[str]) -> list[str]:
+    """The columns of a result (named ``columns``) that are a PARTITION BY column of a
+    MATCH_RECOGNIZE in ``sql``: a plot draws one line per partition along them, because
+    match numbers count per partition. Empty when there are none or ``sql`` does not parse."""
+    try:
+        trees = parse(sql)
+    except Error:
+        return []
+    named = {c.lower(): c for c in columns}
+    found: list[str] = []
+    for tree in trees:
+        for node in tree.find_all(MatchRecognizeTable):
+            for key in node.args.get("partition_by") or []:
+                if isinstance(key, exp.Column) and key.name.lower() in named:
+                    found.append(named[key.name.lower()])
+    return list(dict.fromkeys(found))
