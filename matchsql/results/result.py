@@ -67,7 +67,7 @@ class Result:
     """
 
     def __init__(self, reader: Any, on_close: list[Callable[[], None]] | None = None,
-                 translate: Callable[[duckdb.Error], Error] | None = None, *,
+                 translate: Callable[[duckdb.Error | Error], Error] | None = None, *,
                  stats: dict | None = None, continuous: bool = False,
                  types: list[DuckType] | None = None) -> None:
         self._reader = reader
@@ -148,7 +148,7 @@ class Result:
                     self._keep(batch)
                     yield batch
             self._exhausted = True
-        except duckdb.Error as exc:
+        except (duckdb.Error, Error) as exc:  # a matcher's error gets its position here
             if self._translate is None:
                 raise
             raise self._translate(exc) from None

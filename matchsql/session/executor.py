@@ -33,7 +33,6 @@ from matchsql.grammar.sqltext import check_text
 from matchsql.results.result import LazyReader, RelationSource, Result, table_result
 from matchsql.session.cleanups import run_all
 from matchsql.session.host import Params
-from matchsql.session.query_shape import partition_columns
 from matchsql.session.scope import EMPTY, lookup
 from matchsql.session.statements import (
     READS_TABLES,
@@ -94,6 +93,7 @@ class Executor:
         # The first matcher failure of the running statement: DuckDB only sees
         # a failing Arrow stream, so the original error is kept here.
         self.failures: list[Error] = []
+        self._running = ""  # the last statement's text, if it has a MATCH_RECOGNIZE
         # DuckDB allows one open result per connection: a new statement closes
         # the previous statement's unfinished Result, as DuckDB's own API does.
         self._open_result: Result | None = None
@@ -193,10 +193,11 @@ class Executor:
         result = None
         try:
             for piece in pieces:
+                self._running = ""
                 try:
                     result = self.dispatch(classify(piece), params)
                 except Error as err:
-                    raise _relocate(err, text, piece.offset) from None
+                    raise _relocate(self._located(err), text, piece.offset) from None
                 except MemoryError:
                     raise out_of_memory() from None
                 except Exception as exc:  # a bug inside the engine: a one-line error
@@ -268,8 +269,13 @@ class Executor:
             return HANDLERS[type(again)](self, again, params)
 
     def _match(self, statement: MatchQuery, params: Params):
+        self._running = statement.text
         result = self.matching.run(statement, params)
-        if isinstance(result, Result) and statement.match:
+        if isinstance(result, Result) and statement.match \
+                and not isinstance(statement, ExplainMatch):
+            # Parsed by the matchsql dialect, which the statement has loaded (start-up).
+            from matchsql.session.query_shape import partition_columns
+
             result.partition_by = partition_columns(statement.text, result.columns)
         return result
 
@@ -434,11 +440,27 @@ class Executor:
 
     def _raise_failure(self) -> None:
         if self.failures:
-            raise self.failures[0]
+            raise self._located(self.failures[0])
 
-    def failure_or(self, exc: duckdb.Error) -> Error:
+    def failure_or(self, exc: duckdb.Error | Error) -> Error:
         """The statement's first matcher failure, else ``exc`` as a matchsql error."""
-        return self.failures[0] if self.failures else self.translate(exc)
+        if self.failures:
+            return self._located(self.failures[0])
+        return self._located(exc) if isinstance(exc, Error) else self.translate(exc)
+
+    def _located(self, err: Error) -> Error:
+        """``err`` pointed at the DEFINE or MEASURES expression of the statement last run
+        that raised it, where it has no position of its own (a division by zero, a value
+        that does not compare: the matchers' values know no positions)."""
+        if err.line is None and isinstance(err, ExecutionError) and self._running:
+            # Only a MATCH_RECOGNIZE statement sets _running: the matchsql dialect that
+            # parses it is loaded already (start-up).
+            from matchsql.session.query_shape import runtime_offset
+
+            offset = runtime_offset(err.message, self._running)
+            if offset is not None:
+                err.located(self._running, offset)
+        return err
 
     def interrupt(self) -> None:
         self.cancellation.cancel()
