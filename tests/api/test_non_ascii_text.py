@@ -123,3 +123,23 @@ def test_the_caret_sits_under_the_character_on_a_terminal(con) -> None:
     assert text[column - 1:].startswith("nope")
     # the terminal columns before the word: 8 + 3 wide characters counted twice
     assert caret == " " * (column - 1 + 3) + "^"
+
+
+WINDOW = """SELECT '{w}' AS x, id, f OVER w AS f FROM letters
+WINDOW w AS (ORDER BY id MEASURES FIRST(id) AS f
+  ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING
+  PATTERN (A B) DEFINE A AS v = '{w}', B AS v = 'b')
+WHERE v <> '{w}{w}' ORDER BY id"""
+
+
+@pytest.mark.parametrize("word", WORDS)
+def test_a_row_pattern_window(word: str) -> None:
+    con = matchsql.connect(demo=False)
+    con.sql(f"CREATE TABLE letters AS SELECT * FROM (VALUES (1, '{word}'), (2, 'b'), "
+            f"(3, '{word}'), (4, 'b')) t(id, v)")
+    rows = con.sql(WINDOW.format(w=word)).fetchall()
+    assert rows == [(word, 1, 1), (word, 2, None), (word, 3, 3), (word, 4, None)]
+    with pytest.raises(matchsql.Error) as caught:
+        con.sql(WINDOW.format(w=word).replace("FIRST(id)", "FIRST(idx)")).fetchall()
+    err = caught.value
+    assert err.sql.splitlines()[err.line - 1][err.column - 1:].startswith("idx")
