@@ -134,4 +134,6 @@ def python_rows(table: pa.Table | pa.RecordBatch, types: Sequence[DuckType] | No
 
 def data_frame(table: pa.Table, types: Sequence[DuckType] | None):
     """``table`` as a pandas DataFrame, typed as DuckDB's ``df()`` types it."""
+    if not table.num_columns:  # nothing DuckDB could scan
+        return table.to_pandas()
     return shared.run(lambda con: _typed(con, table, types).df())
