@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     writer = write_stream(df, stream=args.stream, database=args.database, order_by="ts",
                           checkpoint_location=str(work / "checkpoint"))
     print(f"Spark is writing into live stream {args.stream!r}. In another terminal run "
-          f"`matchsql{' ' + args.database if args.database else ''}` and type:\n\n"
+          f"`matchsql{' -d ' + args.database if args.database else ''}` and type:\n\n"
           f"{QUERY.format(stream=args.stream)};\n", flush=True)
     shower = threading.Thread(target=show_matches, args=(con, args.stream), daemon=True)
     if args.show:

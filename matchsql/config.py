@@ -113,3 +113,14 @@ class Config:
         if key == "on_producer_death" and value not in ("error", "wait"):
             raise Error(f"on_producer_death must be 'error' or 'wait', got {value!r}")
         setattr(self, key, value)
+
+
+#: The start of the names matchsql gives its own tables and views in a user's database
+#: (continuous query definitions, registered match streams): kept out of what lists the
+#: user's tables (``.tables``, completion), as DuckDB keeps its catalogs out.
+INTERNAL_PREFIX = "__matchsql_"
+
+
+def is_internal(name: str) -> bool:
+    """True for a table or view name that matchsql made for itself."""
+    return name.lower().startswith(INTERNAL_PREFIX)

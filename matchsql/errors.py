@@ -9,6 +9,7 @@ traceback.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 
 class Error(Exception):
@@ -41,7 +42,7 @@ class Error(Exception):
             return ""
         text = lines[self.line - 1]
         col = max(1, min(self.column or 1, len(text) + 1))
-        return f"{text}\n{' ' * (col - 1)}^"
+        return f"{text}\n{' ' * display_width(text[:col - 1])}^"
 
     def render(self) -> str:
         where = f" (line {self.line}, column {self.column})" if self.line is not None else ""
@@ -148,3 +149,16 @@ def out_of_memory() -> LimitExceededError:
         "the statement ran out of memory; lower its size (pattern, partitions) or raise "
         "the memory available to the process (max_buffered_rows and max_pattern_size "
         "bound the matchers)")
+
+
+def display_width(text: str) -> int:
+    """Terminal columns ``text`` takes: East Asian wide characters and emoji two, combining
+    marks none, so that a caret drawn under a line lands under its character."""
+    if text.isascii():
+        return len(text)
+    width = 0
+    for ch in text:
+        if unicodedata.combining(ch):
+            continue
+        width += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return width

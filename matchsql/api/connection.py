@@ -8,7 +8,7 @@ from typing import Any
 import duckdb
 
 from matchsql.allocator import keep_freed_memory
-from matchsql.config import Config
+from matchsql.config import Config, is_internal
 from matchsql.results.result import Result
 from matchsql.session.executor import Executor
 from matchsql.session.scope import caller_scope
@@ -105,7 +105,8 @@ class Connection:
     def tables(self) -> list[str]:
         self._build_demo()
         return [row[0] for row in self._duckdb.execute(
-            "SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()]
+            "SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()
+            if not is_internal(row[0])]
 
     # -- named continuous queries (the same as their SQL statements) ----------------------
 

@@ -5,6 +5,7 @@
     matchsql FILE.sql              run a script (stops at the first failing statement)
     ... | matchsql                 run SQL piped on stdin as a script
     matchsql -d my.duckdb          the same on a DuckDB file (add --demo for the trade table)
+    matchsql my.duckdb             the same: a FILE that is a DuckDB database opens as one
 
 The first word may name a subcommand (``matchsql produce ...``,
 ``matchsql experiment ...``): those are looked up in :data:`SUBCOMMANDS`
@@ -116,6 +117,13 @@ def _run(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if args.file and args.file != "-" and is_database_file(Path(args.file)):
+        if args.database != ":memory:":
+            parser.print_usage(sys.stderr)
+            print(f"matchsql: error: {args.file} is a DuckDB database and -d names another",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        args.database, args.file = args.file, None  # as DuckDB's CLI opens it
     if args.command and args.file:
         parser.print_usage(sys.stderr)
         print("matchsql: error: give either -c or FILE, not both", file=sys.stderr)
@@ -150,6 +158,26 @@ def _run(argv: list[str]) -> int:
         return run_repl(shell)
 
 
+#: Where a DuckDB database file says what it is: its magic bytes after an 8-byte checksum.
+DUCKDB_MAGIC = b"DUCK"
+DUCKDB_MAGIC_AT = 8
+#: Names of database files DuckDB's CLI creates when they do not exist yet.
+DATABASE_SUFFIXES = (".duckdb", ".ddb")
+
+
+def is_database_file(path: Path) -> bool:
+    """True when ``path`` is a DuckDB database (by its header), or names one to create
+    (no such file, a DuckDB suffix): ``matchsql FILE`` then opens it as a database."""
+    try:
+        with path.open("rb") as file:
+            header = file.read(DUCKDB_MAGIC_AT + len(DUCKDB_MAGIC))
+    except FileNotFoundError:
+        return path.suffix.lower() in DATABASE_SUFFIXES
+    except OSError:
+        return False  # unreadable: reading it as a script reports why
+    return header[DUCKDB_MAGIC_AT:] == DUCKDB_MAGIC
+
+
 def _run_command(shell, text: str) -> bool:
     """One -c argument: a dot-command (as DuckDB's CLI takes them there) or SQL."""
     if text.lstrip().startswith("."):
@@ -159,7 +187,7 @@ def _run_command(shell, text: str) -> bool:
 
 def _run_file(shell, path: Path) -> int:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a BOM is no part of the first line
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         print(f"Error: cannot read {path}: {reason}", file=sys.stderr)

@@ -27,6 +27,7 @@ from matchsql.cli.vocabulary import (
     MATCH_RECOGNIZE_WORDS,
     STATEMENT_WORDS,
 )
+from matchsql.config import is_internal
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _QUALIFIED = re.compile(r"([A-Za-z_][A-Za-z0-9_$]*)\.([A-Za-z0-9_$]*)$")
@@ -51,7 +52,8 @@ def read_words(con: Connection) -> tuple[list[str], list[str]]:
     duck = con.duckdb.cursor()
     try:
         keywords = [r[0].upper() for r in duck.execute(
-            "SELECT keyword_name FROM duckdb_keywords() ORDER BY keyword_name").fetchall()]
+            "SELECT DISTINCT keyword_name FROM duckdb_keywords() ORDER BY keyword_name"
+            ).fetchall()]
         functions = [r[0] for r in duck.execute(
             "SELECT DISTINCT function_name FROM duckdb_functions() "
             "WHERE function_type IN ('scalar', 'aggregate', 'table', 'macro', 'table_macro') "
@@ -72,6 +74,8 @@ def read_catalog(con: Connection, words: tuple[list[str], list[str]]) -> Catalog
         for table, column in duck.execute(
                 "SELECT table_name, column_name FROM information_schema.columns "
                 "ORDER BY table_name, ordinal_position").fetchall():
+            if is_internal(table):
+                continue
             if table.lower() not in columns:
                 tables.append(table)
             columns.setdefault(table.lower(), []).append(column)
@@ -120,6 +124,7 @@ class SqlCompleter(Completer):
                                      *STATEMENT_WORDS)}
         yield from _matching((w for w in catalog.keywords if w.lower() not in taken), prefix,
                              "keyword", fold=True)
+        taken |= {w.lower() for w in catalog.keywords}  # a word offered once (try_cast)
         yield from _matching((f for f in catalog.functions if f.lower() not in taken), prefix,
                              "function", fold=True)
         others = {n.lower() for n in named}

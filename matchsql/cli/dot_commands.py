@@ -8,10 +8,15 @@ The shell imports this module; this module knows the shell only as its
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shlex
+import stat
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from matchsql.cli.modes import MODES
 from matchsql.cli.shell_host import ShellHost
@@ -130,7 +135,7 @@ def _read(shell: ShellHost, args: list[str]) -> bool:
     if len(args) != 1:
         return _usage_error(shell, "read")
     try:
-        text = Path(args[0]).expanduser().read_text(encoding="utf-8")
+        text = Path(args[0]).expanduser().read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         shell.error(f"Error: cannot read {args[0]}: {exc}")
         return False
@@ -256,21 +261,25 @@ PLOT_OPTIONS = ("match", "by", "file", "title")
 
 
 @dot_command("plot", "Draw the last result's Y over X, each match banded, into a PNG "
-             "(match=: the MATCH_NUMBER() column, by=: one line per partition)",
-             "X Y [match=COL] [by=COL] [file=PATH.png] [title=TEXT]")
+             "(match=: the MATCH_NUMBER() column, by=: one line per partition, by default "
+             "along the PARTITION BY columns; the file goes to $MATCHSQL_PLOT_DIR, else a "
+             "private temporary folder)",
+             "X Y [match=COL] [by=COL[,COL]] [file=PATH.png] [title=TEXT]")
 def _plot(shell: ShellHost, args: list[str]) -> bool:
     positional = [a for a in args if "=" not in a]
-    options = dict(a.split("=", 1) for a in args if "=" in a)
+    options: dict[str, Any] = dict(a.split("=", 1) for a in args if "=" in a)
     if len(positional) != 2 or set(options) - set(PLOT_OPTIONS):
         return _usage_error(shell, "plot")
     if shell.last_result is None:
         shell.error("Error: no result to plot: run a statement that returns rows first")
         return False
-    path = options.pop("file", None) or _free_plot_path()
+    by = options.pop("by", None)
+    options["by"] = by.split(",") if by else (shell.last_partition_by or None)
     # matplotlib's glue: loaded on the first plot (start-up).
     from matchsql.results.plot import save_plot
 
     try:
+        path = options.pop("file", None) or _free_plot_path(plot_folder())
         written = save_plot(shell.last_result, path, positional[0], positional[1], **options)
     except Error as err:
         shell.error(f"Error: {err}")
@@ -279,12 +288,42 @@ def _plot(shell: ShellHost, args: list[str]) -> bool:
     return True
 
 
-def _free_plot_path() -> Path:
-    """``matchsql_plot_N.png`` in the current directory, N the first free number."""
+#: The folder of the plots that ``.plot`` names itself (no ``file=``).
+PLOT_DIR_ENV = "MATCHSQL_PLOT_DIR"
+
+
+def plot_folder() -> Path:
+    """Where ``.plot`` writes a picture it names: ``$MATCHSQL_PLOT_DIR``, else
+    ``matchsql-plots-UID`` in the temporary folder, never the current directory (a plot is
+    not the user's file to find there). A folder matchsql makes is owner-only, and one that
+    is a symbolic link or another user's is refused: nobody else can put a link where the
+    picture goes."""
+    configured = os.environ.get(PLOT_DIR_ENV)
+    if configured:
+        folder = Path(configured).expanduser()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise Error(f"plot: cannot make the folder {folder} ({PLOT_DIR_ENV}): "
+                        f"{exc.strerror}") from None
+        return folder
+    folder = Path(tempfile.gettempdir()) / f"matchsql-plots-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    found = folder.lstat()
+    if stat.S_ISLNK(found.st_mode) or not stat.S_ISDIR(found.st_mode) \
+            or found.st_uid != os.getuid() or stat.S_IMODE(found.st_mode) & 0o077:
+        raise Error(f"plot: {folder} is not a private folder of this user; name the folder "
+                    f"with {PLOT_DIR_ENV} or the file with file=")
+    return folder
+
+
+def _free_plot_path(folder: Path) -> Path:
+    """``matchsql_plot_N.png`` in ``folder``, N the first free number."""
     number = 1
-    while Path(f"matchsql_plot_{number}.png").exists():
+    while (folder / f"matchsql_plot_{number}.png").exists():
         number += 1
-    return Path(f"matchsql_plot_{number}.png")
+    return folder / f"matchsql_plot_{number}.png"
 
 
 @dot_command("quit", "Exit matchsql", aliases=("exit",))

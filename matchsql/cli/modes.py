@@ -32,8 +32,9 @@ Renderer = Callable[..., Iterator[str]]
 
 
 def _box(schema: pa.Schema, batches: Iterable[pa.RecordBatch], *, max_rows: int,
-         max_width: int | None) -> Iterator[str]:
-    yield render_batches(schema, batches, max_rows=max_rows, max_width=max_width) + "\n"
+         max_width: int | None, types: list[str] | None = None) -> Iterator[str]:
+    yield render_batches(schema, batches, max_rows=max_rows, max_width=max_width,
+                         types=types) + "\n"
 
 
 def _texts(schema: pa.Schema, batches: Iterable[pa.RecordBatch]
@@ -119,6 +120,8 @@ MODES: dict[str, Renderer] = {
 
 
 def render(mode: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch], *,
-           max_rows: int = 40, max_width: int | None = None) -> Iterator[str]:
-    """The pieces of text that show ``batches`` in ``mode`` (a key of :data:`MODES`)."""
-    return MODES[mode](schema, batches, max_rows=max_rows, max_width=max_width)
+           max_rows: int = 40, max_width: int | None = None,
+           types: list[str] | None = None) -> Iterator[str]:
+    """The pieces of text that show ``batches`` in ``mode`` (a key of :data:`MODES`);
+    ``types``: the DuckDB type names of the columns, where the statement knows them."""
+    return MODES[mode](schema, batches, max_rows=max_rows, max_width=max_width, types=types)

@@ -28,8 +28,9 @@ from matchsql.cli.dot_commands import run_dot_command
 from matchsql.cli.modes import render
 from matchsql.cli.progress import DEFAULT_DELAY, Progress
 from matchsql.errors import Error
-from matchsql.grammar.sqltext import Statement, is_blank, is_complete, split_script
-from matchsql.results.render import as_text, render_relation
+from matchsql.grammar.sqltext import Statement, is_blank, is_complete, open_construct, split_script
+from matchsql.results.duckdb_values import shared
+from matchsql.results.render import render_relation
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -43,6 +44,10 @@ DEFAULT_PAGER = "less -SRFX"
 TRACEBACK_ENV = "MATCHSQL_TRACEBACK"
 
 
+#: Back to the start of the line and erase all of it (a terminal's ECMA-48 control).
+ERASE_LINE = "\r\x1b[2K"
+
+
 class Shell:
     """Runs statements and dot-commands on one connection and prints what they give."""
 
@@ -53,7 +58,7 @@ class Shell:
         #: Whether the rows of the last result are kept for .plot: False when no .plot
         #: can follow (``-c`` without one), so plain SQL is drawn without Arrow.
         self.keep_last = keep_last
-        as_text.lend(con.raw_cursor())  # no second DuckDB instance just to render values
+        shared.lend(con.raw_cursor())  # no second DuckDB instance just to convert values
         self.stdout = out or sys.stdout
         self.out = self.stdout  # where results go: stdout, or the file of .output
         self.output_path: str | None = None
@@ -73,6 +78,8 @@ class Shell:
         #: The rows of the last statement that returned rows (for .plot); None when it
         #: had none or was larger than KEEP_BYTES.
         self.last_result: pa.Table | None = None
+        #: Its PARTITION BY columns: ``.plot`` draws a line per partition along them.
+        self.last_partition_by: list[str] = []
 
     # -- output -------------------------------------------------------------------
 
@@ -145,9 +152,10 @@ class Shell:
                     self._print_live(result)
                 elif result is not None:
                     self.last_result = None
+                    self.last_partition_by = list(result.partition_by)
                     batches = self._keep(result.schema, progress.count(result.fetch_batches()))
                     pieces = render(mode, result.schema, batches, max_rows=max_rows,
-                                    max_width=width)
+                                    max_width=width, types=result.type_names)
                     if whole:
                         outcome["text"] = "".join(pieces)
                     else:
@@ -175,6 +183,11 @@ class Shell:
             self._wait(finished)
         finally:
             progress.stop()
+            if self.interrupted and _isatty(self.err):
+                # The terminal echoed ^C where the cursor was (after a progress bar, which
+                # clears only its own width): erase the whole line for the message.
+                self.err.write(ERASE_LINE)
+                self.err.flush()
         worker.join(timeout=5.0)  # only its return is left: the exit must not overtake it
         self.generation += 1
         error = outcome.get("error")
@@ -292,7 +305,8 @@ class Shell:
         ok = True
         done = 0  # statements run so far, to number them in error messages
         for number, raw in enumerate(lines, start=1):
-            if not buffer and raw.lstrip().startswith("."):
+            if raw.lstrip().startswith(".") and _nothing_to_run(buffer):
+                buffer = []  # blank lines and comments before a dot-command
                 success = self.run_dot(raw.strip())
             else:
                 if not buffer:
@@ -311,6 +325,15 @@ class Shell:
         if not is_blank(text):
             ok = self.run_text(text, source=source, line=start, first_number=done + 1) and ok
         return ok
+
+
+def _nothing_to_run(buffer: list[str]) -> bool:
+    """True when the lines read so far hold no statement: only blanks and whole comments
+    (a comment still open may hold a dot at the start of a line, which is text then)."""
+    if not buffer:
+        return True
+    text = "".join(buffer)
+    return is_blank(text) and open_construct(text) is None
 
 
 def _relocated(error: Exception, statement: Statement, text: str, line: int) -> Exception:

@@ -30,6 +30,7 @@ class ShellHost(Protocol):
     done: bool
     #: The last result's rows, kept for ``.plot``.
     last_result: pa.Table | None
+    last_partition_by: list[str]
 
     def print(self, text: str = "") -> None: ...
 

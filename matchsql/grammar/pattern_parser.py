@@ -21,6 +21,8 @@ Nested concatenations and alternations are flattened so that rendering with
 
 from __future__ import annotations
 
+import re
+
 from matchsql.errors import ParseError
 from matchsql.plan.pattern import (
     Alternation,
@@ -41,6 +43,12 @@ __all__ = ["MAX_BOUND", "parse_pattern"]
 #: ``max_pattern_size`` unless it is the lower bound of an unbounded loop
 #: over an empty body; this limit only keeps the numbers machine-sized.
 MAX_BOUND = 1_000_000_000
+
+
+#: The clauses that follow PATTERN ( ... ), as they start: met inside a pattern body, they
+#: mean its ``)`` is missing (the body then ran on to the MATCH_RECOGNIZE's own ``)``).
+_NEXT_CLAUSE = re.compile(r'(DEFINE\s+(?:"[^"]*"|\w+)\s+AS\b|SUBSET\s+(?:"[^"]*"|\w+)\s*=|'
+                          r"WITHIN\s+(?:INTERVAL\b|'|\d))", re.IGNORECASE)
 
 
 def parse_pattern(text: str, base_offset: int = 0, sql: str | None = None) -> PatternNode:
@@ -224,6 +232,10 @@ class _PatternParser:
             return Exclusion(child, offset=start)
         if ch == '"':
             return Label(self.quoted_name(), offset=start)
+        clause = _NEXT_CLAUSE.match(self.text, self.pos)
+        if clause is not None:
+            word = clause.group(0).split()[0].upper()
+            raise self.error(f"missing ')' to close PATTERN before {word}")
         name = self.bare_name()
         if name.upper() == "PERMUTE" and self.peek() == "(":
             return self.permute(start)

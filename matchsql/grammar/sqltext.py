@@ -243,6 +243,28 @@ def check_text(text: str) -> None:
             raise ParseError(f"{what}, at character {found.start() + 1}")
 
 
+def char_offsets(text: str, byte_offsets: list[int]) -> list[int]:
+    """The character offsets in ``text`` of the UTF-8 ``byte_offsets`` (ascending).
+
+    DuckDB's tokenizer and statement splitter count bytes of the UTF-8 text;
+    everything in matchsql (slices, error positions, carets) counts Python
+    characters. Every DuckDB position goes through here, so that a ``'é'``
+    or ``'日本'`` before a keyword cannot shift what follows it.
+    """
+    if text.isascii():
+        return list(byte_offsets)
+    data = text.encode("utf-8", "surrogatepass")
+    out: list[int] = []
+    last_byte = last_char = 0
+    for offset in byte_offsets:
+        if offset < last_byte:  # not ascending: count from the start again
+            last_byte = last_char = 0
+        last_char += len(data[last_byte:offset].decode("utf-8", "surrogatepass"))
+        last_byte = offset
+        out.append(last_char)
+    return out
+
+
 def pieces(sql: str, cuts: list[int]) -> list[tuple[str, int]]:
     """Split ``sql`` at the separator offsets ``cuts`` (its ``;``), trimming whitespace;
     blank pieces are dropped. Each piece with the offset where it starts."""

@@ -5,8 +5,9 @@ that carries its rows and their match numbers (``ALL ROWS PER MATCH``,
 best ``WITH UNMATCHED ROWS`` so that the rows between matches are drawn
 too, and a ``MATCH_NUMBER() AS m`` measure) is drawn as the ``y`` column
 over the ``x`` column, with a shaded band over the x-extent of each match
-and the matched rows marked. With ``by`` (e.g. the PARTITION BY column)
-each partition gets its own line and its matches are banded on it.
+and the matched rows marked. With ``by`` (the PARTITION BY columns: a
+result knows them and passes them by default) each partition gets its own
+line and its matches, numbered per partition, are banded on it.
 
 Used by ``Result.plot()`` (a figure, shown inline in notebooks) and the
 shell's ``.plot`` (a PNG file). matplotlib is imported on the first plot,
@@ -27,7 +28,7 @@ from matchsql.errors import Error
 
 #: Column names taken for the match number when ``match`` is not given.
 MATCH_COLUMNS = ("match_number", "match_num", "match_no", "match", "mn", "m")
-#: Partitions drawn at most (each one a line, with its matches).
+#: Partitions drawn at most (each one a line, with its matches): the first ones.
 MAX_LINES = 12
 
 
@@ -67,14 +68,17 @@ def _column(table: pa.Table, name: str | None, role: str) -> str | None:
                 f"{', '.join(table.schema.names)})")
 
 
-def match_spans(table: pa.Table, x: str, match: str, by: str | None = None) -> list[Span]:
-    """Each match's first and last ``x`` (per ``by`` partition), in order of appearance.
+def match_spans(table: pa.Table, x: str, match: str, by: str | list[str] | None = None
+                ) -> list[Span]:
+    """Each match's first and last ``x`` (per ``by`` partition: match numbers count per
+    partition), in order of appearance. With several ``by`` columns a partition is the
+    tuple of their values.
 
     Rows whose match number is NULL (unmatched rows) belong to no span.
     """
     xs = table.column(x).to_pylist()
     numbers = table.column(match).to_pylist()
-    parts = table.column(by).to_pylist() if by else [None] * len(xs)
+    parts = _partitions(table, _names(by))
     spans: dict[tuple[Any, Any], list[Any]] = {}
     for value, number, part in zip(xs, numbers, parts):
         if number is None or value is None:
@@ -87,17 +91,48 @@ def match_spans(table: pa.Table, x: str, match: str, by: str | None = None) -> l
             for (part, number), (start, end, rows) in spans.items()]
 
 
+def _names(by: str | list[str] | None) -> list[str]:
+    if by is None:
+        return []
+    return [by] if isinstance(by, str) else list(by)
+
+
+def _partitions(table: pa.Table, by: list[str]) -> list[Any]:
+    """Each row's partition: its ``by`` value, a tuple of them for several, None for none."""
+    if not by:
+        return [None] * table.num_rows
+    columns = [table.column(name).to_pylist() for name in by]
+    return columns[0] if len(columns) == 1 else list(zip(*columns))
+
+
+def _label(part: Any) -> str:
+    return ", ".join(map(str, part)) if isinstance(part, tuple) else str(part)
+
+
+def check_match_numbers(table: pa.Table, match: str) -> None:
+    """Refuse a ``match`` column that cannot hold match numbers (MATCH_NUMBER() is a
+    BIGINT): a text column would band every distinct value as a match."""
+    kind = table.schema.field(match).type
+    if not pa.types.is_integer(kind):
+        raise Error(f"plot: column {match!r} holds {kind} values, not match numbers: name "
+                    "the column of MATCH_NUMBER() (match=...)")
+
+
 def plot_matches(table: pa.Table, x: str, y: str, *, match: str | None = None,
-                 by: str | None = None, title: str | None = None, backend: str | None = None
-                 ) -> Any:
+                 by: str | list[str] | None = None, title: str | None = None,
+                 backend: str | None = None) -> Any:
     """A matplotlib Figure of ``y`` over ``x`` with every match banded (see the module).
 
-    ``backend`` is forced when given ("Agg" for files without a display).
+    ``by``: a column or several; each partition gets its own line, and its own matches
+    (match numbers count per partition). At most :data:`MAX_LINES` partitions are drawn,
+    the first ones; the title says so. ``backend`` is forced when given ("Agg" for files
+    without a display).
     """
     x = _column(table, x, "x")  # type: ignore[assignment]
     y = _column(table, y, "y")  # type: ignore[assignment]
-    by = _column(table, by, "by")
+    names = [_column(table, name, "by") for name in _names(by)]
     match = match_column(table.schema, match)
+    check_match_numbers(table, match)
     if not table.num_rows:
         raise Error("plot: the result has no rows")
     matplotlib = importlib.import_module("matplotlib")
@@ -105,18 +140,16 @@ def plot_matches(table: pa.Table, x: str, y: str, *, match: str | None = None,
         matplotlib.use(backend, force=True)
     pyplot = importlib.import_module("matplotlib.pyplot")
 
-    partitions = list(dict.fromkeys(table.column(by).to_pylist())) if by else [None]
-    if len(partitions) > MAX_LINES:
-        raise Error(f"plot: {len(partitions)} partitions in {by!r}, at most {MAX_LINES} "
-                    f"are drawn: filter the result first")
+    keys = _partitions(table, names)  # type: ignore[arg-type]
+    partitions = list(dict.fromkeys(keys))
+    drawn = partitions[:MAX_LINES]
     figure, axes = pyplot.subplots(figsize=(10, 4.8))
-    spans = match_spans(table, x, match, by)
-    for part in partitions:
-        rows = table if by is None else table.filter(
-            pa.array([value == part for value in table.column(by).to_pylist()]))
+    spans = match_spans(table, x, match, names)  # type: ignore[arg-type]
+    for part in drawn:
+        rows = table if not names else table.filter(pa.array([key == part for key in keys]))
         xs, ys = rows.column(x).to_numpy(zero_copy_only=False), rows.column(y).to_numpy(
             zero_copy_only=False)
-        line, = axes.plot(xs, ys, linewidth=1.0, label=None if by is None else str(part))
+        line, = axes.plot(xs, ys, linewidth=1.0, label=None if not names else _label(part))
         matched = rows.column(match).is_valid().to_numpy(zero_copy_only=False)
         axes.scatter(xs[matched], ys[matched], s=9, color=line.get_color(), zorder=3)
         for number, span in enumerate(s for s in spans if s.partition == part):
@@ -124,15 +157,17 @@ def plot_matches(table: pa.Table, x: str, y: str, *, match: str | None = None,
             # is); neighbouring matches alternate in strength so that they stay apart.
             band = axes.axvspan(span.start, span.end, alpha=0.16 if number % 2 else 0.3,
                                 linewidth=0, color=line.get_color())
-            band.set_gid(f"match {span.match}" + ("" if by is None else f" of {part}"))
+            band.set_gid(f"match {span.match}" + ("" if not names else f" of {_label(part)}"))
     axes.set_xlabel(x)
     axes.set_ylabel(y)
-    count = len(spans)
+    count = sum(1 for span in spans if span.partition in drawn)
+    shown = "" if len(drawn) == len(partitions) else \
+        f", the first {len(drawn)} of {len(partitions)} partitions"
     axes.set_title(title or f"{y} over {x}: {count} match{'es' if count != 1 else ''} "
-                   f"(bands; marked rows are matched)")
+                   f"(bands; marked rows are matched{shown})")
     axes.grid(True, alpha=0.3)
-    if by is not None:
-        axes.legend(title=by, fontsize="small")
+    if names:
+        axes.legend(title=", ".join(names), fontsize="small")  # type: ignore[arg-type]
     if pa.types.is_temporal(table.schema.field(x).type):
         figure.autofmt_xdate()
     figure.tight_layout()

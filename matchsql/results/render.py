@@ -12,7 +12,6 @@ as in DuckDB.
 from __future__ import annotations
 
 import collections
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import duckdb
 from wcwidth import wcswidth
+
+from matchsql.results.duckdb_values import shared
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -73,17 +74,28 @@ def collect(schema: pa.Schema, batches: Iterable[pa.RecordBatch], max_rows: int)
 
 
 def render_batches(schema: pa.Schema, batches: Iterable[pa.RecordBatch], *,
-                   max_rows: int = 40, max_width: int | None = None) -> str:
-    """Consume ``batches`` and draw them as a box table."""
-    return render_collected(collect(schema, batches, max_rows), max_width=max_width)
+                   max_rows: int = 40, max_width: int | None = None,
+                   types: list[str] | None = None) -> str:
+    """Consume ``batches`` and draw them as a box table (``types``: the DuckDB type names
+    of the columns, where the statement knows them; else those DuckDB reads from Arrow)."""
+    if is_explain(list(schema.names)):
+        import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow
+
+        table = pa.Table.from_batches(list(batches), schema=schema)
+        return explain_text(list(zip(*(table.column(i).to_pylist()
+                                       for i in range(table.num_columns)))))
+    return render_collected(collect(schema, batches, max_rows), max_width=max_width,
+                            types=types)
 
 
-def render_collected(data: Collected, *, max_width: int | None = None) -> str:
+def render_collected(data: Collected, *, max_width: int | None = None,
+                     types: list[str] | None = None) -> str:
     """Draw collected rows as a box table with a row-count footer."""
     names = list(data.schema.names)
     if not names:
         return _rows_label(data.total, None)
-    types, head = as_text(data.head)
+    read, head = as_text(data.head)
+    types = [t.lower() for t in types] if types is not None else read
     tail = as_text(data.tail)[1] if data.tail is not None else None
     right = [numeric(t) for t in data.schema.types]
     return _box(names, types, right, head, tail, data.total, max_width)
@@ -100,6 +112,8 @@ def render_relation(relation: duckdb.DuckDBPyRelation, *, max_rows: int = 40,
     """Read ``relation`` and draw it as :func:`render_batches` would draw its Arrow batches:
     DuckDB casts the values to text in the same query, so no row is read as Arrow."""
     names = list(relation.columns)
+    if is_explain(names):
+        return explain_text(relation.fetchall())
     types = [str(t).lower() for t in relation.types]
     if not names:
         return _rows_label(len(relation.fetchall()), None)
@@ -123,6 +137,21 @@ def render_relation(relation: duckdb.DuckDBPyRelation, *, max_rows: int = 40,
     return _box(names, types, right, head, tail, total, max_width)
 
 
+#: The columns of an EXPLAIN's rows: DuckDB's (a key and the plan) and matchsql's.
+_EXPLAIN_COLUMNS = (["explain_key", "explain_value"], ["explain"])
+
+
+def is_explain(names: list[str]) -> bool:
+    """True for the rows of an EXPLAIN, which are shown as text, not as a box."""
+    return names in _EXPLAIN_COLUMNS
+
+
+def explain_text(rows: list[tuple]) -> str:
+    """An EXPLAIN's rows as its plan text, whole (as DuckDB's CLI prints a plan): a box
+    would cut every line at the width of a column and turn line breaks into ``\\n``."""
+    return "\n".join(str(row[-1]).rstrip("\n") for row in rows if row[-1] is not None)
+
+
 def _box(names: list[str], types: list[str], right: list[bool],
          head: list[tuple[str | None, ...]], tail: list[tuple[str | None, ...]] | None,
          total: int, max_width: int | None) -> str:
@@ -144,38 +173,6 @@ def _rows_label(total: int, shown: int | None) -> str:
     return label + (f" ({shown} shown)" if shown is not None else "")
 
 
-class _Caster:
-    """Turns values into DuckDB's text for them, on a DuckDB connection kept open.
-
-    Opening a DuckDB instance costs more than rendering a small result (tens
-    of ms), and every statement the shell runs is rendered: so the shell lends
-    a cursor of the connection it has open anyway (:meth:`lend`), and without
-    one a private in-memory instance is opened on first use. A lent cursor
-    whose connection was closed since is replaced by a private one. Results
-    render on the shell's worker thread and in the Python API, so uses are
-    serialised.
-    """
-
-    def __init__(self) -> None:
-        self._con: duckdb.DuckDBPyConnection | None = None
-        self._lock = threading.Lock()
-
-    def lend(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Cast on ``con`` from now on (a cursor nobody else uses)."""
-        with self._lock:
-            self._con = con
-
-    def __call__(self, table: pa.Table) -> tuple[list[str], list[tuple[str | None, ...]]]:
-        with self._lock:
-            if self._con is None:
-                self._con = duckdb.connect()
-            try:
-                return _cast(self._con, table)
-            except duckdb.ConnectionException:  # the lent cursor's connection was closed
-                self._con = duckdb.connect()
-                return _cast(self._con, table)
-
-
 def _cast(con: duckdb.DuckDBPyConnection, table: pa.Table
           ) -> tuple[list[str], list[tuple[str | None, ...]]]:
     con.register("rows_to_render", table)
@@ -189,8 +186,9 @@ def _cast(con: duckdb.DuckDBPyConnection, table: pa.Table
         con.unregister("rows_to_render")
 
 
-#: DuckDB type names and DuckDB's text for every value of a table.
-as_text = _Caster()
+def as_text(table: pa.Table) -> tuple[list[str], list[tuple[str | None, ...]]]:
+    """DuckDB type names and DuckDB's text for every value of ``table``."""
+    return shared.run(lambda con: _cast(con, table))
 
 
 def numeric(type_: pa.DataType) -> bool:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from matchsql.errors import Error
+from matchsql.results.duckdb_values import DuckType, data_frame, python_rows, types_of_schema
 from matchsql.results.render import render_batches
 
 if TYPE_CHECKING:
@@ -67,9 +67,11 @@ class Result:
     """
 
     def __init__(self, reader: Any, on_close: list[Callable[[], None]] | None = None,
-                 translate: Callable[[duckdb.Error], Error] | None = None, *,
-                 stats: dict | None = None, continuous: bool = False) -> None:
+                 translate: Callable[[duckdb.Error | Error], Error] | None = None, *,
+                 stats: dict | None = None, continuous: bool = False,
+                 types: list[DuckType] | None = None) -> None:
         self._reader = reader
+        self._types = types  # the statement's DuckDB column types, where it knows them
         self._translate = translate
         self._batches: Iterator[pa.RecordBatch] | None = None
         self._row_buffer: list[tuple] = []
@@ -81,6 +83,9 @@ class Result:
         #: Input metrics of a query over a live stream (InputMetrics.row, filled when it
         #: ends); None for others.
         self.stats = stats
+        #: The columns that are a PARTITION BY column of the statement's MATCH_RECOGNIZE
+        #: (match numbers count per partition: a plot draws a line per partition).
+        self.partition_by: list[str] = []
         #: True for ``SELECT * FROM stream MATCH_RECOGNIZE``: rows arrive as matches
         #: become final, so the shell prints them one by one.
         self.continuous = continuous
@@ -94,7 +99,21 @@ class Result:
         return list(self.schema.names)
 
     @property
-    def types(self) -> list[pa.DataType]:
+    def types(self) -> list[DuckType]:
+        """The DuckDB types of the columns, as DuckDB's ``relation.types`` gives them."""
+        if self._types is None:
+            self._types = types_of_schema(self.schema)
+        return list(self._types)
+
+    dtypes = types
+
+    @property
+    def type_names(self) -> list[str]:
+        return [str(t) for t in self.types]
+
+    @property
+    def arrow_types(self) -> list[pa.DataType]:
+        """The Arrow types of the columns (as :meth:`arrow` gives them)."""
         return list(self.schema.types)
 
     # -- batches ------------------------------------------------------------------
@@ -129,7 +148,7 @@ class Result:
                     self._keep(batch)
                     yield batch
             self._exhausted = True
-        except duckdb.Error as exc:
+        except (duckdb.Error, Error) as exc:  # a matcher's error gets its position here
             if self._translate is None:
                 raise
             raise self._translate(exc) from None
@@ -166,7 +185,7 @@ class Result:
         batch = next(self.fetch_batches(), None)
         if batch is None:
             return False
-        self._row_buffer.extend(_rows(batch))
+        self._row_buffer.extend(self._rows(batch))
         return True
 
     def fetchone(self) -> tuple | None:
@@ -189,9 +208,16 @@ class Result:
         """The remaining rows; every row again once the result was read to its end."""
         rows = self._row_buffer
         self._row_buffer = []
-        for batch in self.fetch_batches():
-            rows.extend(_rows(batch))
+        batches = list(self.fetch_batches())
+        if batches:
+            import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read (start-up)
+
+            rows.extend(self._rows(pa.Table.from_batches(batches, schema=self.schema)))
         return rows
+
+    def _rows(self, table: pa.Table | pa.RecordBatch) -> list[tuple]:
+        """Python tuples of ``table``, valued as DuckDB's own fetchall values them."""
+        return python_rows(table, self.types)
 
     def __iter__(self) -> Iterator[tuple]:
         while True:
@@ -213,8 +239,8 @@ class Result:
     to_arrow_table = arrow
 
     def df(self):
-        """The rows as a pandas DataFrame."""
-        return self.arrow().to_pandas()
+        """The rows as a pandas DataFrame, typed as DuckDB's ``df()`` types them."""
+        return data_frame(self.arrow(), self._types)
 
     fetchdf = df
     to_df = df
@@ -232,13 +258,15 @@ class Result:
         """A matplotlib Figure of ``y`` over ``x`` with each match banded (matchsql.results.plot).
 
         ``match`` names the MATCH_NUMBER() column (found by name when left
-        out), ``by`` draws one line per partition; with ``path`` the picture is
-        also written there as a PNG.
+        out), ``by`` (a column or a list of them) draws one line per partition: by
+        default the statement's PARTITION BY columns in the result; with ``path``
+        the picture is also written there as a PNG.
         """
         # matplotlib's glue: loaded on the first plot (start-up).
         from matchsql.results.plot import plot_matches, save_plot
 
         table = self.arrow()
+        by = by if by is not None else (self.partition_by or None)
         if path is not None:
             save_plot(table, path, x, y, match=match, by=by, title=title)
         return plot_matches(table, x, y, match=match, by=by, title=title)
@@ -254,7 +282,8 @@ class Result:
 
     def render(self, max_rows: int = 40) -> str:
         """The rows as a box table, keeping only the rows it shows."""
-        return render_batches(self.schema, self.fetch_batches(), max_rows=max_rows)
+        return render_batches(self.schema, self.fetch_batches(), max_rows=max_rows,
+                              types=None if self._types is None else self.type_names)
 
     def take_relation(self) -> duckdb.DuckDBPyRelation | None:
         """The DuckDB relation of a plain statement none of whose rows was read yet, handed
@@ -353,20 +382,3 @@ def _sliced(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.RecordB
     for batch in batches:
         for start in range(0, batch.num_rows, rows):
             yield batch.slice(start, rows)
-
-
-def _rows(batch: pa.RecordBatch) -> list[tuple]:
-    """Python tuples of ``batch``, with values converted as DuckDB's own fetchall does."""
-    return list(zip(*(_values(column) for column in batch.columns)))
-
-
-def _values(column: pa.Array) -> list:
-    import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
-
-    values = column.to_pylist()
-    if pa.types.is_interval(column.type):
-        # DuckDB hands intervals to Python as timedelta, counting a month as 30 days.
-        return [None if v is None else timedelta(days=v.months * 30 + v.days,
-                                                 microseconds=v.nanoseconds // 1000)
-                for v in values]
-    return values

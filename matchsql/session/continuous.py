@@ -288,7 +288,11 @@ class ContinuousQueries:
         return row
 
     def _plan(self, name: str, body: str, statement: str, offset: int) -> _Plan:
-        """Analyse the INSERT ... SELECT ... FROM stream MATCH_RECOGNIZE (...) body."""
+        """Analyse the INSERT ... SELECT ... FROM stream MATCH_RECOGNIZE (...) body.
+
+        The body is parsed after ``offset`` blanks, so that its errors point where it
+        stands in ``statement`` (as a view's or a prepared statement's body does)."""
+        body = " " * offset + body
         trees = parse(body)
         tree = trees[0] if len(trees) == 1 else None
         nodes = list(tree.find_all(MatchRecognizeTable, bfs=False)) if tree is not None else []

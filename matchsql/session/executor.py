@@ -93,6 +93,7 @@ class Executor:
         # The first matcher failure of the running statement: DuckDB only sees
         # a failing Arrow stream, so the original error is kept here.
         self.failures: list[Error] = []
+        self._running = ""  # the last statement's text, if it has a MATCH_RECOGNIZE
         # DuckDB allows one open result per connection: a new statement closes
         # the previous statement's unfinished Result, as DuckDB's own API does.
         self._open_result: Result | None = None
@@ -192,10 +193,11 @@ class Executor:
         result = None
         try:
             for piece in pieces:
+                self._running = ""
                 try:
                     result = self.dispatch(classify(piece), params)
                 except Error as err:
-                    raise _relocate(err, text, piece.offset) from None
+                    raise _relocate(self._located(err), text, piece.offset) from None
                 except MemoryError:
                     raise out_of_memory() from None
                 except Exception as exc:  # a bug inside the engine: a one-line error
@@ -267,7 +269,15 @@ class Executor:
             return HANDLERS[type(again)](self, again, params)
 
     def _match(self, statement: MatchQuery, params: Params):
-        return self.matching.run(statement, params)
+        self._running = statement.text
+        result = self.matching.run(statement, params)
+        if isinstance(result, Result) and statement.match \
+                and not isinstance(statement, ExplainMatch):
+            # Parsed by the matchsql dialect, which the statement has loaded (start-up).
+            from matchsql.session.query_shape import partition_columns
+
+            result.partition_by = partition_columns(statement.text, result.columns)
+        return result
 
     def _stream_ddl(self, statement: StreamDdl, params: Params):
         return self.streams.run_ddl(statement.node, statement.text)
@@ -358,12 +368,12 @@ class Executor:
                     return None
                 if live or before is not None:
                     return self._deferred(sql, params, live, cleanups, stats, before)
+                relation = self.con.sql(sql, params=params)
+                types = relation.types
                 if self._as_relation:
-                    reader = RelationSource(self.con.sql(sql, params=params),
-                                            self.config.batch_size)
+                    reader = RelationSource(relation, self.config.batch_size)
                 else:
-                    reader = self.con.sql(sql, params=params).to_arrow_reader(
-                        self.config.batch_size)
+                    reader = relation.to_arrow_reader(self.config.batch_size)
                 break
             except duckdb.CatalogException as exc:
                 if self._register_missing(exc, cleanups, live):
@@ -373,7 +383,7 @@ class Executor:
             except duckdb.Error as exc:
                 run_all(cleanups)
                 raise self.failure_or(exc) from None
-        return Result(reader, on_close=cleanups, translate=self.failure_or)
+        return Result(reader, on_close=cleanups, translate=self.failure_or, types=types)
 
     def _deferred(self, sql: str, params: Params, live: dict[str, pa.RecordBatchReader],
                   cleanups: list[Callable[[], None]], stats: dict | None,
@@ -383,7 +393,9 @@ class Executor:
         changes nothing)."""
         for name, reader in live.items():
             self.con.register(name, reader.schema.empty_table())
-        schema = self.con.sql(sql, params=params).to_arrow_table().schema
+        stand_in = self.con.sql(sql, params=params)
+        types = stand_in.types
+        schema = stand_in.to_arrow_table().schema
         for name, reader in live.items():
             self.con.register(name, reader)
         rows = self.config.batch_size
@@ -394,7 +406,7 @@ class Executor:
             return self.con.sql(sql, params=params).to_arrow_reader(rows)
 
         return Result(LazyReader(schema, start), on_close=cleanups,
-                      translate=self.failure_or, stats=stats)
+                      translate=self.failure_or, stats=stats, types=types)
 
     def _register_missing(self, exc: duckdb.CatalogException, cleanups: list[Callable[[], None]],
                           live: dict[str, pa.RecordBatchReader]) -> bool:
@@ -428,11 +440,27 @@ class Executor:
 
     def _raise_failure(self) -> None:
         if self.failures:
-            raise self.failures[0]
+            raise self._located(self.failures[0])
 
-    def failure_or(self, exc: duckdb.Error) -> Error:
+    def failure_or(self, exc: duckdb.Error | Error) -> Error:
         """The statement's first matcher failure, else ``exc`` as a matchsql error."""
-        return self.failures[0] if self.failures else self.translate(exc)
+        if self.failures:
+            return self._located(self.failures[0])
+        return self._located(exc) if isinstance(exc, Error) else self.translate(exc)
+
+    def _located(self, err: Error) -> Error:
+        """``err`` pointed at the DEFINE or MEASURES expression of the statement last run
+        that raised it, where it has no position of its own (a division by zero, a value
+        that does not compare: the matchers' values know no positions)."""
+        if err.line is None and isinstance(err, ExecutionError) and self._running:
+            # Only a MATCH_RECOGNIZE statement sets _running: the matchsql dialect that
+            # parses it is loaded already (start-up).
+            from matchsql.session.query_shape import runtime_offset
+
+            offset = runtime_offset(err.message, self._running)
+            if offset is not None:
+                err.located(self._running, offset)
+        return err
 
     def interrupt(self) -> None:
         self.cancellation.cancel()

@@ -61,7 +61,13 @@ from matchsql.session.ordered_input import (
     unread_columns,
 )
 from matchsql.session.profile import MatchProfile
-from matchsql.session.query_shape import direct_select, offset_of, plain_limit, require_columns
+from matchsql.session.query_shape import (
+    direct_select,
+    input_error_offset,
+    offset_of,
+    plain_limit,
+    require_columns,
+)
 from matchsql.session.scope import lookup
 from matchsql.session.statement_text import bind_texts, bind_values, create_view, split_arguments
 from matchsql.session.statements import (
@@ -420,7 +426,7 @@ class MatchRunner:
             return cursor.sql(f"SELECT * FROM ({input_sql}) LIMIT 0").to_arrow_table().schema
         except duckdb.Error as exc:
             err = self.executor.translate(exc)
-            offset = offset_of(node.this)
+            offset = input_error_offset(err.message, node)
             raise type(err)(err.message, sql=statement, offset=offset) from None
 
     def _match_batches(self, spec: MatchSpec, cursor, queries: InputQueries,

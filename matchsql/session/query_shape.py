@@ -6,9 +6,15 @@ how a statement runs; it depends on nothing of either.
 
 from __future__ import annotations
 
+import ast
+import re
+
 from sqlglot import exp
 
-from matchsql.errors import SemanticError
+from matchsql.errors import Error, SemanticError
+from matchsql.grammar.dialect import first_offset
+from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.grammar.statements import parse
 from matchsql.plan.spec import MatchSpec
 
 
@@ -64,3 +70,82 @@ def require_columns(spec: MatchSpec, node: exp.Expression, statement: str) -> No
         raise SemanticError("ONE ROW PER MATCH without PARTITION BY needs at least one "
                             "measure: the output would have no columns",
                             sql=statement, offset=offset_of(node.this))
+
+
+def partition_columns(sql: str, columns: list[str]) -> list[str]:
+    """The columns of a result (named ``columns``) that are a PARTITION BY column of a
+    MATCH_RECOGNIZE in ``sql``: a plot draws one line per partition along them, because
+    match numbers count per partition. Empty when there are none or ``sql`` does not parse."""
+    try:
+        trees = parse(sql)
+    except Error:
+        return []
+    named = {c.lower(): c for c in columns}
+    found: list[str] = []
+    for tree in trees:
+        for node in tree.find_all(MatchRecognizeTable):
+            for key in node.args.get("partition_by") or []:
+                if isinstance(key, exp.Column) and key.name.lower() in named:
+                    found.append(named[key.name.lower()])
+    return list(dict.fromkeys(found))
+
+
+#: A runtime error's message -> the kind of node of a DEFINE or MEASURES expression that
+#: caused it (the values of :mod:`matchsql.expr.values` know no positions).
+_DIVISIONS = (("division by zero in //", exp.IntDiv), ("division by zero in %", exp.Mod),
+              ("cannot divide", exp.Div))
+#: A value the message quotes (Python's repr of a string): the string literal written.
+_QUOTED = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
+def runtime_offset(message: str, sql: str) -> int | None:
+    """Where in ``sql`` the DEFINE or MEASURES expression that raised ``message`` at run
+    time is: the divisor of a failed division, the string literal a failed comparison or
+    cast quotes. None when the statement has no such node (the error keeps no position)."""
+    try:
+        trees = parse(sql)
+    except Error:
+        return None
+    expressions = [expression for tree in trees
+                   for node in tree.find_all(MatchRecognizeTable)
+                   for expression in _row_expressions(node)]
+    for text, kind in _DIVISIONS:
+        if message.startswith(text):
+            for expression in expressions:
+                for found in expression.find_all(kind):
+                    return first_offset(found.expression)
+    quoted = _QUOTED.search(message)
+    if quoted is not None:
+        value = ast.literal_eval(quoted.group(0))
+        for expression in expressions:
+            for literal in expression.find_all(exp.Literal):
+                if literal.is_string and literal.this == value:
+                    return first_offset(literal)
+    return None
+
+
+def _row_expressions(node: MatchRecognizeTable) -> list[exp.Expression]:
+    """The DEFINE conditions and MEASURES expressions of ``node``, in that order."""
+    defines = [define.expression for define in node.args.get("define") or []]
+    measures = [measure.this for measure in node.args.get("measures") or []]
+    return defines + measures
+
+
+_MISSING_COLUMN = re.compile(r'column "([^"]+)" not found', re.IGNORECASE)
+
+
+def input_error_offset(message: str, node: MatchRecognizeTable) -> int | None:
+    """Where an error of ``node``'s input query points: at the PARTITION BY or ORDER BY
+    key that names a column the input lacks (DuckDB's message names it), else at the
+    input itself."""
+    missing = _MISSING_COLUMN.search(message)
+    if missing is not None:
+        name = missing.group(1).lower()
+        order = node.args.get("order")
+        keys = [*(node.args.get("partition_by") or []),
+                *(order.expressions if order is not None else [])]
+        for key in keys:
+            for column in key.find_all(exp.Column):
+                if column.name.lower() == name:
+                    return first_offset(column)
+    return offset_of(node.this)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from matchsql.config import Config
-from matchsql.grammar.sqltext import pieces
+from matchsql.grammar.sqltext import char_offsets, pieces
 from matchsql.session.literals import literal
 
 if TYPE_CHECKING:  # their parsers load the matchsql dialect: only where such a statement is
@@ -52,9 +52,17 @@ class Token:
         return None
 
 
+def duckdb_tokens(sql: str) -> list[tuple[int, duckdb.token_type]]:
+    """DuckDB's tokens of ``sql``: each one's start, as a character offset (DuckDB
+    counts UTF-8 bytes), and its kind."""
+    found = duckdb.tokenize(sql)
+    return list(zip(char_offsets(sql, [start for start, _ in found]),
+                    [kind for _, kind in found], strict=True))
+
+
 def tokens(sql: str) -> list[Token]:
     """DuckDB's tokens of ``sql``, comments left out (its tokenizer never fails)."""
-    found = duckdb.tokenize(sql)
+    found = duckdb_tokens(sql)
     out: list[Token] = []
     for i, (start, kind) in enumerate(found):
         if kind == _COMMENT:
@@ -211,7 +219,7 @@ def split(text: str, con: duckdb.DuckDBPyConnection) -> list[Piece]:
     except duckdb.Error:
         extracted = None
     if extracted is not None:
-        cuts = [start for start, kind in duckdb.tokenize(text)
+        cuts = [start for start, kind in duckdb_tokens(text)
                 if kind == _OPERATOR and text.startswith(";", start)]
         found = pieces(text, cuts)
         if len(found) == len(extracted):

@@ -89,7 +89,7 @@ def test_by_draws_one_line_per_partition_with_its_matches(con) -> None:
 
 
 def test_shell_plot_writes_a_png_of_the_last_result(con, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MATCHSQL_PLOT_DIR", str(tmp_path))
     out, err = io.StringIO(), io.StringIO()
     shell = Shell(con, out=out, err=err)
     assert not shell.run_dot(".plot x y")
@@ -106,3 +106,63 @@ def test_shell_plot_writes_a_png_of_the_last_result(con, tmp_path: Path, monkeyp
     assert "Usage: .plot" in err.getvalue()
     assert not shell.run_dot(".plot x nope")
     assert "no column 'nope'" in err.getvalue()
+
+
+TWO = ("CREATE TABLE two AS SELECT 'a' AS p, * FROM s UNION ALL SELECT 'b', x, -y FROM s")
+BY_P = QUERY.replace("FROM s MATCH_RECOGNIZE (", "FROM two MATCH_RECOGNIZE (PARTITION BY p ")
+
+
+def test_a_partitioned_result_draws_a_line_per_partition_by_default(con) -> None:
+    """Match numbers count per partition: match 1 of a and match 1 of b are two matches,
+    each banded on its own partition's line."""
+    con.sql(TWO)
+    result = con.sql(BY_P)
+    assert result.partition_by == ["p"]
+    figure = result.plot(x="x", y="y")
+    assert bands(figure) == {"match 1 of a": (1, 5), "match 2 of a": (6, 8),
+                             "match 1 of b": (0, 3)}
+    assert sorted(line.get_label() for line in figure.axes[0].get_lines()) == ["a", "b"]
+    assert "3 matches" in figure.axes[0].get_title()
+    # Not a partition column in the result: one line, as before.
+    assert con.sql(BY_P.replace("SELECT *", "SELECT * EXCLUDE (p)")).partition_by == []
+
+
+def test_several_partition_columns_make_one_line_each(con) -> None:
+    con.sql(TWO)
+    con.sql("CREATE TABLE four AS SELECT *, 1 AS q FROM two UNION ALL SELECT p, x, y * 2, 2 "
+            "FROM two")
+    query = BY_P.replace("FROM two", "FROM four").replace("PARTITION BY p", "PARTITION BY p, q")
+    figure = con.sql(query).plot(x="x", y="y")
+    labels = sorted(line.get_label() for line in figure.axes[0].get_lines())
+    assert labels == ["a, 1", "a, 2", "b, 1", "b, 2"]
+    assert "match 1 of b, 2" in bands(figure)
+
+
+def test_a_match_column_that_holds_no_match_numbers_is_refused(con) -> None:
+    text = QUERY.replace("SELECT *", "SELECT *, 'm' || m AS label")
+    with pytest.raises(matchsql.Error, match="'label' holds string values, not match numbers"):
+        con.sql(text).plot(x="x", y="y", match="label")
+
+
+def test_shell_plot_of_a_partitioned_result_and_its_folder(con, tmp_path: Path,
+                                                            monkeypatch) -> None:
+    """Without MATCHSQL_PLOT_DIR the picture goes to a private temporary folder, never the
+    current directory."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MATCHSQL_PLOT_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    con.sql(TWO)
+    out, err = io.StringIO(), io.StringIO()
+    shell = Shell(con, out=out, err=err)
+    assert shell.run_text(BY_P + ";")
+    assert shell.run_dot(".plot x y"), err.getvalue()
+    path = Path(out.getvalue().strip().splitlines()[-1])
+    assert path.parent.parent == tmp_path / "tmp" and path.exists()
+    assert (path.parent.stat().st_mode & 0o777) == 0o700
+    assert not list(tmp_path.glob("*.png"))
+    assert not shell.run_dot(".plot x y match=p")
+    assert "not match numbers" in err.getvalue()
