@@ -20,6 +20,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from matchsql.errors import ExecutionError
+from matchsql.state_format import state_class
 
 if TYPE_CHECKING:
     import numpy as np
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 INTERRUPTED = "statement interrupted"
 
 
+@state_class(fresh=True)
 class Cancellation:
     """A one-way switch from "running" to "cancelled"."""
 

@@ -23,8 +23,10 @@ from typing import Any
 from sqlglot import exp
 
 from matchsql.errors import ExecutionError, SemanticError
+from matchsql.state_format import state_class
 
 
+@state_class
 @dataclass(frozen=True)
 class Interval:
     """A DuckDB interval with a month part, which ``timedelta`` cannot express."""
