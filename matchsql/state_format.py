@@ -4,8 +4,8 @@ A checkpoint is read back from a database file, which anyone who can hand over
 the file controls; so is a matcher's state handed between processes. Loading
 must therefore build nothing but data. The format is a header (magic, format
 version, lengths, a CRC-32) then a JSON tree and the raw buffers it refers to.
-The tree holds numbers, strings and tagged nodes for bytes, lists, tuples,
-dicts, sets, deques, numpy arrays (fixed-size dtypes only), Arrow tables,
+The tree holds numbers, strings, arrays (tuples) and tagged nodes for bytes,
+lists, dicts, sets, deques, numpy arrays (fixed-size dtypes only), Arrow tables,
 batches and schemas (Arrow IPC), references to the query's plan objects (their
 path, resolved by the caller), shared references, and instances of the classes
 that declare themselves matcher state with :func:`state_class`. The decoder
@@ -39,6 +39,8 @@ _HEAD = struct.Struct("<8sHIQI")  # magic, version, crc32 of what follows, tree 
 _LEN = struct.Struct("<Q")
 _PICKLE_PROTOCOL = 0x80
 
+#: Types that JSON holds as they are.
+_JSON = frozenset((str, int, float, bool, type(None)))
 #: Python types of SQL values, written as a one-row Arrow column.
 _VALUES = (Decimal, datetime.datetime, datetime.date, datetime.time, datetime.timedelta)
 #: Class name -> class, for the classes whose instances a snapshot may hold.
@@ -82,19 +84,18 @@ def state_class(cls: type | None = None, *, fresh: bool = False,
 class _Encoder:
     def __init__(self, plan_path: Callable[[Any], Any | None]) -> None:
         self.plan_path = plan_path
-        self.buffers: list[bytes] = []
+        self.buffers: list[memoryview] = []  # views, copied once into the snapshot
         self.memo: dict[int, int] = {}
         self.alive: list[Any] = []  # every memoised object, so that no id is reused meanwhile
+        self.schemas: dict[pa.Schema, int] = {}
 
-    def buffer(self, data: bytes | memoryview) -> int:
-        self.buffers.append(bytes(data))
+    def buffer(self, data: Any) -> int:
+        self.buffers.append(memoryview(data).cast("B"))
         return len(self.buffers) - 1
 
     def encode(self, obj: Any) -> Any:
-        if obj is None or isinstance(obj, (bool, str)):
-            return obj
         kind = type(obj)
-        if kind is int or kind is float:
+        if kind in _JSON:
             return obj
         path = self.plan_path(obj)
         if path is not None:
@@ -109,6 +110,11 @@ class _Encoder:
             return self._scalar(obj)
         if kind in _VALUES:  # SQL values in held rows and partial aggregates
             return {"value": self.buffer(_ipc(pa.table({"v": pa.array([obj])})))}
+        if kind is tuple:  # a bare JSON array (the commonest node: keys, history entries);
+            # immutable, so its identity does not matter and it is not memoised
+            if all(type(v) in _JSON for v in obj):
+                return list(obj)
+            return [self.encode(v) for v in obj]
         seen = self.memo.get(id(obj))
         if seen is not None:
             return {"ref": seen}
@@ -139,8 +145,6 @@ class _Encoder:
         encode = self.encode
         if kind is list:
             return {"list": [encode(v) for v in obj]}
-        if kind is tuple:
-            return {"tuple": [encode(v) for v in obj]}
         if kind is dict:
             return {"dict": [[encode(k), encode(v)] for k, v in obj.items()]}
         if kind is set or kind is frozenset:
@@ -152,16 +156,16 @@ class _Encoder:
         if kind is np.ndarray:
             self._check_dtype(obj.dtype)
             return {"ndarray": obj.dtype.str, "shape": list(obj.shape),
-                    "data": self.buffer(np.ascontiguousarray(obj).tobytes())}
+                    "data": self.buffer(np.ascontiguousarray(obj).reshape(-1).view(np.uint8))}
         if isinstance(obj, (pa.Table, pa.RecordBatch)):
             return {"arrow": "table" if isinstance(obj, pa.Table) else "batch",
                     "data": self.buffer(_ipc(obj))}
         if isinstance(obj, pa.Schema):
-            return {"schema": self.buffer(obj.serialize())}
+            return {"schema": self._schema(obj)}
         if isinstance(obj, pa.Field):
-            return {"field": self.buffer(pa.schema([obj]).serialize())}
+            return {"field": self._schema(pa.schema([obj]))}
         if isinstance(obj, pa.DataType):
-            return {"type": self.buffer(pa.schema([("t", obj)]).serialize())}
+            return {"type": self._schema(pa.schema([("t", obj)]))}
         if isinstance(obj, (pa.Array, pa.ChunkedArray)):
             table = pa.table({"a": obj})
             return {"arrow": "array" if isinstance(obj, pa.Array) else "chunked",
@@ -170,6 +174,13 @@ class _Encoder:
             return {"method": _method_name(type(obj.__self__), obj.__func__.__name__),
                     "self": self.encode(obj.__self__)}
         return self._instance(obj, kind)
+
+    def _schema(self, schema: pa.Schema) -> int:
+        """The buffer of ``schema``: every partition's matcher has an equal one, written once."""
+        found = self.schemas.get(schema)
+        if found is None:
+            found = self.schemas[schema] = self.buffer(schema.serialize())
+        return found
 
     def _instance(self, obj: Any, kind: type) -> dict:
         name = f"{kind.__module__}.{kind.__qualname__}"
@@ -181,11 +192,11 @@ class _Encoder:
         return {"object": name, "state": self.encode(obj.__getstate__())}
 
 
-def _ipc(data: pa.Table | pa.RecordBatch) -> bytes:
+def _ipc(data: pa.Table | pa.RecordBatch) -> pa.Buffer:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, data.schema) as writer:
         writer.write(data)
-    return sink.getvalue().to_pybytes()
+    return sink.getvalue()
 
 
 def dumps(state: Any, plan_path: Callable[[Any], Any | None] = lambda obj: None) -> bytes:
@@ -193,11 +204,14 @@ def dumps(state: Any, plan_path: Callable[[Any], Any | None] = lambda obj: None)
     and integers) of an object of the query's plan, written instead of the object."""
     encoder = _Encoder(plan_path)
     tree = json.dumps(encoder.encode(state), separators=(",", ":")).encode()
-    parts = [tree]
+    parts: list[Any] = [b"", tree]
+    crc = zlib.crc32(tree)
     for data in encoder.buffers:
-        parts += [_LEN.pack(len(data)), data]
-    body = b"".join(parts)
-    return _HEAD.pack(MAGIC, VERSION, zlib.crc32(body), len(tree), len(encoder.buffers)) + body
+        size = _LEN.pack(data.nbytes)
+        crc = zlib.crc32(data, zlib.crc32(size, crc))
+        parts += [size, data]
+    parts[0] = _HEAD.pack(MAGIC, VERSION, crc, len(tree), len(encoder.buffers))
+    return b"".join(parts)
 
 
 # -- decoding -------------------------------------------------------------------------
@@ -248,6 +262,7 @@ class _Decoder:
         self.buffers = buffers
         self.resolve = resolve
         self.memo: dict[int, Any] = {}
+        self.schemas: dict[int, pa.Schema] = {}
 
     def buffer(self, index: Any) -> memoryview:
         if type(index) is not int or not 0 <= index < len(self.buffers):
@@ -255,9 +270,14 @@ class _Decoder:
         return self.buffers[index]
 
     def decode(self, node: Any) -> Any:
-        if node is None or isinstance(node, (bool, int, float, str)):
+        kind = type(node)
+        if kind in _JSON:
             return node
-        if not isinstance(node, dict):
+        if kind is list:  # a tuple
+            if all(type(v) in _JSON for v in node):
+                return tuple(node)
+            return tuple([self.decode(v) for v in node])
+        if kind is not dict:
             raise SnapshotError(f"the snapshot holds an unknown node {type(node).__name__}")
         if "ref" in node:
             try:
@@ -307,8 +327,6 @@ class _Decoder:
             out: list = self._keep(node, [])
             out.extend(decode(v) for v in self._items(node, "list"))
             return out
-        if "tuple" in node:
-            return self._keep(node, tuple(decode(v) for v in self._items(node, "tuple")))
         if "dict" in node:
             mapping: dict = self._keep(node, {})
             for pair in self._items(node, "dict"):
@@ -338,7 +356,7 @@ class _Decoder:
             return self._keep(node, self._arrow(node["arrow"], self.buffer(node["data"])))
         if "schema" in node or "field" in node or "type" in node:
             kind = "schema" if "schema" in node else "field" if "field" in node else "type"
-            schema = _read_schema(self.buffer(node[kind]))
+            schema = self._schema(node[kind])
             if kind != "schema" and len(schema) != 1:
                 raise SnapshotError(f"the snapshot holds a bad Arrow {kind}")
             value = schema if kind == "schema" else schema.field(0) if kind == "field" \
@@ -353,6 +371,13 @@ class _Decoder:
             name = _method_name(type(owner), node["method"])
             return self._keep(node, getattr(owner, name))
         raise SnapshotError(f"the snapshot holds an unknown node with keys {sorted(node)}")
+
+    def _schema(self, index: Any) -> pa.Schema:
+        """The schema in buffer ``index``, read once (a schema is immutable: shared)."""
+        found = self.schemas.get(index) if type(index) is int else None
+        if found is None:
+            found = self.schemas[index] = _read_schema(self.buffer(index))
+        return found
 
     def _array(self, node: dict) -> np.ndarray:
         dtype = _dtype(node["ndarray"])
