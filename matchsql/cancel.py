@@ -20,7 +20,6 @@ import threading
 from typing import TYPE_CHECKING
 
 from matchsql.errors import ExecutionError
-from matchsql.state_format import state_class
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
 INTERRUPTED = "statement interrupted"
 
 
-@state_class(fresh=True)
 class Cancellation:
     """A one-way switch from "running" to "cancelled"."""
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from matchsql.cancel import Cancellation
 from matchsql.errors import ExecutionError
 
 MAGIC = b"MSQLSNAP"
@@ -482,3 +483,9 @@ def loads(blob: bytes | memoryview, resolve: Callable[[tuple], Any] | None = Non
     except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
         raise SnapshotError(f"the snapshot does not fit this matchsql's matcher state "
                             f"({type(exc).__name__}: {exc})") from None
+
+
+# A statement's cancellation token belongs to one process (its own ``__reduce__`` says
+# so for pickling): a snapshot restores a fresh one. Declared here, as cancel.py is
+# loaded at start-up, before numpy and pyarrow are needed.
+state_class(Cancellation, fresh=True)

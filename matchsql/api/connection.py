@@ -14,7 +14,7 @@ from matchsql.results.result import Result
 from matchsql.session.executor import Executor
 from matchsql.session.scope import caller_scope
 from matchsql.storage.demo_needed import needs_demo
-from matchsql.storage.files import owner_only_database, owner_only_file
+from matchsql.storage.permissions import owner_only_database, owner_only_file
 
 __all__ = ["Connection", "Result", "connect"]
 

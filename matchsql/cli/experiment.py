@@ -52,7 +52,7 @@ from matchsql.cli.experiment_plots import plot_results, series_label
 from matchsql.progress_bar import note, progress_bar
 from matchsql.queries import DEJAVU, over
 from matchsql.storage.demo import SCHEMA, TICKERS, TRADING_DAYS, symbol_names
-from matchsql.storage.files import make_private_dirs
+from matchsql.storage.permissions import make_private_dirs
 from matchsql.storage.produce_cli import _rate
 from matchsql.storage.producer import Producer
 

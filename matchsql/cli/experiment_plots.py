@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from matchsql.storage.files import owner_only_file
+from matchsql.storage.permissions import owner_only_file
 
 #: file suffix -> (CSV column, y-axis label, title, factor from the CSV's unit to the axis')
 MEASURES = {

@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from matchsql.errors import Error
-from matchsql.storage.files import owner_only_file
+from matchsql.storage.permissions import owner_only_file
 
 #: Column names taken for the match number when ``match`` is not given.
 MATCH_COLUMNS = ("match_number", "match_num", "match_no", "match", "mn", "m")

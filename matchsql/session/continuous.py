@@ -66,7 +66,7 @@ from matchsql.grammar.statements import parse
 from matchsql.planner import new_partition_matcher
 from matchsql.results.result import table_result
 from matchsql.router.hashed import HashPartitionRouter
-from matchsql.storage import faults, files, liveness
+from matchsql.storage import faults, liveness, permissions
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.live_reader import LiveReader
 from matchsql.storage.shm_ring import W_HEAD_SEQ, W_TAIL_SEQ, Ring
@@ -552,7 +552,7 @@ class _Runner:
             with contextlib.suppress(duckdb.Error):
                 cursor.rollback()
             raise
-        files.owner_only_database(self.executor.streams.database)  # a new log: 0600
+        permissions.owner_only_database(self.executor.streams.database)  # a new log: 0600
         self._pending = []
         self._rows_since = 0
         self._last = time.monotonic()

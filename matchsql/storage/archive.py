@@ -44,12 +44,8 @@ from sqlglot import exp
 from matchsql.errors import SemanticError, StreamError
 from matchsql.storage import faults
 from matchsql.storage.catalog import StreamDef
-from matchsql.storage.files import (
-    check_user_directory,
-    io_error,
-    make_private_dirs,
-    write_atomically,
-)
+from matchsql.storage.files import write_atomically
+from matchsql.storage.permissions import check_user_directory, io_error, make_private_dirs
 
 SEQ = "_seq"
 FLUSH_ROWS = 65_536

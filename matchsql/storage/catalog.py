@@ -41,7 +41,7 @@ from pathlib import Path
 from matchsql.errors import CatalogError, StreamError
 from matchsql.grammar.stream_ddl import NAME_RULE, is_stream_name
 from matchsql.storage import liveness
-from matchsql.storage.files import io_error, make_private_dirs, private_directory
+from matchsql.storage.permissions import io_error, make_private_dirs, private_directory
 from matchsql.storage.shm_ring import sweep_orphans, unlink_segment
 
 RUNTIME_ENV = "MATCHSQL_RUNTIME_DIR"
