@@ -1,10 +1,11 @@
-"""Snapshots of partition matchers: their state pickled, their plan referenced by path.
+"""Snapshots of partition matchers: their state as data, their plan referenced by path.
 
 A partition matcher holds two kinds of objects: its state (rows it keeps,
 counters, the match number, partial threads) and the query's plan that every
 partition shares (the analysed spec, the compiled program, DEFINE and
-MEASURES functions - closures that cannot be pickled - and the config). A
-snapshot pickles the state and writes each plan object as its *path* from the
+MEASURES functions - closures that cannot be stored - and the config). A
+snapshot writes the state in :mod:`matchsql.state_format` (data only: loading
+it runs nothing) and writes each plan object as its *path* from the
 plan's roots (``spec.measures[2].fn``); restoring walks a freshly planned copy
 of the same query the same way and puts its objects back at those paths. So a
 snapshot is small, and restoring it needs only the query text.
@@ -12,15 +13,14 @@ snapshot is small, and restoring it needs only the query text.
 
 from __future__ import annotations
 
-import io
-import pickle
 import types
 from collections import deque
 from collections.abc import Mapping
 
 import numpy as np
 
-from matchsql.errors import ExecutionError
+from matchsql import state_format
+from matchsql.state_format import SnapshotError
 
 _LEAVES = (str, bytes, int, float, complex, bool, type(None), range, types.ModuleType, type)
 _MAX_OBJECTS = 200_000
@@ -72,31 +72,23 @@ class PlanIndex:
         self._by_id = {id(obj): path for path, obj in self.paths.items()}
 
     def dumps(self, state: object) -> bytes:
-        """Pickle ``state``, writing every object of the plan as its path."""
-        buffer = io.BytesIO()
-        pickler = pickle.Pickler(buffer, protocol=5)
+        """``state`` in the snapshot format, writing every object of the plan as its path."""
         by_id = self._by_id
-        pickler.persistent_id = lambda obj: by_id.get(id(obj))  # type: ignore[method-assign]
-        pickler.dump(state)
-        return buffer.getvalue()
+        return state_format.dumps(state, lambda obj: by_id.get(id(obj)))
 
     def loads(self, blob: bytes) -> object:
         """The state a :meth:`dumps` of the same query saved, in this plan's objects."""
         paths = self.paths
-        unpickler = pickle.Unpickler(io.BytesIO(blob))
 
-        def persistent_load(path: tuple) -> object:
+        def resolve(path: tuple) -> object:
             try:
                 return paths[path]
-            except KeyError:
-                raise pickle.UnpicklingError(f"the plan has no object at {path}") from None
+            except (KeyError, TypeError):
+                # A matcher restored into another matcher's plan (another execution_path
+                # or matchsql version than the one that wrote the snapshot) does not fit.
+                raise SnapshotError(f"the checkpoint does not fit this plan of the query "
+                                    f"(it was written under another execution_path or "
+                                    f"matchsql version: the plan has no object at "
+                                    f"{path})") from None
 
-        unpickler.persistent_load = persistent_load  # type: ignore[method-assign]
-        try:
-            return unpickler.load()
-        except (pickle.UnpicklingError, AttributeError, TypeError) as exc:
-            # A matcher restored into another matcher's plan (another execution_path or
-            # matchsql version than the one that wrote the snapshot) does not fit.
-            raise ExecutionError(f"the checkpoint does not fit this plan of the query (it was "
-                                 f"written under another execution_path or matchsql version: "
-                                 f"{exc})") from None
+        return state_format.loads(blob, resolve)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ from matchsql.results.result import Result
 from matchsql.session.executor import Executor
 from matchsql.session.scope import caller_scope
 from matchsql.storage.demo_needed import needs_demo
+from matchsql.storage.permissions import owner_only_database, owner_only_file
 
 __all__ = ["Connection", "Result", "connect"]
 
@@ -29,10 +31,16 @@ class Connection:
         #: Whether the demo ``trade`` table was asked for; it is built on first use.
         self.demo = demo
         self._demo_pending = demo
+        # A database file this connection creates is the user's only (0600); its
+        # write-ahead log gets the same mode after each statement (files.owner_only_database).
+        self._file = None if database.startswith(":memory:") or read_only else database
+        created = self._file is not None and not os.path.lexists(database)
         try:
             self._duckdb = duckdb.connect(database, read_only=read_only, config=duckdb_config or {})
         except duckdb.Error as exc:
             raise Executor.translate(exc) from None
+        if created:
+            owner_only_file(database)
         # DuckDB tracks progress (for query_progress()) but never prints a bar itself.
         self._duckdb.execute("SET enable_progress_bar = true")
         self._duckdb.execute("SET enable_progress_bar_print = false")
@@ -78,7 +86,10 @@ class Connection:
         as a DuckDB relation (:meth:`Result.take_relation`; the shell does).
         """
         self._build_demo(text)
-        return self._executor.run(text, params, caller_scope(), as_relation=as_relation)
+        try:
+            return self._executor.run(text, params, caller_scope(), as_relation=as_relation)
+        finally:
+            owner_only_database(self._file)
 
     @property
     def last_stats(self) -> dict | None:

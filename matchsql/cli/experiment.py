@@ -52,6 +52,7 @@ from matchsql.cli.experiment_plots import plot_results, series_label
 from matchsql.progress_bar import note, progress_bar
 from matchsql.queries import DEJAVU, over
 from matchsql.storage.demo import SCHEMA, TICKERS, TRADING_DAYS, symbol_names
+from matchsql.storage.permissions import make_private_dirs
 from matchsql.storage.produce_cli import _rate
 from matchsql.storage.producer import Producer
 
@@ -449,7 +450,7 @@ def run_experiment(args: argparse.Namespace, *, con=None) -> tuple[list[dict], l
     runs = build_grid(args.queries, args.modes, args.u, rules, args.rates,
                       seconds=args.seconds, rows=args.rows)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(out)
     own = con is None
     con = con or connect(demo=False)
     rows: list[dict] = []
@@ -459,7 +460,8 @@ def run_experiment(args: argparse.Namespace, *, con=None) -> tuple[list[dict], l
                 run_once(con, Run(query, "pull", None, None, 1e9, 2000), symbols=args.symbols,
                          seed=args.seed + 1, timeout=args.timeout)
         path = out / "results.csv"
-        with path.open("w", newline="") as handle:
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
+                       newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=COLUMNS)
             writer.writeheader()
             for run in progress_bar(runs, mode=args.progress, desc="experiment", unit="run"):

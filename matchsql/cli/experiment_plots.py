@@ -23,6 +23,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from matchsql.storage.permissions import owner_only_file
+
 #: file suffix -> (CSV column, y-axis label, title, factor from the CSV's unit to the axis')
 MEASURES = {
     "memory": ("avg_mem", "Avg Mem (tuples in InputHolders)", "Memory usage", 1.0),
@@ -74,6 +76,7 @@ def plot_results(rows: Iterable[dict], out: Path | str) -> list[Path]:
             figure = measure_figure(pyplot, query, mine, suffix)
             path = out / f"{query}_{suffix}.png"
             figure.savefig(path, dpi=110)
+            owner_only_file(str(path))
             pyplot.close(figure)
             written.append(path)
     return written

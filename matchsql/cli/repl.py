@@ -41,7 +41,8 @@ def _history(shell: Shell) -> History:
     path = history_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch(exist_ok=True)
+        if not path.exists():  # the statements typed are the user's only, like a shell's
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         return FileHistory(str(path))
     except OSError as exc:
         shell.error(f"warning: history not saved ({path}: {exc.strerror})")

@@ -24,8 +24,10 @@ from sqlglot import exp
 
 from matchsql.errors import ExecutionError, SemanticError
 from matchsql.expr.number_order import COMPARISON_NAMES, SCALAR_TESTS, number_gt, number_lt
+from matchsql.state_format import state_class
 
 
+@state_class
 @dataclass(frozen=True)
 class Interval:
     """A DuckDB interval with a month part, which ``timedelta`` cannot express."""

@@ -16,8 +16,10 @@ import pyarrow as pa
 
 from matchsql.errors import ExecutionError
 from matchsql.expr.values import from_arrow_interval
+from matchsql.state_format import state_class
 
 
+@state_class
 class InputHolder:
     """A sliding window over a partition's rows; implements ``RowSource``."""
 

@@ -23,8 +23,10 @@ from matchsql.expr import values as sc
 from matchsql.expr.rows import Evaluator, MatchView, RowSource
 from matchsql.fsm.holder import InputHolder
 from matchsql.plan.spec import MatchSpec, RowsPerMatch
+from matchsql.state_format import state_class
 
 
+@state_class
 @dataclass
 class MatchRecord:
     """A reported match: where it starts, its labels, its number in the partition."""
@@ -44,6 +46,7 @@ class MatchRecord:
         return not self.labels
 
 
+@state_class
 @dataclass
 class UnmatchedRow:
     """A row in no match, reported by ALL ROWS PER MATCH WITH UNMATCHED ROWS."""
@@ -59,6 +62,7 @@ class UnmatchedRow:
         return self.row
 
 
+@state_class
 class OutputBuilder:
     """Accumulates output rows column-wise and hands them out as record batches."""
 

@@ -67,6 +67,7 @@ from matchsql.fsm.vm import (
     history_lists,
 )
 from matchsql.plan.spec import MatchSpec, RowsPerMatch, SkipMode
+from matchsql.state_format import state_class
 
 
 class CompiledQuery:
@@ -173,6 +174,7 @@ def compiled_query(spec: MatchSpec) -> CompiledQuery:
     return query
 
 
+@state_class
 class ReferenceMatcher:
     """Matches one partition; feed it batches in order, then call :meth:`finish`."""
 

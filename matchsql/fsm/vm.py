@@ -40,6 +40,7 @@ from typing import Any
 from matchsql.errors import LimitExceededError
 from matchsql.expr.history import HistoryUse
 from matchsql.fsm.program import Op, Program
+from matchsql.state_format import state_class
 
 #: One row of a thread's history: ``(parent, var, excluded)``, a cons cell
 #: pointing at the previous row (None before the first row). Tuples, not
@@ -76,6 +77,7 @@ def history_lists(node: History) -> tuple[list[str], list[bool]]:
     return labels, excluded
 
 
+@state_class(lower=list)  # a snapshot stores a plain list
 class HistorySequence(Sequence):
     """The labels (``field`` 1) or exclusion flags (``field`` 2) of a finished
     history, built on first use.
@@ -231,6 +233,7 @@ class HistoryLabels(Sequence[str]):
 Advance = Callable[[tuple, int], tuple]  # (key, row) -> key after mapping row to a variable
 
 
+@state_class
 class HistoryKey:
     """Incrementally maintained summary of a history as far as DEFINEs can observe it.
 
@@ -341,6 +344,7 @@ class HistoryKey:
         return fn
 
 
+@state_class
 class Chain:
     """A key component that grows by one entry per row (all rows of a set): a cons list.
 
@@ -497,6 +501,7 @@ Test = Callable[[History, tuple, int], bool]
 Thread = tuple
 
 
+@state_class
 class Machine:
     """Everything an attempt needs that is the same for all attempts of one partition.
 
@@ -535,6 +540,7 @@ class Machine:
 _NO_MATCHES: dict = {}
 
 
+@state_class
 class Completion:
     """A complete match found by an attempt."""
 
@@ -545,6 +551,7 @@ class Completion:
         self.end = end  # absolute index of the last row (start - 1 for an empty match)
 
 
+@state_class
 class Attempt:
     """All threads of the match attempt starting at row ``start``.
 

@@ -31,8 +31,10 @@ from matchsql.gpu import skip as S
 from matchsql.gpu.matcher import DeviceStatistics, decide, device_input, matches_of
 from matchsql.gpu.plan import gpu_plan
 from matchsql.gpu.ring import DeviceRing
+from matchsql.state_format import state_class
 
 
+@state_class
 class LiveGpuMatcher(DeviceStatistics):
     """One live partition on the GPU path (the :class:`~matchsql.fsm.matcher.Matcher`
     contract); see the module docstring."""

@@ -48,6 +48,7 @@ from matchsql.gpu.columns import device_columns, truth
 from matchsql.gpu.device import array_module, to_kernel
 from matchsql.gpu.plan import gpu_plan, work
 from matchsql.gpu.timing import D2H, H2D, KERNEL, timed
+from matchsql.state_format import state_class
 
 THREADS_PER_BLOCK = 128
 STACK_FRAMES = 64  # first stack size per thread; doubled for the starts that need more
@@ -66,6 +67,7 @@ class DeviceStatistics:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), 0, 0, 0
 
 
+@state_class
 class GpuMatcher(DeviceStatistics):
     """One partition on the GPU path; see the module docstring."""
 

@@ -21,7 +21,7 @@ The ring keeps the columns the row-local DEFINE terms read (string columns as
 codes of :data:`~matchsql.gpu.columns.CODES`, as :func:`~matchsql.gpu.columns.
 device_columns` encodes them) and the register columns of the in-thread
 bytecode (float64 values and validity). It holds no module object, stream or
-pinned buffer between calls, so a continuous query's checkpoint can pickle it.
+pinned buffer between calls, so a continuous query's checkpoint can store it (as host arrays).
 """
 
 from __future__ import annotations
@@ -39,11 +39,13 @@ from matchsql.gpu.columns import CODES, Columns, device_columns
 from matchsql.gpu.device import array_module
 from matchsql.gpu.plan import GpuPlan
 from matchsql.gpu.timing import H2D, timed
+from matchsql.state_format import state_class
 
 FIRST_CAPACITY = 1024
 _REG, _VALID = "\0register ", "\0valid "  # ring names of the register columns
 
 
+@state_class
 class DeviceRing:
     """One live partition's held rows on the device; see the module docstring."""
 
@@ -60,8 +62,19 @@ class DeviceRing:
         self._staged: list = []  # pinned blocks of copies in flight (empty after a sync)
 
     def __getstate__(self) -> dict:
+        """The held rows as host arrays: a snapshot stores data, not device buffers."""
         self._sync()
-        return self.__dict__
+        state = dict(self.__dict__)
+        for part in ("data", "nulls"):
+            state[part] = {name: _host(buf) for name, buf in state[part].items()}
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        xp = array_module()
+        for part in ("data", "nulls"):
+            state[part] = {name: buf if xp is np else xp.asarray(buf)
+                           for name, buf in state[part].items()}
+        self.__dict__.update(state)
 
     # -- writing --------------------------------------------------------------------------
 
@@ -160,6 +173,11 @@ class DeviceRing:
         if self._staged and array_module() is not np:
             _stream().synchronize()
         self._staged = []
+
+
+def _host(buf: Any) -> np.ndarray:
+    """A device buffer's contents in host memory (CuPy's ``get``; numpy's as is)."""
+    return buf.get() if hasattr(buf, "get") and not isinstance(buf, np.ndarray) else buf
 
 
 def _copy(xp: ModuleType, dst: Any, src: np.ndarray) -> Any:

@@ -18,9 +18,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 
+from matchsql.state_format import state_class
+
 H2D, KERNEL, D2H = "h2d", "kernel", "d2h"
 
 
+@state_class
 @dataclass
 class Totals:
     """Seconds and bytes per kind since the last :func:`reset`."""

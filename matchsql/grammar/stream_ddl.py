@@ -25,7 +25,15 @@ from sqlglot.tokens import Token, TokenType
 from matchsql.errors import ParseError
 from matchsql.grammar.statements import tokenize
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}\Z")
+#: The one rule for stream names, in SQL and in the Python API (a name becomes a file
+#: name in the stream registry: no '/', no '..').
+NAME_RULE = "a stream name is a letter or '_' followed by up to 62 letters, digits or '_'"
+
+
+def is_stream_name(name: object) -> bool:
+    """Whether ``name`` is a valid stream name (:data:`NAME_RULE`)."""
+    return isinstance(name, str) and _NAME.match(name) is not None
 OPTIONS = ("capacity", "on_full", "archive", "archive_filter")
 RESERVED_COLUMNS = ("_seq",)
 
@@ -149,9 +157,8 @@ class _Parser:
     def stream_name(self) -> str:
         token = self.peek()
         name = self.name("a stream name")
-        if not _NAME.match(name):
-            raise self.error("a stream name is a letter or '_' followed by up to 62 letters, "
-                             "digits or '_'", token)
+        if not is_stream_name(name):
+            raise self.error(NAME_RULE, token)
         return name
 
     def columns(self, create: CreateStream) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow as pa
 
 from matchsql.errors import Error
+from matchsql.storage.permissions import owner_only_file
 
 #: Column names taken for the match number when ``match`` is not given.
 MATCH_COLUMNS = ("match_number", "match_num", "match_no", "match", "mn", "m")
@@ -179,8 +180,11 @@ def save_plot(table: pa.Table, path: str | Path, x: str, y: str, **options: Any)
     figure = plot_matches(table, x, y, backend="Agg", **options)
     pyplot = importlib.import_module("matplotlib.pyplot")
     target = Path(path).expanduser().resolve()
+    new = not target.exists()
     try:
         figure.savefig(target, dpi=110)
+        if new:
+            owner_only_file(str(target))  # a plot of the user's data is theirs only
     except OSError as exc:
         raise Error(f"plot: cannot write {target}: {exc.strerror}") from None
     finally:

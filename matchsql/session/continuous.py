@@ -7,9 +7,10 @@ that survives its process (the statements: :mod:`matchsql.grammar.continuous_ddl
 The query runs in a thread of the process that created (or resumed) it.
 Every ``checkpoint_interval`` seconds and/or ``checkpoint_rows`` tuples it
 commits, in **one DuckDB transaction**, the sink rows of the matches found
-since the last checkpoint, the matchers' state (the partition matchers,
-pickled: a matcher is plain Python and Arrow data, and a cancellation token
-pickles as a fresh one) and the stream position (the sequence number of the
+since the last checkpoint, the matchers' state (the partition matchers in
+the snapshot format of :mod:`matchsql.state_format`: data only, so opening a
+database whose checkpoint was tampered with runs nothing, the query fails
+with the reason) and the stream position (the sequence number of the
 next tuple to process). So the sink and the state never disagree: after a
 kill -9 the query restarts from its last checkpoint, replays the tuples
 after it from the stream's log (the archive, then the ring, which keeps
@@ -66,7 +67,7 @@ from matchsql.grammar.statements import parse
 from matchsql.planner import new_partition_matcher
 from matchsql.results.result import table_result
 from matchsql.router.hashed import HashPartitionRouter
-from matchsql.storage import faults, liveness
+from matchsql.storage import faults, liveness, permissions
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.live_reader import LiveReader
 from matchsql.storage.shm_ring import W_HEAD_SEQ, W_TAIL_SEQ, Ring
@@ -561,6 +562,7 @@ class _Runner:
             with contextlib.suppress(duckdb.Error):
                 cursor.rollback()
             raise
+        permissions.owner_only_database(self.executor.streams.database)  # a new log: 0600
         self._pending = []
         self._rows_since = 0
         self._last = time.monotonic()

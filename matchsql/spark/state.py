@@ -18,12 +18,12 @@ No pyspark import at module level: the logic is tested without Spark.
 from __future__ import annotations
 
 import io
-import pickle
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
+from matchsql import state_format
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
 from matchsql.spark.plan import MatchPlan
@@ -114,15 +114,17 @@ def _read_ipc(data: bytes) -> pa.Table:
 #
 # A matcher refers to its query's lowering (compiled pattern, DEFINE and
 # MEASURES closures, kernels), which is the same for every key and holds
-# closures that do not pickle. A snapshot therefore replaces every object
+# closures that cannot be stored. A snapshot therefore replaces every object
 # reachable from that lowering by its path, and restoring resolves the paths
 # against this worker's lowering (taken from a fresh matcher of the plan).
 # What remains is the key's data: buffered rows, live threads, pending
-# matches, counters. cloudpickle (shipped with pyspark, which runs this code)
-# covers any closure left in that data.
+# matches, counters, written in matchsql's snapshot format
+# (:mod:`matchsql.state_format`): Spark's state store is on disk, and loading
+# it builds data only, never runs anything the bytes name.
 
 _PLAIN = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset)
-_SHARED_ATTRIBUTES = ("query", "plan")  # ReferenceMatcher.query, CompiledMatcher.plan
+_SHARED_ATTRIBUTES = ("query", "plan", "spec", "config")  # the plan (ReferenceMatcher.query,
+# CompiledMatcher.plan), the analysed query and the settings: the same for every key
 _DEPTH = 4
 
 
@@ -130,18 +132,19 @@ def _roots(matcher: Any) -> list[Any]:
     return [getattr(matcher, name, None) for name in _SHARED_ATTRIBUTES]
 
 
-def _shared_objects(roots: list[Any]) -> dict[int, tuple]:
-    """``id(obj) -> path`` for the objects reachable from ``roots`` within a few steps."""
-    shared: dict[int, tuple] = {}
+def _shared_objects(roots: list[Any]) -> dict[int, tuple[tuple, Any]]:
+    """``id(obj) -> (path, obj)`` for the objects reachable from ``roots`` within a few
+    steps (a path is a tuple of integers and strings)."""
+    shared: dict[int, tuple[tuple, Any]] = {}
 
     def visit(obj: Any, path: tuple, depth: int) -> None:
         if isinstance(obj, _PLAIN) or isinstance(obj, type) or id(obj) in shared:
             return
-        shared[id(obj)] = path
+        shared[id(obj)] = (path, obj)
         if depth == 0:
             return
         if isinstance(obj, dict):
-            items = [(("k", k), v) for k, v in obj.items()]
+            items = [(("k", k), v) for k, v in obj.items() if isinstance(k, (str, int))]
         elif isinstance(obj, list):
             items = [(("k", i), v) for i, v in enumerate(obj)]
         elif hasattr(obj, "__dict__"):
@@ -157,61 +160,26 @@ def _shared_objects(roots: list[Any]) -> dict[int, tuple]:
     return shared
 
 
-def _pickler(file: io.BytesIO, shared: dict[int, tuple]) -> pickle.Pickler:
-    from pyspark import cloudpickle
-
-    class MatcherPickler(cloudpickle.CloudPickler):
-        def persistent_id(self, obj: Any) -> tuple | None:
-            return shared.get(id(obj))
-
-    return MatcherPickler(file, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-class _Unpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, roots: list[Any]) -> None:
-        super().__init__(file)
-        self._roots = roots
-
-    def persistent_load(self, pid: tuple) -> Any:
-        obj = self._roots[pid[0]]
-        for kind, key in pid[1:]:
-            obj = getattr(obj, key) if kind == "a" else obj[key]
-        return obj
-
-
-class _PlainPickler(pickle.Pickler):
-    """The standard pickler with the same shared-object paths: no cloudpickle import."""
-
-    def __init__(self, file: io.BytesIO, shared: dict[int, tuple]) -> None:
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self._shared = shared
-
-    def persistent_id(self, obj: Any) -> tuple | None:
-        return self._shared.get(id(obj))
-
-
 def snapshot_matcher(matcher: Any, plain_first: bool = False) -> bytes:
-    """The matcher's state as bytes, without its query's (shared) lowering.
-
-    ``plain_first`` tries the standard pickler before cloudpickle: compiled
-    matchers need nothing more, and importing pyspark takes about half a second.
-    """
+    """The matcher's state as snapshot bytes, without its query's (shared) lowering.
+    (``plain_first`` is accepted for the callers that once chose a pickler.)"""
+    del plain_first
     shared = _shared_objects(_roots(matcher))
-    if plain_first:
-        buffer = io.BytesIO()
-        try:
-            _PlainPickler(buffer, shared).dump(matcher)
-            return buffer.getvalue()
-        except (pickle.PicklingError, AttributeError, TypeError):
-            pass  # a closure in the state: cloudpickle handles it
-    buffer = io.BytesIO()
-    _pickler(buffer, shared).dump(matcher)
-    return buffer.getvalue()
+
+    def plan_path(obj: Any) -> tuple | None:
+        found = shared.get(id(obj))
+        return found[0] if found is not None and found[1] is obj else None
+
+    return state_format.dumps(matcher, plan_path)
 
 
 def restore_matcher(plan: MatchPlan, data: bytes, config: Config | None = None) -> Any:
     """Rebuild a matcher from :func:`snapshot_matcher` bytes, on this worker's lowering."""
-    matcher = restore_like(new_matcher(plan, (), config), data)
+    try:
+        matcher = restore_like(new_matcher(plan, (), config), data)
+    except state_format.SnapshotError as exc:
+        raise ExecutionError(f"unreadable matcher state in the Spark state store: "
+                             f"{exc.message}") from None
     if matcher is None:
         raise ExecutionError("corrupt matcher state in the Spark state store")
     return matcher
@@ -220,5 +188,14 @@ def restore_matcher(plan: MatchPlan, data: bytes, config: Config | None = None) 
 def restore_like(template: Any, data: bytes) -> Any:
     """The matcher of :func:`snapshot_matcher` bytes on ``template``'s lowering (a fresh
     matcher of the same query in this process); None when the bytes hold another kind."""
-    matcher = _Unpickler(io.BytesIO(bytes(data)), _roots(template)).load()
+    paths = {path: obj for path, obj in _shared_objects(_roots(template)).values()}
+
+    def resolve(path: tuple) -> Any:
+        try:
+            return paths[path]
+        except (KeyError, TypeError):
+            raise state_format.SnapshotError(f"the matcher state refers to {path}, which "
+                                             "this query's lowering does not have") from None
+
+    matcher = state_format.loads(data, resolve)
     return matcher if type(matcher) is type(template) else None

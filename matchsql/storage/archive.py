@@ -44,7 +44,8 @@ from sqlglot import exp
 from matchsql.errors import SemanticError, StreamError
 from matchsql.storage import faults
 from matchsql.storage.catalog import StreamDef
-from matchsql.storage.files import io_error, make_private_dirs, write_atomically
+from matchsql.storage.files import write_atomically
+from matchsql.storage.permissions import check_user_directory, io_error, make_private_dirs
 
 SEQ = "_seq"
 FLUSH_ROWS = 65_536
@@ -101,6 +102,12 @@ class Archive:
         if self.directory is not None:
             try:
                 make_private_dirs(self.directory)
+            except OSError as exc:
+                raise io_error(f"cannot create the archive of stream "
+                               f"{self.definition.name!r} at", str(self.directory), exc) \
+                    from None
+            self._check_directory()
+            try:
                 for leftover in self.directory.glob("part-*.tmp"):  # a crashed flush's
                     leftover.unlink()
             except OSError as exc:
@@ -174,6 +181,7 @@ class Archive:
             where = f" WHERE {self.filter}" if self.filter else ""
             select = f"SELECT * FROM __matchsql_archive_rows{where} ORDER BY {SEQ}"
             if self.directory is not None:
+                self._check_directory()
                 kept = cursor.sql(select).to_arrow_table()
                 if kept.num_rows:
                     first = kept.column(SEQ)[0].as_py()
@@ -194,9 +202,17 @@ class Archive:
 
     # -- reading -----------------------------------------------------------------------
 
+    def _check_directory(self) -> None:
+        """Refuse an archive directory that other users could write to (they could
+        replace the files this stream's history is read back from) or a system one."""
+        assert self.directory is not None
+        check_user_directory(self.directory, f"the archive of stream {self.definition.name!r}")
+
     def _source(self) -> str | None:
         if self.directory is None:
             return self.table
+        if os.path.lexists(self.directory):
+            self._check_directory()
         try:
             if not any(self.directory.glob("part-*.parquet")):
                 return None

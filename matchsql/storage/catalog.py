@@ -12,9 +12,11 @@ connection to ``my.duckdb`` created. The registry is a directory::
             <stream>.spill/             Parquet files of on_full='spill' overflow
 
 The live queue itself is a POSIX shared-memory segment plus three named
-semaphores (see :mod:`matchsql.storage.shm_ring`) whose names are derived
-from a hash of (registry, namespace, stream), so two registries never
-collide. Everything is created owner-only (0600/0700).
+semaphores (see :mod:`matchsql.storage.shm_ring`) whose names are a hash
+of (registry, namespace, stream), so two registries never collide, and a
+random part recorded in the registry entry, so nobody can take a stream's
+name first. Everything is created owner-only (0600/0700), in a registry
+directory checked on every use (:func:`runtime_dir`).
 
 A stream lives until ``DROP STREAM`` or until the process that created it
 (its *owner*) ends: on a clean exit the owner drops its streams; after a
@@ -30,14 +32,16 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
 import shutil
-import stat
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from matchsql.errors import CatalogError, StreamError
+from matchsql.grammar.stream_ddl import NAME_RULE, is_stream_name
 from matchsql.storage import liveness
+from matchsql.storage.permissions import io_error, make_private_dirs, private_directory
 from matchsql.storage.shm_ring import sweep_orphans, unlink_segment
 
 RUNTIME_ENV = "MATCHSQL_RUNTIME_DIR"
@@ -76,7 +80,8 @@ def namespace_of(database: str | None) -> str:
 
 
 def runtime_dir() -> Path:
-    """The registry root, created owner-only; refuses one that others could write."""
+    """The registry root: a directory of this user only, checked (never a link, never
+    one another user made or can write to) and created 0700."""
     configured = os.environ.get(RUNTIME_ENV)
     if configured:
         root = Path(configured)
@@ -84,11 +89,12 @@ def runtime_dir() -> Path:
         root = Path(os.environ["XDG_RUNTIME_DIR"]) / "matchsql"
     else:
         root = Path("/tmp") / f"matchsql-{os.getuid()}"
-    root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = root.stat()
-    if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise StreamError(f"stream registry {root} is not owned by this user or is writable "
-                          "by others; remove it or set MATCHSQL_RUNTIME_DIR")
+    hint = f"; remove it, or set {RUNTIME_ENV} to a directory of your own"
+    try:
+        make_private_dirs(root.parent)
+    except OSError as exc:
+        raise io_error("cannot create the stream registry", str(root.parent), exc) from None
+    private_directory(root, "stream registry", hint)
     return root
 
 
@@ -100,15 +106,21 @@ class Catalog:
         root = runtime_dir()
         digest = hashlib.sha1(self.namespace.encode()).hexdigest()[:16]
         self.directory = root / digest
-        self.directory.mkdir(mode=0o700, exist_ok=True)
+        private_directory(self.directory, "stream registry",
+                          f"; remove it, or set {RUNTIME_ENV} to a directory of your own")
         self._root = str(root)
         _sweep_once()
 
     def segment_name(self, name: str) -> str:
+        """A new segment's name: its stream's hash and a random part, recorded in the
+        registry entry (another user cannot make the name first to block the stream)."""
         key = f"{self._root}\0{self.namespace}\0{name}".encode()
-        return f"/msql-{os.getuid()}-{hashlib.sha1(key).hexdigest()[:20]}"
+        return f"/msql-{os.getuid()}-{hashlib.sha1(key).hexdigest()[:12]}-" \
+            f"{secrets.token_hex(8)}"
 
     def _path(self, name: str) -> Path:
+        if not is_stream_name(name):
+            raise CatalogError(f"{name!r} is not a stream name: {NAME_RULE}")
         return self.directory / f"{name}.json"
 
     def new_def(self, name: str, columns: list[tuple[str, str]], capacity: int, on_full: str,

@@ -16,22 +16,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from matchsql.errors import StreamError
+from matchsql.storage.permissions import io_error, make_private_dirs
 
-
-def make_private_dirs(directory: Path) -> None:
-    """Create ``directory`` and any missing parents owner-only (0700)."""
-    missing = []
-    current = directory
-    while not current.exists():
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for path in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            path.mkdir(mode=0o700)
-            os.chmod(path, 0o700)  # mkdir's mode is masked by the umask
+__all__ = ["io_error", "make_private_dirs", "sync_directory", "write_atomically"]
 
 
 def write_atomically(final: Path, table: pa.Table, tmp: Path, what: str, *,
@@ -44,8 +31,9 @@ def write_atomically(final: Path, table: pa.Table, tmp: Path, what: str, *,
     stands in for, so it skips the cost).
     """
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
+            os.fchmod(fd, 0o600)  # a leftover of another mode keeps its mode on O_TRUNC
             with os.fdopen(fd, "wb", closefd=False) as handle:
                 pq.write_table(table, handle, compression="zstd")
                 handle.flush()
@@ -69,11 +57,3 @@ def sync_directory(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def io_error(what: str, path: str, exc: OSError) -> StreamError:
-    """A StreamError for a failed file operation: what failed, on which path, and why."""
-    cause = exc.strerror or str(exc)
-    return StreamError(f"{what} {path}: {cause}")
-
-

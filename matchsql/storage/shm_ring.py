@@ -205,6 +205,9 @@ class Ring:
                     posix_ipc.Semaphore(segment + suffix, posix_ipc.O_CREX, mode=0o600,
                                         initial_value=0).close()
                 break
+            except posix_ipc.PermissionsError:
+                raise StreamError(f"cannot create the shared-memory segment {segment}: "
+                                  "another user holds its name") from None
             except posix_ipc.ExistentialError:
                 if attempt:
                     raise StreamError(f"cannot create the shared-memory segment {segment}") \
@@ -239,6 +242,9 @@ class Ring:
         except posix_ipc.ExistentialError:
             raise StreamError("the stream's shared-memory segment is gone "
                               "(the stream was dropped or its owner exited)") from None
+        except posix_ipc.PermissionsError:
+            raise StreamError(f"the stream's shared-memory segment {segment} belongs to "
+                              "another user") from None
         ring = cls(segment, shm, sems)
         if int(ring.h[W_MAGIC]) != MAGIC or int(ring.h[W_VERSION]) != VERSION:
             ring.close()

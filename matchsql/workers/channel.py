@@ -1,6 +1,6 @@
 """One direction between two processes: bytes through shared memory, notices through a pipe.
 
-Payloads (Arrow IPC streams, pickled matcher state) are copied into a byte
+Payloads (Arrow IPC streams, matcher state snapshots) are copied into a byte
 ring in a :class:`multiprocessing.shared_memory.SharedMemory` segment; the
 pipe carries only a small notice ``(kind, start, length, extra)`` per
 payload, which also wakes the reader. Only the notice goes through the
@@ -19,6 +19,14 @@ unlinks once copied.
 
 The reader copies a payload out before releasing its bytes: matchers keep
 references to the rows they buffer, so nothing may point into the ring.
+
+Trust: the pool's messages (the query's spec and settings, keys, counters;
+multiprocessing's own notices) are pickles, and only ever cross between the
+processes of one pool: the router and the workers it spawned, through pipes
+they inherited and segments with random names that only this user can open
+(``SharedMemory`` makes them 0600). Nothing read from disk, and no segment
+another process could name, is unpickled; a matcher's state inside a message
+is in the data-only snapshot format (:mod:`matchsql.state_format`).
 """
 
 from __future__ import annotations

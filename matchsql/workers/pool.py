@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 
 from matchsql.errors import ExecutionError
-from matchsql.workers import process
+from matchsql.workers import boot
 from matchsql.workers.channel import RingReader, RingWriter
 from matchsql.workers.shared_rows import RowsArena
 
@@ -88,8 +88,8 @@ class WorkerPool:
         from_worker_r, from_worker_w = context.Pipe(duplex=False)
         inbox = RingWriter(to_worker_w, self.ring_bytes)
         proc = context.Process(
-            target=process.main, name=f"matchsql-worker-{index}", daemon=True,
-            args=(index, to_worker_r, inbox.name, from_worker_w, self.ring_bytes))
+            target=boot.start, name=f"matchsql-worker-{index}", daemon=True,
+            args=(os.getpid(), index, to_worker_r, inbox.name, from_worker_w, self.ring_bytes))
         with _bare_main():
             proc.start()
         to_worker_r.close()

@@ -26,13 +26,13 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import threading
 import time
 from collections import OrderedDict
 from multiprocessing.connection import Connection
 
 from matchsql.allocator import keep_freed_memory
 from matchsql.errors import Error, internal_error
+from matchsql.workers import boot
 from matchsql.workers.channel import RingReader, RingWriter
 from matchsql.workers.gather import Gather
 from matchsql.workers.matching import Query
@@ -41,24 +41,22 @@ from matchsql.workers.streamed import Streamed
 
 #: The first notice of a query names its kind: sorted pieces, rows to sort, a live stream.
 KINDS = {"query": Query, "gather": Gather, "stream": Streamed}
-#: How often a worker checks that the process that started it is still there.
-ORPHAN_CHECK_S = 1.0
 #: Queries (their pickled spec and settings) whose unpickled objects a worker keeps.
 KEPT_QUERIES = 8
 
 
 def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
          capacity: int) -> None:
-    """The worker's loop (the target of a spawned process)."""
+    """The worker's loop (run by :func:`matchsql.workers.boot.start`, the spawned target)."""
     # Ctrl-C in a terminal reaches the whole process group: the router turns it into an
     # interrupt of the statement (which kills this pool); dying here on our own would
     # report a lost worker instead.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _exit_when_orphaned(os.getppid())
     keep_freed_memory()  # this process is ours: its messages' buffers stay warm
     reader = RingReader(inbox, inbox_name, capacity)
     writer = RingWriter(outbox, capacity)
     outbox.send(("hello", writer.name, os.getpid()))
+    boot.started()
     query: Query | Gather | Streamed | None = None
     attached = Attached()  # the router's shared input segments, mapped once
     kept: OrderedDict[bytes, tuple] = OrderedDict()
@@ -130,21 +128,6 @@ def _unpickled(kept: OrderedDict[bytes, tuple], payload: bytes) -> tuple:
     else:
         kept.move_to_end(payload)
     return found
-
-
-def _exit_when_orphaned(parent: int) -> None:
-    """Exit as soon as the router's process is gone, even in the middle of a kernel.
-
-    A router killed outright (SIGKILL, a test's timeout) closes its pipes,
-    but a worker only sees that at its next read or write: one inside a long
-    match would otherwise run on, alone, for as long as the match takes.
-    """
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(ORPHAN_CHECK_S)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="matchsql-worker-orphan", daemon=True).start()
 
 
 def _error_bytes(err: Error) -> bytes:

@@ -62,6 +62,7 @@ from matchsql.fsm.reference import CompiledQuery
 from matchsql.fsm.states import StateKind, StateSpec
 from matchsql.plan.binder import bind
 from matchsql.plan.spec import MatchSpec, RowsPerMatch, SkipMode
+from matchsql.state_format import state_class
 
 _SKIP = {SkipMode.PAST_LAST_ROW: K.SKIP_PAST, SkipMode.TO_NEXT_ROW: K.SKIP_NEXT,
          SkipMode.TO_FIRST: K.SKIP_FIRST, SkipMode.TO_LAST: K.SKIP_LAST}
@@ -127,6 +128,7 @@ class CompiledPlan:
                    regs.out, measures, notes, within)
 
 
+@state_class
 class CompiledMatcher:
     """One partition's run on a compiled path; see the module docstring."""
 
@@ -571,6 +573,7 @@ def raise_status(spec: MatchSpec, config: Config, status: int, start: int) -> No
         "find the same match again")
 
 
+@state_class
 class _BufferRows:
     """A :class:`~matchsql.expr.rows.RowSource` over a compiled matcher's buffer."""
 
