@@ -197,3 +197,27 @@ def test_a_stream_without_an_archive_is_refused(tmp_path):
     with pytest.raises(SemanticError, match="stream 'bare' needs an archive"):
         con.sql(f"CREATE CONTINUOUS QUERY q AS INSERT INTO sink SELECT * FROM bare {PATTERN}")
     con.close()
+
+
+#: DuckDB's parts of a query (a hidden input column, a measure over the match's results and
+#: a DuckDB aggregate) through checkpoints: the one-time query's rows.
+FUNCTIONS = ("MATCH_RECOGNIZE(PARTITION BY k ORDER BY i MEASURES FIRST(A.i) AS s, "
+             "concat_ws('-', CAST(FIRST(A.i) AS VARCHAR), CAST(LAST(B.i) AS VARCHAR)) AS span, "
+             "median(B.v) AS med ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+             "PATTERN (A B+) DEFINE B AS round(B.v) > round(PREV(B.v)))")
+
+
+def test_duckdb_functions_through_checkpoints(db):
+    con = matchsql.connect(db)
+    con.sql("CREATE TABLE sink (k BIGINT, s BIGINT, span VARCHAR, med DOUBLE)")
+    con.sql(f"CREATE CONTINUOUS QUERY fns WITH (checkpoint_rows = 3000) AS "
+            f"INSERT INTO sink SELECT * FROM ticks {FUNCTIONS}")
+    write(db, 0, 12000)
+    row = wait_state(con, "fns", "finished")
+    table = data(0, 12000)  # noqa: F841 - read by the query below
+    once = matchsql.connect(demo=False)
+    want = once.sql(f"SELECT * FROM table {FUNCTIONS} ORDER BY k, s").fetchall()
+    once.close()
+    assert len(want) > 100 and row["checkpoints"] >= 2
+    assert con.sql("SELECT * FROM sink ORDER BY k, s").fetchall() == want
+    con.close()
