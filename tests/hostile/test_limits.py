@@ -213,8 +213,9 @@ def test_permute_of_eight_refused_by_size(con) -> None:
 def test_limit_stops_the_matchers() -> None:
     # Rows 0-99 match as (even, odd) pairs at once; from row 100 on an attempt
     # never ends and would fail on max_buffered_rows. With LIMIT the matchers
-    # stop after the first input batches, before reaching it.
-    con = matchsql.connect(demo=False, batch_size=1000)
+    # stop after the first input batches, before reaching it. On the reference path: the
+    # compiled paths gather up to 2M rows per speculative run (split_rows), past the limit.
+    con = matchsql.connect(demo=False, batch_size=1000, execution_path="reference")
     con.duckdb.execute("CREATE TABLE tail AS SELECT i AS id FROM range(200000) r(i)")
     sql = ("SELECT * FROM tail MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS f "
            "ALL ROWS PER MATCH PATTERN (A+ B) DEFINE A AS id % 2 = 0 OR id >= 100, "

@@ -15,6 +15,7 @@ import duckdb
 import pyarrow as pa
 from hypothesis import strategies as st
 
+from matchsql.expr.batch_select import derive_input, project_result
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
@@ -127,12 +128,37 @@ def spec_of(sql: str, schema: pa.Schema = SCHEMA) -> MatchSpec:
     return analyze(node, schema, sql=sql, con=_typing_database())
 
 
+def with_derived(spec: MatchSpec, rows: list[dict], schema: pa.Schema = SCHEMA) -> list[dict]:
+    """``rows`` with ``spec``'s derived columns, as DuckDB computes them in the input scan."""
+    derive = derive_input(spec)
+    if derive is None or not rows:
+        return rows
+    return derive(pa.RecordBatch.from_pylist(rows, schema=schema)).to_pylist()
+
+
+def as_result(spec: MatchSpec, rows: list[tuple]) -> list[tuple]:
+    """The matcher's output ``rows`` as the query's result (DuckDB's measures computed)."""
+    project = project_result(spec)
+    if project is None or not rows:
+        return rows
+    schema = spec.output_schema()
+    batch = pa.RecordBatch.from_pylist([dict(zip(schema.names, r)) for r in rows],
+                                       schema=schema)
+    return [tuple(r.values()) for r in project(batch).to_pylist()]
+
+
 def fed_in_splits(matcher, rows: list[dict], splits: list[int]) -> list[pa.RecordBatch]:
     """What ``matcher`` outputs for ``rows`` fed as batches cut at ``splits``, then finished:
-    the batch edges a random test draws, so that resuming across batches is exercised."""
+    the batch edges a random test draws, so that resuming across batches is exercised. The
+    rows get the matcher's spec's derived columns, and the output its DuckDB measures."""
+    spec = getattr(matcher, "spec", None)
+    rows = with_derived(spec, rows) if spec is not None else rows
     out: list[pa.RecordBatch] = []
     begin = 0
     for end in [*sorted(splits), len(rows)]:
-        out += matcher.feed(pa.RecordBatch.from_pylist(rows[begin:end], schema=SCHEMA))
+        out += matcher.feed(pa.RecordBatch.from_pylist(
+            rows[begin:end], schema=spec.columns if spec is not None else SCHEMA))
         begin = end
-    return out + matcher.finish()
+    out += matcher.finish()
+    project = project_result(spec) if spec is not None else None
+    return out if project is None else [project(b) for b in out]

@@ -36,7 +36,7 @@ from matchsql.plan.pattern import Exclusion, PatternNode
 from matchsql.plan.spec import MatchSpec
 from matchsql.planner import new_partition_matcher
 
-from .strategies import CONDITIONS, ROWS, spec_of
+from .strategies import CONDITIONS, ROWS, as_result, spec_of, with_derived
 from .test_navigation_oracle import full_patterns, label_targets, navigation, numeric_targets
 
 EXAMPLES = int(os.environ.get("ALL_EXAMPLES", "40"))
@@ -190,8 +190,10 @@ def run_path(spec: MatchSpec, key: tuple, rows: list[dict], splits: list[int],
         matcher = new_partition_matcher(spec, key, config)
         out: list[pa.RecordBatch] = []
         begin = 0
+        derived = with_derived(spec, rows, SCHEMA)
         for end in [*sorted(s for s in splits if s <= len(rows)), len(rows)]:
-            out += matcher.feed(pa.RecordBatch.from_pylist(rows[begin:end], schema=SCHEMA))
+            out += matcher.feed(pa.RecordBatch.from_pylist(derived[begin:end],
+                                                           schema=spec.columns))
             begin = end
         out += matcher.finish()
     except ExecutionError as exc:
@@ -200,12 +202,13 @@ def run_path(spec: MatchSpec, key: tuple, rows: list[dict], splits: list[int],
         return "error", type(exc).__name__
     except matchsql.Error as exc:
         return "error", type(exc).__name__
-    return "rows", [tuple(r.values()) for b in out for r in b.to_pylist()]
+    return "rows", as_result(spec, [tuple(r.values()) for b in out for r in b.to_pylist()])
 
 
 def expected(oracle: Oracle, key: tuple, rows: list[dict]) -> tuple[str, object]:
     try:
-        return "rows", oracle.run(rows, key)
+        return "rows", as_result(oracle.spec, oracle.run(with_derived(oracle.spec, rows, SCHEMA),
+                                                        key))
     except matchsql.Error as exc:
         assume(type(exc).__name__ != "LimitExceededError")
         return "error", type(exc).__name__

@@ -25,7 +25,17 @@ from matchsql.fsm.oracle import Oracle
 from matchsql.plan.pattern import Concatenation, Label, PatternNode, Quantified
 from tests.paths.test_random_paths import _run as run_path
 
-from .strategies import CONDITIONS, ROWS, SKIPS, VARIABLES, partitions, patterns, spec_of
+from .strategies import (
+    CONDITIONS,
+    ROWS,
+    SKIPS,
+    VARIABLES,
+    as_result,
+    partitions,
+    patterns,
+    spec_of,
+    with_derived,
+)
 
 EXAMPLES = int(os.environ.get("NAV_EXAMPLES", "60"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=not os.environ.get(
@@ -117,7 +127,7 @@ def test_navigation_matches_oracle(sql: str, rows: list[dict], data: st.DataObje
         assume(False)
         return
     try:
-        expected = ("rows", Oracle(spec).run(rows, ()))
+        expected = ("rows", as_result(spec, Oracle(spec).run(with_derived(spec, rows), ())))
     except matchsql.Error as exc:
         assume(type(exc).__name__ != "LimitExceededError")
         expected = ("error", type(exc).__name__)
