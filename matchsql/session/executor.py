@@ -63,6 +63,7 @@ from matchsql.session.view_catalog import STUB_MESSAGE, definitions, mentions
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from matchsql.compiled_query import CompiledQueries
     from matchsql.session.continuous import ContinuousQueries
     from matchsql.session.matching import MatchRunner
     from matchsql.session.streams import StreamStatements
@@ -114,6 +115,7 @@ class Executor:
         self._streams: StreamStatements | None = None
         self._continuous: ContinuousQueries | None = None
         self._workers: WorkerSession | None = None
+        self._compiled: CompiledQueries | None = None
         # While run(as_relation=True) runs: plain statements' rows stay a DuckDB relation.
         self._as_relation = False
 
@@ -158,6 +160,16 @@ class Executor:
 
             self._workers = WorkerSession()
         return self._workers
+
+    @property
+    def compiled(self) -> CompiledQueries:
+        """The MATCH_RECOGNIZEs this connection compiled (see matchsql.compiled_query)."""
+        if self._compiled is None:
+            # The analysis and the planner (numba): loaded with the first MATCH_RECOGNIZE.
+            from matchsql.compiled_query import CompiledQueries
+
+            self._compiled = CompiledQueries()
+        return self._compiled
 
     def close(self) -> None:
         """Stop what outlives statements: named continuous queries (a last checkpoint)
