@@ -13,9 +13,11 @@ physical plan per config (:func:`matchsql.planner.physical`, kept in the
 spec's own memo, never in a table keyed by object identity).
 
 A session keeps its compiled queries in :class:`CompiledQueries`, by what
-analysis read: the statement text, the node's place in it, the input schema
-and the settings the checks read. A MATCH_RECOGNIZE with a subquery is never
-kept: analysis folds the subquery's value of the moment into the spec.
+analysis read: the statement text, the node's place in it and its clauses
+(a window's synthetic node names its measures anew for each statement), the
+input schema and the settings the checks read. A MATCH_RECOGNIZE with a
+subquery is never kept: analysis folds the subquery's value of the moment
+into the spec.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Hashable
 
 import duckdb
 import pyarrow as pa
+from sqlglot import exp
 
 import matchsql.planner as planner  # by module: tests stand in for its functions
 from matchsql.config import Config
@@ -148,9 +151,25 @@ def require_columns(spec: MatchSpec, node: MatchRecognizeTable, statement: str) 
 
 def _key(node: MatchRecognizeTable, schema: pa.Schema, sql: str, config: Config) -> Hashable | None:
     """What the compiled form of ``node`` depends on, or None where it may not be kept:
-    a subquery's value, or a node whose place in ``sql`` is unknown (two of them in one
-    statement would share a key)."""
+    a subquery's value, or a node whose place in ``sql`` is unknown."""
     where = position(node)
     if where is None or has_subqueries(node):
         return None
-    return sql, where, schema, min(config.max_pattern_size, MAX_PROGRAM_SIZE)
+    size = min(config.max_pattern_size, MAX_PROGRAM_SIZE)
+    return sql, where, _clauses(node), schema, size
+
+
+def _clauses(node: MatchRecognizeTable) -> tuple[tuple[str, object], ...]:
+    """The text of every clause of ``node`` but its input, which analysis reads only as
+    the schema (an enclosing statement renames an inner MATCH_RECOGNIZE's view each run)."""
+    out: list[tuple[str, object]] = []
+    for name, value in node.args.items():
+        if name == "this" or value is None:
+            continue
+        items = value if isinstance(value, list) else [value]
+        out.append((name, tuple(_text(item) for item in items)))
+    return tuple(out)
+
+
+def _text(value: object) -> object:
+    return value.sql(dialect="matchsql") if isinstance(value, exp.Expr) else repr(value)

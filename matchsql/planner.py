@@ -183,6 +183,7 @@ class PhysicalPlan:
     gpu_error: str | None
     threads: int
     threads_why: str
+    split: str | None  # whether a long partition is matched in chunks, and why (CPU paths)
     whole: WholePartitions | None
     whole_why: str
     workers: bool  # partitions on worker processes (SET workers = N, with PARTITION BY)
@@ -213,6 +214,8 @@ def physical(spec: MatchSpec, config: Config | None = None) -> PhysicalPlan:
 
 
 def _decide(spec: MatchSpec, config: Config) -> PhysicalPlan:
+    """Every answer of the plan from one choice of path: a forced path that does not apply
+    is kept as its message (the first partition raises it, EXPLAIN prints it)."""
     gpu, gpu_error = None, None
     try:
         gpu = gpu_path(spec, config)
@@ -226,8 +229,10 @@ def _decide(spec: MatchSpec, config: Config) -> PhysicalPlan:
     # the CPU path that runs the partitions; None where the GPU takes them or none applies
     cpu = path if gpu is None and gpu_error is None else None
     threads, threads_why = _threads(spec, config, gpu, cpu)
+    split = split_partitions(spec, config) if cpu is not None and cpu.name != "reference" \
+        else None
     whole, whole_why = _whole(spec, config, gpu, cpu)
-    plan = PhysicalPlan(config, path, path_error, gpu, gpu_error, threads, threads_why,
+    plan = PhysicalPlan(config, path, path_error, gpu, gpu_error, threads, threads_why, split,
                         whole, whole_why, config.workers > 1 and bool(spec.partition_by), ())
     return dataclasses.replace(plan, lines=tuple(_lines(spec, plan)))
 
@@ -290,8 +295,8 @@ def _lines(spec: MatchSpec, plan: PhysicalPlan) -> list[str]:
                 lines.append(line)
         threads = "sequential" if plan.threads == 1 else f"{plan.threads} threads"
         lines.append(f"partitions: {threads} ({plan.threads_why})")
-        if choice.name not in ("reference", "gpu"):
-            lines.append(f"split: {split_partitions(spec, config)}")
+        if plan.split is not None:
+            lines.append(f"split: {plan.split}")
         if spec.partition_by:
             lines.append(f"batched: {'yes' if plan.whole is not None else 'no'} "
                          f"({plan.whole_why})")

@@ -70,7 +70,8 @@ if TYPE_CHECKING:
     from matchsql.workers.session import WorkerSession
 
 
-#: Statements after which the MATCH_RECOGNIZE views are read from the catalog again.
+#: Statements after which the MATCH_RECOGNIZE views are read from the catalog again, and
+#: after which no compiled MATCH_RECOGNIZE is reused (a macro one calls may have changed).
 _CHANGES_CATALOG = frozenset({"CREATE", "DROP", "ALTER", "COMMENT", "ATTACH", "DETACH",
                               "USE", "ROLLBACK", "IMPORT"})
 _MISSING_TABLE = re.compile(r'Table with name (.+?) does not exist!')
@@ -248,6 +249,8 @@ class Executor:
         words = statement.words
         if words[:1] and words[0] in _CHANGES_CATALOG:
             self._view_cache = None
+            if self._compiled is not None:
+                self._compiled.clear()
         if views and (not words or words[0] in READS_TABLES) and mentions(text, views):
             # EXPLAIN [ANALYZE] stays in front: only the statement it explains is expanded.
             head = statement.head

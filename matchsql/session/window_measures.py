@@ -185,7 +185,10 @@ class WindowMeasures:
     def _rewrite_select(self, select: exp.Select, nodes: list[PatternWindow], statement: str,
                         cleanups: list, run: bool) -> list[_Window]:
         number = next(_numbers)
-        windows = _collect_windows(nodes, statement, number)
+        # The windows' column names: the same each time the statement runs (where its first
+        # window's place is known), so that their compiled queries are found again.
+        where = position(nodes[0])
+        windows = _collect_windows(nodes, statement, f"n{number}" if where is None else str(where))
         _collect_calls(select, windows, statement)
         for clause, words in (("group", "GROUP BY"), ("having", "HAVING")):
             if select.args.get(clause) is not None:
@@ -342,7 +345,8 @@ class WindowMeasures:
 # -- analysis helpers ---------------------------------------------------------------------
 
 
-def _collect_windows(nodes: list[PatternWindow], statement: str, number: int) -> list[_Window]:
+def _collect_windows(nodes: list[PatternWindow], statement: str, tag: str) -> list[_Window]:
+    """The windows of one SELECT; ``tag`` makes their column names unique in the statement."""
     out: list[_Window] = []
     names: set[str] = set()
     for index, node in enumerate(nodes):
@@ -368,8 +372,8 @@ def _collect_windows(nodes: list[PatternWindow], statement: str, number: int) ->
             if alias.name.lower() in measures:
                 raise SemanticError(f"measure {alias.name} is defined twice", sql=statement,
                                     offset=position(alias))
-            measures[alias.name.lower()] = f"__matchsql_w{number}_{index}_m{k}"
-        out.append(_Window(node, f"__matchsql_w{number}_{index}", measures, []))
+            measures[alias.name.lower()] = f"__matchsql_w{tag}_{index}_m{k}"
+        out.append(_Window(node, f"__matchsql_w{tag}_{index}", measures, []))
     return out
 
 
