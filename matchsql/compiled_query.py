@@ -14,8 +14,8 @@ spec's own memo, never in a table keyed by object identity).
 
 A session keeps its compiled queries in :class:`CompiledQueries`, by what
 analysis read: the statement text, the node's place in it and its clauses
-(a window's synthetic node names its measures anew for each statement), the
-input schema and the settings the checks read. A MATCH_RECOGNIZE with a
+(a window's synthetic node is built on each run, not parsed from the text),
+the input schema and the settings the checks read. A MATCH_RECOGNIZE with a
 subquery is never kept: analysis folds the subquery's value of the moment
 into the spec.
 """

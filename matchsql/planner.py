@@ -83,6 +83,13 @@ def _plan(spec: MatchSpec) -> tuple[CompiledQuery, CompiledPlan | None, str]:
     return cached
 
 
+def _compiled(spec: MatchSpec) -> CompiledPlan:
+    """The compiled plan of ``spec``, asked for where a compiled (or the GPU) path runs."""
+    plan = _plan(spec)[1]
+    assert plan is not None, "a compiled path was chosen for a query without a plan"
+    return plan
+
+
 def choose_path(spec: MatchSpec, requested: str = "auto") -> PathChoice:
     """Pick the path for ``spec``; ``requested`` is ``config.execution_path``."""
     if requested not in PATHS:
@@ -155,15 +162,15 @@ def new_partition_matcher(spec: MatchSpec, key: tuple = (), config: Config | Non
         from matchsql.gpu.matcher import GpuMatcher
 
         if live:
-            return LiveGpuMatcher(_plan(spec)[1], key, config, cancel)
+            return LiveGpuMatcher(_compiled(spec), key, config, cancel)
         min_work = config.gpu_min_work if config.gpu == "auto" else 0
-        return GpuMatcher(_plan(spec)[1], key, config, cancel, min_work)
+        return GpuMatcher(_compiled(spec), key, config, cancel, min_work)
     choice = choose_path(spec, config.execution_path)
-    query, plan, _ = _plan(spec) if choice.name != "reference" or \
-        config.execution_path != "reference" else (None, None, "")
     if choice.name == "reference":
+        # SET execution_path = 'reference' lowers nothing: the reference compiles its own
+        query = _plan(spec)[0] if config.execution_path != "reference" else None
         return ReferenceMatcher(query if query is not None else spec, key, config, cancel)
-    return CompiledMatcher(plan, key, config, cancel, gather)
+    return CompiledMatcher(_compiled(spec), key, config, cancel, gather)
 
 
 @dataclass(frozen=True)
@@ -249,7 +256,7 @@ def _threads(spec: MatchSpec, config: Config, gpu: PathChoice | None,
     if cpu is None:
         return 1, "no applicable path"
     if cpu.name != "reference":
-        plan = _plan(spec)[1]
+        plan = _compiled(spec)
         if for_matcher(plan, config)[0] is not None and whole.unsupported(plan) is not None:
             return 1, ("row-local partitions on the DFA, not batched, are too short for a "
                        "thread pool")
@@ -267,8 +274,7 @@ def _whole(spec: MatchSpec, config: Config, gpu: PathChoice | None,
         return None, "no applicable path"
     if cpu.name == "reference":
         return None, "reference path"
-    plan = _plan(spec)[1]
-    assert plan is not None  # a compiled path was chosen
+    plan = _compiled(spec)
     why = whole.unsupported(plan)
     if why is not None:
         return None, why
@@ -282,7 +288,7 @@ def _lines(spec: MatchSpec, plan: PhysicalPlan) -> list[str]:
         choice = plan.choice
         lines = [f"path: {choice.name}", f"why: {choice.reason}", *choice.notes]
         if choice.name not in ("reference", "gpu"):
-            compiled = _plan(spec)[1]
+            compiled = _compiled(spec)
             dfa, why = for_matcher(compiled, config)
             lines.append(f"automaton: DFA ({dfa.states} states)" if dfa is not None
                          else f"automaton: thread VM ({why})")
@@ -325,8 +331,7 @@ def partition_threads(spec: MatchSpec, config: Config | None = None) -> tuple[in
 def split_partitions(spec: MatchSpec, config: Config) -> str:
     """Whether a long partition of ``spec`` is matched in chunks on several threads
     (:mod:`matchsql.fsm.compiled.chunks`), and why (EXPLAIN's ``split`` line)."""
-    plan = _plan(spec)[1]
-    assert plan is not None  # asked only where a compiled path runs
+    plan = _compiled(spec)
     why = unsplittable(spec, plan.registers.arrays()[0], plan.within)
     if why is not None:
         return f"no ({why})"

@@ -17,6 +17,7 @@ needs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import re
 import time
@@ -482,17 +483,15 @@ class MatchRunner:
             def new_run(key: tuple):
                 return planner.new_partition_matcher(spec, key, config, cancel, gather=True)
 
-            def match_whole(batch: pa.RecordBatch, bounds) -> list[pa.RecordBatch]:
-                return whole.match(batch, bounds, cancel)
-
-            threads, whole = plan.threads, plan.whole
-            if threads > 1:
+            # the partitions inside one batch, matched together where the plan batches them
+            match_whole = None if plan.whole is None else \
+                functools.partial(plan.whole.match, cancel=cancel)
+            if plan.threads > 1:
                 yield from ParallelPartitionRouter(
-                    spec.partition_by, new_run, threads, chunk_rows=config.batch_size,
-                    cancel=cancel, whole=match_whole if whole is not None else None).run(reader)
+                    spec.partition_by, new_run, plan.threads, chunk_rows=config.batch_size,
+                    cancel=cancel, whole=match_whole).run(reader)
             else:
-                router = SortedPartitionRouter(spec.partition_by, new_run,
-                                               match_whole if whole is not None else None)
+                router = SortedPartitionRouter(spec.partition_by, new_run, match_whole)
                 for batch in reader:
                     yield from coalesce(list(router.route(batch)))
                 yield from coalesce(list(router.finish()))
