@@ -2,10 +2,16 @@
 
 ``choose_path(spec)`` tries the compiled paths in order of speed and says why
 it settled where it did; ``new_partition_matcher(spec, key, config)`` is the
-factory the executor (and Spark, streams) use. Plans are cached per spec
-object, so a query's DEFINEs and measures are lowered once, not once per
-partition. ``config.execution_path`` forces a path: forcing one that does
-not apply is an error that names the reason, never a silent fallback.
+factory the executor (and Spark, streams) use. Plans are kept in the spec's
+own memo (:class:`~matchsql.plan.spec.PlanMemo`), so a query's DEFINEs and
+measures are lowered once, not once per partition, and a spec made from
+another by ``dataclasses.replace`` plans for itself. ``config.execution_path``
+forces a path: forcing one that does not apply is an error that names the
+reason, never a silent fallback.
+
+:func:`physical` decides the rest of how a one-time query's partitions run
+(threads, batched partitions, worker processes) once per config, and holds the
+reasons EXPLAIN prints (:func:`explain`).
 
 Paths (docs/execution.md has them for users, docs/architecture.md the layers around them):
 
@@ -32,7 +38,7 @@ numba.cuda, an optional dependency, are imported where a query takes the GPU pat
 
 from __future__ import annotations
 
-import weakref
+import dataclasses
 from dataclasses import dataclass
 
 from matchsql.cancel import Cancellation
@@ -64,23 +70,24 @@ class PathChoice:
     notes: tuple[str, ...] = ()
 
 
-# MatchSpec is an unhashable dataclass: plans are keyed by identity and dropped
-# together with their spec.
-_plans: dict[int, tuple] = {}
-
-
-def _plan(spec: MatchSpec):
-    """The compiled plan of ``spec`` or the reason there is none (cached per spec)."""
-    cached = _plans.get(id(spec))
+def _plan(spec: MatchSpec) -> tuple[CompiledQuery, CompiledPlan | None, str]:
+    """The compiled plan of ``spec`` or the reason there is none (kept in its memo)."""
+    cached = spec.memo.get("lowering")
     if cached is None:
         query = CompiledQuery(spec)
         try:
             cached = (query, CompiledPlan.build(spec, query), "")
         except Unsupported as exc:
             cached = (query, None, str(exc))
-        _plans[id(spec)] = cached
-        weakref.finalize(spec, _plans.pop, id(spec), None)
+        spec.memo["lowering"] = cached
     return cached
+
+
+def _compiled(spec: MatchSpec) -> CompiledPlan:
+    """The compiled plan of ``spec``, asked for where a compiled (or the GPU) path runs."""
+    plan = _plan(spec)[1]
+    assert plan is not None, "a compiled path was chosen for a query without a plan"
+    return plan
 
 
 def choose_path(spec: MatchSpec, requested: str = "auto") -> PathChoice:
@@ -155,15 +162,153 @@ def new_partition_matcher(spec: MatchSpec, key: tuple = (), config: Config | Non
         from matchsql.gpu.matcher import GpuMatcher
 
         if live:
-            return LiveGpuMatcher(_plan(spec)[1], key, config, cancel)
+            return LiveGpuMatcher(_compiled(spec), key, config, cancel)
         min_work = config.gpu_min_work if config.gpu == "auto" else 0
-        return GpuMatcher(_plan(spec)[1], key, config, cancel, min_work)
+        return GpuMatcher(_compiled(spec), key, config, cancel, min_work)
     choice = choose_path(spec, config.execution_path)
-    query, plan, _ = _plan(spec) if choice.name != "reference" or \
-        config.execution_path != "reference" else (None, None, "")
     if choice.name == "reference":
+        # SET execution_path = 'reference' lowers nothing: the reference compiles its own
+        query = _plan(spec)[0] if config.execution_path != "reference" else None
         return ReferenceMatcher(query if query is not None else spec, key, config, cancel)
-    return CompiledMatcher(plan, key, config, cancel, gather)
+    return CompiledMatcher(_compiled(spec), key, config, cancel, gather)
+
+
+@dataclass(frozen=True)
+class PhysicalPlan:
+    """How a spec's partitions run in a one-time query under one config, decided once.
+
+    Each answer comes with the reason EXPLAIN prints. ``path`` is the CPU path
+    (``path_error``: why none applies, a forced one); ``gpu`` the GPU path's choice
+    where it takes the query (``gpu_error``: why ``gpu = 'on'`` cannot run it).
+    ``config`` is a copy of the settings it was decided under.
+    """
+
+    config: Config
+    path: PathChoice | None
+    path_error: str | None
+    gpu: PathChoice | None
+    gpu_error: str | None
+    threads: int
+    threads_why: str
+    split: str | None  # whether a long partition is matched in chunks, and why (CPU paths)
+    whole: WholePartitions | None
+    whole_why: str
+    workers: bool  # partitions on worker processes (SET workers = N, with PARTITION BY)
+    lines: tuple[str, ...]  # EXPLAIN's lines from ``path:`` to ``batched:``
+
+    @property
+    def choice(self) -> PathChoice:
+        """The path that runs the partitions (the GPU's where it takes them); an
+        :class:`ExecutionError` where none applies."""
+        if self.gpu_error is not None:
+            raise ExecutionError(self.gpu_error)
+        if self.gpu is not None:
+            return self.gpu
+        if self.path is None:
+            raise ExecutionError(self.path_error or "no applicable path")
+        return self.path
+
+
+def physical(spec: MatchSpec, config: Config | None = None) -> PhysicalPlan:
+    """The physical plan of ``spec`` under ``config``, kept in the spec's memo per the
+    config's values (a ``SET`` between two runs gets a plan of its own)."""
+    config = config or Config()
+    key = ("physical", tuple(getattr(config, name) for name in Config.names()))
+    found = spec.memo.get(key)
+    if found is None:
+        found = spec.memo[key] = _decide(spec, dataclasses.replace(config))
+    return found
+
+
+def _decide(spec: MatchSpec, config: Config) -> PhysicalPlan:
+    """Every answer of the plan from one choice of path: a forced path that does not apply
+    is kept as its message (the first partition raises it, EXPLAIN prints it)."""
+    gpu, gpu_error = None, None
+    try:
+        gpu = gpu_path(spec, config)
+    except ExecutionError as exc:
+        gpu_error = exc.message
+    path, path_error = None, None
+    try:
+        path = choose_path(spec, config.execution_path)
+    except ExecutionError as exc:
+        path_error = exc.message
+    # the CPU path that runs the partitions; None where the GPU takes them or none applies
+    cpu = path if gpu is None and gpu_error is None else None
+    threads, threads_why = _threads(spec, config, gpu, cpu)
+    split = split_partitions(spec, config) if cpu is not None and cpu.name != "reference" \
+        else None
+    whole, whole_why = _whole(spec, config, gpu, cpu)
+    plan = PhysicalPlan(config, path, path_error, gpu, gpu_error, threads, threads_why, split,
+                        whole, whole_why, config.workers > 1 and bool(spec.partition_by), ())
+    return dataclasses.replace(plan, lines=tuple(_lines(spec, plan)))
+
+
+def _threads(spec: MatchSpec, config: Config, gpu: PathChoice | None,
+             cpu: PathChoice | None) -> tuple[int, str]:
+    """See :func:`partition_threads`."""
+    if config.threads <= 1:
+        return 1, "SET threads = 1"
+    if not spec.partition_by:
+        return 1, "no PARTITION BY: one partition"
+    if gpu is not None:
+        return 1, "partitions share one device"
+    if cpu is None:
+        return 1, "no applicable path"
+    if cpu.name != "reference":
+        plan = _compiled(spec)
+        if for_matcher(plan, config)[0] is not None and whole.unsupported(plan) is not None:
+            return 1, ("row-local partitions on the DFA, not batched, are too short for a "
+                       "thread pool")
+    return config.threads, f"partitions spread over {config.threads} threads"
+
+
+def _whole(spec: MatchSpec, config: Config, gpu: PathChoice | None,
+           cpu: PathChoice | None) -> tuple[WholePartitions | None, str]:
+    """See :func:`whole_partitions`."""
+    if not spec.partition_by:
+        return None, "one partition"
+    if gpu is not None:
+        return None, "GPU path"
+    if cpu is None:
+        return None, "no applicable path"
+    if cpu.name == "reference":
+        return None, "reference path"
+    plan = _compiled(spec)
+    why = whole.unsupported(plan)
+    if why is not None:
+        return None, why
+    return WholePartitions(plan, config), "partitions inside one input batch are matched together"
+
+
+def _lines(spec: MatchSpec, plan: PhysicalPlan) -> list[str]:
+    """EXPLAIN's lines about the path: which, why, the automaton, threads, split, batched."""
+    config = plan.config
+    try:
+        choice = plan.choice
+        lines = [f"path: {choice.name}", f"why: {choice.reason}", *choice.notes]
+        if choice.name not in ("reference", "gpu"):
+            compiled = _compiled(spec)
+            dfa, why = for_matcher(compiled, config)
+            lines.append(f"automaton: DFA ({dfa.states} states)" if dfa is not None
+                         else f"automaton: thread VM ({why})")
+            relaxed = relaxed_dfa(compiled) if dfa is None else None
+            if relaxed is not None:
+                line = (f"prefilter: starts ruled out by the row-local conditions "
+                        f"(DFA of {relaxed.states} states)")
+                if second_row(compiled) is not None:
+                    line += ", and by the register conditions on the second row"
+                lines.append(line)
+        threads = "sequential" if plan.threads == 1 else f"{plan.threads} threads"
+        lines.append(f"partitions: {threads} ({plan.threads_why})")
+        if plan.split is not None:
+            lines.append(f"split: {plan.split}")
+        if spec.partition_by:
+            lines.append(f"batched: {'yes' if plan.whole is not None else 'no'} "
+                         f"({plan.whole_why})")
+    except ExecutionError as exc:
+        lines = ["path: none", f"why: {exc.message}"]
+    return lines
 
 
 def partition_threads(spec: MatchSpec, config: Config | None = None) -> tuple[int, str]:
@@ -179,29 +324,14 @@ def partition_threads(spec: MatchSpec, config: Config | None = None) -> tuple[in
     partitions, A B+ C+). A single partition has nothing to spread here: its
     rows are split into chunks instead (:func:`split_partitions`).
     """
-    config = config or Config()
-    if config.threads <= 1:
-        return 1, "SET threads = 1"
-    if not spec.partition_by:
-        return 1, "no PARTITION BY: one partition"
-    try:
-        if gpu_path(spec, config) is not None:
-            return 1, "partitions share one device"
-        choice = choose_path(spec, config.execution_path)
-    except ExecutionError:
-        return 1, "no applicable path"
-    if choice.name != "reference":
-        plan = _plan(spec)[1]
-        if for_matcher(plan, config)[0] is not None and whole.unsupported(plan) is not None:
-            return 1, ("row-local partitions on the DFA, not batched, are too short for a "
-                       "thread pool")
-    return config.threads, f"partitions spread over {config.threads} threads"
+    plan = physical(spec, config)
+    return plan.threads, plan.threads_why
 
 
 def split_partitions(spec: MatchSpec, config: Config) -> str:
     """Whether a long partition of ``spec`` is matched in chunks on several threads
     (:mod:`matchsql.fsm.compiled.chunks`), and why (EXPLAIN's ``split`` line)."""
-    plan = _plan(spec)[1]
+    plan = _compiled(spec)
     why = unsplittable(spec, plan.registers.arrays()[0], plan.within)
     if why is not None:
         return f"no ({why})"
@@ -211,60 +341,24 @@ def split_partitions(spec: MatchSpec, config: Config) -> str:
             "threads, fixed up to the sequential result")
 
 
-def whole_partitions(spec: MatchSpec, config: Config | None = None):
+def whole_partitions(spec: MatchSpec, config: Config | None = None
+                     ) -> tuple[WholePartitions | None, str]:
     """``(matcher, why)``: a :class:`~matchsql.fsm.compiled.batch.WholePartitions`
     that matches the complete partitions of a sorted batch together, or None
     and the reason it does not apply."""
-    config = config or Config()
-    if not spec.partition_by:
-        return None, "one partition"
-    try:
-        if gpu_path(spec, config) is not None:
-            return None, "GPU path"
-        choice = choose_path(spec, config.execution_path)
-    except ExecutionError:
-        return None, "no applicable path"
-    if choice.name == "reference":
-        return None, "reference path"
-    plan = _plan(spec)[1]
-    why = whole.unsupported(plan)
-    if why is not None:
-        return None, why
-    return WholePartitions(plan, config), "partitions inside one input batch are matched together"
+    plan = physical(spec, config)
+    return plan.whole, plan.whole_why
 
 
 def explain(spec: MatchSpec, config: Config | None = None) -> str:
     """EXPLAIN text of one MATCH_RECOGNIZE: the program, the chosen path and why."""
-    config = config or Config()
-    try:
-        choice = gpu_path(spec, config) or choose_path(spec, config.execution_path)
-        path = f"path: {choice.name}\nwhy: {choice.reason}"
-        for note in choice.notes:
-            path += f"\n{note}"
-        if choice.name not in ("reference", "gpu"):
-            dfa, why = for_matcher(_plan(spec)[1], config)
-            path += (f"\nautomaton: DFA ({dfa.states} states)" if dfa is not None
-                     else f"\nautomaton: thread VM ({why})")
-            relaxed = relaxed_dfa(_plan(spec)[1]) if dfa is None else None
-            if relaxed is not None:
-                path += (f"\nprefilter: starts ruled out by the row-local conditions "
-                         f"(DFA of {relaxed.states} states)")
-                if second_row(_plan(spec)[1]) is not None:
-                    path += ", and by the register conditions on the second row"
-        threads, why = partition_threads(spec, config)
-        path += f"\npartitions: {'sequential' if threads == 1 else f'{threads} threads'} ({why})"
-        if choice.name not in ("reference", "gpu"):
-            path += f"\nsplit: {split_partitions(spec, config)}"
-        if spec.partition_by:
-            whole, why = whole_partitions(spec, config)
-            path += f"\nbatched: {'yes' if whole is not None else 'no'} ({why})"
-    except ExecutionError as exc:
-        path = f"path: none\nwhy: {exc.message}"
+    lines = list(physical(spec, config).lines)
     for name, sql in spec.derived.items():  # DuckDB's parts of the query
-        path += f"\nDuckDB computes in the input: {name} = {sql}"
+        lines.append(f"DuckDB computes in the input: {name} = {sql}")
     for measure in spec.projection:
         if measure.by_duckdb:
-            path += f"\nDuckDB computes over the matches: {measure.name} = {measure.sql}"
+            lines.append(f"DuckDB computes over the matches: {measure.name} = {measure.sql}")
+    path = "\n".join(lines)
     program = compile_pattern(spec.pattern)
     return (f"MATCH_RECOGNIZE PATTERN ({spec.pattern.to_sql()})\n{path}\n"
             f"program ({len(program)} instructions, {program.loops} loops):\n"

@@ -47,6 +47,12 @@ def _children(obj: object):
     return found
 
 
+def _opaque(obj: object) -> bool:
+    """A cache beside the plan (``snapshot_opaque``, say a spec's plan memo): what it holds
+    depends on what ran before, so its objects get no paths (the plan's reach them)."""
+    return bool(getattr(type(obj), "snapshot_opaque", False))
+
+
 def plan_paths(roots: Mapping[str, object]) -> dict[tuple, object]:
     """Every non-leaf object reachable from ``roots``, by the first path that reaches it
     (breadth first, so the same plan built twice gives the same paths)."""
@@ -55,7 +61,7 @@ def plan_paths(roots: Mapping[str, object]) -> dict[tuple, object]:
     queue = deque(((name,), obj) for name, obj in roots.items())
     while queue and len(paths) < _MAX_OBJECTS:
         path, obj = queue.popleft()
-        if isinstance(obj, _LEAVES) or id(obj) in seen:
+        if isinstance(obj, _LEAVES) or id(obj) in seen or _opaque(obj):
             continue
         seen.add(id(obj))
         paths[path] = obj

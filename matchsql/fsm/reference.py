@@ -33,7 +33,7 @@ then applied to the standard's preferred match of that start row.
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Sequence
 from functools import partial
 
@@ -153,24 +153,12 @@ def held_columns(spec: MatchSpec) -> list[str] | None:
 # Rows one call of the thread VM consumes at most before the cancel flag is read again.
 _CHUNK_ROWS = 1024
 
-_COMPILED: OrderedDict[int, tuple[MatchSpec, CompiledQuery]] = OrderedDict()
-_COMPILED_KEEP = 16
-
-
 def compiled_query(spec: MatchSpec) -> CompiledQuery:
-    """The compiled form of ``spec``, shared by all partitions of one query.
-
-    MatchSpec is a mutable (unhashable) dataclass, so the cache is keyed by
-    identity and keeps the spec itself to make the identity check sound.
-    """
-    entry = _COMPILED.get(id(spec))
-    if entry is not None and entry[0] is spec:
-        _COMPILED.move_to_end(id(spec))
-        return entry[1]
-    query = CompiledQuery(spec)
-    _COMPILED[id(spec)] = (spec, query)
-    while len(_COMPILED) > _COMPILED_KEEP:
-        _COMPILED.popitem(last=False)
+    """The compiled form of ``spec``, shared by all partitions of one query (kept in the
+    spec's plan memo, so a spec made by ``dataclasses.replace`` compiles its own)."""
+    query = spec.memo.get("reference")
+    if query is None:
+        query = spec.memo["reference"] = CompiledQuery(spec)
     return query
 
 

@@ -28,6 +28,15 @@ def position(node: exp.Expr) -> int | None:
     return first_offset(node)
 
 
+def offset_of(node: exp.Expr) -> int | None:
+    """Where ``node`` starts in the statement text (its first identifier), if known."""
+    for ident in node.find_all(exp.Identifier):
+        start = ident.meta.get("start")
+        if start is not None:
+            return start
+    return None
+
+
 @dataclass
 class _Scope:
     """What encloses the node being checked."""

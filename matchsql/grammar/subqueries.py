@@ -37,7 +37,7 @@ from matchsql.grammar.checks import position
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
 
-__all__ = ["fold_subqueries", "visible_ctes"]
+__all__ = ["fold_subqueries", "has_subqueries", "visible_ctes"]
 
 _INTEGERS = frozenset(("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
                        "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"))
@@ -59,6 +59,16 @@ def fold_subqueries(node: MatchRecognizeTable, names: set[str], sql: str,
         item.set("expression", folder.fold(item.expression))
     for measure in node.args.get("measures") or []:
         measure.set("this", folder.fold(measure.this))
+
+
+def has_subqueries(node: MatchRecognizeTable) -> bool:
+    """Whether any clause of ``node`` but its input holds a subquery: analysing it then
+    reads table data (:func:`fold_subqueries`, or a WITHIN bound DuckDB evaluates), so
+    its result holds values of the moment, which no cache may keep."""
+    return any(isinstance(sub, exp.Query)
+               for name, value in node.args.items() if name != "this"
+               for item in (value if isinstance(value, list) else [value])
+               if isinstance(item, exp.Expr) for sub in item.walk())
 
 
 class _Folder:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 import pyarrow as pa
 from sqlglot import exp
@@ -74,6 +75,24 @@ class ResultMeasure:
         return self.sql != quoted(self.name)
 
 
+class PlanMemo(dict[Any, Any]):
+    """What the engine and the planner derived from one spec: its lowering, its physical
+    plan per config (:func:`matchsql.planner.physical`).
+
+    A cache beside the spec's value, so that a query's plans are built once and dropped
+    with it: ``dataclasses.replace`` gives the new spec a fresh memo (a narrowed or
+    re-anchored spec plans for itself), pickling and deep copies leave it behind (a
+    worker process builds its own plans), and snapshots do not walk it
+    (:data:`snapshot_opaque`: the paths of a plan's objects stay those of the plan).
+    """
+
+    #: Read by :mod:`matchsql.snapshot`: this object's contents are no part of a plan.
+    snapshot_opaque = True
+
+    def __reduce__(self) -> tuple[type[PlanMemo], tuple[()]]:
+        return PlanMemo, ()
+
+
 @dataclass
 class MatchSpec:
     """A fully analysed row pattern recognition.
@@ -112,6 +131,8 @@ class MatchSpec:
     #: id(expression) -> (expression, its bound form); see :func:`matchsql.plan.binder.bind`.
     bound_cache: dict[int, tuple[exp.Expression, exp.Expression]] = field(
         default_factory=dict, init=False, repr=False, compare=False)
+    #: The plans built for this very spec (see :class:`PlanMemo`).
+    memo: PlanMemo = field(default_factory=PlanMemo, init=False, repr=False, compare=False)
 
     @property
     def variables(self) -> list[str]:

@@ -52,9 +52,9 @@ from sqlglot import exp
 import matchsql.snapshot as snapshot
 from matchsql.adaptive.continuous import live_batches
 from matchsql.cancel import Cancellation
+from matchsql.compiled_query import CompiledMatch, compile_match
 from matchsql.errors import CatalogError, Error, ExecutionError, SemanticError
 from matchsql.expr.batch_select import derive_input, project_result
-from matchsql.grammar.analyze import analyze
 from matchsql.grammar.continuous_ddl import (
     NAME_RULE,
     ContinuousQueryAction,
@@ -64,6 +64,7 @@ from matchsql.grammar.continuous_ddl import (
 )
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
+from matchsql.plan.spec import MatchSpec
 from matchsql.planner import new_partition_matcher
 from matchsql.results.result import table_result
 from matchsql.router.hashed import HashPartitionRouter
@@ -102,7 +103,11 @@ class _Plan:
     view: str
     schema: pa.Schema  # the matches' columns
     index: snapshot.PlanIndex  # the plan objects a snapshot refers to
-    spec: Any = None  # the MatchSpec (worker processes build their runs from it)
+    query: CompiledMatch  # the compiled MATCH_RECOGNIZE (worker processes get its spec)
+
+    @property
+    def spec(self) -> MatchSpec:
+        return self.query.spec
 
 
 class ContinuousQueries:
@@ -289,7 +294,7 @@ class ContinuousQueries:
         return row
 
     def _plan(self, name: str, body: str, statement: str, offset: int) -> _Plan:
-        """Analyse the INSERT ... SELECT ... FROM stream MATCH_RECOGNIZE (...) body.
+        """Compile the INSERT ... SELECT ... FROM stream MATCH_RECOGNIZE (...) body.
 
         The body is parsed after ``offset`` blanks, so that its errors point where it
         stands in ``statement`` (as a view's or a prepared statement's body does)."""
@@ -312,8 +317,10 @@ class ContinuousQueries:
                                 "archive_filter for a continuous query: the archive is the "
                                 "log it replays after a crash", sql=statement, offset=offset)
         schema = self.executor.streams.schema_of_stream(definition)
-        spec = analyze(node, schema, sql=body, con=self.executor.con)
         config = self.executor.config
+        compiled = compile_match(node, schema, sql=body, con=self.executor.con, config=config,
+                                 cache=self.executor.compiled)
+        spec = compiled.spec
 
         def new_run(key: tuple):
             return new_partition_matcher(spec, key, config, live=True)
@@ -329,7 +336,7 @@ class ContinuousQueries:
         view = f"__matchsql_cq_{name.lower()}"
         node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
         return _Plan(definition, spec.partition_by, new_run, tree.sql(dialect="duckdb"), view,
-                     spec.result_schema(), index, spec)
+                     spec.result_schema(), index, compiled)
 
     def _start_position(self, definition: StreamDef) -> int:
         """A new query starts at the oldest tuple the ring still holds (the stream's
@@ -431,11 +438,10 @@ class _Runner:
         """The partitions' runs: in worker processes with ``SET workers = N`` (when the
         pool is free), else in this thread."""
         config = self.executor.config
-        if self.plan.spec is not None:
-            router = self.executor.workers.stream_router(
-                self.plan.spec, config, Cancellation(), self.plan.new_run, live=False)
-            if router is not None:
-                return router
+        router = self.executor.workers.stream_router(
+            self.plan.query, config, Cancellation(), self.plan.new_run, live=False)
+        if router is not None:
+            return router
         return HashPartitionRouter(self.plan.partition_by, self.plan.new_run)
 
     def _run_once(self) -> bool:

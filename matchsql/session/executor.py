@@ -63,13 +63,15 @@ from matchsql.session.view_catalog import STUB_MESSAGE, definitions, mentions
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from matchsql.compiled_query import CompiledQueries
     from matchsql.session.continuous import ContinuousQueries
     from matchsql.session.matching import MatchRunner
     from matchsql.session.streams import StreamStatements
     from matchsql.workers.session import WorkerSession
 
 
-#: Statements after which the MATCH_RECOGNIZE views are read from the catalog again.
+#: Statements after which the MATCH_RECOGNIZE views are read from the catalog again, and
+#: after which no compiled MATCH_RECOGNIZE is reused (a macro one calls may have changed).
 _CHANGES_CATALOG = frozenset({"CREATE", "DROP", "ALTER", "COMMENT", "ATTACH", "DETACH",
                               "USE", "ROLLBACK", "IMPORT"})
 _MISSING_TABLE = re.compile(r'Table with name (.+?) does not exist!')
@@ -114,6 +116,7 @@ class Executor:
         self._streams: StreamStatements | None = None
         self._continuous: ContinuousQueries | None = None
         self._workers: WorkerSession | None = None
+        self._compiled: CompiledQueries | None = None
         # While run(as_relation=True) runs: plain statements' rows stay a DuckDB relation.
         self._as_relation = False
 
@@ -158,6 +161,16 @@ class Executor:
 
             self._workers = WorkerSession()
         return self._workers
+
+    @property
+    def compiled(self) -> CompiledQueries:
+        """The MATCH_RECOGNIZEs this connection compiled (see matchsql.compiled_query)."""
+        if self._compiled is None:
+            # The analysis and the planner (numba): loaded with the first MATCH_RECOGNIZE.
+            from matchsql.compiled_query import CompiledQueries
+
+            self._compiled = CompiledQueries()
+        return self._compiled
 
     def close(self) -> None:
         """Stop what outlives statements: named continuous queries (a last checkpoint)
@@ -236,6 +249,8 @@ class Executor:
         words = statement.words
         if words[:1] and words[0] in _CHANGES_CATALOG:
             self._view_cache = None
+            if self._compiled is not None:
+                self._compiled.clear()
         if views and (not words or words[0] in READS_TABLES) and mentions(text, views):
             # EXPLAIN [ANALYZE] stays in front: only the statement it explains is expanded.
             head = statement.head

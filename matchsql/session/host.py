@@ -21,6 +21,7 @@ from matchsql.session.statements import Statement
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from matchsql.compiled_query import CompiledQueries
     from matchsql.session.streams import StreamStatements
     from matchsql.workers.session import WorkerSession
 
@@ -48,6 +49,9 @@ class StatementHost(Protocol):
 
     @property
     def workers(self) -> WorkerSession: ...
+
+    @property
+    def compiled(self) -> CompiledQueries: ...
 
     def dispatch(self, statement: Statement, params: Params = None) -> Any: ...
 

@@ -17,6 +17,7 @@ needs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import re
 import time
@@ -28,7 +29,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 import matchsql.planner as planner  # by module: tests stand in for its functions
-from matchsql.config import Config
+from matchsql.compiled_query import CompiledMatch, compile_match
 from matchsql.deep import run_deep
 from matchsql.errors import (
     Error,
@@ -39,12 +40,10 @@ from matchsql.errors import (
     out_of_memory,
 )
 from matchsql.expr.batch_select import project_result
-from matchsql.fsm.program import check_pattern_size
-from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import known_depth, parse
 from matchsql.grammar.subqueries import visible_ctes
-from matchsql.plan.spec import MatchSpec, select_list
+from matchsql.plan.spec import select_list
 from matchsql.results.result import BatchSource, Result, table_result
 from matchsql.router.parallel import ParallelPartitionRouter, coalesce
 from matchsql.router.partitions import SortedPartitionRouter
@@ -66,7 +65,6 @@ from matchsql.session.query_shape import (
     input_error_offset,
     offset_of,
     plain_limit,
-    require_columns,
 )
 from matchsql.session.scope import lookup
 from matchsql.session.statement_text import bind_texts, bind_values, create_view, split_arguments
@@ -354,17 +352,17 @@ class MatchRunner:
         for view, reader in inner.items():
             cursor.unregister(view)
             cursor.register(view, reader)
-        spec = analyze(node, schema, sql=statement, con=self.executor.con)
-        require_columns(spec, node, statement)
-        check_pattern_size(spec.pattern, self.executor.config.max_pattern_size, statement)
-        narrow = self._projected(text, spec)
+        config = self.executor.config
+        compiled = compile_match(node, schema, sql=statement, con=self.executor.con,
+                                 config=config, cache=self.executor.compiled)
+        narrow = self._projected(text, compiled)
         if narrow is not None:
-            spec, input_sql = narrow
-        elif spec.derived:
-            input_sql = text.query(derived=spec.derived)
-        if spec.derived:  # DuckDB's own types for the derived columns, as it exports them
-            spec = dataclasses.replace(spec, columns=self._schema_of(cursor, input_sql, node,
-                                                                     statement))
+            compiled, input_sql = narrow
+        elif compiled.spec.derived:
+            input_sql = text.query(derived=compiled.spec.derived)
+        if compiled.spec.derived:  # DuckDB's own types for the derived columns, as it exports them
+            compiled = compiled.over(self._schema_of(cursor, input_sql, node, statement))
+        spec = compiled.spec
         # The unsorted attempt reads the input a second time when it is out of order: only
         # for a table, view or table function, none of them a stream that reads once.
         again = isinstance(node.this, exp.Table) and not inner and all(
@@ -374,7 +372,8 @@ class MatchRunner:
             if again else None
         queries = InputQueries(input_sql, unsorted, spec.partition_by,
                                order_keys(node, spec.order_by), unread=unread_columns(spec))
-        on_workers = self.executor.config.workers > 1 and bool(spec.partition_by)
+        plan = compiled.physical(config)
+        on_workers = plan.workers
         scatter = None  # the input queries of the scatter mode (matchsql/workers/scatter.py),
         # planned only for that mode: its catalog query costs every statement a millisecond
         if on_workers and self.executor.workers.mode == "scatter":
@@ -382,19 +381,18 @@ class MatchRunner:
                                    presorted=queries.order if may_skip_sort(cursor) else None)
         project = project_result(spec)
         if self._profiles is None:
-            batches = self._match_batches(spec, cursor, queries, on_workers=on_workers,
-                                          scatter=scatter)
+            batches = self._match_batches(compiled, plan, cursor, queries, scatter=scatter)
         else:
-            profile = MatchProfile(_path_name(spec, self.executor.config),
-                                   not spec.rows_per_match.all_rows)
+            profile = MatchProfile(_path_name(plan), not spec.rows_per_match.all_rows)
             self._profiles[offset_of(node.this)] = profile
             batches = profile.output(
-                self._match_batches(spec, cursor, queries, profile, on_workers, scatter))
+                self._match_batches(compiled, plan, cursor, queries, profile, scatter))
         return spec.result_schema(), batches if project is None else project.batches(batches)
 
-    def _projected(self, text: InputText, spec: MatchSpec) -> tuple[MatchSpec, str] | None:
+    def _projected(self, text: InputText, compiled: CompiledMatch
+                   ) -> tuple[CompiledMatch, str] | None:
         """ONE ROW PER MATCH reads only the PARTITION BY and ORDER BY columns and
-        those DEFINE and MEASURES name: the spec and input query of just those
+        those DEFINE and MEASURES name: the query and input query of just those
         (DuckDB then exports no other column), or None where all are needed.
 
         Analysis already resolved every column reference of DEFINE and MEASURES
@@ -402,6 +400,7 @@ class MatchRunner:
         a ONE ROW PER MATCH spec depends on the other columns, so the narrow spec
         is the same spec over fewer columns.
         """
+        spec = compiled.spec
         schema = spec.columns
         names = schema.names
         if spec.rows_per_match.all_rows or len(set(names)) != len(names):
@@ -416,8 +415,8 @@ class MatchRunner:
         if len(used) == len(names) or not used <= set(names):
             return None
         fields = [f for f in schema if f.name in used]
-        narrow = dataclasses.replace(spec, columns=pa.schema(fields))
-        if not narrow.output_schema().equals(spec.output_schema()):
+        narrow = compiled.over(pa.schema(fields))
+        if not narrow.spec.output_schema().equals(spec.output_schema()):
             return None
         return narrow, text.query([f.name for f in fields], derived=spec.derived)
 
@@ -429,23 +428,24 @@ class MatchRunner:
             offset = input_error_offset(err.message, node)
             raise type(err)(err.message, sql=statement, offset=offset) from None
 
-    def _match_batches(self, spec: MatchSpec, cursor, queries: InputQueries,
-                       profile: MatchProfile | None = None,
-                       on_workers: bool = False,
+    def _match_batches(self, compiled: CompiledMatch, plan: planner.PhysicalPlan, cursor,
+                       queries: InputQueries, profile: MatchProfile | None = None,
                        scatter: ScatterPlan | None = None) -> Iterator[pa.RecordBatch]:
-        """Stream the input through one matcher run per partition.
+        """Stream the input through one matcher run per partition, as ``plan`` (the
+        query's physical plan under the statement's settings) says.
 
         The input comes sorted by partition and ORDER BY keys: by DuckDB's sort,
         or grouped here where it is in order already (see ordered_input.py).
 
         With ``threads`` > 1 the partitions run on a thread pool (the compiled
         kernels release the GIL) where the planner expects it to pay off
-        (``partition_threads``), their outputs in the sequential order; see
+        (``plan.threads``), their outputs in the sequential order; see
         router/parallel.py. The many small batches of short partitions are
         concatenated: DuckDB scans a few large batches much faster.
         """
 
         config = self.executor.config
+        spec = compiled.spec
         # This MATCH_RECOGNIZE's own token: its router cancels it when abandoned.
         cancel = self.executor.cancellation.child()
         try:
@@ -471,31 +471,27 @@ class MatchRunner:
                 return ordered_rows(queries, lambda sql: cursor.sql(sql).to_arrow_reader(
                     config.batch_size), cursor, config.threads)
 
-            if on_workers and self.executor.workers.claim():
-                yield from self.executor.workers.run(spec, config, cancel, open_input=open_input,
+            if plan.workers and self.executor.workers.claim():
+                yield from self.executor.workers.run(compiled, config, cancel,
+                                                     open_input=open_input,
                                                      sorted_input=ordered_input, scatter=scatter)
                 return
             reader = sorted_input()
-            try:  # plans are built once per spec: here, not racing in the workers
-                planner.choose_path(spec, config.execution_path)
-            except Error:
-                pass  # a forced path that does not apply: the first partition says so
+            # A forced path that does not apply (plan.path is None): the first partition
+            # says so. The plans were built with the physical plan, not racing in threads.
 
             def new_run(key: tuple):
                 return planner.new_partition_matcher(spec, key, config, cancel, gather=True)
 
-            def match_whole(batch: pa.RecordBatch, bounds) -> list[pa.RecordBatch]:
-                return whole.match(batch, bounds, cancel)
-
-            threads, _ = planner.partition_threads(spec, config)
-            whole, _ = planner.whole_partitions(spec, config)
-            if threads > 1:
+            # the partitions inside one batch, matched together where the plan batches them
+            match_whole = None if plan.whole is None else \
+                functools.partial(plan.whole.match, cancel=cancel)
+            if plan.threads > 1:
                 yield from ParallelPartitionRouter(
-                    spec.partition_by, new_run, threads, chunk_rows=config.batch_size,
-                    cancel=cancel, whole=match_whole if whole is not None else None).run(reader)
+                    spec.partition_by, new_run, plan.threads, chunk_rows=config.batch_size,
+                    cancel=cancel, whole=match_whole).run(reader)
             else:
-                router = SortedPartitionRouter(spec.partition_by, new_run,
-                                               match_whole if whole is not None else None)
+                router = SortedPartitionRouter(spec.partition_by, new_run, match_whole)
                 for batch in reader:
                     yield from coalesce(list(router.route(batch)))
                 yield from coalesce(list(router.finish()))
@@ -552,13 +548,14 @@ class MatchRunner:
                     schema = self.executor.streams.schema_of_stream(stream)
                 else:
                     schema = self._schema_of(cursor, _input_query(node), node, query)
-                spec = analyze(node, schema, sql=query, con=cursor)
-                check_pattern_size(spec.pattern, self.executor.config.max_pattern_size, query)
+                config = self.executor.config
+                compiled = compile_match(node, schema, sql=query, con=cursor, config=config,
+                                         cache=self.executor.compiled)
                 view = f"__matchsql_matches_{next(_view_numbers)}"
-                cursor.register(view, spec.result_schema().empty_table())
+                cursor.register(view, compiled.spec.result_schema().empty_table())
                 node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
                 lines = [f"-- MATCH_RECOGNIZE #{number} of {len(nodes)}"]
-                lines += planner.explain(spec, self.executor.config).splitlines()
+                lines += compiled.explain(config).splitlines()
                 sections.append((key, lines))
         finally:
             cursor.close()
@@ -609,12 +606,9 @@ def first_rows(batches: Iterator[pa.RecordBatch], n: int) -> Iterator[pa.RecordB
         batches.close()
 
 
-def _path_name(spec: MatchSpec, config: Config) -> str:
-    """The execution path the planner picks for ``spec`` (see matchsql/planner.py.choose_path)."""
-    try:
-        return planner.choose_path(spec, config.execution_path).name
-    except Error as err:
-        return f"none ({err.message})"
+def _path_name(plan: planner.PhysicalPlan) -> str:
+    """The CPU execution path of ``plan`` (see matchsql/planner.py.choose_path)."""
+    return plan.path.name if plan.path is not None else f"none ({plan.path_error})"
 
 
 

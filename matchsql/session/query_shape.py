@@ -11,11 +11,11 @@ import re
 
 from sqlglot import exp
 
-from matchsql.errors import Error, SemanticError
+from matchsql.errors import Error
+from matchsql.grammar.checks import offset_of
 from matchsql.grammar.dialect import first_offset
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
-from matchsql.plan.spec import MatchSpec
 
 
 def direct_select(tree, nodes: list, limit_ok: bool = False):
@@ -52,24 +52,6 @@ def plain_limit(tree) -> int | None:
     if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
         return int(value.this)
     return None
-
-
-def offset_of(node: exp.Expression) -> int | None:
-    """Where ``node`` starts in the statement text (its first identifier), if known."""
-    for ident in node.find_all(exp.Identifier):
-        start = ident.meta.get("start")
-        if start is not None:
-            return start
-    return None
-
-
-def require_columns(spec: MatchSpec, node: exp.Expression, statement: str) -> None:
-    """SQL:2016 asks ONE ROW PER MATCH for a partition column or a measure: without
-    either the output has no columns (which no table can hold)."""
-    if not spec.result_schema():
-        raise SemanticError("ONE ROW PER MATCH without PARTITION BY needs at least one "
-                            "measure: the output would have no columns",
-                            sql=statement, offset=offset_of(node.this))
 
 
 def partition_columns(sql: str, columns: list[str]) -> list[str]:

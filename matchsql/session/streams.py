@@ -29,15 +29,14 @@ from matchsql.adaptive.continuous import continuous_batches, live_batches
 from matchsql.adaptive.modes import InputOptions
 from matchsql.adaptive.statistics import Sliding
 from matchsql.cancel import Cancellation
+from matchsql.compiled_query import compile_match
 from matchsql.errors import Error, SemanticError, StreamError
 from matchsql.expr.batch_select import derive_input, project_result
-from matchsql.fsm.program import check_pattern_size
-from matchsql.grammar.analyze import analyze
 from matchsql.grammar.stream_ddl import CreateStream, DropStream, ShowStreamReaders, StreamStatement
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.plan.spec import SkipMode
 from matchsql.results.result import BatchSource, Result, table_result
-from matchsql.session.query_shape import direct_select, require_columns
+from matchsql.session.query_shape import direct_select
 from matchsql.storage.archive import normalize_filter
 from matchsql.storage.catalog import Catalog, StreamDef
 from matchsql.storage.live_reader import LiveReader
@@ -192,12 +191,12 @@ class StreamStatements:
             ring.close()
 
     def match_reader(self, node, statement: str, definition: StreamDef) -> _MatchReader:
-        """Analyse ``node`` against the stream's schema; the lazy reader of its matches."""
-        spec = analyze(node, self.schema_of_stream(definition), sql=statement,
-                       con=self.executor.con)
-        require_columns(spec, node, statement)
+        """Compile ``node`` against the stream's schema; the lazy reader of its matches."""
         config = self.executor.config
-        check_pattern_size(spec.pattern, config.max_pattern_size, statement)
+        compiled = compile_match(node, self.schema_of_stream(definition), sql=statement,
+                                 con=self.executor.con, config=config,
+                                 cache=self.executor.compiled)
+        spec = compiled.spec
         stats: dict = {}  # filled with the input metrics when the query ends
         sliding = (Sliding.PAST_LAST_ROW if spec.skip is SkipMode.PAST_LAST_ROW
                    else Sliding.NEXT_ROW)
@@ -209,7 +208,8 @@ class StreamStatements:
             return planner.new_partition_matcher(spec, key, config, cancel, live=True)
 
         # SET workers = N: the partitions' runs live in worker processes (any input mode).
-        router = self.executor.workers.stream_router(spec, config, cancel, new_run, live=True)
+        router = self.executor.workers.stream_router(compiled, config, cancel, new_run,
+                                                     live=True)
         batches = continuous_batches(
             definition, spec.partition_by, new_run,
             con=self.executor.con, batch_rows=config.batch_size,

@@ -33,10 +33,9 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
+from matchsql.compiled_query import compile_match
 from matchsql.config import Config
 from matchsql.errors import SemanticError
-from matchsql.fsm.program import check_pattern_size
-from matchsql.grammar.analyze import analyze
 from matchsql.grammar.checks import position
 from matchsql.grammar.nodes import MatchRecognizeTable, MeasureDef
 from matchsql.grammar.statements import parse
@@ -186,7 +185,10 @@ class WindowMeasures:
     def _rewrite_select(self, select: exp.Select, nodes: list[PatternWindow], statement: str,
                         cleanups: list, run: bool) -> list[_Window]:
         number = next(_numbers)
-        windows = _collect_windows(nodes, statement, number)
+        # The windows' column names: the same each time the statement runs (where its first
+        # window's place is known), so that their compiled queries are found again.
+        where = position(nodes[0])
+        windows = _collect_windows(nodes, statement, f"n{number}" if where is None else str(where))
         _collect_calls(select, windows, statement)
         for clause, words in (("group", "GROUP BY"), ("having", "HAVING")):
             if select.args.get(clause) is not None:
@@ -269,7 +271,7 @@ class WindowMeasures:
         cleanups.append(lambda: self.executor.unregister(name))
 
     def _analyze(self, window: _Window, schema: pa.Schema, alias: str, statement: str) -> None:
-        """The window's MatchSpec, through MATCH_RECOGNIZE's analysis, and its frame."""
+        """The window's MatchSpec, compiled as a MATCH_RECOGNIZE, and its frame."""
         node = window.node
         measures = [MeasureDef(this=m.this, alias=exp.to_identifier(window.measures[
             m.args["alias"].name.lower()])) for m in node.args.get("measures") or []]
@@ -296,14 +298,16 @@ class WindowMeasures:
         if order is not None:
             mr.set("order", exp.Order(expressions=[_unqualified(o, alias)
                                                    for o in order.expressions]))
-        spec = analyze(mr, schema, sql=statement, con=self.executor.con)
+        # It stands where the window stands in the statement (its place keys the cache).
+        mr.meta["start"] = position(node)
+        spec = compile_match(mr, schema, sql=statement, con=self.executor.con,
+                             config=self.config, cache=self.executor.compiled).spec
         if spec.projection:
             name = spec.projection[0].name
             raise SemanticError(f"measure {name} applies SQL to the match's results, which the "
                                 "WINDOW form of row pattern recognition does not compute yet: "
                                 "select it from MATCH_RECOGNIZE instead", sql=statement,
                                 offset=position(node))
-        check_pattern_size(spec.pattern, self.config.max_pattern_size, statement)
         seek = node.args.get("initial") is False
         pattern = spec.pattern
         if not seek:  # INITIAL: the match starts at the row
@@ -341,7 +345,8 @@ class WindowMeasures:
 # -- analysis helpers ---------------------------------------------------------------------
 
 
-def _collect_windows(nodes: list[PatternWindow], statement: str, number: int) -> list[_Window]:
+def _collect_windows(nodes: list[PatternWindow], statement: str, tag: str) -> list[_Window]:
+    """The windows of one SELECT; ``tag`` makes their column names unique in the statement."""
     out: list[_Window] = []
     names: set[str] = set()
     for index, node in enumerate(nodes):
@@ -367,8 +372,8 @@ def _collect_windows(nodes: list[PatternWindow], statement: str, number: int) ->
             if alias.name.lower() in measures:
                 raise SemanticError(f"measure {alias.name} is defined twice", sql=statement,
                                     offset=position(alias))
-            measures[alias.name.lower()] = f"__matchsql_w{number}_{index}_m{k}"
-        out.append(_Window(node, f"__matchsql_w{number}_{index}", measures, []))
+            measures[alias.name.lower()] = f"__matchsql_w{tag}_{index}_m{k}"
+        out.append(_Window(node, f"__matchsql_w{tag}_{index}", measures, []))
     return out
 
 

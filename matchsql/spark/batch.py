@@ -59,9 +59,9 @@ def match_recognize(df: DataFrame, query: str, *, table: str | None = None,
     one task, while the per-row matching cost is what needs spreading.
     """
     require_pyspark()
-    plan = build_plan(query, table or _table_name(query), arrow_schema_of(df),
-                      input_order=input_order)
     settings = Config.from_options(config) if isinstance(config, dict) else config
+    plan = build_plan(query, table or _table_name(query), arrow_schema_of(df),
+                      input_order=input_order, config=settings)
     source = df.withColumn(ROW_ID, _row_id()) if plan.row_id else df
     if plan.partition_by:
         keys = [_col(name) for name in plan.partition_by]

@@ -1,10 +1,11 @@
 """Driver side: turn a query over a DataFrame into a picklable :class:`MatchPlan`.
 
 Spark never sees the query text. The driver parses it with matchsql's own
-grammar, checks that it has a shape Spark can run, analyses the
+grammar, checks that it has a shape Spark can run, compiles the
 MATCH_RECOGNIZE against the DataFrame's schema (converted to Arrow) exactly as
-the embedded engine analyses it against a DuckDB relation, and ships the
-resulting plan to the executors. So a query is accepted or rejected, and typed,
+the embedded engine compiles it against a DuckDB relation
+(:func:`matchsql.compiled_query.compile_match`: the same analysis and checks),
+and ships the resulting plan to the executors. So a query is accepted or rejected, and typed,
 the same way in both places.
 
 Supported shapes (everything else is rejected with a :class:`SemanticError`)::
@@ -27,8 +28,9 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
+from matchsql.compiled_query import compile_match
+from matchsql.config import Config
 from matchsql.errors import ParseError, SemanticError
-from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
 from matchsql.plan.spec import MatchSpec
@@ -71,13 +73,15 @@ class MatchPlan:
 
 
 def build_plan(query: str, table: str, schema: pa.Schema, *,
-               input_order: str | list[str] | tuple[str, ...] | None = None) -> MatchPlan:
-    """Parse and analyse ``query``, whose MATCH_RECOGNIZE reads the table ``table``.
+               input_order: str | list[str] | tuple[str, ...] | None = None,
+               config: Config | None = None) -> MatchPlan:
+    """Parse and compile ``query``, whose MATCH_RECOGNIZE reads the table ``table``.
 
     ``schema`` is the table's Arrow schema. ``input_order`` stands in for the
     row order the embedded engine would read a table in when the query has no
     ORDER BY: a column name or list of names (sorted ascending), or
-    :data:`AS_READ` for the order in which Spark reads the DataFrame.
+    :data:`AS_READ` for the order in which Spark reads the DataFrame. ``config``'s
+    ``max_pattern_size`` limits the pattern, as it does in a session.
     """
     trees = parse(query)
     if len(trees) != 1:
@@ -93,7 +97,7 @@ def build_plan(query: str, table: str, schema: pa.Schema, *,
 
     con = duckdb.connect()
     try:
-        spec = analyze(node, schema, sql=query, con=con)
+        spec = compile_match(node, schema, sql=query, con=con, config=config or Config()).spec
     finally:
         con.close()
 

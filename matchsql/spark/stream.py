@@ -76,8 +76,9 @@ def match_recognize_stream(df: DataFrame, query: str, *, table: str | None = Non
         if end_marker not in schema.names:
             raise SemanticError(f"end_marker column {end_marker!r} is not in the DataFrame")
         schema = schema.remove(schema.get_field_index(end_marker))
-    plan = build_plan(query, table or _table_name(query), schema, input_order=input_order)
     settings = Config.from_options(config) if isinstance(config, dict) else config
+    plan = build_plan(query, table or _table_name(query), schema, input_order=input_order,
+                      config=settings)
     out_schema = plan.output_schema()
     returned = as_spark_arrow(out_schema, session_time_zone(df.sparkSession))
     timeout_ms = _duration_ms(idle_timeout) if idle_timeout is not None else None

@@ -107,7 +107,7 @@ def _sort_indices(table: pa.Table, keys: list[tuple[str, str, str]]) -> pa.Array
 def new_matcher(plan: MatchPlan, key: tuple, config: Config | None) -> PartitionRun:
     """The matcher run of one partition, on the path the embedded engine would choose.
 
-    The planner caches its lowering per spec object; the plan's spec is one
+    The planner keeps its lowering in the spec's memo; the plan's spec is one
     object per worker process (unpickled once with the UDF), so the lowering
     happens once per process, not once per group.
     """

@@ -115,7 +115,7 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
 def _unpickled(kept: OrderedDict[bytes, tuple], payload: bytes) -> tuple:
     """A query's spec and settings; the same objects as last time for the same bytes.
 
-    Compiled plans are kept per spec object (planner._plan): a query
+    Compiled plans are kept in each spec's own memo (planner._plan): a query
     run again (the same statement, or a prepared one) then finds its plan
     built, where a fresh unpickled spec would build it again in every worker
     (about 3 ms each, 1M-row Q2) while the router reads the input.

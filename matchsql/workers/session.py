@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable, Iterator
 import pyarrow as pa
 
 from matchsql.cancel import Cancellation
+from matchsql.compiled_query import CompiledMatch
 from matchsql.config import Config
-from matchsql.plan.spec import MatchSpec
 from matchsql.router.partitions import RunFactory
 from matchsql.router.presorted import GroupedRows
 from matchsql.workers.balance import Policy, Rebalancer
@@ -54,15 +54,18 @@ class WorkerSession:
         """
         return self._busy.acquire(blocking=False)
 
-    def run(self, spec: MatchSpec, config: Config, cancel: Cancellation, *,
+    def run(self, query: CompiledMatch, config: Config, cancel: Cancellation, *,
             open_input: Callable[[str], Iterable[pa.RecordBatch]],
             sorted_input: Callable[[], GroupedRows | pa.Table | Iterable[pa.RecordBatch]],
             scatter: ScatterPlan | None, policy: Policy | None = None
             ) -> Iterator[pa.RecordBatch]:
-        """The matches of one MATCH_RECOGNIZE. :attr:`mode` "sorted" routes the rows of
-        ``sorted_input()``: the input in partition and ORDER BY order, got as the caller
-        gets it for ``workers = 1`` (its own order where it is in order, else DuckDB's
-        sort: one rule for both), grouped here (then shared with the workers) or batches; "scatter" runs ``scatter``'s scans by ``open_input(sql)``."""
+        """The matches of one MATCH_RECOGNIZE (``query``; the workers get its spec).
+        :attr:`mode` "sorted" routes the rows of ``sorted_input()``: the input in
+        partition and ORDER BY order, got as the caller gets it for ``workers = 1`` (its
+        own order where it is in order, else DuckDB's sort: one rule for both), grouped
+        here (then shared with the workers) or batches; "scatter" runs ``scatter``'s
+        scans by ``open_input(sql)``."""
+        spec = query.spec
         clean = False
         pool: WorkerPool | None = None
         try:
@@ -86,11 +89,12 @@ class WorkerSession:
                     self.pool = None
             self._busy.release()
 
-    def stream_router(self, spec: MatchSpec, config: Config, cancel: Cancellation,
+    def stream_router(self, query: CompiledMatch, config: Config, cancel: Cancellation,
                       new_run: RunFactory, *, live: bool) -> StreamRouter | None:
         """A continuous query's router on the workers, or None where it runs in this
         process (``workers = 1``, no PARTITION BY, or the pool taken by another query).
         It holds the pool until :meth:`StreamRouter.close`."""
+        spec = query.spec
         if config.workers <= 1 or not spec.partition_by or not self.claim():
             return None
         try:
