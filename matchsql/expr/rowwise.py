@@ -22,15 +22,27 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import pyarrow as pa
 from sqlglot import exp
+from sqlglot.errors import ErrorLevel
 
 from matchsql.errors import SemanticError
 from matchsql.expr import aggregates as agg
 from matchsql.expr import values as sc
+from matchsql.expr.duckdb_calls import DuckDBCall, duckdb_type
 from matchsql.expr.history import HistoryUse, Reach, observe
 from matchsql.expr.rows import MatchView, first_row, label_at, last_row, physical_move, rows_of
 from matchsql.plan.binder import bind
-from matchsql.plan.bound import AggregateCall, Const, MatchNumberRef, Pointer, Position, pointers
+from matchsql.plan.bound import (
+    BY_DUCKDB,
+    AggregateCall,
+    Const,
+    MatchNumberRef,
+    Pointer,
+    Position,
+    describe,
+    pointers,
+)
 from matchsql.plan.spec import MatchSpec
 
 Evaluator = Callable[[MatchView], Any]
@@ -63,7 +75,7 @@ def evaluator(bound: exp.Expression) -> Evaluator:
 def analyze_expression(expr: exp.Expression, spec: MatchSpec) -> CompiledExpression:
     """Compile ``expr`` and report the history it observes and its navigation reach."""
     bound = bind(expr, spec)
-    fn = _Compiler().compile(bound)
+    fn = _Compiler(spec.columns).compile(bound)
     history, reach = observe(bound)
     return CompiledExpression(lambda view: fn(view, None), history, reach)
 
@@ -154,6 +166,19 @@ _ANONYMOUS: dict[str, Callable[..., Any]] = {
     "ifnull": lambda a, b: b if a is None else a,
 }
 
+def _literal(value: Any) -> exp.Expression | None:
+    """A constant as a SQL literal in a query DuckDB answers (None: it is a parameter)."""
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    if isinstance(value, int | Decimal) or (isinstance(value, float) and math.isfinite(value)):
+        return exp.Literal.number(str(value))
+    return None
+
+
 def _finder(at: Position) -> Callable[[MatchView], int | None]:
     """:func:`~matchsql.expr.rows.locate` specialised to one position: pointer reads are
     the evaluator's innermost loop, so the position's fields are bound once."""
@@ -205,7 +230,11 @@ def _running(call: AggregateCall, value: _Fn, condition: _Fn | None
 
 
 class _Compiler:
-    """Turns one bound expression into nested closures ``(view, aggregated row) -> value``."""
+    """Turns one bound expression into nested closures ``(view, aggregated row) -> value``;
+    ``columns`` (the input's) type the values a query DuckDB answers reads."""
+
+    def __init__(self, columns: pa.Schema | None = None) -> None:
+        self.columns = columns
 
     def compile(self, node: exp.Expression) -> _Fn:
         if isinstance(node, Pointer):
@@ -229,13 +258,41 @@ class _Compiler:
         if type(node) in _SCALARS:
             names, fn = _SCALARS[type(node)]
             return self.call(fn, [node.args.get(n) for n in names])
-        if isinstance(node, exp.Anonymous):
-            fn = _ANONYMOUS.get(node.name.lower())
-            if fn is None:
-                raise SemanticError(f"unknown function {node.name}() in row pattern expression")
-            return self.call(fn, list(node.expressions))
-        raise SemanticError(f"unsupported expression in row pattern recognition: "
-                            f"{type(node).__name__.upper()}")
+        if isinstance(node, exp.Anonymous) and node.name.lower() in _ANONYMOUS:
+            return self.call(_ANONYMOUS[node.name.lower()], list(node.expressions))
+        return self.by_duckdb(node)
+
+    def by_duckdb(self, node: exp.Expression) -> _Fn:
+        """A node the value library has no rule for, as DuckDB computes it: a query over
+        the values of its reads (pointers, aggregates, MATCH_NUMBER()), which this
+        evaluator supplies (see :mod:`matchsql.expr.duckdb_calls`)."""
+        reads: list[exp.Expression] = []
+        template, shown = exp.Paren(this=node.copy()), exp.Paren(this=node.copy())
+        copies = list(zip(node.walk(), template.this.walk(), shown.this.walk()))
+        at = {id(n): (t, s) for n, t, s in copies}
+        pending = [node]
+        while pending:
+            n = pending.pop()
+            literal = _literal(n.value) if isinstance(n, Const) else None
+            if literal is not None:
+                at[id(n)][0].replace(literal)
+                at[id(n)][1].replace(literal.copy())
+            elif isinstance(n, Pointer | AggregateCall | MatchNumberRef | Const):
+                reads.append(n)
+                at[id(n)][0].replace(self.parameter(n, len(reads)))
+                at[id(n)][1].replace(exp.var(describe(n)))
+            else:
+                pending.extend(n.iter_expressions())
+        try:
+            sql = "SELECT " + template.this.sql(dialect="duckdb",
+                                                unsupported_level=ErrorLevel.RAISE)
+            text = shown.this.sql(dialect="duckdb")
+        except Exception:  # noqa: BLE001 - a node DuckDB's dialect cannot write
+            raise SemanticError(f"unsupported expression in row pattern recognition: "
+                                f"{describe(node)}") from None
+        call = DuckDBCall(sql, text)
+        parts = [self.compile(r) for r in reads]
+        return lambda view, row: call([p(view, row) for p in parts])
 
     def call(self, fn: Callable[..., Any], args: list[exp.Expression | None]) -> _Fn:
         while args and args[-1] is None:
@@ -265,6 +322,8 @@ class _Compiler:
     def aggregate(self, node: AggregateCall) -> _Fn:
         vars_, fixed = node.vars, node.final
         parts = [self.compile(a) for a in node.expressions]
+        if node.function == BY_DUCKDB:
+            return self.duckdb_aggregate(node, parts)
         condition = self.compile(node.condition) if node.condition is not None else None
         if node.function == "count_star":
             parts = [lambda view, row: 1]
@@ -285,6 +344,35 @@ class _Compiler:
                 return reducer([(parts[0](view, p), parts[1](view, p) if len(parts) > 1
                                  else None) for p in positions])
             return reducer([parts[0](view, p) for p in positions])
+        return evaluate
+
+    def parameter(self, read: exp.Expression, number: int) -> exp.Expression:
+        """Parameter ``number`` of a query DuckDB answers, cast to the type of ``read``
+        where it is known: a NULL read keeps its column's type (``greatest($1, $2)``
+        is DOUBLE where ``$1`` reads a DOUBLE column, NULL or not)."""
+        placeholder = exp.Placeholder(this=str(number))
+        type_name = None
+        if isinstance(read, Pointer):
+            if read.classifier:
+                type_name = "VARCHAR"
+            elif self.columns is not None and read.column in self.columns.names:
+                type_name = duckdb_type(self.columns.field(read.column).type)
+        elif isinstance(read, MatchNumberRef):
+            type_name = "BIGINT"
+        if type_name is None:
+            return placeholder
+        return exp.Cast(this=placeholder, to=exp.DataType.build(type_name, dialect="duckdb"))
+
+    def duckdb_aggregate(self, node: AggregateCall, parts: list[_Fn]) -> _Fn:
+        """An aggregate DuckDB computes over the lists of its reads' values."""
+        vars_, fixed = node.vars, node.final
+        call = DuckDBCall(node.query or "", node.text)
+
+        def evaluate(view: MatchView, row: Any) -> Any:
+            positions = rows_of(view, vars_, view.final if fixed is None else fixed)
+            if not parts:
+                return call([[None] * len(positions)])
+            return call([[part(view, p) for p in positions] for part in parts])
         return evaluate
 
     # -- operators -----------------------------------------------------------------------------------

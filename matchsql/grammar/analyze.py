@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from matchsql.errors import CatalogError, Error, SemanticError, TypeMismatchError
 from matchsql.grammar.checks import ExpressionChecker, position
+from matchsql.grammar.duckdb_aggregates import DefineAggregates
 from matchsql.grammar.duckdb_catalog import aggregate_names
 from matchsql.grammar.measure_split import MeasureSplit
 from matchsql.grammar.nodes import MatchRecognizeTable, MeasureDef, VariableDef
@@ -115,6 +116,8 @@ class _Analyzer:
         wide = typer if not push.fields else ExpressionTyper(
             self.con, pa.schema([*self.schema, *push.fields]), self.sql)
         measures, projection = MeasureSplit(wide, push).run(measures)
+        in_define = DefineAggregates(wide, push)
+        defines = {name: in_define.rewrite(expr) for name, expr in defines.items()}
         columns = pa.schema([*self.schema, *push.fields])  # the split may derive more
 
         spec = MatchSpec(

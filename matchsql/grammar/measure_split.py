@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from matchsql.grammar.dialect import MatchSQL
+from matchsql.grammar.duckdb_aggregates import by_duckdb, over_fields
 from matchsql.grammar.pushdown import PushDown, lambda_variable, native
 from matchsql.grammar.typer import ExpressionTyper
 from matchsql.plan.binder import source_text
@@ -41,31 +42,12 @@ __all__ = ["HIDDEN_MEASURE_PREFIX", "MeasureSplit"]
 HIDDEN_MEASURE_PREFIX = "__mr_m"
 
 
-#: The aggregates the matcher keeps running itself (without DISTINCT or ORDER BY).
-_HOT = (exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg)
-
-
 def _primitive(node: exp.Expr, push: PushDown) -> bool:
     """Whether ``node`` is evaluated by the matcher as a whole."""
     if isinstance(node, exp.Column):
         return not lambda_variable(node)
     return isinstance(node, Navigation | PatternSemantics | Classifier | MatchNumber) \
         or push.is_aggregate(node)
-
-
-def _duckdb_aggregate(node: exp.Expr, push: PushDown
-                      ) -> tuple[exp.Expr, bool | None] | None:
-    """The aggregate (with its FILTER) that DuckDB computes for primitive ``node``, and
-    its RUNNING (False) / FINAL (True) / default (None); None where the matcher does."""
-    final = None
-    if isinstance(node, PatternSemantics):
-        final, node = node.final, node.this
-    if not push.is_aggregate(node):
-        return None
-    core = node.this if isinstance(node, exp.Filter) else node
-    hot = isinstance(core, _HOT) and not any(
-        isinstance(n, exp.Distinct | exp.Order) for n in core.walk())
-    return None if hot else (node, final)
 
 
 @dataclass
@@ -103,31 +85,22 @@ class MeasureSplit:
 
     def _replacement(self, primitive: exp.Expr) -> exp.Expr:
         """What reads ``primitive``'s value in the projection."""
-        aggregate = _duckdb_aggregate(primitive, self.push)
+        aggregate = by_duckdb(primitive, self.push)
         if aggregate is None:
             return exp.column(exp.to_identifier(self._hidden(primitive), quoted=True))
         node, final = aggregate
-        reads = [c for c in node.find_all(exp.Column)
-                 if not lambda_variable(c) and not isinstance(c.this, exp.Star)]
-        if not reads:  # nothing of the rows to collect (COUNT(A.*) with DISTINCT, say)
+        fields, body = over_fields(node)
+        if not any(isinstance(read, exp.Column) for read in fields.values()):
+            # no column of the rows to collect (COUNT(A.*) with DISTINCT, string_agg of
+            # the labels): the matcher's own, column-wise where the path has them
             return exp.column(exp.to_identifier(self._hidden(primitive), quoted=True))
-        fields: dict[str, str] = {}  # read column -> its field in the collected struct
-        for column in reads:
-            fields.setdefault(column.name, f"c{len(fields)}")
-        qualifier = reads[0].args.get("table")
         struct = exp.Struct(expressions=[
-            exp.PropertyEQ(this=exp.to_identifier(field_name),
-                           expression=exp.column(exp.to_identifier(name, quoted=True),
-                                                 table=qualifier.copy() if qualifier else None))
-            for name, field_name in fields.items()])
+            exp.PropertyEQ(this=exp.to_identifier(field_name), expression=read.copy())
+            for field_name, read in fields.items()])
         collect: exp.Expr = exp.ArrayAgg(this=struct)
         if final is not None:
             collect = PatternSemantics(this=collect, final=final)
         name = self._hidden(collect)
-        body = node.copy()
-        for column in list(body.find_all(exp.Column)):
-            if column.name in fields and not lambda_variable(column):
-                column.replace(exp.column(fields[column.name]))
         return exp.maybe_parse(
             f"(SELECT {body.sql(dialect=MatchSQL)} FROM (SELECT unnest("
             f"{quoted(name)}, recursive := true)))", dialect=MatchSQL)
@@ -137,7 +110,7 @@ class MeasureSplit:
         are collected into ``primitives``)."""
         if _primitive(node, self.push):
             primitives.append(node)
-            return _duckdb_aggregate(node, self.push) is not None
+            return by_duckdb(node, self.push) is not None
         needs = not native(node)
         for child in node.iter_expressions():
             needs = self._needs_duckdb(child, primitives) or needs

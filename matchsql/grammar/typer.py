@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from matchsql.errors import CatalogError, Error, SemanticError, TypeMismatchError
 from matchsql.grammar.checks import position
+from matchsql.grammar.duckdb_catalog import aggregate_names, is_any_aggregate
 from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
 
 __all__ = ["ExpressionTyper"]
@@ -48,6 +49,8 @@ class ExpressionTyper:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, schema: pa.Schema, sql: str) -> None:
         self.relation = con.from_arrow(schema.empty_table())
+        # DuckDB's aggregates sqlglot parses as anonymous calls (histogram, entropy, ...)
+        self.aggregates = aggregate_names(con)
         self.sql = sql
         # Types bound ahead by prime(): plain SQL text -> (DuckDB type name, Arrow field).
         self._known: dict[str, tuple[str, pa.Field]] = {}
@@ -58,7 +61,7 @@ class ExpressionTyper:
     def _text(self, expr: exp.Expr) -> str:
         held = self._texts.get(id(expr))
         if held is None or held[0] is not expr:
-            held = self._texts[id(expr)] = (expr, to_plain_sql(expr).sql(dialect="duckdb"))
+            held = self._texts[id(expr)] = (expr, to_plain_sql(expr, self.aggregates).sql(dialect="duckdb"))
         return held[1]
 
     def prime(self, exprs: list[exp.Expr]) -> None:
@@ -92,7 +95,7 @@ class ExpressionTyper:
         if known is not None:
             return known[0]
         try:
-            return str(self._bind(to_plain_sql(expr)).types[0])
+            return str(self._bind(to_plain_sql(expr, self.aggregates)).types[0])
         except duckdb.Error as exc:
             raise self._locate(expr, exc) from None
 
@@ -101,7 +104,7 @@ class ExpressionTyper:
         if known is not None:
             return known[1]
         try:
-            return self._bind(to_plain_sql(expr)).to_arrow_table().schema.field(0)
+            return self._bind(to_plain_sql(expr, self.aggregates)).to_arrow_table().schema.field(0)
         except duckdb.Error as exc:
             raise self._locate(expr, exc) from None
 
@@ -118,7 +121,7 @@ class ExpressionTyper:
             if sub is expr or isinstance(sub, _LEAVES):
                 continue
             try:
-                self._bind(to_plain_sql(sub))
+                self._bind(to_plain_sql(sub, self.aggregates))
             except (
                 duckdb.BinderException,
                 duckdb.CatalogException,
@@ -149,8 +152,9 @@ def _translate(exc: duckdb.Error, sql: str, offset: int | None) -> Error:
     return SemanticError(message, sql=sql, offset=offset)
 
 
-def to_plain_sql(expr: exp.Expr) -> exp.Expr:
-    """The row-level SQL stand-in for a MATCH_RECOGNIZE expression (see module doc)."""
+def to_plain_sql(expr: exp.Expr, aggregates: frozenset[str] = frozenset()) -> exp.Expr:
+    """The row-level SQL stand-in for a MATCH_RECOGNIZE expression (see module doc);
+    ``aggregates``: the names of DuckDB's aggregates."""
 
     def visit(node: exp.Expr) -> exp.Expr:
         if isinstance(node, (Navigation, PatternSemantics)):
@@ -166,11 +170,13 @@ def to_plain_sql(expr: exp.Expr) -> exp.Expr:
         return node
 
     plain = _bottom_up(expr.copy(), visit)
-    if _aggregate_call(plain):  # replace() cannot swap the root: wrap it here
+    if _aggregate_call(plain, aggregates):  # replace() cannot swap the root: wrap it here
         window = exp.Window(this=plain)
         window.meta.update(plain.meta)
         return window
-    for agg in list(plain.find_all(exp.AggFunc)):
+    calls = [n for n in plain.walk() if _aggregate_call(n, aggregates)
+             and not isinstance(n, exp.Filter | exp.IgnoreNulls)]
+    for agg in calls:
         # ``agg FILTER (WHERE ...)`` is one call: the window goes around both (and around
         # the IGNORE NULLS that DuckDB's dialect puts on ``any_value``).
         call = agg
@@ -183,11 +189,11 @@ def to_plain_sql(expr: exp.Expr) -> exp.Expr:
     return plain
 
 
-def _aggregate_call(node: exp.Expr) -> bool:
+def _aggregate_call(node: exp.Expr, aggregates: frozenset[str]) -> bool:
     """An aggregate, with its FILTER clause if it has one."""
     while isinstance(node, exp.Filter | exp.IgnoreNulls):
         node = node.this
-    return isinstance(node, exp.AggFunc)
+    return is_any_aggregate(node, aggregates)
 
 
 def _bottom_up(node: exp.Expr, fun) -> exp.Expr:

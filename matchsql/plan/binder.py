@@ -18,8 +18,22 @@ from dataclasses import dataclass, replace
 from sqlglot import exp
 
 from matchsql.errors import SemanticError
-from matchsql.plan.bound import AggregateCall, Const, MatchNumberRef, Pointer, Position, VarSet
-from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
+from matchsql.plan.bound import (
+    BY_DUCKDB,
+    AggregateCall,
+    Const,
+    MatchNumberRef,
+    Pointer,
+    Position,
+    VarSet,
+)
+from matchsql.plan.row_functions import (
+    Classifier,
+    DuckDBAggregate,
+    MatchNumber,
+    Navigation,
+    PatternSemantics,
+)
 from matchsql.plan.spec import MatchSpec
 
 #: sqlglot's aggregate classes -> the canonical names of :mod:`matchsql.expr.aggregates`.
@@ -130,6 +144,8 @@ class Binder:
         if isinstance(node, Navigation):
             at, value = self.locate(node, ctx)
             return self.bind(value, replace(ctx, at=at, text=source_text(node)))
+        if isinstance(node, DuckDBAggregate):
+            return self.duckdb_aggregate(node, ctx)
         if is_aggregate(node):
             return self.aggregate(node, ctx)
         return self.rebuild(node, ctx)
@@ -246,6 +262,19 @@ class Binder:
         vars_ = self.arg_vars(exp.Tuple(expressions=[a.copy() for a in args]), what)
         return AggregateCall(function=function, expressions=[self.bind(a, inner) for a in args],
                              vars=vars_, filter=condition, final=ctx.final, text=text)
+
+    def duckdb_aggregate(self, node: DuckDBAggregate, ctx: _Context) -> AggregateCall:
+        """An aggregate DuckDB computes: the matcher collects its reads."""
+        text = node.args["text"]
+        if ctx.at is not None or ctx.aggregated:
+            raise SemanticError(f"aggregate {text} cannot be nested in another "
+                                "aggregate or navigation")
+        reads = list(node.expressions)
+        inner = _Context(final=ctx.final, aggregated=True)
+        vars_ = self.arg_vars(exp.Tuple(expressions=[r.copy() for r in reads]), text) \
+            if reads else None
+        return AggregateCall(function=BY_DUCKDB, expressions=[self.bind(r, inner) for r in reads],
+                             vars=vars_, final=ctx.final, text=text, sql=node.query)
 
     def count(self, node: exp.Count, ctx: _Context, inner: _Context,
               condition: exp.Expression | None, text: str) -> AggregateCall:

@@ -96,6 +96,10 @@ class MatchNumberRef(exp.Expression):
     arg_types: dict = {}
 
 
+#: :attr:`AggregateCall.function` of an aggregate that DuckDB computes.
+BY_DUCKDB = "duckdb"
+
+
 class AggregateCall(exp.Expression):
     """An aggregate over the rows of the match mapped to ``vars``.
 
@@ -103,10 +107,13 @@ class AggregateCall(exp.Expression):
     ``COUNT(*)``/``COUNT(A.*)``); ``expressions`` are the bound arguments, which
     read the aggregated row through ``aggregated`` pointers; ``filter`` is the
     bound FILTER (WHERE ...) condition; ``final`` as in :class:`Position`.
+
+    ``function`` :data:`BY_DUCKDB`: DuckDB computes the aggregate, ``sql`` over the lists
+    of the values each argument takes at the aggregated rows (parameters ``$1``...).
     """
 
     arg_types = {"function": True, "expressions": False, "vars": False, "filter": False,
-                 "distinct": False, "final": False, "text": False}
+                 "distinct": False, "final": False, "text": False, "sql": False}
 
     @property
     def function(self) -> str:
@@ -131,6 +138,11 @@ class AggregateCall(exp.Expression):
     @property
     def text(self) -> str:
         return self.args.get("text") or self.function
+
+    @property
+    def query(self) -> str | None:
+        """DuckDB's query of a :data:`BY_DUCKDB` aggregate."""
+        return self.args.get("sql")
 
 
 def pointers(node: exp.Expression) -> Iterator[Pointer]:

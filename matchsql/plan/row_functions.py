@@ -64,3 +64,17 @@ class MatchNumber(exp.Expression):
     """``MATCH_NUMBER()``: sequential number of the match in its partition, from 1."""
 
     arg_types: dict = {}
+
+
+class DuckDBAggregate(exp.Expression):
+    """An aggregate of a DEFINE that DuckDB computes (see
+    :mod:`matchsql.grammar.duckdb_aggregates`): ``sql`` is a query over parameters
+    ``$1``..``$n``, the lists of the values each of ``expressions`` (the reads of the
+    aggregated rows) takes over the rows the aggregate visits; ``text`` is the aggregate
+    as written, for messages."""
+
+    arg_types = {"expressions": True, "sql": True, "text": True}
+
+    @property
+    def query(self) -> str:
+        return self.args["sql"]

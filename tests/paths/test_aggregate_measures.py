@@ -91,6 +91,11 @@ def con() -> matchsql.Connection:
     return con
 
 
+#: DuckDB's aggregate over a column and the label: the matcher collects both per row (a
+#: struct), which the column-wise arguments do not build.
+ROW_WISE = {"max_by(f, CLASSIFIER())"}
+
+
 @pytest.mark.parametrize("mode", MODES, ids=["all", "all-final", "omit-empty", "one"])
 @pytest.mark.parametrize("measure", MEASURES)
 def test_column_wise_equals_reference(con: matchsql.Connection, measure: str,
@@ -105,6 +110,10 @@ def test_column_wise_equals_reference(con: matchsql.Connection, measure: str,
                 run(con, query, "registers")
             continue
         lines = explain(con, query)
+        if measure in ROW_WISE:
+            assert any("STRUCT is not evaluated by the column-wise" in line for line in lines), lines
+            assert run(con, query, "registers") == expected, query
+            continue
         assert any("measures: column-wise" in line or "output: column-wise rows" in line
                    for line in lines), lines
         assert run(con, query, "registers") == expected, query
