@@ -53,12 +53,29 @@ partitions = st.lists(st.tuples(xs, strings, dates), max_size=8).map(
     lambda rows: [{"id": i, "x": x, "s": s, "d": d} for i, (x, s, d) in enumerate(rows)])
 
 
+#: The rows of several partitions: ``p`` is the partition's number.
+PARTITIONED = pa.schema([("p", pa.int32()), *SCHEMA])
+
+
+def partitioned(sql: str) -> str:
+    """A query of :func:`queries` (one partition) partitioned by ``p``."""
+    return sql.replace("MATCH_RECOGNIZE (ORDER BY id", "MATCH_RECOGNIZE (PARTITION BY p "
+                                                      "ORDER BY id", 1)
+
+
+def table_of(groups: list[list[dict]]) -> pa.Table:
+    """The rows of each group (drawn by :data:`partitions`) as partition ``p``, the
+    group's number."""
+    return pa.Table.from_pylist([{"p": p, **row} for p, group in enumerate(groups)
+                                 for row in group], schema=PARTITIONED)
+
+
 @st.composite
-def queries(draw: st.DrawFn) -> str:
+def queries(draw: st.DrawFn, conditions: list[str] = CONDITIONS) -> str:
     pattern = draw(patterns)
     if not {"A", "B"} <= set(pattern.variables()):  # both are defined and read
         pattern = Alternation((pattern, Concatenation((Label("A"), Label("B")))))
-    a, b = draw(st.sampled_from(CONDITIONS)), draw(st.sampled_from(CONDITIONS))
+    a, b = draw(st.sampled_from(conditions)), draw(st.sampled_from(conditions))
     return (
         "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id "
         f"MEASURES {MEASURES} {draw(st.sampled_from(ROWS))} "
@@ -66,9 +83,13 @@ def queries(draw: st.DrawFn) -> str:
         f"PATTERN ({pattern.to_sql()}) SUBSET U = (A, B) DEFINE A AS {a}, B AS {b})")
 
 
-def _run(spec, rows: list[dict], splits: list[int], path: str):
+def run_path(spec, rows: list[dict], splits: list[int], path: str, gpu: str = "off"):
+    """``spec`` over ``rows`` fed in batches cut at ``splits`` on ``path`` (and the GPU
+    path where ``gpu`` is ``'on'``): ``("rows", rows)``, ``("error", kind)`` or
+    ``("n/a", None)`` where the path does not apply."""
     config = Config()
     config.execution_path = path
+    config.gpu = gpu
     derive, project = derive_input(spec), project_result(spec)
     try:
         matcher = new_partition_matcher(spec, (), config)
@@ -99,8 +120,8 @@ def test_paths_agree_with_functions(sql: str, rows: list[dict], data: st.DataObj
         assume(False)
         return
     splits = data.draw(st.lists(st.integers(0, len(rows)), max_size=3))
-    reference = _run(spec, rows, [], "reference")  # rows, or an error all paths must raise
+    reference = run_path(spec, rows, [], "reference")  # rows, or an error all paths must raise
     for path in PATHS:
-        got = _run(spec, rows, splits, path)
+        got = run_path(spec, rows, splits, path)
         if got[0] != "n/a":
             assert got == reference, (path, sql, rows, splits)
