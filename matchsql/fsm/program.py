@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
+from matchsql.config import MAX_PATTERN_SIZE
 from matchsql.errors import SemanticError
 from matchsql.plan.pattern import (
     Alternation,
@@ -40,7 +41,7 @@ from matchsql.plan.pattern import (
 #: instructions a pattern is refused instead of building a huge program.
 #: Statements are held to the ``max_pattern_size`` setting (matchsql/config.py)
 #: before planning; this is the cap for any caller, whatever the setting.
-MAX_PROGRAM_SIZE = 10_000_000
+MAX_PROGRAM_SIZE = MAX_PATTERN_SIZE
 
 #: PERMUTE of n items expands to n! orders: beyond this arity no program
 #: size setting could hold it, and n! itself gets slow to compute.

@@ -35,6 +35,18 @@ def is_stream_name(name: object) -> bool:
     """Whether ``name`` is a valid stream name (:data:`NAME_RULE`)."""
     return isinstance(name, str) and _NAME.match(name) is not None
 OPTIONS = ("capacity", "on_full", "archive", "archive_filter")
+#: A ring holds at most this many tuples (its segment is also held to the shared memory
+#: there is: matchsql.storage.shm_ring).
+MAX_CAPACITY = 1 << 30
+#: What a writer does when the ring is full: wait for readers, or spill to Parquet files.
+ON_FULL = ("block", "spill")
+CAPACITY_RULE = f"capacity is a whole number of tuples from 1 to {MAX_CAPACITY:,}"
+
+
+def is_capacity(value: object) -> bool:
+    """Whether ``value`` is a capacity :data:`CAPACITY_RULE` allows (SQL and Python)."""
+    return isinstance(value, int) and not isinstance(value, bool) \
+        and 1 <= value <= MAX_CAPACITY
 RESERVED_COLUMNS = ("_seq",)
 
 
@@ -209,6 +221,8 @@ class _Parser:
             if key not in OPTIONS:
                 raise self.error(f"unknown stream option {key!r}; known: {', '.join(OPTIONS)}",
                                  token)
+            if key in create.options:
+                raise self.error(f"{key} is given twice", token)
             self.expect(TokenType.EQ, "'='")
             value_token = self.peek()
             if value_token is None:
@@ -224,14 +238,15 @@ class _Parser:
     def option_value(self, key: str, token: Token) -> object:
         text = token.text
         if key == "capacity":
-            if token.token_type != TokenType.NUMBER or not text.isdigit() or int(text) <= 0:
-                raise self.error("capacity is a positive number of tuples", token)
+            if token.token_type != TokenType.NUMBER or not re.fullmatch(r"[0-9]{1,12}", text) \
+                    or not is_capacity(int(text)):
+                raise self.error(f"{CAPACITY_RULE}, got {text}", token)
             return int(text)
         if token.token_type not in (TokenType.STRING, TokenType.VAR, TokenType.IDENTIFIER):
             raise self.error(f"{key} takes a quoted string", token)
         if key == "on_full":
-            if text.lower() not in ("block", "spill"):
-                raise self.error("on_full is 'block' or 'spill'", token)
+            if text.lower() not in ON_FULL:
+                raise self.error(f"on_full is {' or '.join(map(repr, ON_FULL))}", token)
             return text.lower()
         if not text.strip():
             raise self.error(f"{key} must not be empty", token)

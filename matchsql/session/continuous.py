@@ -53,13 +53,23 @@ import matchsql.snapshot as snapshot
 from matchsql.adaptive.continuous import live_batches
 from matchsql.cancel import Cancellation
 from matchsql.compiled_query import CompiledMatch, compile_match
-from matchsql.errors import CatalogError, Error, ExecutionError, SemanticError
+from matchsql.config import is_internal
+from matchsql.errors import (
+    CatalogError,
+    Error,
+    ExecutionError,
+    SemanticError,
+    one_line,
+    without_kind,
+)
 from matchsql.expr.batch_select import derive_input, project_result
 from matchsql.grammar.continuous_ddl import (
     NAME_RULE,
+    OPTIONS,
     ContinuousQueryAction,
     ContinuousStatement,
     CreateContinuousQuery,
+    check_option,
     valid_name,
 )
 from matchsql.grammar.nodes import MatchRecognizeTable
@@ -159,10 +169,16 @@ class ContinuousQueries:
         """The Python API's CREATE: the same checks as the statement's."""
         if not valid_name(name):
             raise SemanticError(NAME_RULE)
+        checked: dict[str, float] = {}
         for key, value in options.items():
-            if value < 0:
-                raise SemanticError(f"{key} must be a non-negative number")
-        self.create(CreateContinuousQuery(name, body, 0, dict(options), if_not_exists), body)
+            if key not in OPTIONS:
+                raise SemanticError(f"unknown continuous query option {key!r}; known: "
+                                    f"{', '.join(OPTIONS)}")
+            try:
+                checked[key] = check_option(key, value)
+            except ValueError as rule:
+                raise SemanticError(f"{key} must be {rule}, got {value!r}") from None
+        self.create(CreateContinuousQuery(name, body, 0, checked, if_not_exists), body)
 
     def resume(self, name: str) -> None:
         row = self._require(name)
@@ -335,8 +351,32 @@ class ContinuousQueries:
                                 f"{type(exc).__name__}: {exc})") from None
         view = f"__matchsql_cq_{name.lower()}"
         node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
-        return _Plan(definition, spec.partition_by, new_run, tree.sql(dialect="duckdb"), view,
+        plan = _Plan(definition, spec.partition_by, new_run, tree.sql(dialect="duckdb"), view,
                      spec.result_schema(), index, compiled)
+        self._check_sink(tree, plan, statement, offset)
+        return plan
+
+    def _check_sink(self, tree: exp.Insert, plan: _Plan, statement: str, offset: int) -> None:
+        """Refuse a sink the first checkpoint could not write to (a missing table or schema,
+        a view, a column count that does not fit, matchsql's own tables): DuckDB binds the
+        INSERT over an empty input of the query's result schema, without running it."""
+        target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+        if isinstance(target, exp.Table):  # point at the sink's name
+            first = next((part for part in target.parts if "start" in part.meta), None)
+            offset = first.meta["start"] if first is not None else offset
+        if isinstance(target, exp.Table) and is_internal(target.name):
+            raise SemanticError(f"{target.name} is matchsql's own table, not a sink",
+                                sql=statement, offset=offset)
+        cursor = self.executor.con.cursor()
+        try:
+            cursor.register(plan.view, plan.schema.empty_table())
+            cursor.execute("EXPLAIN " + plan.insert_sql)
+        except duckdb.Error as error:
+            raise SemanticError(f"the continuous query's sink cannot take its rows: "
+                                f"{without_kind(one_line(str(error)))}", sql=statement,
+                                offset=offset) from None
+        finally:
+            cursor.close()
 
     def _start_position(self, definition: StreamDef) -> int:
         """A new query starts at the oldest tuple the ring still holds (the stream's

@@ -9,6 +9,7 @@ import duckdb
 import pyarrow as pa
 
 from matchsql.errors import CatalogError, StreamError
+from matchsql.grammar.stream_ddl import CAPACITY_RULE, ON_FULL, is_capacity
 from matchsql.storage.archive import Archive
 from matchsql.storage.catalog import Catalog, StreamDef
 from matchsql.storage.shm_ring import (
@@ -40,6 +41,10 @@ def create_stream(con: duckdb.DuckDBPyConnection, database: str | None, name: st
                   archive: str | None = None, archive_filter: str | None = None,
                   if_not_exists: bool = False) -> StreamDef | None:
     """Create the segment, register the stream and make sure its archive exists."""
+    if not is_capacity(capacity):  # the statement checked these: the Python API's values
+        raise StreamError(f"{CAPACITY_RULE}, got {capacity!r}")
+    if on_full not in ON_FULL:
+        raise StreamError(f"on_full is {' or '.join(map(repr, ON_FULL))}, got {on_full!r}")
     catalog = Catalog(database)
     existing = catalog.get(name)
     if existing is not None:
