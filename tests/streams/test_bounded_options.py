@@ -179,3 +179,20 @@ def test_a_ring_larger_than_the_shared_memory_left_is_refused(scratch_fs, monkey
         con.sql("CREATE STREAM s (k BIGINT, v DOUBLE) WITH (capacity = 1000)")
     assert con.sql("SHOW STREAMS").fetchall() == []
     con.close()
+
+
+def test_an_archive_filter_nested_too_deeply_is_refused_and_a_deep_one_is_kept(tmp_path):
+    con = matchsql.connect(demo=False)
+    deep = "NOT " * 3000 + "k > 1"
+    with pytest.raises(SemanticError, match=r"archive_filter: statement nested too deeply "
+                       r"\(limit 100\)"):
+        con.sql(f"CREATE STREAM f (k BIGINT) WITH (archive = '{tmp_path}/a/', "
+                f"archive_filter = '{deep}')")
+    assert con.sql("SHOW STREAMS").fetchall() == []
+    kept = "NOT " * 90 + "k > 1"  # within the limit: parsed, rendered back for DuckDB
+    con.sql(f"CREATE STREAM f (k BIGINT) WITH (archive = '{tmp_path}/b/', "
+            f"archive_filter = '{kept}')")
+    shown = con.sql("SHOW STREAMS")
+    row = dict(zip(shown.columns, shown.fetchall()[0]))
+    assert row["archive_filter"].count("NOT") == 90
+    con.close()
