@@ -44,9 +44,10 @@ from matchsql.storage.shm_ring import (
     W_EOS,
     W_EOS_SEQ,
     W_HEAD_SEQ,
+    W_TAIL_SEQ,
     Ring,
 )
-from matchsql.storage.spill import write_spill
+from matchsql.storage.spill import SpillSpace, encode_spill, size_text, write_spill
 
 S_BATCH_ROWS = 7  # rows of the last batch published so far; -1 once it is complete
 FRAME_ROWS = 65_536
@@ -67,6 +68,8 @@ class Producer:
         self._slot = slot
         self._frame_rows = max(1, min(FRAME_ROWS, definition.capacity))
         self._spill = definition.on_full == "spill"
+        self._max_spill = definition.spill_limit if self._spill else 0
+        self._spill_space = SpillSpace(definition.spill_dir)
         self._lock = threading.RLock()  # one write at a time from this process
         self._wake = threading.Condition()
         self._rows: list[Any] = []
@@ -123,8 +126,8 @@ class Producer:
 
         ``timeout`` bounds how long a blocking stream may stay full; without it
         the writer waits for the reader as long as one lives. A batch that
-        cannot be written whole (timeout, reader died, spill failed, stream
-        dropped) raises :class:`~matchsql.errors.StreamWriteError`, whose
+        cannot be written whole (timeout, reader died, spill failed or over the
+        stream's max_spill, stream dropped) raises :class:`~matchsql.errors.StreamWriteError`, whose
         ``rows_written`` says how many of its first rows are in the stream: a
         batch may be larger than the ring, so it cannot be all-or-nothing.
         Retrying with the same ``batch_id`` writes exactly the rest.
@@ -274,11 +277,7 @@ class Producer:
             with ring.locked():
                 first = ring.try_write(payload, batch.num_rows, time.monotonic_ns())
                 if first is None and self._spill:
-                    first = ring.reserve_spill(batch.num_rows)
-                    write_spill(self.definition.spill_dir, first,
-                                pa.Table.from_batches([batch]))
-                    faults.point("spill")  # written, not yet published
-                    ring.publish_spill(first, batch.num_rows)
+                    first = self._spill_frame(batch)
                 if first is not None:
                     slot[S_ROWS] += batch.num_rows
                     if batch_id is not None:
@@ -295,6 +294,29 @@ class Producer:
                                   "timeout")
             ring.note_blocked()
             ring.wait_space()
+
+    def _spill_frame(self, batch: pa.RecordBatch) -> int:
+        """Write ``batch`` to a spill file and publish it (hold the ring's lock); its first
+        sequence number. Over the stream's ``max_spill`` nothing is written: a StreamError
+        says so, and the tuples stay unpublished (none lost, none twice)."""
+        ring = self.ring
+        first = ring.reserve_spill(batch.num_rows)
+        data = encode_spill(pa.Table.from_batches([batch]))
+        # Under the lock, so producers never pass the limit together; readers only free.
+        used = self._spill_space.in_use(ring.word(W_TAIL_SEQ))
+        if used + data.size > self._max_spill:
+            limit = self._max_spill
+            raise StreamError(
+                f"stream {self.definition.name!r} reached its spill limit, max_spill = "
+                f"{limit:,} bytes ({size_text(limit)}): readers still need {used:,} bytes of "
+                f"spill files and the next file takes {data.size:,}; a reader must catch up "
+                "with the stream (spill files go as they are read), or create the stream "
+                "again with a larger max_spill")
+        write_spill(self.definition.spill_dir, first, data)
+        self._spill_space.add(first, data.size)
+        faults.point("spill")  # written, not yet published
+        ring.publish_spill(first, batch.num_rows)
+        return first
 
     def _background(self) -> None:
         """Heartbeat, and flush rows that waited ``linger``."""
