@@ -343,6 +343,19 @@ class Producer:
                     return
 
 
+def stream_schema(stream: str, database: str | None = None) -> pa.Schema:
+    """The columns of ``stream`` (looked up as :meth:`Producer.open` does), without
+    attaching: a producer that attaches restarts an ended stream, so a command that
+    may still fail (say, on a missing input file) asks this first."""
+    catalog = Catalog(database)
+    definition = catalog.get(stream) or catalog.require(stream.lower())
+    ring = Ring.attach(definition.segment)
+    try:
+        return ring.schema
+    finally:
+        ring.close()
+
+
 def _claim_slot(ring: Ring, name: str, pid: int) -> int:
     """A producer slot for ``name`` (reusing its batch-id memory); hold the ring's lock."""
     free = None
