@@ -267,9 +267,7 @@ class Producer:
         ring = self.ring
         payload = batch.serialize()
         if payload.size + 64 > ring.size // 2 and batch.num_rows > 1:
-            half = batch.num_rows // 2  # too big for the ring: halve
-            self._write_frame(batch.slice(0, half), batch_id, deadline, written)
-            self._write_frame(batch.slice(half), batch_id, deadline, written)
+            self._write_halves(batch, batch_id, deadline, written)  # too big for the ring
             return
         slot = ring.slot(self._slot)
         while True:
@@ -278,6 +276,8 @@ class Producer:
                 first = ring.try_write(payload, batch.num_rows, time.monotonic_ns())
                 if first is None and self._spill:
                     first = self._spill_frame(batch)
+                    if first is None:  # its spill file alone would pass max_spill
+                        break
                 if first is not None:
                     slot[S_ROWS] += batch.num_rows
                     if batch_id is not None:
@@ -294,18 +294,34 @@ class Producer:
                                   "timeout")
             ring.note_blocked()
             ring.wait_space()
+        self._write_halves(batch, batch_id, deadline, written)
 
-    def _spill_frame(self, batch: pa.RecordBatch) -> int:
+    def _write_halves(self, batch: pa.RecordBatch, batch_id: int | None,
+                      deadline: float | None, written: list[int]) -> None:
+        half = batch.num_rows // 2
+        self._write_frame(batch.slice(0, half), batch_id, deadline, written)
+        self._write_frame(batch.slice(half), batch_id, deadline, written)
+
+    def _spill_frame(self, batch: pa.RecordBatch) -> int | None:
         """Write ``batch`` to a spill file and publish it (hold the ring's lock); its first
         sequence number. Over the stream's ``max_spill`` nothing is written: a StreamError
-        says so, and the tuples stay unpublished (none lost, none twice)."""
+        says so, and the tuples stay unpublished (none lost, none twice). None when the
+        file alone would be larger than max_spill: the caller spills the batch in halves
+        (a small limit must not refuse a batch that fits it in smaller files)."""
         ring = self.ring
         first = ring.reserve_spill(batch.num_rows)
         data = encode_spill(pa.Table.from_batches([batch]))
+        limit = self._max_spill
+        if data.size > limit:
+            if batch.num_rows > 1:
+                return None
+            raise StreamError(
+                f"a tuple of stream {self.definition.name!r} takes {data.size:,} bytes in a "
+                f"spill file, more than its max_spill = {limit:,} bytes ({size_text(limit)}); "
+                "create the stream again with a larger max_spill")
         # Under the lock, so producers never pass the limit together; readers only free.
         used = self._spill_space.in_use(ring.word(W_TAIL_SEQ))
-        if used + data.size > self._max_spill:
-            limit = self._max_spill
+        if used + data.size > limit:
             raise StreamError(
                 f"stream {self.definition.name!r} reached its spill limit, max_spill = "
                 f"{limit:,} bytes ({size_text(limit)}): readers still need {used:,} bytes of "

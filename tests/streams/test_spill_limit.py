@@ -73,6 +73,8 @@ def write_until_done(producer: Producer, table: pa.Table, batch_id: int) -> None
 def test_the_default_is_a_quarter_of_the_free_space_and_is_recorded(con, runtime_dir,
                                                                     scratch_fs):
     fs = scratch_fs(runtime_dir)  # the registry, and so the spill directory, on a small disk
+    if not fs.mounted:
+        pytest.skip("a disk of known free space needs a tmpfs mount (root)")
     con.sql(TICKS + " WITH (capacity = 10000, on_full = 'spill')")
     stats = os.statvfs(fs.path)
     expected = stats.f_bavail * stats.f_frsize // 4
@@ -205,6 +207,41 @@ def test_a_write_past_the_limit_fails_and_a_reader_catching_up_loses_nothing(con
     assert [i for i, _ in got] == list(range(60_000))  # none lost, none twice
     assert [r for _, r in got] == data.column("r").to_pylist()
     assert show(con)["spill_bytes"] == 0
+
+
+def test_a_frame_larger_than_the_limit_is_spilled_in_smaller_files(con):
+    # Frames of 20,000 tuples take about 320 KB as a spill file: more than max_spill.
+    con.sql(TICKS + " WITH (capacity = 20000, on_full = 'spill', max_spill = 100 KiB)")
+    data = ticks(0, 60_000)
+    producer = Producer.open("ticks")
+    with pytest.raises(StreamWriteError, match="reached its spill limit") as err:
+        producer.write_batch(data, batch_id=1)
+    written = err.value.rows_written
+    assert 20_000 < written < 40_000  # the ring, then files of a part of the second frame
+    assert sum(p.stat().st_size for p in spill_files()) <= 100 * 1024
+    got: list[tuple[int, int]] = []
+    reader = threading.Thread(
+        target=lambda: got.extend(bounded(con.sql("SELECT i, r FROM ticks").fetchall)),
+        daemon=True)
+    reader.start()
+    write_until_done(producer, data, batch_id=1)
+    producer.close()
+    reader.join(WAIT_S)
+    assert [i for i, _ in got] == list(range(60_000))
+
+
+def test_a_tuple_larger_than_the_limit_says_so(con):
+    con.sql("CREATE STREAM ticks (s VARCHAR) WITH (capacity = 1, on_full = 'spill', "
+            "max_spill = 64 KiB)")
+    noise = np.random.default_rng(0).integers(0, 1 << 62, 20_000).tobytes().hex()
+    with Producer.open("ticks") as producer:
+        producer.write_batch({"s": ["small"]})  # the ring holds one tuple
+        with pytest.raises(StreamWriteError, match=r"a tuple of stream 'ticks' takes [\d,]+ "
+                           r"bytes in a spill file, more than its max_spill = 65,536 bytes "
+                           r"\(64 KiB\); create the stream again with a larger max_spill; "
+                           "none of the batch's 1 rows was written"):
+            producer.write_batch({"s": [noise]})
+    assert con.sql("SELECT s FROM ticks").fetchall() == [("small",)]
 
 
 def test_spill_released_by_every_reader_does_not_count(tmp_path):
