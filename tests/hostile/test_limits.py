@@ -9,6 +9,9 @@ import pytest
 
 import matchsql
 from matchsql.errors import LimitExceededError, ParseError, SemanticError
+from matchsql.fsm.compiled.lowering import MAX_CLOSURE_CELLS, closure_table, program_array
+from matchsql.fsm.program import compile_pattern
+from matchsql.grammar.pattern_parser import parse_pattern
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +128,27 @@ def test_permute_and_alternatives(con) -> None:
                        "DEFINE V0 AS price > 200, B AS price > 100"))
     assert got == rows(con, mr("MEASURES COUNT(*) AS n PATTERN ((V0 | V1) B) "
                                "DEFINE V0 AS price > 200, B AS price > 100"))
+
+
+def test_twenty_thousand_alternatives_end_with_a_limit_not_with_memory(con) -> None:
+    """Each live thread of the compiled matcher holds registers per variable: with 20,000
+    variables the working arrays are refused by their size (10 GiB at the thread limit)
+    instead of taking the machine's memory, and no closure table of 9.6 GB is built."""
+    alternatives = " | ".join(f"V{k}" for k in range(20_000))
+    error = fails(con, mr(f"MEASURES COUNT(*) AS n PATTERN (({alternatives}) B) "
+                          "DEFINE B AS price > 100"), LimitExceededError,
+                  r"the compiled matcher would need [\d.]+ GiB of registers for [\d,]+ live "
+                  r"threads of a pattern with 20,001 variables", seconds=60)
+    assert "ran out of memory" not in str(error)
+
+
+def test_a_closure_table_too_large_is_not_built() -> None:
+    wide = compile_pattern(parse_pattern("(" + " | ".join(f"V{k}" for k in range(3_000)) + ")"))
+    table = program_array(wide)
+    assert table.shape[1] == 6 + 1 and (table[:, 6] == -1).all()  # 6,000 x 3,000 cells: none
+    narrow = program_array(compile_pattern(parse_pattern("(V0 | V1 | V2) B")))
+    assert narrow.shape[1] > 7 and narrow[0, 6] == 3  # the seed reaches V0, V1, V2
+    assert closure_table(narrow[:, :6]).size <= MAX_CLOSURE_CELLS
 
 
 def test_a_hundred_measures(con) -> None:
