@@ -13,17 +13,11 @@ from matchsql.config import WHOLE_RANGES, Config
 from matchsql.errors import Error, ParseError, SemanticError, StreamError
 from matchsql.storage import shm_ring
 from matchsql.storage.streams import create_stream
+from tests.streams import test_continuous_queries as continuous
 from tests.streams.test_continuous_queries import COLUMNS, PATTERN, SCHEMA, SINK
 
 BODY = f"INSERT INTO sink SELECT * FROM ticks {PATTERN}"
-
-
-@pytest.fixture
-def db(tmp_path):
-    path = str(tmp_path / "cq.duckdb")
-    create_stream(duckdb.connect(), path, "ticks", COLUMNS, SCHEMA,
-                  archive=str(tmp_path / "hist") + "/")
-    return path
+db = continuous.db  # the fixture: a file database whose stream 'ticks' has an archive
 
 
 @pytest.mark.parametrize(("setting", "value"), [

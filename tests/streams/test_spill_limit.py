@@ -195,18 +195,24 @@ def test_a_write_past_the_limit_fails_and_a_reader_catching_up_loses_nothing(con
         producer.write_batch(data, batch_id=1)
     assert stream_word("ticks", W_HEAD_SEQ) == written
 
+    # The reader drains the spill files (they count no more), so the rest goes in.
+    got = drained_while_writing(con, producer, data)
+    assert [i for i, _ in got] == list(range(60_000))  # none lost, none twice
+    assert [r for _, r in got] == data.column("r").to_pylist()
+    assert show(con)["spill_bytes"] == 0
+
+
+def drained_while_writing(con, producer: Producer, data: pa.Table) -> list[tuple[int, int]]:
+    """A reader drains the stream while the rest of batch 1 is written; what it read."""
     got: list[tuple[int, int]] = []
     reader = threading.Thread(
         target=lambda: got.extend(bounded(con.sql("SELECT i, r FROM ticks").fetchall)),
         daemon=True)
     reader.start()
-    # The reader drains the spill files (they count no more), so the rest goes in.
     write_until_done(producer, data, batch_id=1)
     producer.close()
     reader.join(WAIT_S)
-    assert [i for i, _ in got] == list(range(60_000))  # none lost, none twice
-    assert [r for _, r in got] == data.column("r").to_pylist()
-    assert show(con)["spill_bytes"] == 0
+    return got
 
 
 def test_a_frame_larger_than_the_limit_is_spilled_in_smaller_files(con):
@@ -219,14 +225,7 @@ def test_a_frame_larger_than_the_limit_is_spilled_in_smaller_files(con):
     written = err.value.rows_written
     assert 20_000 < written < 40_000  # the ring, then files of a part of the second frame
     assert sum(p.stat().st_size for p in spill_files()) <= 100 * 1024
-    got: list[tuple[int, int]] = []
-    reader = threading.Thread(
-        target=lambda: got.extend(bounded(con.sql("SELECT i, r FROM ticks").fetchall)),
-        daemon=True)
-    reader.start()
-    write_until_done(producer, data, batch_id=1)
-    producer.close()
-    reader.join(WAIT_S)
+    got = drained_while_writing(con, producer, data)
     assert [i for i, _ in got] == list(range(60_000))
 
 
