@@ -252,9 +252,12 @@ class ContinuousQueries:
         if not self._has_table():
             return SHOW_SCHEMA.empty_table()
         out = []
+        # Which threads run, asked before the catalog is read: a thread writes its last
+        # state there before it ends, so a row read after this is at least as new.
+        running = {name: runner.thread.is_alive() for name, runner in self.runners.items()}
         for row in self._rows():
             runner = self.runners.get(row["name"])
-            live = runner is not None and runner.thread.is_alive()
+            live = runner is not None and running.get(row["name"], True)
             state, error = row["state"], row["error"]
             if state == "running" and not live and not liveness.alive(row["owner_pid"],
                                                                       row["owner_started"]):
