@@ -59,6 +59,7 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -634,7 +635,7 @@ class _Runner:
         self.committed += found
         self.checkpoints += 1
 
-    def _durably(self, write, size: int) -> None:
+    def _durably(self, write: Callable[[], None], size: int) -> None:
         """Run ``write`` (a commit of about ``size`` bytes); where the disk is full, wait
         for room and run it again (see the module), the matches kept meanwhile."""
         need = 2 * size + DISK_MARGIN

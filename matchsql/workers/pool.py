@@ -122,7 +122,7 @@ class WorkerPool:
             self.kill()
             raise
 
-    def _start(self, context, index: int) -> None:
+    def _start(self, context: mp.context.SpawnContext, index: int) -> None:
         to_worker_r, to_worker_w = context.Pipe(duplex=False)
         from_worker_r, from_worker_w = context.Pipe(duplex=False)
         try:
@@ -225,7 +225,7 @@ class _SpawnPopen(popen_spawn_posix.Popen):
     sees the child end at its greeting, and says how it ended.
     """
 
-    def _launch(self, process_obj) -> None:
+    def _launch(self, process_obj: mp.process.BaseProcess) -> None:
         try:
             super()._launch(process_obj)
         except BrokenPipeError:
@@ -237,7 +237,7 @@ class _WorkerProcess(SpawnProcess):
     """A spawned process started through :class:`_SpawnPopen`."""
 
     @staticmethod
-    def _Popen(process_obj):  # noqa: N802 - multiprocessing's name
+    def _Popen(process_obj: mp.process.BaseProcess) -> _SpawnPopen:  # noqa: N802 - its name
         return _SpawnPopen(process_obj)
 
 

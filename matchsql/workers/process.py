@@ -32,7 +32,7 @@ from multiprocessing.connection import Connection
 
 from matchsql.allocator import keep_freed_memory
 from matchsql.errors import Error, internal_error
-from matchsql.workers import boot
+from matchsql.workers import boot, segments
 from matchsql.workers.channel import RingReader, RingWriter
 from matchsql.workers.gather import Gather
 from matchsql.workers.matching import Query
@@ -70,7 +70,12 @@ def main(prefix: str, index: int, inbox: Connection, inbox_name: str, outbox: Co
         while True:
             try:
                 kind, payload, extra = reader.receive()
-            except (EOFError, OSError):
+            except EOFError:
+                # The router's process is gone (a live router kills its workers before it
+                # closes their channels): nobody else frees the pool's shared memory.
+                segments.sweep(prefix)
+                return
+            except OSError:
                 return  # the router's process is gone
             if kind != "take" and isinstance(query, Query):
                 query.flush(writer)  # its kept answers go first (see Query.flush)

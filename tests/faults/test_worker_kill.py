@@ -247,7 +247,7 @@ def _workers_up(query: Watched) -> bool:
 
 def _kill_a_worker(query: Watched, rng: random.Random, *, starting: bool) -> str:
     """SIGKILL one worker of ``query``'s process: within 1.5 s of the workers appearing
-    (``starting``: their pool is starting, which takes seconds here) or within 2 s of
+    (``starting``: their pool is starting, which takes seconds here) or within 1 s of
     all of them greeting (the pool is up: while its queries run). What was hit."""
     if not _workers_up(query):
         return "none (no worker appeared)"
@@ -259,7 +259,7 @@ def _kill_a_worker(query: Watched, rng: random.Random, *, starting: bool) -> str
             if query.proc.poll() is not None or time.monotonic() > deadline:
                 return "none (the pool did not come up)"
             time.sleep(0.01)
-        time.sleep(rng.uniform(0.0, 2.0))
+        time.sleep(rng.uniform(0.0, 1.0))
     workers = _workers(query.proc.pid)
     if not workers:
         return "none (the workers had ended)"
