@@ -25,7 +25,7 @@ injects one fault:
 
 And after every trial: no process the query's process started (its workers,
 multiprocessing's resource tracker: found by a mark in their environment, so
-also once they have a new parent) outlives it by more than a few seconds; no
+also once they have a new parent) outlives it by more than its start-up; no
 shared-memory segment of its pools is left, once one more connection was
 opened (it removes what workers killed while starting could not); no error
 is a traceback or an "internal error"; no query is left ``running`` without
@@ -60,7 +60,9 @@ KINDS = ["cq-worker-start", "query-process", "disk-full", "query-worker-start",
 TRIALS = int(os.environ.get("MATCHSQL_FAULT_TRIALS", "0")) or 3  # CI: the first three kinds
 SEED = int(os.environ.get("MATCHSQL_FAULT_SEED", "1515"))
 MARK = "MATCHSQL_FAULT_TRIAL"  # in the environment of every process a trial's query starts
-DIE_S = 10.0  # a worker checks for its router every 0.25 s; a starting one is imported first
+# A running worker checks for its router every 0.25 s; one still starting runs none of our
+# code before its imports end (seconds on a loaded machine: 5.7 s seen), then exits at once.
+DIE_S = 30.0
 WAIT_S = 120.0
 STALL_S = 30.0  # "running" with tuples to read and no progress for this long: a hang
 CLEAR = re.compile(r"worker process \d+ (\(pid \d+\) killed by signal 9 \(SIGKILL\) while "
@@ -274,14 +276,26 @@ def _kill_a_worker(query: Watched, rng: random.Random, *, starting: bool) -> str
 
 def _kill_process_soon(query: Watched, rng: random.Random) -> str:
     """SIGKILL ``query``'s process: in a fifth of the trials within 0.3 s (as its pool
-    is made, or before), else within 3 s of its workers appearing (their start-up,
-    or queries on them). What its workers were doing."""
-    if rng.random() < 0.2 or not _workers_up(query):
+    is made, or before), in two fifths within 1 s of its workers appearing (their
+    start-up takes seconds here), else within 0.3 s of all of them greeting (queries
+    on them). What its workers were doing."""
+    draw = rng.random()
+    if draw < 0.2 or not _workers_up(query):
         time.sleep(rng.uniform(0.0, 0.3))
+    elif draw < 0.6:
+        time.sleep(rng.uniform(0.0, 1.0))
     else:
-        time.sleep(rng.uniform(0.0, 3.0))
+        deadline = time.monotonic() + WAIT_S
+        while not all(map(_greeted, _workers(query.proc.pid))):
+            if query.proc.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 0.3))
     workers = {pid: _greeted(pid) for pid in _workers(query.proc.pid)}
+    ended = query.proc.poll() is not None
     query.process.kill()
+    if ended:
+        return "it had ended already"
     if not workers:
         return "no worker yet"
     return "workers " + ", ".join(
@@ -337,8 +351,9 @@ def test_killed_workers_and_routers_and_a_full_disk_end_cleanly(spawn, scratch_f
 
 def _one_time(spawn, rng: random.Random, kind: str, mark: str) -> str:
     warm = kind == "query-worker-run"
-    # A run on a warm pool takes about 0.5 s per 1.5M rows here: the kill lands in one.
-    rows = rng.randint(1_000_000, 3_000_000) if warm else rng.randint(100_000, 300_000)
+    # A run on a warm pool takes about 0.5 s per 1.5M rows here: a kill lands in one.
+    rows = rng.randint(1_000_000, 3_000_000) if warm or kind == "query-process" \
+        else rng.randint(100_000, 300_000)
     query = _start(spawn, RUN_ONE_TIME, str(rows), "warm" if warm else "cold", "2", mark=mark)
     assert query.wait_line("ready") is not None, query.text()
     pids = {query.proc.pid}
