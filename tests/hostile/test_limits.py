@@ -130,15 +130,39 @@ def test_permute_and_alternatives(con) -> None:
                                "DEFINE V0 AS price > 200, B AS price > 100"))
 
 
-def test_twenty_thousand_alternatives_end_with_a_limit_not_with_memory(con) -> None:
-    """Each live thread of the compiled matcher holds registers per variable: with 20,000
-    variables the working arrays are refused by their size (10 GiB at the thread limit)
-    instead of taking the machine's memory, and no closure table of 9.6 GB is built."""
+def test_twenty_thousand_alternatives_are_refused_before_anything_is_built(con) -> None:
+    """Each variable a match may begin with is a live thread on its first row: more than
+    max_threads of them fail every attempt, so the statement is refused at analysis."""
     alternatives = " | ".join(f"V{k}" for k in range(20_000))
+    fails(con, mr(f"MEASURES COUNT(*) AS n PATTERN (({alternatives}) B) DEFINE B AS price > 100"),
+          LimitExceededError, r"needs more than max_threads=10000 live threads: a match attempt "
+          r"may begin with any of 20,000 pattern variables", seconds=60)
+
+
+@pytest.mark.parametrize(("pattern", "starts"), [
+    ("(A | B)* C", 3),  # C may begin a match too (the loop may take no row)
+    ("A? (B | C{0}) D", 3),  # C{0} takes no row: A, B and D
+    ("PERMUTE(A, B) C", 2), ("^ (A | B)", 2), ("{- A -} | B", 2),
+])
+def test_the_variables_a_match_may_begin_with_are_counted(pattern, starts) -> None:
+    con = matchsql.connect(demo=False, max_threads=starts)
+    con.sql("CREATE TABLE t100 AS SELECT range AS id, range::DOUBLE AS price FROM range(5)")
+    query = mr(f"MEASURES COUNT(*) AS n PATTERN ({pattern}) DEFINE A AS price > 1")
+    con.sql(query).fetchall()  # exactly max_threads of them: it runs
+    con.sql(f"SET max_threads = {starts - 1}")
+    fails(con, query, LimitExceededError, f"may begin with any of {starts} pattern variables")
+    con.close()
+
+
+def test_five_thousand_alternatives_end_with_a_limit_not_with_memory(con) -> None:
+    """Each live thread of the compiled matcher holds registers per variable: with 5,001
+    variables its working arrays are refused by their size (1.3 GiB at 8,192 threads)
+    instead of taking the machine's memory."""
+    alternatives = " | ".join(f"V{k}" for k in range(5_000))
     error = fails(con, mr(f"MEASURES COUNT(*) AS n PATTERN (({alternatives}) B) "
                           "DEFINE B AS price > 100"), LimitExceededError,
                   r"the compiled matcher would need [\d.]+ GiB of registers for [\d,]+ live "
-                  r"threads of a pattern with 20,001 variables", seconds=60)
+                  r"threads of a pattern with 5,001 variables", seconds=60)
     assert "ran out of memory" not in str(error)
 
 
