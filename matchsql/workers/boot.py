@@ -42,7 +42,7 @@ def start(parent: int, prefix: str, *args: object) -> None:
     # Imported here, after the guards: this import is what takes the start-up seconds.
     from matchsql.workers import process
 
-    process.main(prefix, *args)
+    process.main(prefix, *args, greeted=started)
 
 
 def started() -> None:

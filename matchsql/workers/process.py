@@ -28,11 +28,12 @@ import pickle
 import signal
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from matchsql.allocator import keep_freed_memory
 from matchsql.errors import Error, internal_error
-from matchsql.workers import boot, segments
+from matchsql.workers import segments
 from matchsql.workers.channel import RingReader, RingWriter
 from matchsql.workers.gather import Gather
 from matchsql.workers.matching import Query
@@ -46,12 +47,13 @@ KEPT_QUERIES = 8
 
 
 def main(prefix: str, index: int, inbox: Connection, inbox_name: str, outbox: Connection,
-         outbox_name: str, capacity: int) -> None:
+         outbox_name: str, capacity: int, *, greeted: Callable[[], None] = lambda: None) -> None:
     """The worker's loop (run by :func:`matchsql.workers.boot.start`, the spawned target).
 
     The outbox is made under the name the pool chose (``outbox_name``), and payloads too
     large for it under the pool's ``prefix``: the pool can remove them even if this
-    process dies before saying their names (see :mod:`.segments`)."""
+    process dies before saying their names (see :mod:`.segments`). ``greeted`` runs once the
+    router has been greeted (the boot module clears the start-up death signal there)."""
     # Ctrl-C in a terminal reaches the whole process group: the router turns it into an
     # interrupt of the statement (which kills this pool); dying here on our own would
     # report a lost worker instead.
@@ -60,7 +62,7 @@ def main(prefix: str, index: int, inbox: Connection, inbox_name: str, outbox: Co
     reader = RingReader(inbox, inbox_name, capacity)
     writer = RingWriter(outbox, capacity, name=outbox_name, prefix=prefix)
     outbox.send(("hello", writer.name, os.getpid()))
-    boot.started()
+    greeted()
     query: Query | Gather | Streamed | None = None
     attached = Attached()  # the router's shared input segments, mapped once
     kept: OrderedDict[bytes, tuple] = OrderedDict()
