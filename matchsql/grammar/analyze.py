@@ -115,7 +115,8 @@ class _Analyzer:
         measures = [dataclasses.replace(m, expr=push.rewrite(m.expr)) for m in measures]
         wide = typer if not push.fields else ExpressionTyper(
             self.con, pa.schema([*self.schema, *push.fields]), self.sql)
-        measures, projection = MeasureSplit(wide, push).run(measures)
+        measures, projection = MeasureSplit(
+            wide, push, unmatched=rows is RowsPerMatch.ALL_WITH_UNMATCHED).run(measures)
         in_define = DefineAggregates(wide, push)
         defines = {name: in_define.rewrite(expr) for name, expr in defines.items()}
         columns = pa.schema([*self.schema, *push.fields])  # the split may derive more

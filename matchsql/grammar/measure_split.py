@@ -57,6 +57,9 @@ class MeasureSplit:
 
     typer: ExpressionTyper
     push: PushDown
+    #: WITH UNMATCHED ROWS: an unmatched row's measures are NULL, whatever DuckDB's SQL
+    #: around them would make of NULLs (``coalesce(FIRST(A.x), 0)``, a constant)
+    unmatched: bool = False
     hidden: list[Measure] = field(default_factory=list)
     _by_text: dict[str, str] = field(default_factory=dict)
 
@@ -68,6 +71,12 @@ class MeasureSplit:
         if all(top is None for top in split):
             return measures, []
         kept = [m for m, top in zip(measures, split) if top is None]
+        if self.unmatched:  # NULL where the row's match number is: it matched nothing
+            number = quoted(self._hidden(MatchNumber()))
+            split = [top and f"CASE WHEN {number} IS NULL THEN NULL ELSE ({top}) END"
+                     for top in split]
+        elif not kept and not self.hidden:  # constants only: the matcher's output needs a
+            self._hidden(MatchNumber())  # column, one row per match or per row
         projection = [ResultMeasure(m.name, top or quoted(m.name), m.type, m.duckdb_type)
                       for m, top in zip(measures, split)]
         return [*kept, *self.hidden], projection
@@ -75,8 +84,10 @@ class MeasureSplit:
     def _split(self, measure: Measure) -> str | None:
         """The measure's SQL over its primitives, or None where the matcher computes it."""
         primitives: list[exp.Expr] = []
-        if not self._needs_duckdb(measure.expr, primitives) or not primitives:
-            return None  # the engine's own, or a constant (folded already)
+        if not self._needs_duckdb(measure.expr, primitives):
+            return None  # the engine's own
+        if not primitives:  # no read of the match: DuckDB's SQL as written, at each row
+            return measure.expr.sql(dialect=MatchSQL)
         top = exp.Paren(this=measure.expr.copy())
         copies = {id(n): c for n, c in zip(measure.expr.walk(), top.this.walk())}
         for primitive in primitives:

@@ -52,6 +52,8 @@ _NATIVE = (
 #: a named argument, a slice, a lambda): never replaced by a column.
 _PARTS = (exp.If, exp.Ordered, exp.Order, exp.Var, exp.Identifier, exp.PropertyEQ, exp.Kwarg,
           exp.Slice, exp.Lambda, exp.DataType, exp.DataTypeParam, exp.Tuple)
+#: The shape of an unqualified read of the current row.
+_CURRENT_ROW: tuple = ((), None)
 #: Nodes only the pattern matcher knows; a subexpression holding one stays.
 _PATTERN = (Classifier, MatchNumber, PatternSemantics, exp.Star, exp.Subquery, exp.Select)
 
@@ -207,8 +209,12 @@ class PushDown:
                 continue
             plain = plain and native(n)
             stack.extend(n.iter_expressions())
-        if shape is None or plain or first is None:
+        if plain:
             return None
+        if shape is None or first is None:
+            # It reads no column (``CAST('...' AS UUID)``, ``uuid()``): DuckDB computes it
+            # at each row as it would in a SELECT, read at the current row.
+            shape, first = _CURRENT_ROW, exp.column("_")
         return _Candidate(node, shape, first, self._input_sql(node, reads))
 
     def _input_sql(self, node: exp.Expr, reads: list[tuple[exp.Expr, exp.Column]]) -> str:

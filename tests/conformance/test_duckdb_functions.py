@@ -234,3 +234,53 @@ def test_define(engines, name, template):
     want = ref.sql(f"SELECT p, ts, CASE WHEN {plain} THEN 'B' ELSE 'C' END FROM ev "
                        "ORDER BY p, ts").to_arrow_table()
     assert _norm(got) == _norm(want)
+
+
+#: Expressions that read no column: DuckDB computes them at each row, as in a SELECT
+#: (a cast to a type no SQL literal spells, a function of constants).
+CONSTANTS = [
+    "CAST('0b5f2d54-3b71-4fb9-9a0b-2f1f1a1d7a3e' AS UUID)", "typeof(1)", "md5('ß')",
+    "CAST('x' AS BLOB)", "CAST('[1, 2]' AS INTEGER[])", "{'a': 1, 'b': 'é'}",
+    "date_trunc('month', TIMESTAMP '2024-02-29 10:00:00')", "INTERVAL 3 DAY",
+    "CAST(1.25 AS DECIMAL(9, 3))", "strftime(DATE '2024-01-31', '%A')",
+]
+
+
+@pytest.mark.parametrize("constant", CONSTANTS)
+def test_constants_in_measures_and_define(engines, constant):
+    con, ref = engines
+    got = con.sql(
+        "SELECT p, ts, v, cls FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
+        f"MEASURES {constant} AS v, CLASSIFIER() AS cls ALL ROWS PER MATCH "
+        f"PATTERN (B | C) DEFINE B AS hash({constant}) % 2 = 0 AND ts % 2 = 1) "
+        "ORDER BY p, ts").arrow()
+    want = ref.sql(f"SELECT p, ts, {constant}, CASE WHEN hash({constant}) % 2 = 0 "
+                   "AND ts % 2 = 1 THEN 'B' ELSE 'C' END FROM ev ORDER BY p, ts").to_arrow_table()
+    assert got.schema.field("v").type == want.schema.field(2).type
+    assert _norm(got) == _norm(want)
+
+
+def test_volatile_functions_run_at_each_row(engines):
+    """``uuid()`` has a new value at every row, as in DuckDB's SELECT; in DEFINE too
+    (``random() < 2`` holds at every row)."""
+    con, _ = engines
+    rows = con.sql(
+        "SELECT u, k FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
+        "MEASURES uuid() AS u, COUNT(*) AS k ALL ROWS PER MATCH "
+        "PATTERN (A+) DEFINE A AS random() < 2)").fetchall()
+    assert len(rows) == 7
+    assert len({u for u, _ in rows}) == 7
+
+
+def test_unmatched_rows_have_null_measures(engines):
+    """WITH UNMATCHED ROWS: every measure of an unmatched row is NULL, also where
+    DuckDB's SQL around the match's values would turn NULLs into a value (``coalesce``,
+    a constant). Rows of ``p = 1``: x = 1.5, -2.25, 0.0, 10.0; A matches x > 1."""
+    con, _ = engines
+    rows = con.sql(
+        "SELECT ts, c, k, z FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
+        "MEASURES coalesce(FIRST(A.x), -1) AS c, typeof(1) AS k, 'z' AS z "
+        "ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A) DEFINE A AS x > 1) "
+        "WHERE p = 1 ORDER BY ts").fetchall()
+    assert rows == [(1, 1.5, "INTEGER", "z"), (2, None, None, None), (3, None, None, None),
+                    (4, 10.0, "INTEGER", "z")]
