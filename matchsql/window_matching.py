@@ -27,7 +27,7 @@ import pyarrow as pa
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
-from matchsql.expr.batch_select import derive_input
+from matchsql.expr.batch_select import derive_input, project_result
 from matchsql.plan.pattern import (
     Alternation,
     Concatenation,
@@ -96,6 +96,10 @@ def match_window(runs: WindowRuns, table: pa.Table, cancel: Cancellation) -> pa.
     out_schema = spec.output_schema()
     found = pa.Table.from_batches(matches.batches, schema=out_schema) if matches.rows else \
         out_schema.empty_table()
+    project = project_result(spec)
+    if project is not None:  # measures DuckDB computes over the matches (one row each)
+        found = pa.Table.from_batches(
+            list(project.batches(found.combine_chunks().to_batches())), schema=project.schema)
     picked = found.take(pa.array(take, pa.int64()))
     columns = {ROW: batch.column(ROW) if batch.num_rows else pa.array([], pa.int64())}
     for name in dict.fromkeys(runs.columns):

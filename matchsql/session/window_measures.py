@@ -228,8 +228,13 @@ class WindowMeasures:
                 exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(
                     this=exp.to_identifier(short))),
                 on=f"__s.{ROW} = {short}.{ROW}", join_type="left")
+            retyped = window.runs.spec.retyped()  # a UUID, a HUGEINT: DuckDB's type back
             for name in result.schema.names[1:]:
-                joined = joined.select(exp.column(name, table=short, quoted=True))
+                column: exp.Expr = exp.column(name, table=short, quoted=True)
+                if name in retyped:
+                    column = exp.alias_(exp.cast(column, exp.DataType.build(
+                        retyped[name], dialect="duckdb")), name, quoted=True)
+                joined = joined.select(column)
         _replace_calls(select, windows)
         _exclude_from_stars(select, hidden)
         select.set("where", None)
@@ -302,12 +307,6 @@ class WindowMeasures:
         mr.meta["start"] = position(node)
         spec = compile_match(mr, schema, sql=statement, con=self.executor.con,
                              config=self.config, cache=self.executor.compiled).spec
-        if spec.projection:
-            name = spec.projection[0].name
-            raise SemanticError(f"measure {name} applies SQL to the match's results, which the "
-                                "WINDOW form of row pattern recognition does not compute yet: "
-                                "select it from MATCH_RECOGNIZE instead", sql=statement,
-                                offset=position(node))
         seek = node.args.get("initial") is False
         pattern = spec.pattern
         if not seek:  # INITIAL: the match starts at the row

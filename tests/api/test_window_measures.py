@@ -190,6 +190,41 @@ def test_initial_skip_to_next_row_agrees_with_match_recognize(pattern, path):
         assert (lid, n) == matches.get((p, row), (None, None)), (p, row)
 
 
+#: Measures that apply DuckDB's SQL to the match's results, or read no row at all.
+MATCH_SQL = ["concat_ws('-', FIRST(v), lower(CLASSIFIER()))", "max(id) - FIRST(id)",
+             "median(id)", "string_agg(v, '' ORDER BY id DESC)", "typeof(1)",
+             "CAST('0b5f2d54-3b71-4fb9-9a0b-2f1f1a1d7a3e' AS UUID)"]
+
+
+@pytest.mark.parametrize("path", ["reference", "auto"])
+@pytest.mark.parametrize("pattern", ["A B+ C", "(A B)+"])
+def test_measures_over_the_match_agree_with_match_recognize(pattern, path):
+    """A window measure that DuckDB computes over the match's results is MATCH_RECOGNIZE's
+    value for the match that starts at the row (NULL where none does), in its type."""
+    rng = random.Random(hash(pattern) & 0xFFFF)
+    con = matchsql.connect(demo=False, execution_path=path)
+    rows = ", ".join(f"({i % 3}, {i}, '{rng.choice('abc')}')" for i in range(90))
+    con.sql(f"CREATE TABLE r AS SELECT * FROM (VALUES {rows}) t(p, id, v)")
+    defines = ", ".join(f"{x} AS v = '{x.lower()}'" for x in "ABC" if x in pattern)
+    measures = ", ".join(f"{m} AS m{k}" for k, m in enumerate(MATCH_SQL))
+    calls = ", ".join(f"m{k} OVER w AS m{k}" for k in range(len(MATCH_SQL)))
+    window = con.sql(
+        f"SELECT p, id, {calls} FROM r WINDOW w AS (PARTITION BY p ORDER BY id "
+        f"MEASURES {measures} ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING "
+        f"AFTER MATCH SKIP TO NEXT ROW PATTERN ({pattern}) DEFINE {defines}) ORDER BY p, id")
+    expected = con.sql(
+        f"SELECT p, f, {', '.join(f'm{k}' for k in range(len(MATCH_SQL)))} FROM r "
+        f"MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES FIRST(id) AS f, {measures} "
+        f"ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN ({pattern}) "
+        f"DEFINE {defines})")
+    assert window.types[2:] == expected.types[2:]
+    matches = {(row[0], row[1]): row[2:] for row in expected.fetchall()}
+    assert matches
+    nulls = (None,) * len(MATCH_SQL)
+    for row in window.fetchall():
+        assert row[2:] == matches.get((row[0], row[1]), nulls), row[:2]
+
+
 def test_pattern_window_in_over_clause_is_refused_clearly(con):
     sql = QUERY.replace("f OVER w AS f", "f OVER (ORDER BY id MEASURES FIRST(id) AS f "
                         "ROWS BETWEEN CURRENT ROW AND CURRENT ROW PATTERN (A) DEFINE A AS true) AS f")
