@@ -474,14 +474,14 @@ class CompiledMatcher:
         if self.pending:
             first = self.pending[0]
             keep = min(keep, int(first.starts[0]) if isinstance(first, Matches) else first.start)
-        keep -= self.lookback
-        self.low = max(self.low, min(keep, self.count))
+        back = self.plan.query.lookback_for(self.count, self.complete)
+        self.low = max(self.low, min(keep - back, self.count))
         drop = self.low - self.base
         if drop > 0 and drop * 2 >= self.count - self.base:
             self.table = self.table.slice(drop)
             self.base = self.low
         if self.count - self.low > self.config.max_buffered_rows:
-            raise too_many_rows(self.config.max_buffered_rows, keep)
+            raise too_many_rows(self.config.max_buffered_rows, keep, back)
 
 
 def label_input(plan: CompiledPlan, dfa: D.Dfa | None, columns: dict, n: int) -> np.ndarray:
