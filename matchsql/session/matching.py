@@ -389,7 +389,8 @@ class MatchRunner:
             cursor.register(view, reader)
         config = self.executor.config
         compiled = compile_match(node, schema, sql=statement, con=self.executor.con,
-                                 config=config, cache=self.executor.compiled)
+                                 config=config, cache=self.executor.compiled,
+                                 watch=self.executor.watch)
         narrow = self._projected(text, compiled)
         if narrow is not None:
             compiled, input_sql = narrow
@@ -589,7 +590,8 @@ class MatchRunner:
                     schema = self._schema_of(cursor, _input_query(node), node, query)
                 config = self.executor.config
                 compiled = compile_match(node, schema, sql=query, con=cursor, config=config,
-                                         cache=self.executor.compiled)
+                                         cache=self.executor.compiled,
+                                         watch=self.executor.watch)
                 view = f"__matchsql_matches_{next(_view_numbers)}"
                 cursor.register(view, compiled.spec.result_schema().empty_table())
                 node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))

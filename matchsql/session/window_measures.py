@@ -301,7 +301,8 @@ class WindowMeasures:
         # It stands where the window stands in the statement (its place keys the cache).
         mr.meta["start"] = position(node)
         spec = compile_match(mr, schema, sql=statement, con=self.executor.con,
-                             config=self.config, cache=self.executor.compiled).spec
+                             config=self.config, cache=self.executor.compiled,
+                             watch=self.executor.watch).spec
         if spec.projection:
             name = spec.projection[0].name
             raise SemanticError(f"measure {name} applies SQL to the match's results, which the "

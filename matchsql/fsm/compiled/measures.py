@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from matchsql.fsm.compiled.composite_measures import composite, is_composite
@@ -174,7 +175,12 @@ def output_batch(spec: MatchSpec, measures: list, m: Matches, rows: Rows,
     else:
         e = expanded if expanded is not None else expansion(spec, m)
         arrays = [take(c, e.row) for c in [*spec.partition_by, *spec.order_by]]
-        arrays += [fn(m, e, rows) for fn in measures]
+        values = [fn(m, e, rows) for fn in measures]
+        if m.unmatched is not None and m.unmatched.any():
+            # An unmatched row is an empty match here, whose measures are all NULL.
+            missing = pa.array(m.unmatched[e.match])
+            values = [pc.if_else(missing, pa.scalar(None, v.type), v) for v in values]
+        arrays += values
         arrays += [take(name, e.row) for name in spec.passed_columns]
     arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
     return pa.RecordBatch.from_arrays(arrays, schema=spec.output_schema())
