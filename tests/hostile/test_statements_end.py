@@ -14,7 +14,7 @@ import pytest
 import matchsql
 from matchsql.cancel import Cancellation
 from matchsql.errors import LimitExceededError
-from matchsql.fsm.compiled import chunks
+from matchsql.fsm.compiled import batch, chunks
 from matchsql.fsm.compiled import matcher as compiled
 from matchsql.grammar import subqueries
 from matchsql.plan.bound import ValueSet
@@ -287,3 +287,18 @@ def test_a_starting_worker_pool_stops_at_the_interrupt() -> None:
         WorkerPool(2, cancel=token)
     assert not [child for child in multiprocessing.active_children()
                 if child.name.startswith("matchsql-worker")]
+
+
+def test_batched_all_rows_output_in_blocks_agrees(con, monkeypatch) -> None:
+    # Whole partitions matched together output ALL ROWS in blocks of LABEL_BLOCK rows,
+    # the interrupt checked between (one output of a batch's rows held it 180 ms).
+    sql = ("SELECT p, id, n, fa FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES "
+           "count(*) AS n, FIRST(A.price) AS fa ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW "
+           "PATTERN (A+ B) DEFINE A AS price > 2, B AS price <= 2) ORDER BY p, id, n")
+    con.sql("SET execution_path = 'row_local'")
+    try:
+        assert "batched: yes" in explain(con, sql)
+    finally:
+        con.sql("SET execution_path = 'auto'")
+    monkeypatch.setattr(batch, "LABEL_BLOCK", 50)
+    assert on_path(con, "row_local", sql) == on_path(con, "reference", sql)
