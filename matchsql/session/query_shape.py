@@ -45,16 +45,16 @@ def direct_select(tree, nodes: list, limit_ok: bool = False):
 
 def prefix_limit(tree, node) -> int | None:
     """n of a statement that reads at most the first n rows of MATCH_RECOGNIZE ``node``
-    (``SELECT <columns> FROM <node> [WHERE ...] LIMIT n``; the WHERE may make it read
-    more, which the caller only uses as a hint); None where it may read all of them
-    (ORDER BY, GROUP BY, DISTINCT, aggregates, windows, joins) or has no plain LIMIT."""
+    (``SELECT <columns> FROM <node> LIMIT n``); None where it may read more or all of
+    them (WHERE, ORDER BY, GROUP BY, DISTINCT, aggregates, windows, joins) or has no
+    plain LIMIT."""
     if not isinstance(tree, exp.Select):
         return None
     limit = plain_limit(tree)
     from_ = tree.args.get("from_") or tree.args.get("from")
     if limit is None or from_ is None or from_.this is not node or any(tree.args.get(k) for k in (
-            "joins", "group", "having", "order", "qualify", "distinct", "windows", "laterals",
-            "pivots")):
+            "joins", "where", "group", "having", "order", "qualify", "distinct", "windows",
+            "laterals", "pivots")):
         return None
     for item in tree.expressions:
         if item.find(exp.AggFunc, exp.Window) is not None:

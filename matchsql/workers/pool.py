@@ -145,6 +145,8 @@ class WorkerPool:
         for worker in self.workers:
             worker.proc.join(5.0)
             worker.inbox.close()
+            if worker.outbox is None:
+                _unlink_unread_outbox(worker, self.ring_bytes)
             if worker.outbox is not None:
                 worker.outbox.close(unlink=True)
             try:
@@ -153,6 +155,18 @@ class WorkerPool:
                 pass
         self.workers = []
         self.arena.close()
+
+
+def _unlink_unread_outbox(worker: Worker, ring_bytes: int) -> None:
+    """A worker killed before its greeting was read (an interrupt while the pool
+    started) made its outbox all the same: attach to it by the greeting's name, so that
+    the caller unlinks it, rather than leave it in /dev/shm until the process ends."""
+    try:
+        if worker.pipe.poll(0):
+            _, name, _ = worker.pipe.recv()
+            worker.outbox = RingReader(worker.pipe, name, ring_bytes)
+    except (EOFError, OSError, ValueError):
+        pass  # no greeting, or its segment is gone already
 
 
 @contextmanager
