@@ -4,6 +4,7 @@ they take, not by the clock (a generous guard only stops a regression from hangi
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import threading
 import time
@@ -302,3 +303,11 @@ def test_batched_all_rows_output_in_blocks_agrees(con, monkeypatch) -> None:
         con.sql("SET execution_path = 'auto'")
     monkeypatch.setattr(batch, "LABEL_BLOCK", 50)
     assert on_path(con, "row_local", sql) == on_path(con, "reference", sql)
+
+
+def test_the_engine_is_frozen_out_of_full_collections(con) -> None:
+    # A full collection walked the engine's objects: 85 ms where no interrupt can land.
+    for _ in range(2):
+        rows(con, "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS n "
+                  "PATTERN (A B) DEFINE B AS price < PREV(price))")
+    assert gc.get_freeze_count() > 0
