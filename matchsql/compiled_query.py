@@ -33,7 +33,7 @@ from sqlglot import exp
 import matchsql.planner as planner  # by module: tests stand in for its functions
 from matchsql.config import Config
 from matchsql.errors import SemanticError
-from matchsql.fsm.program import MAX_PROGRAM_SIZE, check_pattern_size
+from matchsql.fsm.program import MAX_PROGRAM_SIZE, check_first_rows, check_pattern_size
 from matchsql.grammar.analyze import Watch, analyze
 from matchsql.grammar.checks import offset_of, position
 from matchsql.grammar.nodes import MatchRecognizeTable
@@ -134,6 +134,7 @@ def compile_match(
     spec = analyze(node, schema, sql=sql, con=con, watch=watch)
     require_columns(spec, node, sql)
     check_pattern_size(spec.pattern, config.max_pattern_size, sql)
+    check_first_rows(spec.pattern, config.max_threads, sql)
     compiled = CompiledMatch(spec)
     if key is not None and cache is not None:
         cache.put(key, compiled)
@@ -159,7 +160,7 @@ def _key(node: MatchRecognizeTable, schema: pa.Schema, sql: str, config: Config)
     if where is None or has_subqueries(node):
         return None
     size = min(config.max_pattern_size, MAX_PROGRAM_SIZE)
-    return sql, where, _clauses(node), schema, size
+    return sql, where, _clauses(node), schema, size, config.max_threads
 
 
 def _clauses(node: MatchRecognizeTable) -> tuple[tuple[str, object], ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -31,7 +32,7 @@ class Config:
     batch_size: int = 65_536  # rows per Arrow batch from DuckDB to the matchers
     # Worker threads that run a one-time query's partitions (router/parallel.py);
     # 1 runs them one after the other on the calling thread.
-    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    threads: int = field(default_factory=lambda: min(os.cpu_count() or 1, 1_024))
     # A partition's rows still to match are cut into chunks of at least this many
     # rows, matched speculatively on ``threads`` threads and fixed up to the
     # sequential result (fsm/compiled/chunks.py); 0 never splits a partition.
@@ -58,9 +59,6 @@ class Config:
     # they save; the default is the size where one partition keeps a device busy.
     gpu_min_work: int = 100_000_000
 
-    #: Whole-number settings for which 0 is meaningful; all others must be positive.
-    _ZERO_ALLOWED = frozenset({"adaptive_u", "split_rows"})
-
     @classmethod
     def names(cls) -> list[str]:
         return [f.name for f in fields(cls)]
@@ -73,46 +71,81 @@ class Config:
         return config
 
     def set(self, name: str, value: Any) -> None:
-        """Set one option, converting from SQL text where needed; unknown names are errors."""
+        """Set one option, converting from SQL text where needed.
+
+        Every setting has a range (:data:`WHOLE_RANGES`) or a list of words
+        (:data:`CHOICES`), checked here, so that a value that would break the next
+        statement (a hundred thousand workers, a limit past int64) is refused when
+        it is set, with the range in the message.
+        """
         key = name.lower()
-        known = {f.name: f for f in fields(self)}
+        known = {f.name for f in fields(self)}
         if key not in known:
-            raise Error(f"unknown setting {name!r}; known settings: {', '.join(known)}")
-        current = getattr(self, key)
-        if key == "workers" and str(value).strip().lower() == "auto":
-            value = os.cpu_count() or 1
-        try:
-            if isinstance(current, bool):
-                value = str(value).lower() in ("1", "true", "on", "yes")
-            elif isinstance(current, int):
-                value = int(value)
-                if value < 0 or (value == 0 and key not in self._ZERO_ALLOWED):
-                    raise ValueError
-            else:
-                value = str(value)
-        except (TypeError, ValueError):
-            need = "a whole number >= 0" if key in self._ZERO_ALLOWED else "a positive whole number"
-            raise Error(f"setting {name!r} needs {need}, got {value!r}") from None
-        paths = ("auto", "reference", "row_local", "registers")
-        if key == "execution_path" and value not in paths:
-            raise Error(f"execution_path must be one of {', '.join(paths)}, got {value!r}")
-        modes = ("pull", "push", "adaptive")
-        if key == "input_mode" and value.lower() not in modes:
-            raise Error(f"input_mode must be one of {', '.join(modes)}, got {value!r}")
-        if key == "input_mode":
-            value = value.lower()
-        rules = ("most_tuples", "total_pressure")
-        if key == "adaptive_rule":
-            value = value.lower()
-            if value not in rules:
-                raise Error(f"adaptive_rule must be one of {', '.join(rules)}, got {value!r}")
-        if key == "gpu":
-            value = value.lower()
-            if value not in ("auto", "on", "off"):
-                raise Error(f"gpu must be one of auto, on, off, got {value!r}")
-        if key == "on_producer_death" and value not in ("error", "wait"):
-            raise Error(f"on_producer_death must be 'error' or 'wait', got {value!r}")
+            raise Error(f"unknown setting {name!r}; known settings: {', '.join(sorted(known))}")
+        if key in WHOLE_RANGES:
+            value = _whole(key, value)
+        else:
+            value = str(value).strip().lower()
+            if value not in CHOICES[key]:
+                raise Error(f"setting {key!r} must be one of {', '.join(CHOICES[key])}, "
+                            f"got {value!r}")
         setattr(self, key, value)
+
+
+#: The most automaton instructions a row pattern may expand to, whatever ``max_pattern_size``.
+MAX_PATTERN_SIZE = 10_000_000
+#: Worker processes past this share the 64 partition buckets with nothing left to share.
+MAX_WORKERS = 64
+
+#: (lowest, highest) of each whole-number setting. The highest values are what the engine
+#: can still honour: positions are int64, a thread or a process per unit must start.
+WHOLE_RANGES: dict[str, tuple[int, int]] = {
+    "max_threads": (1, 10_000_000),
+    "max_buffered_rows": (1, 1_000_000_000),
+    "max_pattern_size": (1, MAX_PATTERN_SIZE),
+    "batch_size": (1, 16_777_216),
+    "threads": (1, 1_024),
+    "split_rows": (0, 1_000_000_000),
+    "workers": (1, MAX_WORKERS),
+    "adaptive_u": (0, 1_000_000),
+    "gpu_min_work": (1, 10**18),
+}
+#: The words a word setting takes (case-insensitive), the first being what most users want.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "execution_path": ("auto", "reference", "row_local", "registers"),
+    "on_producer_death": ("error", "wait"),
+    "input_mode": ("pull", "push", "adaptive"),
+    "adaptive_rule": ("most_tuples", "total_pressure"),
+    "gpu": ("auto", "on", "off"),
+}
+
+
+def describe_range(key: str) -> str:
+    """The allowed values of a setting, as the manual and the errors word them."""
+    if key in CHOICES:
+        return ", ".join(CHOICES[key])
+    low, high = WHOLE_RANGES[key]
+    text = f"a whole number from {low:,} to {high:,}"
+    return text + " or auto (one per core)" if key == "workers" else text
+
+
+_WHOLE = re.compile(r"[+-]?[0-9]{1,30}")
+
+
+def _whole(key: str, value: Any) -> int:
+    """``value`` as a whole number within ``key``'s range; ``workers = auto`` is the cores."""
+    if key == "workers" and str(value).strip().lower() == "auto":
+        return min(os.cpu_count() or 1, MAX_WORKERS)
+    low, high = WHOLE_RANGES[key]
+    number: int | None = None
+    if not isinstance(value, bool):
+        if isinstance(value, int):
+            number = value
+        elif isinstance(value, str) and _WHOLE.fullmatch(value.strip()):
+            number = int(value.strip())
+    if number is None or not low <= number <= high:
+        raise Error(f"setting {key!r} must be {describe_range(key)}, got {value!r}")
+    return number
 
 
 #: The start of the names matchsql gives its own tables and views in a user's database

@@ -15,6 +15,7 @@ from matchsql.session.executor import Executor
 from matchsql.session.scope import caller_scope
 from matchsql.storage.demo_needed import needs_demo
 from matchsql.storage.permissions import owner_only_database, owner_only_file
+from matchsql.workers.segments import sweep_dead_owners
 
 __all__ = ["Connection", "Result", "connect"]
 
@@ -26,6 +27,8 @@ class Connection:
                  duckdb_config: dict[str, Any] | None = None, read_only: bool = False,
                  demo: bool = False) -> None:
         keep_freed_memory()  # a statement's buffers stay mapped for the next one
+        # Shared memory of worker pools whose processes were all killed (nobody else frees it).
+        sweep_dead_owners()
         self.database = database
         self.config = config or Config()
         #: Whether the demo ``trade`` table was asked for; it is built on first use.

@@ -11,18 +11,27 @@ ask while it matches: such a part becomes a query over parameters (the
 values the matcher read: ``SELECT levenshtein($1, $2)``) that DuckDB answers.
 
 Every value is then DuckDB's own, and no valid DuckDB expression is refused.
-The queries run on a DuckDB connection of the thread's own that holds no
-user data (the parts read only their parameters); answers are remembered per
-query and parameters, because the threads of a pattern ask about the same
-rows again and again as they branch.
+The queries run on DuckDB connections that hold no user data (the parts read
+only their parameters), kept in a pool that a caller takes one from for its
+query; answers are remembered per query and parameters, because the threads
+of a pattern ask about the same rows again and again as they branch.
+
+The pool is not per thread (``threading.local``): a forked child clears the
+other threads' locals, and a DuckDB connection closed there joins worker
+threads the child does not have, which crashed every forked child (a
+subprocess with ``preexec_fn``, a fork pool) of a process that had asked.
+A child drops the pool without closing what it inherited.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import functools
+import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
@@ -37,22 +46,42 @@ __all__ = ["DuckDBCall", "duckdb_type"]
 #: Answers remembered per query (least recently used first out).
 _REMEMBERED = 4096
 
-_local = threading.local()
+_idle: list[duckdb.DuckDBPyConnection] = []
+_idle_lock = threading.Lock()
+#: A forked child's copies of the parent's connections: never used, never closed.
+_inherited: list[duckdb.DuckDBPyConnection] = []
 
 
-def _connection() -> duckdb.DuckDBPyConnection:
-    con = getattr(_local, "con", None)
+@contextmanager
+def _connection() -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory connection of the pool for one query (a new one when all are taken)."""
+    with _idle_lock:
+        con = _idle.pop() if _idle else None
     if con is None:
-        con = _local.con = duckdb.connect()
-    return con
+        con = duckdb.connect()
+    try:
+        yield con
+    finally:
+        with _idle_lock:
+            _idle.append(con)
+
+
+def _forget_connections() -> None:
+    global _idle_lock
+    _idle_lock = threading.Lock()  # a thread of the parent may have held it
+    _inherited.extend(_idle)
+    _idle.clear()
+
+
+os.register_at_fork(after_in_child=_forget_connections)
 
 
 @functools.lru_cache(maxsize=256)
 def duckdb_type(arrow_type: pa.DataType) -> str | None:
     """DuckDB's name for the type it reads ``arrow_type`` as (None: one it cannot read)."""
     try:
-        relation = _connection().from_arrow(pa.table({"v": pa.nulls(0, arrow_type)}))
-        return str(relation.types[0])
+        with _connection() as con:
+            return str(con.from_arrow(pa.table({"v": pa.nulls(0, arrow_type)})).types[0])
     except (duckdb.Error, pa.ArrowException):
         return None
 
@@ -103,7 +132,8 @@ class DuckDBCall:
                 self._answers.move_to_end(key)
                 return self._answers[key]
         try:
-            table = _connection().sql(self.sql, params=values).to_arrow_table()
+            with _connection() as con:
+                table = con.sql(self.sql, params=values).to_arrow_table()
         except duckdb.Error as exc:
             raise ExecutionError(f"{self.text}: {str(exc).splitlines()[0]}") from None
         # Through Arrow, as the matcher reads its rows: a MAP, a STRUCT or an INTERVAL

@@ -22,7 +22,8 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 
-from matchsql.errors import SemanticError
+from matchsql.config import MAX_PATTERN_SIZE
+from matchsql.errors import LimitExceededError, SemanticError
 from matchsql.plan.pattern import (
     Alternation,
     Anchor,
@@ -40,7 +41,7 @@ from matchsql.plan.pattern import (
 #: instructions a pattern is refused instead of building a huge program.
 #: Statements are held to the ``max_pattern_size`` setting (matchsql/config.py)
 #: before planning; this is the cap for any caller, whatever the setting.
-MAX_PROGRAM_SIZE = 10_000_000
+MAX_PROGRAM_SIZE = MAX_PATTERN_SIZE
 
 #: PERMUTE of n items expands to n! orders: beyond this arity no program
 #: size setting could hold it, and n! itself gets slow to compute.
@@ -329,6 +330,56 @@ def check_pattern_size(pattern: PatternNode, limit: int = MAX_PROGRAM_SIZE,
     if program_size(pattern, sql) > limit:
         raise SemanticError(_too_large(limit), sql=sql,
                             offset=pattern.offset)
+
+
+def check_first_rows(pattern: PatternNode, max_threads: int, sql: str | None = None) -> None:
+    """Refuse a pattern whose every match attempt needs more than ``max_threads`` live
+    threads on its first row: each variable a match may begin with is a thread there
+    (``(V0 | V1 | ... | V19999) B`` starts 20,000), so the attempt at the first row of
+    any input would fail with that error after the whole pattern was built and run."""
+    starts = _first_labels(pattern)
+    if starts > max_threads:
+        raise LimitExceededError(
+            f"row pattern matching needs more than max_threads={max_threads} live threads: "
+            f"a match attempt may begin with any of {starts:,} pattern variables; simplify "
+            "the pattern or raise the limit with SET max_threads = ...",
+            sql=sql, offset=pattern.offset)
+
+
+def _first_labels(node: PatternNode) -> int:
+    """How many variables (label positions) a match of ``node`` may begin with, at least
+    (PERMUTE counts each item once, not once per order)."""
+    if isinstance(node, Label):
+        return 1
+    if isinstance(node, Exclusion):
+        return _first_labels(node.child)
+    if isinstance(node, Quantified):
+        return 0 if node.max == 0 else _first_labels(node.child)
+    if isinstance(node, Alternation | Permutation):
+        return sum(_first_labels(item) for item in node.items)
+    if isinstance(node, Concatenation):
+        total = 0
+        for item in node.items:
+            total += _first_labels(item)
+            if not _nullable(item):
+                break
+        return total
+    return 0  # an anchor or ()
+
+
+def _nullable(node: PatternNode) -> bool:
+    """Whether ``node`` may match no row."""
+    if isinstance(node, Label):
+        return False
+    if isinstance(node, Exclusion):
+        return _nullable(node.child)
+    if isinstance(node, Quantified):
+        return node.min == 0 or _nullable(node.child)
+    if isinstance(node, Alternation):
+        return any(_nullable(item) for item in node.items)
+    if isinstance(node, Concatenation | Permutation):
+        return all(_nullable(item) for item in node.items)
+    return True
 
 
 def _too_large(limit: int) -> str:

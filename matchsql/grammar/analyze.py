@@ -322,7 +322,9 @@ class _Analyzer:
             seen.add(name.lower())
             checker.check(measure.this, in_define=False)
             resolved = self.resolve_columns(measure.this)
-            out.append(Measure(name=name, expr=resolved, type=typer.arrow_type(resolved)))
+            field, duckdb_type = typer.typed(resolved)
+            out.append(Measure(name=name, expr=resolved, type=field.type,
+                               duckdb_type=duckdb_type))
         return out
 
     # -- time bound and alias ------------------------------------------------

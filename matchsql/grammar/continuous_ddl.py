@@ -18,12 +18,47 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 
 from sqlglot.tokens import TokenType
 
 from matchsql.grammar.stream_ddl import _Parser
 
 OPTIONS = ("checkpoint_interval", "checkpoint_rows")
+#: Each option is 0 (none) or within (lowest, highest); a checkpoint more often than every
+#: millisecond or rarer than every 11 days, or past 10^12 tuples, is a typo, not a plan.
+OPTION_RANGES: dict[str, tuple[Decimal, Decimal]] = {
+    "checkpoint_interval": (Decimal("0.001"), Decimal(1_000_000)),
+    "checkpoint_rows": (Decimal(1), Decimal(10**12)),
+}
+
+
+def option_rule(key: str) -> str:
+    """What ``key`` accepts, in the words its errors use."""
+    low, high = OPTION_RANGES[key]
+    if key == "checkpoint_rows":
+        return f"0 (none) or a whole number of tuples from {low:,} to {high:,}"
+    return f"0 (none) or a number of seconds from {low} to {high:,}"
+
+
+def check_option(key: str, value: object) -> float | int:
+    """``value`` (a number, or its SQL text) if ``key`` accepts it; ValueError with the rule.
+
+    Compared as a decimal, so that ``1e-400`` is not taken for 0 (which would turn
+    checkpoints off) nor ``1e400`` for infinity.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(option_rule(key))
+    try:
+        number = Decimal(value.strip() if isinstance(value, str) else repr(value))
+    except InvalidOperation:
+        raise ValueError(option_rule(key)) from None
+    low, high = OPTION_RANGES[key]
+    whole = key == "checkpoint_rows"
+    if not number.is_finite() or (number != 0 and not low <= number <= high) \
+            or (whole and number != number.to_integral_value()):
+        raise ValueError(option_rule(key))
+    return int(number) if whole else float(number)
 _QUERY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 NAME_RULE = ("a continuous query name is a letter or '_' followed by up to 62 letters, digits "
              "or '_'")
@@ -117,17 +152,18 @@ class _ContinuousParser(_Parser):
             if key not in OPTIONS:
                 raise self.error(f"unknown continuous query option {key!r}; known: "
                                  f"{', '.join(OPTIONS)}", token)
+            if key in options:
+                raise self.error(f"{key} is given twice", token)
             self.expect(TokenType.EQ, "'='")
             value = self.peek()
             if value is None or value.token_type != TokenType.NUMBER:
                 raise self.error(f"{key} is a number ({'seconds' if 'interval' in key else 'tuples'}"
                                  ", 0 for none)", value)
             self.i += 1
-            number = float(value.text)
-            if number < 0 or (key == "checkpoint_rows" and not number.is_integer()):
-                raise self.error(f"{key} must be a non-negative "
-                                 f"{'number' if 'interval' in key else 'whole number'}", value)
-            options[key] = number
+            try:
+                options[key] = check_option(key, value.text)
+            except ValueError as rule:
+                raise self.error(f"{key} must be {rule}, got {value.text}", value) from None
             if self.peek() is not None and self.peek().token_type == TokenType.COMMA:
                 self.i += 1
                 continue

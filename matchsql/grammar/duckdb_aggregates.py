@@ -63,6 +63,7 @@ def over_fields(node: exp.Expr) -> tuple[dict[str, exp.Expr], exp.Expr]:
     Returns each field (``c0``, ``c1``...) -> the first read it stands for, and a copy of
     ``node`` in which every read is its field: ``median(A.price)`` -> ``{'c0': A.price}``,
     ``median(c0)``."""
+    node = _filter_reads_visited_row(node)
     names: dict[str, str] = {}
     fields: dict[str, exp.Expr] = {}
     for read in _reads(node):
@@ -76,6 +77,32 @@ def over_fields(node: exp.Expr) -> tuple[dict[str, exp.Expr], exp.Expr]:
             return fields, replacement
         read.replace(replacement)
     return fields, body
+
+
+def _filter_reads_visited_row(node: exp.Expr) -> exp.Expr:
+    """``node`` with its FILTER's reads qualified as its argument's are.
+
+    The FILTER is evaluated at each row the aggregate visits, and the argument's
+    variable decides which rows those are: ``any_value(U.x) FILTER (WHERE y > 1)``
+    reads the ``y`` of each row mapped to ``U`` (as the engine's own running
+    aggregates read it). Collected as written, the reads ``U.x`` and ``y`` would
+    name two variables.
+    """
+    if not isinstance(node, exp.Filter):
+        return node
+    argument = _reads(node.this)
+    qualifiers = {r.table for r in argument if isinstance(r, exp.Column) and r.table}
+    qualifiers |= {r.variable for r in argument if isinstance(r, Classifier) and r.variable}
+    if len(qualifiers) > 1:
+        return node  # the argument itself names two variables: the binder says so
+    target = next(iter(qualifiers), None)
+    node = node.copy()
+    for read in _reads(node.expression):
+        if isinstance(read, exp.Column):
+            read.set("table", exp.to_identifier(target) if target else None)
+        elif isinstance(read, Classifier) and read.variable:
+            read.set("this", target)
+    return node
 
 
 @dataclass

@@ -68,7 +68,7 @@ class MeasureSplit:
         if all(top is None for top in split):
             return measures, []
         kept = [m for m, top in zip(measures, split) if top is None]
-        projection = [ResultMeasure(m.name, top or quoted(m.name), m.type)
+        projection = [ResultMeasure(m.name, top or quoted(m.name), m.type, m.duckdb_type)
                       for m, top in zip(measures, split)]
         return [*kept, *self.hidden], projection
 

@@ -51,8 +51,27 @@ def parse(sql: str) -> list[exp.Expr]:
     """Parse every statement of ``sql`` (empty statements are dropped): new trees, which
     the caller may rewrite (a text parsed before is copied from its kept trees)."""
     if len(sql) > KEPT_TEXT_CHARS:
-        return list(_parse(sql))
+        return [tree.copy() for tree in _last_long(sql, _parse)]
     return [tree.copy() for tree in _kept_parse(sql)]
+
+
+_long: dict[object, tuple[str, tuple]] = {}  # per function: the last long text, its answer
+_long_lock = threading.Lock()
+
+
+def _last_long(sql: str, work):
+    """``work(sql)`` for a text longer than :data:`KEPT_TEXT_CHARS`, kept for that text
+    alone: a statement is split and parsed several times while it runs (a 170,000
+    character pattern took 0.7 s a parse), and one long text at a time is what a
+    kept answer may cost."""
+    with _long_lock:
+        kept = _long.get(work)
+    if kept is not None and kept[0] == sql:
+        return kept[1]
+    answer = work(sql)
+    with _long_lock:
+        _long[work] = (sql, answer)
+    return answer
 
 
 def known_depth(sql: str) -> int | None:
@@ -171,7 +190,7 @@ def split_statements(sql: str) -> list[tuple[str, int]]:
     rules takes over so that DuckDB can report the real error.
     """
     if len(sql) > KEPT_TEXT_CHARS:
-        return list(_split(sql))
+        return list(_last_long(sql, _split))
     return list(_kept_split(sql))
 
 

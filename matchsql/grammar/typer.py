@@ -24,6 +24,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.errors import CatalogError, Error, SemanticError, TypeMismatchError
+from matchsql.expr.duckdb_calls import duckdb_type
 from matchsql.grammar.checks import position
 from matchsql.grammar.duckdb_catalog import aggregate_names, is_any_aggregate
 from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
@@ -42,6 +43,11 @@ _PLAIN_ARROW = {
 
 # Leaves that cannot fail to bind on their own; probing them is wasted work.
 _LEAVES = (exp.Column, exp.Literal, exp.Identifier, exp.Null, exp.Boolean, exp.DataType, exp.Star)
+
+
+#: Types whose Arrow form a cast cannot take back to them: a UHUGEINT above 10^38
+#: leaves as a wrapped decimal128(38, 0), a BIT's bytes mean another thing as a BLOB.
+_NO_WAY_BACK = frozenset(("UHUGEINT", "BIT", "BIGNUM", "VARINT"))
 
 
 class ExpressionTyper:
@@ -98,6 +104,22 @@ class ExpressionTyper:
             return str(self._bind(to_plain_sql(expr, self.aggregates)).types[0])
         except duckdb.Error as exc:
             raise self._locate(expr, exc) from None
+
+    def typed(self, expr: exp.Expr) -> tuple[pa.Field, str | None]:
+        """``expr``'s Arrow field, and DuckDB's name for its type where DuckDB would read
+        that field as another type (HUGEINT: Arrow's decimal128(38, 0); UUID: a string),
+        else None; from one binding."""
+        known = self._known.get(self._text(expr))
+        if known is not None:
+            field, name = known[1], known[0]
+        else:
+            try:
+                relation = self._bind(to_plain_sql(expr, self.aggregates))
+                field, name = relation.to_arrow_table().schema.field(0), str(relation.types[0])
+            except duckdb.Error as exc:
+                raise self._locate(expr, exc) from None
+        kept = duckdb_type(field.type) in (name, None) or name in _NO_WAY_BACK
+        return field, None if kept else name
 
     def field(self, expr: exp.Expr) -> pa.Field:
         known = self._known.get(self._text(expr))

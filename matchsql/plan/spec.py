@@ -59,6 +59,9 @@ class Measure:
     name: str
     expr: exp.Expression
     type: pa.DataType  # the output column's Arrow type
+    # DuckDB's type of the column where DuckDB would read ``type`` as another one (a
+    # HUGEINT sum leaves as Arrow's decimal128(38, 0)); None where they agree.
+    duckdb_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class ResultMeasure:
     name: str
     sql: str
     type: pa.DataType
+    duckdb_type: str | None = None  # as Measure.duckdb_type
 
     @property
     def by_duckdb(self) -> bool:
@@ -155,6 +159,12 @@ class MatchSpec:
         if not self.projection:
             return self.output_schema()
         return self._shape([pa.field(m.name, m.type) for m in self.projection])
+
+    def retyped(self) -> dict[str, str]:
+        """The result's measure columns whose DuckDB type is not the one DuckDB reads
+        their Arrow form as, each with its type (the result casts them back)."""
+        measures = self.projection or self.measures
+        return {m.name: m.duckdb_type for m in measures if m.duckdb_type is not None}
 
     def result_select(self) -> str:
         """The DuckDB select list that turns the matcher's output into the result."""

@@ -72,6 +72,14 @@ def types_of_schema(schema: pa.Schema) -> list[DuckType]:
     return shared.run(lambda con: list(con.from_arrow(schema.empty_table()).types))
 
 
+def retyped_types(schema: pa.Schema, retyped: dict[str, str]) -> list[DuckType]:
+    """The DuckDB types of ``schema``'s columns, those in ``retyped`` as it names them (a
+    HUGEINT measure's Arrow form is decimal128(38, 0), which DuckDB reads as a DECIMAL)."""
+    read = types_of_schema(schema)
+    return [duckdb.sqltype(retyped[name]) if name in retyped else kind
+            for name, kind in zip(schema.names, read)]
+
+
 def _typed(con: duckdb.DuckDBPyConnection, table: pa.Table,
            types: Sequence[DuckType] | None) -> duckdb.DuckDBPyRelation:
     """``table`` as a DuckDB relation whose columns have ``types`` (cast where DuckDB

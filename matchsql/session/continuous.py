@@ -30,6 +30,23 @@ stream's current end: at most once). At end of stream the partitions are
 closed, the last matches committed and the query is ``finished``. Producer
 deaths do not stop it (it waits for a new producer).
 
+Whatever ends a query's thread, SHOW CONTINUOUS QUERIES never says
+``running`` for it: an error it did not expect (a worker pool that cannot
+start and keeps failing, a bug) makes it ``failed`` with the cause, also where
+the database cannot be written any more (the cause is kept in memory then),
+and its stream reader is closed on every path, so that no producer waits on a
+reader that is gone. A lost worker process - also one killed while the pool
+starts - sends it back to its last checkpoint (at most :data:`MAX_RESTARTS`
+times, after a pause that grows each time).
+
+A disk that fills up under the database fails a checkpoint once: DuckDB
+takes back what the commit wrote to its log, the query keeps its matches and
+state in memory, stops reading and shows ``waiting: disk full`` (the error
+column says which write failed); it commits the same checkpoint once the
+disk has room for about twice what the failed commit held, and goes on by
+itself (0 lost, 0 duplicated sink rows). Where the estimate was short and the
+commit fails again, the room it waits for doubles.
+
 Definitions and checkpoints live in the table ``__matchsql_continuous_queries``.
 """
 
@@ -37,11 +54,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import os
-import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,13 +71,24 @@ import matchsql.snapshot as snapshot
 from matchsql.adaptive.continuous import live_batches
 from matchsql.cancel import Cancellation
 from matchsql.compiled_query import CompiledMatch, compile_match
-from matchsql.errors import CatalogError, Error, ExecutionError, SemanticError
+from matchsql.config import is_internal
+from matchsql.errors import (
+    CatalogError,
+    Error,
+    ExecutionError,
+    SemanticError,
+    internal_error,
+    one_line,
+    without_kind,
+)
 from matchsql.expr.batch_select import derive_input, project_result
 from matchsql.grammar.continuous_ddl import (
     NAME_RULE,
+    OPTIONS,
     ContinuousQueryAction,
     ContinuousStatement,
     CreateContinuousQuery,
+    check_option,
     valid_name,
 )
 from matchsql.grammar.nodes import MatchRecognizeTable
@@ -72,7 +101,7 @@ from matchsql.storage import faults, liveness, permissions
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.live_reader import LiveReader
 from matchsql.storage.shm_ring import W_HEAD_SEQ, W_TAIL_SEQ, Ring
-from matchsql.workers.router import WorkerLost
+from matchsql.workers.pool import WorkerLost
 
 TABLE = "__matchsql_continuous_queries"
 _DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
@@ -83,6 +112,13 @@ _DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     owner_pid BIGINT, owner_started BIGINT)"""
 DEFAULT_INTERVAL_S = 1.0
 MAX_RESTARTS = 10  # returns to the last checkpoint after lost worker processes, at most
+RESTART_PAUSE_S = 0.05  # before the first return to the checkpoint; doubles, up to 2 s
+#: The state SHOW CONTINUOUS QUERIES gives a query whose checkpoint waits for disk space.
+WAITING_DISK_FULL = "waiting: disk full"
+#: How often a query waiting for disk space looks at the free space.
+DISK_POLL_S = 0.1
+#: Room asked for beyond twice the failed commit's bytes (DuckDB's log has overhead).
+DISK_MARGIN = 64 << 10
 SHOW_SCHEMA = pa.schema([
     ("name", pa.string()), ("stream", pa.string()), ("state", pa.string()),
     ("position", pa.int64()), ("lag", pa.int64()), ("matches", pa.int64()),
@@ -159,10 +195,16 @@ class ContinuousQueries:
         """The Python API's CREATE: the same checks as the statement's."""
         if not valid_name(name):
             raise SemanticError(NAME_RULE)
+        checked: dict[str, float] = {}
         for key, value in options.items():
-            if value < 0:
-                raise SemanticError(f"{key} must be a non-negative number")
-        self.create(CreateContinuousQuery(name, body, 0, dict(options), if_not_exists), body)
+            if key not in OPTIONS:
+                raise SemanticError(f"unknown continuous query option {key!r}; known: "
+                                    f"{', '.join(OPTIONS)}")
+            try:
+                checked[key] = check_option(key, value)
+            except ValueError as rule:
+                raise SemanticError(f"{key} must be {rule}, got {value!r}") from None
+        self.create(CreateContinuousQuery(name, body, 0, checked, if_not_exists), body)
 
     def resume(self, name: str) -> None:
         row = self._require(name)
@@ -228,13 +270,23 @@ class ContinuousQueries:
         if not self._has_table():
             return SHOW_SCHEMA.empty_table()
         out = []
+        # Which threads run, asked before the catalog is read: a thread writes its last
+        # state there before it ends, so a row read after this is at least as new.
+        running = {name: runner.thread.is_alive() for name, runner in self.runners.items()}
         for row in self._rows():
             runner = self.runners.get(row["name"])
-            live = runner is not None and runner.thread.is_alive()
-            state = row["state"]
+            live = runner is not None and running.get(row["name"], True)
+            state, error = row["state"], row["error"]
             if state == "running" and not live and not liveness.alive(row["owner_pid"],
                                                                       row["owner_started"]):
                 state = "interrupted"
+            if runner is not None and state == "running":
+                # What the catalog cannot say: the thread died where the database could
+                # not be written, or a checkpoint waits for disk space.
+                if not live and runner.thread.ident is not None:
+                    state, error = "failed", runner.error or "its thread ended unexpectedly"
+                elif live and runner.waiting is not None:
+                    state, error = WAITING_DISK_FULL, runner.waiting
             position = runner.position if live else row["position"]
             out.append({
                 "name": row["name"], "stream": row["stream"], "state": state,
@@ -244,8 +296,8 @@ class ContinuousQueries:
                 "last_checkpoint": row["last_checkpoint"],
                 "checkpoint_interval": row["checkpoint_interval"],
                 "checkpoint_rows": row["checkpoint_rows"],
-                "pid": row["owner_pid"] if state == "running" else None,
-                "error": row["error"],
+                "pid": row["owner_pid"] if state in ("running", WAITING_DISK_FULL) else None,
+                "error": error,
             })
         return pa.Table.from_pylist(out, schema=SHOW_SCHEMA)
 
@@ -335,8 +387,32 @@ class ContinuousQueries:
                                 f"{type(exc).__name__}: {exc})") from None
         view = f"__matchsql_cq_{name.lower()}"
         node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
-        return _Plan(definition, spec.partition_by, new_run, tree.sql(dialect="duckdb"), view,
+        plan = _Plan(definition, spec.partition_by, new_run, tree.sql(dialect="duckdb"), view,
                      spec.result_schema(), index, compiled)
+        self._check_sink(tree, plan, statement, offset)
+        return plan
+
+    def _check_sink(self, tree: exp.Insert, plan: _Plan, statement: str, offset: int) -> None:
+        """Refuse a sink the first checkpoint could not write to (a missing table or schema,
+        a view, a column count that does not fit, matchsql's own tables): DuckDB binds the
+        INSERT over an empty input of the query's result schema, without running it."""
+        target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+        if isinstance(target, exp.Table):  # point at the sink's name
+            first = next((part for part in target.parts if "start" in part.meta), None)
+            offset = first.meta["start"] if first is not None else offset
+        if isinstance(target, exp.Table) and is_internal(target.name):
+            raise SemanticError(f"{target.name} is matchsql's own table, not a sink",
+                                sql=statement, offset=offset)
+        cursor = self.executor.con.cursor()
+        try:
+            cursor.register(plan.view, plan.schema.empty_table())
+            cursor.execute("EXPLAIN " + plan.insert_sql)
+        except duckdb.Error as error:
+            raise SemanticError(f"the continuous query's sink cannot take its rows: "
+                                f"{without_kind(one_line(str(error)))}", sql=statement,
+                                offset=offset) from None
+        finally:
+            cursor.close()
 
     def _start_position(self, definition: StreamDef) -> int:
         """A new query starts at the oldest tuple the ring still holds (the stream's
@@ -386,6 +462,10 @@ class _Runner:
         self.replayed = 0  # tuples read again from the log after a restart
         self.restarts = 0  # times a lost worker process sent the query back to its checkpoint
         self.snapshot_bytes = 0  # the largest matcher-state snapshot written
+        self.error: str | None = None  # why the thread ended, where the catalog cannot say
+        self.last_loss: str | None = None  # the last lost worker's message
+        self.waiting: str | None = None  # the failed write while a checkpoint waits for room
+        self.disk_full_failures = 0  # commits that failed for a full disk
         # Set to a list to record each live batch's latency (bench/checkpoint.py).
         self.latencies_ns: list[int] | None = None
         self._pending: list[pa.RecordBatch] = []
@@ -407,17 +487,37 @@ class _Runner:
         self.thread.join(30)
 
     def _run(self) -> None:
-        while self._run_once():
-            if self.restarts >= MAX_RESTARTS:  # a worker that dies every time: say so
-                cursor = self.executor.con.cursor()
-                with contextlib.suppress(Exception):
-                    cursor.execute(
-                        f"UPDATE {TABLE} SET state = 'failed', error = ? WHERE name = ?",
-                        [f"worker processes died {self.restarts + 1} times; the query "
-                         "stopped at its last checkpoint", self.name])
+        """The thread: the query, back to its last checkpoint after each lost worker.
+        Whatever ends it, the query is not left ``running`` (see the module)."""
+        try:
+            while self._run_once():
+                if self.restarts >= MAX_RESTARTS:  # a worker that dies every time: say so
+                    self._set_failed(f"worker processes died {self.restarts + 1} times "
+                                     f"(the last: {self.last_loss}); the query stopped at "
+                                     "its last checkpoint")
+                    return
+                # A pool that failed to start may fail again at once: not in a tight loop.
+                if self._halt.wait(min(2.0, RESTART_PAUSE_S * 2 ** self.restarts)):
+                    self._set_state(self._final_state)  # stopped: the checkpoint stands
+                    return
+                self._back_to_checkpoint()
+        except BaseException as exc:  # noqa: BLE001 - a thread has no caller to raise to
+            self._set_failed(_describe(exc))
+
+    def _set_failed(self, message: str) -> None:
+        """Mark the query failed with ``message`` (kept here too: the database may not be
+        writable, and SHOW then reads it from here)."""
+        self.error = message
+        self._set_state("failed", message)
+
+    def _set_state(self, state: str, error: str | None = None) -> None:
+        with contextlib.suppress(Exception):
+            cursor = self.executor.con.cursor()
+            try:
+                cursor.execute(f"UPDATE {TABLE} SET state = ?, error = ? WHERE name = ?",
+                               [state, error, self.name])
+            finally:
                 cursor.close()
-                return
-            self._back_to_checkpoint()
 
     def _back_to_checkpoint(self) -> None:
         """A worker process died: what it held is lost, so the whole query goes back to
@@ -449,15 +549,17 @@ class _Runner:
         process sends the query back to its last checkpoint."""
         restart = False
         con = self.executor.con
-        cursor = self._cursor = con.cursor()
-        history = con.cursor()
         config = self.executor.config
         # A checkpoint falls between batches: checkpoint_rows bounds a batch too.
         batch_rows = min(config.batch_size, self.every_rows or config.batch_size)
-        reader = LiveReader(self.plan.definition, on_producer_death="wait",
-                            cancelled=self._halt.is_set, max_rows=batch_rows,
-                            label=f"cq {self.name}")
+        self._router = None
+        cursor = history = reader = None
         try:
+            cursor = self._cursor = con.cursor()
+            history = con.cursor()
+            reader = LiveReader(self.plan.definition, on_producer_death="wait",
+                                cancelled=self._halt.is_set, max_rows=batch_rows,
+                                label=f"cq {self.name}")
             archive = reader.take_archive(history)
             reader.open()
             reader.on_wait = self._maybe_checkpoint
@@ -484,37 +586,32 @@ class _Runner:
             for out in router.finish():
                 self._pending.append(out)
             self._checkpoint("finished")
-        except WorkerLost:
+        except WorkerLost as exc:  # also a pool that did not start
+            self.last_loss = exc.message
             if self.checkpointing and not self._halt.is_set():
                 restart = True
             else:
-                self._fail()
-        except ExecutionError:
+                self._set_failed(exc.message)
+        except ExecutionError as exc:
             if self._halt.is_set():  # stopped between batches: the state is consistent
                 with contextlib.suppress(Error, duckdb.Error):
                     self._checkpoint(self._final_state)
             else:
-                self._fail()
-        except (Error, duckdb.Error):
-            self._fail()
+                self._set_failed(exc.message)
+        except Exception as exc:  # noqa: BLE001 - DuckDB's, a bug: failed, with the cause
+            self._set_failed(_describe(exc))
         finally:
-            with contextlib.suppress(Exception):
-                reader.close()
+            if reader is not None:  # its ring position goes: no producer waits for it
+                with contextlib.suppress(Exception):
+                    reader.close()
             if hasattr(self._router, "close"):  # worker processes: the pool is free again
                 with contextlib.suppress(Exception):
                     self._router.close()
             for c in (history, cursor):
-                with contextlib.suppress(Exception):
-                    c.close()
+                if c is not None:
+                    with contextlib.suppress(Exception):
+                        c.close()
         return restart
-
-    def _fail(self) -> None:
-        error = sys.exc_info()[1]
-        message = getattr(error, "message", None) or str(error).splitlines()[0]
-        with contextlib.suppress(Exception):
-            assert self._cursor is not None
-            self._cursor.execute(f"UPDATE {TABLE} SET state = 'failed', error = ? "
-                                 "WHERE name = ?", [message, self.name])
 
     def _feed(self, batch: pa.RecordBatch, next_position: int) -> None:
         assert self._router is not None
@@ -526,7 +623,7 @@ class _Runner:
     def _maybe_checkpoint(self) -> None:
         if not self.checkpointing:  # sink rows only, each second (no state, no position)
             if self._pending and time.monotonic() - self._last >= DEFAULT_INTERVAL_S:
-                self._insert(self._pending)
+                self._durably(lambda: self._insert(self._pending), _nbytes(self._pending))
                 self.committed += sum(b.num_rows for b in self._pending)
                 self._pending = []
                 self._last = time.monotonic()
@@ -554,23 +651,84 @@ class _Runner:
         state = self.plan.index.dumps(router.runs) if self.checkpointing else None
         self.snapshot_bytes = max(self.snapshot_bytes, len(state or b""))
         found = sum(b.num_rows for b in self._pending)
-        cursor.begin()
-        try:
-            if self._pending:
-                self._insert(self._pending)
-            cursor.execute(f"UPDATE {TABLE} SET position = ?, snapshot = ?, "
-                           "matches = matches + ?, checkpoints = checkpoints + 1, "
-                           "last_checkpoint = now()::TIMESTAMP, state = ? WHERE name = ?",
-                           [self.position, state, found, final, self.name])
-            faults.point("checkpoint")  # everything written, nothing committed
-            cursor.commit()
-        except BaseException:
-            with contextlib.suppress(duckdb.Error):
-                cursor.rollback()
-            raise
+
+        def commit() -> None:
+            cursor.begin()
+            try:
+                if self._pending:
+                    self._insert(self._pending)
+                cursor.execute(f"UPDATE {TABLE} SET position = ?, snapshot = ?, "
+                               "matches = matches + ?, checkpoints = checkpoints + 1, "
+                               "last_checkpoint = now()::TIMESTAMP, state = ?, error = NULL "
+                               "WHERE name = ?", [self.position, state, found, final, self.name])
+                faults.point("checkpoint")  # everything written, nothing committed
+                cursor.commit()
+            except BaseException:
+                with contextlib.suppress(duckdb.Error):
+                    cursor.rollback()
+                raise
+
+        self._durably(commit, len(state or b"") + _nbytes(self._pending))
         permissions.owner_only_database(self.executor.streams.database)  # a new log: 0600
         self._pending = []
         self._rows_since = 0
         self._last = time.monotonic()
         self.committed += found
         self.checkpoints += 1
+
+    def _durably(self, write: Callable[[], None], size: int) -> None:
+        """Run ``write`` (a commit of about ``size`` bytes); where the disk is full, wait
+        for room and run it again (see the module), the matches kept meanwhile."""
+        need = 2 * size + DISK_MARGIN
+        while True:
+            try:
+                write()
+            except duckdb.Error as exc:
+                if not _disk_full(exc):
+                    raise
+                self.disk_full_failures += 1
+                self.waiting = (f"a checkpoint could not be written: {_describe(exc)}; it is "
+                                "written again once the disk has room")
+                if not self._wait_for_room(need):
+                    raise ExecutionError(f"stopped while waiting for disk space ({exc})") \
+                        from None
+                need *= 2  # should this room not do either
+                continue
+            self.waiting = None
+            return
+
+    def _wait_for_room(self, need: int) -> bool:
+        """Wait until the database's file system has ``need`` bytes free; False when the
+        query is stopped meanwhile."""
+        directory = os.path.dirname(os.path.abspath(self.executor.streams.database))
+        while not self._halt.wait(DISK_POLL_S):
+            try:
+                stat = os.statvfs(directory)
+            except OSError:
+                continue
+            if stat.f_bavail * stat.f_frsize >= need:
+                return True
+        return False
+
+
+_DISK_FULL = tuple(os.strerror(code) for code in (errno.ENOSPC, errno.EDQUOT)) + (
+    "disk is full", "out of disk space")
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """Whether DuckDB failed because the file system has no room left."""
+    text = str(exc)
+    return any(phrase in text for phrase in _DISK_FULL)
+
+
+def _nbytes(batches: list[pa.RecordBatch]) -> int:
+    return sum(batch.nbytes for batch in batches)
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for the error column: a matchsql error's message, else its kind and text."""
+    if isinstance(exc, Error):
+        return exc.message
+    if isinstance(exc, duckdb.Error):
+        return " ".join(str(exc).split()) or type(exc).__name__
+    return internal_error(exc).message

@@ -44,7 +44,8 @@ from matchsql.expr.batch_select import project_result
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import known_depth, parse
 from matchsql.grammar.subqueries import visible_ctes
-from matchsql.plan.spec import select_list
+from matchsql.plan.spec import quoted, select_list
+from matchsql.results.duckdb_values import retyped_types
 from matchsql.results.result import BatchSource, Result, table_result
 from matchsql.router.parallel import ParallelPartitionRouter, coalesce
 from matchsql.router.partitions import SortedPartitionRouter
@@ -154,6 +155,9 @@ class MatchRunner:
         # The input metrics of the running statement's first MATCH_RECOGNIZE over a
         # stream (None while there is none): its Result's stats.
         self._live_stats: dict | None = None
+        # The result columns of the MATCH_RECOGNIZE compiled last whose DuckDB type is not
+        # what DuckDB reads their Arrow form as (spec.retyped): cast back where read.
+        self._retyped: dict[str, str] = {}
         # PREPAREd statements with a MATCH_RECOGNIZE: lower-cased name -> text.
         self._prepared: dict[str, str] = {}
         # EXPLAIN ANALYZE: the profile of each MATCH_RECOGNIZE, by its offset in the text.
@@ -308,6 +312,7 @@ class MatchRunner:
         tree = trees[0]
         cleanups: list[Callable[[], None]] = []
         self._live_stats = None
+        self._retyped = {}
         # Match streams not yet claimed by an enclosing MATCH_RECOGNIZE; each is
         # read once, by whichever connection runs the query that references it.
         pending: dict[str, pa.RecordBatchReader] = {}
@@ -333,13 +338,15 @@ class MatchRunner:
                 rows = self._direct(batches)
                 if limit is not None:
                     rows = first_rows(rows, limit)
+                types = retyped_types(schema, self._retyped) if self._retyped else None
                 return Result(BatchSource(schema, rows), on_close=cleanups,
-                              translate=self.executor.failure_or)
+                              translate=self.executor.failure_or, types=types)
             for node in reversed(nodes):  # innermost first: their outputs feed the outer ones
                 view = f"__matchsql_matches_{next(_view_numbers)}"
                 reading = Reading(stops_early, prefix_limit(tree, node))
+                self._retyped = {}
                 pending[view] = self._match_stream(node, statement, pending, cleanups, reading)
-                node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
+                node.replace(_read_back(view, self._retyped, node.args.get("alias")))
             for view, reader in pending.items():
                 self.executor.con.register(view, reader)
                 cleanups.append(lambda view=view: self.executor.unregister(view))
@@ -426,6 +433,7 @@ class MatchRunner:
         if compiled.spec.derived:  # DuckDB's own types for the derived columns, as it exports them
             compiled = compiled.over(self._schema_of(cursor, input_sql, node, statement))
         spec = compiled.spec
+        self._retyped = spec.retyped()
         # The unsorted attempt reads the input a second time when it is out of order: only
         # for a table, view or table function, none of them a stream that reads once.
         again = isinstance(node.this, exp.Table) and not inner and all(
@@ -657,6 +665,19 @@ class MatchRunner:
                   f"analyze: total {elapsed * 1000:.3f} ms"]
         return table_result(pa.table({"explain": pa.array(lines, pa.string())}))
 
+
+
+def _read_back(view: str, retyped: dict[str, str], alias: exp.Expression | None) -> exp.Expr:
+    """What stands for a MATCH_RECOGNIZE in the statement DuckDB runs: its matches' view,
+    with each ``retyped`` column cast back to its DuckDB type (a HUGEINT sum, which the
+    matches carry as Arrow's decimal128(38, 0))."""
+    if not retyped:
+        return exp.Table(this=exp.to_identifier(view), alias=alias)
+    casts = ", ".join(f"CAST({quoted(name)} AS {kind}) AS {quoted(name)}"
+                      for name, kind in retyped.items())
+    select = exp.maybe_parse(f"SELECT * REPLACE ({casts}) FROM {quoted(view)}",
+                             dialect="duckdb")
+    return exp.Subquery(this=select, alias=alias or exp.TableAlias(this=exp.to_identifier(view)))
 
 
 def first_rows(batches: Iterator[pa.RecordBatch], n: int) -> Iterator[pa.RecordBatch]:

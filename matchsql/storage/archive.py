@@ -41,7 +41,9 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from matchsql.errors import SemanticError, StreamError
+from matchsql.deep import run_deep
+from matchsql.errors import ParseError, SemanticError, StreamError
+from matchsql.grammar.statements import check_nesting, tokenize
 from matchsql.storage import faults
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.files import write_atomically
@@ -53,14 +55,22 @@ FLUSH_S = 1.0
 
 
 def normalize_filter(predicate: str) -> str:
-    """Parse an ``archive_filter`` predicate and render it back (one expression, no statements)."""
+    """Parse an ``archive_filter`` predicate and render it back (one expression, no statements).
+
+    Its nesting is bounded as a statement's is (3,000 NOTs would exhaust the parser's
+    recursion), and parsing and rendering run with the room :func:`run_deep` gives.
+    """
     try:
-        tree = sqlglot.parse_one(predicate, read="duckdb", into=exp.Condition)
+        check_nesting(tokenize(predicate), predicate)
+    except ParseError as exc:
+        raise SemanticError(f"archive_filter: {exc.message}") from None
+    try:
+        tree = run_deep(lambda: sqlglot.parse_one(predicate, read="duckdb", into=exp.Condition))
     except sqlglot.errors.ParseError as exc:
         raise SemanticError(f"archive_filter is not a SQL predicate: {exc}") from None
     if tree.find(exp.Query) is not None:
         raise SemanticError("archive_filter may not contain a query")
-    return tree.sql(dialect="duckdb")
+    return run_deep(lambda: tree.sql(dialect="duckdb"))
 
 
 def normalize_table(name: str) -> str:

@@ -10,6 +10,7 @@ connection to ``my.duckdb`` created. The registry is a directory::
         <sha1(namespace)[:16]>/
             <stream>.json               the StreamDef below
             <stream>.spill/             Parquet files of on_full='spill' overflow
+                                        (at most the entry's max_spill bytes)
 
 The live queue itself is a POSIX shared-memory segment plus three named
 semaphores (see :mod:`matchsql.storage.shm_ring`) whose names are a hash
@@ -35,11 +36,11 @@ import os
 import secrets
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from matchsql.errors import CatalogError, StreamError
-from matchsql.grammar.stream_ddl import NAME_RULE, is_stream_name
+from matchsql.grammar.stream_ddl import MAX_SPILL_MAX, MAX_SPILL_MIN, NAME_RULE, is_stream_name
 from matchsql.storage import liveness
 from matchsql.storage.permissions import io_error, make_private_dirs, private_directory
 from matchsql.storage.shm_ring import sweep_orphans, unlink_segment
@@ -64,12 +65,45 @@ class StreamDef:
     owner_pid: int = 0
     owner_started: int = 0
     created: float = field(default_factory=time.time)
+    # Bytes of spill files a 'spill' stream may hold (None: a 'block' stream, or an
+    # entry written before the limit existed; see ``spill_limit``).
+    max_spill: int | None = None
+
+    @property
+    def spill_limit(self) -> int:
+        """The bytes of spill files producers may leave for readers.
+
+        Recorded when the stream is created, so every producer enforces the
+        same limit; an entry without one (written by an older matchsql) gets
+        the default, from the free space now.
+        """
+        if self.max_spill is not None:
+            return self.max_spill
+        return default_max_spill(Path(self.spill_dir))
 
     @property
     def archive_is_directory(self) -> bool:
         """A path-like archive is a Parquet directory; anything else names a DuckDB table."""
         text = self.archive or ""
         return "/" in text or text.startswith((".", "~")) or text.endswith(".parquet")
+
+
+def default_max_spill(directory: Path) -> int:
+    """A quarter of the free space of the disk ``directory`` is on (at least 64 KiB).
+
+    A stream whose readers fall behind must not fill the disk other programs
+    (and the stream's own archive) need; a quarter leaves room for both, and
+    scales with the machine instead of being one guess for every disk.
+    """
+    path = directory
+    while not path.exists() and path.parent != path:  # the spill directory comes later
+        path = path.parent
+    try:
+        stats = os.statvfs(path)
+    except OSError:
+        return MAX_SPILL_MIN
+    free = stats.f_bavail * stats.f_frsize
+    return min(MAX_SPILL_MAX, max(MAX_SPILL_MIN, free // 4))
 
 
 def namespace_of(database: str | None) -> str:
@@ -124,13 +158,20 @@ class Catalog:
         return self.directory / f"{name}.json"
 
     def new_def(self, name: str, columns: list[tuple[str, str]], capacity: int, on_full: str,
-                archive: str | None, archive_filter: str | None) -> StreamDef:
+                archive: str | None, archive_filter: str | None,
+                max_spill: int | None = None) -> StreamDef:
+        """A new stream's entry; a 'spill' stream without ``max_spill`` records the default
+        (:func:`default_max_spill`) now, so that all its producers agree on it."""
         pid = os.getpid()
+        spill_dir = self.directory / f"{name}.spill"
+        if on_full == "spill" and max_spill is None:
+            max_spill = default_max_spill(spill_dir)
         return StreamDef(
             name=name, namespace=self.namespace, columns=columns, capacity=capacity,
             on_full=on_full, archive=archive, archive_filter=archive_filter,
-            segment=self.segment_name(name), spill_dir=str(self.directory / f"{name}.spill"),
-            owner_pid=pid, owner_started=liveness.start_time(pid))
+            segment=self.segment_name(name), spill_dir=str(spill_dir),
+            owner_pid=pid, owner_started=liveness.start_time(pid),
+            max_spill=max_spill if on_full == "spill" else None)
 
     def register(self, definition: StreamDef) -> None:
         """Publish ``definition`` (the segment must exist already)."""
@@ -173,8 +214,14 @@ class Catalog:
             return None
         except (OSError, ValueError) as exc:
             raise StreamError(f"stream {name!r} has an unreadable registry entry: {exc}") from None
-        data["columns"] = [tuple(c) for c in data["columns"]]
-        return StreamDef(**data)
+        try:
+            data["columns"] = [tuple(c) for c in data["columns"]]
+            # Fields this version does not know (a newer writer's) are left out; missing
+            # ones (an older writer's) take their defaults.
+            return StreamDef(**{k: v for k, v in data.items() if k in _FIELDS})
+        except (KeyError, TypeError) as exc:
+            raise StreamError(f"stream {name!r} has an unreadable registry entry: "
+                              f"{exc}") from None
 
     def remove(self, definition: StreamDef) -> None:
         """Delete the stream: segment, semaphores, spill files and registry entry."""
@@ -184,6 +231,8 @@ class Catalog:
             self._path(definition.name).unlink()
         _OWNED.discard((str(self.directory), definition.name))
 
+
+_FIELDS = frozenset(f.name for f in fields(StreamDef))
 
 # Streams created by this process: dropped when it exits cleanly.
 _OWNED: set[tuple[str, str]] = set()

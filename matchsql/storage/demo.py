@@ -15,11 +15,20 @@ arrival order, which for a DuckDB table is insertion order.
 Building the table takes longer than starting matchsql, so a connection
 builds it on first use (:func:`matchsql.storage.demo_needed.needs_demo`): ``matchsql -c "SELECT 1"``
 never pays for it.
+
+``matchsql produce --synthetic`` may ask for billions of rows, which must not
+be built in memory first: :func:`synthetic_trade_batches` yields them batch by
+batch. Up to :data:`EXACT_ROWS` rows it gives exactly the rows of
+:func:`synthetic_trades` (the demo table, benchmarks); beyond, both generate
+the data block by block (:data:`BLOCK_ROWS` rows each, the price walks and the
+clock carried over from block to block), so a larger data set has other values
+than the one-piece algorithm would give, and the same ones either way.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterator
 
 import duckdb
 import numpy as np
@@ -68,15 +77,74 @@ def symbol_names(symbols: int) -> list[str]:
     return names
 
 
-def synthetic_trades(rows: int, symbols: int, seed: int = 0) -> pa.Table:
+#: Up to this many rows, synthetic trades are generated in one piece (the values they
+#: have always had); beyond, block by block (:func:`synthetic_trade_batches`).
+EXACT_ROWS = 1 << 20
+#: Rows per block of a data set larger than :data:`EXACT_ROWS` (what memory holds at once).
+BLOCK_ROWS = 1 << 16
+
+
+def synthetic_trades(rows: int, symbols: int, seed: int = 0, *, exact_rows: int = EXACT_ROWS,
+                     block_rows: int = BLOCK_ROWS) -> pa.Table:
     """``rows`` synthetic trades over ``symbols`` tickers, in strictly increasing time order.
 
     The same arguments always give the same table (benchmarks rely on it).
     Columns follow :data:`SCHEMA`; timestamps fall in trading hours of
-    :data:`TRADING_DAYS` and are strictly increasing in microseconds.
+    :data:`TRADING_DAYS` and are strictly increasing in microseconds. More
+    than ``exact_rows`` rows are the blocks of :func:`synthetic_trade_batches`.
     """
+    _check(rows, symbols)
+    if block_rows < 1:
+        raise ValueError("block_rows must be >= 1")
+    if rows > exact_rows:
+        return pa.Table.from_batches(list(_blocks(rows, symbols, seed, block_rows)),
+                                     schema=SCHEMA)
+    return _one_piece(rows, symbols, seed)
+
+
+def synthetic_trade_batches(rows: int, symbols: int, seed: int = 0, *, batch_rows: int = 65_536,
+                            exact_rows: int = EXACT_ROWS,
+                            block_rows: int = BLOCK_ROWS) -> Iterator[pa.RecordBatch]:
+    """The rows of :func:`synthetic_trades` (same arguments) as batches of at most
+    ``batch_rows`` rows, holding at most ``max(exact_rows, block_rows)`` rows at a time.
+
+    Why: a producer of a billion synthetic trades must not build them all
+    first. Up to ``exact_rows`` rows the one-piece table is built and sliced
+    (its values need every row at once); beyond, each block is generated as
+    the batches go out.
+    """
+    _check(rows, symbols)  # now, not at the first batch
+    if batch_rows < 1 or block_rows < 1:
+        raise ValueError("batch_rows and block_rows must be >= 1")
+    return _batches(rows, symbols, seed, batch_rows, exact_rows, block_rows)
+
+
+def _batches(rows: int, symbols: int, seed: int, batch_rows: int, exact_rows: int,
+             block_rows: int) -> Iterator[pa.RecordBatch]:
+    if rows <= exact_rows:
+        yield from _one_piece(rows, symbols, seed).to_batches(max_chunksize=batch_rows)
+        return
+    for block in _blocks(rows, symbols, seed, block_rows):
+        for start in range(0, block.num_rows, batch_rows):
+            yield block.slice(start, batch_rows)
+
+
+def _check(rows: int, symbols: int) -> None:
     if rows < 0 or symbols < 1:
         raise ValueError("rows must be >= 0 and symbols >= 1")
+    if rows > _MAX_ROWS:
+        raise ValueError(f"at most {_MAX_ROWS} rows fit in the trading sessions")
+
+
+def _weights(symbols: int) -> np.ndarray:
+    """How often each symbol trades: Zipf-like, the first (real) tickers most."""
+    weights = 1.0 / np.arange(1, symbols + 1) ** 0.8
+    return weights / weights.sum()
+
+
+def _one_piece(rows: int, symbols: int, seed: int) -> pa.Table:
+    """The original generator: every value depends on the whole data set (volatility on
+    each symbol's count of trades, the clock on the rows per day)."""
     rng = np.random.default_rng(seed)
     names = symbol_names(symbols)
 
@@ -116,6 +184,61 @@ def synthetic_trades(rows: int, symbols: int, seed: int = 0) -> pa.Table:
     ], schema=SCHEMA)
 
 
+def _blocks(rows: int, symbols: int, seed: int, block_rows: int) -> Iterator[pa.RecordBatch]:
+    """``rows`` trades, ``block_rows`` at a time, each block from a generator of its own.
+
+    Same shape as :func:`_one_piece`, made of what is known before the data:
+    a symbol's volatility comes from its *expected* count of trades (so every
+    symbol moves about 8 % over the data set), each block's trades fill its
+    share of the trading sessions (rows spread evenly over the clock), and the
+    price walks continue from one block to the next.
+    """
+    rng = np.random.default_rng(seed)
+    names = _strings(symbol_names(symbols))
+    p = _weights(symbols)
+    made_up = rng.uniform(np.log(5.0), np.log(200.0), size=max(symbols - len(TICKERS), 0))
+    start = np.concatenate((np.array(list(TICKERS.values()))[:symbols], np.exp(made_up)))
+    sigma = 0.08 / np.sqrt(np.maximum(rows * p, 1.0))
+    level = np.zeros(symbols)  # each symbol's log price change so far
+    session_us = len(TRADING_DAYS) * _SESSION_US  # the clock: trading time only
+    day_start = np.array([(d - _EPOCH).days * 86_400_000_000 + _OPEN_US for d in TRADING_DAYS])
+    for index, first in enumerate(range(0, rows, block_rows)):
+        n = min(block_rows, rows - first)
+        block_rng = np.random.default_rng([seed, index])
+        sym = block_rng.choice(symbols, size=n, p=p).astype(np.int32)
+        # Exponential gaps scaled into the block's share of the clock, each at least
+        # 1 us; shares do not overlap, so timestamps increase across blocks too.
+        low, high = session_us * first // rows, session_us * (first + n) // rows
+        gaps = block_rng.exponential(size=n + 1)
+        gaps *= max(high - low - n - 1, 0) / gaps.sum()
+        clock = low + np.cumsum(gaps[:n].astype(np.int64) + 1)
+        ts = day_start[clock // _SESSION_US] + clock % _SESSION_US
+        # Each symbol's walk within the block (cumulative sums per symbol over the
+        # trades sorted by symbol), on top of where the previous block left it.
+        steps = block_rng.standard_normal(n) * sigma[sym]
+        order = np.argsort(sym, kind="stable")
+        counts = np.bincount(sym, minlength=symbols)
+        ends = np.cumsum(counts)
+        walk = np.cumsum(steps[order])
+        starts = ends - counts
+        walk -= np.repeat(np.where(starts > 0, walk[np.maximum(starts - 1, 0)], 0.0), counts)
+        log_price = np.empty(n)
+        log_price[order] = walk
+        log_price += level[sym]
+        moved = counts > 0
+        level[moved] = log_price[order][ends[moved] - 1]
+        price = np.maximum(np.round(start[sym] * np.exp(log_price), 2), 0.01)
+        lots = block_rng.geometric(0.35, size=n)
+        blocks = np.where(block_rng.random(n) < 0.02, 50, 1)
+        volume = (lots * blocks * 100).astype(np.int64)
+        yield pa.RecordBatch.from_arrays([
+            names.take(_column(pa.int32(), sym, np.int32)),
+            _column(pa.float64(), price, np.float64),
+            _column(pa.int64(), volume, np.int64),
+            _column(pa.timestamp("us"), ts, np.int64),
+        ], schema=SCHEMA)
+
+
 # pa.array() on Python or numpy input imports pandas (0.4 s) to check for
 # pandas types; building from buffers keeps REPL startup fast.
 def _column(type_: pa.DataType, values: np.ndarray, dtype: type) -> pa.Array:
@@ -130,11 +253,13 @@ def _strings(values: list[str]) -> pa.Array:
                                  [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
 
 
+# At least 1 us apart, and a block's share of the clock holds its rows: 2 us on average.
+_MAX_ROWS = len(TRADING_DAYS) * _SESSION_US // 2
+
+
 def _timestamps(rng: np.random.Generator, rows: int) -> np.ndarray:
     """Strictly increasing microsecond timestamps spread over the trading sessions."""
     days = len(TRADING_DAYS)
-    if rows > days * (_SESSION_US - 1):
-        raise ValueError(f"at most {days * (_SESSION_US - 1)} rows fit in the trading sessions")
     per_day = np.full(days, rows // days)
     per_day[: rows % days] += 1
     day_start = np.array([(d - _EPOCH).days * 86_400_000_000 + _OPEN_US for d in TRADING_DAYS])

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from matchsql.storage.permissions import io_error, make_private_dirs
 
-__all__ = ["io_error", "make_private_dirs", "sync_directory", "write_atomically"]
+__all__ = ["io_error", "make_private_dirs", "sync_directory", "write_atomically",
+           "write_bytes_atomically"]
 
 
 def write_atomically(final: Path, table: pa.Table, tmp: Path, what: str, *,
@@ -30,12 +33,25 @@ def write_atomically(final: Path, table: pa.Table, tmp: Path, what: str, *,
     a process crash (a spill file needs no more than the shared memory it
     stands in for, so it skips the cost).
     """
+    _write(final, tmp, what, sync,
+           lambda handle: pq.write_table(table, handle, compression="zstd"))
+
+
+def write_bytes_atomically(final: Path, data: pa.Buffer | bytes, tmp: Path, what: str, *,
+                           sync: bool = True) -> None:
+    """:func:`write_atomically` for a file already encoded in memory (whose size the caller
+    needed to know before writing it, as a spill file's against its stream's limit)."""
+    _write(final, tmp, what, sync, lambda handle: handle.write(memoryview(data)))
+
+
+def _write(final: Path, tmp: Path, what: str, sync: bool,
+           fill: Callable[[BinaryIO], object]) -> None:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
             os.fchmod(fd, 0o600)  # a leftover of another mode keeps its mode on O_TRUNC
             with os.fdopen(fd, "wb", closefd=False) as handle:
-                pq.write_table(table, handle, compression="zstd")
+                fill(handle)
                 handle.flush()
                 if sync:
                     os.fsync(fd)

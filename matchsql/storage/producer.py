@@ -44,9 +44,10 @@ from matchsql.storage.shm_ring import (
     W_EOS,
     W_EOS_SEQ,
     W_HEAD_SEQ,
+    W_TAIL_SEQ,
     Ring,
 )
-from matchsql.storage.spill import write_spill
+from matchsql.storage.spill import SpillSpace, encode_spill, size_text, write_spill
 
 S_BATCH_ROWS = 7  # rows of the last batch published so far; -1 once it is complete
 FRAME_ROWS = 65_536
@@ -67,6 +68,8 @@ class Producer:
         self._slot = slot
         self._frame_rows = max(1, min(FRAME_ROWS, definition.capacity))
         self._spill = definition.on_full == "spill"
+        self._max_spill = definition.spill_limit if self._spill else 0
+        self._spill_space = SpillSpace(definition.spill_dir)
         self._lock = threading.RLock()  # one write at a time from this process
         self._wake = threading.Condition()
         self._rows: list[Any] = []
@@ -123,8 +126,8 @@ class Producer:
 
         ``timeout`` bounds how long a blocking stream may stay full; without it
         the writer waits for the reader as long as one lives. A batch that
-        cannot be written whole (timeout, reader died, spill failed, stream
-        dropped) raises :class:`~matchsql.errors.StreamWriteError`, whose
+        cannot be written whole (timeout, reader died, spill failed or over the
+        stream's max_spill, stream dropped) raises :class:`~matchsql.errors.StreamWriteError`, whose
         ``rows_written`` says how many of its first rows are in the stream: a
         batch may be larger than the ring, so it cannot be all-or-nothing.
         Retrying with the same ``batch_id`` writes exactly the rest.
@@ -264,9 +267,7 @@ class Producer:
         ring = self.ring
         payload = batch.serialize()
         if payload.size + 64 > ring.size // 2 and batch.num_rows > 1:
-            half = batch.num_rows // 2  # too big for the ring: halve
-            self._write_frame(batch.slice(0, half), batch_id, deadline, written)
-            self._write_frame(batch.slice(half), batch_id, deadline, written)
+            self._write_halves(batch, batch_id, deadline, written)  # too big for the ring
             return
         slot = ring.slot(self._slot)
         while True:
@@ -274,11 +275,9 @@ class Producer:
             with ring.locked():
                 first = ring.try_write(payload, batch.num_rows, time.monotonic_ns())
                 if first is None and self._spill:
-                    first = ring.reserve_spill(batch.num_rows)
-                    write_spill(self.definition.spill_dir, first,
-                                pa.Table.from_batches([batch]))
-                    faults.point("spill")  # written, not yet published
-                    ring.publish_spill(first, batch.num_rows)
+                    first = self._spill_frame(batch)
+                    if first is None:  # its spill file alone would pass max_spill
+                        break
                 if first is not None:
                     slot[S_ROWS] += batch.num_rows
                     if batch_id is not None:
@@ -295,6 +294,45 @@ class Producer:
                                   "timeout")
             ring.note_blocked()
             ring.wait_space()
+        self._write_halves(batch, batch_id, deadline, written)
+
+    def _write_halves(self, batch: pa.RecordBatch, batch_id: int | None,
+                      deadline: float | None, written: list[int]) -> None:
+        half = batch.num_rows // 2
+        self._write_frame(batch.slice(0, half), batch_id, deadline, written)
+        self._write_frame(batch.slice(half), batch_id, deadline, written)
+
+    def _spill_frame(self, batch: pa.RecordBatch) -> int | None:
+        """Write ``batch`` to a spill file and publish it (hold the ring's lock); its first
+        sequence number. Over the stream's ``max_spill`` nothing is written: a StreamError
+        says so, and the tuples stay unpublished (none lost, none twice). None when the
+        file alone would be larger than max_spill: the caller spills the batch in halves
+        (a small limit must not refuse a batch that fits it in smaller files)."""
+        ring = self.ring
+        first = ring.reserve_spill(batch.num_rows)
+        data = encode_spill(pa.Table.from_batches([batch]))
+        limit = self._max_spill
+        if data.size > limit:
+            if batch.num_rows > 1:
+                return None
+            raise StreamError(
+                f"a tuple of stream {self.definition.name!r} takes {data.size:,} bytes in a "
+                f"spill file, more than its max_spill = {limit:,} bytes ({size_text(limit)}); "
+                "create the stream again with a larger max_spill")
+        # Under the lock, so producers never pass the limit together; readers only free.
+        used = self._spill_space.in_use(ring.word(W_TAIL_SEQ))
+        if used + data.size > limit:
+            raise StreamError(
+                f"stream {self.definition.name!r} reached its spill limit, max_spill = "
+                f"{limit:,} bytes ({size_text(limit)}): readers still need {used:,} bytes of "
+                f"spill files and the next file takes {data.size:,}; a reader must catch up "
+                "with the stream (spill files go as they are read), or create the stream "
+                "again with a larger max_spill")
+        write_spill(self.definition.spill_dir, first, data)
+        self._spill_space.add(first, data.size)
+        faults.point("spill")  # written, not yet published
+        ring.publish_spill(first, batch.num_rows)
+        return first
 
     def _background(self) -> None:
         """Heartbeat, and flush rows that waited ``linger``."""
@@ -319,6 +357,19 @@ class Producer:
                 except Exception as exc:  # noqa: BLE001 - the next write/flush/close raises it
                     self._error = exc
                     return
+
+
+def stream_schema(stream: str, database: str | None = None) -> pa.Schema:
+    """The columns of ``stream`` (looked up as :meth:`Producer.open` does), without
+    attaching: a producer that attaches restarts an ended stream, so a command that
+    may still fail (say, on a missing input file) asks this first."""
+    catalog = Catalog(database)
+    definition = catalog.get(stream) or catalog.require(stream.lower())
+    ring = Ring.attach(definition.segment)
+    try:
+        return ring.schema
+    finally:
+        ring.close()
 
 
 def _claim_slot(ring: Ring, name: str, pid: int) -> int:

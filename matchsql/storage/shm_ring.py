@@ -102,6 +102,10 @@ class Frame(NamedTuple):
     end: int  # the ring's byte counter just after this frame
 
 
+#: Where POSIX shared memory lives on Linux.
+SHM_DIR = "/dev/shm"
+
+
 def _align8(n: int) -> int:
     return (n + 7) & ~7
 
@@ -116,6 +120,24 @@ def ring_bytes(schema: pa.Schema, capacity: int) -> int:
             width += 28
     want = capacity * (width + 1) * 5 // 4 + (1 << 20)
     return _align8(min(max(want, 4 << 20), 8 << 30))
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):,.0f} MiB"
+
+
+def _check_room(size: int, capacity: int, columns: int) -> None:
+    """Refuse a ring the shared-memory file system cannot hold: its pages are taken as
+    tuples arrive, and a write into a page there is no room for kills the writer (SIGBUS)."""
+    try:
+        stats = os.statvfs(SHM_DIR)
+    except OSError:  # no /dev/shm to ask: the segment's creation says what is wrong
+        return
+    free = stats.f_bavail * stats.f_frsize
+    if size > free:
+        raise StreamError(f"a ring of {capacity:,} tuples of {columns} columns needs "
+                          f"{_mib(size)} of shared memory and {SHM_DIR} has {_mib(free)} "
+                          "free; give the stream a smaller capacity")
 
 
 def unlink_segment(segment: str) -> None:
@@ -194,6 +216,7 @@ class Ring:
         already holds tuples 0..k makes a re-created stream continue at k+1.
         """
         data = ring_bytes(schema, capacity)
+        _check_room(HEADER_BYTES + data, capacity, len(schema))
         for attempt in (0, 1):
             try:
                 shm = posix_ipc.SharedMemory(segment, posix_ipc.O_CREX, mode=0o600,
@@ -213,6 +236,11 @@ class Ring:
                     raise StreamError(f"cannot create the shared-memory segment {segment}") \
                         from None
                 unlink_segment(segment)  # a crashed owner's leftovers
+            except OSError as error:  # no memory to map it, a limit on segments
+                unlink_segment(segment)
+                raise StreamError(f"cannot create the stream's shared-memory segment of "
+                                  f"{_mib(HEADER_BYTES + data)}: {error.strerror or error}; "
+                                  "a smaller capacity needs less") from None
         ring = cls(segment, shm, sems)
         blob = schema.serialize()
         if SCHEMA_OFFSET + blob.size > HEADER_BYTES:

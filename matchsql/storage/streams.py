@@ -9,6 +9,7 @@ import duckdb
 import pyarrow as pa
 
 from matchsql.errors import CatalogError, StreamError
+from matchsql.grammar.stream_ddl import CAPACITY_RULE, ON_FULL, is_capacity, spill_limit
 from matchsql.storage.archive import Archive
 from matchsql.storage.catalog import Catalog, StreamDef
 from matchsql.storage.shm_ring import (
@@ -30,6 +31,7 @@ from matchsql.storage.shm_ring import (
     W_TAIL_SEQ,
     Ring,
 )
+from matchsql.storage.spill import SpillSpace
 
 DEFAULT_CAPACITY = 1_048_576
 
@@ -37,9 +39,28 @@ DEFAULT_CAPACITY = 1_048_576
 def create_stream(con: duckdb.DuckDBPyConnection, database: str | None, name: str,
                   columns: list[tuple[str, str]], schema: pa.Schema, *,
                   capacity: int = DEFAULT_CAPACITY, on_full: str = "block",
+                  max_spill: int | float | str | None = None,
                   archive: str | None = None, archive_filter: str | None = None,
                   if_not_exists: bool = False) -> StreamDef | None:
-    """Create the segment, register the stream and make sure its archive exists."""
+    """Create the segment, register the stream and make sure its archive exists.
+
+    ``max_spill`` (bytes, or text such as ``'512 MiB'``; ``on_full = 'spill'``
+    only) bounds the spill files; without it a spill stream records a quarter of
+    the free space of the spill directory's disk (see ``default_max_spill``).
+    """
+    limit = None
+    if max_spill is not None:
+        if on_full != "spill":
+            raise StreamError("max_spill bounds the spill files of an on_full = 'spill' "
+                              "stream; this stream blocks when full and never spills")
+        try:
+            limit = spill_limit(max_spill)
+        except ValueError as exc:
+            raise StreamError(str(exc)) from None
+    if not is_capacity(capacity):  # the statement checked these: the Python API's values
+        raise StreamError(f"{CAPACITY_RULE}, got {capacity!r}")
+    if on_full not in ON_FULL:
+        raise StreamError(f"on_full is {' or '.join(map(repr, ON_FULL))}, got {on_full!r}")
     catalog = Catalog(database)
     existing = catalog.get(name)
     if existing is not None:
@@ -55,7 +76,8 @@ def create_stream(con: duckdb.DuckDBPyConnection, database: str | None, name: st
         cursor.close()
     if clash:
         raise CatalogError(f"a table or view named {name!r} exists; a stream needs its own name")
-    definition = catalog.new_def(name, columns, capacity, on_full, archive, archive_filter)
+    definition = catalog.new_def(name, columns, capacity, on_full, archive, archive_filter,
+                                 limit)
     first_seq = 0
     if archive:
         store = Archive(definition, con, schema)
@@ -91,9 +113,11 @@ def drop_stream(database: str | None, name: str, *, if_exists: bool = False) -> 
 
 SHOW_SCHEMA = pa.schema([
     ("name", pa.string()), ("columns", pa.string()), ("capacity", pa.int64()),
-    ("on_full", pa.string()), ("archive", pa.string()), ("archive_filter", pa.string()),
+    ("on_full", pa.string()), ("max_spill", pa.int64()), ("archive", pa.string()),
+    ("archive_filter", pa.string()),
     ("written", pa.int64()), ("read", pa.int64()), ("queued", pa.int64()),
-    ("max_queued", pa.int64()), ("spilled", pa.int64()), ("producers", pa.int64()),
+    ("max_queued", pa.int64()), ("spilled", pa.int64()), ("spill_bytes", pa.int64()),
+    ("producers", pa.int64()),
     ("readers", pa.int64()), ("max_lag", pa.int64()), ("archived", pa.int64()),
     ("ended", pa.bool_()),
 ])
@@ -114,20 +138,33 @@ def show_streams(database: str | None) -> pa.Table:
             continue
         try:
             live = [i for i in ring.producers() if ring.slot_alive(i)]
+            spilling = definition.on_full == "spill"
             rows.append({
                 "name": definition.name,
                 "columns": ", ".join(f"{c} {t}" for c, t in definition.columns),
                 "capacity": definition.capacity, "on_full": definition.on_full,
+                "max_spill": definition.spill_limit if spilling else None,
                 "archive": definition.archive, "archive_filter": definition.archive_filter,
                 "written": ring.word(W_HEAD_SEQ), "read": ring.word(W_TAIL_SEQ),
                 "queued": ring.queued, "max_queued": ring.word(W_MAX_QUEUE),
-                "spilled": ring.word(W_SPILLED), "producers": len(live),
+                "spilled": ring.word(W_SPILLED),
+                "spill_bytes": _spill_bytes(definition, ring) if spilling else None,
+                "producers": len(live),
                 **_reader_summary(ring),
                 "ended": _ended(ring, live),
             })
         finally:
             ring.close()
     return pa.Table.from_pylist(rows, schema=SHOW_SCHEMA)
+
+
+def _spill_bytes(definition: StreamDef, ring: Ring) -> int | None:
+    """Bytes of the stream's spill files that readers still need (what max_spill bounds);
+    None when the spill directory cannot be read (SHOW STREAMS still lists the stream)."""
+    try:
+        return SpillSpace(definition.spill_dir).in_use(ring.word(W_TAIL_SEQ))
+    except StreamError:
+        return None
 
 
 def _reader_summary(ring: Ring) -> dict:

@@ -9,7 +9,9 @@ start-up until every worker greets it, and the death signal is cleared once
 the worker has greeted (:func:`started`), because a pool outlives the thread
 that made it (a continuous query's). From then on a thread of the worker
 watches the router's pid (:func:`watch_parent`), even while the main thread
-is inside a long match.
+is inside a long match. A worker whose router died removes the pool's
+shared-memory segments as it goes (the router cannot any more; see
+:mod:`.segments`).
 """
 
 from __future__ import annotations
@@ -22,21 +24,25 @@ import sys
 import threading
 import time
 
+from matchsql.workers import segments
+
 PR_SET_PDEATHSIG = 1
 #: How often a worker checks that the process that started it is still there.
 ORPHAN_CHECK_S = 0.25
 
 
-def start(parent: int, *args: object) -> None:
-    """The target of a spawned worker: guard, then import and run the worker's loop."""
+def start(parent: int, prefix: str, *args: object) -> None:
+    """The target of a spawned worker: guard, then import and run the worker's loop
+    (``prefix``: the pool's segment names; ``args`` go to the loop)."""
     _death_signal(signal.SIGKILL)
     if os.getppid() != parent:  # the router died before the signal was asked for
+        segments.sweep(prefix)
         os._exit(1)
-    watch_parent(parent)
+    watch_parent(parent, prefix)
     # Imported here, after the guards: this import is what takes the start-up seconds.
     from matchsql.workers import process
 
-    process.main(*args)
+    process.main(prefix, *args, greeted=started)
 
 
 def started() -> None:
@@ -44,7 +50,7 @@ def started() -> None:
     _death_signal(0)
 
 
-def watch_parent(parent: int) -> None:
+def watch_parent(parent: int, prefix: str | None = None) -> None:
     """Exit as soon as the router's process ``parent`` is gone, even in a kernel.
 
     A router killed outright (SIGKILL, a test's timeout) closes its pipes, but
@@ -52,10 +58,14 @@ def watch_parent(parent: int) -> None:
     would otherwise run on, alone, for as long as the match takes. ``parent``
     is the pid the router passed, not this process's parent now: a router
     killed while the worker was starting has been replaced as parent already.
+    On its way out the worker removes the segments named under ``prefix``.
     """
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(ORPHAN_CHECK_S)
+        if prefix is not None:
+            with contextlib.suppress(Exception):  # exit whatever happens
+                segments.sweep(prefix)
         os._exit(1)
 
     threading.Thread(target=watch, name="matchsql-worker-orphan", daemon=True).start()

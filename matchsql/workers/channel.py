@@ -1,7 +1,7 @@
 """One direction between two processes: bytes through shared memory, notices through a pipe.
 
 Payloads (Arrow IPC streams, matcher state snapshots) are copied into a byte
-ring in a :class:`multiprocessing.shared_memory.SharedMemory` segment; the
+ring in a shared-memory segment (:class:`~matchsql.workers.segments.Segment`); the
 pipe carries only a small notice ``(kind, start, length, extra)`` per
 payload, which also wakes the reader. Only the notice goes through the
 kernel; the bulk data is one ``memcpy`` in and one out.
@@ -15,7 +15,8 @@ many notices it has taken (word 1). The writer waits while the ring lacks
 room or while :data:`MAX_NOTICES` notices are unread, so the pipe itself
 never fills and a writer never blocks inside the kernel. A payload that
 cannot fit the ring goes through a segment of its own, which the reader
-unlinks once copied.
+unlinks once copied. A pool names its segments (``name``, ``prefix``: see
+:mod:`.segments`), so that whatever a dead process left is found and removed.
 
 The reader copies a payload out before releasing its bytes: matchers keep
 references to the rows they buffer, so nothing may point into the ring.
@@ -24,7 +25,7 @@ Trust: the pool's messages (the query's spec and settings, keys, counters;
 multiprocessing's own notices) are pickles, and only ever cross between the
 processes of one pool: the router and the workers it spawned, through pipes
 they inherited and segments with random names that only this user can open
-(``SharedMemory`` makes them 0600). Nothing read from disk, and no segment
+(segments are 0600). Nothing read from disk, and no segment
 another process could name, is unpickled; a matcher's state inside a message
 is in the data-only snapshot format (:mod:`matchsql.state_format`).
 """
@@ -34,10 +35,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from multiprocessing.shared_memory import SharedMemory
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from matchsql.workers import segments
 
 
 @runtime_checkable
@@ -58,12 +60,18 @@ _WAIT_S = 0.0002
 
 
 class RingWriter:
-    """The writing end: owns the segment (creates and unlinks it)."""
+    """The writing end: owns the segment (creates and unlinks it).
 
-    def __init__(self, pipe: Connection, capacity: int) -> None:
+    ``name`` names the ring's segment and ``prefix`` starts the names of the
+    oversized payloads' segments (None: a name, a prefix of its own).
+    """
+
+    def __init__(self, pipe: Connection, capacity: int, *, name: str | None = None,
+                 prefix: str | None = None) -> None:
         self.pipe = pipe
         self.capacity = capacity
-        self.shm = SharedMemory(create=True, size=_HEADER + capacity)
+        self.prefix = prefix
+        self.shm = segments.create(name or segments.new_name(prefix, "r"), _HEADER + capacity)
         self._words = np.ndarray(2, np.int64, self.shm.buf, 0)
         self._words[:] = 0
         self._written = 0
@@ -87,7 +95,7 @@ class RingWriter:
             payload = memoryview(payload).cast("B")  # bytes as bytes, whatever the exporter
         length = 0 if payload is None else (payload.size if writable else len(payload))
         if length > self.capacity // 2:
-            seg = SharedMemory(create=True, size=max(1, length))
+            seg = segments.create(segments.new_name(self.prefix, "b"), max(1, length))
             _put(seg.buf, 0, length, payload)
             name = seg.name
             seg.close()
@@ -166,7 +174,7 @@ class RingReader:
 
     def __init__(self, pipe: Connection, name: str, capacity: int) -> None:
         self.pipe = pipe
-        self.shm = SharedMemory(name=name, create=False)
+        self.shm = segments.Segment(name)
         self.capacity = capacity
         self._words = np.ndarray(2, np.int64, self.shm.buf, 0)
         self._taken = 0
@@ -179,7 +187,7 @@ class RingReader:
         writer is gone)."""
         kind, start, length, extra, name = self.pipe.recv()
         if name is not None:
-            seg = SharedMemory(name=name, create=False)
+            seg = segments.Segment(name)
             try:
                 payload = bytes(seg.buf[:length])
             finally:
@@ -207,3 +215,4 @@ class RingReader:
                 self.shm.unlink()
             except FileNotFoundError:
                 pass
+

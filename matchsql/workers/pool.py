@@ -8,6 +8,13 @@ the number of workers changes). Anything that leaves a worker in an unknown
 state - an interrupt, a failure, a worker's death - kills the whole pool at
 once (SIGKILL: an interrupt must not wait for a kernel to reach its next
 check); the next query starts a fresh one.
+
+A pool that cannot start says why (:class:`WorkerStartError`: the worker was
+killed by a signal, exited with a code - an interpreter that cannot start
+exits at once -, could not be run at all, or did not greet in time) and
+leaves nothing behind: every segment of a pool is named under its prefix
+(:mod:`.segments`), so :meth:`WorkerPool.kill` removes even those whose
+creator died before saying their name.
 """
 
 from __future__ import annotations
@@ -22,18 +29,45 @@ import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from multiprocessing import popen_spawn_posix, spawn
 from multiprocessing.connection import Connection, wait
+from multiprocessing.context import SpawnProcess
 
 from matchsql.cancel import Cancellation
 from matchsql.errors import ExecutionError
-from matchsql.workers import boot
+from matchsql.workers import boot, segments
 from matchsql.workers.channel import RingReader, RingWriter
 from matchsql.workers.shared_rows import RowsArena
 
 #: Bytes of each direction's ring (per worker).
 RING_BYTES = 32 << 20
-_START_TIMEOUT_S = 120.0
-_GREET_POLL_S = 0.02  # how often a starting pool looks at the statement's cancellation
+#: How long a pool's workers have, together, to greet (imports take seconds when loaded).
+START_TIMEOUT_S = 120.0
+#: How often a starting pool looks at the statement's cancellation.
+_GREET_POLL_S = 0.02
+#: How long a worker that ended gets to be reaped, for its exit code to be known.
+_REAP_S = 5.0
+
+
+class WorkerLost(ExecutionError):
+    """A worker process died: its buckets' state is gone (a checkpoint can restore it)."""
+
+
+class WorkerStartError(WorkerLost):
+    """A worker process did not start; the message says why (the pool was killed)."""
+
+
+def exit_cause(code: int | None) -> str | None:
+    """How a process ended, from its exit code ("killed by signal 9 (SIGKILL)",
+    "exited with code 1"); None while it runs."""
+    if code is None:
+        return None
+    if code < 0:
+        try:
+            return f"killed by signal {-code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with code {code}"
 
 
 @dataclass
@@ -42,7 +76,9 @@ class Worker:
     proc: mp.process.BaseProcess
     inbox: RingWriter
     pipe: Connection  # the outbox's notices
+    outbox_name: str = ""  # the worker makes its outbox under the name the pool gave
     outbox: RingReader | None = None
+    started: bool = False  # whether its process was started (else it has no exit code)
     # Figures for SHOW WORKERS and the balancer, kept by the router.
     rows_in: int = 0
     rows_done: int = 0
@@ -54,16 +90,16 @@ class Worker:
         return self.proc.pid or 0
 
     def death(self) -> str | None:
-        """Why the worker is gone ("killed by SIGKILL", "exited with code 1"), or None."""
-        code = self.proc.exitcode
-        if code is None:
-            return None
-        if code < 0:
-            try:
-                return f"killed by {signal.Signals(-code).name}"
-            except ValueError:
-                return f"killed by signal {-code}"
-        return f"exited with code {code}"
+        """Why the worker is gone ("killed by signal 9 (SIGKILL)", "exited with code 1"),
+        or None while it runs."""
+        return exit_cause(self.proc.exitcode) if self.started else None
+
+    def reaped_death(self, timeout: float = _REAP_S) -> str:
+        """Why the worker ended, once it has (its pipe or sentinel said so): the kernel
+        closes a process's pipes before its exit code can be read, so wait for that."""
+        if self.started:
+            self.proc.join(timeout)
+        return self.death() or f"did not end within {timeout:g} s of closing its channel"
 
 
 class WorkerPool:
@@ -78,45 +114,75 @@ class WorkerPool:
         self.ring_bytes = ring_bytes
         self.workers: list[Worker] = []
         self.migrations = 0  # over the pool's life, for SHOW WORKERS
-        self.arena = RowsArena()  # the queries' grouped input, shared with the workers
+        segments.sweep_dead_owners()  # what pools of killed processes left
+        self.prefix = segments.pool_prefix()
+        self.arena = RowsArena(self.prefix)  # the queries' grouped input, shared with workers
         context = mp.get_context("spawn")
         atexit.register(self.kill)  # a connection never closed: no worker or segment outlives us
         try:
             for index in range(size):
-                self.workers.append(self._start(context, index))
+                self._start(context, index)
+            deadline = time.monotonic() + START_TIMEOUT_S
             for worker in self.workers:
-                self._greet(worker, cancel)
+                self._greet(worker, deadline, cancel)
         except BaseException:
             self.kill()
             raise
 
-    def _start(self, context, index: int) -> Worker:
+    def _start(self, context: mp.context.SpawnContext, index: int) -> None:
         to_worker_r, to_worker_w = context.Pipe(duplex=False)
         from_worker_r, from_worker_w = context.Pipe(duplex=False)
-        inbox = RingWriter(to_worker_w, self.ring_bytes)
-        proc = context.Process(
-            target=boot.start, name=f"matchsql-worker-{index}", daemon=True,
-            args=(os.getpid(), index, to_worker_r, inbox.name, from_worker_w, self.ring_bytes))
-        with _bare_main():
-            proc.start()
-        to_worker_r.close()
-        from_worker_w.close()
-        # The outbox reader attaches once the worker has made its segment (_greet).
-        return Worker(index, proc, inbox, from_worker_r)
+        try:
+            try:
+                inbox = RingWriter(to_worker_w, self.ring_bytes, prefix=self.prefix,
+                                   name=f"{self.prefix}i{index}")
+            except OSError as exc:  # a full /dev/shm, most likely
+                to_worker_w.close()
+                from_worker_r.close()
+                raise WorkerStartError(f"worker process {index} did not start: no shared "
+                                       f"memory for its channel ({_reason(exc)})") from None
+            outbox_name = f"{self.prefix}o{index}"
+            proc = _WorkerProcess(
+                target=boot.start, name=f"matchsql-worker-{index}", daemon=True,
+                args=(os.getpid(), self.prefix, index, to_worker_r, inbox.name, from_worker_w,
+                      outbox_name, self.ring_bytes))
+            worker = Worker(index, proc, inbox, from_worker_r, outbox_name)
+            self.workers.append(worker)  # from here on, kill() frees its segments
+            try:
+                with _bare_main():
+                    proc.start()
+            except OSError as exc:  # the interpreter could not be run at all
+                raise WorkerStartError(
+                    f"worker process {index} did not start: cannot run "
+                    f"{spawn.get_executable()} ({_reason(exc)})") from None
+            worker.started = True
+        finally:
+            to_worker_r.close()
+            from_worker_w.close()
 
-    def _greet(self, worker: Worker, cancel: Cancellation | None = None) -> None:
+    def _greet(self, worker: Worker, deadline: float, cancel: Cancellation | None) -> None:
+        """Wait for the worker's hello (its outbox is made), or say why it did not come."""
         pipe = worker.pipe
-        deadline = time.monotonic() + _START_TIMEOUT_S
         ready: list = []
         while not ready and time.monotonic() < deadline:
             if cancel is not None:
                 cancel.check()
-            ready = wait([pipe, worker.proc.sentinel], _GREET_POLL_S)
-        if pipe not in ready:
-            raise ExecutionError(f"worker process {worker.index} did not start "
-                                 f"({worker.death() or 'timed out'})")
-        _, name, _ = pipe.recv()
-        worker.outbox = RingReader(pipe, name, self.ring_bytes)
+            ready = wait([pipe, worker.proc.sentinel],
+                         min(_GREET_POLL_S, max(0.0, deadline - time.monotonic())))
+        if not ready:
+            raise WorkerStartError(f"worker process {worker.index} did not start: timed out "
+                                   f"after {START_TIMEOUT_S:g} s")
+        try:
+            if pipe not in ready:  # only its sentinel: it ended without a word
+                raise EOFError
+            kind, name, _ = pipe.recv()
+            if kind != "hello" or name != worker.outbox_name:
+                raise WorkerStartError(f"worker process {worker.index} did not start: it "
+                                       f"sent {kind!r} first")
+            worker.outbox = RingReader(pipe, name, self.ring_bytes)
+        except (EOFError, OSError):
+            raise WorkerStartError(f"worker process {worker.index} did not start: "
+                                   f"{worker.reaped_death()}{_interpreter_problem()}") from None
 
     def alive(self) -> bool:
         return bool(self.workers) and all(w.proc.exitcode is None for w in self.workers)
@@ -130,23 +196,23 @@ class WorkerPool:
             except (OSError, ValueError):
                 pass
         for worker in self.workers:
-            worker.proc.join(2.0)
+            if worker.started:
+                worker.proc.join(2.0)
         self.kill()
 
     def kill(self) -> None:
         """SIGKILL every worker now and free the shared memory (idempotent)."""
         atexit.unregister(self.kill)
         for worker in self.workers:
-            if worker.proc.exitcode is None:
+            if worker.started and worker.proc.exitcode is None:
                 try:
                     os.kill(worker.proc.pid, signal.SIGKILL)
                 except (ProcessLookupError, TypeError):
                     pass
         for worker in self.workers:
-            worker.proc.join(5.0)
+            if worker.started:
+                worker.proc.join(_REAP_S)
             worker.inbox.close()
-            if worker.outbox is None:
-                _unlink_unread_outbox(worker, self.ring_bytes)
             if worker.outbox is not None:
                 worker.outbox.close(unlink=True)
             try:
@@ -155,18 +221,56 @@ class WorkerPool:
                 pass
         self.workers = []
         self.arena.close()
+        # What no object here holds: an outbox whose worker died before greeting, payloads
+        # too large for a ring that a dead reader never took.
+        segments.sweep(self.prefix)
 
 
-def _unlink_unread_outbox(worker: Worker, ring_bytes: int) -> None:
-    """A worker killed before its greeting was read (an interrupt while the pool
-    started) made its outbox all the same: attach to it by the greeting's name, so that
-    the caller unlinks it, rather than leave it in /dev/shm until the process ends."""
+class _SpawnPopen(popen_spawn_posix.Popen):
+    """multiprocessing's spawn launcher, for whom a child that died at once is no error.
+
+    The launcher writes the child's instructions into a pipe the child reads
+    first; a child that ends before that (an interpreter that cannot start,
+    a SIGKILL) breaks the pipe, and multiprocessing raises BrokenPipeError
+    having lost the child's pid, so its exit code - the one thing that says
+    what went wrong - could not be read. Here the launch completes; the pool
+    sees the child end at its greeting, and says how it ended.
+    """
+
+    def _launch(self, process_obj: mp.process.BaseProcess) -> None:
+        try:
+            super()._launch(process_obj)
+        except BrokenPipeError:
+            if getattr(self, "pid", None) is None or getattr(self, "sentinel", None) is None:
+                raise
+
+
+class _WorkerProcess(SpawnProcess):
+    """A spawned process started through :class:`_SpawnPopen`."""
+
+    @staticmethod
+    def _Popen(process_obj: mp.process.BaseProcess) -> _SpawnPopen:  # noqa: N802 - its name
+        return _SpawnPopen(process_obj)
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or type(exc).__name__
+
+
+def _interpreter_problem() -> str:
+    """Why the workers' interpreter cannot run, as a suffix of the error ("" when it can
+    as far as this process can tell). multiprocessing does not report a failed exec: the
+    child just exits with code 255."""
+    executable = spawn.get_executable()
+    if isinstance(executable, bytes):
+        executable = os.fsdecode(executable)
     try:
-        if worker.pipe.poll(0):
-            _, name, _ = worker.pipe.recv()
-            worker.outbox = RingReader(worker.pipe, name, ring_bytes)
-    except (EOFError, OSError, ValueError):
-        pass  # no greeting, or its segment is gone already
+        os.stat(executable)
+    except OSError as exc:
+        return f" (cannot run {executable}: {_reason(exc)})"
+    if not os.access(executable, os.X_OK):
+        return f" (cannot run {executable}: not executable by this user)"
+    return ""
 
 
 @contextmanager

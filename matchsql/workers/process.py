@@ -28,11 +28,12 @@ import pickle
 import signal
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from matchsql.allocator import keep_freed_memory
 from matchsql.errors import Error, internal_error
-from matchsql.workers import boot
+from matchsql.workers import segments
 from matchsql.workers.channel import RingReader, RingWriter
 from matchsql.workers.gather import Gather
 from matchsql.workers.matching import Query
@@ -45,18 +46,23 @@ KINDS = {"query": Query, "gather": Gather, "stream": Streamed}
 KEPT_QUERIES = 8
 
 
-def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
-         capacity: int) -> None:
-    """The worker's loop (run by :func:`matchsql.workers.boot.start`, the spawned target)."""
+def main(prefix: str, index: int, inbox: Connection, inbox_name: str, outbox: Connection,
+         outbox_name: str, capacity: int, *, greeted: Callable[[], None] = lambda: None) -> None:
+    """The worker's loop (run by :func:`matchsql.workers.boot.start`, the spawned target).
+
+    The outbox is made under the name the pool chose (``outbox_name``), and payloads too
+    large for it under the pool's ``prefix``: the pool can remove them even if this
+    process dies before saying their names (see :mod:`.segments`). ``greeted`` runs once the
+    router has been greeted (the boot module clears the start-up death signal there)."""
     # Ctrl-C in a terminal reaches the whole process group: the router turns it into an
     # interrupt of the statement (which kills this pool); dying here on our own would
     # report a lost worker instead.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     keep_freed_memory()  # this process is ours: its messages' buffers stay warm
     reader = RingReader(inbox, inbox_name, capacity)
-    writer = RingWriter(outbox, capacity)
+    writer = RingWriter(outbox, capacity, name=outbox_name, prefix=prefix)
     outbox.send(("hello", writer.name, os.getpid()))
-    boot.started()
+    greeted()
     query: Query | Gather | Streamed | None = None
     attached = Attached()  # the router's shared input segments, mapped once
     kept: OrderedDict[bytes, tuple] = OrderedDict()
@@ -66,7 +72,12 @@ def main(index: int, inbox: Connection, inbox_name: str, outbox: Connection,
         while True:
             try:
                 kind, payload, extra = reader.receive()
-            except (EOFError, OSError):
+            except EOFError:
+                # The router's process is gone (a live router kills its workers before it
+                # closes their channels): nobody else frees the pool's shared memory.
+                segments.sweep(prefix)
+                return
+            except OSError:
                 return  # the router's process is gone
             if kind != "take" and isinstance(query, Query):
                 query.flush(writer)  # its kept answers go first (see Query.flush)

@@ -63,7 +63,7 @@ from matchsql.workers.balance import (
     spread,
 )
 from matchsql.workers.frames import Packed, unpack
-from matchsql.workers.pool import Worker, WorkerPool
+from matchsql.workers.pool import Worker, WorkerLost, WorkerPool
 from matchsql.workers.shared_rows import SharedLayout
 
 BUCKETS = 64
@@ -505,8 +505,7 @@ class WorkerRouter:
             worker.inbox.send(kind, payload, extra, idle=self._drain)
         except OSError:  # a broken pipe: the worker is gone
             self._check()
-            worker.proc.join(2.0)
-            raise _died(worker, worker.death() or "closed its channel") from None
+            raise _died(worker, worker.reaped_death()) from None
 
     # -- answers --------------------------------------------------------------------------
 
@@ -534,8 +533,7 @@ class WorkerRouter:
             kind, payload, extra = worker.outbox.receive()
         except (EOFError, OSError):
             self._check()
-            worker.proc.join(2.0)  # its end of the pipe closed: it is dying or dead
-            raise _died(worker, worker.death() or "closed its channel") from None
+            raise _died(worker, worker.reaped_death()) from None  # its pipe closed: dying
         if kind == "out":
             self._on_out(index, payload, extra)
         elif kind == "state":
@@ -634,10 +632,6 @@ class WorkerRouter:
             death = worker.death()
             if death is not None and not worker.pipe.poll(0):
                 raise _died(worker, death)
-
-
-class WorkerLost(ExecutionError):
-    """A worker process died: its buckets' state is gone (a checkpoint can restore it)."""
 
 
 def _died(worker: Worker, how: str) -> ExecutionError:

@@ -21,12 +21,12 @@ from __future__ import annotations
 import os
 import pickle
 from dataclasses import dataclass
-from multiprocessing.shared_memory import SharedMemory
 
 import numpy as np
 import pyarrow as pa
 
 from matchsql.router.presorted import GroupedRows
+from matchsql.workers import segments
 
 #: A segment larger than this is given back once its query ends (a smaller one stays
 #: for the next query, its pages mapped): one large query does not pin its memory.
@@ -57,10 +57,12 @@ class SharedLayout:
 
 
 class RowsArena:
-    """The router's end: one segment, written by one query at a time."""
+    """The router's end: one segment, written by one query at a time (named under
+    ``prefix``, the pool's: see :mod:`.segments`)."""
 
-    def __init__(self) -> None:
-        self.shm: SharedMemory | None = None
+    def __init__(self, prefix: str | None = None) -> None:
+        self.shm: segments.Segment | None = None
+        self.prefix = prefix
 
     def put(self, rows: GroupedRows) -> SharedLayout | None:
         """Write ``rows`` into the segment; None where shared memory has no room for them
@@ -98,12 +100,13 @@ class RowsArena:
                             rows.num_rows, rows.schema, slots, tuple(placed), dict(rows.keys),
                             rows.ends)
 
-    def _segment(self, size: int) -> SharedMemory | None:
+    def _segment(self, size: int) -> segments.Segment | None:
         if self.shm is not None and self.shm.size >= size:
             return self.shm
         self.close()
         try:
-            shm = SharedMemory(create=True, size=max(size + size // 4, 1 << 20))
+            shm = segments.create(segments.new_name(self.prefix, "a"),
+                                  max(size + size // 4, 1 << 20))
         except OSError:
             return None
         try:
@@ -125,7 +128,7 @@ class RowsArena:
             self.shm = None
 
 
-def _reserve(shm: SharedMemory) -> None:
+def _reserve(shm: segments.Segment) -> None:
     """Allocate every page of ``shm`` now (ENOSPC here rather than SIGBUS on a write)."""
     path = os.path.join(_SHM_DIR, shm.name.lstrip("/"))
     if not os.path.exists(path):
@@ -137,7 +140,7 @@ def _reserve(shm: SharedMemory) -> None:
         os.close(fd)
 
 
-def _drop(shm: SharedMemory) -> None:
+def _drop(shm: segments.Segment) -> None:
     try:
         shm.close()
     except BufferError:
@@ -161,7 +164,7 @@ def _ipc_size(batch: pa.RecordBatch | None) -> int:
     return mock.size()
 
 
-def _write_ipc(shm: SharedMemory, length: int, batch: pa.RecordBatch) -> None:
+def _write_ipc(shm: segments.Segment, length: int, batch: pa.RecordBatch) -> None:
     view = shm.buf[:length]
     try:
         _write_into(view, batch)
@@ -181,14 +184,14 @@ class Attached:
     """A worker's mappings of the router's segments, kept from query to query."""
 
     def __init__(self) -> None:
-        self._segments: dict[str, SharedMemory] = {}
+        self._segments: dict[str, segments.Segment] = {}
 
     def rows(self, layout: SharedLayout) -> GroupedRows:
         """The query's rows, their columns read in place from the segment (no copy)."""
         shm = self._segments.get(layout.name)
         if shm is None:
             self.release()  # an older segment: the router has replaced it
-            shm = self._segments[layout.name] = SharedMemory(name=layout.name, create=False)
+            shm = self._segments[layout.name] = segments.Segment(layout.name)
         columns: list[pa.Array | None] = [None] * len(layout.schema)
         if layout.slots:
             view = shm.buf[layout.ipc_offset:layout.ipc_offset + layout.ipc_length]

@@ -64,7 +64,7 @@ def test_query_reports_latency(mode) -> None:
         result = con.sql(QUERY.format(source="trades"))
         with Producer.open("trades") as producer:
             producer.write_batch(synthetic_trades(2000, 5, 7))
-        bounded(result.fetchall, 30)
+        bounded(result.fetchall, 120)  # a hang guard: a cold numba cache compiles here
         stats = result.stats
         assert stats["records"] == 2000
         assert 0 < stats["latency"] < 30

@@ -85,7 +85,7 @@ def test_settings_by_connect_and_by_set(con):
 def test_bad_settings_are_errors(con):
     with pytest.raises(matchsql.Error, match="unknown setting"):
         matchsql.connect(demo=False, no_such_option=1)
-    with pytest.raises(matchsql.Error, match="positive whole number"):
+    with pytest.raises(matchsql.Error, match="must be a whole number from 1 to 10,000,000"):
         con.sql("SET max_threads = -5")
 
 

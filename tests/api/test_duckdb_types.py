@@ -111,8 +111,6 @@ def test_a_sum_over_match_recognize_is_a_float64_column() -> None:
                                        ours.execute(SUM_OF_MEASURES).fetchall()]
 
 
-@pytest.mark.xfail(strict=True, reason="a HUGEINT measure leaves the matchers as its Arrow "
-                                       "form, decimal128(38, 0)")
 def test_a_sum_over_match_recognize_is_a_hugeint() -> None:
     ours = matchsql.connect()
     result = ours.execute(SUM_OF_MEASURES)

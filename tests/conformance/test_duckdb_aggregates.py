@@ -112,14 +112,18 @@ def test_running_in_all_rows_per_match(engines, call):
 
 
 @pytest.mark.parametrize("call", ["median(B.x)", "string_agg(B.s, '-' ORDER BY B.ts)",
-                                  "list(DISTINCT B.i ORDER BY B.i)", "stddev_pop(B.x) FILTER (WHERE B.i > 0)"])
+                                  "list(DISTINCT B.i ORDER BY B.i)", "stddev_pop(B.x) FILTER (WHERE B.i > 0)",
+                                  # the FILTER reads the row the aggregate visits: unqualified,
+                                  # or qualified by another variable, it is B's row here
+                                  "stddev_pop(B.x) FILTER (WHERE i > 0)",
+                                  "count_if(CLASSIFIER(B) = 'B') FILTER (WHERE A.i > 0)"])
 def test_over_one_variable(engines, call):
     """An aggregate over the rows of one variable: B, every row after the first."""
     con, ref = engines
     got = con.sql(f"SELECT p, v FROM ev MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
                   f"MEASURES {call} AS v ONE ROW PER MATCH PATTERN (A B*) DEFINE B AS true) "
                   "ORDER BY p").arrow()
-    plain = call.replace("B.", "")
+    plain = call.replace("B.", "").replace("A.", "").replace("CLASSIFIER(B)", "'B'")
     want = ref.sql(f"SELECT d.p, (SELECT {plain} FROM ev WHERE ev.p = d.p AND ev.ts > "
                    "(SELECT min(ts) FROM ev e WHERE e.p = d.p)) FROM (SELECT DISTINCT p FROM ev) d "
                    "ORDER BY d.p").to_arrow_table()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from matchsql.config import Config
+from matchsql.config import CHOICES, WHOLE_RANGES, Config
 from matchsql.errors import Error
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,26 +67,25 @@ def test_each_documented_range_is_what_set_accepts(field):
     _, cell = settings_table()[field.name]
     default = getattr(Config(), field.name)
     if isinstance(default, int):
-        zero_allowed = field.name in Config._ZERO_ALLOWED
-        assert cell.startswith("whole number ≥ 0" if zero_allowed else "whole number ≥ 1"), cell
+        low, high = WHOLE_RANGES[field.name]
+        assert cell.startswith(f"whole number from {low:,} to {high:,}"), cell
+        assert low <= default <= high
         config = Config()
-        config.set(field.name, 1)
-        if zero_allowed:
-            config.set(field.name, 0)
-        else:
-            with pytest.raises(Error):
-                config.set(field.name, 0)
-        with pytest.raises(Error):
-            config.set(field.name, -1)
+        for value in (low, high, str(high), f" {low} "):
+            config.set(field.name, value)
+        for value in (low - 1, high + 1, str(high + 1), "1e3", "1.0", "", "²", "9" * 5000):
+            with pytest.raises(Error, match=f"must be a whole number from {low:,} to {high:,}"):
+                config.set(field.name, value)
         if "`auto`" in cell:
             config.set(field.name, "auto")
-            assert getattr(config, field.name) == (os.cpu_count() or 1)
+            assert getattr(config, field.name) == min(os.cpu_count() or 1, high)
     else:
         values = re.findall(r"`([^`]+)`", cell)
         assert default in values, (field.name, cell)
+        assert tuple(values) == CHOICES[field.name]
         for value in values:
-            Config().set(field.name, value)
-        with pytest.raises(Error):
+            Config().set(field.name, value.upper())
+        with pytest.raises(Error, match=f"must be one of {', '.join(values)}"):
             Config().set(field.name, "no_such_value")
 
 

@@ -37,7 +37,7 @@ def test_settings_are_checked() -> None:
     assert config.gpu == "auto"
     config.set("gpu", "ON")
     assert config.gpu == "on"
-    with pytest.raises(Error, match="gpu must be one of auto, on, off"):
+    with pytest.raises(Error, match="setting .gpu. must be one of auto, on, off"):
         config.set("gpu", "maybe")
     with pytest.raises(Error, match="gpu_min_work"):
         config.set("gpu_min_work", -1)

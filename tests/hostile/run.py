@@ -2,6 +2,7 @@
 
     python -m tests.hostile.run --count 2000          # the documented large run
     python -m tests.hostile.run --count 300 --show 20 # CI-sized, print failures
+    python -m tests.hostile.run --live --count 2000   # streams, continuous queries, SET
 
 Each statement runs in a worker process (tests/hostile/worker.py) with an
 address-space cap; statements go to workers in batches so that start-up is
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.hostile.corpus import Case, generate
+from tests.hostile.live_corpus import generate_live
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = frozenset({"rows", "error"})
@@ -60,24 +62,28 @@ class Report:
                 + f"; slowest {slowest:.2f} s; peak RSS {self.peak_rss_mib} MiB per worker")
 
 
-def run_batch(cases: list[Case], timeout: float, memory: int) -> tuple[list[Outcome], int]:
-    """Run ``cases`` in worker processes, one after the other; their outcomes and peak RSS."""
+def run_batch(cases: list[Case], timeout: float, memory: int,
+              live: bool = False) -> tuple[list[Outcome], int]:
+    """Run ``cases`` in worker processes, one after the other; their outcomes and peak RSS
+    (``live``: in a worker's file database with streams, tests/hostile/live_corpus.py)."""
     outcomes: list[Outcome] = []
     peak = 0
     todo = list(cases)
     while todo:
-        done, rss = _one_worker(todo, timeout, memory)
+        done, rss = _one_worker(todo, timeout, memory, live)
         outcomes += done
         peak = max(peak, rss)
         todo = todo[len(done):]
     return outcomes, peak
 
 
-def _one_worker(cases: list[Case], timeout: float, memory: int) -> tuple[list[Outcome], int]:
+def _one_worker(cases: list[Case], timeout: float, memory: int,
+                live: bool) -> tuple[list[Outcome], int]:
     """Feed ``cases`` to one worker until it finishes them, times out or dies."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(ROOT / ".numba_cache"), PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.hostile.worker", str(memory)], cwd=ROOT, env=env,
+        [sys.executable, "-m", "tests.hostile.worker", str(memory), *(["--live"] if live else [])],
+        cwd=ROOT, env=env,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None and proc.stdin is not None
     lines: queue.Queue[str] = queue.Queue()
@@ -156,12 +162,12 @@ def _feed(proc: subprocess.Popen, payload: str) -> None:
 
 
 def run_corpus(cases: list[Case], timeout: float = 10.0, memory: int = 2 << 30,
-               batch: int = 100, jobs: int = 2) -> Report:
+               batch: int = 100, jobs: int = 2, live: bool = False) -> Report:
     report = Report()
     began = time.monotonic()
     batches = [cases[i:i + batch] for i in range(0, len(cases), batch)]
     with ThreadPoolExecutor(jobs) as pool:
-        for outcomes, peak in pool.map(lambda b: run_batch(b, timeout, memory), batches):
+        for outcomes, peak in pool.map(lambda b: run_batch(b, timeout, memory, live), batches):
             report.outcomes += outcomes
             report.peak_rss_mib = max(report.peak_rss_mib, peak)
     report.wall_seconds = time.monotonic() - began
@@ -178,9 +184,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="workers at a time")
     parser.add_argument("--show", type=int, default=50, help="bad outcomes to print")
     parser.add_argument("--slowest", type=int, default=0, help="slowest statements to print")
+    parser.add_argument("--live", action="store_true",
+                        help="the statements around live data (tests/hostile/live_corpus.py)")
     args = parser.parse_args(argv)
-    cases = generate(args.count, args.seed)
-    report = run_corpus(cases, args.timeout, args.memory_mib << 20, args.batch, args.jobs)
+    cases = (generate_live if args.live else generate)(args.count, args.seed)
+    report = run_corpus(cases, args.timeout, args.memory_mib << 20, args.batch, args.jobs,
+                        args.live)
     for o in report.bad[: args.show]:
         print(f"[{o.kind}] {o.case.family}: {o.detail[:300]}\n    {o.case.sql[:300]!r}")
     for o in sorted(report.outcomes, key=lambda o: -o.seconds)[: args.slowest]:

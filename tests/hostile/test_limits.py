@@ -12,6 +12,9 @@ import matchsql
 from matchsql import planner
 from matchsql.errors import LimitExceededError, ParseError, SemanticError
 from matchsql.fsm.compiled.batch import WholePartitions
+from matchsql.fsm.compiled.lowering import MAX_CLOSURE_CELLS, closure_table, program_array
+from matchsql.fsm.program import compile_pattern
+from matchsql.grammar.pattern_parser import parse_pattern
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +131,51 @@ def test_permute_and_alternatives(con) -> None:
                        "DEFINE V0 AS price > 200, B AS price > 100"))
     assert got == rows(con, mr("MEASURES COUNT(*) AS n PATTERN ((V0 | V1) B) "
                                "DEFINE V0 AS price > 200, B AS price > 100"))
+
+
+def test_twenty_thousand_alternatives_are_refused_before_anything_is_built(con) -> None:
+    """Each variable a match may begin with is a live thread on its first row: more than
+    max_threads of them fail every attempt, so the statement is refused at analysis."""
+    alternatives = " | ".join(f"V{k}" for k in range(20_000))
+    fails(con, mr(f"MEASURES COUNT(*) AS n PATTERN (({alternatives}) B) DEFINE B AS price > 100"),
+          LimitExceededError, r"needs more than max_threads=10000 live threads: a match attempt "
+          r"may begin with any of 20,000 pattern variables", seconds=60)
+
+
+@pytest.mark.parametrize(("pattern", "starts"), [
+    ("(A | B)* C", 3),  # C may begin a match too (the loop may take no row)
+    ("A? (B | C{0}) D", 3),  # C{0} takes no row: A, B and D
+    ("PERMUTE(A, B) C", 2), ("^ (A | B)", 2), ("{- A -} | B", 2),
+])
+def test_the_variables_a_match_may_begin_with_are_counted(pattern, starts) -> None:
+    con = matchsql.connect(demo=False, max_threads=starts)
+    con.sql("CREATE TABLE t100 AS SELECT range AS id, range::DOUBLE AS price FROM range(5)")
+    query = mr(f"MEASURES COUNT(*) AS n PATTERN ({pattern}) DEFINE A AS price > 1")
+    con.sql(query).fetchall()  # exactly max_threads of them: it runs
+    con.sql(f"SET max_threads = {starts - 1}")
+    fails(con, query, LimitExceededError, f"may begin with any of {starts} pattern variables")
+    con.close()
+
+
+def test_five_thousand_alternatives_end_with_a_limit_not_with_memory(con) -> None:
+    """Each live thread of the compiled matcher holds registers per variable: with 5,001
+    variables its working arrays are refused by their size (1.3 GiB at 8,192 threads)
+    instead of taking the machine's memory."""
+    alternatives = " | ".join(f"V{k}" for k in range(5_000))
+    error = fails(con, mr(f"MEASURES COUNT(*) AS n PATTERN (({alternatives}) B) "
+                          "DEFINE B AS price > 100"), LimitExceededError,
+                  r"the compiled matcher would need [\d.]+ GiB of registers for [\d,]+ live "
+                  r"threads of a pattern with 5,001 variables", seconds=60)
+    assert "ran out of memory" not in str(error)
+
+
+def test_a_closure_table_too_large_is_not_built() -> None:
+    wide = compile_pattern(parse_pattern("(" + " | ".join(f"V{k}" for k in range(3_000)) + ")"))
+    table = program_array(wide)
+    assert table.shape[1] == 6 + 1 and (table[:, 6] == -1).all()  # 6,000 x 3,000 cells: none
+    narrow = program_array(compile_pattern(parse_pattern("(V0 | V1 | V2) B")))
+    assert narrow.shape[1] > 7 and narrow[0, 6] == 3  # the seed reaches V0, V1, V2
+    assert closure_table(narrow[:, :6]).size <= MAX_CLOSURE_CELLS
 
 
 def test_a_hundred_measures(con) -> None:

@@ -1,12 +1,18 @@
 """Runs hostile statements in a child process and reports each outcome as a JSON line.
 
-``python -m tests.hostile.worker MEMORY_BYTES`` reads one JSON object per line
+``python -m tests.hostile.worker MEMORY_BYTES [--live]`` reads one JSON object per line
 (``{"id": ..., "sql": ...}``) from stdin. Before each statement it writes
 ``{"id": ..., "start": true}`` so that the parent knows which statement a
 timeout or a crash belongs to; after it, ``{"id", "outcome", "detail",
 "seconds"}`` with outcome ``rows``, ``error`` (a matchsql.Error),
 ``traceback`` (a matchsql.Error whose message holds a Python traceback) or
 ``exception`` (anything else). The last line is ``{"rss_mib": peak}``.
+
+With ``--live`` the statements run in a file database of a private directory, with a
+stream registry of their own and the stream, tables and sink of
+tests/hostile/live_corpus.py; each statement's ``{tmp}`` is that directory, and the
+settings are reset after each statement (a SET that was taken is the statement's
+outcome, not the next one's weather).
 
 The address space is capped with RLIMIT_AS so that a runaway statement dies
 of MemoryError here instead of taking the machine down.
@@ -15,12 +21,16 @@ of MemoryError here instead of taking the machine down.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import sys
+import tempfile
 import time
 
 import matchsql
+from matchsql.config import Config
 from tests.hostile.corpus import SEEDS
+from tests.hostile.live_corpus import STREAM_COLUMNS
 
 #: Small tables next to the demo ``trade`` table (500k rows, 50 symbols).
 TABLES = {
@@ -40,6 +50,24 @@ def setup(con: matchsql.Connection) -> None:
             f"FROM range({rows}) r(i)")
 
 
+def live_setup() -> tuple[matchsql.Connection, str]:
+    """A private directory with its stream registry, a file database, its stream ``ticks``
+    (archived, so continuous queries may read it), ``t100`` and ``sink``."""
+    tmp = tempfile.mkdtemp(prefix="hostile-live-")
+    os.environ["MATCHSQL_RUNTIME_DIR"] = os.path.join(tmp, "runtime")
+    con = matchsql.connect(os.path.join(tmp, "live.duckdb"), demo=False)
+    setup(con)
+    con.sql(f"CREATE STREAM ticks {STREAM_COLUMNS} WITH (capacity = 1000, "
+            f"archive = '{tmp}/hist/')")
+    con.sql("CREATE TABLE sink (k BIGINT, s BIGINT, e BIGINT)")
+    return con, tmp
+
+
+def reset_settings(con: matchsql.Connection) -> None:
+    for name in Config.names():
+        con.sql(f"RESET {name}")
+
+
 def outcome_of(con: matchsql.Connection, sql: str) -> tuple[str, str]:
     """Run ``sql`` to the end; the outcome kind and a one-line detail."""
     try:
@@ -57,9 +85,14 @@ def outcome_of(con: matchsql.Connection, sql: str) -> tuple[str, str]:
 
 def main() -> None:
     limit = int(sys.argv[1])
+    live = "--live" in sys.argv[2:]
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    con = matchsql.connect()
-    setup(con)
+    tmp = ""
+    if live:
+        con, tmp = live_setup()
+    else:
+        con = matchsql.connect()
+        setup(con)
     for sql in SEEDS:  # compiled kernels come from the cache (or are built) before timing
         outcome_of(con, sql)
     emit({"ready": True})
@@ -67,7 +100,9 @@ def main() -> None:
         item = json.loads(line)
         emit({"id": item["id"], "start": True})
         began = time.monotonic()
-        kind, detail = outcome_of(con, item["sql"])
+        kind, detail = outcome_of(con, item["sql"].replace("{tmp}", tmp))
+        if live:
+            reset_settings(con)
         emit({"id": item["id"], "outcome": kind, "detail": detail,
               "seconds": round(time.monotonic() - began, 3)})
     emit({"rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024})

@@ -38,7 +38,7 @@ def test_forcing_a_path_that_does_not_apply_is_an_error() -> None:
     with pytest.raises(matchsql.Error, match=r"does not apply.*COUNT\(DISTINCT"):
         choose_path(spec_of(REFERENCE), "registers")
     con = matchsql.connect(demo=False)
-    with pytest.raises(matchsql.Error, match="execution_path must be one of"):
+    with pytest.raises(matchsql.Error, match="setting .execution_path. must be one of"):
         con.sql("SET execution_path = 'fast'")
 
 

@@ -161,14 +161,16 @@ def _mount(*args: str) -> bool:
 
 @pytest.fixture
 def scratch_fs(tmp_path):
-    """``make(path)``: a :class:`ScratchFs` at ``path`` (2 MiB when mounted); all unmounted after."""
+    """``make(path, size)``: a :class:`ScratchFs` at ``path`` (``size``, 2 MiB by default,
+    when mounted); all unmounted after."""
     made: list[ScratchFs] = []
 
-    def make(path: Path | None = None) -> ScratchFs:
+    def make(path: Path | None = None, size: str = "2m") -> ScratchFs:
         path = path or tmp_path / f"fs{len(made)}"
         path.mkdir(parents=True, exist_ok=True)
         mounted = os.geteuid() == 0
-        if mounted and not _mount("-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(path)):
+        if mounted and not _mount("-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs",
+                                  str(path)):
             pytest.skip("cannot mount a tmpfs here (a read-only directory needs one as root)")
         made.append(ScratchFs(path, mounted))
         return made[-1]

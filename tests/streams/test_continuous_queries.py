@@ -174,7 +174,7 @@ def test_a_checkpoint_resumed_on_another_path_fails_with_a_clear_error(db):
     ("CREATE CONTINUOUS QUERY q WITH (checkpoint_every = 1) AS INSERT INTO sink SELECT 1",
      ParseError, "unknown continuous query option 'checkpoint_every'"),
     ("CREATE CONTINUOUS QUERY q WITH (checkpoint_rows = 1.5) AS INSERT INTO sink SELECT 1",
-     ParseError, "checkpoint_rows must be a non-negative whole number"),
+     ParseError, "checkpoint_rows must be 0 \\(none\\) or a whole number of tuples"),
     ("CREATE CONTINUOUS QUERY q AS INSERT INTO sink SELECT * FROM sink",
      SemanticError, "one MATCH_RECOGNIZE"),
     ("RESUME CONTINUOUS QUERY nope", CatalogError, "continuous query 'nope' does not exist"),

@@ -99,6 +99,6 @@ def test_killed_worker_fails_a_query_without_checkpoints_clearly(db) -> None:  #
             os.kill(runner._router.pool.workers[0].pid, signal.SIGKILL)
             _write(producer, 3000, 4000)
             row = wait_state(con, "rising", "failed")
-        assert "killed by SIGKILL" in row["error"] and "worker process 0" in row["error"]
+        assert "killed by signal 9 (SIGKILL)" in row["error"] and "worker process 0" in row["error"]
     finally:
         con.close()

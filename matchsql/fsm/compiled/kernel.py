@@ -54,6 +54,8 @@ from numba.core.untyped_passes import (
     WithLifting,
 )
 
+from matchsql.errors import LimitExceededError
+
 # Passes of numba's nopython pipeline that the kernels need not pay for on a cold start
 # (fresh numba cache): they use no closures, ``with`` blocks, literal_unroll, inlined
 # functions or array expressions. Dead branch pruning stays: it removes the code of the
@@ -452,6 +454,13 @@ def shape_condition(var, row, start, n_rows, base, cols, valid, lp, fp, side, re
     return True
 
 
+#: The most bytes the working arrays of one matcher may take. Each live thread holds two
+#: registers per variable, so a pattern of 20,000 alternatives (20,000 variables) at
+#: 16,384 threads would take 10 GiB: such a statement gets an error saying so instead
+#: (a 100-variable pattern takes 52 MiB at 16,384 threads).
+MAX_WORKSPACE_BYTES = 1 << 28
+
+
 def workspace(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, ...]:
     """Working arrays of :func:`run_attempts` for the capacities ``caps``.
 
@@ -461,6 +470,12 @@ def workspace(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, .
     """
     t = int(caps[W_THREADS])
     nv = max(n_vars, 1)
+    registers = 2 * 2 * (t + 1) * nv * 8
+    if registers > MAX_WORKSPACE_BYTES:
+        raise LimitExceededError(
+            f"the compiled matcher would need {registers / (1 << 30):,.1f} GiB of registers "
+            f"for {t:,} live threads of a pattern with {nv:,} variables; use fewer pattern "
+            "variables or lower max_threads")
     return (np.zeros((2, 5, t), np.int64), np.full((2, t + 1, nv), -1, np.int64),
             np.full((2, t + 1, nv), -1, np.int64), np.zeros((3, int(caps[W_SEEN])), np.int64),
             np.zeros((2, max(n_prog, 1)), np.int64), np.zeros((3, int(caps[W_STACK])), np.int64),

@@ -50,6 +50,10 @@ _OPS = [Op.LABEL, Op.SPLIT, Op.JUMP, Op.BEGIN_ITER, Op.END_ITER, Op.START_ANCHOR
 FUSED_CONJUNCTS = True
 
 
+#: The most cells a closure table may take (32 MiB); a larger one is not built.
+MAX_CLOSURE_CELLS = 1 << 22
+
+
 class Unsupported(Exception):
     """A construct the compiled paths do not evaluate; the message says which."""
 
@@ -80,20 +84,24 @@ def closure_table(prog: np.ndarray) -> np.ndarray:
     instruction that differ in their flags only are the same thread (the one later in
     preference order can reach no end that the earlier one does not reach first), and
     the kernel keeps one. Not for programs with anchors (``^`` and ``$`` decide on
-    the position, ``$`` holds threads): the table is -1 throughout.
+    the position, ``$`` holds threads): the table is -1 throughout. Nor where the
+    table would hold more than :data:`MAX_CLOSURE_CELLS` (20,000 alternatives reach
+    20,000 labels from the seed: a table of 60,000 x 20,000 words, 9.6 GB, where the
+    kernel's own walk of the program needs none).
     """
     n = len(prog)
     ops = prog[:, 0].tolist()
     rows: dict[int, list[int]] = {}
     usable = K.P_START not in ops and K.P_ENDANCHOR not in ops
     origins = [0] + [pc + 1 for pc, op in enumerate(ops) if op == K.P_LABEL]
+    width = 1
     for origin in origins if usable else []:
         found = _terminals(prog, origin)
-        if found is None:
-            usable = False
+        width = max(width, 1 + len(found or ()))
+        if found is None or n * width > MAX_CLOSURE_CELLS:
+            usable, width = False, 1
             break
         rows[origin] = found
-    width = 1 + max((len(t) for t in rows.values()), default=0)
     table = np.full((n, width), -1, np.int64)
     for origin, found in rows.items() if usable else ():
         table[origin, 0] = len(found)
@@ -107,6 +115,7 @@ def _terminals(prog: np.ndarray, origin: int) -> list[int] | None:
     stack = [(origin, 0)]
     visited: set[tuple[int, int]] = set()
     found: list[int] = []
+    seen: set[int] = set()
     while stack:
         pc, fl = stack.pop()
         if (pc, fl) in visited:
@@ -115,7 +124,8 @@ def _terminals(prog: np.ndarray, origin: int) -> list[int] | None:
         op, target, alt, slot = (int(prog[pc, 0]), int(prog[pc, 3]), int(prog[pc, 4]),
                                  int(prog[pc, 5]))
         if op in (K.P_LABEL, K.P_DONE):
-            if pc not in found:
+            if pc not in seen:
+                seen.add(pc)
                 found.append(pc)
             continue
         if op == K.P_SPLIT:
