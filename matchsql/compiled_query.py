@@ -34,7 +34,7 @@ import matchsql.planner as planner  # by module: tests stand in for its function
 from matchsql.config import Config
 from matchsql.errors import SemanticError
 from matchsql.fsm.program import MAX_PROGRAM_SIZE, check_first_rows, check_pattern_size
-from matchsql.grammar.analyze import analyze
+from matchsql.grammar.analyze import Watch, analyze
 from matchsql.grammar.checks import offset_of, position
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.subqueries import has_subqueries
@@ -115,6 +115,7 @@ def compile_match(
     con: duckdb.DuckDBPyConnection,
     config: Config,
     cache: CompiledQueries | None = None,
+    watch: Watch | None = None,
 ) -> CompiledMatch:
     """``node`` (parsed from ``sql``, where its errors point) over an input of ``schema``,
     analysed and checked; ``con`` types its expressions. With a ``cache``, a statement
@@ -122,13 +123,15 @@ def compile_match(
 
     ``node`` may be changed (a subquery folded into its value): callers that replace it
     in their statement afterwards do so in their own parse tree, which no cache holds.
+    ``watch``: see :func:`~matchsql.grammar.analyze.analyze` (an interrupt reaches the
+    DuckDB queries of analysis).
     """
     key = _key(node, schema, sql, config) if cache is not None else None
     if key is not None and cache is not None:
         found = cache.get(key)
         if found is not None:
             return found
-    spec = analyze(node, schema, sql=sql, con=con)
+    spec = analyze(node, schema, sql=sql, con=con, watch=watch)
     require_columns(spec, node, sql)
     check_pattern_size(spec.pattern, config.max_pattern_size, sql)
     check_first_rows(spec.pattern, config.max_threads, sql)

@@ -82,13 +82,18 @@ class LimitExceededError(ExecutionError):
     """A configured limit (live threads, buffered rows) was exceeded."""
 
 
-def too_many_rows(limit: int, start: int) -> LimitExceededError:
+def too_many_rows(limit: int, start: int, back: int = 0) -> LimitExceededError:
     """The error of a match attempt (open since 0-based partition row ``start``) that
-    would read more than ``max_buffered_rows`` rows; one message for every matcher."""
+    would read more than ``max_buffered_rows`` rows, with ``back`` more rows held before
+    it for PREV navigation; one message for every matcher. ``start`` is the attempt's
+    row, never the first held row: that one may lie before the partition."""
+    held = f"a match attempt open since partition row {start + 1}"
+    if back:
+        held += f" and navigation reaching {back} rows before it"
     return LimitExceededError(
-        f"a partition needs more than max_buffered_rows={limit} buffered rows (a match "
-        f"attempt open since partition row {start + 1}); bound the pattern (e.g. WITHIN) "
-        "or raise the limit with SET max_buffered_rows = ...")
+        f"a partition needs more than max_buffered_rows={limit} buffered rows ({held}); "
+        "bound the pattern (e.g. WITHIN) or raise the limit with SET max_buffered_rows = "
+        "...")
 
 
 class StreamError(Error):

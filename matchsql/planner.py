@@ -39,6 +39,7 @@ numba.cuda, an optional dependency, are imported where a query takes the GPU pat
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from matchsql.cancel import Cancellation
@@ -350,11 +351,28 @@ def whole_partitions(spec: MatchSpec, config: Config | None = None
     return plan.whole, plan.whole_why
 
 
+#: A string literal of SQL text (quotes doubled inside).
+_STRING = re.compile(r"'(?:[^']|'')*'")
+_SHOWN_CHARS = 60
+
+
+def _abridged(sql: str) -> str:
+    """``sql`` with every long string literal cut short: a folded ``IN (SELECT ...)`` of
+    ten thousand values is one such string, which made EXPLAIN a line of 78,000
+    characters."""
+    def cut(found: re.Match) -> str:
+        text = found.group(0)
+        if len(text) <= 2 * _SHOWN_CHARS:
+            return text
+        return f"{text[:_SHOWN_CHARS]}...' ({len(text) - 2:,} characters)"
+    return _STRING.sub(cut, sql)
+
+
 def explain(spec: MatchSpec, config: Config | None = None) -> str:
     """EXPLAIN text of one MATCH_RECOGNIZE: the program, the chosen path and why."""
     lines = list(physical(spec, config).lines)
     for name, sql in spec.derived.items():  # DuckDB's parts of the query
-        lines.append(f"DuckDB computes in the input: {name} = {sql}")
+        lines.append(f"DuckDB computes in the input: {name} = {_abridged(sql)}")
     for measure in spec.projection:
         if measure.by_duckdb:
             lines.append(f"DuckDB computes over the matches: {measure.name} = {measure.sql}")

@@ -68,14 +68,28 @@ class HistoryUse:
 
 @dataclass
 class Reach:
-    """How far an expression looks physically before/after the rows it is anchored to."""
+    """How far an expression looks physically before/after the rows it is anchored to.
+
+    ``back`` is counted from the match's first row, ``ahead`` from the current (or
+    last) row. ``moves`` keeps, per backward navigation, its PREV distance and its
+    reach back: in a partition of ``n`` rows a PREV of ``n`` or more rows lands before
+    the partition from any row (NULL), so a matcher that knows its partition is
+    complete holds only what :meth:`back_within` says instead of ``back`` rows.
+    """
 
     back: int = 0
     ahead: int = 0
+    moves: frozenset[tuple[int, int]] = frozenset()  # (PREV distance, reach back)
 
     def merge(self, other: Reach) -> None:
         self.back = max(self.back, other.back)
         self.ahead = max(self.ahead, other.ahead)
+        self.moves = self.moves | other.moves
+
+    def back_within(self, rows: int) -> int:
+        """The reach back of the navigations that can land inside a partition of
+        ``rows`` rows (the others always give NULL there)."""
+        return max((back for distance, back in self.moves if distance < rows), default=0)
 
 
 def observe(bound: exp.Expression) -> tuple[HistoryUse, Reach]:
@@ -92,8 +106,17 @@ def observe(bound: exp.Expression) -> tuple[HistoryUse, Reach]:
 def _observe_pointer(p: Pointer, use: HistoryUse, reach: Reach) -> None:
     at = p.position
     if at.physical:
-        reach.back = max(reach.back, abs(at.physical))
-        reach.ahead = max(reach.ahead, at.physical)
+        # FIRST(S.x, k) lies at least k rows after the match's first row (k rows of S
+        # come before it) and LAST(S.x, k) at least k rows before the current one, so a
+        # PREV from the first (a NEXT from the second) reaches k rows less far. Without
+        # this, PREV(FIRST(B.x, 1e8), 1e8), which never leaves the match, kept 1e8
+        # rows before every match and failed on max_buffered_rows.
+        back = max(0, -at.physical - (at.offset if at.first else 0))
+        ahead = max(0, at.physical - (0 if at.first else at.offset))
+        reach.back = max(reach.back, back)
+        reach.ahead = max(reach.ahead, ahead)
+        if at.physical < 0:
+            reach.moves = reach.moves | {(-at.physical, back)}
     if at.vars is not None:
         table = use.first if at.first else use.last
         table[at.vars] = max(at.offset, table.get(at.vars, at.offset))

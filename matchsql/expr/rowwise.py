@@ -40,7 +40,9 @@ from matchsql.plan.bound import (
     MatchNumberRef,
     Pointer,
     Position,
+    ValueSet,
     describe,
+    folded_values,
     pointers,
 )
 from matchsql.plan.spec import MatchSpec
@@ -227,6 +229,28 @@ def _running(call: AggregateCall, value: _Fn, condition: _Fn | None
             return add(state, value(view, row))
         return finish(view.labels.fold(token, initial, step))  # type: ignore[attr-defined]
     return evaluate
+
+
+def _member_of(value: _Fn, folded: ValueSet) -> _Fn:
+    """``value IN`` a folded subquery's values, by SQL's three-valued rules: a hash
+    lookup where the value has the set's one Python type (equal there means equal to
+    Python, as :func:`~matchsql.expr.values.equal` finds), else a comparison with each
+    value, as the IN of a literal list does."""
+    found, kind, nan = folded.values, folded.kind, folded.nan
+    missing = None if folded.null else False
+
+    def member(view: MatchView, row: Any) -> Any:
+        v = value(view, row)
+        if v is None:
+            return None
+        if isinstance(v, float) and v != v:
+            return True if nan else missing  # DuckDB finds NaN equal to NaN only
+        if type(v) is kind:
+            return True if v in found else missing
+        if any(sc.equal(v, option) for option in found):
+            return True
+        return missing
+    return member
 
 
 class _Compiler:
@@ -431,6 +455,9 @@ class _Compiler:
         raise SemanticError(f"unsupported IS test: {node.sql()}")
 
     def on_in(self, node: exp.In) -> _Fn:
+        folded = folded_values(node)
+        if folded is not None:
+            return _member_of(self.compile(node.this), folded)
         if node.args.get("query") is not None or not node.expressions:
             raise SemanticError("IN with a subquery is not supported in row pattern expressions")
         value = self.compile(node.this)

@@ -33,7 +33,14 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from matchsql.plan.bound import AggregateCall, Const, MatchNumberRef, Pointer, describe
+from matchsql.plan.bound import (
+    AggregateCall,
+    Const,
+    MatchNumberRef,
+    Pointer,
+    describe,
+    folded_values,
+)
 
 ROWWISE, DEFINE_FAST, REGISTERS, ROW_LOCAL = "rowwise", "define_fast", "registers", "row_local"
 GPU, GPU_REGISTERS = "gpu", "gpu_registers"
@@ -105,8 +112,15 @@ def _is_rule(node: exp.Is, backend: str) -> str | None:
     return "IS TRUE/FALSE" if backend != ROWWISE else None
 
 
+def _in_rule(node: exp.In, backend: str) -> str | None:
+    """A folded subquery's set is looked up by the reference evaluator only (DuckDB
+    computes the test in the input wherever it reads one row: the usual case)."""
+    folded = folded_values(node)
+    return None if folded is None else f"IN over a subquery's {len(folded)} values"
+
+
 _RULES: dict[type, Callable[..., str | None]] = {
-    Pointer: _pointer_rule, AggregateCall: _aggregate_rule, exp.Is: _is_rule,
+    Pointer: _pointer_rule, AggregateCall: _aggregate_rule, exp.Is: _is_rule, exp.In: _in_rule,
 }
 
 

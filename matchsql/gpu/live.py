@@ -132,11 +132,13 @@ class LiveGpuMatcher(DeviceStatistics):
 
     def _release(self) -> None:
         """Drop the rows before the oldest one an attempt or a PREV can still read."""
-        keep = min(self.next_start, self.count) - self.plan.query.lookback
+        start = min(self.next_start, self.count)
+        back = self.plan.query.lookback_for(self.count, self.complete)
+        keep = start - back
         drop = keep - self.base
         if drop > 0:
             self.table = self.table.slice(drop)
             self.ring.drop(drop)
             self.base = keep
         if self.count - self.base > self.config.max_buffered_rows:
-            raise too_many_rows(self.config.max_buffered_rows, self.base)
+            raise too_many_rows(self.config.max_buffered_rows, start, back)

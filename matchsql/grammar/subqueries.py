@@ -9,7 +9,12 @@ place, so every execution path sees only literals:
   the type DuckDB gave it (so that types, and overflow and division rules,
   stay DuckDB's);
 * ``x IN (SELECT ...)`` becomes ``x IN (v1, v2, ...)`` over the distinct
-  values (and FALSE for an empty result, whatever ``x`` is, as in SQL);
+  values (and FALSE for an empty result, whatever ``x`` is, as in SQL); past
+  :data:`INLINE_VALUES` values, ``x IN (SELECT UNNEST(CAST('[v1, ...]' AS T[])))``
+  with the values kept once as a :class:`~matchsql.plan.bound.ValueSet` on the node:
+  DuckDB reads the list from one string constant (a hash join where it computes
+  the test in the input) and the evaluator looks a value up in the set, where ten
+  thousand literal nodes made every pass over the expression take seconds;
 * ``EXISTS (SELECT ...)`` becomes TRUE or FALSE.
 
 A subquery that refers to a pattern variable or subset (``A.x``), or uses
@@ -21,6 +26,7 @@ the MATCH_RECOGNIZE can see are visible to its subqueries too.
 from __future__ import annotations
 
 import datetime
+from functools import cache
 
 import duckdb
 from sqlglot import exp
@@ -35,6 +41,7 @@ from matchsql.errors import (
 )
 from matchsql.grammar.checks import position
 from matchsql.grammar.nodes import MatchRecognizeTable
+from matchsql.plan.bound import FOLDED, ValueSet
 from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
 
 __all__ = ["fold_subqueries", "has_subqueries", "visible_ctes"]
@@ -43,6 +50,9 @@ _INTEGERS = frozenset(("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "U
                        "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"))
 _FLOATS = frozenset(("FLOAT", "DOUBLE"))
 _MATCH_ONLY = (Navigation, Classifier, MatchNumber, PatternSemantics)
+#: Up to this many values an IN list stays literals, which every backend evaluates
+#: (column-wise too); more become one folded set (see the module docstring).
+INLINE_VALUES = 64
 
 
 def fold_subqueries(node: MatchRecognizeTable, names: set[str], sql: str,
@@ -97,10 +107,18 @@ class _Folder:
         if isinstance(node, exp.In):
             query = node.args["query"]
             self.check_uncorrelated(query)
-            values = self.values(query)
+            # The distinct values, and the text of their list, which DuckDB reads back
+            # exactly (strings quoted where they must be): one run of the subquery.
+            kind, rows = self.run(query, f"SELECT list(v), CAST(list(v) AS VARCHAR) FROM "
+                                  f"(SELECT DISTINCT * FROM ({_select_sql(query)}) AS s) "
+                                  "AS d(v)", values=f"SELECT * FROM ({_select_sql(query)})")
+            values, text = rows[0]
             if not values:
                 return exp.false()  # x IN (empty set) is FALSE, even for a NULL x
-            return exp.In(this=node.this, expressions=values)
+            if len(values) > INLINE_VALUES:
+                return folded_in(node.this, values, text, kind)
+            return exp.In(this=node.this, expressions=[
+                exp.Null() if v is None else self.literal(v, kind, query) for v in values])
         if isinstance(node, exp.Exists):
             self.check_uncorrelated(node.this)
             _, rows = self.run(node, f"SELECT EXISTS ({_select_sql(node.this)})")
@@ -109,16 +127,14 @@ class _Folder:
         kind, rows = self.run(node, f"SELECT ({_select_sql(node)}) AS v")
         return self.literal(rows[0][0], kind, node)
 
-    def values(self, query: exp.Expr) -> list[exp.Expr]:
-        kind, rows = self.run(query, f"SELECT DISTINCT * FROM ({_select_sql(query)}) AS s")
-        return [exp.Null() if row[0] is None else self.literal(row[0], kind, query)
-                for row in rows]
-
-    def run(self, node: exp.Expr, text: str) -> tuple[str, list[tuple]]:
-        """The DuckDB type of the one column ``text`` returns, and its rows."""
+    def run(self, node: exp.Expr, text: str, values: str | None = None
+            ) -> tuple[str, list[tuple]]:
+        """The DuckDB type of the one column ``text`` returns (of ``values``, a query
+        over the same values, when ``text`` returns something else), and its rows."""
         try:
             relation = self.con.sql(self.prefix + text)
-            types = [str(t) for t in relation.types]
+            typed = relation if values is None else self.con.sql(self.prefix + values)
+            types = [str(t) for t in typed.types]
             if len(types) != 1:
                 raise self.error(SemanticError, f"a subquery in MATCH_RECOGNIZE must return "
                                  f"one column, not {len(types)}", node)
@@ -186,8 +202,21 @@ def _constant_type(kind: str) -> bool:
             or kind in ("BOOLEAN", "VARCHAR", "DATE", "TIMESTAMP", '"NULL"'))
 
 
+@cache
 def _type(kind: str) -> exp.DataType:
+    """The sqlglot type of a DuckDB type name (parsed once: an IN list has one type)."""
     return exp.DataType.build(kind, dialect="duckdb")
+
+
+def folded_in(value: exp.Expr, values: list[object], text: str, kind: str) -> exp.In:
+    """``value IN (SELECT UNNEST(CAST(text AS kind[])))``: ``values`` (DuckDB's results,
+    of the :func:`_constant_type` ``kind``) as DuckDB's list ``text`` of them, and kept as
+    a :class:`ValueSet` for the evaluator. DuckDB parses the list from one string at run
+    time: 500,000 timestamps as a list of literals took it 18 s to bind, as a string
+    1.5 s."""
+    quoted = "'" + text.replace("'", "''") + "'"
+    unnest = exp.Var(this=f"(SELECT UNNEST(CAST({quoted} AS {kind}[])))")
+    return exp.In(this=value, field=unnest, **{FOLDED: ValueSet(values)})
 
 
 def visible_ctes(node: exp.Expr) -> list[exp.CTE]:

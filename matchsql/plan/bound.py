@@ -90,6 +90,55 @@ class Const(exp.Expression):
         return self.args.get("value")
 
 
+class ValueSet:
+    """The distinct values of an uncorrelated ``x IN (SELECT ...)``, folded once per
+    statement (:mod:`matchsql.grammar.subqueries`) and kept on the ``exp.In`` node under
+    :data:`FOLDED`, beside the SQL text DuckDB reads the same values from.
+
+    Thousands of values as one literal node each made every pass over the expression
+    (typing, push-down, copies) cost seconds and the evaluator a scan per row; here
+    membership is one hash lookup. ``values`` holds the non-NULL values but NaN;
+    ``kind`` is their one Python type (None when they have several), the only type a
+    lookup may trust: other values compare by the SQL rules, one by one.
+    """
+
+    __slots__ = ("values", "kind", "null", "nan")
+    #: Snapshots give the plan's objects paths; a set of a million values is not plan.
+    snapshot_opaque = True
+
+    def __init__(self, values: list[Any]) -> None:
+        found = set(values)
+        self.null = None in found
+        found.discard(None)
+        kinds = set(map(type, found))
+        nans = [v for v in found if v != v] if float in kinds else []
+        self.nan = bool(nans)
+        self.values = frozenset(found.difference(nans))
+        self.kind: type | None = kinds.pop() if len(kinds) == 1 else None
+
+    def __len__(self) -> int:
+        return len(self.values) + self.null + self.nan
+
+    def __deepcopy__(self, memo: dict) -> ValueSet:
+        return self  # immutable: sqlglot copies expressions often, never this set
+
+    def __getstate__(self) -> tuple:
+        return self.values, self.kind, self.null, self.nan
+
+    def __setstate__(self, state: tuple) -> None:
+        self.values, self.kind, self.null, self.nan = state
+
+
+#: The ``exp.In`` argument that holds a folded subquery's :class:`ValueSet`.
+FOLDED = "folded"
+
+
+def folded_values(node: exp.Expression) -> ValueSet | None:
+    """The folded subquery values an ``IN`` tests against, if it is one of those."""
+    found = node.args.get(FOLDED) if isinstance(node, exp.In) else None
+    return found if isinstance(found, ValueSet) else None
+
+
 class MatchNumberRef(exp.Expression):
     """``MATCH_NUMBER()``: the match's number in its partition, from 1."""
 

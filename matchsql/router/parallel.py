@@ -49,6 +49,9 @@ from matchsql.router.partitions import (
     segments,
 )
 
+#: How long the caller waits for a task before it looks at the interrupt again.
+_POLL_S = 0.01
+
 
 class ParallelPartitionRouter:
     """Runs the partitions of sorted batches on ``threads`` worker threads."""
@@ -171,7 +174,7 @@ class ParallelPartitionRouter:
 
     def _result(self, future: Future) -> list[pa.RecordBatch]:
         """The outputs of ``future``'s task, waiting in short steps that watch ``cancel``."""
-        while not wait([future], timeout=0.05).done:
+        while not wait([future], timeout=_POLL_S).done:
             self._check()
         return future.result()
 

@@ -371,7 +371,7 @@ class ContinuousQueries:
         schema = self.executor.streams.schema_of_stream(definition)
         config = self.executor.config
         compiled = compile_match(node, schema, sql=body, con=self.executor.con, config=config,
-                                 cache=self.executor.compiled)
+                                 cache=self.executor.compiled, watch=self.executor.watch)
         spec = compiled.spec
 
         def new_run(key: tuple):

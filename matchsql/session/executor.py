@@ -477,6 +477,23 @@ class Executor:
                 err.located(self._running, offset)
         return err
 
+    def watch(self, cursor: duckdb.DuckDBPyConnection) -> Callable[[], None]:
+        """Let :meth:`interrupt` stop the queries of ``cursor`` (one the statement made
+        for work of its own: analysis, a subquery's value) until the returned function
+        is called. That function raises the interrupt error when the statement was
+        interrupted meanwhile: what the cursor's work made of an interrupted query (a
+        "subquery failed: Interrupted!", an expression taken for one DuckDB cannot
+        evaluate) means nothing then. An interrupt that came before stops the statement
+        here, as no interrupt of the cursor would."""
+        token = self.cancellation
+        token.check()
+        self.cursors.add(cursor)
+
+        def unwatch() -> None:
+            self.cursors.discard(cursor)
+            token.check()
+        return unwatch
+
     def interrupt(self) -> None:
         self.cancellation.cancel()
         for cursor in list(self.cursors):

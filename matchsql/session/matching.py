@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import itertools
 import re
 import time
@@ -66,6 +67,7 @@ from matchsql.session.query_shape import (
     input_error_offset,
     offset_of,
     plain_limit,
+    prefix_limit,
 )
 from matchsql.session.scope import lookup
 from matchsql.session.statement_text import bind_texts, bind_values, create_view, split_arguments
@@ -83,6 +85,61 @@ from matchsql.workers.plan import ScatterPlan
 from matchsql.workers.scatter import scatter_plan
 
 _view_numbers = itertools.count()
+#: A statement that reads at most this many rows of a MATCH_RECOGNIZE (``SELECT * ...
+#: LIMIT n``) matches in this process: worker processes would match partitions whose
+#: rows are never read, and the pool is killed when the reader stops early.
+FEW_ROWS = 65_536
+
+
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """How much of a MATCH_RECOGNIZE's matches its statement may read.
+
+    ``stops_early``: the statement has a LIMIT or FETCH, so it may stop reading at
+    any batch; the compiled matchers then match each input batch as it comes instead
+    of gathering up to millions of rows for one split run first (which a LIMIT 20
+    waited for, and which ran all of a 200,000-row partition). ``rows``: it reads at
+    most that many rows (``SELECT ... LIMIT n`` straight over the MATCH_RECOGNIZE), or
+    None; when they are :attr:`few`, the partitions run in order in this process,
+    neither on worker processes nor several at a time on the thread pool, which
+    matched up to six input batches ahead of the first rows.
+    """
+
+    stops_early: bool = False
+    rows: int | None = None
+
+    @property
+    def few(self) -> bool:
+        return self.rows is not None and self.rows <= FEW_ROWS
+
+
+READ_ALL = Reading()
+
+#: MATCH_RECOGNIZE runs of this process that still freeze what is alive when they
+#: start (see :func:`freeze_engine`).
+_freezes_left = 2
+FREEZE = True  # False: leave the collector alone (a host that manages it itself)
+
+
+def freeze_engine() -> None:
+    """At the start of the process's first two MATCH_RECOGNIZE runs: collect, then
+    ``gc.freeze()`` what is alive, which is the engine then (sqlglot, pyarrow, numba,
+    and by the second run the kernels the first one loaded; the first run's own objects
+    are gone by then).
+
+    Python's full collection walked those objects every time: 85 ms on the 2-core
+    machine, in the middle of a match run, where no interrupt can land (the reference
+    VM's allocations trigger one every few hundred milliseconds: measured up to 96 ms
+    between two looks at the cancel flag). Frozen, a full collection takes 2-3 ms.
+    What is frozen is alive then; should it become cyclic garbage later it stays
+    (reference counting still frees everything else).
+    """
+    global _freezes_left
+    if _freezes_left <= 0 or not FREEZE:
+        return
+    _freezes_left -= 1
+    gc.collect()
+    gc.freeze()
 _VIEW = re.compile(r"__matchsql_matches_\d+")
 _POSITION = "__matchsql_input_position"
 
@@ -269,14 +326,16 @@ class MatchRunner:
             direct = self.executor.streams.direct_result(tree, nodes, statement)
             if direct is not None:  # SELECT * FROM stream MATCH_RECOGNIZE: rows bypass DuckDB
                 return direct
+            stops_early = held.may_stop_early(tree)
             if direct_select(tree, nodes, limit_ok=True) is not None:
                 # SELECT * FROM table MATCH_RECOGNIZE: the matches are the result. Reading
                 # them through an outer DuckDB query would run the input query nested in
                 # it on the same database, which measured 30-70 ms slower per 1M rows.
                 # With LIMIT n the matchers stop once n rows are out.
-                schema, batches = self._match_source(nodes[0], statement, pending, cleanups)
-                rows = self._direct(batches)
                 limit = plain_limit(tree)
+                schema, batches = self._match_source(nodes[0], statement, pending, cleanups,
+                                                     Reading(stops_early, limit))
+                rows = self._direct(batches)
                 if limit is not None:
                     rows = first_rows(rows, limit)
                 types = retyped_types(schema, self._retyped) if self._retyped else None
@@ -284,8 +343,9 @@ class MatchRunner:
                               translate=self.executor.failure_or, types=types)
             for node in reversed(nodes):  # innermost first: their outputs feed the outer ones
                 view = f"__matchsql_matches_{next(_view_numbers)}"
+                reading = Reading(stops_early, prefix_limit(tree, node))
                 self._retyped = {}
-                pending[view] = self._match_stream(node, statement, pending, cleanups)
+                pending[view] = self._match_stream(node, statement, pending, cleanups, reading)
                 node.replace(_read_back(view, self._retyped, node.args.get("alias")))
             for view, reader in pending.items():
                 self.executor.con.register(view, reader)
@@ -312,7 +372,7 @@ class MatchRunner:
     # -- one MATCH_RECOGNIZE ------------------------------------------------------
 
     def _match_stream(self, node, statement: str, pending: dict[str, pa.RecordBatchReader],
-                      cleanups: list) -> pa.RecordBatchReader:
+                      cleanups: list, reading: Reading = READ_ALL) -> pa.RecordBatchReader:
         """Analyse ``node`` and return the lazy Arrow stream of its matches (see _match_source)."""
         stream = self.executor.streams.stream_of(node)
         if stream is not None:  # a live stream: continuous input, not a DuckDB query
@@ -320,7 +380,7 @@ class MatchRunner:
             if self._live_stats is None:
                 self._live_stats = matches.stats
             return matches.to_reader()
-        schema, batches = self._match_source(node, statement, pending, cleanups)
+        schema, batches = self._match_source(node, statement, pending, cleanups, reading)
         return pa.RecordBatchReader.from_batches(schema, batches)
 
     def _direct(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -336,8 +396,10 @@ class MatchRunner:
             raise
 
     def _match_source(self, node, statement: str, pending: dict[str, pa.RecordBatchReader],
-                      cleanups: list) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-        """Analyse ``node``: the schema and the lazy batches of its matches.
+                      cleanups: list, reading: Reading = READ_ALL
+                      ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+        """Analyse ``node``: the schema and the lazy batches of its matches (``reading``:
+        how much of them the statement may read).
 
         The input query runs on a cursor of its own (DuckDB allows one open
         result per connection, and the outer statement needs ``self.executor.con``);
@@ -361,7 +423,8 @@ class MatchRunner:
             cursor.register(view, reader)
         config = self.executor.config
         compiled = compile_match(node, schema, sql=statement, con=self.executor.con,
-                                 config=config, cache=self.executor.compiled)
+                                 config=config, cache=self.executor.compiled,
+                                 watch=self.executor.watch)
         narrow = self._projected(text, compiled)
         if narrow is not None:
             compiled, input_sql = narrow
@@ -389,12 +452,13 @@ class MatchRunner:
                                    presorted=queries.order if may_skip_sort(cursor) else None)
         project = project_result(spec)
         if self._profiles is None:
-            batches = self._match_batches(compiled, plan, cursor, queries, scatter=scatter)
+            batches = self._match_batches(compiled, plan, cursor, queries, scatter=scatter,
+                                          reading=reading)
         else:
             profile = MatchProfile(_path_name(plan), not spec.rows_per_match.all_rows)
             self._profiles[offset_of(node.this)] = profile
-            batches = profile.output(
-                self._match_batches(compiled, plan, cursor, queries, profile, scatter))
+            batches = profile.output(self._match_batches(compiled, plan, cursor, queries,
+                                                         profile, scatter, reading))
         return spec.result_schema(), batches if project is None else project.batches(batches)
 
     def _projected(self, text: InputText, compiled: CompiledMatch
@@ -438,7 +502,8 @@ class MatchRunner:
 
     def _match_batches(self, compiled: CompiledMatch, plan: planner.PhysicalPlan, cursor,
                        queries: InputQueries, profile: MatchProfile | None = None,
-                       scatter: ScatterPlan | None = None) -> Iterator[pa.RecordBatch]:
+                       scatter: ScatterPlan | None = None, reading: Reading = READ_ALL
+                       ) -> Iterator[pa.RecordBatch]:
         """Stream the input through one matcher run per partition, as ``plan`` (the
         query's physical plan under the statement's settings) says.
 
@@ -454,6 +519,7 @@ class MatchRunner:
 
         config = self.executor.config
         spec = compiled.spec
+        freeze_engine()
         # This MATCH_RECOGNIZE's own token: its router cancels it when abandoned.
         cancel = self.executor.cancellation.child()
         try:
@@ -479,7 +545,7 @@ class MatchRunner:
                 return ordered_rows(queries, lambda sql: cursor.sql(sql).to_arrow_reader(
                     config.batch_size), cursor, config.threads)
 
-            if plan.workers and self.executor.workers.claim():
+            if plan.workers and not reading.few and self.executor.workers.claim():
                 yield from self.executor.workers.run(compiled, config, cancel,
                                                      open_input=open_input,
                                                      sorted_input=ordered_input, scatter=scatter)
@@ -489,12 +555,14 @@ class MatchRunner:
             # says so. The plans were built with the physical plan, not racing in threads.
 
             def new_run(key: tuple):
-                return planner.new_partition_matcher(spec, key, config, cancel, gather=True)
+                return planner.new_partition_matcher(spec, key, config, cancel,
+                                                     gather=not reading.stops_early)
 
             # the partitions inside one batch, matched together where the plan batches them
             match_whole = None if plan.whole is None else \
                 functools.partial(plan.whole.match, cancel=cancel)
-            if plan.threads > 1:
+            # A few rows wanted: the partitions in order, none matched ahead on the pool.
+            if plan.threads > 1 and not reading.few:
                 yield from ParallelPartitionRouter(
                     spec.partition_by, new_run, plan.threads, chunk_rows=config.batch_size,
                     cancel=cancel, whole=match_whole).run(reader)
@@ -558,7 +626,8 @@ class MatchRunner:
                     schema = self._schema_of(cursor, _input_query(node), node, query)
                 config = self.executor.config
                 compiled = compile_match(node, schema, sql=query, con=cursor, config=config,
-                                         cache=self.executor.compiled)
+                                         cache=self.executor.compiled,
+                                         watch=self.executor.watch)
                 view = f"__matchsql_matches_{next(_view_numbers)}"
                 cursor.register(view, compiled.spec.result_schema().empty_table())
                 node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))

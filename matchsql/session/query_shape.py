@@ -43,6 +43,25 @@ def direct_select(tree, nodes: list, limit_ok: bool = False):
     return node if plain else None
 
 
+def prefix_limit(tree, node) -> int | None:
+    """n of a statement that reads at most the first n rows of MATCH_RECOGNIZE ``node``
+    (``SELECT <columns> FROM <node> LIMIT n``); None where it may read more or all of
+    them (WHERE, ORDER BY, GROUP BY, DISTINCT, aggregates, windows, joins) or has no
+    plain LIMIT."""
+    if not isinstance(tree, exp.Select):
+        return None
+    limit = plain_limit(tree)
+    from_ = tree.args.get("from_") or tree.args.get("from")
+    if limit is None or from_ is None or from_.this is not node or any(tree.args.get(k) for k in (
+            "joins", "where", "group", "having", "order", "qualify", "distinct", "windows",
+            "laterals", "pivots")):
+        return None
+    for item in tree.expressions:
+        if item.find(exp.AggFunc, exp.Window) is not None:
+            return None
+    return limit
+
+
 def plain_limit(tree) -> int | None:
     """n of ``LIMIT n`` with a whole-number literal n; None for no LIMIT or any other."""
     limit = tree.args.get("limit")

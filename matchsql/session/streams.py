@@ -195,7 +195,7 @@ class StreamStatements:
         config = self.executor.config
         compiled = compile_match(node, self.schema_of_stream(definition), sql=statement,
                                  con=self.executor.con, config=config,
-                                 cache=self.executor.compiled)
+                                 cache=self.executor.compiled, watch=self.executor.watch)
         spec = compiled.spec
         stats: dict = {}  # filled with the input metrics when the query ends
         sliding = (Sliding.PAST_LAST_ROW if spec.skip is SkipMode.PAST_LAST_ROW

@@ -306,7 +306,8 @@ class WindowMeasures:
         # It stands where the window stands in the statement (its place keys the cache).
         mr.meta["start"] = position(node)
         spec = compile_match(mr, schema, sql=statement, con=self.executor.con,
-                             config=self.config, cache=self.executor.compiled).spec
+                             config=self.config, cache=self.executor.compiled,
+                             watch=self.executor.watch).spec
         seek = node.args.get("initial") is False
         pattern = spec.pattern
         if not seek:  # INITIAL: the match starts at the row

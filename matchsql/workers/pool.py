@@ -33,6 +33,7 @@ from multiprocessing import popen_spawn_posix, spawn
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import SpawnProcess
 
+from matchsql.cancel import Cancellation
 from matchsql.errors import ExecutionError
 from matchsql.workers import boot, segments
 from matchsql.workers.channel import RingReader, RingWriter
@@ -42,6 +43,8 @@ from matchsql.workers.shared_rows import RowsArena
 RING_BYTES = 32 << 20
 #: How long a pool's workers have, together, to greet (imports take seconds when loaded).
 START_TIMEOUT_S = 120.0
+#: How often a starting pool looks at the statement's cancellation.
+_GREET_POLL_S = 0.02
 #: How long a worker that ended gets to be reaped, for its exit code to be known.
 _REAP_S = 5.0
 
@@ -102,7 +105,11 @@ class Worker:
 class WorkerPool:
     """``size`` worker processes, each with a channel in and a channel out."""
 
-    def __init__(self, size: int, ring_bytes: int = RING_BYTES) -> None:
+    def __init__(self, size: int, ring_bytes: int = RING_BYTES,
+                 cancel: Cancellation | None = None) -> None:
+        """Start ``size`` workers and wait for each to greet; ``cancel`` (the statement's
+        that starts the pool) stops the wait: a start takes seconds on a busy machine,
+        and an interrupt waited for all of it (3 to 4 s, measured)."""
         self.size = size
         self.ring_bytes = ring_bytes
         self.workers: list[Worker] = []
@@ -117,7 +124,7 @@ class WorkerPool:
                 self._start(context, index)
             deadline = time.monotonic() + START_TIMEOUT_S
             for worker in self.workers:
-                self._greet(worker, deadline)
+                self._greet(worker, deadline, cancel)
         except BaseException:
             self.kill()
             raise
@@ -153,10 +160,15 @@ class WorkerPool:
             to_worker_r.close()
             from_worker_w.close()
 
-    def _greet(self, worker: Worker, deadline: float) -> None:
+    def _greet(self, worker: Worker, deadline: float, cancel: Cancellation | None) -> None:
         """Wait for the worker's hello (its outbox is made), or say why it did not come."""
         pipe = worker.pipe
-        ready = wait([pipe, worker.proc.sentinel], max(0.0, deadline - time.monotonic()))
+        ready: list = []
+        while not ready and time.monotonic() < deadline:
+            if cancel is not None:
+                cancel.check()
+            ready = wait([pipe, worker.proc.sentinel],
+                         min(_GREET_POLL_S, max(0.0, deadline - time.monotonic())))
         if not ready:
             raise WorkerStartError(f"worker process {worker.index} did not start: timed out "
                                    f"after {START_TIMEOUT_S:g} s")

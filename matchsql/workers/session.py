@@ -36,12 +36,13 @@ class WorkerSession:
         self.mode = "sorted"
         self._busy = threading.Lock()
 
-    def _pool(self, size: int) -> WorkerPool:
+    def _pool(self, size: int, cancel: Cancellation | None = None) -> WorkerPool:
+        """The pool of ``size`` workers, started now if need be (``cancel`` stops that)."""
         if self.pool is not None and (self.pool.size != size or not self.pool.alive()):
             self.pool.kill()
             self.pool = None
         if self.pool is None:
-            self.pool = WorkerPool(size)
+            self.pool = WorkerPool(size, cancel=cancel)
         return self.pool
 
     def claim(self) -> bool:
@@ -69,7 +70,7 @@ class WorkerSession:
         clean = False
         pool: WorkerPool | None = None
         try:
-            pool = self._pool(config.workers)
+            pool = self._pool(config.workers, cancel)
             policy = policy if policy is not None else self.policy_factory()
             router: WorkerRouter
             if self.mode == "sorted" or scatter is None:
@@ -98,7 +99,7 @@ class WorkerSession:
         if config.workers <= 1 or not spec.partition_by or not self.claim():
             return None
         try:
-            pool = self._pool(config.workers)
+            pool = self._pool(config.workers, cancel)
         except BaseException:
             self._busy.release()
             raise

@@ -161,10 +161,22 @@ def _feed(proc: subprocess.Popen, payload: str) -> None:
         pass  # the worker died or was killed: its outcome says so
 
 
+def _warm_kernels(live: bool) -> None:
+    """Run the worker's seed statements once without the memory cap, so that the
+    capped workers load their compiled kernels from numba's cache: building them cold
+    (a fresh clone, a changed kernel source) takes LLVM past the cap, and it aborts."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(ROOT / ".numba_cache"), PYTHONPATH=str(ROOT))
+    subprocess.run([sys.executable, "-m", "tests.hostile.worker", "0",
+                    *(["--live"] if live else [])], cwd=ROOT, env=env, input="",
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+                   timeout=START_SECONDS, check=True)
+
+
 def run_corpus(cases: list[Case], timeout: float = 10.0, memory: int = 2 << 30,
                batch: int = 100, jobs: int = 2, live: bool = False) -> Report:
     report = Report()
     began = time.monotonic()
+    _warm_kernels(live)
     batches = [cases[i:i + batch] for i in range(0, len(cases), batch)]
     with ThreadPoolExecutor(jobs) as pool:
         for outcomes, peak in pool.map(lambda b: run_batch(b, timeout, memory, live), batches):

@@ -3,12 +3,15 @@ at once, and deep-but-reasonable statements work."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
 
 import matchsql
+from matchsql import planner
 from matchsql.errors import LimitExceededError, ParseError, SemanticError
+from matchsql.fsm.compiled.batch import WholePartitions
 from matchsql.fsm.compiled.lowering import MAX_CLOSURE_CELLS, closure_table, program_array
 from matchsql.fsm.program import compile_pattern
 from matchsql.grammar.pattern_parser import parse_pattern
@@ -258,12 +261,13 @@ def test_permute_of_eight_refused_by_size(con) -> None:
     fails(con, sql, SemanticError, "max_pattern_size", seconds=2)
 
 
-def test_limit_stops_the_matchers() -> None:
+@pytest.mark.parametrize("path", ["reference", "row_local", "registers"])
+def test_limit_stops_the_matchers(path: str) -> None:
     # Rows 0-99 match as (even, odd) pairs at once; from row 100 on an attempt
     # never ends and would fail on max_buffered_rows. With LIMIT the matchers
-    # stop after the first input batches, before reaching it. On the reference path: the
-    # compiled paths gather up to 2M rows per speculative run (split_rows), past the limit.
-    con = matchsql.connect(demo=False, batch_size=1000, execution_path="reference")
+    # stop after the first input batches, before reaching it. The compiled paths used to
+    # gather up to 2M rows per speculative run (split_rows) first, past the limit.
+    con = matchsql.connect(demo=False, batch_size=1000, execution_path=path)
     con.duckdb.execute("CREATE TABLE tail AS SELECT i AS id FROM range(200000) r(i)")
     sql = ("SELECT * FROM tail MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS f "
            "ALL ROWS PER MATCH PATTERN (A+ B) DEFINE A AS id % 2 = 0 OR id >= 100, "
@@ -275,6 +279,88 @@ def test_limit_stops_the_matchers() -> None:
     assert [row[1] for row in got] == [k - k % 2 for k in range(15)]
     assert con.sql(sql + " LIMIT 0").fetchall() == []
     con.close()
+
+
+MODES = {
+    "one row": ("ONE ROW PER MATCH", "A* B", "B AS price < 50"),
+    "all rows": ("ALL ROWS PER MATCH", "A* B", "B AS price < 50"),
+    "unmatched rows": ("ALL ROWS PER MATCH WITH UNMATCHED ROWS", "A* B", "B AS price < 50"),
+    "show empty": ("ALL ROWS PER MATCH SHOW EMPTY MATCHES", "A* C?", "C AS price < 10"),
+    "omit empty": ("ALL ROWS PER MATCH OMIT EMPTY MATCHES", "A* C?", "C AS price < 10"),
+}
+LIMIT_ROWS = 200_000
+
+
+@pytest.fixture(scope="module")
+def counted(request):
+    """A connection over ``LIMIT_ROWS`` rows (one partition and 50) whose matchers count
+    the rows they are fed: ``(connection, counter)``, the counter a list of one int."""
+    fed = [0]
+    lock = threading.Lock()
+    patch = pytest.MonkeyPatch()
+
+    def add(n: int) -> None:
+        with lock:
+            fed[0] += n
+
+    class Counting:
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        def feed(self, batch):
+            add(batch.num_rows)
+            return self.inner.feed(batch)
+
+        def feed_final(self, batch):
+            add(batch.num_rows)
+            return self.inner.feed_final(batch)
+
+        def __getattr__(self, name: str):
+            return getattr(self.inner, name)
+
+    new = planner.new_partition_matcher
+    whole = WholePartitions.match_counted
+    patch.setattr(planner, "new_partition_matcher", lambda *a, **k: Counting(new(*a, **k)))
+    patch.setattr(WholePartitions, "match_counted",
+                  lambda self, batch, *a, **k: (add(batch.num_rows), whole(self, batch, *a, **k))[1])
+    con = matchsql.connect(demo=False, batch_size=4096)
+    for name, parts in (("one", 1), ("fifty", 50)):
+        for table, rows in ((name, LIMIT_ROWS), (f"{name}_head", 20_000)):
+            con.duckdb.execute(f"CREATE TABLE {table} AS SELECT i % {parts} AS p, i AS id, "
+                               f"(hash(i) % 100)::DOUBLE AS price FROM range({rows}) r(i)")
+    yield con, fed
+    con.close()
+    patch.undo()
+
+
+@pytest.mark.parametrize("setting", ["execution_path = 'reference'", "execution_path = 'row_local'",
+                                     "execution_path = 'registers'", "threads = 2",
+                                     "workers = 2"])
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("table", ["one", "fifty"])
+@pytest.mark.parametrize("select", ["*", "p, n, f"])
+def test_limit_stops_every_output_mode(counted, setting: str, mode: str, table: str,
+                                       select: str) -> None:
+    # A LIMIT 20 answer may cost the matchers a few input batches, never the input: the
+    # rows fed to the matchers (in this process, or routed to workers) are counted.
+    con, fed = counted
+    rows, pattern, condition = MODES[mode]
+    sql = (f"SELECT {select} FROM {{}} MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES "
+           f"count(*) AS n, FIRST(id) AS f {rows} AFTER MATCH SKIP TO NEXT ROW "
+           f"PATTERN ({pattern}) DEFINE A AS price > PREV(price), {condition}) LIMIT 20")
+    con.sql(f"SET {setting}")
+    try:
+        expected = con.sql(sql.format(f"{table}_head")).fetchall()
+        fed[0] = 0
+        workers = con._executor.workers
+        before = workers.last
+        got = con.sql(sql.format(table)).fetchall()
+        router = workers.last if workers.last is not before else None
+    finally:
+        con.sql(f"RESET {setting.split()[0]}")
+    assert got == expected and len(got) == 20
+    routed = sum(router.routed) if router is not None else 0
+    assert fed[0] + routed <= 4 * 4096, (fed[0], routed)
 
 
 @pytest.mark.parametrize("keys, kind, match", [

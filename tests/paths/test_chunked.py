@@ -202,9 +202,9 @@ def test_chunking_runs_in_these_tests(monkeypatch) -> None:
     calls = []
     real = C.match_chunks
 
-    def spy(call, starts, stop, submit=None, first_step=C.FIRST_STEP):
+    def spy(call, starts, stop, submit=None, first_step=C.FIRST_STEP, **kwargs):
         calls.append(len(starts))
-        return real(call, starts, stop, submit, first_step)
+        return real(call, starts, stop, submit, first_step, **kwargs)
 
     monkeypatch.setattr(C, "match_chunks", spy)
     rows = [{"id": i, "x": (i * 7) % 5, "y": 0} for i in range(100)]

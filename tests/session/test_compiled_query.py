@@ -81,9 +81,9 @@ def analyses(monkeypatch) -> list[str]:
     calls: list[str] = []
     real = compiled_query.analyze
 
-    def counting(node, schema, *, sql, con):
+    def counting(node, schema, *, sql, con, **kwargs):
         calls.append(sql)
-        return real(node, schema, sql=sql, con=con)
+        return real(node, schema, sql=sql, con=con, **kwargs)
 
     monkeypatch.setattr(compiled_query, "analyze", counting)
     return calls

@@ -103,7 +103,10 @@ def test_interrupt_stops_the_workers(con) -> None:
 
 def test_early_stop_then_next_query(con) -> None:
     expected = con.sql(QUERY).fetchall()
+    # LIMIT 3 straight over the MATCH_RECOGNIZE matches in this process (a few rows are
+    # wanted); through a subquery the workers run and the reader stops them early.
     assert len(con.sql(QUERY + " LIMIT 3").fetchall()) == 3
+    assert len(con.sql(f"SELECT * FROM ({QUERY}) LIMIT 3").fetchall()) == 3
     assert con.sql(QUERY).fetchall() == expected
 
 

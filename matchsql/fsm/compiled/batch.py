@@ -19,6 +19,8 @@ measures this applies to read only rows inside their match (no ``PREV``/
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 from numba.core.dispatcher import Dispatcher
@@ -28,8 +30,10 @@ from matchsql.config import Config
 from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled import prefilter as P
+from matchsql.fsm.compiled.chunks import COPY_LABELS
 from matchsql.fsm.compiled.match_arrays import Matches, Rows
 from matchsql.fsm.compiled.matcher import (
+    LABEL_BLOCK,
     NO_WITHIN,
     CompiledPlan,
     kernel_params,
@@ -122,7 +126,7 @@ class WholePartitions:
                                              self.no_stats[0], NO_WITHIN,
                                              self.obs_last | self.obs_first)
         kernel = self._kernel
-        out = _Output(caps)
+        out = _Output(caps, cancel.check)
         for part, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
             rows = b - a
             params[K.K_ROWS] = rows
@@ -161,13 +165,35 @@ class WholePartitions:
         cancel.check()
         rows = Rows(pa.Table.from_batches([batch]), 0, batch.num_rows, True)
         matches = out.matches()
-        expanded = None
-        counts = found  # ONE ROW PER MATCH: a row per match
-        if self.spec.rows_per_match.all_rows:
-            expanded = expansion(self.spec, matches)
-            counts = np.bincount(np.repeat(np.arange(parts), found)[expanded.match],
-                                 minlength=parts)
-        return [output_batch(self.spec, self.plan.measures, matches, rows, expanded)], counts
+        if not self.spec.rows_per_match.all_rows:  # a row per match
+            return [output_batch(self.spec, self.plan.measures, matches, rows)], found
+        # ALL ROWS PER MATCH: a row per matched row, output in blocks of about LABEL_BLOCK
+        # rows with the cancellation checked between (SKIP TO NEXT ROW makes hundreds of
+        # millions of them out of one batch).
+        part_of = np.repeat(np.arange(parts), found)
+        counts = np.zeros(parts, np.int64)
+        outputs = []
+        ends = matches.offsets + matches.lengths
+        first = 0
+        while first < len(part_of):
+            cancel.check()
+            stop = max(first + 1, int(np.searchsorted(ends, matches.offsets[first] + LABEL_BLOCK,
+                                                      "right")))
+            block = matches if first == 0 and stop >= len(part_of) else \
+                _block(matches, first, stop)
+            expanded = expansion(self.spec, block)
+            counts += np.bincount(part_of[first:stop][expanded.match], minlength=parts)
+            outputs.append(output_batch(self.spec, self.plan.measures, block, rows, expanded))
+            first = stop
+        return outputs, counts
+
+
+def _block(m: Matches, first: int, stop: int) -> Matches:
+    """Matches ``first:stop`` of ``m`` (label offsets from the block's first label)."""
+    lo = int(m.offsets[first])
+    hi = int(m.offsets[stop - 1] + m.lengths[stop - 1])
+    return Matches(m.starts[first:stop], m.lengths[first:stop], m.numbers[first:stop],
+                   m.labels[lo:hi], m.offsets[first:stop] - lo, m.excluded[lo:hi])
 
 
 def _threads(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, ...]:
@@ -185,7 +211,8 @@ class _Output:
     shifted once at the end, for all calls together.
     """
 
-    def __init__(self, caps: np.ndarray) -> None:
+    def __init__(self, caps: np.ndarray, check: Callable[[], None] | None = None) -> None:
+        self.check = check  # the statement's cancellation check, between copies when growing
         self.records = np.zeros((int(caps[K.W_RECORDS]), 5), np.int64)
         self.labels = np.zeros(int(caps[K.W_LABELS]), np.int16)
         self.records_used = 0
@@ -202,8 +229,14 @@ class _Output:
             self.records = grown
         need = self.labels_used + int(caps[K.W_LABELS])
         if need > len(self.labels):
+            # Under SKIP TO NEXT ROW a batch's labels reach hundreds of millions: copied in
+            # slices (one copy held an interrupt for 180 ms), the zeros mapped lazily.
             grown = np.zeros(max(need, 2 * len(self.labels)), np.int16)
-            grown[:self.labels_used] = self.labels[:self.labels_used]
+            for lo in range(0, self.labels_used, COPY_LABELS):
+                if self.check is not None:
+                    self.check()
+                hi = min(lo + COPY_LABELS, self.labels_used)
+                grown[lo:hi] = self.labels[lo:hi]
             self.labels = grown
         return self.records[self.records_used:], self.labels[self.labels_used:]
 

@@ -154,11 +154,11 @@ def pool(threads: int) -> ThreadPoolExecutor:
 
 
 def match_chunks(call: WindowCall, chunk_starts: list[int], stop: int,
-                 submit: Callable[..., Future] | None = None, first_step: int = FIRST_STEP
-                 ) -> Run:
+                 submit: Callable[..., Future] | None = None, first_step: int = FIRST_STEP,
+                 check: Callable[[], None] | None = None) -> Run:
     """The sequential run from ``chunk_starts[0]`` up to ``stop``, from speculative runs of
     the chunks (on ``submit``'s threads; inline without it) and the fix-up, whose re-runs
-    start with ``first_step`` rows."""
+    start with ``first_step`` rows; ``check`` as in :func:`joined`."""
     ends = [*chunk_starts[1:], stop]
     # The last of several chunks is not run to the end as the sequential run would be: an
     # attempt open there would fail at the end and the attempt from every later start row
@@ -197,7 +197,7 @@ def match_chunks(call: WindowCall, chunk_starts: list[int], stop: int,
                   len(guess.records))
             if k == len(guesses) - 1 and guess.status < K.ST_THREADS and \
                     (finals[k] or guess.status == K.ST_DONE):
-                return joined(guess, pieces)
+                return joined(guess, pieces, check)
             a, step = guess.stop, first_step
             continue
         limit = min(stop, a + step)
@@ -216,7 +216,7 @@ def match_chunks(call: WindowCall, chunk_starts: list[int], stop: int,
             continue
         keep(pieces, run, 0, len(run.records))
         if limit >= stop or run.status == K.ST_DONE:
-            return joined(run, pieces)
+            return joined(run, pieces, check)
         a = run.next_start
         step *= 2
 
@@ -241,9 +241,16 @@ def keep(pieces: list, run: Run, lo: int, hi: int) -> None:
     pieces.append((rec, run.labels[first:last]))
 
 
-def joined(last: Run, pieces: list) -> Run:
+#: Labels copied between two looks at the statement's cancellation (``joined``): a split
+#: run under SKIP TO NEXT ROW joins hundreds of millions of labels, which took an
+#: interrupt up to a second to be noticed as one copy.
+COPY_LABELS = 1 << 20
+
+
+def joined(last: Run, pieces: list, check: Callable[[], None] | None = None) -> Run:
     """One run: ``pieces``' records in order (label offsets into their joined labels),
-    ending as ``last`` ended."""
+    ending as ``last`` ended. ``check`` (the statement's cancellation check) is called
+    between copies of at most :data:`COPY_LABELS` labels."""
     if not pieces:
         return Run(last.status, last.next_start, last.err_row, NO_RECORDS, NO_LABELS)
     records = np.concatenate([rec for rec, _ in pieces])
@@ -253,5 +260,13 @@ def joined(last: Run, pieces: list) -> Run:
         shift[i] = total - int(rec[0, 4])
         total += len(lab)
     records[:, 4] += np.repeat(shift, [len(rec) for rec, _ in pieces])
-    labels = np.concatenate([lab for _, lab in pieces])
+    labels = np.empty(total, pieces[0][1].dtype)
+    at = 0
+    for _, lab in pieces:
+        for lo in range(0, len(lab), COPY_LABELS):
+            if check is not None:
+                check()
+            part = lab[lo:lo + COPY_LABELS]
+            labels[at:at + len(part)] = part
+            at += len(part)
     return Run(last.status, last.next_start, last.err_row, records, labels)

@@ -23,16 +23,20 @@ class Matches:
     labels: np.ndarray  # int64: variable id of every matched row, matches concatenated
     offsets: np.ndarray  # int64: where each match's labels start in ``labels``
     excluded: np.ndarray | None = None  # bool per label: an excluded row ({- -}), not output
+    # bool per match: an unmatched row (WITH UNMATCHED ROWS), kept as an empty match at its
+    # row whose measures are all NULL
+    unmatched: np.ndarray | None = None
 
     def cut(self, k: int) -> tuple[Matches, Matches]:
         """The first ``k`` matches and the rest."""
         at = int(self.offsets[k]) if k < len(self.offsets) else len(self.labels)
         ex = self.excluded
+        un = self.unmatched
 
         def part(sl: slice, labels: slice, shift: int) -> Matches:
             return Matches(self.starts[sl], self.lengths[sl], self.numbers[sl],
                            self.labels[labels], self.offsets[sl] - shift,
-                           None if ex is None else ex[labels])
+                           None if ex is None else ex[labels], None if un is None else un[sl])
         return part(slice(None, k), slice(None, at), 0), part(slice(k, None), slice(at, None), at)
 
 

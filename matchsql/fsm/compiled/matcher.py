@@ -67,6 +67,8 @@ from matchsql.state_format import state_class
 _SKIP = {SkipMode.PAST_LAST_ROW: K.SKIP_PAST, SkipMode.TO_NEXT_ROW: K.SKIP_NEXT,
          SkipMode.TO_FIRST: K.SKIP_FIRST, SkipMode.TO_LAST: K.SKIP_LAST}
 MAX_LOOPS = 62  # loop flags live in one int64 per thread
+#: Labels of matches pended (and later output) as one block; see CompiledMatcher._records.
+LABEL_BLOCK = 1 << 20
 NO_WITHIN = np.zeros(0, np.int64)  # the kernel's ``wend`` of a query without WITHIN
 
 
@@ -115,13 +117,14 @@ class CompiledPlan:
                 notes.append("measures: column-wise (Arrow gathers and segment reductions)")
             except Unsupported as exc:
                 notes.append(f"measures: reference evaluator per match ({exc})")
-        elif spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED:
-            notes.append("output: reference evaluator per row (WITH UNMATCHED ROWS)")
         else:
             try:
                 measures = RunningMeasureCompiler(spec, variables).compile_all()
                 notes.append("output: column-wise rows (running measures as cumulative "
-                             "operations over the labels)")
+                             "operations over the labels)" + (
+                                 "; unmatched rows with NULL measures"
+                                 if spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED
+                                 else ""))
             except Unsupported as exc:
                 notes.append(f"output: reference evaluator per row ({exc})")
         return cls(spec, query, path, variables, program_array(query.program), row_terms,
@@ -339,7 +342,7 @@ class CompiledMatcher:
         # Tiny chunks (tests) re-run in tiny steps, so that the fix-up re-synchronises.
         run = C.match_chunks(window, starts, int(params[K.K_LIMIT]),
                              C.pool(self.config.threads).submit,
-                             min(C.FIRST_STEP, self.config.split_rows))
+                             min(C.FIRST_STEP, self.config.split_rows), check=self.cancel.check)
         records = run.records
         if len(records):
             records[:, 3] = self.match_number + np.arange(1, len(records) + 1)
@@ -395,7 +398,7 @@ class CompiledMatcher:
         if status == K.ST_DONE and w1 < n:
             status = K.ST_WAIT  # the window's rows ran out, not the buffer's
         return C.joined(C.Run(int(status), int(nxt) + w0, err, C.NO_RECORDS, C.NO_LABELS),
-                        pieces)
+                        pieces, self.cancel.check)
 
     def _raise(self, status: int, start: int) -> None:
         raise_status(self.spec, self.config, status, start)
@@ -404,27 +407,47 @@ class CompiledMatcher:
         if not len(records):
             return
         kinds = records[:, 0]
-        if self.plan.measures is not None and not kinds.any():
-            # New arrays only (``records`` and ``labels`` may be the kernel's workspace);
-            # the label codes (variable * 2 + excluded, never negative) are split while
-            # int16, half the work on the main thread of a split run's millions of rows.
-            lengths = records[:, 2].copy()
-            first = int(records[0, 4])
-            codes = labels[first:first + int(lengths.sum())]
-            self.pending.append(Matches(
-                starts=records[:, 1] + self.base, lengths=lengths, numbers=records[:, 3].copy(),
-                labels=(codes >> 1).astype(np.int64), offsets=records[:, 4] - first,
-                excluded=(codes & 1).astype(bool)))
+        if self.plan.measures is not None:
+            # Blocks of about LABEL_BLOCK labels, the cancellation checked between them:
+            # the matches of a split run under SKIP TO NEXT ROW hold hundreds of millions
+            # of labels, and one conversion of them all held an interrupt for a second.
+            # Each block's output is built on its own later, as bounded. An unmatched
+            # row's record (kind 1) has length 1 and no labels.
+            ends = records[:, 4] + np.where(kinds == 1, 0, records[:, 2])
+            lo = 0
+            while lo < len(records):
+                self.cancel.check()
+                hi = max(lo + 1, int(np.searchsorted(ends, records[lo, 4] + LABEL_BLOCK,
+                                                     "right")))
+                self._matches(records[lo:hi], labels)
+                lo = hi
             return
         records = records.copy()
         names = self.plan.variables
-        for kind, start, length, number, offset in records.tolist():
+        for i, (kind, start, length, number, offset) in enumerate(records.tolist()):
+            if i & 255 == 255:
+                self.cancel.check()
             if kind == 1:
                 self.pending.append(UnmatchedRow(start + self.base))
                 continue
             codes = labels[offset:offset + length].tolist()
             self.pending.append(MatchRecord(start + self.base, [names[c // 2] for c in codes],
                                             [bool(c & 1) for c in codes], number))
+
+    def _matches(self, records: np.ndarray, labels: np.ndarray) -> None:
+        """Pend ``records`` (matches, and unmatched rows as empty matches marked
+        ``unmatched``) as column-wise :class:`Matches`."""
+        # New arrays only (``records`` and ``labels`` may be the kernel's workspace); the
+        # label codes (variable * 2 + excluded, never negative) are split while int16,
+        # half the work on the main thread of a split run's millions of rows.
+        unmatched = records[:, 0] == 1
+        lengths = np.where(unmatched, 0, records[:, 2])
+        first = int(records[0, 4])
+        codes = labels[first:first + int(lengths.sum())]
+        self.pending.append(Matches(
+            starts=records[:, 1] + self.base, lengths=lengths, numbers=records[:, 3].copy(),
+            labels=(codes >> 1).astype(np.int64), offsets=records[:, 4] - first,
+            excluded=(codes & 1).astype(bool), unmatched=unmatched if unmatched.any() else None))
 
     # -- output and memory ---------------------------------------------------------------
 
@@ -438,6 +461,7 @@ class CompiledMatcher:
         limit = self._ready_end()
         rows: _BufferRows | None = None
         while self.pending:
+            self.cancel.check()  # one block of matches' output at a time (see _records)
             item = self.pending[0]
             if isinstance(item, Matches):
                 ends = item.starts + item.lengths - 1
@@ -474,14 +498,14 @@ class CompiledMatcher:
         if self.pending:
             first = self.pending[0]
             keep = min(keep, int(first.starts[0]) if isinstance(first, Matches) else first.start)
-        keep -= self.lookback
-        self.low = max(self.low, min(keep, self.count))
+        back = self.plan.query.lookback_for(self.count, self.complete)
+        self.low = max(self.low, min(keep - back, self.count))
         drop = self.low - self.base
         if drop > 0 and drop * 2 >= self.count - self.base:
             self.table = self.table.slice(drop)
             self.base = self.low
         if self.count - self.low > self.config.max_buffered_rows:
-            raise too_many_rows(self.config.max_buffered_rows, keep)
+            raise too_many_rows(self.config.max_buffered_rows, keep, back)
 
 
 def label_input(plan: CompiledPlan, dfa: D.Dfa | None, columns: dict, n: int) -> np.ndarray:

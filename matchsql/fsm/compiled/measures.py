@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from sqlglot import exp
 
 from matchsql.fsm.compiled.composite_measures import composite, is_composite
@@ -36,7 +37,12 @@ from matchsql.fsm.compiled.constants import constant_measure
 from matchsql.fsm.compiled.lowering import Unsupported
 from matchsql.fsm.compiled.match_arrays import Expansion, Matches, Rows
 from matchsql.fsm.compiled.segment_aggregates import fits, segment_aggregate
-from matchsql.fsm.compiled.segment_reductions import cast_exact, segment_pick
+from matchsql.fsm.compiled.segment_reductions import (
+    cast_exact,
+    running_nth,
+    segment_nth,
+    segment_pick,
+)
 from matchsql.plan.binder import bind
 from matchsql.plan.bound import AggregateCall, MatchNumberRef, Pointer, describe
 from matchsql.plan.spec import MatchSpec, RowsPerMatch
@@ -111,8 +117,6 @@ class MeasureCompiler:
             raise Unsupported(f"measure {describe(node)}")
         at = node.position
         ids = self.ids(at.vars)
-        if ids is not None and at.offset:
-            raise Unsupported(f"{node.text}: offset navigation over a variable")
         return at.physical, node.column, ids, not at.first, at.offset
 
     def locator(self, node: exp.Expression) -> tuple[Locate, str]:
@@ -126,7 +130,7 @@ class MeasureCompiler:
                 else:
                     at = np.where(m.lengths > k, m.starts + k, -1)
             else:
-                pick = segment_pick(m, np.isin(m.labels, ids), last)
+                pick = segment_nth(m, np.isin(m.labels, ids), last, k)
                 at = np.where(pick >= 0, m.starts + (pick - m.offsets), -1)
             return _moved(at, delta, rows)
         return locate, column
@@ -171,7 +175,12 @@ def output_batch(spec: MatchSpec, measures: list, m: Matches, rows: Rows,
     else:
         e = expanded if expanded is not None else expansion(spec, m)
         arrays = [take(c, e.row) for c in [*spec.partition_by, *spec.order_by]]
-        arrays += [fn(m, e, rows) for fn in measures]
+        values = [fn(m, e, rows) for fn in measures]
+        if m.unmatched is not None and m.unmatched.any():
+            # An unmatched row is an empty match here, whose measures are all NULL.
+            missing = pa.array(m.unmatched[e.match])
+            values = [pc.if_else(missing, pa.scalar(None, v.type), v) for v in values]
+        arrays += values
         arrays += [take(name, e.row) for name in spec.passed_columns]
     arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
     return pa.RecordBatch.from_arrays(arrays, schema=spec.output_schema())
@@ -231,7 +240,7 @@ class RunningMeasureCompiler(MeasureCompiler):
                     at = np.where(m.lengths[e.match] > k, start + k, -1)
             else:
                 label = np.where(e.pos >= 0, m.offsets[e.match] + e.pos, -1)
-                seen = _running_pick(m, np.isin(m.labels, ids), last)
+                seen = _running_pick(m, np.isin(m.labels, ids), last, k)
                 pick = seen[np.maximum(label, 0)] if len(seen) else np.full(len(label), -1)
                 pick = np.where(label >= 0, pick, -1)
                 at = np.where(pick >= 0, start + (pick - m.offsets[e.match]), -1)
@@ -239,18 +248,20 @@ class RunningMeasureCompiler(MeasureCompiler):
         return locate, column
 
 
-def _running_pick(m: Matches, mask: np.ndarray, last: bool) -> np.ndarray:
-    """Per label index: the last masked label at or before it in its match (``last``)
-    or the first masked label of its match; -1 where there is none."""
+def _running_pick(m: Matches, mask: np.ndarray, last: bool, k: int = 0) -> np.ndarray:
+    """Per label index: the k-th last masked label at or before it in its match
+    (``last``) or the k-th masked label of its whole match; -1 where there is none."""
     n = len(m.labels)
     if n == 0:
         return np.zeros(0, np.int64)
+    if last and k:
+        return running_nth(m, mask, k)
     pos = np.arange(n, dtype=np.int64)
     segment_start = np.repeat(m.offsets, m.lengths)
     if last:
         filled = np.maximum.accumulate(np.where(mask, pos, -1))
         return np.where(filled >= segment_start, filled, -1)
-    first = segment_pick(m, mask, last=False)
+    first = segment_nth(m, mask, last=False, k=k) if k else segment_pick(m, mask, last=False)
     return np.repeat(first, m.lengths)
 
 

@@ -30,7 +30,8 @@ from numba import njit
 from matchsql.errors import ExecutionError
 from matchsql.fsm.compiled.match_arrays import Matches
 
-__all__ = ["Evaluate", "Segments", "cast_exact", "segment_pick", "true_mask"]
+__all__ = ["Evaluate", "Segments", "cast_exact", "running_nth", "segment_nth", "segment_pick",
+           "true_mask"]
 
 Evaluate = Callable[[np.ndarray], pa.Array]  # label indexes (-1: none) -> results
 # Below this bound an int64 prefix sum cannot overflow and a float64 of it is exact.
@@ -54,6 +55,38 @@ def segment_pick(m: Matches, mask: np.ndarray, last: bool) -> np.ndarray:
         picked = np.where(picked == big, -1, picked)
     out[nonempty] = picked
     return out
+
+
+def segment_nth(m: Matches, mask: np.ndarray, last: bool, k: int) -> np.ndarray:
+    """Index (into ``labels``) of the k-th last/first masked label of each match (0: the
+    last/first), -1 where the match has at most k of them: ``LAST(A.x, k)`` and
+    ``FIRST(A.x, k)`` under FINAL. One prefix count and one binary search over it, so
+    an offset past every match (``FIRST(A.x, 100000000)``) costs what ``k = 0`` does."""
+    if len(m.labels) == 0:
+        return np.full(len(m.starts), -1, np.int64)
+    counted = np.cumsum(mask, dtype=np.int64)
+    before = np.where(m.offsets > 0, counted[np.maximum(m.offsets - 1, 0)], 0)
+    ends = m.offsets + m.lengths
+    total = np.where(ends > 0, counted[np.maximum(ends - 1, 0)], 0) - before
+    rank = total - k if last else np.full(len(m.starts), k + 1, np.int64)  # 1-based
+    found = (rank >= 1) & (rank <= total)
+    at = np.searchsorted(counted, before + np.where(found, rank, 1), side="left")
+    return np.where(found, at, -1).astype(np.int64)
+
+
+def running_nth(m: Matches, mask: np.ndarray, k: int) -> np.ndarray:
+    """Per label index: the k-th last masked label at or before it in its match (0: the
+    last), -1 where there are at most k: ``LAST(A.x, k)`` under RUNNING."""
+    n = len(m.labels)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    counted = np.cumsum(mask, dtype=np.int64)
+    segment_start = np.repeat(m.offsets, m.lengths)
+    before = np.where(segment_start > 0, counted[np.maximum(segment_start - 1, 0)], 0)
+    rank = counted - k  # the wanted label's inclusive count over the chunk
+    found = rank > before
+    at = np.searchsorted(counted, np.where(found, rank, 1), side="left")
+    return np.where(found, at, -1).astype(np.int64)
 
 
 class Segments:
