@@ -45,6 +45,11 @@ _PLAIN_ARROW = {
 _LEAVES = (exp.Column, exp.Literal, exp.Identifier, exp.Null, exp.Boolean, exp.DataType, exp.Star)
 
 
+#: Expressions typed by one projection when priming: a projection of 1,000 columns
+#: needs DuckDB blocks that a capped address space may refuse, and then every
+#: expression was typed on its own (a round trip each: 1,000 measures took 5-10 s).
+PRIME_CHUNK = 128
+
 #: Types whose Arrow form a cast cannot take back to them: a UHUGEINT above 10^38
 #: leaves as a wrapped decimal128(38, 0), a BIT's bytes mean another thing as a BLOB.
 _NO_WAY_BACK = frozenset(("UHUGEINT", "BIT", "BIGNUM", "VARINT"))
@@ -71,12 +76,14 @@ class ExpressionTyper:
         return held[1]
 
     def prime(self, exprs: list[exp.Expr]) -> None:
-        """Bind ``exprs`` in one DuckDB query, so that typing them later costs no
-        round trip (each costs a few ms; a query has several). Failures are left
-        to the one-by-one typing, which locates them."""
+        """Bind ``exprs`` in a DuckDB query per :data:`PRIME_CHUNK` of them, so that
+        typing them later costs no round trip (each costs a few ms; a query has
+        several). Failures are left to the one-by-one typing, which locates them."""
         texts = list(dict.fromkeys(self._text(e) for e in exprs))
-        if not texts:
-            return
+        for start in range(0, len(texts), PRIME_CHUNK):
+            self._prime_texts(texts[start:start + PRIME_CHUNK])
+
+    def _prime_texts(self, texts: list[str]) -> None:
         select = ", ".join(f"{text} AS v{i}" for i, text in enumerate(texts))
         try:
             relation = self.relation.select(select)

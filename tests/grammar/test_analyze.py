@@ -404,3 +404,25 @@ def test_a_failing_expression_is_still_located_after_the_shared_bind(con):
     with pytest.raises(TypeMismatchError) as err:
         run(sql, con)
     assert (err.value.line, err.value.column) == line_column(sql, sql.index("price + symbol"))
+
+
+def test_many_measures_are_typed_in_bounded_projections(monkeypatch, con):
+    """1,000 measures: typed by projections of at most PRIME_CHUNK columns, none on its
+    own (one projection of them all needed blocks a capped address space refused, and
+    each measure then cost a round trip of its own)."""
+    from matchsql.grammar import typer
+
+    widths, calls = [], []
+    original_prime = typer.ExpressionTyper._prime_texts
+    monkeypatch.setattr(typer.ExpressionTyper, "_prime_texts",
+                        lambda self, texts: widths.append(len(texts))
+                        or original_prime(self, texts))
+    original = typer.ExpressionTyper._bind
+    monkeypatch.setattr(typer.ExpressionTyper, "_bind",
+                        lambda self, plain: calls.append(plain) or original(self, plain))
+    measures = ", ".join(f"LAST(A.price, {k % 3}) + {k} AS m{k}" for k in range(1000))
+    spec = run(f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES {measures} "
+               "PATTERN (A+ B) DEFINE B AS price > 1)", con)
+    assert calls == []
+    assert sum(widths) == 1001 and max(widths) <= typer.PRIME_CHUNK  # 1,000 + the DEFINE
+    assert len(spec.measures) == 1000
