@@ -136,15 +136,16 @@ def saturation_note(rows: Sequence[dict], saturation: float | None = None) -> st
 
     Without a search (rates given with ``--rates``) the note brackets the
     point from the grid's pull runs: a rate counts as kept up when at least
-    half of its runs kept up.
+    half of its runs kept up. Rows without the columns to judge them by are left out.
     """
 
     if saturation:
         return f"pull saturates at {format_rate(saturation)} tuples/s"
     verdicts: dict[float, list[bool]] = {}
     for row in rows:
-        if row.get("mode") == "pull" and row.get("status", "ok") == "ok":
-            verdicts.setdefault(float(row["rate"]), []).append(falls_behind(row) is None)
+        why = falls_behind(row) if row.get("mode") == "pull" else "failed"
+        if why != "failed":  # failed, or without the columns to judge it by
+            verdicts.setdefault(float(row["rate"]), []).append(why is None)
     if not verdicts:
         return ""
     kept = [rate for rate, votes in verdicts.items() if 2 * sum(votes) >= len(votes)]
