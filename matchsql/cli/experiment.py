@@ -72,8 +72,8 @@ DEFAULT_SECONDS = 2.0
 RECOMMEND_SECONDS = 1.0
 #: A --recommend run is abandoned after this many times its duration (at least
 #: RECOMMEND_MIN_TIMEOUT s): a setting that stalls must not hold up the answer.
-RECOMMEND_TIMEOUT_FACTOR = 5.0
-RECOMMEND_MIN_TIMEOUT = 5.0
+RECOMMEND_TIMEOUT_FACTOR = 3.0
+RECOMMEND_MIN_TIMEOUT = 3.0
 SATURATION_COLUMNS = ("query", "saturation", "kept_up", "fell_behind", "why", "search_runs",
                       "error")
 QUICK = dict(queries="Q1", modes="pull,push", u="0", rules="most_tuples", rates="20000",
@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "1.25 and 1.6 times the measured saturation rate of each query)")
     parser.add_argument("--saturation", type=_rate, metavar="RATE",
                         help="skip the saturation search: pull saturates at RATE")
-    parser.add_argument("--repeat", type=int,
+    parser.add_argument("--repeat", type=int, metavar="N",
                         help=f"runs per point (default {DEFAULT_REPEAT}); the plots draw the "
                              "median and the min-max band")
     size = parser.add_mutually_exclusive_group()
@@ -172,7 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--skew", default="uniform",
                         help="how rows spread over the symbols: uniform (round-robin, the "
                              "default) or zipf:S (symbol k drawn with weight 1/k^S, e.g. zipf:1.2)")
-    parser.add_argument("--seed", type=int, default=0, help="data seed (default 0)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="data seed (default 0); every repetition gets the same data")
     parser.add_argument("--out", default="experiment-out", help="output folder")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds after which one run is abandoned (default 300)")
@@ -313,7 +314,10 @@ def _saturations(bench: Bench, args: argparse.Namespace) -> dict[str, Saturation
 
 
 def _write_saturations(out: Path, found: dict[str, Saturation | str]) -> None:
+    """saturation.csv, one row per searched query; without a search, none (an older
+    one in ``out`` would describe another experiment)."""
     if not found:
+        (out / "saturation.csv").unlink(missing_ok=True)
         return
     with _csv_writer(out / "saturation.csv", SATURATION_COLUMNS) as writer:
         for query, result in found.items():

@@ -26,7 +26,7 @@ from matchsql.cli.experiment_stats import falls_behind, format_rate, nice_rate
 
 SEARCH_START = 50_000.0
 SEARCH_FLOOR = 1_000.0  # below this, the query is called saturated at the floor
-SEARCH_CAP = 50_000_000.0  # above this, no doubling further (the producer tops out first)
+SEARCH_CAP = 20_000_000.0  # above this, no doubling further (the producer tops out first)
 SEARCH_STEPS = 4
 SEARCH_SECONDS = 0.5
 SEARCH_MIN_ROWS = 5_000
