@@ -67,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="With no FILE and no -c: an interactive shell, or the statements piped on stdin.\n"
                "\nsubcommands (each has its own --help):\n"
                "  matchsql produce ...     write events into a live stream (a producer)\n"
-               "  matchsql experiment ...  run the input-mode experiments and plot them")
+               "  matchsql experiment ...  run the input-mode experiments and plot them, or "
+               "recommend a setting")
     parser.add_argument("file", nargs="?", metavar="FILE",
                         help="SQL script to run ('-' reads stdin)")
     parser.add_argument("-c", "--command", action="append", metavar="SQL",
