@@ -27,6 +27,12 @@ class InputMetrics:
     latency_total: float = 0.0
     latency_count: int = 0
     switches: int = 0
+    #: What switching cost (push and adaptive input): the matchers' time waiting
+    #: for input while the stream was open, the push thread's time suspended, and
+    #: its wake-up delays summed (from a resume to the thread running again).
+    idle_s: float = 0.0
+    suspended_s: float = 0.0
+    wake_s: float = 0.0
     started: float | None = None
     finished: float | None = None
     _selected: set[int] = field(default_factory=set, repr=False)
@@ -96,4 +102,7 @@ class InputMetrics:
             "records": self.records,
             "latency": self.latency_total / self.latency_count if self.latency_count else 0.0,
             "switches": self.switches,
+            "idle_s": self.idle_s,
+            "suspended_s": self.suspended_s,
+            "wake_ms": 1000 * self.wake_s / max(1, self.switches // 2),
         }

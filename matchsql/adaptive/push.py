@@ -358,12 +358,15 @@ class PushInput:
         while True:
             with self.cond:
                 items = self._take()
-                while not items and not self.done:
-                    if self.switch is not None:
-                        # Catches a push thread that suspended on a stale pressure.
-                        self.switch.after_process(self._pressure())
-                    self.cond.wait(WAIT_S)
-                    items = self._take()
+                if not items and not self.done:
+                    waited = time.monotonic()
+                    while not items and not self.done:
+                        if self.switch is not None:
+                            # Catches a push thread that suspended on a stale pressure.
+                            self.switch.after_process(self._pressure())
+                        self.cond.wait(WAIT_S)
+                        items = self._take()
+                    self.metrics.idle_s += time.monotonic() - waited
                 if not items:
                     break
                 pressure = self._pressure()
@@ -401,6 +404,8 @@ class PushInput:
         if self.switch is not None:
             self.switch.close()
             self.metrics.switches = self.switch.switches
+            self.metrics.suspended_s = self.switch.suspended_s
+            self.metrics.wake_s = self.switch.wake_s
         with self.cond:
             self.cond.notify_all()
         if self.thread.is_alive():

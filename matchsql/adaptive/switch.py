@@ -19,6 +19,7 @@ partitions.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -111,6 +112,11 @@ class Go4RiskSwitch:
         self._mode = Mode.PUSH
         self._closed = False
         self.switches = 0  # push->pull and pull->push transitions, for the metrics
+        # What the switching costs, for the metrics: the push thread's time
+        # suspended, and its wake-up delay (from the resume to running again).
+        self.suspended_s = 0.0
+        self.wake_s = 0.0
+        self._resumed_at = 0.0
 
     @property
     def mode(self) -> Mode:
@@ -132,7 +138,13 @@ class Go4RiskSwitch:
                 self._mode = Mode.PULL
                 self.switches += 1
             if self._mode is Mode.PULL:
+                waited = time.monotonic()
                 self._cond.wait_for(lambda: self._closed or self._mode is Mode.PUSH, timeout)
+                now = time.monotonic()
+                self.suspended_s += now - waited
+                if self._mode is Mode.PUSH and self._resumed_at:
+                    self.wake_s += max(0.0, now - self._resumed_at)
+                    self._resumed_at = 0.0
             return not self._closed and self._mode is Mode.PUSH
 
     def after_process(self, pressure: Pressure) -> None:
@@ -141,6 +153,7 @@ class Go4RiskSwitch:
             if self._mode is Mode.PULL and pressure.unprocessed <= pressure.resume_at:
                 self._mode = Mode.PUSH
                 self.switches += 1
+                self._resumed_at = time.monotonic()
                 self._cond.notify_all()
 
     def close(self) -> None:

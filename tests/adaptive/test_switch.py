@@ -119,3 +119,24 @@ def test_uniform_partitions_fool_the_busiest_rule_but_not_the_total() -> None:
     assert not switch.after_push(total, timeout=0.01)
     switch.after_process(Pressure(10, 30, resume_at=10))
     assert switch.mode is Mode.PUSH
+
+
+def test_the_switch_counts_its_suspended_time_and_wake_up_delay() -> None:
+    """The counters that tell what switching costs: time suspended, resume-to-running delay."""
+    switch = Go4RiskSwitch()
+    resumed = threading.Event()
+
+    def push() -> None:
+        switch.after_push(Pressure(9, 1))  # suspends until the matcher resumes it
+        resumed.set()
+
+    thread = threading.Thread(target=push)
+    thread.start()
+    thread.join(0.1)
+    assert thread.is_alive() and switch.mode is Mode.PULL
+    switch.after_process(Pressure(0, 1))
+    assert resumed.wait(2)
+    thread.join(2)
+    assert switch.switches == 2
+    assert switch.suspended_s >= 0.1  # it waited at least the 0.1 s before the resume
+    assert 0 <= switch.wake_s < switch.suspended_s
