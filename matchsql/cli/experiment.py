@@ -334,6 +334,15 @@ def _failed_search_row(query: str, error: str) -> dict:
             "error": f"saturation search: {error}"[:300]}
 
 
+def _prepare(bench: Bench, args: argparse.Namespace, out: Path) -> dict[str, Saturation | str]:
+    """What every experiment does first: warm the kernels, find each query's saturation
+    rate (or take ``--saturation``), and write what was found."""
+    _warm_up(bench, args)
+    found = _saturations(bench, args)
+    _write_saturations(out, found)
+    return found
+
+
 def run_experiment(args: argparse.Namespace, *, con=None) -> tuple[list[dict], list[Path]]:
     """Run the grid of ``args`` (see :func:`parse_args`); write the CSVs and the plots."""
 
@@ -341,9 +350,7 @@ def run_experiment(args: argparse.Namespace, *, con=None) -> tuple[list[dict], l
     make_private_dirs(out)
     rows: list[dict] = []
     with _bench(args, con) as bench:
-        _warm_up(bench, args)
-        found = _saturations(bench, args)
-        _write_saturations(out, found)
+        found = _prepare(bench, args, out)
         runs, where = [], {}
         for query in args.queries:
             result = found.get(query)
@@ -382,9 +389,7 @@ def run_recommendation(args: argparse.Namespace, *, con=None) -> tuple[list[dict
     make_private_dirs(out)
     rows: list[dict] = []
     with _bench(args, con) as bench:
-        _warm_up(bench, args)
-        found = _saturations(bench, args)
-        _write_saturations(out, found)
+        found = _prepare(bench, args, out)
         searched = found.get(query)
         if isinstance(searched, str):
             rows.append(_failed_search_row(query, searched))
