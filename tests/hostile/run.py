@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=2000, help="statements to generate")
     parser.add_argument("--seed", type=int, default=14, help="generator seed")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per statement")
-    parser.add_argument("--memory-mib", type=int, default=2048, help="address-space cap")
+    parser.add_argument("--memory-mib", type=int, default=2048, help="address space a statement may add to the warm worker's")
     parser.add_argument("--batch", type=int, default=100, help="statements per worker")
     parser.add_argument("--jobs", type=int, default=2, help="workers at a time")
     parser.add_argument("--show", type=int, default=50, help="bad outcomes to print")

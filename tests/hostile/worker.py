@@ -15,7 +15,12 @@ settings are reset after each statement (a SET that was taken is the statement's
 outcome, not the next one's weather).
 
 The address space is capped with RLIMIT_AS so that a runaway statement dies
-of MemoryError here instead of taking the machine down.
+of MemoryError here instead of taking the machine down. The cap is MEMORY_BYTES
+above the address space the worker holds once set up and warm: the libraries
+reserve far more than they touch (31 threads' stacks and malloc arenas, LLVM and
+DuckDB: about 3 GiB of address space for 0.5 GiB resident), so a fixed 2 GiB cap
+left a few MiB of room, and whichever allocation crossed it failed, often not the
+statement's own (a MemoryError reading stdin, a SIGSEGV in the parser's thread).
 """
 
 from __future__ import annotations
@@ -98,8 +103,6 @@ def outcome_of(con: matchsql.Connection, sql: str) -> tuple[str, str]:
 def main() -> None:
     limit = int(sys.argv[1])
     live = "--live" in sys.argv[2:]
-    if limit:  # 0: no cap (run.py warms numba's cache so)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     tmp = ""
     if live:
         con, tmp = live_setup()
@@ -108,6 +111,9 @@ def main() -> None:
         setup(con)
     for sql in SEEDS + ([] if limit else WARM_ONLY):  # compiled kernels come from the
         outcome_of(con, sql)  # cache (or are built) before timing
+    if limit:  # 0: no cap (run.py warms numba's cache so)
+        cap = address_space() + limit
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     emit({"ready": True})
     for line in sys.stdin:
         item = json.loads(line)
@@ -119,6 +125,15 @@ def main() -> None:
         emit({"id": item["id"], "outcome": kind, "detail": detail,
               "seconds": round(time.monotonic() - began, 3)})
     emit({"rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024})
+
+
+def address_space() -> int:
+    """Bytes of address space this process holds now (VmSize)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmSize in /proc/self/status")
 
 
 def emit(record: dict) -> None:
