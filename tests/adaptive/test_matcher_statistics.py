@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from matchsql.adaptive.statistics import Sliding, StateStatistics
+from matchsql.fsm.compiled import matcher as compiled_matcher
 from matchsql.fsm.program import Op, compile_pattern
 from matchsql.fsm.states import label_states, states_from_pattern
 from matchsql.planner import new_partition_matcher
@@ -106,3 +107,29 @@ def test_out_never_exceeds_in(kinds: list[str]) -> None:
     assert all(o <= i for i, o in zip(ins, outs))
     assert windows == len(kinds) and 0 <= matched <= windows
     assert ins[0] >= 1
+
+
+def test_statistics_are_a_sample_after_the_warm_up(monkeypatch) -> None:
+    """Every window is counted until COUNT_WARM_WINDOWS; after that one call in
+    COUNT_EVERY_S counts, and the calls between take the uncounted kernel, whose rows
+    are the same."""
+    monkeypatch.setattr(compiled_matcher, "COUNT_WARM_WINDOWS", 20)
+    monkeypatch.setattr(compiled_matcher, "COUNT_EVERY_S", 3600.0)
+    kinds = list("AABCABBC" * 2)  # 16 rows: 16 windows, all counted while warming up
+    matcher, _ = _matcher("A* B+ C")
+    plain = new_partition_matcher(matcher.spec)
+    out, ref = [], []
+    for k in range(0, 64, 16):
+        out += matcher.feed(_batch(kinds, k))
+        ref += plain.feed(_batch(kinds, k))
+    warm = matcher.state_counts()[2]
+    # Past the warm-up after the second batch; of the two calls after it at most the
+    # first counts (a sample is due where none was taken yet), so 16 windows go uncounted.
+    assert 16 <= warm <= 48
+    monkeypatch.setattr(compiled_matcher, "COUNT_EVERY_S", 0.0)
+    out += matcher.feed(_batch(kinds, 64))
+    ref += plain.feed(_batch(kinds, 64))
+    out += matcher.finish()
+    ref += plain.finish()
+    assert matcher.state_counts()[2] > warm  # a due sample counts again
+    assert pa.Table.from_batches(out).equals(pa.Table.from_batches(ref))

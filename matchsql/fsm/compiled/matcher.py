@@ -25,6 +25,7 @@ partitions of a query. :class:`CompiledMatcher` is one partition's run:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,9 +132,27 @@ class CompiledPlan:
                    regs.out, measures, notes, within)
 
 
+#: Windows (match attempts) whose Go4Risk statistics are counted in full before the
+#: counting becomes a sample: enough for the selectivities to settle.
+COUNT_WARM_WINDOWS = 4096
+#: After the warm-up, one kernel call in this many seconds counts statistics. Counting
+#: needs the thread VM (the DFA and the prefilter skip the evaluations it counts), and
+#: counting every call made the adaptive mode the slowest at saturation (Q3 at 3M
+#: tuples/s: 1.1-1.6M against push's 2.2M), while selectivities and the match ratio,
+#: being ratios, are as well estimated from a sample of the calls.
+COUNT_EVERY_S = 0.1
+#: The statistics argument of a call that counts none.
+NO_STATISTICS = np.zeros(0, np.int64)
+
+
 @state_class
 class CompiledMatcher:
     """One partition's run on a compiled path; see the module docstring."""
+
+    # Class-level defaults: a snapshot taken before statistics were sampled restores
+    # without them.
+    _vm_plain: Any = None
+    _counted_at = 0.0
 
     def __init__(self, plan: CompiledPlan, partition_key: tuple = (),
                  config: Config | None = None, cancel: Cancellation | None = None,
@@ -185,11 +204,13 @@ class CompiledMatcher:
         self.stat_kind = np.zeros(0, np.uint8)
         self.stat = np.zeros((4, 1), np.int64)
         self._vm: Any = None  # the thread VM's kernel variant (K.attempts_kernel), once known
+        self._vm_plain: Any = None  # the same, counting no statistics (between samples)
+        self._counted_at = 0.0  # when a call last counted statistics (time.monotonic)
 
     def __getstate__(self) -> dict:
         """A checkpoint or a migrated bucket leaves the kernel variant behind: a variant
         is a function built at run time, found again on first use after restore."""
-        return {**self.__dict__, "_vm": None}
+        return {**self.__dict__, "_vm": None, "_vm_plain": None}
 
     # -- public API ---------------------------------------------------------------------
 
@@ -263,7 +284,8 @@ class CompiledMatcher:
             columns = {name: table.column(name).chunk(0) if table.column(name).num_chunks
                        else pa.array([], table.schema.field(name).type)
                        for name in table.column_names}
-            dfa = self.dfa if not len(self.stat_state) else None  # statistics: the VM counts
+            counting = self._statistics_now()
+            dfa = self.dfa if not len(counting) else None  # statistics: the VM counts
             params = kernel_params(self.spec, self.config)
             params[K.K_ROWS] = n
             params[K.K_BASE] = self.base
@@ -271,29 +293,45 @@ class CompiledMatcher:
             params[K.K_COMPLETE] = int(self.complete)
             starts = C.cuts(self.next_start - self.base, int(params[K.K_LIMIT]),
                             self.config.split_rows, self.config.threads) \
-                if self.splittable and not len(self.stat_state) else [0]
+                if self.splittable and not len(counting) else [0]
             if len(starts) > 1:
                 status, err_row = self._split(starts, dfa, columns, params)
             else:
                 labels = label_input(plan, dfa, columns, n)
                 cols, valid = register_columns(plan, columns, n)
                 # Statistics count every attempt, so none may be skipped.
-                viable = P.NONE if dfa is not None or len(self.stat_state) \
+                viable = P.NONE if dfa is not None or len(counting) \
                     else P.viable_starts(plan, labels, self.base, cols, valid)
                 wend = within_ends(self.spec, plan.within,
                                    columns[self.spec.order_by[0]]) if plan.within is not None \
                     else NO_WITHIN
                 status, err_row = self._sequential(dfa, labels, viable, wend, cols, valid,
-                                                   params)
+                                                   params, counting)
                 self.steps += int(params[K.K_STEPS])
             if status >= K.ST_THREADS:
                 self._raise(int(status), int(err_row) + self.base)
         self._emit_ready()
         self._collect_garbage()
 
+    def _statistics_now(self) -> np.ndarray:
+        """The statistics argument of this call: the state map while counting (every call
+        for the first :data:`COUNT_WARM_WINDOWS` windows, then one every
+        :data:`COUNT_EVERY_S`), else :data:`NO_STATISTICS`, so that the call may take the
+        DFA, the prefilter and the split runs."""
+        if not len(self.stat_state):
+            return NO_STATISTICS
+        if self.stat[0, -1] < COUNT_WARM_WINDOWS:
+            return self.stat_state
+        now = time.monotonic()
+        if now - self._counted_at < COUNT_EVERY_S:
+            return NO_STATISTICS
+        self._counted_at = now
+        return self.stat_state
+
     def _sequential(self, dfa: D.Dfa | None, labels: np.ndarray, viable: np.ndarray,
                     wend: np.ndarray, cols: np.ndarray, valid: np.ndarray,
-                    params: np.ndarray) -> tuple[int, int]:
+                    params: np.ndarray, counting: np.ndarray = NO_STATISTICS
+                    ) -> tuple[int, int]:
         """Decide the attempts from ``next_start`` on this thread; the kernel's
         ``(status, err_row)``."""
         plan = self.plan
@@ -303,7 +341,7 @@ class CompiledMatcher:
             params[K.K_MN] = self.match_number
             params[K.K_COVERED] = self.covered - self.base
             status, nxt, mn, covered, err_row, n_rec, n_lab = self._kernel(
-                dfa, labels, viable, wend, cols, valid, params, self.work)
+                dfa, labels, viable, wend, cols, valid, params, self.work, counting)
             self._records(self.work[-2][:n_rec], self.work[-1][:n_lab])
             self.next_start = int(nxt) + self.base
             self.match_number = int(mn)
@@ -315,20 +353,25 @@ class CompiledMatcher:
 
     def _kernel(self, dfa: D.Dfa | None, labels: np.ndarray, viable: np.ndarray,
                 wend: np.ndarray, cols: np.ndarray, valid: np.ndarray, params: np.ndarray,
-                work: tuple) -> tuple:
+                work: tuple, counting: np.ndarray = NO_STATISTICS) -> tuple:
         """One call of the DFA (row-local) or else the thread VM over ``work``, the
         sequential run's and each chunk's alike: ``(status, next, match number, covered,
         err_row, records, labels)``."""
         if dfa is not None:
             return D.run(dfa, labels, self.skip_mask, params, work[-2], work[-1],
                          self.cancel.flag)
-        if self._vm is None:
-            self._vm = K.attempts_kernel(self.plan.program, self.conj[0], self.code, params,
-                                         self.stat_state, wend, self.obs_last | self.obs_first)
-        return self._vm(
+        vm = self._vm if len(counting) else self._vm_plain
+        if vm is None:
+            vm = K.attempts_kernel(self.plan.program, self.conj[0], self.code, params,
+                                   counting, wend, self.obs_last | self.obs_first)
+            if len(counting):
+                self._vm = vm
+            else:
+                self._vm_plain = vm
+        return vm(
             self.plan.program, labels, viable, wend, self.code, self.consts, self.spans,
             *self.conj, cols, valid, self.set_mask, self.obs_last, self.obs_first,
-            self.skip_mask, params, self.stat_state, self.stat_kind, self.stat, *work,
+            self.skip_mask, params, counting, self.stat_kind, self.stat, *work,
             self.cancel.flag)
 
     def _split(self, starts: list[int], dfa: D.Dfa | None, columns: dict,
