@@ -47,9 +47,14 @@ class Config:
     # continuous path does today: the query's own thread reads the live store
     # and routes before running the matchers.
     input_mode: str = "pull"
-    adaptive_u: int = 0  # Go4Risk constant U (future matches pushed ahead); 0 is the thesis default
+    # Go4Risk constant U (future matches pushed ahead); 0 is the thesis default, 'auto'
+    # lets the switch choose U online under adaptive_memory_budget (adaptive/auto_u.py).
+    adaptive_u: int | str = 0
+    # Tuples the InputHolders may hold on average under adaptive_u = 'auto'; 0: no budget.
+    adaptive_memory_budget: int = 0
     # Which InputHolder(s) the Go4Risk switch watches with PARTITION BY (adaptive/switch.py):
-    # the thesis' partition that received most tuples, or the total over all holders.
+    # the thesis' partition that received most tuples, the total over all holders, or
+    # each holder on its own statistics.
     adaptive_rule: str = "most_tuples"
     # The GPU column path (matchsql/gpu/): 'auto' takes it on a CUDA device for
     # partitions whose estimated work (rows x window) reaches gpu_min_work, 'on'
@@ -108,6 +113,7 @@ WHOLE_RANGES: dict[str, tuple[int, int]] = {
     "split_rows": (0, 1_000_000_000),
     "workers": (1, MAX_WORKERS),
     "adaptive_u": (0, 1_000_000),
+    "adaptive_memory_budget": (0, 10**12),
     "gpu_min_work": (1, 10**18),
 }
 #: The words a word setting takes (case-insensitive), the first being what most users want.
@@ -115,7 +121,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "execution_path": ("auto", "reference", "row_local", "registers"),
     "on_producer_death": ("error", "wait"),
     "input_mode": ("pull", "push", "adaptive"),
-    "adaptive_rule": ("most_tuples", "total_pressure"),
+    "adaptive_rule": ("most_tuples", "total_pressure", "per_partition"),
     "gpu": ("auto", "on", "off"),
 }
 
@@ -126,16 +132,24 @@ def describe_range(key: str) -> str:
         return ", ".join(CHOICES[key])
     low, high = WHOLE_RANGES[key]
     text = f"a whole number from {low:,} to {high:,}"
-    return text + " or auto (one per core)" if key == "workers" else text
+    return text + _AUTO_MEANS[key] if key in _AUTO_MEANS else text
+
+
+#: The whole-number settings that also take ``auto``, and what it means.
+_AUTO_MEANS = {
+    "workers": " or auto (one per core)",
+    "adaptive_u": " or auto (chosen online under adaptive_memory_budget)",
+}
 
 
 _WHOLE = re.compile(r"[+-]?[0-9]{1,30}")
 
 
-def _whole(key: str, value: Any) -> int:
-    """``value`` as a whole number within ``key``'s range; ``workers = auto`` is the cores."""
-    if key == "workers" and str(value).strip().lower() == "auto":
-        return min(os.cpu_count() or 1, MAX_WORKERS)
+def _whole(key: str, value: Any) -> int | str:
+    """``value`` as a whole number within ``key``'s range; ``workers = auto`` is the cores,
+    ``adaptive_u = auto`` stays the word (the query's switch chooses U)."""
+    if key in _AUTO_MEANS and str(value).strip().lower() == "auto":
+        return min(os.cpu_count() or 1, MAX_WORKERS) if key == "workers" else "auto"
     low, high = WHOLE_RANGES[key]
     number: int | None = None
     if not isinstance(value, bool):

@@ -113,7 +113,8 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
                              metrics=metrics, queued=lambda: _queued(reader),
                              adaptive=options.mode == "adaptive", states=options.states,
                              label_state=options.label_state, u=options.adaptive_u,
-                             sliding=options.sliding, rule=options.rule, runs=runs)
+                             sliding=options.sliding, rule=options.rule, runs=runs,
+                             memory_budget=options.memory_budget)
             push.start()
             yield from _counted(metrics, push.batches())  # ends with every run's finish
     finally:

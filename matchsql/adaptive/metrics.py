@@ -33,6 +33,9 @@ class InputMetrics:
     idle_s: float = 0.0
     suspended_s: float = 0.0
     wake_s: float = 0.0
+    #: The Go4Risk U in force at the end, and how often ``adaptive_u = 'auto'`` moved it.
+    u: int = 0
+    u_changes: int = 0
     started: float | None = None
     finished: float | None = None
     _selected: set[int] = field(default_factory=set, repr=False)
@@ -105,4 +108,6 @@ class InputMetrics:
             "idle_s": self.idle_s,
             "suspended_s": self.suspended_s,
             "wake_ms": 1000 * self.wake_s / max(1, self.switches // 2),
+            "u": self.u,
+            "u_changes": self.u_changes,
         }

@@ -16,7 +16,7 @@ from matchsql.fsm.states import StateSpec, label_states, states_from_pattern
 from matchsql.plan.pattern import PatternNode
 
 MODES = ("pull", "push", "adaptive")
-RULES = ("most_tuples", "total_pressure")
+RULES = ("most_tuples", "total_pressure", "per_partition")
 
 
 @dataclass
@@ -29,11 +29,12 @@ class InputOptions:
     """
 
     mode: str = "pull"
-    adaptive_u: int = 0
+    adaptive_u: int | str = 0  # or "auto" (adaptive/auto_u.py)
     states: Sequence[StateSpec] = ()
     sliding: Sliding = Sliding.NEXT_ROW
     stats: dict | None = field(default=None)
-    rule: str = "most_tuples"  # adaptive/switch.py: most_tuples | total_pressure
+    rule: str = "most_tuples"  # adaptive/switch.py: most_tuples | total_pressure | per_partition
+    memory_budget: int = 0  # tuples, for adaptive_u = "auto" (0: none)
 
     #: Linear state of each LABEL instruction of the pattern's program, for
     #: matchers that count statistics per tuple (empty: they count per batch).
@@ -46,10 +47,12 @@ class InputOptions:
             raise ValueError(f"input mode must be one of {', '.join(MODES)}, got {self.mode!r}")
 
     @classmethod
-    def for_pattern(cls, pattern: PatternNode, mode: str = "pull", adaptive_u: int = 0,
+    def for_pattern(cls, pattern: PatternNode, mode: str = "pull", adaptive_u: int | str = 0,
                     sliding: Sliding = Sliding.NEXT_ROW,
-                    stats: dict | None = None, rule: str = "most_tuples") -> InputOptions:
+                    stats: dict | None = None, rule: str = "most_tuples",
+                    memory_budget: int = 0) -> InputOptions:
         """Options whose Go4Risk model uses ``pattern``'s linearised states."""
-        options = cls(mode, adaptive_u, states_from_pattern(pattern), sliding, stats, rule)
+        options = cls(mode, adaptive_u, states_from_pattern(pattern), sliding, stats, rule,
+                      memory_budget)
         options.label_state = label_states(pattern)[1]
         return options

@@ -55,6 +55,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from matchsql.adaptive.auto_u import AutoU
 from matchsql.adaptive.metrics import InputMetrics
 from matchsql.adaptive.statistics import Sliding, StateStatistics
 from matchsql.adaptive.switch import (
@@ -62,6 +63,7 @@ from matchsql.adaptive.switch import (
     MostTuplesRule,
     PartitionRule,
     PartitionView,
+    PerPartitionRule,
     Pressure,
     TotalPressureRule,
 )
@@ -91,6 +93,7 @@ MAX_WAIT_S = 0.05
 RULES: dict[str, Callable[[], PartitionRule]] = {
     "most_tuples": MostTuplesRule,
     "total_pressure": TotalPressureRule,
+    "per_partition": PerPartitionRule,
 }
 
 #: What ``next_batch`` yields: a batch with the sum over its rows of their
@@ -208,10 +211,11 @@ class PushInput:
                  metrics: InputMetrics, queued: Callable[[], int] = lambda: 0,
                  adaptive: bool = False, states: Sequence[StateSpec] = (),
                  label_state: Sequence[int] = (),
-                 u: int = 0, sliding: Sliding = Sliding.NEXT_ROW,
+                 u: int | str = 0, sliding: Sliding = Sliding.NEXT_ROW,
                  rule: PartitionRule | str | None = None,
-                 runs: PushRuns | None = None) -> None:
-        """``runs``: where the tuples are matched (default: ``new_run``'s runs, here)."""
+                 runs: PushRuns | None = None, memory_budget: int = 0) -> None:
+        """``runs``: where the tuples are matched (default: ``new_run``'s runs, here);
+        ``u = "auto"``: U chosen online under ``memory_budget`` tuples (:class:`AutoU`)."""
         self.runs: PushRuns = runs if runs is not None else \
             LocalRuns(HashPartitionRouter(keys, new_run))
         self.next_batch = next_batch
@@ -220,7 +224,8 @@ class PushInput:
         self.switch = Go4RiskSwitch() if adaptive else None
         self.states = tuple(states) or (StateSpec("*", StateKind.STAR),)
         self.label_state = tuple(label_state) if states else ()
-        self.u = u
+        self.auto = AutoU(memory_budget, time.monotonic()) if u == "auto" else None
+        self.u = 0 if isinstance(u, str) else u
         self.sliding = sliding
         if isinstance(rule, str):
             rule = RULES[rule]()
@@ -389,6 +394,8 @@ class PushInput:
                         stats.windows += rows[key]
                         stats.matches += sum(b.num_rows for b in result.out)
                     self.bounds[key] = stats.r_bound(stats.current, self.u, self.sliding)
+                if self.auto is not None:
+                    self._steer_u()
                 pressure = self._pressure()
             if self.switch is not None:
                 self.switch.after_process(pressure)
@@ -398,9 +405,22 @@ class PushInput:
             raise self.error
         yield from self.runs.finish()
 
+    def _steer_u(self) -> None:
+        """Under ``self.cond``: the U the controller wants now; every bound follows it."""
+        assert self.auto is not None
+        u = self.auto.update(self.metrics.mem_total, self.metrics.mem_samples,
+                             time.monotonic())
+        if u != self.u:
+            self.u = u
+            for key, stats in self.statistics.items():
+                self.bounds[key] = stats.r_bound(stats.current, u, self.sliding)
+
     def close(self) -> None:
         """Stop and join the push thread (it ends within about ``WAIT_S`` plus one read)."""
         self.stop.set()
+        self.metrics.u = self.u
+        if self.auto is not None:
+            self.metrics.u_changes = self.auto.changes
         if self.switch is not None:
             self.switch.close()
             self.metrics.switches = self.switch.switches

@@ -13,7 +13,8 @@ what ``R`` and ``R_Bound`` mean: the thesis watches the partition that
 receives most tuples (section 4.4.2); :class:`TotalPressureRule` is our
 alternative for evenly spread partitions, where every holder gets few tuples
 and no single one ever looks full while their sum grows with the number of
-partitions.
+partitions; :class:`PerPartitionRule` lets each holder decide on its own
+statistics (the thesis' "switch per FSM", chapter 6).
 """
 
 from __future__ import annotations
@@ -57,6 +58,14 @@ class Pressure:
     resume_at: float = 1
     scale: float = 1.0
     per_holder: float = 1.0
+    #: What is compared with :attr:`resume_at` to resume push (default: the watched ``R``).
+    drained: float | None = None
+
+    @property
+    def resumes(self) -> bool:
+        """Whether the matchers drained enough for push to go on."""
+        level = self.unprocessed if self.drained is None else self.drained
+        return level <= self.resume_at
 
     @property
     def room(self) -> float:
@@ -102,6 +111,38 @@ class TotalPressureRule:
             bound += view.r_bound
             count += 1
         return Pressure(unprocessed, bound, resume_at=max(1, count), per_holder=max(1, count))
+
+
+class PerPartitionRule:
+    """Each InputHolder makes the Go4Risk decision on its own statistics.
+
+    A holder over its own ``R_Bound`` asks for pull, and the push thread suspends while
+    any holder asks for it; it resumes once every holder is down to ``R <= 1``. The
+    push thread reads one store in arrival order, so it cannot go on for the holders
+    that still ask for data while holding back another's tuples: serving those is what
+    the resume does. With tuples spread evenly, every holder's own bound is watched,
+    where :class:`MostTuplesRule` watches one holder that looks no fuller than the rest.
+    The room is that of the holder closest to its bound, scaled by its share of the
+    routed tuples.
+    """
+
+    def pressure(self, views: Iterable[PartitionView]) -> Pressure:
+        seen = list(views)
+        total = sum(view.routed for view in seen)
+        tightest: PartitionView | None = None
+        tightest_room = 0.0
+        fullest = 0.0
+        for view in seen:
+            fullest = max(fullest, view.unprocessed)
+            if not view.routed:
+                continue
+            room = (view.r_bound - view.unprocessed) * total / view.routed
+            if tightest is None or room < tightest_room:
+                tightest, tightest_room = view, room
+        if tightest is None:
+            return Pressure(0, 0)
+        return Pressure(tightest.unprocessed, tightest.r_bound, drained=fullest,
+                        scale=total / tightest.routed, per_holder=max(1, len(seen)))
 
 
 class Go4RiskSwitch:
@@ -150,7 +191,7 @@ class Go4RiskSwitch:
     def after_process(self, pressure: Pressure) -> None:
         """Matcher, after evaluating a tuple: resume the push thread once ``R`` is low."""
         with self._cond:
-            if self._mode is Mode.PULL and pressure.unprocessed <= pressure.resume_at:
+            if self._mode is Mode.PULL and pressure.resumes:
                 self._mode = Mode.PUSH
                 self.switches += 1
                 self._resumed_at = time.monotonic()

@@ -201,7 +201,8 @@ class StreamStatements:
         sliding = (Sliding.PAST_LAST_ROW if spec.skip is SkipMode.PAST_LAST_ROW
                    else Sliding.NEXT_ROW)
         options = InputOptions.for_pattern(spec.pattern, config.input_mode, config.adaptive_u,
-                                           sliding, stats, config.adaptive_rule)
+                                           sliding, stats, config.adaptive_rule,
+                                           config.adaptive_memory_budget)
         cancel = self.executor.cancellation  # this statement's, even if read later
 
         def new_run(key: tuple):

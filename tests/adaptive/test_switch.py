@@ -10,6 +10,7 @@ from matchsql.adaptive.switch import (
     Mode,
     MostTuplesRule,
     PartitionView,
+    PerPartitionRule,
     Pressure,
     TotalPressureRule,
 )
@@ -119,6 +120,35 @@ def test_uniform_partitions_fool_the_busiest_rule_but_not_the_total() -> None:
     assert not switch.after_push(total, timeout=0.01)
     switch.after_process(Pressure(10, 30, resume_at=10))
     assert switch.mode is Mode.PUSH
+
+
+def test_per_partition_rule_suspends_when_any_holder_is_over_its_own_bound() -> None:
+    # The same nearly even routing: each of p1..p9 is over its own bound (5 > 3), so
+    # push suspends although the busiest partition is drained; resume waits for every
+    # holder to be down to R <= 1, not for the average.
+    even = views(("p0", 11, 1, 3), *[(f"p{k}", 10, 5, 3) for k in range(1, 10)])
+    own = PerPartitionRule().pressure(even)
+    assert (own.unprocessed, own.r_bound, own.drained) == (5, 3, 5)
+    assert own.room == 0 and own.per_holder == 10
+    switch = Go4RiskSwitch()
+    assert not switch.after_push(own, timeout=0.01)
+    half_drained = PerPartitionRule().pressure(
+        views(("p0", 11, 0, 3), *[(f"p{k}", 10, 1 + (k == 9), 3) for k in range(1, 10)]))
+    switch.after_process(half_drained)  # p9 still holds 2
+    assert switch.mode is Mode.PULL
+    switch.after_process(PerPartitionRule().pressure(
+        views(("p0", 11, 0, 3), *[(f"p{k}", 10, 1, 3) for k in range(1, 10)])))
+    assert switch.mode is Mode.PUSH
+
+
+def test_per_partition_room_is_the_tightest_holders_scaled_by_its_share() -> None:
+    # a: 2 places left and a quarter of the tuples (8 routed tuples in all until it is
+    # full); b: 4 places left and three quarters (about 5.3): b is the tightest.
+    own = PerPartitionRule().pressure(views(("a", 10, 2, 4), ("b", 30, 1, 5), ("c", 0, 0, 1)))
+    assert (own.unprocessed, own.r_bound) == (1, 5)
+    assert own.room == 4 * 40 / 30
+    assert PerPartitionRule().pressure([]) == Pressure(0, 0)
+    assert PerPartitionRule().pressure(views(("z", 0, 0, 2))) == Pressure(0, 0)
 
 
 def test_the_switch_counts_its_suspended_time_and_wake_up_delay() -> None:

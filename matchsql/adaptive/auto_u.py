@@ -1,0 +1,55 @@
+"""``SET adaptive_u = 'auto'``: the Go4Risk constant U chosen online under a memory budget.
+
+U says how many future matches' worth of tuples an InputHolder may hold ahead
+(thesis Table 4.3): more U, fewer suspensions of the push thread and more memory.
+What a user knows is the memory they can spare (``adaptive_memory_budget``, in
+tuples held, the experiment's Avg Mem), not the U that keeps under it for their
+query and rate; so the controller measures Avg Mem over short periods and moves U
+the way TCP moves its window: multiplicatively down (halved) as soon as a period
+is over the budget, up (doubled plus one) while a period uses less than half of
+it, and otherwise not at all, which damps the oscillation between the two. Without
+a budget (0) U climbs to :data:`MAX_AUTO_U`, the top of the experiment's grid.
+
+The controller reads the running totals of :class:`InputMetrics`, so its memory is
+the same per-routed-tuple average the experiment reports.
+"""
+
+from __future__ import annotations
+
+#: Seconds of input over which one decision averages the memory held.
+PERIOD_S = 0.25
+#: The highest U the controller chooses (the experiment's grid ends there).
+MAX_AUTO_U = 50
+#: A period below this share of the budget raises U.
+RAISE_BELOW = 0.5
+
+
+class AutoU:
+    """U for the next period, from the Avg Mem of the last (see the module docstring)."""
+
+    def __init__(self, budget: int, now: float, u: int = 0) -> None:
+        if budget < 0:
+            raise ValueError("a memory budget is a number of tuples >= 0")
+        self.budget = budget
+        self.u = u
+        self.changes = 0
+        self._since = now
+        self._mem_total = 0
+        self._samples = 0
+
+    def update(self, mem_total: int, samples: int, now: float) -> int:
+        """U after this call, given the metrics' running ``mem_total`` and ``samples``."""
+        if now - self._since < PERIOD_S or samples <= self._samples:
+            return self.u
+        mean = (mem_total - self._mem_total) / (samples - self._samples)
+        self._since, self._mem_total, self._samples = now, mem_total, samples
+        if self.budget and mean > self.budget:
+            u = self.u // 2
+        elif not self.budget or mean < RAISE_BELOW * self.budget:
+            u = min(MAX_AUTO_U, 2 * self.u + 1)
+        else:
+            u = self.u
+        if u != self.u:
+            self.u = u
+            self.changes += 1
+        return u
