@@ -124,20 +124,20 @@ def test_uniform_partitions_fool_the_busiest_rule_but_not_the_total() -> None:
 
 def test_per_partition_rule_suspends_when_any_holder_is_over_its_own_bound() -> None:
     # The same nearly even routing: each of p1..p9 is over its own bound (5 > 3), so
-    # push suspends although the busiest partition is drained; resume waits for every
-    # holder to be down to R <= 1, not for the average.
+    # push suspends although the busiest partition is drained; it resumes when the
+    # holders hold at most one unit each on average.
     even = views(("p0", 11, 1, 3), *[(f"p{k}", 10, 5, 3) for k in range(1, 10)])
     own = PerPartitionRule().pressure(even)
-    assert (own.unprocessed, own.r_bound, own.drained) == (5, 3, 5)
+    assert (own.unprocessed, own.r_bound, own.drained, own.resume_at) == (5, 3, 46, 10)
     assert own.room == 0 and own.per_holder == 10
     switch = Go4RiskSwitch()
     assert not switch.after_push(own, timeout=0.01)
-    half_drained = PerPartitionRule().pressure(
-        views(("p0", 11, 0, 3), *[(f"p{k}", 10, 1 + (k == 9), 3) for k in range(1, 10)]))
-    switch.after_process(half_drained)  # p9 still holds 2
+    one_over = views(("p0", 11, 0, 3), *[(f"p{k}", 10, 2 if k < 3 else 1, 3)
+                                         for k in range(1, 10)])
+    switch.after_process(PerPartitionRule().pressure(one_over))  # 11 units in 10 holders
     assert switch.mode is Mode.PULL
-    switch.after_process(PerPartitionRule().pressure(
-        views(("p0", 11, 0, 3), *[(f"p{k}", 10, 1, 3) for k in range(1, 10)])))
+    one_over[1] = PartitionView("p1", 10, 1, 3)
+    switch.after_process(PerPartitionRule().pressure(one_over))  # 10 in 10: drained
     assert switch.mode is Mode.PUSH
 
 
