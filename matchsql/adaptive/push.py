@@ -27,8 +27,9 @@ thread reads the next slice while the matcher works on this one.
 
 The matchers count the Go4Risk statistics per tuple inside the compiled
 kernel (selectivity per state, windows, matches, the open window's current
-state; see :meth:`CompiledMatcher.observe`), so ``R_Bound`` - and with it
-``U`` - follow the data. A matcher that cannot count (the reference path) is
+state; see :meth:`CompiledMatcher.observe`), in full for their first windows and
+then in a sample of their calls, so ``R_Bound`` - and with it ``U`` - follow the
+data. A matcher that cannot count (the reference path) is
 described coarsely: every tuple opens a window, every output row is a match,
 and the current state is the start state. A run processes everything its
 holder holds at once, as a thesis FSM drains its InputHolder; the query
