@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import matchsql
 from matchsql.adaptive.metrics import InputMetrics
+from matchsql.adaptive.modes import RULES
 from matchsql.adaptive.push import PushInput
 from matchsql.config import Config
 from matchsql.fsm.reference import ReferenceMatcher
@@ -39,7 +40,7 @@ def _outcome(fn) -> tuple[str, object]:
         return "error", type(exc).__name__
 
 
-def _pushed(spec, rows: list[dict], splits: list[int], mode: str, u: int, rule: str,
+def _pushed(spec, rows: list[dict], splits: list[int], mode: str, u: int | str, rule: str,
             config: Config) -> list[tuple]:
     batch = pa.RecordBatch.from_pylist(rows, schema=SCHEMA)
     cuts = [0, *sorted(splits), len(rows)]
@@ -66,8 +67,8 @@ def test_push_and_adaptive_equal_the_reference(sql: str, rows: list[dict],
     except matchsql.Error:
         assume(False)
     mode = data.draw(st.sampled_from(["push", "adaptive"]))
-    u = data.draw(st.sampled_from([0, 1, 2, 10]))
-    rule = data.draw(st.sampled_from(["most_tuples", "total_pressure"]))
+    u = data.draw(st.sampled_from([0, 1, 2, 10, "auto"]))
+    rule = data.draw(st.sampled_from(RULES))
     path = data.draw(st.sampled_from(["auto", "reference"]))
     splits = data.draw(st.lists(st.integers(0, len(rows)), max_size=3))
     config = Config(execution_path=path)

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from matchsql.adaptive.metrics import InputMetrics
+from matchsql.adaptive.modes import RULES
 from matchsql.adaptive.push import MIN_UNIT_ROWS, UNIT_ROWS, PushInput
 from matchsql.fsm.states import label_states
 from matchsql.planner import new_partition_matcher
@@ -72,7 +73,7 @@ def _direct() -> list[tuple]:
     return sorted(tuple(r.values()) for b in out for r in b.to_pylist())
 
 
-@pytest.mark.parametrize("rule", ["most_tuples", "total_pressure"])
+@pytest.mark.parametrize("rule", RULES)
 def test_adaptive_counts_per_tuple_and_finds_the_same_matches(rule: str) -> None:
     expected = _direct()
     rows, push = _run("adaptive", u=2, rule=rule)

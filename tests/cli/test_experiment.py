@@ -193,7 +193,7 @@ def test_recommend_prints_one_line(tmp_path, capsys) -> None:
     assert match["rate"] == "20k" and match["skew"] == "zipf:1.2"
     _, table = read_csv(out / "results.csv")
     first = [r for r in table if r["repeat"] == "0"]
-    assert len(first) == 2 + 2  # pull, push, adaptive U=2 under each rule
+    assert len(first) == 2 + len(RULES)  # pull, push, adaptive U=2 under each rule
     assert 1 <= len(table) - len(first) <= 3  # the top candidates, once more
     assert match["mode"] in {r["mode"] for r in table if r["status"] == "ok"}
 
