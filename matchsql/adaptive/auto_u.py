@@ -10,6 +10,14 @@ is over the budget, up (doubled plus one) while a period uses less than half of
 it, and otherwise not at all, which damps the oscillation between the two. Without
 a budget (0) U climbs to :data:`MAX_AUTO_U`, the top of the experiment's grid.
 
+Below U = 0 the thesis has nothing left to give: ``R_Bound`` is then the predicted
+rest of the current match, counted in units of thousands of tuples (see
+:data:`matchsql.adaptive.push.UNIT_ROWS`), and a budget under what that holds
+(Q3 at saturation: 14-17k tuples) would never be met. So past U = 0 the
+controller halves the unit instead (:attr:`AutoU.shrink`, up to
+:data:`MAX_SHRINK` times), trading throughput (smaller slices, more switches) for
+memory, and undoes those halvings first when memory allows.
+
 The controller reads the running totals of :class:`InputMetrics`, so its memory is
 the same per-routed-tuple average the experiment reports.
 """
@@ -22,6 +30,8 @@ PERIOD_S = 0.25
 MAX_AUTO_U = 50
 #: A period below this share of the budget raises U.
 RAISE_BELOW = 0.5
+#: Halvings of the unit of ``R`` the controller may apply below U = 0 (4096 / 2^6 = 64).
+MAX_SHRINK = 6
 
 
 class AutoU:
@@ -32,6 +42,7 @@ class AutoU:
             raise ValueError("a memory budget is a number of tuples >= 0")
         self.budget = budget
         self.u = u
+        self.shrink = 0  # halvings of the unit of R, below U = 0
         self.changes = 0
         self._since = now
         self._mem_total = 0
@@ -43,13 +54,18 @@ class AutoU:
             return self.u
         mean = (mem_total - self._mem_total) / (samples - self._samples)
         self._since, self._mem_total, self._samples = now, mem_total, samples
+        u, shrink = self.u, self.shrink
         if self.budget and mean > self.budget:
-            u = self.u // 2
+            if u:
+                u //= 2
+            else:
+                shrink = min(MAX_SHRINK, shrink + 1)
         elif not self.budget or mean < RAISE_BELOW * self.budget:
-            u = min(MAX_AUTO_U, 2 * self.u + 1)
-        else:
-            u = self.u
-        if u != self.u:
-            self.u = u
+            if shrink:
+                shrink -= 1
+            else:
+                u = min(MAX_AUTO_U, 2 * u + 1)
+        if (u, shrink) != (self.u, self.shrink):
+            self.u, self.shrink = u, shrink
             self.changes += 1
         return u

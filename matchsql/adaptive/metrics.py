@@ -33,9 +33,11 @@ class InputMetrics:
     idle_s: float = 0.0
     suspended_s: float = 0.0
     wake_s: float = 0.0
-    #: The Go4Risk U in force at the end, and how often ``adaptive_u = 'auto'`` moved it.
+    #: The Go4Risk U in force at the end, how often ``adaptive_u = 'auto'`` moved it (or
+    #: the unit of ``R``), and the unit's halvings in force at the end.
     u: int = 0
     u_changes: int = 0
+    unit_shrink: int = 0
     started: float | None = None
     finished: float | None = None
     _selected: set[int] = field(default_factory=set, repr=False)
@@ -110,4 +112,5 @@ class InputMetrics:
             "wake_ms": 1000 * self.wake_s / max(1, self.switches // 2),
             "u": self.u,
             "u_changes": self.u_changes,
+            "unit_shrink": self.unit_shrink,
         }

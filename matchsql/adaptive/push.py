@@ -312,8 +312,10 @@ class PushInput:
     # -- shared, under self.cond ------------------------------------------
 
     def _unit(self) -> float:
-        """Tuples per unit of one InputHolder's ``R`` (see :data:`UNIT_ROWS`)."""
-        return max(MIN_UNIT_ROWS, UNIT_ROWS / max(1, len(self.holders)))
+        """Tuples per unit of one InputHolder's ``R`` (see :data:`UNIT_ROWS`), halved as
+        often as ``adaptive_u = 'auto'`` asks below U = 0 (:attr:`AutoU.shrink`)."""
+        unit = max(MIN_UNIT_ROWS, UNIT_ROWS / max(1, len(self.holders)))
+        return unit / (1 << self.auto.shrink) if self.auto is not None else unit
 
     def _held(self) -> int:
         """Tuples in InputHolders, being matched, or kept by the matchers."""
@@ -422,6 +424,7 @@ class PushInput:
         self.metrics.u = self.u
         if self.auto is not None:
             self.metrics.u_changes = self.auto.changes
+            self.metrics.unit_shrink = self.auto.shrink
         if self.switch is not None:
             self.switch.close()
             self.metrics.switches = self.switch.switches

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from matchsql.adaptive.auto_u import MAX_AUTO_U, PERIOD_S, AutoU
+from matchsql.adaptive.auto_u import MAX_AUTO_U, MAX_SHRINK, PERIOD_S, AutoU
 
 
 class Metrics:
@@ -32,15 +32,30 @@ def test_u_rises_under_half_the_budget_and_halves_over_it() -> None:
     assert metrics.periods([100, 100, 100, 4_000]) == [1, 3, 7, 15]
     # Between half the budget and the budget U holds still: no oscillation there.
     assert metrics.periods([6_000, 9_000], 1) == [15, 15]
-    assert metrics.periods([12_000, 12_000, 12_000, 12_000, 12_000]) == [7, 3, 1, 0, 0]
-    assert auto.changes == 8
+    assert metrics.periods([12_000, 12_000, 12_000, 12_000]) == [7, 3, 1, 0]
+    assert auto.changes == 8 and auto.shrink == 0
+
+
+def test_below_u_0_the_unit_halves_and_comes_back_first() -> None:
+    auto = AutoU(1_000, 0.0)
+    metrics = Metrics(auto)
+    assert metrics.periods([5_000] * 3) == [0, 0, 0]
+    assert auto.shrink == 3  # U = 0 held more than the budget: the unit of R halves
+    assert metrics.periods([5_000] * (MAX_SHRINK + 2)) == [0] * (MAX_SHRINK + 2)
+    assert auto.shrink == MAX_SHRINK
+    # Under half the budget: the halvings are undone before U rises again.
+    assert metrics.periods([100] * (MAX_SHRINK + 2)) == [0] * MAX_SHRINK + [1, 3]
+    assert auto.shrink == 0
+    assert auto.changes == MAX_SHRINK + MAX_SHRINK + 2
 
 
 def test_the_average_is_over_the_last_period_only() -> None:
     auto = AutoU(1_000, 0.0)
-    # A first period far over the budget, then one under half of it: U rises again
-    # because the second period's own mean decides, not the run's.
-    assert Metrics(auto).periods([50_000, 100]) == [0, 1]
+    # A first period far over the budget (the unit halves), then periods under half
+    # of it: their own means decide, not the run's, so the halving is undone and U rises.
+    metrics = Metrics(auto)
+    assert metrics.periods([50_000]) == [0] and auto.shrink == 1
+    assert metrics.periods([100, 100]) == [0, 1] and auto.shrink == 0
 
 
 def test_no_decision_before_a_period_has_passed_or_without_new_samples() -> None:
