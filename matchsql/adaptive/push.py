@@ -245,6 +245,9 @@ class PushInput:
         self.stop = threading.Event()
         self.done = False
         self.error: BaseException | None = None
+        # The stream's reader: held by whichever thread forwards the next slice.
+        self._reader = threading.Lock()
+        self._rest: tuple[pa.RecordBatch, int, float] | None = None  # a batch's unrouted part
         self.thread = threading.Thread(target=self._push_loop, name="matchsql-push", daemon=True)
 
     def _holder(self, key: tuple) -> InputHolder:
@@ -261,13 +264,16 @@ class PushInput:
     def _push_loop(self) -> None:
         try:
             while not self.stop.is_set():
-                item = self.next_batch()
-                if item is None:
+                with self._reader:
+                    pressure = self._forward()
+                if pressure is None:
                     break
-                batch, enqueued = item if isinstance(item, tuple) else \
-                    (item, time.monotonic_ns() * item.num_rows)
-                if not self._push(batch, enqueued):
-                    return
+                if self.switch is not None:
+                    while not self.switch.after_push(pressure, timeout=WAIT_S):
+                        if self.stop.is_set():
+                            return
+                        with self.cond:
+                            pressure = self._pressure()
         except BaseException as exc:  # handed to the query thread, which raises it
             self.error = exc
         finally:
@@ -275,39 +281,65 @@ class PushInput:
                 self.done = True
                 self.cond.notify_all()
 
-    def _push(self, batch: pa.RecordBatch, enqueued: int) -> bool:
-        """Route ``batch`` (in slices when adaptive); False once the query ends."""
-        rows = batch.num_rows
-        if rows == 0:
-            return True
-        mean = enqueued / rows
-        offset = 0
-        while offset < rows:
-            size = rows - offset
-            if self.switch is not None:
+    def _forward(self) -> Pressure | None:
+        """Under ``self._reader``: route the stream's next slice (a whole batch, or when
+        adaptive as much as the rule predicts fits below the bound); the pressure after
+        it, or None at the end of the stream.
+
+        The rest of a batch waits in ``self._rest``, not in a thread's locals, so that
+        whichever thread forwards next (the push thread, or the query thread pulling
+        while it would wait) goes on from there and each partition keeps its order.
+        """
+        if self._rest is None:
+            item = self.next_batch()
+            if item is None:
+                return None
+            batch, enqueued = item if isinstance(item, tuple) else \
+                (item, time.monotonic_ns() * item.num_rows)
+            if batch.num_rows == 0:
                 with self.cond:
-                    pressure = self._pressure()
-                    unit = self._unit()
-                least = unit * pressure.per_holder
-                size = min(size, int(max(least, pressure.room * unit)))
-            part = batch.slice(offset, size) if size < rows else batch
-            offset += size
-            # Tuples of this batch not yet forwarded still wait: they count as queued.
-            queued = self.queued() + rows - offset
+                    return self._pressure()
+            self._rest = (batch, 0, enqueued / batch.num_rows)
+        batch, offset, mean = self._rest
+        rows = batch.num_rows
+        size = rows - offset
+        if self.switch is not None:
             with self.cond:
-                self.enqueue_mean = mean
-                for _ in self.router.route(part):
-                    pass  # holders produce no output
-                self.metrics.routed(self._held(), queued, size)
                 pressure = self._pressure()
-                self.cond.notify_all()
-            if self.switch is not None:
-                while not self.switch.after_push(pressure, timeout=WAIT_S):
-                    if self.stop.is_set():
-                        return False
-                    with self.cond:
-                        pressure = self._pressure()
-        return True
+                unit = self._unit()
+            least = unit * pressure.per_holder
+            size = min(size, int(max(least, pressure.room * unit)))
+        part = batch.slice(offset, size) if size < rows else batch
+        offset += size
+        self._rest = (batch, offset, mean) if offset < rows else None
+        # Tuples of this batch not yet forwarded still wait: they count as queued.
+        queued = self.queued() + rows - offset
+        with self.cond:
+            self.enqueue_mean = mean
+            for _ in self.router.route(part):
+                pass  # holders produce no output
+            self.metrics.routed(self._held(), queued, size)
+            pressure = self._pressure()
+            self.cond.notify_all()
+        return pressure
+
+    def _pull_while_idle(self) -> bool:
+        """Query thread, under ``self.cond``, with nothing to match: forward a slice itself
+        when tuples wait and the push thread is not reading (adaptive mode). True if it did.
+
+        This is the thesis' pull mode: a drained matcher reads the store itself rather
+        than wait for the push thread it has just resumed. Without it the matchers
+        waited out every wake-up of the push thread (0.3 ms idle, 2.5 ms under load,
+        about 500 times a second at saturation), most of the time with small slices.
+        """
+        if self._rest is None and self.queued() <= 0:
+            return False
+        if not self._reader.acquire(blocking=False):
+            return False
+        try:
+            return self._forward() is not None
+        finally:
+            self._reader.release()
 
     # -- shared, under self.cond ------------------------------------------
 
@@ -372,6 +404,9 @@ class PushInput:
                         if self.switch is not None:
                             # Catches a push thread that suspended on a stale pressure.
                             self.switch.after_process(self._pressure())
+                            if self._pull_while_idle():
+                                items = self._take()
+                                continue
                         self.cond.wait(WAIT_S)
                         items = self._take()
                     self.metrics.idle_s += time.monotonic() - waited
