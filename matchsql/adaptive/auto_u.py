@@ -30,8 +30,9 @@ PERIOD_S = 0.25
 MAX_AUTO_U = 50
 #: A period below this share of the budget raises U.
 RAISE_BELOW = 0.5
-#: Halvings of the unit of ``R`` the controller may apply below U = 0 (4096 / 2^6 = 64).
-MAX_SHRINK = 6
+#: Halvings of the unit of ``R`` the controller may apply below U = 0 (4096 / 2^4 = 256;
+#: each holder's unit stops at :data:`matchsql.adaptive.push.MIN_SHRUNK_ROWS`).
+MAX_SHRINK = 4
 
 
 class AutoU:
