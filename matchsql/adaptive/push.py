@@ -404,18 +404,17 @@ class PushInput:
         while True:
             with self.cond:
                 items = self._take()
-                if not items and not self.done:
+                while not items and not self.done:
+                    if self.switch is not None:
+                        # Catches a push thread that suspended on a stale pressure.
+                        self.switch.after_process(self._pressure())
+                        if self._pull_while_idle():
+                            items = self._take()
+                            continue
                     waited = time.monotonic()
-                    while not items and not self.done:
-                        if self.switch is not None:
-                            # Catches a push thread that suspended on a stale pressure.
-                            self.switch.after_process(self._pressure())
-                            if self._pull_while_idle():
-                                items = self._take()
-                                continue
-                        self.cond.wait(WAIT_S)
-                        items = self._take()
+                    self.cond.wait(WAIT_S)
                     self.metrics.idle_s += time.monotonic() - waited
+                    items = self._take()
                 if not items:
                     break
                 pressure = self._pressure()
