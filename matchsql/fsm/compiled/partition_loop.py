@@ -46,22 +46,56 @@ def driver(kernel: Dispatcher) -> Dispatcher:
             namespace = dict(globals())
             namespace["_kernel"] = kernel
             name = "partitions_" + kernel.py_func.__qualname__.lstrip("_")
-            fn = types.FunctionType(_partitions.__code__, namespace, name,
-                                    _partitions.__defaults__)
+            fn = types.FunctionType(_partitions.__code__, namespace, name, _partitions.__defaults__)
             fn.__qualname__ = name  # the numba cache names its files by it
             fn.__doc__ = _partitions.__doc__
             found = _drivers[kernel] = njit(cache=True, nogil=True)(fn)
     return found
 
 
-def _kernel(*args):  # replaced by the variant in each driver's namespace
+def _kernel(*args: object) -> tuple[int, ...]:  # the variant, in each driver's namespace
     raise NotImplementedError
 
 
-def _partitions(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj_spans, cols,
-                valid, set_mask, obs_last, obs_first, skip_mask, params, stat_state, stat_kind,
-                stat, th, lp, fp, seen, seen_pc, stack, arena, records, labels, cancel,
-                bounds, part, rec_used, lab_used, need_rec, need_lab, found):
+def _partitions(
+    prog,
+    rl,
+    viable,
+    wend,
+    code,
+    fconst,
+    spans,
+    conj,
+    cconst,
+    conj_spans,
+    cols,
+    valid,
+    set_mask,
+    obs_last,
+    obs_first,
+    skip_mask,
+    params,
+    stat_state,
+    stat_kind,
+    stat,
+    th,
+    lp,
+    fp,
+    seen,
+    seen_pc,
+    stack,
+    arena,
+    records,
+    labels,
+    cancel,
+    bounds,
+    part,
+    rec_used,
+    lab_used,
+    need_rec,
+    need_lab,
+    found,
+):
     """Run the kernel over partitions ``part``, ``part + 1``, ... (rows ``bounds[i]`` to
     ``bounds[i + 1]`` of ``rl``, ``viable``, ``cols`` and ``valid``) of a complete batch.
 
@@ -89,10 +123,37 @@ def _partitions(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj_
         part_valid = np.ascontiguousarray(valid[:, a:b]) if wide else valid
         part_viable = viable[a:b] if prefilter else viable
         status, nxt, mn, covered, err_row, n_rec, n_lab = _kernel(
-            prog, rl[a:b], part_viable, wend, code, fconst, spans, conj, cconst, conj_spans,
-            part_cols, part_valid, set_mask, obs_last, obs_first, skip_mask, params,
-            stat_state, stat_kind, stat, th, lp, fp, seen, seen_pc, stack, arena,
-            records[rec_used:], labels[lab_used:], cancel)
+            prog,
+            rl[a:b],
+            part_viable,
+            wend,
+            code,
+            fconst,
+            spans,
+            conj,
+            cconst,
+            conj_spans,
+            part_cols,
+            part_valid,
+            set_mask,
+            obs_last,
+            obs_first,
+            skip_mask,
+            params,
+            stat_state,
+            stat_kind,
+            stat,
+            th,
+            lp,
+            fp,
+            seen,
+            seen_pc,
+            stack,
+            arena,
+            records[rec_used:],
+            labels[lab_used:],
+            cancel,
+        )
         for r in range(rec_used, rec_used + n_rec):
             records[r, 1] += a
             records[r, 4] += lab_used
