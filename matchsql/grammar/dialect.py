@@ -49,6 +49,7 @@ from sqlglot.tokens import Token, TokenType
 
 from matchsql.errors import SemanticError
 from matchsql.grammar.nodes import (
+    FROM_TEXT,
     MatchRecognizeTable,
     MeasureDef,
     RowPattern,
@@ -141,6 +142,7 @@ class MatchSQLParser(WindowPatternParser, DuckDBParser):
             self.raise_error("Expecting ( after MATCH_RECOGNIZE")
         node = MatchRecognizeTable(this=this)
         node.update_positions(start)
+        node.meta[FROM_TEXT] = True
         # PARTITION BY and ORDER BY name input columns: PREV, RUNNING, CLASSIFIER
         # and friends mean nothing there, so they are parsed as plain SQL.
         self._parse_mr_keys(node)

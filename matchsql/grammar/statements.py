@@ -19,7 +19,7 @@ from matchsql.errors import ParseError
 from matchsql.grammar.dialect import MatchSQL, new_parser
 from matchsql.grammar.sqltext import pieces, split_script
 
-__all__ = ["known_depth", "parse", "split_statements", "to_sql", "tokenize"]
+__all__ = ["known_depth", "parse", "parsed", "split_statements", "to_sql", "tokenize"]
 
 #: Texts whose statements and trees are kept: a statement run again (a dashboard's, a
 #: REPL's history, a benchmark's) is neither split nor parsed again. Its planning runs
@@ -53,6 +53,14 @@ def parse(sql: str) -> list[exp.Expr]:
     if len(sql) > KEPT_TEXT_CHARS:
         return [tree.copy() for tree in _last_long(sql, _parse)]
     return [tree.copy() for tree in _kept_parse(sql)]
+
+
+def parsed(sql: str) -> tuple[exp.Expr, ...]:
+    """The trees of :func:`parse`, shared: for a caller that only reads them (a copy of a
+    short statement's tree costs about what parsing it again does), never to be changed."""
+    if len(sql) > KEPT_TEXT_CHARS:
+        return _last_long(sql, _parse)
+    return _kept_parse(sql)
 
 
 _long: dict[object, tuple[str, tuple]] = {}  # per function: the last long text, its answer

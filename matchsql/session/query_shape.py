@@ -15,7 +15,7 @@ from matchsql.errors import Error
 from matchsql.grammar.checks import offset_of
 from matchsql.grammar.dialect import first_offset
 from matchsql.grammar.nodes import MatchRecognizeTable
-from matchsql.grammar.statements import parse
+from matchsql.grammar.statements import parse, parsed
 
 
 def direct_select(tree, nodes: list, limit_ok: bool = False):
@@ -78,7 +78,7 @@ def partition_columns(sql: str, columns: list[str]) -> list[str]:
     MATCH_RECOGNIZE in ``sql``: a plot draws one line per partition along them, because
     match numbers count per partition. Empty when there are none or ``sql`` does not parse."""
     try:
-        trees = parse(sql)
+        trees = parsed(sql)  # read only
     except Error:
         return []
     named = {c.lower(): c for c in columns}

@@ -190,3 +190,79 @@ def test_codes_keep_order_and_equality(values: list, literals: list, ordered: bo
                 assert _sign(a, b) == _sign(ca, cb), (a, b, ca, cb)
             else:
                 assert (a == b) == (ca == cb), (a, b, ca, cb)
+
+
+# Strings around the short codes' limit (6 UTF-8 bytes): empty, NUL bytes (a shorter
+# string padded with zeros must not equal it), multi-byte characters, 6, 7 and 8 bytes.
+EDGE_TEXTS = [None, "", "\x00", "a", "a\x00", "a\x00\x00", "ab", "abcdef", "abcdeg",
+              "abcdefg", "abcdefgh", "abcde\x00", "é", "éé", "ééé", "éééé", "日本", "日本a",
+              "日本ab", "\U0001f600", "\U0001f600ab", "\U0001f600abc", "\x7f", "\x80", "ÿ"]
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(values=st.lists(st.one_of(st.none(), st.sampled_from(EDGE_TEXTS),
+                                 st.text(max_size=4)), min_size=1, max_size=40),
+       lead=st.integers(0, 11), large=st.booleans(), ordered=st.booleans())
+def test_short_codes_keep_byte_order_and_equality(values: list, lead: int, large: bool,
+                                                  ordered: bool) -> None:
+    """Codes of a sliced array (offsets and validity bits not starting at 0) keep the
+    strings' UTF-8 byte order, with and without the dictionary (a longer string)."""
+    kind = pa.large_string() if large else pa.string()
+    array = pa.array(["zzzzzzzz", None] * lead + values, kind).slice(2 * lead)
+    codes = O.encode([array], O.group_of(kind), (), ordered)[0]
+    short = all(v is None or len(v.encode()) <= O.SHORT for v in values)
+    assert (O._short_codes([array]) is not None) == short
+    pairs = [(v.encode(), float(c)) for v, c in zip(values, codes) if v is not None]
+    assert not short or all(c == 0 for v, c in zip(values, codes) if v is None)
+    for a, ca in pairs:
+        for b, cb in pairs:
+            if ordered or short:
+                assert _sign(a, b) == _sign(ca, cb), (a, b, ca, cb)
+            else:
+                assert (a == b) == (ca == cb), (a, b, ca, cb)
+
+
+def test_short_codes_order_strings_as_duckdb_does() -> None:
+    """The codes' order is DuckDB's (binary collation: the UTF-8 bytes), which is the
+    order of the strings' code points the reference compares."""
+    con = matchsql.connect(demo=False)
+    texts = [t for t in EDGE_TEXTS if t is not None and len(t.encode()) <= O.SHORT]
+    con.duckdb.register("texts", pa.table({"s": pa.array(texts, pa.string())}))
+    by_duckdb = [r[0] for r in con.duckdb.sql("SELECT s FROM texts ORDER BY s").fetchall()]
+    codes = O.encode([pa.array(texts, pa.string())], O.group_of(pa.string()), (), True)[0]
+    by_codes = [texts[i] for i in np.argsort(codes, kind="stable")]
+    assert by_codes == by_duckdb == sorted(texts)
+    assert len(set(codes.tolist())) == len(texts)
+
+
+@pytest.mark.parametrize("mix", ["short", "long", "mixed"])
+def test_edge_strings_through_sql_match_the_reference(mix: str) -> None:
+    """Partitions of strings of 0-8 bytes (NULLs, NUL bytes, multi-byte characters), some
+    batches all short and some not: the registers path gives the reference's rows."""
+    rng = np.random.default_rng(11)
+    pool = [t for t in EDGE_TEXTS if t is None or mix != "short" or len(t.encode()) <= O.SHORT]
+    if mix == "long":
+        pool = [t for t in EDGE_TEXTS if t is None or len(t.encode()) > O.SHORT] + ["", "a"]
+    n = 3000
+    s = [pool[i] for i in rng.integers(0, len(pool), n)]
+    groups = np.sort(rng.integers(0, 40, n))
+    if mix == "mixed":  # the first half of the groups short only, the rest anything
+        s = [t if g >= 20 or t is None or len(t.encode()) <= O.SHORT else "ab"
+             for t, g in zip(s, groups)]
+    table = pa.table({"g": groups, "id": np.arange(n), "s": pa.array(s, pa.string()),
+                      "v": rng.integers(0, 4, n)})
+    con = matchsql.connect(demo=False)
+    con.sql("SET batch_size = 500")  # several calls: some over short strings only
+    con.duckdb.register("src", table)
+    for define in ["B.s = A.s AND B.v >= PREV(B.v)", "B.s >= A.s", "B.s < FIRST(B.s) OR B.s = A.s",
+                   "B.s <> A.s AND B.s > 'ab'"]:
+        sql = f"""SELECT * FROM src MATCH_RECOGNIZE (PARTITION BY g ORDER BY id
+          MEASURES FIRST(A.id) AS a, COUNT(*) AS n, LAST(B.s) AS ls, FIRST(B.s) AS fs
+          ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS {define}) ORDER BY g, a"""
+        got = {}
+        for path in ("auto", "reference"):
+            con.sql(f"SET execution_path = '{path}'")
+            got[path] = con.sql(sql).fetchall()
+        con.sql("SET execution_path = 'auto'")
+        assert "path: registers" in [r[0] for r in con.sql("EXPLAIN " + sql).fetchall()]
+        assert got["auto"] == got["reference"] and got["auto"], (mix, define)

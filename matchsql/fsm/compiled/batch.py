@@ -42,6 +42,7 @@ from matchsql.fsm.compiled.matcher import (
     register_columns,
 )
 from matchsql.fsm.compiled.measures import expansion, output_batch
+from matchsql.fsm.compiled.partition_loop import NEED_SPACE, driver
 from matchsql.fsm.compiled.rowlocal import EDGES, PartitionEdges
 from matchsql.plan.row_functions import Navigation
 from matchsql.plan.spec import RowsPerMatch
@@ -121,45 +122,16 @@ class WholePartitions:
         params[K.K_BASE] = 0
         params[K.K_COMPLETE] = 1
         conj = plan.registers.conjunct_table()
-        if self._kernel is None:  # its arguments are the same for every batch: chosen once
+        if self._kernel is None and self.dfa is None:  # the same for every batch: chosen once
             self._kernel = K.attempts_kernel(plan.program, conj[0], self.code, params,
                                              self.no_stats[0], NO_WITHIN,
                                              self.obs_last | self.obs_first)
-        kernel = self._kernel
         out = _Output(caps, cancel.check)
-        for part, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
-            rows = b - a
-            params[K.K_ROWS] = rows
-            params[K.K_LIMIT] = rows
-            params[K.K_NEXT] = 0
-            params[K.K_MN] = 0
-            params[K.K_COVERED] = -1
-            part_cols = cols if cols.shape[1] == 1 else np.ascontiguousarray(cols[:, a:b])
-            part_valid = valid if valid.shape[1] == 1 else np.ascontiguousarray(valid[:, a:b])
-            while True:
-                records, labs = out.free(caps)
-                if self.dfa is not None:
-                    status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
-                        self.dfa, labels[a:b], self.skip_mask, params, records, labs, flag)
-                else:
-                    status, nxt, mn, covered, err_row, n_rec, n_lab = kernel(
-                        plan.program, labels[a:b], viable[a:b] if len(viable) else viable,
-                        NO_WITHIN, self.code, self.consts, self.spans, *conj,
-                        part_cols, part_valid, self.set_mask, self.obs_last, self.obs_first,
-                        self.skip_mask, params, *self.no_stats, *work, records, labs, flag)
-                out.wrote(int(n_rec), int(n_lab), a)
-                found[part] += n_rec
-                if status != K.ST_FULL:
-                    break
-                params[K.K_NEXT] = nxt
-                params[K.K_MN] = mn
-                params[K.K_COVERED] = covered
-                caps[int(err_row)] *= 2
-                if err_row < K.W_RECORDS:
-                    work = _threads(caps, len(plan.program), len(plan.variables))
-                self.caps = np.maximum(self.caps, caps)
-            if status >= K.ST_THREADS:
-                raise_status(self.spec, self.config, int(status), int(err_row))
+        args = (plan, labels, viable, cols, valid, bounds, params, caps, work, out, found, flag)
+        if self.dfa is not None:
+            self._run_dfa(*args)
+        else:
+            self._run_kernel(*args)
         if not out.records_used:
             return [], found
         cancel.check()
@@ -188,6 +160,71 @@ class WholePartitions:
         return outputs, counts
 
 
+    def _run_dfa(self, plan: CompiledPlan, labels: np.ndarray, viable: np.ndarray,
+                 cols: np.ndarray, valid: np.ndarray, bounds: np.ndarray, params: np.ndarray,
+                 caps: np.ndarray, work: tuple[np.ndarray, ...], out: _Output,
+                 found: np.ndarray, flag: np.ndarray) -> None:
+        """Each partition through the DFA, one call each (a DFA step is a table read)."""
+        for part, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
+            rows = b - a
+            params[K.K_ROWS] = rows
+            params[K.K_LIMIT] = rows
+            params[K.K_NEXT] = 0
+            params[K.K_MN] = 0
+            params[K.K_COVERED] = -1
+            while True:
+                records, labs = out.free(caps)
+                status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
+                    self.dfa, labels[a:b], self.skip_mask, params, records, labs, flag)
+                out.wrote(int(n_rec), int(n_lab), a)
+                found[part] += n_rec
+                if status != K.ST_FULL:
+                    break
+                params[K.K_NEXT] = nxt
+                params[K.K_MN] = mn
+                params[K.K_COVERED] = covered
+                caps[int(err_row)] *= 2
+                self.caps = np.maximum(self.caps, caps)
+            if status >= K.ST_THREADS:
+                raise_status(self.spec, self.config, int(status), int(err_row))
+
+    def _run_kernel(self, plan: CompiledPlan, labels: np.ndarray, viable: np.ndarray,
+                    cols: np.ndarray, valid: np.ndarray, bounds: np.ndarray,
+                    params: np.ndarray, caps: np.ndarray, work: tuple[np.ndarray, ...],
+                    out: _Output, found: np.ndarray, flag: np.ndarray) -> None:
+        """Every partition through the kernel, in the compiled loop
+        (:mod:`.partition_loop`), which comes back here only to grow an array or to
+        raise an error."""
+        assert self._kernel is not None
+        drive = driver(self._kernel)
+        conj = plan.registers.conjunct_table()
+        params[K.K_NEXT] = 0
+        params[K.K_MN] = 0
+        params[K.K_COVERED] = -1
+        part = 0
+        parts = len(bounds) - 1
+        while part < parts:
+            out.free(caps)
+            status, nxt, mn, covered, err_row, part, out.records_used, out.labels_used = drive(
+                plan.program, labels, viable, NO_WITHIN, self.code, self.consts, self.spans,
+                *conj, cols, valid, self.set_mask, self.obs_last, self.obs_first,
+                self.skip_mask, params, *self.no_stats, *work, out.records, out.labels, flag,
+                bounds, part, out.records_used, out.labels_used, caps[K.W_RECORDS],
+                caps[K.W_LABELS], found)
+            if status == NEED_SPACE:
+                continue
+            if status == K.ST_FULL:
+                params[K.K_NEXT] = nxt
+                params[K.K_MN] = mn
+                params[K.K_COVERED] = covered
+                caps[err_row] *= 2
+                if err_row < K.W_RECORDS:
+                    work = _threads(caps, len(plan.program), len(plan.variables))
+                self.caps = np.maximum(self.caps, caps)
+            elif status >= K.ST_THREADS:
+                raise_status(self.spec, self.config, status, err_row)
+
+
 def _block(m: Matches, first: int, stop: int) -> Matches:
     """Matches ``first:stop`` of ``m`` (label offsets from the block's first label)."""
     lo = int(m.offsets[first])
@@ -208,7 +245,8 @@ class _Output:
     pair of arrays (each call gets a view of their free end): no copy per partition.
 
     The kernel's rows and label offsets are relative to its call: each call's are
-    shifted once at the end, for all calls together.
+    shifted once at the end, for all calls together (:meth:`wrote` lists them), or by the
+    compiled loop as it writes them (:mod:`.partition_loop`, which lists none).
     """
 
     def __init__(self, caps: np.ndarray, check: Callable[[], None] | None = None) -> None:
@@ -248,6 +286,10 @@ class _Output:
 
     def matches(self) -> Matches:
         records = self.records[:self.records_used]
+        if not self.calls:  # the compiled loop's (partition_loop), shifted as written
+            return _CodedMatches(records[:, 1].copy(), records[:, 2].copy(),
+                                 records[:, 3].copy(), self.labels[:self.labels_used],
+                                 records[:, 4].copy())
         counts, firsts, label_starts = (np.array(c, np.int64) for c in zip(*self.calls))
         return _CodedMatches(records[:, 1] + np.repeat(firsts, counts), records[:, 2].copy(),
                              records[:, 3].copy(), self.labels[:self.labels_used],

@@ -41,6 +41,7 @@ from matchsql.fsm.compiled.segment_reductions import (
     cast_exact,
     running_nth,
     segment_nth,
+    segment_nth_of,
     segment_pick,
 )
 from matchsql.plan.binder import bind
@@ -130,7 +131,7 @@ class MeasureCompiler:
                 else:
                     at = np.where(m.lengths > k, m.starts + k, -1)
             else:
-                pick = segment_nth(m, np.isin(m.labels, ids), last, k)
+                pick = segment_nth_of(m, ids, last, k)
                 at = np.where(pick >= 0, m.starts + (pick - m.offsets), -1)
             return _moved(at, delta, rows)
         return locate, column

@@ -27,6 +27,13 @@ in that gap. A call never holds ``GAP`` distinct values, so the codes keep the
 order (and equality) of the values and literals, and stay exact in a
 ``float64`` (below 2**53 for fewer than 2**21 literals).
 
+Strings of at most :data:`SHORT` UTF-8 bytes need no dictionary when the group has no
+literals: their bytes, big-endian, and their length packed into one integer (see
+:func:`_pack`) are a code already, equal for equal strings and in their byte order,
+and below 2**51, exact in a ``float64``. A call over short strings only (airport codes,
+tickers, ISO codes) then codes its rows in one pass, with no hashing and no sort; a
+longer string among them takes the whole call to the dictionary.
+
 Ordering follows Arrow's sort: strings by their UTF-8 bytes, which is the order
 of their code points (the reference's and DuckDB's default collation); dates,
 times, timestamps, durations and decimals by value. Values of types a float
@@ -42,9 +49,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numba import njit
 
 GAP = float(1 << 32)  # code distance between two literals of a group
 MAX_LITERALS = 1 << 20
+#: The longest strings (in UTF-8 bytes) coded without a dictionary: 6 bytes and a length of
+#: 3 bits make 51 bits, which a ``float64`` holds exactly.
+SHORT = 6
+_NO_BITS = np.zeros(0, np.uint8)
+_NO_DATA = np.zeros(1, np.uint8)
 
 
 def group_of(t: pa.DataType) -> pa.DataType | None:
@@ -86,6 +99,10 @@ def encode(arrays: Sequence[pa.Array | pa.ChunkedArray], group: pa.DataType,
     codes as :func:`literal_codes` gives them); in the values' order where
     ``ordered``."""
     parts = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
+    if not literals:
+        short = _short_codes(parts)
+        if short is not None:
+            return short
     # One dictionary needs one type: the group's, unless every part has the same already
     # (a cast copies a string column's offsets).
     target = parts[0].type if all(p.type == parts[0].type for p in parts) else group
@@ -135,3 +152,49 @@ def _codes(entries: pa.Array, ordered: bool, at: np.ndarray | None = None,
     # equality only: the values' codes stay below the first literal's
     code[at[pc.sort_indices(lits).to_numpy()]] = np.arange(1, len(lits) + 1) * GAP
     return code
+
+
+def _short_codes(parts: Sequence[pa.Array]) -> list[np.ndarray] | None:
+    """The codes of :func:`encode` without a dictionary, where every string of ``parts``
+    has at most :data:`SHORT` bytes (see the module docstring); else None."""
+    if not all(pa.types.is_string(p.type) or pa.types.is_large_string(p.type) for p in parts):
+        return None
+    out = []
+    for p in parts:
+        validity, offsets, data = p.buffers()
+        width = np.int64 if pa.types.is_large_string(p.type) else np.int32
+        at = np.frombuffer(offsets, width, len(p) + 1, p.offset * width().itemsize) \
+            if len(p) else np.zeros(1, width)
+        bits = np.frombuffer(validity, np.uint8) if validity is not None and p.null_count \
+            else _NO_BITS
+        codes = np.empty(len(p), np.float64)
+        chars = np.frombuffer(data, np.uint8) if data is not None and data.size else _NO_DATA
+        if not _pack(at, chars, bits, p.offset, codes):
+            return None
+        out.append(codes)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _pack(offsets: np.ndarray, data: np.ndarray, bits: np.ndarray, bit_offset: int,
+          codes: np.ndarray) -> bool:
+    """Each string's code, ``(bytes << 3 | length) + 1`` with its bytes big-endian and
+    zero-padded to :data:`SHORT` (the length tells ``"a"`` from ``"a\\0"``), 0 where NULL
+    (``bits``, Arrow's validity bitmap from bit ``bit_offset``; empty: no NULLs); False,
+    the codes unfinished, at the first string longer than :data:`SHORT` bytes."""
+    check = bits.shape[0] > 0
+    for i in range(codes.shape[0]):
+        if check:
+            b = bit_offset + i
+            if not (bits[b >> 3] >> (b & 7)) & 1:
+                codes[i] = 0.0
+                continue
+        lo = offsets[i]
+        n = offsets[i + 1] - lo
+        if n > SHORT:
+            return False
+        key = 0  # below 2**51: an int64 (a uint64 converts to float more slowly)
+        for j in range(SHORT):
+            key = key << 8 | (np.int64(data[lo + j]) if j < n else 0)
+        codes[i] = float(key << 3 | n) + 1.0
+    return True
