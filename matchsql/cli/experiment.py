@@ -185,8 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "saturation rate): short runs of every setting, then print the "
                              "setting to use and why")
     parser.add_argument("--memory-budget", type=int, metavar="N",
-                        help="with --recommend: the fastest setting whose Avg Mem stays under "
-                             "N tuples (also given to U=auto runs)")
+                        help="adaptive_memory_budget of the U=auto runs; with --recommend "
+                             "also: the fastest setting whose Avg Mem stays under N tuples")
     parser.add_argument("--quick", action="store_true",
                         help="a tiny grid for smoke tests: Q1, pull and push, one low rate, "
                              "3000 tuples, one repetition (explicit options still apply)")
@@ -216,8 +216,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     _check_sizes(parser, args)
     if args.recommend:
         _check_recommend(parser, args, given)
-    elif args.memory_budget is not None:
-        parser.error("--memory-budget goes with --recommend")
+    elif args.memory_budget is not None and AUTO not in args.u:
+        parser.error("--memory-budget goes with --recommend or U=auto runs (--u ...,auto)")
     args.repeat = args.repeat or DEFAULT_REPEAT
     if args.seconds is None:
         args.seconds = RECOMMEND_SECONDS if args.recommend else DEFAULT_SECONDS

@@ -121,7 +121,7 @@ def test_new_options_and_their_defaults() -> None:
     (["--recommend"], "--recommend needs exactly one query"),
     (["--recommend", "--queries", "Q1", "--rates", "1k,2k"], "give --rates one value"),
     (["--recommend", "--queries", "Q1", "--repeat", "2"], "--repeat does not go with"),
-    (["--memory-budget", "100"], "--memory-budget goes with --recommend"),
+    (["--memory-budget", "100"], "--memory-budget goes with --recommend or U=auto runs"),
     (["--u", "0,fast"], "whole numbers or auto"),
     (["--u", "-1"], "must be >= 0"),
     (["--skew", "pareto"], "unknown skew 'pareto'"),
