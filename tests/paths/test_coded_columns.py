@@ -159,13 +159,7 @@ def test_many_partitions_through_sql_match_the_reference(threads: int) -> None:
         sql = f"""SELECT * FROM src MATCH_RECOGNIZE (PARTITION BY g ORDER BY id
           MEASURES FIRST(A.id) AS a, COUNT(*) AS n, LAST(B.s) AS ls ONE ROW PER MATCH
           PATTERN (A B+) DEFINE B AS {define}) ORDER BY g, a"""
-        got = {}
-        for path in ("auto", "reference"):
-            con.sql(f"SET execution_path = '{path}'")
-            got[path] = con.sql(sql).fetchall()
-        con.sql("SET execution_path = 'auto'")
-        assert "path: registers" in [r[0] for r in con.sql("EXPLAIN " + sql).fetchall()]
-        assert got["auto"] == got["reference"] and got["auto"], define
+        assert_registers_equal_reference(con, sql, define)
 
 
 def _sign(a: object, b: object) -> int:
@@ -259,10 +253,16 @@ def test_edge_strings_through_sql_match_the_reference(mix: str) -> None:
         sql = f"""SELECT * FROM src MATCH_RECOGNIZE (PARTITION BY g ORDER BY id
           MEASURES FIRST(A.id) AS a, COUNT(*) AS n, LAST(B.s) AS ls, FIRST(B.s) AS fs
           ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS {define}) ORDER BY g, a"""
-        got = {}
-        for path in ("auto", "reference"):
-            con.sql(f"SET execution_path = '{path}'")
-            got[path] = con.sql(sql).fetchall()
-        con.sql("SET execution_path = 'auto'")
-        assert "path: registers" in [r[0] for r in con.sql("EXPLAIN " + sql).fetchall()]
-        assert got["auto"] == got["reference"] and got["auto"], (mix, define)
+        assert_registers_equal_reference(con, sql, (mix, define))
+
+
+def assert_registers_equal_reference(con, sql: str, what: object) -> None:
+    """``sql`` runs on the registers path (EXPLAIN says so), with rows, and gives the
+    reference path's rows."""
+    got = {}
+    for path in ("auto", "reference"):
+        con.sql(f"SET execution_path = '{path}'")
+        got[path] = con.sql(sql).fetchall()
+    con.sql("SET execution_path = 'auto'")
+    assert "path: registers" in [r[0] for r in con.sql("EXPLAIN " + sql).fetchall()]
+    assert got["auto"] == got["reference"] and got["auto"], what
