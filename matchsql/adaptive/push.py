@@ -257,7 +257,7 @@ class PushInput:
     def _holder(self, key: tuple) -> InputHolder:
         holder = self.holders[key] = InputHolder(key, self)
         stats = self.statistics[key] = StateStatistics(self.states)
-        self.bounds[key] = stats.r_bound(stats.current, self.u, self.sliding)
+        self.bounds[key] = self._bound(stats)
         return holder
 
     # -- push thread --------------------------------------------------------
@@ -346,6 +346,10 @@ class PushInput:
             self._reader.release()
 
     # -- shared, under self.cond ------------------------------------------
+
+    def _bound(self, stats: StateStatistics) -> int:
+        """A holder's ``R_Bound`` now: its statistics' current state, ``self.u``."""
+        return stats.r_bound(stats.current, self.u, self.sliding)
 
     def _unit(self) -> float:
         """Tuples per unit of one InputHolder's ``R`` (see :data:`UNIT_ROWS`), halved as
@@ -436,7 +440,7 @@ class PushInput:
                     else:
                         stats.windows += rows[key]
                         stats.matches += sum(b.num_rows for b in result.out)
-                    self.bounds[key] = stats.r_bound(stats.current, self.u, self.sliding)
+                    self.bounds[key] = self._bound(stats)
                 if self.auto is not None:
                     self._steer_u()
                 pressure = self._pressure()
@@ -456,7 +460,7 @@ class PushInput:
         if u != self.u:
             self.u = u
             for key, stats in self.statistics.items():
-                self.bounds[key] = stats.r_bound(stats.current, u, self.sliding)
+                self.bounds[key] = self._bound(stats)
 
     def close(self) -> None:
         """Stop and join the push thread (it ends within about ``WAIT_S`` plus one read)."""

@@ -50,9 +50,7 @@ def tokenize(sql: str) -> list[Token]:
 def parse(sql: str) -> list[exp.Expr]:
     """Parse every statement of ``sql`` (empty statements are dropped): new trees, which
     the caller may rewrite (a text parsed before is copied from its kept trees)."""
-    if len(sql) > KEPT_TEXT_CHARS:
-        return [tree.copy() for tree in _last_long(sql, _parse)]
-    return [tree.copy() for tree in _kept_parse(sql)]
+    return [tree.copy() for tree in parsed(sql)]
 
 
 def parsed(sql: str) -> tuple[exp.Expr, ...]:
