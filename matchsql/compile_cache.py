@@ -66,3 +66,21 @@ def use_keyed_cache() -> str:
         if config is not None:  # numba read its environment already: tell it directly
             config.CACHE_DIR = _chosen
     return _chosen
+
+
+#: The file :mod:`matchsql.cli.warm_up` leaves in a keyed directory it has filled.
+WARMED = "warmed-up"
+
+
+def warmed_up() -> bool:
+    """Whether this source version's cache directory was filled by the warm-up."""
+    return os.path.exists(os.path.join(use_keyed_cache(), WARMED))
+
+
+def mark_warmed_up() -> None:
+    """Record that the warm-up filled this source version's cache directory."""
+    directory = use_keyed_cache()
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    fd = os.open(os.path.join(directory, WARMED), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW,
+                 0o600)
+    os.close(fd)

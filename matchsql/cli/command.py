@@ -48,10 +48,18 @@ def _experiment(argv: list[str]) -> int:
     return experiment(argv)
 
 
+def _warm_up(argv: list[str]) -> int:
+    # Runs statements only, like -c; kept apart from the start-up of a plain session.
+    from matchsql.cli.warm_up import main as warm_up
+
+    return warm_up(argv)
+
+
 # name -> main(argv) of a subcommand; argv excludes the subcommand's name.
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "produce": _produce,
     "experiment": _experiment,
+    "warm-up": _warm_up,
 }
 
 EXIT_FAILED = 1
@@ -68,7 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
                "\nsubcommands (each has its own --help):\n"
                "  matchsql produce ...     write events into a live stream (a producer)\n"
                "  matchsql experiment ...  run the input-mode experiments and plot them, or "
-               "recommend a setting")
+               "recommend a setting\n"
+               "  matchsql warm-up         compile the matching kernels into the compile cache")
     parser.add_argument("file", nargs="?", metavar="FILE",
                         help="SQL script to run ('-' reads stdin)")
     parser.add_argument("-c", "--command", action="append", metavar="SQL",
