@@ -123,7 +123,8 @@ BODIES: tuple[tuple[str, str], ...] = (
 #: row-local statement per kind of partition key over a table of the demo trades
 #: (500,000 rows), on one thread and on two.
 GROUPING_SETUP = """CREATE TEMP TABLE warm_keys AS
-SELECT *, hash(symbol) % 97 AS h, CASE WHEN volume % 11 = 0 THEN NULL ELSE symbol END AS ns
+SELECT *, hash(symbol) % 97 AS h, CASE WHEN volume % 11 = 0 THEN NULL ELSE symbol END AS ns,
+       CASE WHEN volume % 13 = 0 THEN NULL ELSE price END AS np
 FROM trade"""
 GROUPING = tuple(
     (
@@ -144,6 +145,12 @@ GROUPING = tuple(
         "SELECT count(*) FROM (SELECT * FROM warm_keys MATCH_RECOGNIZE (PARTITION BY h "
         "ORDER BY ts MEASURES LAST(B.ns) AS x ALL ROWS PER MATCH PATTERN (A B+) "
         "DEFINE B AS price < PREV(price)))",
+    ),
+    (
+        "grouping, a column with NULLs taken in grouped order",
+        "SELECT count(*) FROM (SELECT * FROM warm_keys MATCH_RECOGNIZE (PARTITION BY symbol "
+        "ORDER BY ts MEASURES COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B+) "
+        "DEFINE B AS np < PREV(np)))",
     ),
 )
 

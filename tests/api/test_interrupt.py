@@ -158,19 +158,18 @@ def test_an_interrupt_while_whole_partitions_are_output_ends_the_call(monkeypatc
     matcher, why = whole_partitions(spec, Config(execution_path="row_local"))
     assert matcher is not None, why
     calls = []
-    run = batch_module.D.run
+    run = batch_module.D.run_partitions
 
     def run_then_cancel(*args):
-        result = run(*args)
+        result = run(*args)  # every partition, in one compiled call
         calls.append(1)
-        if len(calls) == 3:  # the last partition's kernel call: cancelled after it returned
-            cancel.cancel()
+        cancel.cancel()  # after the kernel returned, before the output is made
         return result
 
-    monkeypatch.setattr(batch_module.D, "run", run_then_cancel)
+    monkeypatch.setattr(batch_module.D, "run_partitions", run_then_cancel)
     ordered = sorted(rows, key=lambda r: (r["p"], r["id"]))
     batch = pa.RecordBatch.from_pylist(ordered, schema=spec.columns)
     bounds = np.array([0, 100, 200, 300])
     with pytest.raises(ExecutionError, match="^statement interrupted$"):
         matcher.match(batch, bounds, cancel)
-    assert len(calls) == 3
+    assert len(calls) == 1

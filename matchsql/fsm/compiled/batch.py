@@ -164,28 +164,26 @@ class WholePartitions:
                  cols: np.ndarray, valid: np.ndarray, bounds: np.ndarray, params: np.ndarray,
                  caps: np.ndarray, work: tuple[np.ndarray, ...], out: _Output,
                  found: np.ndarray, flag: np.ndarray) -> None:
-        """Each partition through the DFA, one call each (a DFA step is a table read)."""
-        for part, (a, b) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist())):
-            rows = b - a
-            params[K.K_ROWS] = rows
-            params[K.K_LIMIT] = rows
-            params[K.K_NEXT] = 0
-            params[K.K_MN] = 0
-            params[K.K_COVERED] = -1
-            while True:
-                records, labs = out.free(caps)
-                status, nxt, mn, covered, err_row, n_rec, n_lab = D.run(
-                    self.dfa, labels[a:b], self.skip_mask, params, records, labs, flag)
-                out.wrote(int(n_rec), int(n_lab), a)
-                found[part] += n_rec
-                if status != K.ST_FULL:
-                    break
+        """Every partition through the DFA in one compiled loop (:func:`.dfa.dfa_partitions`),
+        which comes back here only to grow the output or to raise an error."""
+        params[K.K_NEXT] = 0
+        params[K.K_MN] = 0
+        params[K.K_COVERED] = -1
+        part = 0
+        parts = len(bounds) - 1
+        while part < parts:
+            out.free(caps)
+            status, nxt, mn, covered, err_row, part, out.records_used, out.labels_used = \
+                D.run_partitions(self.dfa, labels, self.skip_mask, params, out.records,
+                                 out.labels, flag, bounds, part, out.records_used,
+                                 out.labels_used, found)
+            if status == K.ST_FULL:
                 params[K.K_NEXT] = nxt
                 params[K.K_MN] = mn
                 params[K.K_COVERED] = covered
                 caps[int(err_row)] *= 2
                 self.caps = np.maximum(self.caps, caps)
-            if status >= K.ST_THREADS:
+            elif status >= K.ST_THREADS:
                 raise_status(self.spec, self.config, int(status), int(err_row))
 
     def _run_kernel(self, plan: CompiledPlan, labels: np.ndarray, viable: np.ndarray,

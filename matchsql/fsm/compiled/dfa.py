@@ -468,3 +468,54 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
         next_start = start
     params[K.K_STEPS] += steps
     return status, next_start, match_number, covered, err_row, n_rec, n_lab
+
+
+def run_partitions(dfa: Dfa, sym: np.ndarray, skip_mask: np.ndarray, params: np.ndarray,
+                   records: np.ndarray, labels: np.ndarray, cancel: np.ndarray,
+                   bounds: np.ndarray, part: int, rec_used: int, lab_used: int,
+                   found: np.ndarray) -> tuple:
+    """:func:`dfa_partitions` over ``dfa``'s tables."""
+    return dfa_partitions(dfa.step, dfa.dead2, dfa.src_off, dfa.src, dfa.lab, dfa.seeds, sym,
+                          skip_mask, params, records, labels, cancel, bounds, part, rec_used,
+                          lab_used, found)
+
+
+@njit(cache=True, nogil=True)
+def dfa_partitions(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, records,
+                   labels, cancel, bounds, part, rec_used, lab_used, found):
+    """:func:`run_dfa` over partitions ``part``, ``part + 1``, ... (rows ``bounds[i]`` to
+    ``bounds[i + 1]`` of ``sym``) of a complete batch, in one call.
+
+    Why: called from Python once per partition, the DFA spent more time entering the
+    call (numba's checks of its arguments, the slices) than stepping through 80 rows,
+    and real data has thousands of partitions that short. The protocol is
+    :func:`~matchsql.fsm.compiled.partition_loop.driver`'s: ``K_NEXT``, ``K_MN`` and
+    ``K_COVERED`` say where partition ``part`` resumes; records and labels are written
+    from ``rec_used`` and ``lab_used`` on, their rows and label offsets made the
+    batch's; ``found[i]`` counts partition ``i``'s records. Returns ``(status,
+    next_start, match_number, covered, err_row, part, rec_used, lab_used)``:
+    ``K.ST_DONE`` with ``part`` past the last partition, or the status that stopped
+    partition ``part`` (``K.ST_FULL``, an error, a cancellation).
+    """
+    n_parts = bounds.shape[0] - 1
+    while part < n_parts:
+        a = bounds[part]
+        b = bounds[part + 1]
+        params[K.K_ROWS] = b - a
+        params[K.K_LIMIT] = b - a
+        status, nxt, mn, covered, err_row, n_rec, n_lab = run_dfa(
+            step, dead2, src_off, src, lab, seeds, sym[a:b], skip_mask, params,
+            records[rec_used:], labels[lab_used:], cancel)
+        for r in range(rec_used, rec_used + n_rec):
+            records[r, 1] += a
+            records[r, 4] += lab_used
+        rec_used += n_rec
+        lab_used += n_lab
+        found[part] += n_rec
+        if status == K.ST_FULL or status >= K.ST_THREADS:
+            return status, nxt, mn, covered, err_row, part, rec_used, lab_used
+        params[K.K_NEXT] = 0
+        params[K.K_MN] = 0
+        params[K.K_COVERED] = -1
+        part += 1
+    return K.ST_DONE, 0, 0, 0, 0, part, rec_used, lab_used
