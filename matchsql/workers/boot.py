@@ -5,9 +5,9 @@ on a loaded machine), and a router killed meanwhile must not leave it to
 finish starting and wait alone. So the spawned target is this small module.
 It asks the kernel to SIGKILL the worker when the thread that started it
 ends (Linux's ``PR_SET_PDEATHSIG``): that thread waits in the pool's
-start-up until every worker greets it, and the death signal is cleared once
-the worker has greeted (:func:`started`), because a pool outlives the thread
-that made it (a continuous query's). From then on a thread of the worker
+start-up until every worker greets it, and the death signal is cleared as
+the worker greets (:func:`started`, just before its greeting), because a pool
+outlives the thread that made it (a continuous query's, a spare pool's). From then on a thread of the worker
 watches the router's pid (:func:`watch_parent`), even while the main thread
 is inside a long match. A worker whose router died removes the pool's
 shared-memory segments as it goes (the router cannot any more; see
@@ -46,7 +46,7 @@ def start(parent: int, prefix: str, *args: object) -> None:
 
 
 def started() -> None:
-    """The worker has greeted its router: the death signal goes (see the module)."""
+    """The worker is about to greet its router: the death signal goes (see the module)."""
     _death_signal(0)
 
 

@@ -211,7 +211,10 @@ class WorkerPool:
                     pass
         for worker in self.workers:
             if worker.started:
-                worker.proc.join(_REAP_S)
+                try:
+                    worker.proc.join(_REAP_S)
+                except ValueError:  # closed by a kill on another thread (exit, a spare's start)
+                    pass
             worker.inbox.close()
             if worker.outbox is not None:
                 worker.outbox.close(unlink=True)

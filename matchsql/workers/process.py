@@ -52,8 +52,8 @@ def main(prefix: str, index: int, inbox: Connection, inbox_name: str, outbox: Co
 
     The outbox is made under the name the pool chose (``outbox_name``), and payloads too
     large for it under the pool's ``prefix``: the pool can remove them even if this
-    process dies before saying their names (see :mod:`.segments`). ``greeted`` runs once the
-    router has been greeted (the boot module clears the start-up death signal there)."""
+    process dies before saying their names (see :mod:`.segments`). ``greeted`` runs just before
+    the router is greeted (the boot module clears the start-up death signal there)."""
     # Ctrl-C in a terminal reaches the whole process group: the router turns it into an
     # interrupt of the statement (which kills this pool); dying here on our own would
     # report a lost worker instead.
@@ -61,8 +61,11 @@ def main(prefix: str, index: int, inbox: Connection, inbox_name: str, outbox: Co
     keep_freed_memory()  # this process is ours: its messages' buffers stay warm
     reader = RingReader(inbox, inbox_name, capacity)
     writer = RingWriter(outbox, capacity, name=outbox_name, prefix=prefix)
-    outbox.send(("hello", writer.name, os.getpid()))
+    # The start-up death signal goes before the greeting, not after: the thread that
+    # started the pool may end as soon as every worker has greeted (a spare pool's does).
+    # From here on the orphan watch of boot.watch_parent covers a router that dies.
     greeted()
+    outbox.send(("hello", writer.name, os.getpid()))
     query: Query | Gather | Streamed | None = None
     attached = Attached()  # the router's shared input segments, mapped once
     kept: OrderedDict[bytes, tuple] = OrderedDict()

@@ -21,10 +21,15 @@ from matchsql.workers.stream import StreamRouter
 
 class WorkerSession:
     """Starts the pool on first use, reuses it, and kills it whenever a query does not
-    end cleanly (so no worker is left busy with an abandoned query)."""
+    end cleanly (so no worker is left busy with an abandoned query).
+
+    A killed pool is replaced at once on a helper thread (:meth:`_replace`): after an
+    interrupt the user's next query would otherwise wait for new processes and their
+    imports (it took 8-11 s where the query takes 4)."""
 
     def __init__(self) -> None:
         self.pool: WorkerPool | None = None
+        self._spare: _Spare | None = None  # a pool starting on a helper thread
         self.last: WorkerRouter | None = None
         # The policy of the next queries' routers; tests put a fault injector here.
         self.policy_factory = Rebalancer
@@ -42,8 +47,18 @@ class WorkerSession:
             self.pool.kill()
             self.pool = None
         if self.pool is None:
-            self.pool = WorkerPool(size, cancel=cancel)
+            spare, self._spare = self._spare, None
+            pool = spare.take(size, cancel) if spare is not None else None
+            self.pool = pool if pool is not None else WorkerPool(size, cancel=cancel)
         return self.pool
+
+    def _replace(self, pool: WorkerPool) -> None:
+        """Kill ``pool`` (a query left it in an unknown state) and start its like."""
+        pool.kill()
+        if self.pool is pool:
+            self.pool = None
+        if self._spare is None:
+            self._spare = _Spare(pool.size)
 
     def claim(self) -> bool:
         """Take the pool for one MATCH_RECOGNIZE; False while another one holds it.
@@ -85,9 +100,7 @@ class WorkerSession:
             clean = True
         finally:
             if not clean and pool is not None:
-                pool.kill()
-                if self.pool is pool:
-                    self.pool = None
+                self._replace(pool)
             self._busy.release()
 
     def stream_router(self, query: CompiledMatch, config: Config, cancel: Cancellation,
@@ -110,12 +123,13 @@ class WorkerSession:
 
     def _closed(self, router: WorkerRouter, clean: bool) -> None:
         if not clean:
-            router.pool.kill()
-            if self.pool is router.pool:
-                self.pool = None
+            self._replace(router.pool)
         self._busy.release()
 
     def close(self) -> None:
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.discard()
         if self.pool is not None:
             self.pool.close()
             self.pool = None
@@ -148,3 +162,52 @@ class WorkerSession:
                  "queued_messages": pa.int64(), "rows_matched": pa.int64(), "cpu_s": pa.float64(),
                  "migrations_in": pa.int64(), "migrations_out": pa.int64()}
         return pa.table({name: pa.array(values, types[name]) for name, values in rows.items()})
+
+
+class _Spare:
+    """A pool of ``size`` workers starting on a helper thread.
+
+    The thread lives until the pool is taken or discarded: a starting worker dies with
+    the thread that started it until it has greeted and cleared that death signal
+    (:mod:`.boot`), a moment after the pool's start returns."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.pool: WorkerPool | None = None
+        self.cancel = Cancellation()  # :meth:`discard` stops the start
+        self.ready = threading.Event()  # the start ended (with a pool or without)
+        self.handed = threading.Event()  # taken or discarded: the thread may end
+        self.thread = threading.Thread(target=self._start, name="matchsql-spare-pool",
+                                       daemon=True)
+        self.thread.start()
+
+    def _start(self) -> None:
+        try:
+            self.pool = WorkerPool(self.size, cancel=self.cancel)
+        except Exception:  # noqa: BLE001 - the next query starts a pool itself and says why
+            self.pool = None
+        self.ready.set()
+        self.handed.wait()
+
+    def take(self, size: int, cancel: Cancellation | None) -> WorkerPool | None:
+        """The started pool when it has ``size`` live workers (waiting for its start,
+        which ``cancel`` interrupts), else None (after killing what did start)."""
+        while not self.ready.wait(0.02):
+            if cancel is not None and cancel.cancelled:
+                self.discard()
+                cancel.check()
+        self.handed.set()
+        pool = self.pool
+        if pool is not None and (pool.size != size or not pool.alive()):
+            pool.kill()
+            pool = None
+        return pool
+
+    def discard(self) -> None:
+        """Stop the start (or kill the started pool)."""
+        self.cancel.cancel()
+        self.handed.set()
+        self.thread.join()
+        if self.pool is not None:
+            self.pool.kill()
+            self.pool = None

@@ -101,6 +101,45 @@ def test_interrupt_stops_the_workers(con) -> None:
         assert not _alive(pid)
 
 
+def test_an_interrupted_pool_is_replaced_before_the_next_query(con) -> None:
+    """The killed pool's successor starts right after the interrupt, on a helper thread:
+    the next query takes it (started already) instead of starting processes itself."""
+    slow = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+            "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B* C) DEFINE C AS v < -5000)")
+    expected = con.sql(QUERY).fetchall()
+    session = con._executor.workers
+    old = [w.pid for w in session.pool.workers]
+    con.sql("SET execution_path = reference")
+    timer = threading.Timer(1.0, con.interrupt)
+    timer.start()
+    with pytest.raises(ExecutionError, match="interrupted"):
+        con.sql(slow).fetchall()
+    timer.join()
+    assert session.pool is None and session._spare is not None
+    spare = session._spare
+    assert spare.ready.wait(60)
+    assert spare.pool is not None and spare.pool.alive()
+    started = [w.pid for w in spare.pool.workers]
+    assert not set(started) & set(old)
+    con.sql("SET execution_path = auto")
+    assert con.sql(QUERY).fetchall() == expected
+    assert [w.pid for w in session.pool.workers] == started  # the spare, not a new pool
+    assert session._spare is None
+
+
+def test_closing_discards_a_starting_spare_pool() -> None:
+    """A connection closed while its spare pool starts leaves no worker behind."""
+    con = matchsql.connect(demo=False, workers=2)
+    session = con._executor.workers
+    from matchsql.workers.session import _Spare
+
+    session._spare = _Spare(2)
+    spare = session._spare
+    con.close()
+    assert session._spare is None and not spare.thread.is_alive()
+    assert spare.pool is None
+
+
 def test_early_stop_then_next_query(con) -> None:
     expected = con.sql(QUERY).fetchall()
     # LIMIT 3 straight over the MATCH_RECOGNIZE matches in this process (a few rows are
