@@ -2,12 +2,15 @@
 
     python -m bench.spark_scaleout [--rows 200000] [--symbols 500] [--master local[2]]
     python -m bench.spark_scaleout --rows 10000000 --symbols 500     # the full-size run
+    python -m bench.spark_scaleout --data events --rows 334000 --symbols 4000
 
-Both sides run the same reference matcher over the same synthetic trades
-(``synthetic_trades(rows, symbols, seed=0)``): the embedded engine reads a
-DuckDB table; Spark reads the same rows from a Parquet file and runs
-:func:`matchsql.spark.match_recognize` (one ``applyInArrow`` group per
-symbol). The queries' implicit input order is written as ``ORDER BY ts`` on
+Both sides run the same query with the same settings (the planner's choice of
+path) over the same rows: ``--data trades`` (default) the synthetic trades
+(``synthetic_trades(rows, symbols, seed=0)``) and DejaVu Q1-Q4; ``--data
+events`` the short-partition event data of :mod:`bench.events` (``--symbols``
+aircraft) and its queries. The embedded engine reads a DuckDB table; Spark reads
+the same rows from a Parquet file and runs :func:`matchsql.spark.match_recognize`
+(the rows hash-partitioned by key, each task matching all of its keys). The queries' implicit input order is written as ``ORDER BY ts`` on
 both sides, so the results must be equal; the table says whether they are
 (row counts). Spark's session start-up and a warm-up run of each query on
 5,000 rows (Python workers start, import matchsql, compile the query's
@@ -29,6 +32,8 @@ import warnings
 import pyarrow.parquet as pq
 
 import matchsql
+from bench.events import QUERIES as EVENT_QUERIES
+from bench.events import flights, statement
 from bench.queries import DEJAVU
 from matchsql.storage.demo import synthetic_trades
 
@@ -64,7 +69,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--symbols", type=int, default=500)
-    parser.add_argument("--queries", default="Q1,Q2,Q3,Q4")
+    parser.add_argument("--queries", default=None,
+                        help="comma list (default: every query of --data)")
+    parser.add_argument("--data", choices=["trades", "events"], default="trades")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--skip-embedded", action="store_true",
                         help="time Spark only (the embedded run is serial and slow at 10M)")
@@ -72,10 +79,17 @@ def main(argv: list[str] | None = None) -> None:
 
     from matchsql.spark import SinglePartitionWarning, match_recognize
 
-    data = synthetic_trades(args.rows, args.symbols, 0)
-    con = matchsql.connect(demo=False, execution_path="reference")
-    con.duckdb.register("trade_src", data)
-    con.sql("CREATE TABLE trade AS SELECT * FROM trade_src")
+    if args.data == "events":
+        data = flights(args.rows, args.symbols)
+        table = "flights"
+        queries = {name: statement(name) for name in EVENT_QUERIES}
+    else:
+        data = synthetic_trades(args.rows, args.symbols, 0)
+        table = "trade"
+        queries = {name: with_order(query) for name, query in DEJAVU.items()}
+    con = matchsql.connect(demo=False)
+    con.duckdb.register("src", data)
+    con.sql(f"CREATE TABLE {table} AS SELECT * FROM src")
     spark = spark_session(args.master)
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -85,8 +99,8 @@ def main(argv: list[str] | None = None) -> None:
         warm = df.limit(5000)
         print(f"{'query':<6}{'embedded s':>11}{'embedded rows/s':>16}"
               f"{'spark s':>9}{'spark rows/s':>14}{'matches':>11}  same")
-        for name in args.queries.split(","):
-            query = with_order(DEJAVU[name])
+        for name in args.queries.split(",") if args.queries else list(queries):
+            query = queries[name]
             embedded_s = embedded_n = None
             if not args.skip_embedded:
                 start = time.perf_counter()

@@ -1,9 +1,10 @@
 """Spark: scale-out MATCH_RECOGNIZE and a Structured Streaming source for live streams.
 
 * :func:`match_recognize` (bounded) — ``match_recognize(df, "SELECT ... FROM
-  trades MATCH_RECOGNIZE (...)")`` runs the reference matcher inside Spark's
-  executors, one ``applyInArrow`` group per PARTITION BY key, and returns a
-  DataFrame with the schema the embedded engine would give.
+  trades MATCH_RECOGNIZE (...)")`` runs the embedded engine's matchers inside
+  Spark's executors, each task matching all the PARTITION BY keys hashed to it
+  (``mapInArrow``), and returns a DataFrame with the schema the embedded engine
+  would give.
 * :func:`match_recognize_stream` (unbounded) — the same over a streaming
   DataFrame; each key's matcher state lives in Spark's checkpointed state
   store (``applyInPandasWithState``), so a restart from the checkpoint
@@ -41,16 +42,24 @@ Semantic choices, where Spark differs from a DuckDB table:
   across micro-batches (any order within one); a late row fails the query.
 
 The Python workers must run an interpreter that has matchsql installed
-(``PYSPARK_PYTHON``). pyspark (>= 4.0) is imported only when one of these is
-called, so ``import matchsql`` stays fast.
+(``PYSPARK_PYTHON``). Where the user has not set it, importing this package sets
+it to this interpreter (a Spark context started afterwards hands it to its
+workers): Spark's default, the system ``python3``, lacks the virtualenv's
+matchsql and pyarrow, and failed inside a Java stack trace. pyspark (>= 4.0) is
+imported only when one of these is called, so ``import matchsql`` stays fast.
 """
 
 from __future__ import annotations
+
+import os
+import sys
 
 from matchsql.spark.batch import SinglePartitionWarning, match_recognize
 from matchsql.spark.plan import AS_READ, MatchPlan, build_plan
 from matchsql.spark.sink import LiveStreamWriter, write_stream
 from matchsql.spark.stream import match_recognize_stream
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 __all__ = [
     "AS_READ",

@@ -1,10 +1,13 @@
-"""Bounded scale-out: one MATCH_RECOGNIZE over a DataFrame, grouped by PARTITION BY.
+"""Bounded scale-out: one MATCH_RECOGNIZE over a DataFrame, spread by PARTITION BY.
 
-Each PARTITION BY group becomes one ``applyInArrow`` call in an executor: the
-group's rows are sorted there by the query's ORDER BY (with DuckDB, so the
-order is the embedded engine's) and fed to the same reference matcher the
-embedded engine uses. Groups are independent, so Spark spreads them over its
-tasks; a query without PARTITION BY is one group, hence one task.
+The rows are hash-partitioned by the PARTITION BY keys, so that every row of a key
+lands in one Spark task, and each task runs ``mapInArrow`` over all of its rows
+(:func:`matchsql.spark.worker.run_task`): grouped by key and put in ORDER BY order
+there (as DuckDB orders, so the order is the embedded engine's), then matched by the
+embedded engine's matchers, short partitions many at a time. One plan and one set of
+matchers per task: one ``applyInArrow`` group per key planned and built them per key,
+at about 10k rows/s. Keys of nested types are grouped by Spark instead (one
+``applyInArrow`` group each). A query without PARTITION BY is one task.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from matchsql.spark.schema import (
     session_time_zone,
     spark_schema_of,
 )
-from matchsql.spark.worker import group_function
+from matchsql.spark.worker import group_function, groupable, task_function
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -63,16 +66,21 @@ def match_recognize(df: DataFrame, query: str, *, table: str | None = None,
     plan = build_plan(query, table or _table_name(query), arrow_schema_of(df),
                       input_order=input_order, config=settings)
     source = df.withColumn(ROW_ID, _row_id()) if plan.row_id else df
+    out_schema = plan.output_schema()
+    returned = as_spark_arrow(out_schema, session_time_zone(df.sparkSession))
     if plan.partition_by:
         keys = [_col(name) for name in plan.partition_by]
-        # groupBy reuses this hash partitioning: one shuffle, not two.
+        # A fixed number of tasks: adaptive execution would merge a small input's
+        # shuffle partitions into one task (see the docstring).
         source = source.repartition(partitions or _parallelism(df), *keys)
-        grouped = source.groupBy(*keys)
+        if groupable(plan.spec.input_schema, plan.partition_by):
+            matches = source.mapInArrow(task_function(plan, settings, returned),
+                                        spark_schema_of(out_schema))
+            return apply_outer(plan, matches)
+        grouped = source.groupBy(*keys)  # reuses the hash partitioning: one shuffle
     else:
         _warn_single_task(plan)
         grouped = source.withColumn(ALL_KEY, _zero()).groupBy(ALL_KEY)
-    out_schema = plan.output_schema()
-    returned = as_spark_arrow(out_schema, session_time_zone(df.sparkSession))
     matches = grouped.applyInArrow(group_function(plan, settings, returned),
                                    spark_schema_of(out_schema))
     return apply_outer(plan, matches)

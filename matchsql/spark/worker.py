@@ -13,15 +13,16 @@ that tie on every ORDER BY key are in no defined order in either).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from matchsql.config import Config
 from matchsql.expr.batch_select import derive_input, project_result
-from matchsql.planner import new_partition_matcher
+from matchsql.planner import new_partition_matcher, whole_partitions
 from matchsql.router.partitions import PartitionRun
 from matchsql.spark.plan import MatchPlan
 
@@ -58,28 +59,67 @@ def results(plan: MatchPlan, batches: list[pa.RecordBatch]) -> list[pa.RecordBat
     return batches if project is None else [project(b) for b in batches]
 
 
-def sort_rows(plan: MatchPlan, table: pa.Table) -> pa.Table:
-    """One partition's rows in the order the embedded engine feeds them.
+def sort_rows(plan: MatchPlan, table: pa.Table, grouped: bool = False) -> pa.Table:
+    """One partition's rows (``grouped``: a task's rows, grouped by the partition keys
+    first) in the order the embedded engine feeds them.
 
     pyarrow sorts when it compares the key columns exactly as DuckDB does
     (integers, decimals, dates, times, timestamps, booleans, strings by
     bytes, floats without NaN, with DuckDB's direction and NULL placement);
-    anything else goes through DuckDB itself.
+    anything else goes through DuckDB itself. The partition keys' own order does
+    not matter, only that equal keys end up together.
     """
     if table.num_rows <= 1:
         return table
+    names = plan.partition_by if grouped else []
     keys = plan.arrow_sort
-    if keys is not None and all(_arrow_comparable(table.column(name)) for name, _, _ in keys):
-        indices = _sort_indices(table, keys)
-        if indices is not None:
-            return table.take(indices)
+    if keys is not None:
+        keys = [(name, "ascending", "at_end") for name in names] + keys
+        if all(_arrow_comparable(table.column(name)) for name, _, _ in keys):
+            indices = _sort_indices(table, keys)
+            if indices is not None:
+                return table.take(indices)
     con = duckdb_connection()
     con.register("__matchsql_part", table)
     try:
-        order = ", ".join(plan.sort_keys)
+        order = ", ".join([*(_quoted(name) for name in names), *plan.sort_keys])
         return con.sql(f"SELECT * FROM __matchsql_part ORDER BY {order}").to_arrow_table()
     finally:
         con.unregister("__matchsql_part")
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def partition_ends(table: pa.Table, names: list[str]) -> np.ndarray:
+    """Where each partition of ``table`` (grouped by the key columns ``names``) ends:
+    rows whose keys are not DISTINCT FROM the row before's belong to its partition (two
+    NULLs, or two NaNs, are one key, as in DuckDB's PARTITION BY)."""
+    n = table.num_rows
+    if n == 0:
+        return np.zeros(0, np.int64)
+    change = np.zeros(n - 1, bool)
+    for name in names:
+        column = table.column(name).combine_chunks()
+        before, after = column.slice(0, n - 1), column.slice(1)
+        same = pc.fill_null(pc.equal(before, after), False)
+        same = pc.or_(same, pc.and_(pc.is_null(before), pc.is_null(after)))
+        if pa.types.is_floating(column.type):
+            same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(before), pc.is_nan(after)),
+                                             False))
+        change |= ~np.asarray(same, dtype=bool)
+    return np.append(np.flatnonzero(change) + 1, n).astype(np.int64)
+
+
+def groupable(schema: pa.Schema, names: list[str]) -> bool:
+    """Whether :func:`partition_ends` compares these key columns (the driver checks it
+    before it sends the query to tasks; other key types are grouped by Spark)."""
+    def scalar(kind: pa.DataType) -> bool:
+        return not (pa.types.is_nested(kind) or pa.types.is_dictionary(kind)
+                    or pa.types.is_null(kind))
+
+    return all(scalar(schema.field(name).type) for name in names)
 
 
 def _arrow_comparable(column: pa.ChunkedArray) -> bool:
@@ -157,3 +197,80 @@ def group_function(plan: MatchPlan, config: Config | None, out_schema: pa.Schema
         return run_group(plan, config, table, out_schema)
 
     return match_group
+
+
+def run_task(plan: MatchPlan, config: Config | None, batches: Iterable[pa.RecordBatch],
+             out_schema: pa.Schema | None = None) -> Iterator[pa.RecordBatch]:
+    """All matches of the partitions in one Spark task's rows (every row of a key lies in
+    one task: the driver hash-partitioned by the keys).
+
+    The rows are grouped by key and put in ORDER BY order, then matched as the embedded
+    engine matches a sorted input: runs of complete partitions of up to ``batch_size``
+    rows together through one compiled call where the planner allows it
+    (:func:`~matchsql.planner.whole_partitions`; real data has thousands of short
+    partitions), a longer partition by its own matcher. One plan and one set of
+    matchers serve the whole task, where a group per key planned and built them again
+    for every key.
+    """
+    config = config or Config()
+    out_schema = out_schema or plan.output_schema()
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
+        return
+    rows = input_rows(plan, sort_rows(plan, pa.Table.from_batches(collected), grouped=True))
+    del collected
+    ends = partition_ends(rows, plan.partition_by)
+    starts = np.concatenate(([0], ends[:-1])).astype(np.int64)
+    whole, _ = whole_partitions(plan.spec, config)
+    size = max(1, config.batch_size)
+    group: list[int] = []  # partitions matched together next
+
+    def together() -> Iterator[pa.RecordBatch]:
+        first, last = group[0], group[-1]
+        lo = int(starts[first])
+        bounds = ends[first:last + 1] - lo
+        batch = _one_batch(rows.slice(lo, int(bounds[-1])))
+        assert whole is not None
+        yield from _typed(plan, whole.match(batch, np.concatenate(([0], bounds))), out_schema)
+        group.clear()
+
+    for part in range(len(ends)):
+        lo, hi = int(starts[part]), int(ends[part])
+        if whole is not None and hi - lo <= size:
+            if group and hi - int(starts[group[0]]) > size:
+                yield from together()
+            group.append(part)
+            continue
+        if group:
+            yield from together()
+        piece = rows.slice(lo, hi - lo)
+        matcher = new_matcher(plan, partition_key(plan, piece), config)
+        produced = [*_feed_all(matcher, [b for b in piece.to_batches(max_chunksize=size)
+                                         if b.num_rows]), *matcher.finish()]
+        yield from _typed(plan, produced, out_schema)
+    if group:
+        yield from together()
+
+
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    batches = table.to_batches()
+    if len(batches) == 1:
+        return batches[0]
+    return pa.concat_batches(batches) if batches else \
+        pa.RecordBatch.from_pylist([], schema=table.schema)
+
+
+def _typed(plan: MatchPlan, batches: list[pa.RecordBatch],
+           schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The matcher's output as the query's result batches, in Spark's schema."""
+    for batch in results(plan, [b for b in batches if b.num_rows]):
+        yield batch if batch.schema == schema else batch.cast(schema)
+
+
+def task_function(plan: MatchPlan, config: Config | None, out_schema: pa.Schema):
+    """The ``mapInArrow`` function: a picklable closure over the plan."""
+
+    def match_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return run_task(plan, config, batches, out_schema)
+
+    return match_task
