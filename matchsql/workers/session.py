@@ -168,8 +168,8 @@ class _Spare:
     """A pool of ``size`` workers starting on a helper thread.
 
     The thread lives until the pool is taken or discarded: a starting worker dies with
-    the thread that started it until it has greeted and cleared that death signal
-    (:mod:`.boot`), a moment after the pool's start returns."""
+    the thread that started it until it clears that death signal as it greets
+    (:mod:`.boot`), and nothing is gained by ending the thread sooner."""
 
     def __init__(self, size: int) -> None:
         self.size = size
