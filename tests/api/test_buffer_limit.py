@@ -207,3 +207,17 @@ def test_the_row_width_is_the_mean_arrow_size_of_the_rows_received() -> None:
     assert max_rows(config, row_width(fixed)) == 1024
     config.set("max_buffered_rows", 100)
     assert max_rows(config, row_width(fixed)) == 100
+
+
+def test_the_shells_boxed_result_gets_the_same_error() -> None:
+    # The shell reads a result as a relation (its schema first): the error came wrapped
+    # as "internal error (InvalidInputException): ... reading the stream ... failed".
+    con = matchsql.connect(max_buffered_bytes="1MB")
+    try:
+        with pytest.raises(LimitExceededError) as info:
+            con.sql(f"SELECT * FROM ({RUNS}) ORDER BY n DESC LIMIT 3", as_relation=True).fetchall()
+    finally:
+        con.close()
+    assert info.value.message.startswith(
+        "a partition needs more than max_buffered_bytes = 976.6 KiB buffered"
+    )
