@@ -10,10 +10,10 @@ optional bound by count; this module is the one place that turns them into rows
 and words the error.
 
 A row's bytes are measured, not computed per row: :class:`RowWidth` adds up the
-Arrow buffer bytes of each batch a partition receives (``nbytes``: fixed-width
-columns by their width, strings and other variable-width columns by the bytes
-their values take, validity bitmaps included) and divides by the rows, so the
-estimate is the partition's mean row width so far, taken once per batch. The
+Arrow bytes of each batch a partition receives (fixed-width columns by their
+width in the schema, strings and other variable-width columns by the bytes
+their buffers take, ``nbytes``) and divides by the rows, so the estimate is the
+partition's mean row width so far, taken once per batch. The
 bound counts the rows as the input delivers them; what a matcher builds from
 them (working arrays, the reference path's Python values) comes on top, which
 is why the default is only a share of the machine's memory
@@ -35,17 +35,33 @@ MIN_ROW_BYTES = 8
 
 @state_class
 class RowWidth:
-    """The mean bytes of a partition's input rows so far, measured once per batch."""
+    """The mean bytes of a partition's input rows so far, measured once per batch.
 
-    def __init__(self) -> None:
+    Made with the partition's ``schema``, fixed-width columns count their width from it
+    (no call per batch); only variable-width columns (strings, dictionaries, nested
+    types) are measured, by their buffers' ``nbytes``. Without a schema every column
+    is measured.
+    """
+
+    def __init__(self, schema: pa.Schema | None = None) -> None:
         self.bytes = 0
         self.rows = 0
+        fixed, variable = _layout(schema) if schema is not None else (0, None)
+        self.fixed_bits = fixed  # bits a row's fixed-width columns take
+        self.variable = variable  # the other columns' names (None: measure every column)
 
     def add(self, data: pa.RecordBatch | pa.Table) -> None:
         """Count ``data``'s rows (a batch or table the partition received)."""
-        if data.num_rows:
+        rows = data.num_rows
+        if not rows:
+            return
+        if self.variable is None:
             self.bytes += data.nbytes
-            self.rows += data.num_rows
+        else:
+            self.bytes += -(-self.fixed_bits * rows // 8)
+            for name in self.variable:
+                self.bytes += data.column(name).nbytes
+        self.rows += rows
 
     @property
     def per_row(self) -> int:
@@ -55,9 +71,25 @@ class RowWidth:
         return max(MIN_ROW_BYTES, -(-self.bytes // self.rows))
 
 
+def _layout(schema: pa.Schema) -> tuple[int, list[str]]:
+    """``(bits of the fixed-width columns, names of the variable-width ones)``."""
+    bits = 0
+    variable = []
+    for field in schema:
+        try:
+            width = 0 if pa.types.is_dictionary(field.type) else field.type.bit_width
+        except ValueError:  # strings, binary, nested types, null
+            width = 0
+        if width:
+            bits += width
+        else:
+            variable.append(field.name)
+    return bits, variable
+
+
 def row_width(data: pa.RecordBatch | pa.Table) -> RowWidth:
     """The :class:`RowWidth` of ``data`` alone (a whole partition, or a batch of them)."""
-    width = RowWidth()
+    width = RowWidth(data.schema)
     width.add(data)
     return width
 

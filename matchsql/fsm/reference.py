@@ -189,7 +189,7 @@ class ReferenceMatcher:
         self.partition_key = tuple(partition_key)
         self.config = config or Config()
         self.rows = InputHolder(self.spec.columns, self.query.columns)
-        self.width = RowWidth()  # of the rows received, for the buffer limit
+        self.width = RowWidth(self.spec.columns)  # of the rows received, for the buffer limit
         self.output = OutputBuilder(self.spec, [m.fn for m in self.query.measures],
                                     self.cancel.check)
         self.all_ends = self.spec.all_matches or self.spec.incremental

@@ -48,7 +48,7 @@ class LiveGpuMatcher(DeviceStatistics):
         self.config = config or Config()
         self.cancel = cancel or Cancellation()
         self.table = self.spec.columns.empty_table()
-        self.width = RowWidth()  # of the rows received, for the buffer limit
+        self.width = RowWidth(self.spec.columns)  # of the rows received, for the buffer limit
         self.ring = DeviceRing(gpu_plan(plan))
         self.base = 0  # partition row of the held rows' first
         self.count = 0

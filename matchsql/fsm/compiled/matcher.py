@@ -165,7 +165,7 @@ class CompiledMatcher:
         self.config = config or Config()
         self.schema = self.spec.columns
         self.table = self.schema.empty_table()
-        self.width = RowWidth()  # of the rows received, for the buffer limit
+        self.width = RowWidth(self.schema)  # of the rows received, for the buffer limit
         self.base = 0  # partition row of the buffer's first row
         self.count = 0  # rows received
         self.low = 0  # oldest row still needed (the DejaVu memory metric's start)
