@@ -28,6 +28,7 @@ import numpy as np
 
 import matchsql
 from bench.paths import FRESH_SETUP, QUERIES, engine_only, in_fresh_cache, spec_for
+from matchsql.buffer_limit import RowWidth
 from matchsql.config import Config
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled.matcher import NO_WITHIN, CompiledPlan, kernel_params
@@ -108,7 +109,7 @@ def _probe(spec) -> tuple:
     plan = CompiledPlan.build(spec)
     code, _, _, _, obs_last, obs_first = plan.registers.arrays()
     return (plan.program, plan.registers.conjunct_table()[0], code,
-            kernel_params(spec, Config()), np.zeros(0, np.int64), NO_WITHIN,
+            kernel_params(spec, Config(), RowWidth(spec.columns)), np.zeros(0, np.int64), NO_WITHIN,
             obs_last | obs_first)
 
 

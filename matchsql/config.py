@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field, fields
@@ -14,18 +15,20 @@ from matchsql.errors import Error
 class Config:
     """Limits and knobs of one connection.
 
-    The thread and row limits exist so that a pathological pattern ends with
+    The thread and buffer limits exist so that a pathological pattern ends with
     a clear error instead of exhausting memory.
     """
 
     # Live matcher threads of one match attempt. Equivalent threads are merged,
     # so only patterns whose DEFINEs tell many histories apart get near it.
     max_threads: int = 10_000
-    # Rows a partition may hold for its open match attempts: an attempt longer
-    # than this fails, which also stops a pattern that never decides (e.g. a
-    # final variable that never holds) after one long attempt instead of one
-    # per row. The demo table's partitions hold 10k rows.
-    max_buffered_rows: int = 50_000
+    # Bytes of input rows a partition may hold for its open match attempts
+    # (matchsql/buffer_limit.py): an attempt that would hold more fails, which also
+    # stops a pattern that never decides. The default is a share of the machine's
+    # memory (default_max_buffered_bytes).
+    max_buffered_bytes: int = field(default_factory=lambda: default_max_buffered_bytes())
+    # An extra bound on the same rows by their number; 0 (the default) sets none.
+    max_buffered_rows: int = 0
     # Automaton instructions a row pattern may expand to (bounded quantifiers
     # and PERMUTE are unrolled); checked before anything is built.
     max_pattern_size: int = 100_000
@@ -87,7 +90,9 @@ class Config:
         known = {f.name for f in fields(self)}
         if key not in known:
             raise Error(f"unknown setting {name!r}; known settings: {', '.join(sorted(known))}")
-        if key in WHOLE_RANGES:
+        if key in SIZE_RANGES:
+            value = _size(key, value)
+        elif key in WHOLE_RANGES:
             value = _whole(key, value)
         else:
             value = str(value).strip().lower()
@@ -106,7 +111,7 @@ MAX_WORKERS = 64
 #: can still honour: positions are int64, a thread or a process per unit must start.
 WHOLE_RANGES: dict[str, tuple[int, int]] = {
     "max_threads": (1, 10_000_000),
-    "max_buffered_rows": (1, 1_000_000_000),
+    "max_buffered_rows": (0, 1_000_000_000),
     "max_pattern_size": (1, MAX_PATTERN_SIZE),
     "batch_size": (1, 16_777_216),
     "threads": (1, 1_024),
@@ -115,6 +120,11 @@ WHOLE_RANGES: dict[str, tuple[int, int]] = {
     "adaptive_u": (0, 1_000_000),
     "adaptive_memory_budget": (0, 10**12),
     "gpu_min_work": (1, 10**18),
+}
+#: (lowest, highest) bytes of each size setting, which takes a number of bytes or a
+#: DuckDB-style size ('512MB', '2GiB'). A partition may always hold one row.
+SIZE_RANGES: dict[str, tuple[int, int]] = {
+    "max_buffered_bytes": (1 << 10, 1 << 50),
 }
 #: The words a word setting takes (case-insensitive), the first being what most users want.
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -130,6 +140,10 @@ def describe_range(key: str) -> str:
     """The allowed values of a setting, as the manual and the errors word them."""
     if key in CHOICES:
         return ", ".join(CHOICES[key])
+    if key in SIZE_RANGES:
+        low, high = SIZE_RANGES[key]
+        return (f"a size from {format_size(low)} to {format_size(high)} (a number of bytes, "
+                "or a number and a unit: '512MB', '2GiB')")
     low, high = WHOLE_RANGES[key]
     text = f"a whole number from {low:,} to {high:,}"
     return text + _AUTO_MEANS[key] if key in _AUTO_MEANS else text
@@ -160,6 +174,93 @@ def _whole(key: str, value: Any) -> int | str:
     if number is None or not low <= number <= high:
         raise Error(f"setting {key!r} must be {describe_range(key)}, got {value!r}")
     return number
+
+
+#: Bytes per unit of a size setting, as DuckDB reads ``memory_limit``: KB, MB, ... are
+#: powers of 1000, KiB, MiB, ... powers of 1024.
+_UNITS = {
+    "": 1, "b": 1, "byte": 1, "bytes": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
+    "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40, "pib": 1 << 50,
+}
+_SIZE = re.compile(r"([0-9]{1,20}(?:\.[0-9]{1,20})?)\s*([a-z]{0,5})")
+
+
+def parse_size(value: Any) -> int | None:
+    """``value`` (a whole number of bytes, or text such as ``'1.5 GB'``) in bytes; None
+    where it is no size."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    found = _SIZE.fullmatch(str(value).strip().lower())
+    if found is None or found.group(2) not in _UNITS:
+        return None
+    return int(float(found.group(1)) * _UNITS[found.group(2)])
+
+
+def format_size(size: float) -> str:
+    """``size`` bytes as DuckDB shows memory: ``'512 bytes'``, ``'1.5 KiB'``, ``'2.0 GiB'``."""
+    if size < 1024:
+        return f"{int(size)} bytes"
+    units = ("KiB", "MiB", "GiB", "TiB", "PiB")
+    at = 0
+    size /= 1024
+    while size >= 1024 and at < len(units) - 1:
+        size /= 1024
+        at += 1
+    return f"{size:.1f} {units[at]}"
+
+
+def _size(key: str, value: Any) -> int:
+    """``value`` as bytes within ``key``'s range."""
+    low, high = SIZE_RANGES[key]
+    number = parse_size(value)
+    if number is None or not low <= number <= high:
+        raise Error(f"setting {key!r} must be {describe_range(key)}, got {value!r}")
+    return number
+
+
+#: The share of the machine's memory one partition's buffered rows may take by default.
+BUFFER_SHARE = 8
+#: The default of ``max_buffered_bytes`` where the machine's memory cannot be read.
+FALLBACK_BUFFERED_BYTES = 1 << 30
+
+
+def memory_bytes() -> int | None:
+    """The memory this process may use: the machine's physical memory, or the cgroup's
+    limit (a container) where that is lower, as DuckDB reads it for ``memory_limit``;
+    None where neither can be read."""
+    found: int | None = None
+    try:
+        found = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and (found is None or int(text) < found):
+            found = int(text)
+    return found if found and found > 0 else None
+
+
+@functools.cache
+def default_max_buffered_bytes() -> int:
+    """``max_buffered_bytes``' default: an eighth of :func:`memory_bytes`.
+
+    DuckDB may take 80% of memory (its ``memory_limit``), so the buffer is no share
+    of what is left over but a bound that a runaway partition reaches long before the
+    process is killed: the compiled matchers make working arrays from the held rows
+    of about their size again, several partitions run at once, and the reference
+    path holds the rows as Python values, several times their Arrow size.
+    """
+    found = memory_bytes()
+    share = found // BUFFER_SHARE if found else FALLBACK_BUFFERED_BYTES
+    low, high = SIZE_RANGES["max_buffered_bytes"]
+    return max(low, min(share, high))
 
 
 #: The start of the names matchsql gives its own tables and views in a user's database

@@ -82,20 +82,6 @@ class LimitExceededError(ExecutionError):
     """A configured limit (live threads, buffered rows) was exceeded."""
 
 
-def too_many_rows(limit: int, start: int, back: int = 0) -> LimitExceededError:
-    """The error of a match attempt (open since 0-based partition row ``start``) that
-    would read more than ``max_buffered_rows`` rows, with ``back`` more rows held before
-    it for PREV navigation; one message for every matcher. ``start`` is the attempt's
-    row, never the first held row: that one may lie before the partition."""
-    held = f"a match attempt open since partition row {start + 1}"
-    if back:
-        held += f" and navigation reaching {back} rows before it"
-    return LimitExceededError(
-        f"a partition needs more than max_buffered_rows={limit} buffered rows ({held}); "
-        "bound the pattern (e.g. WITHIN) or raise the limit with SET max_buffered_rows = "
-        "...")
-
-
 class StreamError(Error):
     """A live stream failed: its producer died, its queue is gone, ..."""
 
@@ -152,7 +138,7 @@ def out_of_memory() -> LimitExceededError:
     """The error for a statement that ran out of memory despite the size checks."""
     return LimitExceededError(
         "the statement ran out of memory; lower its size (pattern, partitions) or raise "
-        "the memory available to the process (max_buffered_rows and max_pattern_size "
+        "the memory available to the process (max_buffered_bytes and max_pattern_size "
         "bound the matchers)")
 
 

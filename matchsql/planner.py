@@ -43,7 +43,7 @@ import re
 from dataclasses import dataclass
 
 from matchsql.cancel import Cancellation
-from matchsql.config import Config
+from matchsql.config import Config, format_size
 from matchsql.errors import ExecutionError
 from matchsql.fsm.compiled import batch as whole
 from matchsql.fsm.compiled.batch import WholePartitions
@@ -140,8 +140,9 @@ def gpu_path(spec: MatchSpec, config: Config, live: bool = False) -> PathChoice 
         raise ExecutionError(f"gpu = 'on' does not apply to this query: {why}")
     if config.gpu == "auto" and found.simulated:
         return None
-    estimate = (f"work estimate: rows x window, window {gpu_plan.window(config)} rows "
-                f"(max_buffered_rows); device: {found.name}")
+    estimate = (f"work estimate: rows x window, window the rows an attempt may read "
+                f"(max_buffered_bytes = {format_size(config.max_buffered_bytes)} over the "
+                f"partition's row width); device: {found.name}")
     if config.gpu == "on":
         return PathChoice("gpu", "forced by SET gpu = 'on'", (estimate,))
     return PathChoice("gpu", f"CUDA device present; partitions with rows x window >= "

@@ -110,7 +110,7 @@ def _observe_pointer(p: Pointer, use: HistoryUse, reach: Reach) -> None:
         # come before it) and LAST(S.x, k) at least k rows before the current one, so a
         # PREV from the first (a NEXT from the second) reaches k rows less far. Without
         # this, PREV(FIRST(B.x, 1e8), 1e8), which never leaves the match, kept 1e8
-        # rows before every match and failed on max_buffered_rows.
+        # rows before every match and failed on the buffer limit.
         back = max(0, -at.physical - (at.offset if at.first else 0))
         ahead = max(0, at.physical - (0 if at.first else at.offset))
         reach.back = max(reach.back, back)

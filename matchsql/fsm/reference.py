@@ -40,9 +40,10 @@ from functools import partial
 import pyarrow as pa
 from sqlglot import exp
 
+from matchsql.buffer_limit import RowWidth, check_held, max_rows, too_many_rows
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
-from matchsql.errors import ExecutionError, too_many_rows
+from matchsql.errors import ExecutionError
 from matchsql.expr.history import HistoryUse, Reach
 from matchsql.expr.rows import MatchView
 from matchsql.expr.rowwise import CompiledExpression, analyze_expression
@@ -130,7 +131,7 @@ class CompiledQuery:
         navigation reaches back, or, once the partition is known to have ``rows`` rows,
         as far as those that can land inside it (a PREV of more rows than the partition
         has is NULL from every row; holding the partition for it would only trip
-        max_buffered_rows)."""
+        the buffer limit)."""
         return self.reach.back_within(rows) if complete else self.lookback
 
 
@@ -188,6 +189,7 @@ class ReferenceMatcher:
         self.partition_key = tuple(partition_key)
         self.config = config or Config()
         self.rows = InputHolder(self.spec.columns, self.query.columns)
+        self.width = RowWidth(self.spec.columns)  # of the rows received, for the buffer limit
         self.output = OutputBuilder(self.spec, [m.fn for m in self.query.measures],
                                     self.cancel.check)
         self.all_ends = self.spec.all_matches or self.spec.incremental
@@ -237,6 +239,7 @@ class ReferenceMatcher:
         """Take the partition's next rows; return the output that became final."""
         if batch.num_rows:
             self.rows.append(batch)
+            self.width.add(batch)
             self._run()
         return self._collect()
 
@@ -295,9 +298,9 @@ class ReferenceMatcher:
                 if pos < count:
                     if pos >= limit:
                         break
-                    # An attempt may read at most max_buffered_rows rows: a runaway
-                    # one stops there, not at the partition's end from every row.
-                    cap = self.config.max_buffered_rows
+                    # An attempt may read at most the rows the buffer limit allows: a
+                    # runaway one stops there, not at the partition's end from every row.
+                    cap = max_rows(self.config, self.width)
                     if pos - attempt.start >= cap:
                         self._too_many_rows(attempt.start)
                     if not windowed:
@@ -432,9 +435,8 @@ class ReferenceMatcher:
             keep = min(keep, self.pending[0].start)
         back = self.query.lookback_for(self.rows.count, self.rows.complete)
         self.rows.drop_before(keep - back)
-        if self.rows.held > self.config.max_buffered_rows:
-            self._too_many_rows(keep, back)
+        check_held(self.config, self.width, self.rows.held, keep, back)
 
-    def _too_many_rows(self, start: int, back: int = 0) -> None:
-        raise too_many_rows(self.config.max_buffered_rows, start, back)
+    def _too_many_rows(self, start: int) -> None:
+        raise too_many_rows(self.config, self.width, start)
 

@@ -50,8 +50,8 @@ from matchsql.fsm.compiled.kernel import (
 from matchsql.fsm.compiled.within import NO_BOUND
 
 NO_MATCH = -2
-# Thread status: decided, an attempt longer than max_buffered_rows, the stack or
-# the step budget ran out (the host retries with a larger stack, or runs the
+# Thread status: decided, an attempt longer than the buffer limit allows (max_span),
+# the stack or the step budget ran out (the host retries with a larger stack, or runs the
 # partition on a CPU path), the walk needs rows that have not arrived (a live
 # stream: the start is decided on a later batch).
 S_OK, S_SPAN, S_STACK, S_STEPS, S_WAIT = range(5)

@@ -19,9 +19,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from matchsql.buffer_limit import RowWidth, check_held, max_rows
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
-from matchsql.errors import ExecutionError, too_many_rows
+from matchsql.errors import ExecutionError
 from matchsql.fsm.compiled.kernel import K_SKIP, ST_DONE, ST_SPAN
 from matchsql.fsm.compiled.match_arrays import Rows
 from matchsql.fsm.compiled.matcher import CompiledPlan, kernel_params, raise_status
@@ -47,13 +48,14 @@ class LiveGpuMatcher(DeviceStatistics):
         self.config = config or Config()
         self.cancel = cancel or Cancellation()
         self.table = self.spec.columns.empty_table()
+        self.width = RowWidth(self.spec.columns)  # of the rows received, for the buffer limit
         self.ring = DeviceRing(gpu_plan(plan))
         self.base = 0  # partition row of the held rows' first
         self.count = 0
         self.next_start = 0
         self.match_number = 0
         self.complete = False
-        self.skip_mode = int(kernel_params(self.spec, self.config)[K_SKIP])
+        self.skip_mode = int(kernel_params(self.spec, self.config, self.width)[K_SKIP])
         self.launches = 0  # kernel launches (one per batch that had a start to decide)
         self.ran_on = "gpu"
 
@@ -69,6 +71,7 @@ class LiveGpuMatcher(DeviceStatistics):
         new = pa.Table.from_batches([batch], schema=self.spec.columns)
         self.table = pa.concat_tables([self.table, new]).combine_chunks()
         self.ring.append(new, gpu_plan(self.plan))
+        self.width.add(batch)
         self.count += batch.num_rows
         return self._run()
 
@@ -92,7 +95,8 @@ class LiveGpuMatcher(DeviceStatistics):
                            self.table.column(self.spec.order_by[0]).chunk(0)) \
             if self.plan.within is not None else None
         inp = device_input(self.plan, self.table, self.base, n, limit, self.complete, wend,
-                           self.ring.columns(), self.ring.register_arrays())
+                           self.ring.columns(), self.ring.register_arrays(),
+                           span=max_rows(self.config, self.width))
         starts = np.arange(begin, n, dtype=np.int64)
         got = decide(inp, starts, self.config)
         self.launches += 1
@@ -107,8 +111,8 @@ class LiveGpuMatcher(DeviceStatistics):
                 f"{self.base + int(row) + 1} within its stack budget; SET gpu = 'off' runs "
                 "this continuous query on a CPU path")
         if st not in (ST_DONE, S.ST_WAIT):
-            raise_status(self.spec, self.config, ST_SPAN if st == ST_SPAN else int(st),
-                         self.base + int(row))
+            raise_status(self.spec, self.config, self.width,
+                         ST_SPAN if st == ST_SPAN else int(st), self.base + int(row))
         resume = int(row)
         ends = full[0]
         if not self.complete and len(kept):
@@ -140,5 +144,4 @@ class LiveGpuMatcher(DeviceStatistics):
             self.table = self.table.slice(drop)
             self.ring.drop(drop)
             self.base = keep
-        if self.count - self.base > self.config.max_buffered_rows:
-            raise too_many_rows(self.config.max_buffered_rows, start, back)
+        check_held(self.config, self.width, self.count - self.base, start, back)

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 from numba import cuda
 
+from matchsql.buffer_limit import RowWidth, max_rows, row_width
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
@@ -109,9 +110,10 @@ class GpuMatcher(DeviceStatistics):
         n = table.num_rows
         if n == 0:
             return []
-        if work(n, self.config) < self.min_work:
+        width = row_width(table)
+        if work(n, self.config, width) < self.min_work:
             return self._on_cpu(table)
-        out = self._on_device(table)
+        out = self._on_device(table, width)
         return self._on_cpu(table) if out is None else out
 
     # -- the two routes ------------------------------------------------------------------
@@ -124,20 +126,21 @@ class GpuMatcher(DeviceStatistics):
             out += cpu.feed(batch)
         return out + cpu.finish()
 
-    def _on_device(self, table: pa.Table) -> list[pa.RecordBatch] | None:
+    def _on_device(self, table: pa.Table, width: RowWidth) -> list[pa.RecordBatch] | None:
         """The partition's output, or None where the device could not decide it."""
         n = table.num_rows
         inp = device_input(self.plan, table, 0, n, n, True, within_ends(
             self.spec, self.plan.within, table.column(self.spec.order_by[0]).chunk(0))
-            if self.plan.within is not None else None)
+            if self.plan.within is not None else None, span=max_rows(self.config, width))
         ends, firsts, lasts, status = decide(inp, np.arange(n, dtype=np.int64), self.config)
         self.cancel.check()
-        skip_mode = int(kernel_params(self.spec, self.config)[K_SKIP])
+        skip_mode = int(kernel_params(self.spec, self.config, width)[K_SKIP])
         st, row, kept = S.resolve(ends, firsts, lasts, status, skip_mode)
         if st == S.ST_RETRY:
             return None
         if st != ST_DONE:
-            raise_status(self.spec, self.config, ST_SPAN if st == ST_SPAN else int(st), int(row))
+            raise_status(self.spec, self.config, width, ST_SPAN if st == ST_SPAN else int(st),
+                         int(row))
         self.ran_on = "gpu"
         if not len(kept):
             return []
@@ -164,14 +167,17 @@ class DeviceInput:
     regs: bool
     fspans: object = None  # each variable's fold code (running aggregates)
     acc_w: int = 0  # accumulator floats per register slot
+    span: int = 1  # rows one attempt may read (buffer_limit.max_rows)
 
 
 def device_input(plan: CompiledPlan, table: pa.Table, base: int, n: int, limit: int,
                  complete: bool, wend: np.ndarray | None = None,
-                 cols: dict | None = None, regs: tuple | None = None) -> DeviceInput:
+                 cols: dict | None = None, regs: tuple | None = None, *,
+                 span: int) -> DeviceInput:
     """Copy ``table``'s columns to the device (unless ``cols`` holds them there already,
     and ``regs`` the register columns: a live stream's ring) and evaluate the row-local
-    DEFINE terms there into one truth column per variable."""
+    DEFINE terms there into one truth column per variable. An attempt may read at most
+    ``span`` rows."""
     gp = gpu_plan(plan)
     xp = array_module()
     nv = max(len(plan.variables), 1)
@@ -200,7 +206,7 @@ def device_input(plan: CompiledPlan, table: pa.Table, base: int, n: int, limit: 
     return DeviceInput(put(plan.program), truths, put(mask), registers,
                        put(np.zeros(0, np.int64) if wend is None else wend), n, limit,
                        complete, base, nv, len(code), gp.uses_registers,
-                       put(gp.registers.fold_spans()), 2 * gp.registers.n_acc)
+                       put(gp.registers.fold_spans()), 2 * gp.registers.n_acc, span)
 
 
 def put(array: np.ndarray) -> object:
@@ -242,11 +248,11 @@ def _launch(inp: DeviceInput, starts: np.ndarray, config: Config, frames: int,
     # A block no wider than the starts: the simulator runs every thread of a block.
     width = max(1, min(THREADS_PER_BLOCK, m))
     blocks = (m + width - 1) // width
-    max_steps = max(1 << 20, 64 * min(inp.n, config.max_buffered_rows + 1))
+    max_steps = max(1 << 20, 64 * min(inp.n, inp.span + 1))
     starts = put(starts)
     with timed(KERNEL):
         G.walk[blocks, width](inp.prog, inp.rl, inp.mask, starts, inp.n,
-                              config.max_buffered_rows, max_steps, stack, *out, labels,
+                              inp.span, max_steps, stack, *out, labels,
                               label_off, write, *inp.registers[:5], inp.registers[5], lp, fp,
                               sv, sn, inp.wend, inp.limit, inp.complete, inp.base, inp.fspans,
                               acc)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from matchsql.buffer_limit import RowWidth, max_rows
 from matchsql.config import Config
 from matchsql.expr.support import GPU_REGISTERS, why_not
 from matchsql.fsm.compiled.lowering import (
@@ -116,11 +117,12 @@ def unsupported(spec: MatchSpec, plan: CompiledPlan | None, why_no_plan: str) ->
     return None
 
 
-def window(config: Config) -> int:
-    """Rows one candidate start may walk: the attempt bound ``max_buffered_rows``."""
-    return config.max_buffered_rows
+def window(config: Config, width: RowWidth) -> int:
+    """Rows one candidate start may walk: the attempt bound of the buffer limit
+    (:func:`matchsql.buffer_limit.max_rows`) for rows ``width`` wide."""
+    return max_rows(config, width)
 
 
-def work(rows: int, config: Config) -> int:
+def work(rows: int, config: Config, width: RowWidth) -> int:
     """Estimated row visits of one partition: rows x window (the window capped by rows)."""
-    return rows * min(rows, window(config))
+    return rows * min(rows, window(config, width))

@@ -213,6 +213,10 @@ class Executor:
                     raise _relocate(self._located(err), text, piece.offset) from None
                 except MemoryError:
                     raise out_of_memory() from None
+                except duckdb.Error as exc:
+                    # A relation's rows read while the statement is set up (its schema,
+                    # as_relation): a matcher's failure comes wrapped in DuckDB's error.
+                    raise _relocate(self.failure_or(exc), text, piece.offset) from None
                 except Exception as exc:  # a bug inside the engine: a one-line error
                     raise internal_error(exc) from exc
         finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -114,3 +115,22 @@ def test_synthetic_trades_beyond_the_real_tickers() -> None:
     names = set(table.column("symbol").to_pylist())
     assert "MSFT" in names and any(n.startswith("SYM") for n in names)
     assert synthetic_trades(0, 3).num_rows == 0
+
+
+def test_the_front_pages_give_the_demo_tables_real_partition_sizes() -> None:
+    # The README and the manual's home page say how many trades the busiest, the
+    # median and the quietest symbols have; the generator is what they must match.
+    con = duckdb.connect()
+    install_demo_trade(con)
+    counts = con.execute("SELECT symbol, count(*) AS n FROM trade GROUP BY symbol "
+                         "ORDER BY n DESC, symbol").fetchall()
+    (busiest, most), (quietest, fewest) = counts[0], counts[-1]
+    median = int(np.median([n for _, n in counts]))
+    root = Path(__file__).resolve().parents[2]
+    readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
+    home = " ".join((root / "docs" / "index.md").read_text(encoding="utf-8").split())
+    assert DEMO_ROWS // DEMO_SYMBOLS == 10_000
+    assert (f"10,000 a symbol on average but spread as in real trading: from {most:,} trades "
+            f"of {busiest} down to {fewest:,} of {quietest}") in readme
+    assert (f"{busiest}, the busiest, has {most:,} trades" in home
+            and f"the median symbol {median:,} and {quietest}, the quietest, {fewest:,}" in home)

@@ -18,14 +18,23 @@ from pathlib import Path
 
 import pytest
 
-from matchsql.config import CHOICES, WHOLE_RANGES, Config
+from matchsql.config import (
+    CHOICES,
+    SIZE_RANGES,
+    WHOLE_RANGES,
+    Config,
+    default_max_buffered_bytes,
+    format_size,
+)
 from matchsql.errors import Error
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS_PAGE = ROOT / "docs" / "reference" / "settings.md"
 
 #: Defaults computed at connect time, documented in words: the words and the value.
-COMPUTED_DEFAULTS = {"threads": ("the number of cores", os.cpu_count() or 1)}
+COMPUTED_DEFAULTS = {"threads": ("the number of cores", os.cpu_count() or 1),
+                     "max_buffered_bytes": ("an eighth of the memory",
+                                            default_max_buffered_bytes())}
 
 
 def settings_table() -> dict[str, tuple[str, str]]:
@@ -66,7 +75,20 @@ def test_each_documented_default_is_the_real_one(field):
 def test_each_documented_range_is_what_set_accepts(field):
     _, cell = settings_table()[field.name]
     default = getattr(Config(), field.name)
-    if isinstance(default, int):
+    if field.name in SIZE_RANGES:
+        low, high = SIZE_RANGES[field.name]
+        words = f"size from {format_size(low)} to {format_size(high)}"
+        assert cell.startswith(words), cell
+        assert low <= default <= high
+        config = Config()
+        for value, size in ((low, low), (str(high), high), (" 2GiB ", 2 << 30),
+                            ("1.5 MB", 1_500_000), ("512kib", 512 << 10), ("4096 bytes", 4096)):
+            config.set(field.name, value)
+            assert getattr(config, field.name) == size
+        for value in (low - 1, high + 1, "1 KB", "2 PiB", "", "-5MB", "1e9", "5 apples", True):
+            with pytest.raises(Error, match=f"must be a {words} \\(a number of bytes"):
+                config.set(field.name, value)
+    elif isinstance(default, int):
         low, high = WHOLE_RANGES[field.name]
         assert cell.startswith(f"whole number from {low:,} to {high:,}"), cell
         assert low <= default <= high

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 
-from matchsql.config import CHOICES, WHOLE_RANGES
+from matchsql.config import CHOICES, SIZE_RANGES, WHOLE_RANGES
 from tests.hostile.corpus import NUMBERS, Case, mutate
 
 PATTERN = ("MATCH_RECOGNIZE (PARTITION BY k ORDER BY i MEASURES FIRST(A.i) AS s, LAST(B.i) AS e"
@@ -26,7 +26,8 @@ STREAM_COLUMNS = "(k BIGINT, i BIGINT, v DOUBLE, name VARCHAR)"
 #: Values a SET may meet: in range, at and past the ends, of the wrong kind.
 SET_VALUES = ["0", "1", "2", "-1", "64", "65", "1024", "1025", "auto", "'auto'", "1e30",
               "9223372036854775808", "NULL", "''", "'é'", "true", "1.5", "'registers'",
-              "'push'", "'adaptive'", "'off'", "DEFAULT", "x", "(1)", "1 + 1", "'1'"]
+              "'push'", "'adaptive'", "'off'", "DEFAULT", "x", "(1)", "1 + 1", "'1'",
+              "'1KiB'", "'1023 bytes'", "'1MB'", "'1.5 GiB'", "'1 PiB'", "'2PiB'", "'1 XB'"]
 OPTION_VALUES = ["0", "1", "0.25", "-1", "1e-400", "1e400", "1e30", "2.5", "'1'", "NULL",
                  "1000000000000", "1000000000001", "0.001", "0.0001"]
 CAPACITIES = ["1", "64", "1000", "0", "-5", "1073741824", "1073741825", "4294967296", "1e3",
@@ -36,7 +37,7 @@ CAPACITIES = ["1", "64", "1000", "0", "-5", "1073741824", "1073741825", "4294967
 def seeds(rng: random.Random) -> list[str]:
     """Valid (or nearly valid) statements with random names and values."""
     s, q = f"s{rng.randrange(4)}", f"q{rng.randrange(4)}"
-    setting = rng.choice(sorted([*WHOLE_RANGES, *CHOICES]))
+    setting = rng.choice(sorted([*WHOLE_RANGES, *SIZE_RANGES, *CHOICES]))
     value = rng.choice(SET_VALUES)
     option = rng.choice(["checkpoint_interval", "checkpoint_rows"])
     on_full = rng.choice(["'block'", "'spill'", "'drop'", "block"])

@@ -204,22 +204,38 @@ def test_overlong_names_and_literals(con) -> None:
           "string literal longer than 1000000 characters", seconds=2)
 
 
+#: The buffer limit the runaway tests set: t100k's rows are at most 16 bytes (id, price),
+#: at least 8, so a partition may hold 32,000 to 64,000 of its 100,000 rows.
+LOW_LIMIT = "SET max_buffered_bytes = '512KB'"
+#: The error at that limit, naming the setting, its amount and how to raise it.
+AT_LOW_LIMIT = r"max_buffered_bytes = 500.0 KiB buffered.*SET max_buffered_bytes = '1000KiB'"
+
+
+@pytest.fixture
+def low_limit(con):
+    con.sql(LOW_LIMIT)
+    yield con
+    con.sql("RESET max_buffered_bytes")
+
+
 @pytest.mark.parametrize("pattern, condition", [
     ("(A|B)*(A|B)*(A|B)*C", "A AS price > 100, B AS price <= 100, C AS price < 0"),
     ("(A+)+B", "A AS price > 0, B AS price < 0"),
     ("A B+", "B AS CLASSIFIER() = 'B'"),
     ("A+ B", "A AS A.price >= FIRST(A.price) - 100, B AS price < 0"),
 ])
-def test_runaway_patterns_stop_with_defaults(con, pattern: str, condition: str) -> None:
+def test_runaway_patterns_stop_at_the_buffer_limit(low_limit, pattern: str,
+                                                   condition: str) -> None:
     # C/B never holds: every start row's attempt would run to the partition's end.
     sql = mr(f"MEASURES COUNT(*) AS n PATTERN ({pattern}) DEFINE {condition}", "t100k")
-    fails(con, sql, LimitExceededError, r"max_buffered_rows=50000.*SET max_buffered_rows",
-          seconds=10)
+    fails(low_limit, sql, LimitExceededError, AT_LOW_LIMIT, seconds=10)
 
 
-def test_runaway_in_whole_partitions_of_a_batch_stops(con) -> None:
+def test_runaway_in_whole_partitions_of_a_batch_stops(low_limit) -> None:
     # Partitions of 60,000 rows fit in one input batch and are matched together
-    # (batch.py); an attempt there reads at most max_buffered_rows rows too.
+    # (batch.py); an attempt there reads at most the rows the buffer limit allows too
+    # (24-byte rows: 21,333 of them).
+    con = low_limit
     con.duckdb.execute("CREATE TABLE parts AS SELECT i // 60000 AS p, i AS id, "
                        "(100 + (i * 7919) % 13 - 6)::DOUBLE AS price FROM range(120000) r(i)")
     sql = ("SELECT * FROM parts MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES "
@@ -227,7 +243,8 @@ def test_runaway_in_whole_partitions_of_a_batch_stops(con) -> None:
            "DEFINE A AS price > 100, B AS price <= 100, C AS price < 0)")
     assert "batched: yes" in "\n".join(r[0] for r in con.sql(f"EXPLAIN {sql}").fetchall())
     fails(con, sql, LimitExceededError,
-          r"max_buffered_rows=50000.*partition row 1\).*SET max_buffered_rows", seconds=10)
+          r"max_buffered_bytes = 500.0 KiB buffered \(21,334 rows of about 24 bytes, for a "
+          r"match attempt open since partition row 1\).*SET max_buffered_bytes", seconds=10)
 
 
 @pytest.mark.parametrize("condition", [
@@ -236,23 +253,23 @@ def test_runaway_in_whole_partitions_of_a_batch_stops(con) -> None:
 ])
 def test_running_aggregates_in_define_are_linear(con, condition: str) -> None:
     # Every B row keeps the aggregate true, so the attempt at row 1 runs to the
-    # cap; recomputing the aggregate at each row took minutes.
+    # limit; recomputing the aggregate at each row took minutes.
     sql = mr(f"MEASURES COUNT(*) AS n PATTERN (A B+) DEFINE B AS {condition}", "t100k")
-    fails(con, sql, LimitExceededError, r"max_buffered_rows=50000", seconds=10)
-    con.sql("SET max_buffered_rows = 200000")
+    con.sql(LOW_LIMIT)
     try:
-        began = time.monotonic()
-        assert rows(con, sql) == [(100_000,)]
-        assert time.monotonic() - began < 10
+        fails(con, sql, LimitExceededError, AT_LOW_LIMIT, seconds=10)
     finally:
-        con.sql("RESET max_buffered_rows")
+        con.sql("RESET max_buffered_bytes")
+    began = time.monotonic()
+    assert rows(con, sql) == [(100_000,)]  # the default holds the 1.6 MB partition
+    assert time.monotonic() - began < 10
 
 
-def test_runaway_with_unmatched_rows_stops(con) -> None:
+def test_runaway_with_unmatched_rows_stops(low_limit) -> None:
     sql = mr("MEASURES COUNT(*) AS n ALL ROWS PER MATCH WITH UNMATCHED ROWS "
              "PATTERN ((A|B)* C) DEFINE A AS price > 100, B AS price <= 100, C AS price < 0",
              "t100k")
-    fails(con, sql, LimitExceededError, "max_buffered_rows", seconds=10)
+    fails(low_limit, sql, LimitExceededError, AT_LOW_LIMIT, seconds=10)
 
 
 def test_permute_of_eight_refused_by_size(con) -> None:
@@ -264,15 +281,17 @@ def test_permute_of_eight_refused_by_size(con) -> None:
 @pytest.mark.parametrize("path", ["reference", "row_local", "registers"])
 def test_limit_stops_the_matchers(path: str) -> None:
     # Rows 0-99 match as (even, odd) pairs at once; from row 100 on an attempt
-    # never ends and would fail on max_buffered_rows. With LIMIT the matchers
-    # stop after the first input batches, before reaching it. The compiled paths used to
-    # gather up to 2M rows per speculative run (split_rows) first, past the limit.
-    con = matchsql.connect(demo=False, batch_size=1000, execution_path=path)
+    # never ends and would fail on the buffer limit (1 MB: 125,000 of the 8-byte rows).
+    # With LIMIT the matchers stop after the first input batches, before reaching it.
+    # The compiled paths used to gather up to 2M rows per speculative run (split_rows)
+    # first, past the limit.
+    con = matchsql.connect(demo=False, batch_size=1000, execution_path=path,
+                           max_buffered_bytes="1MB")
     con.duckdb.execute("CREATE TABLE tail AS SELECT i AS id FROM range(200000) r(i)")
     sql = ("SELECT * FROM tail MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS f "
            "ALL ROWS PER MATCH PATTERN (A+ B) DEFINE A AS id % 2 = 0 OR id >= 100, "
            "B AS id % 2 = 1 AND id < 100)")
-    with pytest.raises(LimitExceededError):
+    with pytest.raises(LimitExceededError, match="max_buffered_bytes"):
         con.sql(sql).fetchall()
     got = con.sql(sql + " LIMIT 15").fetchall()
     assert [row[0] for row in got] == list(range(15))

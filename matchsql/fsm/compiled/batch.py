@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 from numba.core.dispatcher import Dispatcher
 
+from matchsql.buffer_limit import RowWidth, row_width
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.fsm.compiled import dfa as D
@@ -118,7 +119,8 @@ class WholePartitions:
             viable[bounds[:-1]] = 1
         caps = self.caps.copy()
         work = _threads(caps, len(plan.program), len(plan.variables))
-        params = kernel_params(self.spec, self.config)
+        width = row_width(batch)  # the batch's partitions' mean row, for the buffer limit
+        params = kernel_params(self.spec, self.config, width)
         params[K.K_BASE] = 0
         params[K.K_COMPLETE] = 1
         conj = plan.registers.conjunct_table()
@@ -127,7 +129,8 @@ class WholePartitions:
                                              self.no_stats[0], NO_WITHIN,
                                              self.obs_last | self.obs_first)
         out = _Output(caps, cancel.check)
-        args = (plan, labels, viable, cols, valid, bounds, params, caps, work, out, found, flag)
+        args = (plan, labels, viable, cols, valid, bounds, params, caps, work, out, found, flag,
+                width)
         if self.dfa is not None:
             self._run_dfa(*args)
         else:
@@ -163,7 +166,7 @@ class WholePartitions:
     def _run_dfa(self, plan: CompiledPlan, labels: np.ndarray, viable: np.ndarray,
                  cols: np.ndarray, valid: np.ndarray, bounds: np.ndarray, params: np.ndarray,
                  caps: np.ndarray, work: tuple[np.ndarray, ...], out: _Output,
-                 found: np.ndarray, flag: np.ndarray) -> None:
+                 found: np.ndarray, flag: np.ndarray, width: RowWidth) -> None:
         """Every partition through the DFA in one compiled loop (:func:`.dfa.dfa_partitions`),
         which comes back here only to grow the output or to raise an error."""
         params[K.K_NEXT] = 0
@@ -184,12 +187,13 @@ class WholePartitions:
                 caps[int(err_row)] *= 2
                 self.caps = np.maximum(self.caps, caps)
             elif status >= K.ST_THREADS:
-                raise_status(self.spec, self.config, int(status), int(err_row))
+                raise_status(self.spec, self.config, width, int(status), int(err_row))
 
     def _run_kernel(self, plan: CompiledPlan, labels: np.ndarray, viable: np.ndarray,
                     cols: np.ndarray, valid: np.ndarray, bounds: np.ndarray,
                     params: np.ndarray, caps: np.ndarray, work: tuple[np.ndarray, ...],
-                    out: _Output, found: np.ndarray, flag: np.ndarray) -> None:
+                    out: _Output, found: np.ndarray, flag: np.ndarray,
+                    width: RowWidth) -> None:
         """Every partition through the kernel, in the compiled loop
         (:mod:`.partition_loop`), which comes back here only to grow an array or to
         raise an error."""
@@ -220,7 +224,7 @@ class WholePartitions:
                     work = _threads(caps, len(plan.program), len(plan.variables))
                 self.caps = np.maximum(self.caps, caps)
             elif status >= K.ST_THREADS:
-                raise_status(self.spec, self.config, status, err_row)
+                raise_status(self.spec, self.config, width, status, err_row)
 
 
 def _block(m: Matches, first: int, stop: int) -> Matches:

@@ -33,9 +33,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from matchsql.buffer_limit import RowWidth, check_held, max_rows, too_many_rows
 from matchsql.cancel import INTERRUPTED, Cancellation
 from matchsql.config import Config
-from matchsql.errors import ExecutionError, LimitExceededError, too_many_rows
+from matchsql.errors import ExecutionError, LimitExceededError
 from matchsql.fsm.compiled import chunks as C
 from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
@@ -164,6 +165,7 @@ class CompiledMatcher:
         self.config = config or Config()
         self.schema = self.spec.columns
         self.table = self.schema.empty_table()
+        self.width = RowWidth(self.schema)  # of the rows received, for the buffer limit
         self.base = 0  # partition row of the buffer's first row
         self.count = 0  # rows received
         self.low = 0  # oldest row still needed (the DejaVu memory metric's start)
@@ -271,6 +273,7 @@ class CompiledMatcher:
             raise ExecutionError("internal error: rows fed after the partition finished")
         new = pa.Table.from_batches([batch], schema=self.schema)
         self.table = pa.concat_tables([self.table, new]) if self.table.num_rows else new
+        self.width.add(batch)
         self.count += batch.num_rows
 
     # -- matching -----------------------------------------------------------------------
@@ -286,7 +289,7 @@ class CompiledMatcher:
                        for name in table.column_names}
             counting = self._statistics_now()
             dfa = self.dfa if not len(counting) else None  # statistics: the VM counts
-            params = kernel_params(self.spec, self.config)
+            params = kernel_params(self.spec, self.config, self.width)
             params[K.K_ROWS] = n
             params[K.K_BASE] = self.base
             params[K.K_LIMIT] = n if self.complete else max(0, n - self.ahead)
@@ -444,7 +447,7 @@ class CompiledMatcher:
                         pieces, self.cancel.check)
 
     def _raise(self, status: int, start: int) -> None:
-        raise_status(self.spec, self.config, status, start)
+        raise_status(self.spec, self.config, self.width, status, start)
 
     def _records(self, records: np.ndarray, labels: np.ndarray) -> None:
         if not len(records):
@@ -547,8 +550,7 @@ class CompiledMatcher:
         if drop > 0 and drop * 2 >= self.count - self.base:
             self.table = self.table.slice(drop)
             self.base = self.low
-        if self.count - self.low > self.config.max_buffered_rows:
-            raise too_many_rows(self.config.max_buffered_rows, keep, back)
+        check_held(self.config, self.width, self.count - self.low, keep, back)
 
 
 def label_input(plan: CompiledPlan, dfa: D.Dfa | None, columns: dict, n: int) -> np.ndarray:
@@ -603,27 +605,29 @@ def register_columns(plan: CompiledPlan, columns: dict, n: int) -> tuple[np.ndar
     return cols, valid
 
 
-def kernel_params(spec: MatchSpec, config: Config) -> np.ndarray:
-    """The kernel's parameter slots that depend on the query only (the caller sets
-    rows, base, limit, completeness and where to resume)."""
+def kernel_params(spec: MatchSpec, config: Config, width: RowWidth) -> np.ndarray:
+    """The kernel's parameter slots that depend on the query (and, for the rows an
+    attempt may read, on the partition's row ``width``); the caller sets rows, base,
+    limit, completeness and where to resume."""
     params = np.zeros(K.K_PARAMS, np.int64)
     params[K.K_ALL_ENDS] = int(spec.all_matches or spec.incremental)
     params[K.K_SKIP] = _SKIP[spec.skip]
     params[K.K_MAX_THREADS] = config.max_threads
     params[K.K_UNMATCHED] = int(spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED)
-    # An attempt may read at most max_buffered_rows rows: a runaway one stops there
-    # (ST_SPAN) instead of running to the partition's end from every start row.
-    params[K.K_MAX_SPAN] = config.max_buffered_rows
+    # An attempt may read at most the rows the buffer limit allows: a runaway one stops
+    # there (ST_SPAN) instead of running to the partition's end from every start row.
+    params[K.K_MAX_SPAN] = max_rows(config, width)
     return params
 
 
-def raise_status(spec: MatchSpec, config: Config, status: int, start: int) -> None:
+def raise_status(spec: MatchSpec, config: Config, width: RowWidth, status: int,
+                 start: int) -> None:
     """Raise the error of kernel status ``status`` (>= ST_THREADS) for the attempt at
-    partition row ``start`` (0-based)."""
+    partition row ``start`` (0-based), of a partition of rows ``width`` wide."""
     if status == K.ST_CANCELLED:
         raise ExecutionError(INTERRUPTED)
     if status == K.ST_SPAN:
-        raise too_many_rows(config.max_buffered_rows, start)
+        raise too_many_rows(config, width, start)
     if status == K.ST_THREADS:
         raise LimitExceededError(
             f"row pattern matching needs more than max_threads={config.max_threads} "
