@@ -44,9 +44,6 @@ PLAIN = "SELECT * EXCLUDE (n) FROM t ORDER BY n"
 PASSED_THROUGH = ("SELECT * EXCLUDE (n, k) FROM (SELECT *, 1 AS k FROM t) MATCH_RECOGNIZE ("
                   "PARTITION BY k ORDER BY n ALL ROWS PER MATCH PATTERN (A+) DEFINE A AS true) "
                   "ORDER BY n")
-#: Columns whose DuckDB type a MATCH_RECOGNIZE does not pass through yet: the matchers
-#: see their Arrow form (decimal128(38, 0), string), and so does the statement around them.
-NOT_PASSED_THROUGH = {"hi", "u", "e", "j"}
 
 
 @pytest.fixture(scope="module")
@@ -68,8 +65,6 @@ def described(rows: list[tuple], column: int) -> list[tuple]:
 @pytest.mark.parametrize("statement", [PLAIN, PASSED_THROUGH], ids=["plain", "match_recognize"])
 def test_values_types_and_dtypes_are_duckdbs(connections, statement: str, column: str) -> None:
     duck, ours = connections
-    if statement is PASSED_THROUGH and column in NOT_PASSED_THROUGH:
-        pytest.xfail("a MATCH_RECOGNIZE passes this type through as its Arrow form")
     at = NAMES.index(column)
     expected = duck.sql(PLAIN)
     result = ours.execute(statement)
@@ -135,3 +130,20 @@ def test_the_shell_box_shows_duckdbs_type_names(keep_last: bool) -> None:
     shell.run_text("SELECT sum(x) AS s, '{}'::JSON AS j FROM (VALUES (1), (2)) v(x);")
     assert "hugeint" in out.getvalue() and "json" in out.getvalue(), err.getvalue()
     assert "decimal" not in out.getvalue()
+
+
+DIRECT = ("SELECT * FROM (SELECT * EXCLUDE (n), n AS n FROM t) MATCH_RECOGNIZE ("
+          "ORDER BY n ALL ROWS PER MATCH PATTERN (A+) DEFINE A AS true)")
+
+
+@pytest.mark.parametrize("column", ["hi", "u", "e", "j", "ts", "st"])
+def test_the_matches_alone_keep_duckdbs_types(connections, column: str) -> None:
+    """The matches as the result (no DuckDB statement around them): the passed-through
+    columns keep their DuckDB types too."""
+    duck, ours = connections
+    expected = duck.sql("SELECT * EXCLUDE (n), n AS n FROM t ORDER BY n")
+    result = ours.execute(DIRECT)
+    at = result.columns.index(column)
+    assert str(result.types[at]) == str(expected.types[expected.columns.index(column)])
+    assert described(result.fetchall(), at) == described(expected.fetchall(),
+                                                         expected.columns.index(column))
