@@ -147,8 +147,13 @@ def test_a_live_stream_and_its_continuous_query(user) -> None:
         producer.kill()
     assert producer.returncode == 0, err
     assert "20,000 rows in" in out + err
-    matches = re.findall(r"\d+\.\d+ \| \d+\.\d+ \| \d+\.\d+", shown)
-    assert matches, shown
+    # A changelog as the Flink SQL client's (every match is an insert, +I), then the
+    # count; the status line (rows, rate, lag) was on the terminal while it ran.
+    assert "op | symbol | start_price | bottom | top" in shown
+    matches = re.findall(r"^\+I \| \w+ \| \d+\.\d+ \| \d+\.\d+ \| \d+\.\d+$", shown, re.M)
+    assert matches and f"({len(matches)} rows)" in shown, shown
+    drawn = ESCAPES.sub("", repl.text())  # the status line, before it was erased
+    assert re.search(r"live: [\d,]+ rows? \| [\d,.]+ rows/s \| lag [-\d,]+ \| \d+ s", drawn)
     stats = type_entry(repl, "SHOW STATS;")
     assert re.search(r"│ records +│ +20000\.0 │", stats), stats
     assert re.search(rf"│ result +│ +{len(matches)}\.0 │", stats), stats
