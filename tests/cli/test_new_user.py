@@ -4,7 +4,8 @@ a pty of 200 columns, line by line as a person types them, and the screen checke
 Every REPL session the tutorial marks as run (``<!-- transcript: the test runs it -->``)
 must show what the manual shows; then the steps around them: a plot of the matches,
 EXPLAIN, a live stream fed by ``matchsql produce`` with a continuous query and its
-SHOW STATS, and what ``.tables`` lists.
+SHOW STATS, and what ``.tables`` lists; and tutorial 5's ``matchsql experiment`` grid.
+(Tutorial 4, archive and live, runs step by step in tests/docs/test_manual.py.)
 """
 
 from __future__ import annotations
@@ -174,3 +175,31 @@ def test_the_tutorial_is_what_this_test_walks() -> None:
     live = (ROOT / "docs" / "tutorial" / "live-streams.md").read_text(encoding="utf-8")
     assert "matchsql produce trades --synthetic --rate 20k/s --count 20000" in live
     assert "PATTERN (A B{3,} C{3,})" in live
+
+
+def test_the_experiment_of_tutorial_5(tmp_path: Path) -> None:
+    """docs/tutorial/tuning-u.md: its small grid, with fewer tuples per run, prints what the
+    tutorial shows and draws its three plots."""
+    page = (ROOT / "docs" / "tutorial" / "tuning-u.md").read_text(encoding="utf-8")
+    command = re.search(r"\.venv/bin/matchsql (experiment .*?)\n```", page, re.S).group(1)
+    argv = command.replace("\\\n", " ").split()
+    assert argv[argv.index("--rows") + 1] == "20000"
+    argv[argv.index("--rows") + 1] = "2000"  # the same grid, quicker
+    shown = re.search(r"```text\n(\d+ runs \(0 failed\).*?)\n```", page).group(1)
+    env = cli_env(tmp_path)
+    env["MATCHSQL_RUNTIME_DIR"] = str(tmp_path / "runtime")
+    done = subprocess.run(
+        [sys.executable, "-m", "matchsql", *argv],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == shown  # after the progress bar
+    assert sorted(p.name for p in (tmp_path / "exp").glob("*.png")) == [
+        "Q1_latency.png",
+        "Q1_memory.png",
+        "Q1_throughput.png",
+    ]
