@@ -245,3 +245,21 @@ def test_spark_pipeline_shows_the_matches_of_its_files(env, tmp_path: Path) -> N
     expected = expected_matches(QUERY.replace("{stream}", "{source}"), synthetic_trades(4000, 20))
     assert expected > 0 and len(shown) == expected
     assert "all files are in the stream; ending it" in done.stdout
+
+
+def test_spark_pipeline_display_thread_reports_an_error(capsys) -> None:
+    """--show's thread prints a failed query as the REPL prints an error, and keeps it for
+    the exit status (it once ended in a traceback and exit status 0)."""
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        from spark_pipeline import show_matches
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    con = matchsql.connect(demo=False)
+    failed: list[matchsql.Error] = []
+    try:
+        show_matches(con, "no_such_stream", failed)
+    finally:
+        con.close()
+    assert len(failed) == 1
+    assert capsys.readouterr().err.startswith("Error: ")
