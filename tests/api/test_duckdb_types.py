@@ -3,7 +3,7 @@
 A table with a column of every common DuckDB type is read through ``duckdb`` and
 through ``matchsql`` with the same statements, plain and through a MATCH_RECOGNIZE
 that passes the columns through (ALL ROWS PER MATCH): ``fetchall`` values (and their
-Python types), ``types`` and the DataFrame's dtypes must be DuckDB's.
+Python types), ``types``, the DataFrame's dtypes and the Arrow table must be DuckDB's.
 """
 
 from __future__ import annotations
@@ -72,6 +72,11 @@ def test_values_types_and_dtypes_are_duckdbs(connections, statement: str, column
     assert str(result.types[at]) == str(expected.types[at])
     assert described(result.fetchall(), at) == described(expected.fetchall(), at)
     assert ours.execute(statement).df().dtypes.iloc[at] == duck.sql(PLAIN).df().dtypes.iloc[at]
+    wanted = duck.sql(PLAIN).arrow()
+    wanted = wanted.read_all() if hasattr(wanted, "read_all") else wanted  # a reader in 1.4+
+    got = ours.execute(statement).arrow()
+    assert got.schema.field(column) == wanted.schema.field(column)
+    assert got.column(column).to_pylist() == wanted.column(column).to_pylist()
 
 
 @pytest.mark.parametrize("statement", [
@@ -147,3 +152,15 @@ def test_the_matches_alone_keep_duckdbs_types(connections, column: str) -> None:
     assert str(result.types[at]) == str(expected.types[expected.columns.index(column)])
     assert described(result.fetchall(), at) == described(expected.fetchall(),
                                                          expected.columns.index(column))
+
+
+@pytest.mark.parametrize("statement", [PLAIN, PASSED_THROUGH], ids=["plain", "match_recognize"])
+def test_the_box_names_every_column_type_as_duckdb(connections, statement: str) -> None:
+    duck, ours = connections
+    from matchsql.results.render import render_batches
+
+    result = ours.execute(statement)
+    text = render_batches(result.schema, result.fetch_batches(), max_rows=10, max_width=2000,
+                          types=result.type_names)
+    header = [cell.strip() for cell in text.splitlines()[2].strip("│").split("│")]
+    assert header == [str(kind).lower() for kind in duck.sql(PLAIN).types]
