@@ -14,7 +14,9 @@ query the script prints; matches appear as Spark's micro-batches arrive::
     matchsql> SELECT * FROM trades MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts ...);
 
 The stream lives as long as this script (its creator); with ``--show`` the
-script runs the same query itself and prints the matches.
+script runs the same query itself and prints the matches. The script makes a
+stream of its own: where one of that name exists it says so and stops (exit
+status 2) without starting Spark; ``--stream NAME`` picks another name.
 """
 
 from __future__ import annotations
@@ -89,12 +91,30 @@ def rate_source(spark, rows_per_second: int, symbols: int):
                 F.col("timestamp").cast("timestamp_ntz").alias("ts")))
 
 
-def show_matches(con: matchsql.Connection, stream: str) -> None:
-    result = con.sql(QUERY.format(stream=stream))
-    print("  ".join(result.columns), flush=True)
-    for batch in result.fetch_batches():  # each batch: the matches that just became final
-        for row in batch.to_pylist():
-            print("  ".join(str(v) for v in row.values()), flush=True)
+def show_matches(con: matchsql.Connection, stream: str, failed: list[matchsql.Error]) -> None:
+    """Print the continuous query's matches as they become final; an error is printed as
+    the REPL prints one and kept in ``failed`` (the script's exit status says so)."""
+    try:
+        result = con.sql(QUERY.format(stream=stream))
+        print("  ".join(result.columns), flush=True)
+        for batch in result.fetch_batches():  # each batch: the matches that just became final
+            for row in batch.to_pylist():
+                print("  ".join(str(v) for v in row.values()), flush=True)
+    except matchsql.Error as exc:
+        failed.append(exc)
+        print(f"Error: {exc}", file=sys.stderr, flush=True)
+
+
+def create_stream(con: matchsql.Connection, stream: str) -> None:
+    """The script's own stream; where one of that name exists, exit with status 2 (its rows
+    are someone else's: never append to them)."""
+    try:
+        con.sql(f"CREATE STREAM {stream} ({COLUMNS})")
+    except matchsql.Error as exc:
+        con.close()
+        print(f"Error: {exc}\nThis example writes into a stream of its own; name another "
+              f"with --stream NAME.", file=sys.stderr)
+        sys.exit(2)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -105,16 +125,18 @@ def main(argv: list[str] | None = None) -> None:
                         help="DuckDB file whose stream namespace to use (default: in-memory)")
     parser.add_argument("--rows", type=int, default=20_000, help="trades landed as files")
     parser.add_argument("--files", type=int, default=20)
+    parser.add_argument("--every", type=float, default=1.0, help="seconds between files")
     parser.add_argument("--rate", type=int, default=200, help="rows/s of the rate source")
     parser.add_argument("--seconds", type=float, default=None,
                         help="stop the rate source after this long (default: at Ctrl-C)")
     parser.add_argument("--show", action="store_true", help="print the matches here too")
     args = parser.parse_args(argv)
 
+    con = matchsql.connect(args.database or ":memory:", demo=False)
+    create_stream(con, args.stream)  # before Spark starts: it takes seconds
+
     from matchsql.spark import write_stream
 
-    con = matchsql.connect(args.database or ":memory:", demo=False)
-    con.sql(f"CREATE STREAM IF NOT EXISTS {args.stream} ({COLUMNS})")
     spark = spark_session()
     work = Path(tempfile.mkdtemp(prefix="matchsql-pipeline-"))
     if args.source == "files":
@@ -124,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
         landing.mkdir()
         df = file_source(spark, landing)
         feeder = threading.Thread(target=land_files, daemon=True, args=(landing,), kwargs={
-            "rows": args.rows, "symbols": 20, "files": args.files, "every": 1.0})
+            "rows": args.rows, "symbols": 20, "files": args.files, "every": args.every})
     else:
         df = rate_source(spark, args.rate, 20)
         feeder = None
@@ -134,7 +156,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"Spark is writing into live stream {args.stream!r}. In another terminal run "
           f"`matchsql{' -d ' + args.database if args.database else ''}` and type:\n\n"
           f"{QUERY.format(stream=args.stream)};\n", flush=True)
-    shower = threading.Thread(target=show_matches, args=(con, args.stream), daemon=True)
+    failed: list[matchsql.Error] = []
+    shower = threading.Thread(target=show_matches, args=(con, args.stream, failed), daemon=True)
     if args.show:
         shower.start()
     try:
@@ -160,6 +183,8 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         spark.stop()
         con.close()
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

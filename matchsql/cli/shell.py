@@ -149,7 +149,7 @@ class Shell:
                         raise result.error(exc) from None
                 elif result is not None and result.continuous:
                     progress.stop()
-                    self._print_live(result)
+                    self._print_live(result, mode, width)
                 elif result is not None:
                     self.last_result = None
                     self.last_partition_by = list(result.partition_by)
@@ -221,18 +221,13 @@ class Shell:
 
             self.last_result = pa.Table.from_batches(kept, schema=schema)
 
-    def _print_live(self, result) -> None:
-        """Print a continuous query's rows as they arrive, numbered (Ctrl-C stops it)."""
-        self.print(" | ".join(result.columns))
-        count = 0
-        try:
-            for batch in result.fetch_batches():
-                for row in zip(*(column.to_pylist() for column in batch.columns)):
-                    count += 1
-                    self.print(f"[{count}] " + " | ".join("NULL" if v is None else str(v)
-                                                          for v in row))
-        finally:
-            self.print(f"({count} row{'s' if count != 1 else ''})")
+    def _print_live(self, result, mode: str, width: int | None) -> None:
+        """Print a continuous query's rows as they arrive, as a changelog in ``mode`` with a
+        status line on the terminal (see cli/live.py); Ctrl-C stops it."""
+        from matchsql.cli.live import LiveView  # a continuous query's (start-up)
+
+        status = self.err if _isatty(self.err) else None
+        LiveView(self.out, status, mode, max_width=width, lag=result.lag).show(result)
 
     def _wait(self, finished: threading.Event) -> None:
         """Wait for the statement; on Ctrl-C interrupt it until it ends.

@@ -55,6 +55,14 @@ PRIME_CHUNK = 128
 _NO_WAY_BACK = frozenset(("UHUGEINT", "BIT", "BIGNUM", "VARINT"))
 
 
+def cast_back(arrow_type: pa.DataType, name: str) -> str | None:
+    """``name``, DuckDB's type of a column that leaves as ``arrow_type``, where DuckDB
+    reads ``arrow_type`` as another type and a cast takes it back (HUGEINT: Arrow's
+    decimal128(38, 0); UUID, JSON: strings; an ENUM: a dictionary); else None."""
+    kept = duckdb_type(arrow_type) in (name, None) or name in _NO_WAY_BACK
+    return None if kept else name
+
+
 class ExpressionTyper:
     """Binds expressions over an empty relation with ``schema``."""
 
@@ -125,8 +133,7 @@ class ExpressionTyper:
                 field, name = relation.to_arrow_table().schema.field(0), str(relation.types[0])
             except duckdb.Error as exc:
                 raise self._locate(expr, exc) from None
-        kept = duckdb_type(field.type) in (name, None) or name in _NO_WAY_BACK
-        return field, None if kept else name
+        return field, cast_back(field.type, name)
 
     def field(self, expr: exp.Expr) -> pa.Field:
         known = self._known.get(self._text(expr))

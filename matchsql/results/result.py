@@ -89,6 +89,9 @@ class Result:
         #: True for ``SELECT * FROM stream MATCH_RECOGNIZE``: rows arrive as matches
         #: become final, so the shell prints them one by one.
         self.continuous = continuous
+        #: For a continuous result: the stream's lag now (tuples written and not yet read
+        #: by its slowest reader), which the shell's status line shows; else None.
+        self.lag: Callable[[], int | None] | None = None
 
     @property
     def schema(self) -> pa.Schema:

@@ -44,6 +44,7 @@ from matchsql.expr.batch_select import project_result
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import known_depth, parse
 from matchsql.grammar.subqueries import visible_ctes
+from matchsql.grammar.typer import cast_back
 from matchsql.plan.spec import quoted, select_list
 from matchsql.results.duckdb_values import retyped_types
 from matchsql.results.result import BatchSource, Result, table_result
@@ -417,7 +418,7 @@ class MatchRunner:
         inner = {view: pending.pop(view) for view in _VIEW.findall(input_sql) if view in pending}
         for view, reader in inner.items():  # zero-row stand-ins while the schema is read
             cursor.register(view, reader.schema.empty_table())
-        schema = self._schema_of(cursor, input_sql, node, statement)
+        schema, input_types = self._typed_schema_of(cursor, input_sql, node, statement)
         for view, reader in inner.items():
             cursor.unregister(view)
             cursor.register(view, reader)
@@ -433,7 +434,7 @@ class MatchRunner:
         if compiled.spec.derived:  # DuckDB's own types for the derived columns, as it exports them
             compiled = compiled.over(self._schema_of(cursor, input_sql, node, statement))
         spec = compiled.spec
-        self._retyped = spec.retyped()
+        self._retyped = _passed_retyped(spec, schema, input_types) | spec.retyped()
         # The unsorted attempt reads the input a second time when it is out of order: only
         # for a table, view or table function, none of them a stream that reads once.
         again = isinstance(node.this, exp.Table) and not inner and all(
@@ -493,8 +494,14 @@ class MatchRunner:
         return narrow, text.query([f.name for f in fields], derived=spec.derived)
 
     def _schema_of(self, cursor, input_sql: str, node, statement: str) -> pa.Schema:
+        return self._typed_schema_of(cursor, input_sql, node, statement)[0]
+
+    def _typed_schema_of(self, cursor, input_sql: str, node, statement: str
+                         ) -> tuple[pa.Schema, list[str]]:
+        """The input's Arrow schema and DuckDB's names of its column types."""
         try:
-            return cursor.sql(f"SELECT * FROM ({input_sql}) LIMIT 0").to_arrow_table().schema
+            relation = cursor.sql(f"SELECT * FROM ({input_sql}) LIMIT 0")
+            return relation.to_arrow_table().schema, [str(kind) for kind in relation.types]
         except duckdb.Error as exc:
             err = self.executor.translate(exc)
             offset = input_error_offset(err.message, node)
@@ -665,6 +672,21 @@ class MatchRunner:
                   f"analyze: total {elapsed * 1000:.3f} ms"]
         return table_result(pa.table({"explain": pa.array(lines, pa.string())}))
 
+
+
+def _passed_retyped(spec, schema: pa.Schema, types: list[str]) -> dict[str, str]:
+    """The input columns the result passes through (PARTITION BY keys, ALL ROWS PER MATCH's
+    columns) whose DuckDB type a cast must give back to them (a UUID, JSON or ENUM the
+    matchers carry as a string, a HUGEINT as decimal128(38, 0)), each with its type."""
+    measures = {m.name for m in spec.projection or spec.measures}
+    out = set(spec.result_schema().names) - measures
+    found = {}
+    for field, kind in zip(schema, types):
+        if field.name in out:
+            back = cast_back(field.type, kind)
+            if back is not None:
+                found[field.name] = back
+    return found
 
 
 def _read_back(view: str, retyped: dict[str, str], alias: exp.Expression | None) -> exp.Expr:

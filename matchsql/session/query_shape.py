@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import re
 
+import sqlglot
+import sqlglot.errors
 from sqlglot import exp
 
 from matchsql.errors import Error
@@ -95,6 +97,9 @@ def partition_columns(sql: str, columns: list[str]) -> list[str]:
 #: caused it (the values of :mod:`matchsql.expr.values` know no positions).
 _DIVISIONS = (("division by zero in //", exp.IntDiv), ("division by zero in %", exp.Mod),
               ("cannot divide", exp.Div))
+#: DuckDB's division by zero in an expression over one row it computes (a derived column
+#: of the input scan): the message names the division as DuckDB renders it.
+_DUCKDB_DIVISION = re.compile(r"Division by zero in expression \((.*)\)\. ", re.S)
 #: A value the message quotes (Python's repr of a string): the string literal written.
 _QUOTED = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
 
@@ -115,6 +120,9 @@ def runtime_offset(message: str, sql: str) -> int | None:
             for expression in expressions:
                 for found in expression.find_all(kind):
                     return first_offset(found.expression)
+    named = _DUCKDB_DIVISION.match(message)
+    if named is not None:
+        return _named_division(named.group(1), expressions)
     quoted = _QUOTED.search(message)
     if quoted is not None:
         value = ast.literal_eval(quoted.group(0))
@@ -123,6 +131,36 @@ def runtime_offset(message: str, sql: str) -> int | None:
                 if literal.is_string and literal.this == value:
                     return first_offset(literal)
     return None
+
+
+def _named_division(text: str, expressions: list[exp.Expression]) -> int | None:
+    """The divisor of the division among ``expressions`` that DuckDB names as ``text``
+    (``price // 0.0``: its rendering of ``price // 0``): of the divisions of that kind,
+    the one whose operands are the named ones, else the first."""
+    try:
+        named = sqlglot.parse_one(text, read="duckdb")
+    except sqlglot.errors.SqlglotError:
+        return None
+    if not isinstance(named, (exp.IntDiv, exp.Mod, exp.Div)):
+        return None
+    found = [node for expression in expressions for node in expression.find_all(type(named))]
+    if not found:
+        return None
+    best = max(found, key=lambda node: (_same(node.expression, named.expression)
+                                        + _same(node.this, named.this)))
+    return first_offset(best.expression)
+
+
+def _same(ours: exp.Expression, theirs: exp.Expression) -> int:
+    """1 where DuckDB's rendering ``theirs`` is the operand ``ours`` (numbers by value)."""
+    if isinstance(ours, exp.Literal) and isinstance(theirs, exp.Literal) \
+            and not ours.is_string and not theirs.is_string:
+        try:
+            return int(float(ours.this) == float(theirs.this))
+        except ValueError:
+            return 0
+    return int(ours.sql(dialect="duckdb").lower().replace('"', "")
+               == theirs.sql(dialect="duckdb").lower().replace('"', ""))
 
 
 def _row_expressions(node: MatchRecognizeTable) -> list[exp.Expression]:

@@ -46,6 +46,7 @@ from matchsql.storage.streams import (
     drop_stream,
     show_stream_readers,
     show_streams,
+    stream_lag,
 )
 
 
@@ -241,7 +242,9 @@ class StreamStatements:
         reader = self.match_reader(node, statement, definition)
         # The shell prints its rows as they arrive; the input metrics (Avg/Max Mem,
         # ...) are filled in at the end.
-        return Result(reader, stats=reader.stats, continuous=True)
+        result = Result(reader, stats=reader.stats, continuous=True)
+        result.lag = lambda: stream_lag(definition)
+        return result
 
 
 class _MatchReader(BatchSource):

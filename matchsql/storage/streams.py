@@ -176,6 +176,19 @@ def _reader_summary(ring: Ring) -> dict:
             "archived": ring.word(W_ARCH_SEQ) if ring.word(W_HAS_ARCHIVE) else None}
 
 
+def stream_lag(definition: StreamDef) -> int | None:
+    """Tuples written into the stream and not yet read by its slowest reader (None: it has
+    no reader, or its queue is gone)."""
+    try:
+        ring = Ring.attach(definition.segment)
+    except StreamError:
+        return None
+    try:
+        return _reader_summary(ring)["max_lag"]
+    finally:
+        ring.close()
+
+
 def show_stream_readers(database: str | None, name: str | None = None) -> pa.Table:
     """One row per registered reader (of stream ``name``, else of every stream): its
     cursor, its lag behind the producers, and whether it writes the archive."""

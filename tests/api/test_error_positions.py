@@ -45,16 +45,24 @@ def test_the_caret_points_at_the_cause(con, old: str, new: str, error, at: str) 
         assert pointed_at(caught.value).startswith(at), caught.value
 
 
-@pytest.mark.parametrize(("old", "new", "expression"), [
-    ("price > PREV(price)", "price // 0 > 1", "price // 0"),
-    ("count(*) AS n", "sum(volume // 0) AS n", "volume // 0"),
+@pytest.mark.parametrize(("old", "new", "expression", "at"), [
+    ("price > PREV(price)", "price // 0 > 1", "price // 0", "0 > 1"),
+    ("price > PREV(price)", "price > 1 AND volume % 0 > 1", "volume % 0", "0 > 1)"),
+    ("price > PREV(price)", "price / 2 > 1 AND price // 0 > 1", "price // 0", "0 > 1)"),
+    ("count(*) AS n", "sum(volume // 0) AS n", "volume // 0", "0) AS n"),
 ])
-def test_duckdb_names_what_it_computes(con, old: str, new: str, expression: str) -> None:
+def test_duckdb_names_what_it_computes(con, old: str, new: str, expression: str,
+                                       at: str) -> None:
     """An expression over one row is DuckDB's to compute (a hidden column of the input
-    scan), and so is its error, which names the expression."""
-    with pytest.raises(matchsql.ExecutionError,
-                       match=rf"Division by zero in expression \({expression}"):
-        con.execute(BASE.replace(old, new)).fetchall()
+    scan), and so is its error, which names the expression; the caret points at the
+    divisor in the statement."""
+    statement = BASE.replace(old, new)
+    for script in (statement, f"SELECT 'é' AS first;\n{statement}"):
+        with pytest.raises(matchsql.ExecutionError,
+                           match=rf"Division by zero in expression \({expression}") as caught:
+            con.execute(script).fetchall()
+        assert caught.value.line is not None, caught.value
+        assert pointed_at(caught.value).startswith(at), caught.value
 
 
 def test_the_missing_parenthesis_is_named(con) -> None:

@@ -143,3 +143,17 @@ def test_a_row_pattern_window(word: str) -> None:
         con.sql(WINDOW.format(w=word).replace("FIRST(id)", "FIRST(idx)")).fetchall()
     err = caught.value
     assert err.sql.splitlines()[err.line - 1][err.column - 1:].startswith("idx")
+
+
+@pytest.mark.parametrize("word", WORDS)
+def test_create_table_as_insert_and_with(con, word: str) -> None:
+    """A MATCH_RECOGNIZE inside CREATE TABLE AS, INSERT ... SELECT and a WITH query."""
+    statement = QUERY.format(w=word).removesuffix(" ORDER BY symbol, c")
+    expected = sorted(ascii_rows(con, statement, word))
+    con.sql(f"SELECT '{word}'; CREATE OR REPLACE TEMP TABLE made AS {statement}")
+    assert sorted(con.sql("SELECT * FROM made").fetchall()) == expected
+    con.sql(f"DELETE FROM made; SELECT '{word}'; INSERT INTO made {statement}")
+    assert sorted(con.sql("SELECT * FROM made").fetchall()) == expected
+    rows = con.sql(f"WITH m AS ({statement}) SELECT * FROM m WHERE x = '{word}'").fetchall()
+    assert sorted(rows) == expected
+    con.sql("DROP TABLE made")

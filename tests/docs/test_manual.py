@@ -351,3 +351,33 @@ def test_the_archive_tutorial_runs_as_shown(tmp_path):
     box = "\n".join(line for line in last.splitlines() if not re.match(r"(matchsql| *\.\.\.)> ",
                                                                        line))
     assert printed.strip().endswith(box.strip())
+
+
+def test_the_reference_stream_takes_the_reference_continuous_query(tmp_path, monkeypatch):
+    """docs/reference/streams.md: the ``trades`` stream its first example creates is one
+    its ``spikes`` continuous query runs over (a stream with an ``archive_filter`` was once
+    shown before a continuous query that refuses one)."""
+    import matchsql
+
+    page = (ROOT / "docs" / "reference" / "streams.md").read_text(encoding="utf-8")
+    blocks = [re.sub(r"--[^\n]*", "", block)  # comments hold ';' too
+              for block in re.findall(r"```sql\n(.*?)```", page, re.S)]
+    stream = re.search(r"^CREATE STREAM .*? trades .*?;", blocks[0], re.S | re.M).group(0)
+    query = next(re.search(r"^CREATE CONTINUOUS QUERY .*?;", block, re.S | re.M).group(0)
+                 for block in blocks if "CREATE CONTINUOUS QUERY" in block)
+    query = query.replace("PARTITION BY symbol ... )", (
+        "PARTITION BY symbol ORDER BY ts MEASURES A.price AS price ONE ROW PER MATCH "
+        "PATTERN (A) DEFINE A AS price > 100)"))
+    monkeypatch.setenv("MATCHSQL_RUNTIME_DIR", str(tmp_path / "runtime"))
+    con = matchsql.connect(str(tmp_path / "live.duckdb"), demo=False)
+    try:
+        con.sql(stream.replace("[IF NOT EXISTS] ", ""))
+        con.sql("CREATE TABLE spike_log (symbol VARCHAR, price DOUBLE)")
+        con.sql(query.replace("[IF NOT EXISTS] ", ""))
+        shown = con.sql("SHOW CONTINUOUS QUERIES")
+        rows = [dict(zip(shown.columns, row)) for row in shown.fetchall()]
+        assert [(row["name"], row["stream"], row["error"]) for row in rows] == [
+            ("spikes", "trades", None)]
+        con.sql("DROP CONTINUOUS QUERY spikes")
+    finally:
+        con.close()
