@@ -125,8 +125,9 @@ def loads(payload: bytes | memoryview) -> Any:
             found = json.loads(bytes(view))
             return [_tupled(item) if type(item) is list else item for item in found]
         except (ValueError, RecursionError) as exc:
-            raise MessageError(f"a worker process message is unreadable: bad JSON "
-                               f"({type(exc).__name__})") from None
+            raise MessageError(
+                f"a worker process message is unreadable: bad JSON ({type(exc).__name__})"
+            ) from None
     try:
         return state_format.loads(view)
     except SnapshotError as exc:
