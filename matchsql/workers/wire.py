@@ -38,6 +38,7 @@ from matchsql.errors import WORKER_ERRORS, Error, ExecutionError
 from matchsql.fsm.states import StateKind, StateSpec
 from matchsql.plan import pattern
 from matchsql.plan.spec import MatchSpec, Measure, ResultMeasure, RowsPerMatch, SkipMode
+from matchsql.router.partitions import NAN
 from matchsql.router.presorted import OrderKey
 from matchsql.state_format import SnapshotError, state_class
 from matchsql.workers.plan import ScatterPlan
@@ -122,7 +123,10 @@ def loads(payload: bytes | memoryview) -> Any:
     view = memoryview(payload)
     if len(view) and view[0] == _OPEN:
         try:
-            found = json.loads(bytes(view))
+            data = bytes(view)
+            found = (
+                json.loads(data, parse_constant=_constant) if b"NaN" in data else json.loads(data)
+            )
             return [_tupled(item) if type(item) is list else item for item in found]
         except (ValueError, RecursionError) as exc:
             raise MessageError(
@@ -132,6 +136,12 @@ def loads(payload: bytes | memoryview) -> Any:
         return state_format.loads(view)
     except SnapshotError as exc:
         raise MessageError(f"a worker process message is unreadable: {exc.message}") from None
+
+
+def _constant(name: str) -> float:
+    """JSON's NaN as the one NaN of partition keys (:func:`~matchsql.router.partitions.partition_key`:
+    every NaN key of a partition is that object); its infinities as floats."""
+    return NAN if name == "NaN" else float(name)
 
 
 def _tupled(items: list) -> tuple:

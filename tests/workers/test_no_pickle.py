@@ -25,6 +25,7 @@ from matchsql.config import Config
 from matchsql.errors import Error, ExecutionError, LimitExceededError, SemanticError
 from matchsql.fsm.states import StateKind, StateSpec
 from matchsql.plan.spec import MatchSpec
+from matchsql.router.partitions import NAN
 from matchsql.state_format import SnapshotError
 from matchsql.workers import frames, process, wire
 from matchsql.workers.matching import Query
@@ -237,5 +238,8 @@ def test_plain_messages_keep_their_arrays_and_keys() -> None:
     back = wire.loads(wire.dumps((entries, starts, stops, None)))
     assert back[0] == entries and back[3] is None
     assert back[1].tolist() == [0, 10] and back[2].tolist() == [10, 12]
+    # a NaN key is the one NaN of partition keys, which dicts of keys match by identity
+    (key,) = wire.loads(wire.dumps([(NAN, "a")]))
+    assert key[0] is NAN and key == (NAN, "a")
     batch = pa.record_batch({"x": [1, 2, 3]})
     assert frames.unpack(frames.pack(entries, [batch])) == (entries, [batch])
