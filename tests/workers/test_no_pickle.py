@@ -30,6 +30,7 @@ from matchsql.state_format import SnapshotError
 from matchsql.workers import frames, process, wire
 from matchsql.workers.matching import Query
 from matchsql.workers.pool import WorkerPool
+from matchsql.workers.router import query_payload
 from matchsql.workers.shared_rows import SharedLayout
 from matchsql.workers.streamed import Streamed
 from tests.fsm.specs import make_spec
@@ -195,6 +196,7 @@ def test_a_query_message_builds_the_same_query() -> None:
     config = dataclasses.replace(Config(), workers=2, adaptive_u="auto")
     payload = wire.query_bytes(spec, config, True)
     assert payload == wire.query_bytes(spec, config, True)  # a worker keeps it by its bytes
+    assert query_payload(spec, config) is query_payload(spec, config)  # the router keeps it
     back, settings, live = wire.query_of(payload)
     assert back == spec and back is not spec and settings == config and live is True
     assert back.columns.equals(spec.columns)
