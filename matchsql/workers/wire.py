@@ -411,6 +411,8 @@ def _expression_node(payload: dict) -> Any:
     name = payload["c"]
     if name == _DTYPE:
         return exp.DType(payload.get("v"))
+    if name not in _expression_classes():
+        _expression_classes.cache_clear()  # a class of a module loaded since, if any
     cls = _known(_expression_classes(), name, "expression class")
     node = cls()
     typed = payload.get("t")
