@@ -245,3 +245,51 @@ def test_plain_messages_keep_their_arrays_and_keys() -> None:
     assert key[0] is NAN and key == (NAN, "a")
     batch = pa.record_batch({"x": [1, 2, 3]})
     assert frames.unpack(frames.pack(entries, [batch])) == (entries, [batch])
+
+
+ROUND_TRIP = [
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+    "MATCH_NUMBER() AS mn, CLASSIFIER() AS c, SUM(B.v) AS s, AVG(v) * 2 AS a "
+    "ALL ROWS PER MATCH SHOW EMPTY MATCHES AFTER MATCH SKIP TO NEXT ROW "
+    "PATTERN (^ A B+ C? | {- X -} Y) SUBSET U = (A, C) "
+    "DEFINE B AS v > PREV(v) AND upper(name) <> 'Q', C AS v < FIRST(U.v) + 1.5, "
+    "Y AS abs(v - 2) < 1)",
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES FIRST(ts) AS f, "
+    "LAST(name) AS l ONE ROW PER MATCH PATTERN (A{2,} PERMUTE(B, C)) "
+    "WITHIN INTERVAL '3' SECOND DEFINE A AS v % 2 = 0, B AS NEXT(v) > v)",
+]
+
+
+def test_compiled_queries_travel_whole(monkeypatch) -> None:
+    """Specs the compiler made (measures, subsets, WITHIN, derived columns) come back
+    equal, with the same plan."""
+    import matchsql
+    from matchsql import compiled_query, planner
+
+    specs: list[MatchSpec] = []
+    made = compiled_query.CompiledMatch.__init__
+
+    def record(self, spec):
+        specs.append(spec)
+        made(self, spec)
+
+    monkeypatch.setattr(compiled_query.CompiledMatch, "__init__", record)
+    con = matchsql.connect(demo=False)
+    try:
+        con.sql(
+            "CREATE TABLE t AS SELECT i % 3 AS p, TIMESTAMP '2024-01-01' + "
+            "INTERVAL (i) SECOND AS ts, (i * 7) % 5 AS v, chr((65 + i % 4)::INTEGER) AS name "
+            "FROM range(40) r(i)"
+        )
+        for query in ROUND_TRIP:
+            con.sql(query).fetchall()
+    finally:
+        con.close()
+    assert len(specs) >= len(ROUND_TRIP)
+    config = Config()
+    for spec in specs:
+        back, settings = wire.query_of(wire.query_bytes(spec, config))
+        assert back == spec and settings == config
+        assert back.output_schema().equals(spec.output_schema())
+        assert [repr(m.expr) for m in back.measures] == [repr(m.expr) for m in spec.measures]
+        assert planner.explain(back, config) == planner.explain(spec, config)
