@@ -99,6 +99,14 @@ class StreamWriteError(StreamError):
         super().__init__(message)
 
 
+#: The error classes a worker process may name in its answer (matchsql/workers/wire.py),
+#: by name: their constructor takes the message and the position only. A worker's
+#: error of another class travels as its nearest class here.
+WORKER_ERRORS: dict[str, type[Error]] = {cls.__name__: cls for cls in (
+    Error, ParseError, SemanticError, CatalogError, TypeMismatchError, ExecutionError,
+    LimitExceededError, StreamError)}
+
+
 def line_column(sql: str, offset: int) -> tuple[int, int]:
     """1-based line and column of character ``offset`` in ``sql``."""
     offset = max(0, min(offset, len(sql)))

@@ -132,7 +132,9 @@ class SortedPartitionRouter:
         return segments(batch, self.keys)
 
 
-_NAN = float("nan")
+#: The one NaN of partition keys (see :func:`partition_key`).
+NAN = float("nan")
+_NAN = NAN
 
 
 def partition_key(values: Iterable[Any]) -> tuple:

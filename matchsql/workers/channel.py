@@ -21,13 +21,14 @@ unlinks once copied. A pool names its segments (``name``, ``prefix``: see
 The reader copies a payload out before releasing its bytes: matchers keep
 references to the rows they buffer, so nothing may point into the ring.
 
-Trust: the pool's messages (the query's spec and settings, keys, counters;
-multiprocessing's own notices) are pickles, and only ever cross between the
-processes of one pool: the router and the workers it spawned, through pipes
-they inherited and segments with random names that only this user can open
-(segments are 0600). Nothing read from disk, and no segment
-another process could name, is unpickled; a matcher's state inside a message
-is in the data-only snapshot format (:mod:`matchsql.state_format`).
+Trust: nothing read from a segment is ever unpickled. A payload lies in shared
+memory until its reader copies it out, so it is in a format whose loading
+builds data and runs no code (:mod:`.wire`: JSON text, the snapshot format of
+:mod:`matchsql.state_format`, Arrow IPC); a reader refuses anything else,
+pickles included, with an error. The pipe between the router and a worker it
+spawned (inherited by the two processes only) carries multiprocessing's
+pickles of the notices, and a notice holds only strings, integers and None,
+the payload's kind, place and length and its ``extra`` (:func:`_plain_extra`).
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class RingWriter:
              extra: Any = None, idle: Callable[[], None] | None = None) -> None:
         """Copy ``payload`` into the ring (a :class:`Writable` writes itself there) and
         send its notice; ``idle`` runs while waiting."""
+        extra = _plain_extra(extra)
         writable = _writable(payload)
         if payload is not None and not writable:
             payload = memoryview(payload).cast("B")  # bytes as bytes, whatever the exporter
@@ -150,6 +152,23 @@ class RingWriter:
             self.shm.unlink()
         except FileNotFoundError:
             pass
+
+
+#: What a notice's ``extra`` may be made of (or a tuple of them).
+_EXTRA = frozenset((str, int, bool, type(None)))
+
+
+def _plain_extra(extra: Any, nested: bool = False) -> Any:
+    """``extra`` as strings, integers and None (numpy's integers as Python's), or a
+    tuple of them; anything else is refused: it belongs in the payload."""
+    kind = type(extra)
+    if kind in _EXTRA:
+        return extra
+    if isinstance(extra, np.integer):
+        return int(extra)
+    if kind is tuple and not nested:
+        return tuple([_plain_extra(v, True) for v in extra])
+    raise TypeError(f"a notice's extra holds a {kind.__name__}: it belongs in the payload")
 
 
 def _writable(payload: object) -> bool:

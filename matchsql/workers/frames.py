@@ -1,18 +1,20 @@
-"""Payload framing shared by both ends: a pickled list of entries, then an Arrow IPC stream.
+"""Payload framing shared by both ends: a list of entries, then an Arrow IPC stream.
 
 The entries say what the rows are (for input: partition, bucket, key, row
 count, last piece?; for output: partition, row count, partition done?);
-the IPC stream holds the rows themselves. Only engine-made values are
-pickled here (partition keys, counters), never user text to be evaluated.
+the IPC stream holds the rows themselves. A payload lies in shared memory, so
+nothing of it is a pickle: the entries are in the data-only snapshot format
+(:mod:`.wire`), whose loading runs no code, the rows Arrow IPC.
 """
 
 from __future__ import annotations
 
-import pickle
 import struct
 from typing import Any
 
 import pyarrow as pa
+
+from matchsql.workers.wire import MessageError, dumps, loads
 
 _LEN = struct.Struct("<Q")
 
@@ -23,7 +25,7 @@ class Packed:
 
     def __init__(self, entries: list[Any], batches: list[pa.RecordBatch],
                  schema: pa.Schema | None = None) -> None:
-        self.meta = pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL)
+        self.meta = dumps(entries)
         self.batches = batches
         self.schema = schema or (batches[0].schema if batches else None)
         mock = pa.MockOutputStream()  # counts the bytes, copies nothing
@@ -61,11 +63,23 @@ def pack(entries: list[Any], batches: list[pa.RecordBatch],
 
 
 def unpack(payload: bytes) -> tuple[list[Any], list[pa.RecordBatch]]:
-    """The entries and batches of a :func:`pack` payload; the batches own their memory."""
-    (size,) = _LEN.unpack_from(payload, 0)
+    """The entries and batches of a :func:`pack` payload; the batches own their memory
+    (:class:`~.wire.MessageError` for a payload that is not one)."""
     view = memoryview(payload)  # slices of a view copy nothing (of bytes they copy the rows)
-    entries = pickle.loads(view[_LEN.size:_LEN.size + size])
+    if len(view) < _LEN.size:
+        raise MessageError("a worker process message is unreadable: too short for its frame")
+    (size,) = _LEN.unpack_from(view, 0)
+    if size > len(view) - _LEN.size:
+        raise MessageError("a worker process message is unreadable: its entries run past "
+                           "its end")
+    entries = loads(view[_LEN.size:_LEN.size + size])
+    if not isinstance(entries, list):
+        raise MessageError("a worker process message is unreadable: its entries are not a list")
     rest = view[_LEN.size + size:]
     if not rest:
         return entries, []
-    return entries, list(pa.ipc.open_stream(pa.py_buffer(rest)))
+    try:
+        return entries, list(pa.ipc.open_stream(pa.py_buffer(rest)))
+    except (pa.ArrowException, ValueError) as exc:
+        raise MessageError(f"a worker process message is unreadable: its rows are not an "
+                           f"Arrow stream ({exc})") from None

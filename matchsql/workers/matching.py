@@ -7,7 +7,7 @@ Shared by the worker's message loop (:mod:`.process`) for sorted pieces and by
 from __future__ import annotations
 
 import dataclasses
-import pickle
+import struct
 import time
 from typing import Any
 
@@ -24,6 +24,9 @@ from matchsql.spark.state import restore_like, snapshot_matcher
 from matchsql.workers.balance import charge
 from matchsql.workers.channel import RingWriter
 from matchsql.workers.frames import Packed, unpack
+from matchsql.workers.wire import MessageError, dumps, loads
+
+_LEN = struct.Struct("<Q")
 
 
 class Query:
@@ -125,7 +128,7 @@ class Query:
         if kind == "data":
             answer(self, writer, *unpack(payload))
         elif kind == "take":
-            entries, starts, stops, parts = pickle.loads(payload)
+            entries, starts, stops, parts = _take(payload)
             if self.shared is None:
                 raise Error("rows were asked for before the query's shared input")
             rows = self.shared.gather(starts, stops, parts)
@@ -157,10 +160,10 @@ class Query:
         for number, (_, key, run) in moving.items():
             del self.runs[number]
             state.append((number, key, snapshot_matcher(run, plain_first=True)))
-        return pickle.dumps((bucket, state), protocol=pickle.HIGHEST_PROTOCOL)
+        return dumps((bucket, state))
 
     def restore(self, payload: bytes) -> list[int]:
-        bucket, state = pickle.loads(payload)
+        bucket, state = loads(payload)
         numbers = []
         for number, key, data in state:
             run = restore_like(self.new_run(key), data)
@@ -169,6 +172,31 @@ class Query:
             self.runs[number] = (bucket, key, run)
             numbers.append(number)
         return numbers
+
+
+def take_bytes(entries: list[tuple], starts: np.ndarray, stops: np.ndarray) -> bytes:
+    """A "take" message: ``entries`` (as :meth:`Query.data`'s, see :func:`.wire.dumps`),
+    then the ranges of the shared input that hold their rows, as raw int64 (their
+    starts, then their stops)."""
+    meta = dumps(entries)
+    bounds = np.concatenate((starts, stops)).astype("<i8", copy=False)
+    return b"".join((_LEN.pack(len(meta)), meta, bounds.tobytes()))
+
+
+def _take(payload: bytes) -> tuple[list, np.ndarray, np.ndarray, None]:
+    view = memoryview(payload)
+    size = _LEN.unpack_from(view)[0] if len(view) >= _LEN.size else -1
+    rest = len(view) - _LEN.size - size
+    if size < 0 or rest < 0 or rest % 16:
+        raise MessageError("a worker process message is unreadable: a \"take\" that is not "
+                           "entries and ranges")
+    entries = loads(view[_LEN.size:_LEN.size + size])
+    if not isinstance(entries, list):
+        raise MessageError("a worker process message is unreadable: a \"take\" whose "
+                           "entries are not a list")
+    bounds = np.frombuffer(view[_LEN.size + size:], "<i8").astype(np.int64)
+    half = len(bounds) // 2
+    return entries, bounds[:half], bounds[half:], None
 
 
 def cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

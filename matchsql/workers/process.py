@@ -5,7 +5,7 @@ notices in order from its input channel, so everything the router sent for
 a bucket before a snapshot request has been matched when the snapshot is
 taken (the State Transfer protocol's "flush" needs nothing more):
 
-* ``query``: the MatchSpec and Config of the next query (pickled); ``gather``
+* ``query``: the MatchSpec and Config of the next query (:func:`.wire.query_bytes`); ``gather``
   and ``stream`` start the other kinds of query (:mod:`.gather`, :mod:`.streamed`);
 * ``data``: pieces of partitions, one Arrow batch, in input order per partition;
   a partition's last piece finishes its run;
@@ -19,12 +19,14 @@ It answers with ``out`` (matches per partition, in order), ``state``,
 ``error`` (the first matchsql error of the query; the rest of the query is
 skipped) and ``ended`` (the query's figures: rows, CPU serving messages, per
 bucket and in all, and when each message was served, for the bench's timeline).
+
+Every payload is read with :mod:`.wire` (or :mod:`.frames`): nothing read from the
+channel is unpickled.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import time
 from collections import OrderedDict
@@ -37,12 +39,13 @@ from matchsql.workers import segments
 from matchsql.workers.channel import RingReader, RingWriter
 from matchsql.workers.gather import Gather
 from matchsql.workers.matching import Query
-from matchsql.workers.shared_rows import Attached
+from matchsql.workers.shared_rows import Attached, SharedLayout
 from matchsql.workers.streamed import Streamed
+from matchsql.workers.wire import dumps, error_bytes, query_of
 
 #: The first notice of a query names its kind: sorted pieces, rows to sort, a live stream.
 KINDS = {"query": Query, "gather": Gather, "stream": Streamed}
-#: Queries (their pickled spec and settings) whose unpickled objects a worker keeps.
+#: Queries (their message bytes: spec and settings) whose built objects a worker keeps.
 KEPT_QUERIES = 8
 
 
@@ -88,7 +91,14 @@ def main(prefix: str, index: int, inbox: Connection, inbox_name: str, outbox: Co
                 return
             if kind in KINDS:
                 cpu_ns, spans = time.process_time_ns(), []
-                query = KINDS[kind](index, *_unpickled(kept, payload))
+                try:
+                    query = KINDS[kind](index, *_query(kept, payload))
+                except Error as err:  # a message it will not read: the query fails
+                    query = None
+                    writer.send("error", error_bytes(err))
+                except Exception as exc:
+                    query = None
+                    writer.send("error", error_bytes(internal_error(exc)))
                 continue
             if kind == "end":
                 stats = (query.rows, query.busy_ns, query.bucket_ns,
@@ -96,25 +106,25 @@ def main(prefix: str, index: int, inbox: Connection, inbox_name: str, outbox: Co
                     else (0, 0, {}, 0, [])
                 query = None
                 attached.ended()
-                writer.send("ended", None, stats)
+                writer.send("ended", dumps(stats))
                 continue
             if query is None or query.failed:
                 continue
             started, began = time.process_time_ns(), time.perf_counter()
             try:
                 if kind == "share" and isinstance(query, Query):
-                    query.shared = attached.rows(pickle.loads(payload))
+                    query.shared = attached.rows(SharedLayout.of(payload))
                 else:
                     query.serve(writer, kind, payload, extra)
             except Error as err:
                 query.failed = True
-                writer.send("error", _error_bytes(err))
+                writer.send("error", error_bytes(err))
             except MemoryError:
                 query.failed = True
-                writer.send("error", _error_bytes(Error("a worker process ran out of memory")))
+                writer.send("error", error_bytes(Error("a worker process ran out of memory")))
             except Exception as exc:  # a bug in the engine: a one-line error, no traceback
                 query.failed = True
-                writer.send("error", _error_bytes(internal_error(exc)))
+                writer.send("error", error_bytes(internal_error(exc)))
             if isinstance(query, Query) and query.deferred and not reader.poll(0):
                 query.flush(writer)
             query.busy_ns += time.process_time_ns() - started
@@ -126,28 +136,20 @@ def main(prefix: str, index: int, inbox: Connection, inbox_name: str, outbox: Co
         writer.close()
 
 
-def _unpickled(kept: OrderedDict[bytes, tuple], payload: bytes) -> tuple:
+def _query(kept: OrderedDict[bytes, tuple], payload: bytes) -> tuple:
     """A query's spec and settings; the same objects as last time for the same bytes.
 
     Compiled plans are kept in each spec's own memo (planner._plan): a query
     run again (the same statement, or a prepared one) then finds its plan
-    built, where a fresh unpickled spec would build it again in every worker
+    built, where a freshly read spec would build it again in every worker
     (about 3 ms each, 1M-row Q2) while the router reads the input.
     """
     found = kept.get(payload)
     if found is None:
-        found = kept[payload] = pickle.loads(payload)
+        found = kept[payload] = query_of(payload)
         if len(kept) > KEPT_QUERIES:
             kept.popitem(last=False)
     else:
         kept.move_to_end(payload)
     return found
 
-
-def _error_bytes(err: Error) -> bytes:
-    try:
-        data = pickle.dumps(err, protocol=pickle.HIGHEST_PROTOCOL)
-        pickle.loads(data)
-        return data
-    except Exception:  # an error whose arguments do not round-trip: keep its text
-        return pickle.dumps(Error(err.message))

@@ -36,7 +36,7 @@ reordered.
 from __future__ import annotations
 
 import bisect
-import pickle
+import dataclasses
 import select
 import time
 import zlib
@@ -49,7 +49,7 @@ import pyarrow as pa
 
 from matchsql.cancel import INTERRUPTED, Cancellation
 from matchsql.config import Config
-from matchsql.errors import Error, ExecutionError
+from matchsql.errors import ExecutionError
 from matchsql.plan.spec import MatchSpec
 from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import keys_of, split
@@ -63,8 +63,10 @@ from matchsql.workers.balance import (
     spread,
 )
 from matchsql.workers.frames import Packed, unpack
+from matchsql.workers.matching import take_bytes
 from matchsql.workers.pool import Worker, WorkerLost, WorkerPool
 from matchsql.workers.shared_rows import SharedLayout
+from matchsql.workers.wire import MessageError, error_of, loads, query_bytes
 
 BUCKETS = 64
 #: How long the router waits for answers before it looks at the interrupt again (it waits
@@ -95,6 +97,17 @@ HOLD_OPEN = True
 #: (:func:`~matchsql.workers.balance.in_ranges`); False: hashed keys, as elsewhere (the
 #: bench's migration table, which picks its hot partition's bucket by key).
 RANGE_BUCKETS = True
+
+
+def query_payload(spec: MatchSpec, config: Config) -> bytes:
+    """The "query" message of ``spec`` under ``config`` (:func:`~.wire.query_bytes`), kept
+    in the spec's memo per settings: a statement run again sends it without writing its
+    spec again (half a millisecond of the router's serial part, a short query's spec)."""
+    key = ("workers.query", dataclasses.astuple(config))
+    found = spec.memo.get(key)
+    if found is None:
+        found = spec.memo[key] = query_bytes(spec, config)
+    return found
 
 
 def bucket_of(key: tuple, buckets: int) -> int:
@@ -200,7 +213,7 @@ class WorkerRouter:
         """The matches of every partition of ``source`` (the input in partition and ORDER BY
         order: grouped here, or batches), in the single-process order."""
         self._mark("start")
-        payload = pickle.dumps((self.spec, self.config), protocol=pickle.HIGHEST_PROTOCOL)
+        payload = query_payload(self.spec, self.config)
         for index in range(len(self.workers)):
             self._post(index, "query", payload)
         shareable = isinstance(source, GroupedRows) and all(
@@ -461,8 +474,7 @@ class WorkerRouter:
                 else:
                     runs.append([start, stop])
             bounds = np.array(runs, np.int64).reshape(-1, 2)
-            self._post(index, "take", pickle.dumps((entries, bounds[:, 0], bounds[:, 1], None),
-                                                   protocol=pickle.HIGHEST_PROTOCOL))
+            self._post(index, "take", take_bytes(entries, bounds[:, 0], bounds[:, 1]))
             return
         # The pieces go as they are (the worker concatenates them: that copy runs in
         # parallel there, not in this serial router). Written straight into the
@@ -486,7 +498,7 @@ class WorkerRouter:
         moving = self.migrating.pop(bucket)
         self._post(moving.target, "restore", state, bucket)
         self.owner[bucket] = moving.target
-        _, runs = pickle.loads(state)
+        _, runs = loads(state)
         for entry, piece in moving.buffered:
             rows = entry[3]
             self.bucket_rows[bucket] -= rows  # _add counts them again
@@ -539,9 +551,9 @@ class WorkerRouter:
         elif kind == "state":
             self._states.append((extra, payload))
         elif kind == "error":
-            err = pickle.loads(payload)
-            raise err if isinstance(err, Error) else ExecutionError(str(err))
+            raise error_of(payload)
         elif kind == "ended":
+            extra = _stats(payload)
             self._ended += 1
             worker.rows_done += extra[0]
             worker.busy_s += extra[1] / 1e9
@@ -632,6 +644,16 @@ class WorkerRouter:
             death = worker.death()
             if death is not None and not worker.pipe.poll(0):
                 raise _died(worker, death)
+
+
+def _stats(payload: bytes) -> tuple:
+    """A worker's figures of its query (see :mod:`.process`)."""
+    stats = loads(payload)
+    if not (isinstance(stats, tuple) and len(stats) == 5 and isinstance(stats[2], dict)
+            and isinstance(stats[4], list)):
+        raise MessageError("a worker process message is unreadable: figures that are not "
+                           "figures")
+    return stats
 
 
 def _died(worker: Worker, how: str) -> ExecutionError:

@@ -29,7 +29,6 @@ restore, drain, switch).
 
 from __future__ import annotations
 
-import pickle
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -49,6 +48,7 @@ from matchsql.workers.frames import pack, unpack
 from matchsql.workers.plan import BUCKET, KEYS_VIEW, POSITION, ROWS_VIEW, WAVES, ScatterPlan
 from matchsql.workers.pool import WorkerPool
 from matchsql.workers.router import BUCKETS, MigrationRecord, WorkerRouter
+from matchsql.workers.wire import query_bytes
 
 
 def _quoted(name: str) -> str:
@@ -120,8 +120,7 @@ class ScatterRouter(WorkerRouter):
 
     def run(self, batches: Iterable[pa.RecordBatch] = ()) -> Iterator[pa.RecordBatch]:
         n = len(self.workers)
-        payload = pickle.dumps((self.spec, self.config, self.plan),
-                               protocol=pickle.HIGHEST_PROTOCOL)
+        payload = query_bytes(self.spec, self.config, self.plan)
         for index in range(n):
             self._post(index, "gather", payload)
         for wave, sql in enumerate(self.plan.waves):

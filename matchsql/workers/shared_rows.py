@@ -19,14 +19,14 @@ an unreserved page would have killed the process with SIGBUS on first touch.
 from __future__ import annotations
 
 import os
-import pickle
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import pyarrow as pa
 
 from matchsql.router.presorted import GroupedRows
 from matchsql.workers import segments
+from matchsql.workers.wire import MessageError, dumps, loads
 
 #: A segment larger than this is given back once its query ends (a smaller one stays
 #: for the next query, its pages mapped): one large query does not pin its memory.
@@ -53,7 +53,19 @@ class SharedLayout:
     ends: np.ndarray  # where each partition ends in the grouped rows
 
     def bytes(self) -> bytes:
-        return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
+        """The layout as a "share" message (its fields in order: the arrays as raw buffers)."""
+        return dumps(tuple(getattr(self, f.name) for f in fields(self)))
+
+    @classmethod
+    def of(cls, payload: bytes) -> SharedLayout:
+        """The layout of a :meth:`bytes` message."""
+        values = loads(payload)
+        if not isinstance(values, tuple) or len(values) != len(fields(cls)) or \
+                not isinstance(values[0], str) or not isinstance(values[7], pa.Schema) or \
+                not isinstance(values[11], np.ndarray):
+            raise MessageError("a worker process message is unreadable: a shared input's "
+                               "layout that is not one")
+        return cls(*values)
 
 
 class RowsArena:

@@ -30,7 +30,6 @@ metrics see the workers' runs as they would see runs in this process.
 
 from __future__ import annotations
 
-import pickle
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -53,6 +52,7 @@ from matchsql.workers.balance import Policy, least_loaded, rows_per_bucket, spre
 from matchsql.workers.frames import Packed, unpack
 from matchsql.workers.pool import WorkerPool
 from matchsql.workers.router import MigrationRecord, WorkerRouter, bucket_of
+from matchsql.workers.wire import dumps, loads, query_bytes
 
 #: Batches a router may keep in flight beyond the one it is routing (``route(more=True)``):
 #: one is enough for the workers to have the next batch queued while the router cuts.
@@ -91,8 +91,7 @@ class StreamRouter(WorkerRouter):
 
     def _start(self) -> None:
         if not self._started:
-            payload = pickle.dumps((self.spec, self.config, self.live),
-                                   protocol=pickle.HIGHEST_PROTOCOL)
+            payload = query_bytes(self.spec, self.config, self.live)
             for index in range(len(self.workers)):
                 self._post(index, "stream", payload)
             self._started = True
@@ -133,8 +132,7 @@ class StreamRouter(WorkerRouter):
     def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> None:
         """The workers' runs count Go4Risk statistics per tuple from now on."""
         self._start()
-        payload = pickle.dumps((tuple(states), tuple(label_state)),
-                               protocol=pickle.HIGHEST_PROTOCOL)
+        payload = query_bytes(tuple(states), tuple(label_state))
         for index in range(len(self.workers)):
             self._post(index, "observe", payload)
 
@@ -283,7 +281,7 @@ class StreamRouter(WorkerRouter):
             per[index].append((key, bucket, snapshot_matcher(run, plain_first=True)))
         self.partitions = len(self.first)
         for index, state in per.items():
-            self._post(index, "load", pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+            self._post(index, "load", dumps(state))
 
     # -- migration ------------------------------------------------------------------------
 
@@ -307,7 +305,7 @@ class StreamRouter(WorkerRouter):
         _, state = self._states.popleft()
         self._post(target, "restore", state, bucket)
         self.owner[bucket] = target
-        runs = pickle.loads(state)[1]
+        runs = loads(state)[1]
         self.migrations.append(MigrationRecord(
             bucket, source, target, time.perf_counter() - started, len(state), len(runs), 0))
         self.pool.migrations += 1
@@ -329,7 +327,7 @@ class StreamRouter(WorkerRouter):
         if kind == "finished":
             self._on_out(index, payload, extra)
         elif kind == "dump":
-            self._answers.setdefault(extra, {})[index] = (None, pickle.loads(payload))
+            self._answers.setdefault(extra, {})[index] = (None, loads(payload))
         else:
             super()._answer(index, kind, payload, extra)
 

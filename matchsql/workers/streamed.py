@@ -20,7 +20,6 @@ metrics' Mem, and the push switch's view of the InputHolders).
 
 from __future__ import annotations
 
-import pickle
 import time
 from typing import Any
 
@@ -36,6 +35,7 @@ from matchsql.workers.balance import charge
 from matchsql.workers.channel import RingWriter
 from matchsql.workers.frames import Packed, unpack
 from matchsql.workers.matching import cast
+from matchsql.workers.wire import dumps, loads, query_of
 
 
 class Streamed:
@@ -71,19 +71,18 @@ class Streamed:
                 self.counting.pop(key, None)
             state = [(key, extra, snapshot_matcher(self.runs.pop(key)[1], plain_first=True))
                      for key in moving]
-            writer.send("state", pickle.dumps((extra, state), protocol=pickle.HIGHEST_PROTOCOL),
-                        extra)
+            writer.send("state", dumps((extra, state)), extra)
         elif kind == "restore":
-            self._load(pickle.loads(payload)[1])
+            self._load(loads(payload)[1])
         elif kind == "dump":
             state = [(key, bucket, snapshot_matcher(run, plain_first=True))
                      for key, (bucket, run) in self.runs.items()]
-            writer.send("dump", pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL), extra)
+            writer.send("dump", dumps(state), extra)
         elif kind == "load":
             self.runs = {}
-            self._load(pickle.loads(payload))
+            self._load(loads(payload))
         elif kind == "observe":
-            self.observing = pickle.loads(payload)
+            self.observing = query_of(payload)
             self.counting = {}
 
     def feed(self, writer: RingWriter, entries: list[tuple], batches: list[pa.RecordBatch],

@@ -212,7 +212,7 @@ def test_migrations_move_open_state(connections, mode: str) -> None:
 
 @pytest.mark.parametrize("path", ["reference", "auto"])
 def test_migrations_on_each_matcher_kind(connections, path: str) -> None:
-    """Reference matchers hold closures (cloudpickle), compiled ones do not (plain pickle)."""
+    """Both kinds of matcher move between workers (their state in the snapshot format)."""
     _mode(connections, "sorted")  # open runs move only where partitions arrive in pieces
     _random_table(connections[1], random.Random(11))
     _random_table(connections[2], random.Random(11))

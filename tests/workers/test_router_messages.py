@@ -8,7 +8,6 @@ than a message reaches its worker in one entry, matched with the others.
 
 from __future__ import annotations
 
-import pickle
 from collections import Counter, deque
 
 import pyarrow as pa
@@ -16,6 +15,7 @@ import pytest
 
 import matchsql
 from matchsql.workers import router as router_module
+from matchsql.workers import wire
 from matchsql.workers.frames import pack
 from matchsql.workers.router import WorkerRouter
 
@@ -46,7 +46,7 @@ def _entries(con: matchsql.Connection, monkeypatch) -> tuple[list, list]:
 
     def recording(self, index, kind, payload=None, extra=None):
         if kind == "data":
-            sent.extend(pickle.loads(payload.meta))
+            sent.extend(wire.loads(payload.meta))
         return post(self, index, kind, payload, extra)
 
     monkeypatch.setattr(WorkerRouter, "_post", recording)

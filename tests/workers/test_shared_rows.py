@@ -4,7 +4,6 @@ and the answers to those takes."""
 from __future__ import annotations
 
 import errno
-import pickle
 import random
 
 import numpy as np
@@ -15,7 +14,7 @@ import matchsql
 from matchsql.config import Config
 from matchsql.router.presorted import GroupedRows, OrderKey, grouped, grouped_rows
 from matchsql.workers import shared_rows
-from matchsql.workers.matching import Query
+from matchsql.workers.matching import Query, take_bytes
 from matchsql.workers.shared_rows import Attached, RowsArena
 from tests.fsm.specs import make_spec
 
@@ -202,7 +201,7 @@ def test_answers_to_takes_wait_for_a_flush_and_keep_their_order() -> None:
     ends = rows.ends.tolist()  # [3, 6]: partition 1 then partition 2
     for number, (start, stop) in enumerate([(0, ends[0]), (ends[0], ends[1])]):
         entry = (number, 0, (number + 1,), stop - start, True)
-        payload = pickle.dumps(([entry], np.array([start]), np.array([stop]), None))
+        payload = take_bytes([entry], np.array([start]), np.array([stop]))
         query.serve(writer, "take", payload, None)
     assert writer.sent == []  # kept while (as far as it knows) more may come
     query.flush(writer)
