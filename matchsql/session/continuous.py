@@ -275,7 +275,11 @@ class ContinuousQueries:
         running = {name: runner.thread.is_alive() for name, runner in self.runners.items()}
         for row in self._rows():
             runner = self.runners.get(row["name"])
-            live = runner is not None and running.get(row["name"], True)
+            # A row whose query has ended (finished, stopped, failed) has its final counts
+            # in the catalog, written with that state in one transaction; the thread's own
+            # counters catch up a moment after the commit.
+            live = runner is not None and running.get(row["name"], True) and \
+                row["state"] == "running"
             state, error = row["state"], row["error"]
             if state == "running" and not live and not liveness.alive(row["owner_pid"],
                                                                       row["owner_started"]):
