@@ -56,8 +56,10 @@ for name in names:
             cached[f"{name}.{attr}"] = len(value.overloads)
 variants = {json.dumps(key): len(partition_loop._drivers[k].overloads)
             if k in partition_loop._drivers else 0 for key, k in kernel._variants.items()}
+full_loop = partition_loop._drivers.get(kernel.run_attempts)
 print(json.dumps({"failed": failed, "cached": cached, "variants": variants,
-                  "full": len(kernel.run_attempts.overloads)}))
+                  "full": len(kernel.run_attempts.overloads),
+                  "full_loop": len(full_loop.overloads) if full_loop is not None else 0}))
 """
 
 
@@ -80,7 +82,8 @@ def test_every_statement_runs(probe: dict) -> None:
 
 def test_every_kernel_variant_and_its_partition_loop_is_reached(probe: dict) -> None:
     """The variants are (stack interpreter, ALL MATCHES, dead-end memo): all eight, each
-    through its compiled partition loop, and the full kernel."""
+    through its compiled partition loop, and the full kernel, alone and through its
+    partition loop."""
     from matchsql.fsm.compiled.kernel import FEATURES
 
     stack, ends, memo = (FEATURES.index(f) for f in ("F_STACK", "F_ENDS", "F_MEMO"))
@@ -90,7 +93,7 @@ def test_every_kernel_variant_and_its_partition_loop_is_reached(probe: dict) -> 
         reached[(flags[stack], flags[ends], flags[memo])] = loops
     assert set(reached) == set(itertools.product((False, True), repeat=3))
     assert all(loops >= 1 for loops in reached.values()), reached
-    assert probe["full"] >= 1
+    assert probe["full"] >= 1 and probe["full_loop"] >= 1
 
 
 def test_every_cached_kernel_called_from_python_is_reached(probe: dict) -> None:

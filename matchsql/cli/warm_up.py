@@ -107,6 +107,12 @@ BODIES: tuple[tuple[str, str], ...] = (
         "WITHIN INTERVAL '1' HOUR DEFINE B AS B.price > A.price",
     ),
     (
+        "full kernel through the partition loop (SKIP TO FIRST)",
+        "PARTITION BY k ORDER BY ts MEASURES LAST(B.price) AS b ONE ROW PER MATCH "
+        "AFTER MATCH SKIP TO FIRST B PATTERN (A B{1,3} C) "
+        "DEFINE B AS B.price < A.price, C AS C.price > A.price",
+    ),
+    (
         "cross-row string codes",
         "ORDER BY ts MEASURES FIRST(X.symbol) AS sym, COUNT(*) AS n ONE ROW PER MATCH "
         "PATTERN (X Y+) DEFINE Y AS Y.symbol = X.symbol AND Y.s >= X.s",
