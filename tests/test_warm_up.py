@@ -31,6 +31,7 @@ INSIDE_ONLY = {
     "matchsql.fsm.compiled.kernel.put_record",
     "matchsql.fsm.compiled.kernel.shape_condition",
     "matchsql.fsm.compiled.within._past",
+    "matchsql.fsm.compiled.partition_loop.close_call",
     "matchsql.router.grouping._row_in_order",
 }
 #: Kernels the warm-up does not reach, each with why (none at present).

@@ -43,7 +43,7 @@ from matchsql.fsm.compiled.matcher import (
     register_columns,
 )
 from matchsql.fsm.compiled.measures import expansion, output_batch
-from matchsql.fsm.compiled.partition_loop import NEED_SPACE, driver
+from matchsql.fsm.compiled.partition_loop import NEED_SPACE, driver, next_partition
 from matchsql.fsm.compiled.rowlocal import EDGES, PartitionEdges
 from matchsql.plan.row_functions import Navigation
 from matchsql.plan.spec import RowsPerMatch
@@ -169,9 +169,7 @@ class WholePartitions:
                  found: np.ndarray, flag: np.ndarray, width: RowWidth) -> None:
         """Every partition through the DFA in one compiled loop (:func:`.dfa.dfa_partitions`),
         which comes back here only to grow the output or to raise an error."""
-        params[K.K_NEXT] = 0
-        params[K.K_MN] = 0
-        params[K.K_COVERED] = -1
+        next_partition(params)
         part = 0
         parts = len(bounds) - 1
         while part < parts:
@@ -181,11 +179,7 @@ class WholePartitions:
                                  out.labels, flag, bounds, part, out.records_used,
                                  out.labels_used, found)
             if status == K.ST_FULL:
-                params[K.K_NEXT] = nxt
-                params[K.K_MN] = mn
-                params[K.K_COVERED] = covered
-                caps[int(err_row)] *= 2
-                self.caps = np.maximum(self.caps, caps)
+                self._grow(params, caps, nxt, mn, covered, int(err_row))
             elif status >= K.ST_THREADS:
                 raise_status(self.spec, self.config, width, int(status), int(err_row))
 
@@ -200,9 +194,7 @@ class WholePartitions:
         assert self._kernel is not None
         drive = driver(self._kernel)
         conj = plan.registers.conjunct_table()
-        params[K.K_NEXT] = 0
-        params[K.K_MN] = 0
-        params[K.K_COVERED] = -1
+        next_partition(params)
         part = 0
         parts = len(bounds) - 1
         while part < parts:
@@ -216,15 +208,22 @@ class WholePartitions:
             if status == NEED_SPACE:
                 continue
             if status == K.ST_FULL:
-                params[K.K_NEXT] = nxt
-                params[K.K_MN] = mn
-                params[K.K_COVERED] = covered
-                caps[err_row] *= 2
+                self._grow(params, caps, nxt, mn, covered, err_row)
                 if err_row < K.W_RECORDS:
                     work = _threads(caps, len(plan.program), len(plan.variables))
-                self.caps = np.maximum(self.caps, caps)
             elif status >= K.ST_THREADS:
                 raise_status(self.spec, self.config, width, status, err_row)
+
+
+    def _grow(self, params: np.ndarray, caps: np.ndarray, nxt: int, mn: int, covered: int,
+              full: int) -> None:
+        """After ``K.ST_FULL``: resume the partition where the call stopped, with twice
+        the room in the array ``full`` ran out of (kept for the next batches too)."""
+        params[K.K_NEXT] = nxt
+        params[K.K_MN] = mn
+        params[K.K_COVERED] = covered
+        caps[full] *= 2
+        self.caps = np.maximum(self.caps, caps)
 
 
 def _block(m: Matches, first: int, stop: int) -> Matches:

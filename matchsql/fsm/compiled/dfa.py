@@ -48,6 +48,7 @@ from numba import njit
 
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled.kernel import MEMO_EVERY
+from matchsql.fsm.compiled.partition_loop import close_call, next_partition
 
 MAX_COND_VARS = 8  # conditioned variables: at most 256 symbols
 MAX_STATES = 4096
@@ -506,16 +507,11 @@ def dfa_partitions(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params
         status, nxt, mn, covered, err_row, n_rec, n_lab = run_dfa(
             step, dead2, src_off, src, lab, seeds, sym[a:b], skip_mask, params,
             records[rec_used:], labels[lab_used:], cancel)
-        for r in range(rec_used, rec_used + n_rec):
-            records[r, 1] += a
-            records[r, 4] += lab_used
+        close_call(records, rec_used, n_rec, a, lab_used, found, part)
         rec_used += n_rec
         lab_used += n_lab
-        found[part] += n_rec
         if status == K.ST_FULL or status >= K.ST_THREADS:
             return status, nxt, mn, covered, err_row, part, rec_used, lab_used
-        params[K.K_NEXT] = 0
-        params[K.K_MN] = 0
-        params[K.K_COVERED] = -1
+        next_partition(params)
         part += 1
     return K.ST_DONE, 0, 0, 0, 0, part, rec_used, lab_used

@@ -27,7 +27,7 @@ from numba.core.dispatcher import Dispatcher
 
 from matchsql.fsm.compiled import kernel as K
 
-__all__ = ["NEED_SPACE", "driver"]
+__all__ = ["NEED_SPACE", "close_call", "driver", "next_partition"]
 
 #: The loop's status where the output arrays have less free room than ``caps`` asks of
 #: them: the caller grows them and calls again (the next partition not yet begun).
@@ -51,6 +51,27 @@ def driver(kernel: Dispatcher) -> Dispatcher:
             fn.__doc__ = _partitions.__doc__
             found = _drivers[kernel] = njit(cache=True, nogil=True)(fn)
     return found
+
+
+@njit(cache=True, nogil=True)
+def close_call(records, rec_used, n_rec, first_row, lab_used, found, part):
+    """The bookkeeping of one kernel call of a compiled partition loop (this module's, and
+    :func:`~matchsql.fsm.compiled.dfa.dfa_partitions`): the ``n_rec`` records it wrote
+    from ``rec_used`` on get the batch's row numbers (the call's start at
+    ``first_row``) and label offsets (its labels start at ``lab_used``), and count for
+    partition ``part``."""
+    for r in range(rec_used, rec_used + n_rec):
+        records[r, 1] += first_row
+        records[r, 4] += lab_used
+    found[part] += n_rec
+
+
+@njit(cache=True, nogil=True)
+def next_partition(params):
+    """The parameters where a partition's matching begins (no attempt yet, match 0)."""
+    params[K.K_NEXT] = 0
+    params[K.K_MN] = 0
+    params[K.K_COVERED] = -1
 
 
 def _kernel(*args: object) -> tuple[int, ...]:  # the variant, in each driver's namespace
@@ -154,16 +175,11 @@ def _partitions(
             labels[lab_used:],
             cancel,
         )
-        for r in range(rec_used, rec_used + n_rec):
-            records[r, 1] += a
-            records[r, 4] += lab_used
+        close_call(records, rec_used, n_rec, a, lab_used, found, part)
         rec_used += n_rec
         lab_used += n_lab
-        found[part] += n_rec
         if status == K.ST_FULL or status >= K.ST_THREADS:
             return status, nxt, mn, covered, err_row, part, rec_used, lab_used
-        params[K.K_NEXT] = 0
-        params[K.K_MN] = 0
-        params[K.K_COVERED] = -1
+        next_partition(params)
         part += 1
     return K.ST_DONE, 0, 0, 0, 0, part, rec_used, lab_used
