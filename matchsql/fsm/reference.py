@@ -282,6 +282,10 @@ class ReferenceMatcher:
         # DEFINE's NEXT needs ``define_ahead`` rows that may not have arrived yet.
         limit = count if complete else count - self.query.define_ahead
         windowed = self._within_column is not None
+        # An attempt may read at most the rows the buffer limit allows: a runaway one
+        # stops there, not at the partition's end from every row. (The row width it
+        # depends on changes only when a batch arrives, not while this runs.)
+        cap = max_rows(self.config, self.width)
         machine = self.machine
         attempt = self.attempt
         check = self.cancel.check
@@ -298,9 +302,6 @@ class ReferenceMatcher:
                 if pos < count:
                     if pos >= limit:
                         break
-                    # An attempt may read at most the rows the buffer limit allows: a
-                    # runaway one stops there, not at the partition's end from every row.
-                    cap = max_rows(self.config, self.width)
                     if pos - attempt.start >= cap:
                         self._too_many_rows(attempt.start)
                     if not windowed:

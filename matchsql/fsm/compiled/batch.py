@@ -214,7 +214,6 @@ class WholePartitions:
             elif status >= K.ST_THREADS:
                 raise_status(self.spec, self.config, width, status, err_row)
 
-
     def _grow(self, params: np.ndarray, caps: np.ndarray, nxt: int, mn: int, covered: int,
               full: int) -> None:
         """After ``K.ST_FULL``: resume the partition where the call stopped, with twice
