@@ -28,6 +28,7 @@ run: warm
 
 test: warm
 	$(VENV)/bin/ruff check matchsql tests bench examples
+	$(VENV)/bin/ruff format --check matchsql tests bench examples
 	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup tests
 	$(VENV)/bin/mkdocs build --strict --site-dir $(SITE)
 

@@ -22,10 +22,12 @@ import time
 
 import matchsql
 
-QUERY = ("SELECT count(*) FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
-         "MEASURES COUNT(*) AS n ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW "
-         "PATTERN (A B+ C) DEFINE B AS B.price < A.price, "
-         "C AS C.price > A.price AND C.price < A.price * 1.0001)")
+QUERY = (
+    "SELECT count(*) FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+    "MEASURES COUNT(*) AS n ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW "
+    "PATTERN (A B+ C) DEFINE B AS B.price < A.price, "
+    "C AS C.price > A.price AND C.price < A.price * 1.0001)"
+)
 
 
 def timed(con: matchsql.Connection) -> float:
@@ -60,8 +62,10 @@ def main(argv: list[str] | None = None) -> None:
     con = matchsql.connect(workers=2)
     timed(con)  # the pool starts, the workers load their kernels
     usual = min(timed(con) for _ in range(args.repeat))
-    print(f"{os.cpu_count()} CPU core(s), load average {os.getloadavg()[0]:.1f}; the demo "
-          f"table, workers = 2; usual time (best of {args.repeat}): {usual:.2f} s")
+    print(
+        f"{os.cpu_count()} CPU core(s), load average {os.getloadavg()[0]:.1f}; the demo "
+        f"table, workers = 2; usual time (best of {args.repeat}): {usual:.2f} s"
+    )
     print(f"{'pause s':>8}{'next s':>9}{'next/usual':>12}")
     for pause in (float(p) for p in args.pauses.split(",")):
         for _ in range(args.repeat):

@@ -41,8 +41,13 @@ QUERY = """SELECT * FROM t MATCH_RECOGNIZE (
 def table(rows: int, length: int) -> pa.Table:
     rng = np.random.default_rng(0)
     ids = np.arange(rows, dtype=np.int64)
-    return pa.table({"id": ids, "g": (ids // length).astype(np.int64),
-                     "x": rng.integers(-1000, 1000, rows).astype(np.int32)})
+    return pa.table(
+        {
+            "id": ids,
+            "g": (ids // length).astype(np.int64),
+            "x": rng.integers(-1000, 1000, rows).astype(np.int32),
+        }
+    )
 
 
 def run(plan, batches: list[pa.RecordBatch]) -> tuple[float, pa.Table]:
@@ -73,8 +78,10 @@ def main(argv: list[str] | None = None) -> None:
     columnar, got = run(plan, batches)
     reference, expected = run(dataclasses.replace(plan, measures=None), batches)
     assert got.equals(expected), "column-wise and reference outputs differ"
-    print(f"aggregates: {args.rows} rows, matches of {args.length} rows, ALL ROWS PER MATCH, "
-          f"RUNNING sum(A.x * 2) and array_agg(x)")
+    print(
+        f"aggregates: {args.rows} rows, matches of {args.length} rows, ALL ROWS PER MATCH, "
+        f"RUNNING sum(A.x * 2) and array_agg(x)"
+    )
     print(f"  column-wise measures  {columnar:8.3f} s")
     print(f"  reference evaluator   {reference:8.3f} s")
     print(f"  ratio (reference / column-wise)  {reference / columnar:6.1f}x")

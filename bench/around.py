@@ -46,8 +46,7 @@ NAMES = ["Q1", "Q2", "Q3", "Q4", "A B+ C+"]
 
 AROUND = {
     "count": "SELECT count(*) FROM ({q})",
-    "join": "SELECT s.n, count(*) FROM ({q}) m JOIN symbols s ON s.symbol = m.symbol "
-            "GROUP BY s.n",
+    "join": "SELECT s.n, count(*) FROM ({q}) m JOIN symbols s ON s.symbol = m.symbol GROUP BY s.n",
     "group": "SELECT symbol, count(*) FROM ({q}) GROUP BY symbol",
     "cte": "WITH m AS ({q}) SELECT count(*) FROM m",
 }
@@ -77,12 +76,16 @@ def run(rows: int, partitions: int, repeat: int, lag: bool, names: list[str]) ->
     con.duckdb.register("trade_src", synthetic_trades(rows, partitions))
     con.sql("CREATE TABLE trade AS SELECT * FROM trade_src")
     con.duckdb.unregister("trade_src")
-    con.sql("CREATE TABLE symbols AS SELECT symbol, row_number() OVER () AS n "
-            "FROM (SELECT DISTINCT symbol FROM trade)")
+    con.sql(
+        "CREATE TABLE symbols AS SELECT symbol, row_number() OVER () AS n "
+        "FROM (SELECT DISTINCT symbol FROM trade)"
+    )
     con.sql("CREATE TABLE shuffled AS SELECT * FROM trade ORDER BY hash(ts)")
     print(f"\n{rows:,} rows, {partitions} partition(s), 1 thread")
-    header = f"{'query':<9}{'statement':<11}{'old rows/s':>13}{'new rows/s':>13}{'new/old':>9}" \
-             f"{'old vs bare':>13}{'new vs bare':>13}"
+    header = (
+        f"{'query':<9}{'statement':<11}{'old rows/s':>13}{'new rows/s':>13}{'new/old':>9}"
+        f"{'old vs bare':>13}{'new vs bare':>13}"
+    )
     print(header)
     print("-" * len(header))
     for name in names:
@@ -93,24 +96,34 @@ def run(rows: int, partitions: int, repeat: int, lag: bool, names: list[str]) ->
                 continue  # Q1 and Q3 output no symbol column
             sql = text.format(q=q)
             bare_old, bare_new, old, new = interleaved(
-                con, [(True, q), (False, q), (True, sql), (False, sql)], repeat)
+                con, [(True, q), (False, q), (True, sql), (False, sql)], repeat
+            )
             if kind == "count":
-                print(f"{name:<9}{'bare':<11}{rows / bare_old:>13,.0f}{rows / bare_new:>13,.0f}"
-                      f"{bare_old / bare_new:>9.2f}")
-            print(f"{'':<9}{kind:<11}{rows / old:>13,.0f}{rows / new:>13,.0f}"
-                  f"{old / new:>9.2f}{bare_old / old:>13.2f}{bare_new / new:>13.2f}")
+                print(
+                    f"{name:<9}{'bare':<11}{rows / bare_old:>13,.0f}{rows / bare_new:>13,.0f}"
+                    f"{bare_old / bare_new:>9.2f}"
+                )
+            print(
+                f"{'':<9}{kind:<11}{rows / old:>13,.0f}{rows / new:>13,.0f}"
+                f"{old / new:>9.2f}{bare_old / old:>13.2f}{bare_new / new:>13.2f}"
+            )
     if "A B+ C+" in names:  # the price of trying: input out of order, sorted after all
         sql = QUERIES["A B+ C+"].replace("FROM trade ", "FROM shuffled ")
         old, new = interleaved(con, [(True, sql), (False, sql)], repeat)
-        print(f"{'A B+ C+':<9}{'shuffled':<11}{rows / old:>13,.0f}{rows / new:>13,.0f}"
-              f"{old / new:>9.2f}  (input out of order: DuckDB sorts it either way)")
+        print(
+            f"{'A B+ C+':<9}{'shuffled':<11}{rows / old:>13,.0f}{rows / new:>13,.0f}"
+            f"{old / new:>9.2f}  (input out of order: DuckDB sorts it either way)"
+        )
     if lag:
         window = "ORDER BY ts" if partitions == 1 else "PARTITION BY symbol ORDER BY ts"
         q = QUERIES["A B+ C+"]
         lag_s, old, new = interleaved(
-            con, [(False, LAG.format(window=window)), (True, q), (False, q)], repeat)
-        print(f"A B+ C+ vs DuckDB's LAG scan ({rows / lag_s:,.0f} rows/s): "
-              f"old {lag_s / old:.2f}x, new {lag_s / new:.2f}x (target >= 1.5x)")
+            con, [(False, LAG.format(window=window)), (True, q), (False, q)], repeat
+        )
+        print(
+            f"A B+ C+ vs DuckDB's LAG scan ({rows / lag_s:,.0f} rows/s): "
+            f"old {lag_s / old:.2f}x, new {lag_s / new:.2f}x (target >= 1.5x)"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -120,15 +133,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lag-partitions", default="1,50")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--queries", default=",".join(NAMES))
-    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
-                        help="cpu: process CPU time (all threads), steadier on a loaded machine "
-                             "for these single-threaded runs")
+    parser.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="cpu: process CPU time (all threads), steadier on a loaded machine "
+        "for these single-threaded runs",
+    )
     args = parser.parse_args(argv)
     global CLOCK
     CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
-    print(f"{os.cpu_count()} CPU core(s); old = DuckDB sorts the input and the matches stream "
-          "into the running statement; new = input taken in its order when it is in order, "
-          "matches held before the statement around them runs")
+    print(
+        f"{os.cpu_count()} CPU core(s); old = DuckDB sorts the input and the matches stream "
+        "into the running statement; new = input taken in its order when it is in order, "
+        "matches held before the statement around them runs"
+    )
     names = args.queries.split(",")
     counts = [int(p) for p in args.partitions.split(",")]
     lag = [int(p) for p in args.lag_partitions.split(",")]

@@ -76,12 +76,16 @@ def _query(name: str) -> str:
 def run(directory: Path, label: str, interval: float, mode: str, args) -> dict:
     database = str(directory / f"{label.replace(' ', '_')}_{mode}_{next(_RUNS)}.duckdb")
     con = matchsql.connect(database)
-    con.sql(f"CREATE STREAM trades ({COLUMNS}) WITH (capacity = 1048576, "
-            f"archive = '{directory / (Path(database).stem + '_hist')}/')")
+    con.sql(
+        f"CREATE STREAM trades ({COLUMNS}) WITH (capacity = 1048576, "
+        f"archive = '{directory / (Path(database).stem + '_hist')}/')"
+    )
     trade = synthetic_trades(1_000, 50, 1)  # noqa: F841 - the sink's shape, and a warm-up
     con.sql(f"CREATE TABLE sink AS SELECT * FROM ({_query('trade')}) LIMIT 0")
-    con.sql(f"CREATE CONTINUOUS QUERY q WITH (checkpoint_interval = {interval}) AS "
-            f"INSERT INTO sink {_query('trades')}")
+    con.sql(
+        f"CREATE CONTINUOUS QUERY q WITH (checkpoint_interval = {interval}) AS "
+        f"INSERT INTO sink {_query('trades')}"
+    )
     runner = con._executor.continuous.runners["q"]
     runner.latencies_ns = []
     if mode == "throughput":
@@ -99,8 +103,11 @@ def run(directory: Path, label: str, interval: float, mode: str, args) -> dict:
         while runner.position < total:
             time.sleep(0.01)
         values = sorted(v / 1e6 for v in runner.latencies_ns)
-        result = {"p50": percentile(values, 0.5), "p99": percentile(values, 0.99),
-                  "max": values[-1] if values else float("nan")}
+        result = {
+            "p50": percentile(values, 0.5),
+            "p99": percentile(values, 0.99),
+            "max": values[-1] if values else float("nan"),
+        }
     shown = con.sql("SHOW CONTINUOUS QUERIES")
     row = dict(zip(shown.columns, shown.fetchall()[0]))
     snap = runner.snapshot_bytes
@@ -117,27 +124,37 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=12.0)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    print(f"Q1 over 50 symbols; throughput: {args.rows:,} rows as fast as possible; latency: "
-          f"{args.rate:,} rows/s for {args.seconds:g} s in 1,000-row frames")
-    print(f"{'checkpoints':<12}{'rows/s':>12}{'vs off':>8}{'p50 ms':>9}{'p99 ms':>9}"
-          f"{'max ms':>9}{'checkpoints':>13}{'snapshot KiB':>14}")
+    print(
+        f"Q1 over 50 symbols; throughput: {args.rows:,} rows as fast as possible; latency: "
+        f"{args.rate:,} rows/s for {args.seconds:g} s in 1,000-row frames"
+    )
+    print(
+        f"{'checkpoints':<12}{'rows/s':>12}{'vs off':>8}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'max ms':>9}{'checkpoints':>13}{'snapshot KiB':>14}"
+    )
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch)
         run(directory, "warm-up", 1.0, "throughput", argparse.Namespace(rows=100_000))
         runs: dict[str, list[tuple[dict, dict]]] = {label: [] for label, _ in SETTINGS}
         for _ in range(args.repeat):
             for label, interval in SETTINGS:
-                runs[label].append((run(directory, label, interval, "throughput", args),
-                                    run(directory, label, interval, "latency", args)))
+                runs[label].append(
+                    (
+                        run(directory, label, interval, "throughput", args),
+                        run(directory, label, interval, "latency", args),
+                    )
+                )
     base = None
     for label, _ in SETTINGS:
         fast = {k: median(f[k] for f, _ in runs[label]) for k in runs[label][0][0]}
         paced = {k: median(p[k] for _, p in runs[label]) for k in runs[label][0][1]}
         base = base or fast["rows/s"]
-        print(f"{label:<12}{fast['rows/s']:>12,.0f}{fast['rows/s'] / base - 1:>+8.1%}"
-              f"{paced['p50']:>9.1f}{paced['p99']:>9.1f}{paced['max']:>9.1f}"
-              f"{fast['checkpoints']:>6.0f}/{paced['checkpoints']:<6.0f}"
-              f"{max(fast['snapshot'], paced['snapshot']) / 1024:>14,.0f}")
+        print(
+            f"{label:<12}{fast['rows/s']:>12,.0f}{fast['rows/s'] / base - 1:>+8.1%}"
+            f"{paced['p50']:>9.1f}{paced['p99']:>9.1f}{paced['max']:>9.1f}"
+            f"{fast['checkpoints']:>6.0f}/{paced['checkpoints']:<6.0f}"
+            f"{max(fast['snapshot'], paced['snapshot']) / 1024:>14,.0f}"
+        )
 
 
 if __name__ == "__main__":

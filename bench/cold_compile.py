@@ -35,12 +35,19 @@ from matchsql.fsm.compiled.matcher import NO_WITHIN, CompiledPlan, kernel_params
 from matchsql.storage.demo import synthetic_trades
 
 ROOT = Path(__file__).resolve().parents[1]
-SHAPES = {**{k: v for k, v in QUERIES.items() if k.startswith("Q")},
-          **{f"{k} one row": v.replace("ALL MATCHES", "ONE ROW PER MATCH")
-             for k, v in QUERIES.items() if k.startswith("Q")},
-          **{k: v for k, v in QUERIES.items() if not k.startswith("Q")}}
+SHAPES = {
+    **{k: v for k, v in QUERIES.items() if k.startswith("Q")},
+    **{
+        f"{k} one row": v.replace("ALL MATCHES", "ONE ROW PER MATCH")
+        for k, v in QUERIES.items()
+        if k.startswith("Q")
+    },
+    **{k: v for k, v in QUERIES.items() if not k.startswith("Q")},
+}
 
-COLD_SCRIPT = FRESH_SETUP + """
+COLD_SCRIPT = (
+    FRESH_SETUP
+    + """
 from numba.core import event
 
 class Compiles(event.Listener):
@@ -60,6 +67,7 @@ wall, cpu = time.perf_counter(), time.process_time()
 con.sql(sql).fetchall()
 print(json.dumps([time.perf_counter() - wall, time.process_time() - cpu, compiles.names]))
 """
+)
 
 
 def cold(sql: str) -> tuple[float, float, list[str]]:
@@ -80,15 +88,15 @@ def warm(rows: int, repeat: int) -> None:
         if not name.startswith("Q"):
             continue
         spec = spec_for(con.duckdb, sql, "trade")
-        batches = con.duckdb.sql("SELECT * FROM trade ORDER BY ts").to_arrow_table() \
-            .to_batches(65_536)
+        batches = (
+            con.duckdb.sql("SELECT * FROM trade ORDER BY ts").to_arrow_table().to_batches(65_536)
+        )
         best = {}
         sizes = set()
         used = []
         for _ in range(repeat):
             for mode in ("variant", "full"):
-                K.attempts_kernel = chosen if mode == "variant" else \
-                    (lambda *args: K.run_attempts)
+                K.attempts_kernel = chosen if mode == "variant" else (lambda *args: K.run_attempts)
                 if mode == "variant":
                     used.append(chosen(*_probe(spec)).py_func.__name__)
                 try:
@@ -100,17 +108,25 @@ def warm(rows: int, repeat: int) -> None:
                     K.attempts_kernel = chosen
                 best[mode] = min(best.get(mode, float("inf")), spent)
         same = "" if len(sizes) == 1 else f"  rows differ: {sorted(sizes)}"
-        print(f"{name:<12}{rows / best['variant'] / 1e6:>9.2f}M{rows / best['full'] / 1e6:>9.2f}M"
-              f"{best['full'] / best['variant']:>8.2f}  {used[0]}{same}")
+        print(
+            f"{name:<12}{rows / best['variant'] / 1e6:>9.2f}M{rows / best['full'] / 1e6:>9.2f}M"
+            f"{best['full'] / best['variant']:>8.2f}  {used[0]}{same}"
+        )
 
 
 def _probe(spec) -> tuple:
     """The arguments attempts_kernel sees for ``spec``'s matcher (no statistics, WITHIN)."""
     plan = CompiledPlan.build(spec)
     code, _, _, _, obs_last, obs_first = plan.registers.arrays()
-    return (plan.program, plan.registers.conjunct_table()[0], code,
-            kernel_params(spec, Config(), RowWidth(spec.columns)), np.zeros(0, np.int64), NO_WITHIN,
-            obs_last | obs_first)
+    return (
+        plan.program,
+        plan.registers.conjunct_table()[0],
+        code,
+        kernel_params(spec, Config(), RowWidth(spec.columns)),
+        np.zeros(0, np.int64),
+        NO_WITHIN,
+        obs_last | obs_first,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -127,13 +143,14 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def cold_table() -> None:
-    print(f"1. cold compile per query shape (fresh process, empty NUMBA_CACHE_DIR; load "
-          f"average {os.getloadavg()[0]:.1f}); target <= 3 s")
+    print(
+        f"1. cold compile per query shape (fresh process, empty NUMBA_CACHE_DIR; load "
+        f"average {os.getloadavg()[0]:.1f}); target <= 3 s"
+    )
     print(f"{'query':<14}{'CPU s':>7}{'wall s':>8}{'compiled':>9}  functions")
     for name, sql in SHAPES.items():
         cpu, wall, names = cold(sql)
-        print(f"{name:<14}{cpu:>7.2f}{wall:>8.2f}{len(names):>9}  {', '.join(names)}",
-              flush=True)
+        print(f"{name:<14}{cpu:>7.2f}{wall:>8.2f}{len(names):>9}  {', '.join(names)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -38,22 +38,27 @@ import pyarrow as pa
 import matchsql
 
 WINDOW = "PARTITION BY tail ORDER BY ts, id"
-_MR = ("SELECT * FROM flights MATCH_RECOGNIZE (" + WINDOW +
-       " MEASURES COUNT(*) AS n ONE ROW PER MATCH PATTERN ({pattern}) DEFINE {define})")
+_MR = (
+    "SELECT * FROM flights MATCH_RECOGNIZE ("
+    + WINDOW
+    + " MEASURES COUNT(*) AS n ONE ROW PER MATCH PATTERN ({pattern}) DEFINE {define})"
+)
 #: name -> (PATTERN, DEFINE, the LAG scan of the same predicates or None).
 QUERIES: dict[str, tuple[str, str, str | None]] = {
     "V-shape": (
-        "A B+ C+", "B AS delay < PREV(delay), C AS delay > PREV(delay)",
+        "A B+ C+",
+        "B AS delay < PREV(delay), C AS delay > PREV(delay)",
         "SELECT count(*) FILTER (WHERE d < ld), count(*) FILTER (WHERE d > ld) FROM "
-        f"(SELECT delay AS d, lag(delay) OVER ({WINDOW}) AS ld FROM flights)"),
+        f"(SELECT delay AS d, lag(delay) OVER ({WINDOW}) AS ld FROM flights)",
+    ),
     "cascade": (
-        "A B{2,}", "A AS delay > 15, B AS delay > PREV(delay)",
+        "A B{2,}",
+        "A AS delay > 15, B AS delay > PREV(delay)",
         "SELECT count(*) FILTER (WHERE d > 15), count(*) FILTER (WHERE d > ld) FROM "
-        f"(SELECT delay AS d, lag(delay) OVER ({WINDOW}) AS ld FROM flights)"),
-    "same origin": (
-        "A B+", "B AS B.origin = A.origin AND B.delay > A.delay", None),
-    "recovery": (
-        "A B+ C", "B AS B.delay > A.delay + 10, C AS C.delay <= A.delay", None),
+        f"(SELECT delay AS d, lag(delay) OVER ({WINDOW}) AS ld FROM flights)",
+    ),
+    "same origin": ("A B+", "B AS B.origin = A.origin AND B.delay > A.delay", None),
+    "recovery": ("A B+ C", "B AS B.delay > A.delay + 10, C AS C.delay <= A.delay", None),
 }
 
 
@@ -78,15 +83,20 @@ def flights(rows: int, partitions: int, seed: int = 7) -> pa.Table:
     ts = (np.datetime64("2013-01-01T00:00", "m") + minutes).astype("datetime64[us]")
     delay = rng.gamma(1.2, 14.0, rows).round(0) - 5.0
     cancelled = rng.random(rows) < 0.03
-    origins = np.array([f"{chr(65 + i // 26 % 26)}{chr(65 + i % 26)}X" for i in range(100)],
-                       dtype=object)
+    origins = np.array(
+        [f"{chr(65 + i // 26 % 26)}{chr(65 + i % 26)}X" for i in range(100)], dtype=object
+    )
     # Stored in time order across aircraft, as an event log is (ties: by id).
     order = np.lexsort((np.arange(rows), ts))
-    table = pa.table({
-        "tail": pa.array([f"N{t:04d}" for t in tail]),
-        "ts": pa.array(ts), "id": pa.array(np.arange(rows, dtype=np.int64)),
-        "delay": pa.array(delay, mask=cancelled),
-        "origin": pa.array(origins[rng.integers(0, 100, rows)].tolist(), pa.string())})
+    table = pa.table(
+        {
+            "tail": pa.array([f"N{t:04d}" for t in tail]),
+            "ts": pa.array(ts),
+            "id": pa.array(np.arange(rows, dtype=np.int64)),
+            "delay": pa.array(delay, mask=cancelled),
+            "origin": pa.array(origins[rng.integers(0, 100, rows)].tolist(), pa.string()),
+        }
+    )
     return table.take(pa.array(order))
 
 
@@ -109,7 +119,7 @@ def path_of(con: matchsql.Connection, sql: str) -> str:
     text = "\n".join(lines)
     for line in text.splitlines():
         if line.strip().startswith("path: "):
-            return line.strip()[len("path: "):].split()[0]
+            return line.strip()[len("path: ") :].split()[0]
     return "?"
 
 
@@ -125,22 +135,28 @@ def main(argv: list[str] | None = None) -> None:
     con.sql("CREATE TABLE flights AS SELECT * FROM flights_src")
     con.duckdb.unregister("flights_src")
     sizes = [r[0] for r in con.sql("SELECT count(*) FROM flights GROUP BY tail").fetchall()]
-    print(f"{os.cpu_count()} CPU core(s), load average {os.getloadavg()[0]:.1f}; {rows:,} rows, "
-          f"{args.partitions:,} partitions (sizes {min(sizes)}-{max(sizes)}, median "
-          f"{int(np.median(sizes))}), best of {args.repeat}, wall clock")
-    header = (f"{'query':<12}{'path':<12}{'matches':>9}{'1T rows/s':>13}{'2T rows/s':>13}"
-              f"{'2T/1T':>7}{'LAG rows/s':>13}{'vs LAG':>8}")
+    print(
+        f"{os.cpu_count()} CPU core(s), load average {os.getloadavg()[0]:.1f}; {rows:,} rows, "
+        f"{args.partitions:,} partitions (sizes {min(sizes)}-{max(sizes)}, median "
+        f"{int(np.median(sizes))}), best of {args.repeat}, wall clock"
+    )
+    header = (
+        f"{'query':<12}{'path':<12}{'matches':>9}{'1T rows/s':>13}{'2T rows/s':>13}"
+        f"{'2T/1T':>7}{'LAG rows/s':>13}{'vs LAG':>8}"
+    )
     print(header)
     print("-" * len(header))
     one, two = "SET threads = 1", "SET threads = 2"
     for name, (_, _, lag) in QUERIES.items():
         sql = f"SELECT count(*) FROM ({statement(name)})"
-        (matches,), = con.sql(sql).fetchall()  # warm: kernels loaded, plans cached
+        ((matches,),) = con.sql(sql).fetchall()  # warm: kernels loaded, plans cached
         runs = [(one, sql), (two, sql)] + ([("", lag)] if lag else [])
         times = best(con, runs, args.repeat)
         con.sql("RESET threads")
-        line = (f"{name:<12}{path_of(con, sql):<12}{matches:>9,}{rows / times[0]:>13,.0f}"
-                f"{rows / times[1]:>13,.0f}{times[0] / times[1]:>7.2f}")
+        line = (
+            f"{name:<12}{path_of(con, sql):<12}{matches:>9,}{rows / times[0]:>13,.0f}"
+            f"{rows / times[1]:>13,.0f}{times[0] / times[1]:>7.2f}"
+        )
         if lag:
             line += f"{rows / times[2]:>13,.0f}{times[2] / min(times[:2]):>8.2f}"
         print(line, flush=True)

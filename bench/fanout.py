@@ -113,8 +113,9 @@ def _readers(name: str) -> int:
         ring.close()
 
 
-def run(con: matchsql.Connection, data: Path, stage: str, readers: int, rows: int,
-        pace: float) -> tuple:
+def run(
+    con: matchsql.Connection, data: Path, stage: str, readers: int, rows: int, pace: float
+) -> tuple:
     """(producer rows/s, readers' total rows/s, seconds, readers' CPU s, producer CPU s)."""
     with scratch_stream(con, "bench_fanout", COLUMNS, "capacity = 1048576") as name:
         procs = [spawn_producer(READER, name, stage) for _ in range(readers)]
@@ -122,8 +123,7 @@ def run(con: matchsql.Connection, data: Path, stage: str, readers: int, rows: in
             assert proc.stdout.readline().strip() == "ready"
         while _readers(name) < readers:  # a Q1 reader registers when its query starts
             time.sleep(0.005)
-        producer = spawn_producer(PRODUCER, name, str(data), str(rows), str(FRAME_ROWS),
-                                  str(pace))
+        producer = spawn_producer(PRODUCER, name, str(data), str(rows), str(FRAME_ROWS), str(pace))
         out, _ = producer.communicate(timeout=600)
         clock, write_rate, producer_cpu = out.split()
         ends, cpu = [], 0.0
@@ -144,13 +144,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=30_000_000, help="queue stage")
     parser.add_argument("--q1-rows", type=int, default=6_000_000)
     parser.add_argument("--paced-rows", type=int, default=3_000_000)
-    parser.add_argument("--pace", type=float, default=1_000_000,
-                        help="rows/s the producer offers in the Q1-paced stage")
+    parser.add_argument(
+        "--pace",
+        type=float,
+        default=1_000_000,
+        help="rows/s the producer offers in the Q1-paced stage",
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--stages", default="queue,Q1,Q1-paced")
     args = parser.parse_args(argv)
-    stages = {"queue": (args.rows, 0.0), "Q1": (args.q1_rows, 0.0),
-              "Q1-paced": (args.paced_rows, args.pace)}
+    stages = {
+        "queue": (args.rows, 0.0),
+        "Q1": (args.q1_rows, 0.0),
+        "Q1-paced": (args.paced_rows, args.pace),
+    }
     con = matchsql.connect(demo=False)
     with tempfile.TemporaryDirectory(prefix="matchsql-fanout-") as scratch:
         data = Path(scratch) / "trades.arrow"
@@ -159,25 +166,29 @@ def main(argv: list[str] | None = None) -> None:
             out.write_table(table)
         del table
         print(f"# {os.cpu_count()} cores; load average before: {_load()}")
-        print(f"{'stage':<9}{'readers':>8}{'rows each':>12}{'producer rows/s':>17}"
-              f"{'readers total rows/s':>22}{'vs 1 reader':>13}{'seconds':>9}"
-              f"{'readers CPU s':>15}{'rows/CPU s':>12}{'producer CPU s':>16}{'cores busy':>12}")
+        print(
+            f"{'stage':<9}{'readers':>8}{'rows each':>12}{'producer rows/s':>17}"
+            f"{'readers total rows/s':>22}{'vs 1 reader':>13}{'seconds':>9}"
+            f"{'readers CPU s':>15}{'rows/CPU s':>12}{'producer CPU s':>16}{'cores busy':>12}"
+        )
         for stage in args.stages.split(","):
             rows, pace = stages[stage]
             runs: dict[int, list[tuple]] = {n: [] for n in READER_COUNTS}
             for _ in range(args.repeat):
                 for readers in runs:
-                    runs[readers].append(run(con, data, stage.split("-")[0], readers, rows,
-                                             pace))
+                    runs[readers].append(run(con, data, stage.split("-")[0], readers, rows, pace))
             single = None
             for readers, measured in runs.items():
                 write_rate, total, seconds, cpu, producer_cpu = (
-                    median(m[i] for m in measured) for i in range(5))
+                    median(m[i] for m in measured) for i in range(5)
+                )
                 single = single or total
-                print(f"{stage:<9}{readers:>8}{rows:>12,}{write_rate:>17,.0f}{total:>22,.0f}"
-                      f"{total / single:>12.2f}x{seconds:>9.2f}{cpu:>15.2f}"
-                      f"{readers * rows / cpu:>12,.0f}{producer_cpu:>16.2f}"
-                      f"{(cpu + producer_cpu) / seconds:>12.2f}")
+                print(
+                    f"{stage:<9}{readers:>8}{rows:>12,}{write_rate:>17,.0f}{total:>22,.0f}"
+                    f"{total / single:>12.2f}x{seconds:>9.2f}{cpu:>15.2f}"
+                    f"{readers * rows / cpu:>12,.0f}{producer_cpu:>16.2f}"
+                    f"{(cpu + producer_cpu) / seconds:>12.2f}"
+                )
         print(f"# load average after: {_load()}")
 
 

@@ -48,14 +48,18 @@ ROW_LOCAL_C = "C AS price > 1000000"
 DFA_C = "C AS price > 1000000 OR ts >= {last}"
 REGISTERS_C = "C AS price > FIRST(A.price) + 1000000"
 
-STREAM_QUERY = ("SELECT * FROM idle MATCH_RECOGNIZE (MEASURES A.x AS x ONE ROW PER MATCH "
-                "PATTERN (A) DEFINE A AS A.x > 0)")
+STREAM_QUERY = (
+    "SELECT * FROM idle MATCH_RECOGNIZE (MEASURES A.x AS x ONE ROW PER MATCH "
+    "PATTERN (A) DEFINE A AS A.x > 0)"
+)
 
 
 #: A scalar subquery DuckDB takes seconds over (a cross join of 40,000 x 40,000 rows).
 SLOW_SUBQUERY = "(SELECT max(a.x + b.x) FROM range(40000) a(x), range(40000) b(x))"
-SUBQUERY_QUERY = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n "
-                  f"PATTERN (A B) DEFINE B AS price < {SLOW_SUBQUERY})")
+SUBQUERY_QUERY = (
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n "
+    f"PATTERN (A B) DEFINE B AS price < {SLOW_SUBQUERY})"
+)
 ROWS = {False: "", True: "ALL ROWS PER MATCH", None: "ALL ROWS PER MATCH WITH UNMATCHED ROWS"}
 
 
@@ -75,9 +79,11 @@ class Case:
 
     def query(self, rows: int) -> str:
         c = {"registers": REGISTERS_C, "row_local": DFA_C.format(last=rows - 1000)}.get(
-            self.path, ROW_LOCAL_C)
-        return QUERY.format(partition="PARTITION BY p" if self.partitions > 1 else "",
-                            rows=ROWS[self.all_rows], c=c)
+            self.path, ROW_LOCAL_C
+        )
+        return QUERY.format(
+            partition="PARTITION BY p" if self.partitions > 1 else "", rows=ROWS[self.all_rows], c=c
+        )
 
 
 def interrupted_after(con: matchsql.Connection, sql: str, delay: float) -> tuple[float, float]:
@@ -113,16 +119,24 @@ def main(argv: list[str] | None = None) -> None:
     delays = [float(d) for d in args.delays.split(",")]
 
     con = matchsql.connect(demo=False, max_buffered_rows=100_000_000)  # run until interrupted
-    con.sql(f"CREATE TABLE t AS SELECT i % 50 AS p, i AS ts, (hash(i) % 1000)::DOUBLE AS price "
-            f"FROM range({args.rows}) r(i)")
+    con.sql(
+        f"CREATE TABLE t AS SELECT i % 50 AS p, i AS ts, (hash(i) % 1000)::DOUBLE AS price "
+        f"FROM range({args.rows}) r(i)"
+    )
     con.sql("CREATE TABLE warm AS SELECT * FROM t LIMIT 1000")
     paths = ("reference", "registers", "row_local")
-    cases = [Case(path, threads, parts, all_rows) for path in paths
-             for threads in (1, 2) for parts in (1, 50) for all_rows in (False, True)]
+    cases = [
+        Case(path, threads, parts, all_rows)
+        for path in paths
+        for threads in (1, 2)
+        for parts in (1, 50)
+        for all_rows in (False, True)
+    ]
     cases += [Case(path, 1, 1, None) for path in paths]
     cases += [Case(path, 1, 50, False, workers=2) for path in paths]
-    print(f"Interrupt latency, {args.rows:,} rows, delays {args.delays} s, "
-          f"{args.repeat} runs each\n")
+    print(
+        f"Interrupt latency, {args.rows:,} rows, delays {args.delays} s, {args.repeat} runs each\n"
+    )
     print(f"| {'case':<42} | {'worst latency ms':>16} | {'median ms':>9} | {'CPU after s':>11} |")
     print(f"|{'-' * 44}|{'-' * 18}|{'-' * 11}|{'-' * 13}|")
     worst = 0.0
@@ -144,8 +158,10 @@ def main(argv: list[str] | None = None) -> None:
                 cpus.append(cpu)
         latencies.sort()
         worst = max(worst, latencies[-1])
-        print(f"| {case.label:<42} | {latencies[-1] * 1e3:16.1f} | "
-              f"{latencies[len(latencies) // 2] * 1e3:9.1f} | {max(cpus):11.2f} |")
+        print(
+            f"| {case.label:<42} | {latencies[-1] * 1e3:16.1f} | "
+            f"{latencies[len(latencies) // 2] * 1e3:9.1f} | {max(cpus):11.2f} |"
+        )
     con.sql("SET execution_path = 'auto'")
     con.sql("SET workers = 1")
     latencies, cpus = [], []
@@ -157,15 +173,22 @@ def main(argv: list[str] | None = None) -> None:
     latencies.sort()
     worst = max(worst, latencies[-1])
     label = "analysis: a DuckDB subquery's value"
-    print(f"| {label:<42} | {latencies[-1] * 1e3:16.1f} | "
-          f"{latencies[len(latencies) // 2] * 1e3:9.1f} | {max(cpus):11.2f} |")
+    print(
+        f"| {label:<42} | {latencies[-1] * 1e3:16.1f} | "
+        f"{latencies[len(latencies) // 2] * 1e3:9.1f} | {max(cpus):11.2f} |"
+    )
     with scratch_stream(con, "idle", "x BIGINT"):
-        latencies = sorted(interrupted_after(con, STREAM_QUERY, delay)[0]
-                           for delay in delays for _ in range(args.repeat))
+        latencies = sorted(
+            interrupted_after(con, STREAM_QUERY, delay)[0]
+            for delay in delays
+            for _ in range(args.repeat)
+        )
     worst = max(worst, latencies[-1])
     label = "live stream, empty queue"
-    print(f"| {label:<42} | {latencies[-1] * 1e3:16.1f} | "
-          f"{latencies[len(latencies) // 2] * 1e3:9.1f} | {'':>11} |")
+    print(
+        f"| {label:<42} | {latencies[-1] * 1e3:16.1f} | "
+        f"{latencies[len(latencies) // 2] * 1e3:9.1f} | {'':>11} |"
+    )
     print(f"\nworst case over all cases: {worst * 1e3:.1f} ms")
 
 

@@ -90,7 +90,12 @@ def run_baseline(shape: str, rows: int, budget: float) -> dict | None:
     try:
         done = subprocess.run(
             [sys.executable, "-c", _CHILD, shape, str(rows), str(BASELINE_PATH)],
-            capture_output=True, text=True, timeout=budget + 30, env=env, cwd=root)
+            capture_output=True,
+            text=True,
+            timeout=budget + 30,
+            env=env,
+            cwd=root,
+        )
     except subprocess.TimeoutExpired:
         return None
     if done.returncode != 0:
@@ -117,8 +122,9 @@ def run_matchsql(shape: str, rows: int, repeat: int) -> tuple[float, int]:
     return best, matches
 
 
-def largest_within_budget(shape: str, start: int, max_rows: int,
-                          budget: float) -> tuple[int, dict] | None:
+def largest_within_budget(
+    shape: str, start: int, max_rows: int, budget: float
+) -> tuple[int, dict] | None:
     """The largest doubling of ``start`` the baseline finishes within the budget."""
     found = None
     rows = start
@@ -144,8 +150,10 @@ def main() -> None:
     if not baseline_available():
         print("pandas-match-recognize is not installed: see this script's docstring")
         return
-    print(f"{os.cpu_count()} CPU core(s); baseline budget {args.budget:.0f} s, "
-          f"sizes doubling from {args.start:,} up to {args.max_rows:,} rows")
+    print(
+        f"{os.cpu_count()} CPU core(s); baseline budget {args.budget:.0f} s, "
+        f"sizes doubling from {args.start:,} up to {args.max_rows:,} rows"
+    )
     table = []
     for shape in args.shapes.split(","):
         found = largest_within_budget(shape, args.start, args.max_rows, args.budget)
@@ -156,16 +164,20 @@ def main() -> None:
         our_s, ours = run_matchsql(shape, rows, args.repeat)
         table.append((shape, rows, theirs["seconds"], our_s, theirs["matches"], ours))
     print()
-    print(f"{'shape':<10} {'rows':>11} {'matches':>9} {'pandas-mr s':>12} {'rows/s':>12} "
-          f"{'matchsql s':>11} {'rows/s':>12} {'ratio':>8}")
+    print(
+        f"{'shape':<10} {'rows':>11} {'matches':>9} {'pandas-mr s':>12} {'rows/s':>12} "
+        f"{'matchsql s':>11} {'rows/s':>12} {'ratio':>8}"
+    )
     print("-" * 94)
     for shape, rows, their_s, our_s, theirs, ours in table:
         if not rows:
             print(f"{shape:<10} the baseline did not finish {args.start:,} rows in the budget")
             continue
         same = "" if theirs == ours else f"  (matches differ: {theirs} vs {ours})"
-        print(f"{shape:<10} {rows:>11,} {ours:>9,} {their_s:>12.2f} {rows / their_s:>12,.0f} "
-              f"{our_s:>11.3f} {rows / our_s:>12,.0f} {their_s / our_s:>7.0f}x{same}")
+        print(
+            f"{shape:<10} {rows:>11,} {ours:>9,} {their_s:>12.2f} {rows / their_s:>12,.0f} "
+            f"{our_s:>11.3f} {rows / our_s:>12,.0f} {their_s / our_s:>7.0f}x{same}"
+        )
 
 
 if __name__ == "__main__":

@@ -100,8 +100,11 @@ ROW_LOCAL = """SELECT * FROM trade MATCH_RECOGNIZE(
   DEFINE B AS price < PREV(price), C AS price > PREV(price)
 )"""
 
-QUERIES = {**{k: v.rstrip().rstrip(";") for k, v in DEJAVU.items()},
-           "V-shape": V_SHAPE, "A B+ C+": ROW_LOCAL}
+QUERIES = {
+    **{k: v.rstrip().rstrip(";") for k, v in DEJAVU.items()},
+    "V-shape": V_SHAPE,
+    "A B+ C+": ROW_LOCAL,
+}
 
 LAG = """SELECT count(*) FILTER (WHERE p < lp), count(*) FILTER (WHERE p > lp)
 FROM (SELECT price AS p, lag(price) OVER ({window}) AS lp FROM trade)"""
@@ -195,8 +198,10 @@ def engine_only(spec, batches: list[pa.RecordBatch]) -> int:
     config = Config()
     whole, _ = whole_partitions(spec, config)
     router = SortedPartitionRouter(
-        spec.partition_by, lambda key: new_partition_matcher(spec, key, config),
-        whole.match if whole is not None else None)
+        spec.partition_by,
+        lambda key: new_partition_matcher(spec, key, config),
+        whole.match if whole is not None else None,
+    )
     rows = 0
     for batch in batches:
         rows += sum(b.num_rows for b in router.route(batch))
@@ -233,7 +238,9 @@ con.sql("CREATE VIEW orders AS SELECT symbol AS custkey, ts AS orderdate, "
 sql = sys.stdin.read()
 """
 
-COLD_SCRIPT = FRESH_SETUP + """
+COLD_SCRIPT = (
+    FRESH_SETUP
+    + """
 times = []
 for _ in range(2):
     start = time.perf_counter()
@@ -241,6 +248,7 @@ for _ in range(2):
     times.append(time.perf_counter() - start)
 print(json.dumps(times))
 """
+)
 
 
 def in_fresh_cache(script: str, sql: str, runs: int = 2) -> list:
@@ -250,12 +258,21 @@ def in_fresh_cache(script: str, sql: str, runs: int = 2) -> list:
     root = Path(__file__).resolve().parent.parent
     out = []
     with tempfile.TemporaryDirectory(prefix="matchsql-numba-") as cache:
-        env = {**os.environ, "NUMBA_CACHE_DIR": cache,
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(root),
-                                                           os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            "NUMBA_CACHE_DIR": cache,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+        }
         for _ in range(runs):
-            done = subprocess.run([sys.executable, "-c", script], input=sql, env=env,
-                                  capture_output=True, text=True, check=True, cwd=root)
+            done = subprocess.run(
+                [sys.executable, "-c", script],
+                input=sql,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=root,
+            )
             out.append(json.loads(done.stdout.strip().splitlines()[-1]))
     return out
 
@@ -304,21 +321,29 @@ def run(rows: int, partitions: int, reference_rows: int, pandas_rows: int) -> No
     con.duckdb.register("trade_src", trades)
     con.sql("CREATE TABLE trade AS SELECT * FROM trade_src")
     con.duckdb.unregister("trade_src")
-    con.sql("CREATE VIEW orders AS SELECT symbol AS custkey, ts AS orderdate, "
-            "price AS totalprice FROM trade")
+    con.sql(
+        "CREATE VIEW orders AS SELECT symbol AS custkey, ts AS orderdate, "
+        "price AS totalprice FROM trade"
+    )
     build = time.perf_counter() - build
     window = "ORDER BY ts" if partitions == 1 else "PARTITION BY symbol ORDER BY ts"
     lag_s, _, lag_rss = measure(lambda: len(con.sql(LAG.format(window=window)).fetchall()))
     lag_rate = rows / lag_s
-    print(f"\n{rows:,} rows, {partitions} partition(s) (data built in {build:.1f} s); "
-          f"DuckDB LAG scan: {lag_rate:,.0f} rows/s ({lag_s:.2f} s, peak RSS "
-          f"{lag_rss / 2**20:,.0f} MiB)")
-    print(f"machine 2T/1T (a GIL-free loop on 2 threads, now): {machine_scaling():.2f}; "
-          f"load average {os.getloadavg()[0]:.1f}")
-    header = (f"{'query':<9}{'path':<10}{'matches':>11}{'SQL 1T':>12}{'SQL 2T':>12}{'2T/1T':>7}"
-              f"{'unsplit':>8}{'cpu2/1':>7}"
-              f"{'vs LAG':>8}{'engine 1T':>12}{'plan ms':>9}{'reference':>11}{'vs ref':>8}"
-              f"{'peak RSS':>10}")
+    print(
+        f"\n{rows:,} rows, {partitions} partition(s) (data built in {build:.1f} s); "
+        f"DuckDB LAG scan: {lag_rate:,.0f} rows/s ({lag_s:.2f} s, peak RSS "
+        f"{lag_rss / 2**20:,.0f} MiB)"
+    )
+    print(
+        f"machine 2T/1T (a GIL-free loop on 2 threads, now): {machine_scaling():.2f}; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    header = (
+        f"{'query':<9}{'path':<10}{'matches':>11}{'SQL 1T':>12}{'SQL 2T':>12}{'2T/1T':>7}"
+        f"{'unsplit':>8}{'cpu2/1':>7}"
+        f"{'vs LAG':>8}{'engine 1T':>12}{'plan ms':>9}{'reference':>11}{'vs ref':>8}"
+        f"{'peak RSS':>10}"
+    )
     print(header)
     print("-" * len(header))
     duck = con.duckdb
@@ -326,8 +351,10 @@ def run(rows: int, partitions: int, reference_rows: int, pandas_rows: int) -> No
     ref_con = matchsql.connect(demo=False, execution_path="reference", threads=1)
     ref_con.duckdb.register("trade_src", trades.slice(0, reference_rows))
     ref_con.sql("CREATE TABLE trade AS SELECT * FROM trade_src")
-    ref_con.sql("CREATE VIEW orders AS SELECT symbol AS custkey, ts AS orderdate, "
-                "price AS totalprice FROM trade")
+    ref_con.sql(
+        "CREATE VIEW orders AS SELECT symbol AS custkey, ts AS orderdate, "
+        "price AS totalprice FROM trade"
+    )
     del trades  # the table lives in DuckDB now
     rates: dict[str, float] = {}
     for name, sql in QUERIES.items():
@@ -339,21 +366,32 @@ def run(rows: int, partitions: int, reference_rows: int, pandas_rows: int) -> No
         # two threads with no partition split into chunks (SET split_rows = 0): the 2T/1T
         # before chunk-parallel matching, side by side with the one after.
         for _ in range(repeat):
-            for mode, threads, split in ((1, 1, default_split), (2, 2, default_split),
-                                         ("2U", 2, 0)):
+            for mode, threads, split in (
+                (1, 1, default_split),
+                (2, 2, default_split),
+                ("2U", 2, 0),
+            ):
                 con.sql(f"SET threads = {threads}")
                 con.sql(f"SET split_rows = {split}")
                 run_ = measure_cpu(lambda sql=sql: con.sql(sql).arrow().num_rows)
                 best = timed.get(mode, (float("inf"), run_[1], 0, float("inf")))
-                timed[mode] = (min(best[0], run_[0]), run_[1], max(best[2], run_[2]),
-                               min(best[3], run_[3]))
+                timed[mode] = (
+                    min(best[0], run_[0]),
+                    run_[1],
+                    max(best[2], run_[2]),
+                    min(best[3], run_[3]),
+                )
         con.sql(f"SET split_rows = {default_split}")
-        (one, matches, peak_one, cpu_one), (two, matches_two, peak_two, cpu_two) = \
-            timed[1], timed[2]
+        (one, matches, peak_one, cpu_one), (two, matches_two, peak_two, cpu_two) = (
+            timed[1],
+            timed[2],
+        )
         unsplit, matches_unsplit, _, _ = timed["2U"]
         if not matches_two == matches_unsplit == matches:
-            print(f"  note: {name} gave {matches:,} matches on 1 thread, {matches_two:,} on 2, "
-                  f"{matches_unsplit:,} on 2 unsplit")
+            print(
+                f"  note: {name} gave {matches:,} matches on 1 thread, {matches_two:,} on 2, "
+                f"{matches_unsplit:,} on 2 unsplit"
+            )
         plan = planning_ms(con, sql, source)
         keys = ", ".join(spec.partition_by + spec.order_by)
         ordered = f"SELECT * FROM {source}" + (f" ORDER BY {keys}" if keys else "")
@@ -364,11 +402,13 @@ def run(rows: int, partitions: int, reference_rows: int, pandas_rows: int) -> No
         ref_rate = min(reference_rows, rows) / ref_s
         rate = rows / min(one, two)
         rates[name] = rows / one
-        print(f"{name:<9}{path:<10}{matches:>11,}{rows / one:>12,.0f}{rows / two:>12,.0f}"
-              f"{one / two:>7.2f}{one / unsplit:>8.2f}{cpu_two / cpu_one:>7.2f}"
-              f"{rate / lag_rate:>8.2f}{rows / engine:>12,.0f}{plan:>9.1f}"
-              f"{ref_rate:>11,.0f}{rate / ref_rate:>8.0f}"
-              f"{max(peak_one, peak_two) / 2**20:>9,.0f}M")
+        print(
+            f"{name:<9}{path:<10}{matches:>11,}{rows / one:>12,.0f}{rows / two:>12,.0f}"
+            f"{one / two:>7.2f}{one / unsplit:>8.2f}{cpu_two / cpu_one:>7.2f}"
+            f"{rate / lag_rate:>8.2f}{rows / engine:>12,.0f}{plan:>9.1f}"
+            f"{ref_rate:>11,.0f}{rate / ref_rate:>8.0f}"
+            f"{max(peak_one, peak_two) / 2**20:>9,.0f}M"
+        )
     con.sql(f"SET threads = {os.cpu_count() or 1}")
     if pandas_rows:
         few = min(pandas_rows, rows)
@@ -377,10 +417,12 @@ def run(rows: int, partitions: int, reference_rows: int, pandas_rows: int) -> No
             print("pandas-match-recognize: not importable (see the module docstring)")
         else:
             theirs, ours = result
-            print(f"pandas-match-recognize, A B+ C+ on {min(pandas_rows, rows):,} rows: "
-                  f"{theirs:,.0f} rows/s; matchsql (SQL, same rows): {ours:,.0f} rows/s "
-                  f"= {ours / theirs:,.0f}x; matchsql on the {rows:,} rows above (SQL 1T): "
-                  f"{rates['A B+ C+'] / theirs:,.0f}x")
+            print(
+                f"pandas-match-recognize, A B+ C+ on {min(pandas_rows, rows):,} rows: "
+                f"{theirs:,.0f} rows/s; matchsql (SQL, same rows): {ours:,.0f} rows/s "
+                f"= {ours / theirs:,.0f}x; matchsql on the {rows:,} rows above (SQL 1T): "
+                f"{rates['A B+ C+'] / theirs:,.0f}x"
+            )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -389,26 +431,41 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--partitions", default="1,500")
     parser.add_argument("--reference-rows", type=int, default=100_000)
     parser.add_argument("--pandas-rows", type=int, default=20_000)
-    parser.add_argument("--no-cold", action="store_true",
-                        help="skip the numba cold compile measurement")
+    parser.add_argument(
+        "--no-cold", action="store_true", help="skip the numba cold compile measurement"
+    )
     args = parser.parse_args(argv)
-    print(f"{os.cpu_count()} CPU core(s); SQL 1T/2T: SET threads = 1 / 2 (the partition pool, "
-          "a long partition's chunks and DuckDB's own threads); unsplit: 2T/1T with "
-          "split_rows = 0")
+    print(
+        f"{os.cpu_count()} CPU core(s); SQL 1T/2T: SET threads = 1 / 2 (the partition pool, "
+        "a long partition's chunks and DuckDB's own threads); unsplit: 2T/1T with "
+        "split_rows = 0"
+    )
     if not args.no_cold:
-        print("numba cold compile per query shape (fresh process, empty NUMBA_CACHE_DIR, "
-              "2,000 rows; target <= 3 s):")
+        print(
+            "numba cold compile per query shape (fresh process, empty NUMBA_CACHE_DIR, "
+            "2,000 rows; target <= 3 s):"
+        )
         for name, sql in QUERIES.items():
             cold, warm, second = cold_compile(sql)
-            print(f"  {name:<9} first run {cold:6.2f} s (cache filled: {warm:5.2f} s), "
-                  f"second {second * 1e3:7.1f} ms, compile ~{cold - warm:5.2f} s")
+            print(
+                f"  {name:<9} first run {cold:6.2f} s (cache filled: {warm:5.2f} s), "
+                f"second {second * 1e3:7.1f} ms, compile ~{cold - warm:5.2f} s"
+            )
     warm = time.perf_counter()
-    spec = spec_for(duckdb.connect(), ROW_LOCAL, "(SELECT 'a' AS symbol, 1.0::DOUBLE AS price, "
-                    "TIMESTAMP '2006-01-03' AS ts)")
-    engine_only(spec, [pa.table({"symbol": ["a"], "price": [1.0], "ts": pa.array(
-        [0], pa.timestamp("us"))}).to_batches()[0]])
-    print(f"kernel load (numba cache; compiles on first use): "
-          f"{time.perf_counter() - warm:.2f} s")
+    spec = spec_for(
+        duckdb.connect(),
+        ROW_LOCAL,
+        "(SELECT 'a' AS symbol, 1.0::DOUBLE AS price, TIMESTAMP '2006-01-03' AS ts)",
+    )
+    engine_only(
+        spec,
+        [
+            pa.table(
+                {"symbol": ["a"], "price": [1.0], "ts": pa.array([0], pa.timestamp("us"))}
+            ).to_batches()[0]
+        ],
+    )
+    print(f"kernel load (numba cache; compiles on first use): {time.perf_counter() - warm:.2f} s")
     pandas_done = False
     for rows in (int(r) for r in args.rows.split(",")):
         for partitions in (int(p) for p in args.partitions.split(",")):

@@ -90,9 +90,13 @@ print(json.dumps(out))
 
 def _child(tree: Path, rows: int, partitions: int) -> dict[str, tuple[float, float]]:
     env = {**os.environ, "PYTHONPATH": str(tree), "NUMBA_CACHE_DIR": str(tree / ".numba_cache")}
-    done = subprocess.run([sys.executable, "-c", CHILD, str(rows), str(partitions),
-                           json.dumps(EXTRA)], cwd=tree, env=env, capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(rows), str(partitions), json.dumps(EXTRA)],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         raise SystemExit(f"the child in {tree} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -108,18 +112,24 @@ def compare(base: Path, rows: int, partitions: int, rounds: int) -> None:
             for name, times in _child(tree, rows, partitions).items():
                 kept = best[side].setdefault(name, [float("inf"), float("inf")])
                 best[side][name] = [min(kept[0], times[0]), min(kept[1], times[1])]
-    print(f"\n{rows:,} rows, {partitions} partition(s), best of {rounds} rounds "
-          "(rows/s; head/base > 1: head is faster)")
-    header = (f"{'query':<11}{'engine base':>13}{'engine head':>13}{'head/base':>10}"
-              f"{'SQL base':>12}{'SQL head':>12}{'head/base':>10}")
+    print(
+        f"\n{rows:,} rows, {partitions} partition(s), best of {rounds} rounds "
+        "(rows/s; head/base > 1: head is faster)"
+    )
+    header = (
+        f"{'query':<11}{'engine base':>13}{'engine head':>13}{'head/base':>10}"
+        f"{'SQL base':>12}{'SQL head':>12}{'head/base':>10}"
+    )
     print(header)
     print("-" * len(header))
     for name in best["head"]:
         if name not in best["base"]:
             continue
         (eb, sb), (eh, sh) = best["base"][name], best["head"][name]
-        print(f"{name:<11}{rows / eb:>13,.0f}{rows / eh:>13,.0f}{eb / eh:>10.2f}"
-              f"{rows / sb:>12,.0f}{rows / sh:>12,.0f}{sb / sh:>10.2f}")
+        print(
+            f"{name:<11}{rows / eb:>13,.0f}{rows / eh:>13,.0f}{eb / eh:>10.2f}"
+            f"{rows / sb:>12,.0f}{rows / sh:>12,.0f}{sb / sh:>10.2f}"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -131,15 +141,20 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="matchsql-base-") as tmp:
         base = Path(tmp) / "tree"
-        subprocess.run(["git", "worktree", "add", "--detach", str(base), args.base],
-                       cwd=ROOT, check=True, capture_output=True)
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(base), args.base],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
         try:
             print(f"base {args.base} vs head (this checkout)")
             for partitions in (int(p) for p in args.partitions.split(",")):
                 compare(base, args.rows, partitions, args.rounds)
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=ROOT,
-                           capture_output=True)
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(base)], cwd=ROOT, capture_output=True
+            )
 
 
 if __name__ == "__main__":

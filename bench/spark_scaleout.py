@@ -49,19 +49,22 @@ def spark_session(master: str):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(master).appName("matchsql-bench")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", str(max(2, _cores(master))))
-             .config("spark.sql.session.timeZone", "UTC")
-             .config("spark.driver.memory", "4g")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("matchsql-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(max(2, _cores(master))))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "4g")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
 def _cores(master: str) -> int:
-    inside = master[master.find("[") + 1: master.find("]")] if "[" in master else "1"
+    inside = master[master.find("[") + 1 : master.find("]")] if "[" in master else "1"
     return (os.cpu_count() or 2) if inside == "*" else int(inside)
 
 
@@ -69,12 +72,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--symbols", type=int, default=500)
-    parser.add_argument("--queries", default=None,
-                        help="comma list (default: every query of --data)")
+    parser.add_argument(
+        "--queries", default=None, help="comma list (default: every query of --data)"
+    )
     parser.add_argument("--data", choices=["trades", "events"], default="trades")
     parser.add_argument("--master", default="local[2]")
-    parser.add_argument("--skip-embedded", action="store_true",
-                        help="time Spark only (the embedded run is serial and slow at 10M)")
+    parser.add_argument(
+        "--skip-embedded",
+        action="store_true",
+        help="time Spark only (the embedded run is serial and slow at 10M)",
+    )
     args = parser.parse_args(argv)
 
     from matchsql.spark import SinglePartitionWarning, match_recognize
@@ -97,8 +104,10 @@ def main(argv: list[str] | None = None) -> None:
         pq.write_table(data, path, row_group_size=max(1, args.rows // 8))
         df = spark.read.parquet(path)
         warm = df.limit(5000)
-        print(f"{'query':<6}{'embedded s':>11}{'embedded rows/s':>16}"
-              f"{'spark s':>9}{'spark rows/s':>14}{'matches':>11}  same")
+        print(
+            f"{'query':<6}{'embedded s':>11}{'embedded rows/s':>16}"
+            f"{'spark s':>9}{'spark rows/s':>14}{'matches':>11}  same"
+        )
         for name in args.queries.split(",") if args.queries else list(queries):
             query = queries[name]
             embedded_s = embedded_n = None
@@ -118,8 +127,10 @@ def main(argv: list[str] | None = None) -> None:
             results.append((name, embedded_s, embedded_n, spark_s, spark_n))
             _print_row(args.rows, results[-1])
     spark.stop()
-    print(f"\n{args.rows:,} rows, {args.symbols} symbols, Spark {args.master}, "
-          f"{os.cpu_count()} CPU cores")
+    print(
+        f"\n{args.rows:,} rows, {args.symbols} symbols, Spark {args.master}, "
+        f"{os.cpu_count()} CPU cores"
+    )
 
 
 def _print_row(rows: int, result: tuple) -> None:
@@ -131,8 +142,10 @@ def _print_row(rows: int, result: tuple) -> None:
         embedded = f"{rows / embedded_s:>13,.0f}"
         same = "yes" if embedded_n == spark_n else f"NO ({embedded_n} vs {spark_n})"
     es = f"{embedded_s:>11.1f}" if embedded_s is not None else f"{'-':>11}"
-    print(f"{name:<6}{es}{embedded:>16}{spark_s:>9.1f}{rows / spark_s:>14,.0f}"
-          f"{spark_n:>11,}  {same}", flush=True)
+    print(
+        f"{name:<6}{es}{embedded:>16}{spark_s:>9.1f}{rows / spark_s:>14,.0f}{spark_n:>11,}  {same}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -59,13 +59,14 @@ class ShapeCompiler(CompilerBase):
         return [pm]
 
 
-def _operand(is_load: int, col: int, kind: int, arg: int, offset: int,
-             value: float) -> Dispatcher:
+def _operand(is_load: int, col: int, kind: int, arg: int, offset: int, value: float) -> Dispatcher:
     """``(not NULL, value)`` of one CJ_COMPARE operand, as the kernel reads it."""
     if not is_load:
+
         @njit(**_INLINE)
         def constant(var, row, start, n_rows, base, cols, valid, lp, fp, side, reg):
             return True, value
+
         return constant
 
     @njit(**_INLINE)
@@ -79,6 +80,7 @@ def _operand(is_load: int, col: int, kind: int, arg: int, offset: int,
         if rr < 0 or valid[col, rr] == 0:
             return False, 0.0
         return True, cols[col, rr]
+
     return load
 
 
@@ -90,6 +92,7 @@ def _comparison(op: int, left: Dispatcher, right: Dispatcher) -> Dispatcher:
             return False
         ok, b = right(var, row, start, n_rows, base, cols, valid, lp, fp, side, reg)
         return ok and K.compare(op, a, b)
+
     return comparison
 
 
@@ -104,6 +107,7 @@ def _both(one: Dispatcher, rest: Dispatcher) -> Dispatcher:
         if not one(var, row, start, n_rows, base, cols, valid, lp, fp, side, reg):
             return False
         return rest(var, row, start, n_rows, base, cols, valid, lp, fp, side, reg)
+
     return both
 
 
@@ -113,6 +117,7 @@ def _dispatch(v: int, here: Dispatcher, rest: Dispatcher) -> Dispatcher:
         if var == v:
             return here(var, row, start, n_rows, base, cols, valid, lp, fp, side, reg)
         return rest(var, row, start, n_rows, base, cols, valid, lp, fp, side, reg)
+
     return dispatch
 
 
@@ -126,24 +131,27 @@ def shape_condition(conj: np.ndarray, cconst: np.ndarray, spans: np.ndarray) -> 
             row = [int(x) for x in conj[k]]
             if row[0] != K.CJ_COMPARE:
                 raise ValueError("stack code in a condition: no specialised form")
-            c = _comparison(row[1], _operand(*row[2:7], float(cconst[k, 0])),
-                            _operand(*row[7:12], float(cconst[k, 1])))
+            c = _comparison(
+                row[1],
+                _operand(*row[2:7], float(cconst[k, 0])),
+                _operand(*row[7:12], float(cconst[k, 1])),
+            )
             here = c if here is _true else _both(c, here)
         if hi > lo:
             fn = _dispatch(v, here, fn)
     return fn
 
 
-def shape_kernel(generic: Dispatcher, conj: np.ndarray, cconst: np.ndarray,
-                 spans: np.ndarray) -> Dispatcher:
+def shape_kernel(
+    generic: Dispatcher, conj: np.ndarray, cconst: np.ndarray, spans: np.ndarray
+) -> Dispatcher:
     """``generic``'s variant with F_SHAPE on and the shape's conditions (no disk cache)."""
     namespace = dict(generic.py_func.__globals__)
     namespace["F_SHAPE"] = True
     namespace["shape_condition"] = shape_condition(conj, cconst, spans)
     key = hashlib.sha256(conj.tobytes() + cconst.tobytes() + spans.tobytes()).hexdigest()[:12]
     name = f"{generic.py_func.__name__}_shape_{key}"
-    fn = types.FunctionType(K._run_attempts.__code__, namespace, name,
-                            K._run_attempts.__defaults__)
+    fn = types.FunctionType(K._run_attempts.__code__, namespace, name, K._run_attempts.__defaults__)
     fn.__qualname__ = name
     return njit(**{**K._JIT, "cache": False, "pipeline_class": ShapeCompiler})(fn)
 
@@ -164,6 +172,7 @@ def recorded_calls(rows: int, partitions: int, sql: str) -> tuple[Dispatcher, li
         def call(*a: Any) -> Any:
             calls.append([x.copy() if isinstance(x, np.ndarray) else x for x in a])
             return kernel(*a)
+
         return call
 
     K.attempts_kernel = recording
@@ -185,16 +194,25 @@ def replay(kernel: Dispatcher, calls: list[list]) -> tuple[float, int, list]:
         before = int(a[16][K.K_STEPS])
         result = kernel(*a)
         steps += int(a[16][K.K_STEPS]) - before
-        outputs.append((tuple(int(x) for x in result), a[27][:result[5]].tobytes(),
-                        a[28][:result[6]].tobytes()))
+        outputs.append(
+            (
+                tuple(int(x) for x in result),
+                a[27][: result[5]].tobytes(),
+                a[28][: result[6]].tobytes(),
+            )
+        )
     return time.process_time() - cpu, steps, outputs
 
 
 def run(rows: int, partitions: int, repeat: int) -> None:
-    print(f"\n{rows:,} rows, {partitions} partition(s); load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    header = (f"{'query':<6}{'steps':>11}{'generic ms':>12}{'ns/step':>9}{'shape ms':>10}"
-              f"{'ns/step':>9}{'generic/shape':>15}{'compile s':>11}")
+    print(
+        f"\n{rows:,} rows, {partitions} partition(s); load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    header = (
+        f"{'query':<6}{'steps':>11}{'generic ms':>12}{'ns/step':>9}{'shape ms':>10}"
+        f"{'ns/step':>9}{'generic/shape':>15}{'compile s':>11}"
+    )
     print(header)
     print("-" * len(header))
     for name, text in DEJAVU.items():
@@ -213,8 +231,10 @@ def run(rows: int, partitions: int, repeat: int) -> None:
             for label, kernel in (("generic", generic), ("shape", shaped)):
                 best[label] = min(best[label], replay(kernel, calls)[0])
         g, s = best["generic"], best["shape"]
-        print(f"{name:<6}{steps:>11,}{g * 1e3:>12.1f}{g / steps * 1e9:>9.1f}{s * 1e3:>10.1f}"
-              f"{s / steps * 1e9:>9.1f}{g / s:>14.2f}x{compile_s:>11.2f}")
+        print(
+            f"{name:<6}{steps:>11,}{g * 1e3:>12.1f}{g / steps * 1e9:>9.1f}{s * 1e3:>10.1f}"
+            f"{s / steps * 1e9:>9.1f}{g / s:>14.2f}x{compile_s:>11.2f}"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -223,8 +243,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--partitions", default="1,500")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
-    print(f"{os.cpu_count()} CPU core(s); kernel CPU time, best of {args.repeat}, calls "
-          "replayed interleaved; generic: the variant the engine chose")
+    print(
+        f"{os.cpu_count()} CPU core(s); kernel CPU time, best of {args.repeat}, calls "
+        "replayed interleaved; generic: the variant the engine chose"
+    )
     for partitions in (int(p) for p in args.partitions.split(",")):
         run(args.rows, partitions, args.repeat)
 

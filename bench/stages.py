@@ -56,11 +56,13 @@ def _timed(name: str, fn: Callable) -> Callable:
             return fn(*args, **kwargs)
         finally:
             SPENT[name] += time.thread_time() - start
+
     return wrapper
 
 
 def _timed_batches(name: str, fn: Callable) -> Callable:
     """``fn`` returns a generator: the time spent in each of its steps."""
+
     def wrapper(*args, **kwargs) -> Iterator:
         steps = fn(*args, **kwargs)
         while True:
@@ -72,6 +74,7 @@ def _timed_batches(name: str, fn: Callable) -> Callable:
                 return
             SPENT[name] += time.thread_time() - start
             yield item
+
     return wrapper
 
 
@@ -82,10 +85,10 @@ def instrument() -> None:
     """Wrap the stages' functions where their callers look them up."""
     OI._held_in_order = _timed("input: DuckDB export", OI._held_in_order)
     PS._ordered = _timed("input: order check + grouping", PS._ordered)
-    PS.GroupedRows.place_all = _timed("input: move columns to grouped order",
-                                      PS.GroupedRows.place_all)
-    PS.GroupedRows.batches = _timed_batches("input: take grouped batches",
-                                            PS.GroupedRows.batches)
+    PS.GroupedRows.place_all = _timed(
+        "input: move columns to grouped order", PS.GroupedRows.place_all
+    )
+    PS.GroupedRows.batches = _timed_batches("input: take grouped batches", PS.GroupedRows.batches)
     RP.segments = RPar.segments = _timed("route: partition edges", RP.segments)
     B.label_input = _timed("whole: DEFINE labels", B.label_input)
     B.P.viable_starts = _timed("whole: prefilter", B.P.viable_starts)
@@ -105,11 +108,11 @@ def instrument() -> None:
     def attempts_kernel(*args, **kwargs):  # the kernel of whole batches, not of runs
         kernel = choose(*args, **kwargs)
         return _timed(KERNEL, kernel) if getattr(inside, "whole", False) else kernel
+
     B.WholePartitions.match = match
     K.attempts_kernel = attempts_kernel
     M.CompiledMatcher.feed = _timed("runs: feed (kernel included)", M.CompiledMatcher.feed)
-    M.CompiledMatcher.finish = _timed("runs: finish (kernel included)",
-                                      M.CompiledMatcher.finish)
+    M.CompiledMatcher.finish = _timed("runs: finish (kernel included)", M.CompiledMatcher.finish)
 
 
 def run(rows: int, partitions: int, queries: list[str], repeat: int) -> None:
@@ -128,9 +131,11 @@ def run(rows: int, partitions: int, queries: list[str], repeat: int) -> None:
                 con.sql(DEJAVU[name]).arrow()
                 wall += time.perf_counter() - w
                 cpu += time.process_time() - c
-            print(f"\n{name}, {rows:,} rows, {partitions} partitions, threads = {threads}: "
-                  f"{wall / repeat * 1e3:.1f} ms wall, {cpu / repeat * 1e3:.1f} ms CPU "
-                  f"per query ({rows / (wall / repeat) / 1e6:.2f}M rows/s)")
+            print(
+                f"\n{name}, {rows:,} rows, {partitions} partitions, threads = {threads}: "
+                f"{wall / repeat * 1e3:.1f} ms wall, {cpu / repeat * 1e3:.1f} ms CPU "
+                f"per query ({rows / (wall / repeat) / 1e6:.2f}M rows/s)"
+            )
             for stage in sorted(SPENT):
                 print(f"  {stage:<34}{SPENT[stage] / repeat * 1e3:9.1f} ms CPU")
             outside = SPENT["whole: all"] - SPENT[KERNEL]

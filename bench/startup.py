@@ -40,22 +40,38 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MATCH = ("SELECT count(*) AS matches FROM trade MATCH_RECOGNIZE (PARTITION BY symbol "
-         "ORDER BY ts MEASURES A.price AS p ONE ROW PER MATCH PATTERN (A B+ C) "
-         "DEFINE B AS price < PREV(price), C AS price > PREV(price))")
-README = ("SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
-          "MEASURES A.price AS start_price, LAST(B.price) AS bottom, LAST(C.price) AS top "
-          "ONE ROW PER MATCH PATTERN (A B+ C+) "
-          "DEFINE B AS price < PREV(price), C AS price > PREV(price)) LIMIT 5")
+MATCH = (
+    "SELECT count(*) AS matches FROM trade MATCH_RECOGNIZE (PARTITION BY symbol "
+    "ORDER BY ts MEASURES A.price AS p ONE ROW PER MATCH PATTERN (A B+ C) "
+    "DEFINE B AS price < PREV(price), C AS price > PREV(price))"
+)
+README = (
+    "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+    "MEASURES A.price AS start_price, LAST(B.price) AS bottom, LAST(C.price) AS top "
+    "ONE ROW PER MATCH PATTERN (A B+ C+) "
+    "DEFINE B AS price < PREV(price), C AS price > PREV(price)) LIMIT 5"
+)
 #: A shape of its own: a bounded quantifier, an alternation, a running aggregate in
 #: DEFINE, FIRST/LAST with offsets, SKIP TO FIRST, ALL ROWS PER MATCH.
-NEW_SHAPE = ("SELECT count(*) FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
-             "MEASURES FIRST(U.volume, 1) AS v, LAST(D.price, 2) AS p, CLASSIFIER() AS c "
-             "ALL ROWS PER MATCH AFTER MATCH SKIP TO FIRST D PATTERN (S (U | F){2,5} D{1,3}) "
-             "DEFINE U AS price > PREV(price) AND AVG(U.volume) > 150, "
-             "F AS price = PREV(price), D AS D.price < S.price)")
-HEAVY = ("numba", "pandas", "matplotlib", "pyspark", "prompt_toolkit", "pygments", "tqdm",
-         "sqlglot", "pyarrow", "numpy")
+NEW_SHAPE = (
+    "SELECT count(*) FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+    "MEASURES FIRST(U.volume, 1) AS v, LAST(D.price, 2) AS p, CLASSIFIER() AS c "
+    "ALL ROWS PER MATCH AFTER MATCH SKIP TO FIRST D PATTERN (S (U | F){2,5} D{1,3}) "
+    "DEFINE U AS price > PREV(price) AND AVG(U.volume) > 150, "
+    "F AS price = PREV(price), D AS D.price < S.price)"
+)
+HEAVY = (
+    "numba",
+    "pandas",
+    "matplotlib",
+    "pyspark",
+    "prompt_toolkit",
+    "pygments",
+    "tqdm",
+    "sqlglot",
+    "pyarrow",
+    "numpy",
+)
 
 
 def _env(cache: str | None = None) -> dict[str, str]:
@@ -76,8 +92,15 @@ def _cpu() -> float:
 def _run(argv: list[str], cache: str | None = None) -> tuple[float, float]:
     """Wall and CPU seconds of one run of ``argv`` (with ``cache`` as NUMBA_CACHE_DIR)."""
     started, cpu = time.perf_counter(), _cpu()
-    subprocess.run(argv, env=_env(cache), cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    subprocess.run(
+        argv,
+        env=_env(cache),
+        cwd=ROOT,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+    )
     return time.perf_counter() - started, _cpu() - cpu
 
 
@@ -94,8 +117,15 @@ def _to_prompt() -> tuple[float, float]:
     import pexpect  # a dev dependency: only this case needs it
 
     started, cpu = time.perf_counter(), _cpu()
-    child = pexpect.spawn(sys.executable, ["-m", "matchsql"], env=_env(), cwd=str(ROOT),
-                          encoding="utf-8", timeout=60, dimensions=(40, 120))
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "matchsql"],
+        env=_env(),
+        cwd=str(ROOT),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 120),
+    )
     child.expect("matchsql>")
     elapsed = time.perf_counter() - started
     child.sendcontrol("d")
@@ -105,10 +135,18 @@ def _to_prompt() -> tuple[float, float]:
 
 
 def _imported_heavy() -> list[str]:
-    code = ("import sys; from matchsql.cli import main; main(['-c', 'SELECT 1']); "
-            f"print('HEAVY:', *(m for m in {HEAVY!r} if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], env=_env(), cwd=ROOT, check=True,
-                         capture_output=True, text=True).stdout
+    code = (
+        "import sys; from matchsql.cli import main; main(['-c', 'SELECT 1']); "
+        f"print('HEAVY:', *(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=_env(),
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return out.strip().splitlines()[-1].split()[1:]
 
 
@@ -126,13 +164,22 @@ def main(argv: list[str] | None = None) -> None:
         ('python -c "import duckdb"', args.repeat, lambda: _run([python, "-c", "import duckdb"])),
         ('matchsql -c "SELECT 1"', args.repeat, lambda: _run([*matchsql, "-c", "SELECT 1"])),
         ("matchsql, to the first prompt", args.repeat, _to_prompt),
-        ('matchsql -c "<first MATCH_RECOGNIZE>"', args.repeat,
-         lambda: _run([*matchsql, "-c", MATCH])),
+        (
+            'matchsql -c "<first MATCH_RECOGNIZE>"',
+            args.repeat,
+            lambda: _run([*matchsql, "-c", MATCH]),
+        ),
         ("README query, empty compile cache", cold, lambda: _empty_cache(README)),
-        ("README query, cache of the warm-up", args.repeat,
-         lambda: _run([*matchsql, "-c", README], warmed.name)),
-        ("new query shape, cache of the warm-up", args.repeat,
-         lambda: _run([*matchsql, "-c", NEW_SHAPE], warmed.name)),
+        (
+            "README query, cache of the warm-up",
+            args.repeat,
+            lambda: _run([*matchsql, "-c", README], warmed.name),
+        ),
+        (
+            "new query shape, cache of the warm-up",
+            args.repeat,
+            lambda: _run([*matchsql, "-c", NEW_SHAPE], warmed.name),
+        ),
     ]
     _run([*matchsql, "-c", MATCH])  # fills the numba cache
     print(f"Start-up time, wall seconds (load average {os.getloadavg()[0]:.1f} at start)\n")
@@ -142,15 +189,20 @@ def main(argv: list[str] | None = None) -> None:
         runs = [measure() for _ in range(repeat)]
         wall = sorted(w for w, _ in runs)
         cpu = statistics.median(c for _, c in runs)
-        print(f"| {label:<40} | {repeat:>4} | {statistics.median(wall):8.3f} | {wall[0]:9.3f} "
-              f"| {cpu:6.3f} |", flush=True)
+        print(
+            f"| {label:<40} | {repeat:>4} | {statistics.median(wall):8.3f} | {wall[0]:9.3f} "
+            f"| {cpu:6.3f} |",
+            flush=True,
+        )
     after = _files(warmed.name)
     warmed.cleanup()
-    print(f"\nmatchsql warm-up into an empty cache: {warm_up[0]:.1f} s wall, {warm_up[1]:.1f} s "
-          f"CPU; files in that cache before the two cases that use it: {before}, after: "
-          f"{after} ({'nothing compiled' if after == before else 'something compiled'})")
+    print(
+        f"\nmatchsql warm-up into an empty cache: {warm_up[0]:.1f} s wall, {warm_up[1]:.1f} s "
+        f"CPU; files in that cache before the two cases that use it: {before}, after: "
+        f"{after} ({'nothing compiled' if after == before else 'something compiled'})"
+    )
     heavy = _imported_heavy()
-    print(f"heavy modules imported by -c \"SELECT 1\": {', '.join(heavy) or 'none'}")
+    print(f'heavy modules imported by -c "SELECT 1": {", ".join(heavy) or "none"}')
 
 
 if __name__ == "__main__":

@@ -16,8 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @contextlib.contextmanager
-def scratch_stream(con: matchsql.Connection, name: str, columns: str,
-                   options: str = "") -> Iterator[str]:
+def scratch_stream(
+    con: matchsql.Connection, name: str, columns: str, options: str = ""
+) -> Iterator[str]:
     """Create stream ``name`` for the duration of the block."""
     con.sql(f"DROP STREAM IF EXISTS {name}")
     con.sql(f"CREATE STREAM {name} ({columns}){' WITH (' + options + ')' if options else ''}")
@@ -30,8 +31,13 @@ def scratch_stream(con: matchsql.Connection, name: str, columns: str,
 def spawn_producer(code: str, *args: str) -> subprocess.Popen:
     """Run a producer script in a separate Python process."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], env=env,
-                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 def percentile(sorted_values: list[float], q: float) -> float:

@@ -31,8 +31,10 @@ from matchsql.storage.catalog import Catalog
 from matchsql.storage.live_reader import LiveReader
 
 COLUMNS = "i BIGINT, flag BIGINT, t_ns BIGINT"
-QUERY = ("SELECT * FROM {name} MATCH_RECOGNIZE(MEASURES A.t_ns AS t_ns ONE ROW PER MATCH "
-         "PATTERN (A) DEFINE A AS A.flag = 1)")
+QUERY = (
+    "SELECT * FROM {name} MATCH_RECOGNIZE(MEASURES A.t_ns AS t_ns ONE ROW PER MATCH "
+    "PATTERN (A) DEFINE A AS A.flag = 1)"
+)
 PRODUCER = """
     import sys, time
     import numpy as np, pyarrow as pa
@@ -91,15 +93,20 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default="10000,100000,1000000")
     parser.add_argument("--seconds", type=float, default=2.0)
-    parser.add_argument("--path", default="auto",
-                        help="execution_path of the matcher (auto, reference, ...)")
+    parser.add_argument(
+        "--path", default="auto", help="execution_path of the matcher (auto, reference, ...)"
+    )
     args = parser.parse_args(argv)
     con = matchsql.connect(demo=False, execution_path=args.path)
     pa.array([1]).to_numpy()  # pyarrow's first to_numpy() is slow (lazy imports): not measured
-    print(f"{args.seconds:g} s per run; producer in a separate process, one write per ms; "
-          f"execution_path={args.path}")
-    print(f"{'rate/s':>10} {'consumer':<8}{'rows':>11}{'rows/s':>12}{'p50 ms':>9}{'p99 ms':>9}"
-          f"{'max ms':>9}")
+    print(
+        f"{args.seconds:g} s per run; producer in a separate process, one write per ms; "
+        f"execution_path={args.path}"
+    )
+    print(
+        f"{'rate/s':>10} {'consumer':<8}{'rows':>11}{'rows/s':>12}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'max ms':>9}"
+    )
     with scratch_stream(con, "bench_latency", COLUMNS) as name:  # warm-up: JIT not measured
         producer = spawn_producer(PRODUCER, name, "10000", "0.2")
         _match(con, name)
@@ -110,9 +117,11 @@ def main(argv: list[str] | None = None) -> None:
                 producer = spawn_producer(PRODUCER, name, str(rate), str(args.seconds))
                 values, rows, elapsed = _queue(name) if stage == "queue" else _match(con, name)
                 producer.communicate(timeout=600)
-            print(f"{rate:>10,} {stage:<8}{rows:>11,}{rows / elapsed:>12,.0f}"
-                  f"{percentile(values, 0.5):>9.3f}{percentile(values, 0.99):>9.3f}"
-                  f"{(values[-1] if values else float('nan')):>9.3f}")
+            print(
+                f"{rate:>10,} {stage:<8}{rows:>11,}{rows / elapsed:>12,.0f}"
+                f"{percentile(values, 0.5):>9.3f}{percentile(values, 0.99):>9.3f}"
+                f"{(values[-1] if values else float('nan')):>9.3f}"
+            )
 
 
 if __name__ == "__main__":

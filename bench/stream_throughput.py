@@ -92,21 +92,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--q1-rows", type=int, default=300_000)
     parser.add_argument("--frame-rows", type=int, default=65_536)
-    parser.add_argument("--path", default="auto",
-                        help="execution_path of the matcher (auto, reference, ...)")
+    parser.add_argument(
+        "--path", default="auto", help="execution_path of the matcher (auto, reference, ...)"
+    )
     args = parser.parse_args(argv)
     con = matchsql.connect(demo=False, execution_path=args.path)
-    print(f"frames of {args.frame_rows:,} rows; producer in a separate process; "
-          f"execution_path={args.path}")
-    print(f"{'stage':<8}{'rows':>12}{'seconds':>10}{'rows/s':>14}{'producer rows/s':>17}"
-          f"{'matches':>10}")
+    print(
+        f"frames of {args.frame_rows:,} rows; producer in a separate process; "
+        f"execution_path={args.path}"
+    )
+    print(
+        f"{'stage':<8}{'rows':>12}{'seconds':>10}{'rows/s':>14}{'producer rows/s':>17}"
+        f"{'matches':>10}"
+    )
     run_stage(con, "Q1", 20_000, args.frame_rows)  # warm-up: JIT compilation is not measured
     for stage, rows in (("queue", args.rows), ("router", args.rows), ("Q1", args.q1_rows)):
-        name, got, seconds, rate, write_rate, matches = run_stage(con, stage, rows,
-                                                                   args.frame_rows)
+        name, got, seconds, rate, write_rate, matches = run_stage(con, stage, rows, args.frame_rows)
         shown = "-" if matches is None else f"{matches:,}"
-        print(f"{name:<8}{got:>12,}{seconds:>10.2f}{rate:>14,.0f}{write_rate:>17,.0f}"
-              f"{shown:>10}")
+        print(f"{name:<8}{got:>12,}{seconds:>10.2f}{rate:>14,.0f}{write_rate:>17,.0f}{shown:>10}")
 
 
 if __name__ == "__main__":

@@ -71,10 +71,15 @@ def flights(rows: int, partitions: int, seed: int = 1) -> pa.Table:
     np.maximum.accumulate(index, out=index)
     origin_id = fresh[index]
     codes = np.array([f"A{i:03d}" for i in range(300)], dtype=object)
-    return pa.table({
-        "tail": pa.array([f"N{t:05d}" for t in tail]),
-        "seq": seq, "origin": pa.array(codes[origin_id].tolist(), pa.string()),
-        "origin_id": origin_id, "delay": rng.normal(10.0, 20.0, rows).round(1)})
+    return pa.table(
+        {
+            "tail": pa.array([f"N{t:05d}" for t in tail]),
+            "seq": seq,
+            "origin": pa.array(codes[origin_id].tolist(), pa.string()),
+            "origin_id": origin_id,
+            "delay": rng.normal(10.0, 20.0, rows).round(1),
+        }
+    )
 
 
 def best(con: matchsql.Connection, runs: list[tuple[str, str]], repeat: int) -> list[float]:
@@ -92,7 +97,7 @@ def best(con: matchsql.Connection, runs: list[tuple[str, str]], repeat: int) -> 
 
 def path_of(con: matchsql.Connection, sql: str) -> str:
     lines = [r[0] for r in con.sql("EXPLAIN " + sql).fetchall()]
-    return next((line[len("path: "):] for line in lines if line.startswith("path: ")), "?")
+    return next((line[len("path: ") :] for line in lines if line.startswith("path: ")), "?")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -110,25 +115,31 @@ def main(argv: list[str] | None = None) -> None:
     con.duckdb.register("flights_src", flights(rows, args.partitions))
     con.sql("CREATE TABLE flights AS SELECT * FROM flights_src")
     con.duckdb.unregister("flights_src")
-    print(f"{os.cpu_count()} CPU core(s); {rows:,} rows, {args.partitions} partitions "
-          f"(lognormal sizes), threads = {args.threads}, best of {args.repeat}, "
-          f"{args.clock} clock")
-    header = (f"{'query':<9}{'path (auto)':<13}{'matches':>9}{'auto rows/s':>14}"
-              f"{'reference rows/s':>18}{'auto/ref':>10}{'int column rows/s':>19}"
-              f"{'string/int':>12}")
+    print(
+        f"{os.cpu_count()} CPU core(s); {rows:,} rows, {args.partitions} partitions "
+        f"(lognormal sizes), threads = {args.threads}, best of {args.repeat}, "
+        f"{args.clock} clock"
+    )
+    header = (
+        f"{'query':<9}{'path (auto)':<13}{'matches':>9}{'auto rows/s':>14}"
+        f"{'reference rows/s':>18}{'auto/ref':>10}{'int column rows/s':>19}"
+        f"{'string/int':>12}"
+    )
     print(header)
     print("-" * len(header))
     for name, define in DEFINES.items():
         sql = QUERY.format(define=define)
-        numeric = QUERY.format(define=define.replace("origin", "origin_id")
-                               .replace("'A042'", "42"))
+        numeric = QUERY.format(define=define.replace("origin", "origin_id").replace("'A042'", "42"))
         matches = con.sql(sql).arrow().num_rows  # warm: kernels loaded, plans cached
         con.sql(numeric).arrow()
         auto, reference, integer = best(
-            con, [("auto", sql), ("reference", sql), ("auto", numeric)], args.repeat)
-        print(f"{name:<9}{path_of(con, sql):<13}{matches:>9,}{rows / auto:>14,.0f}"
-              f"{rows / reference:>18,.0f}{reference / auto:>10.1f}{rows / integer:>19,.0f}"
-              f"{integer / auto:>12.2f}")
+            con, [("auto", sql), ("reference", sql), ("auto", numeric)], args.repeat
+        )
+        print(
+            f"{name:<9}{path_of(con, sql):<13}{matches:>9,}{rows / auto:>14,.0f}"
+            f"{rows / reference:>18,.0f}{reference / auto:>10.1f}{rows / integer:>19,.0f}"
+            f"{integer / auto:>12.2f}"
+        )
 
 
 if __name__ == "__main__":

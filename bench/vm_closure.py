@@ -42,13 +42,23 @@ def main(argv: list[str] | None = None) -> None:
     con = matchsql.connect(demo=False)
     con.duckdb.register("trade_src", synthetic_trades(args.rows, 1))
     con.sql("CREATE TABLE trade AS SELECT * FROM trade_src")
-    batch = con.duckdb.sql("SELECT * FROM trade ORDER BY ts").to_arrow_table() \
-        .combine_chunks().to_batches()[0]
-    print(f"{args.rows:,} rows, one partition, matcher alone, 1 thread, CPU ms (best of "
-          f"{args.repeat})")
+    batch = (
+        con.duckdb.sql("SELECT * FROM trade ORDER BY ts")
+        .to_arrow_table()
+        .combine_chunks()
+        .to_batches()[0]
+    )
+    print(
+        f"{args.rows:,} rows, one partition, matcher alone, 1 thread, CPU ms (best of "
+        f"{args.repeat})"
+    )
     print(f"{'query':<12}{'walked':>9}{'table':>9}{'ratio':>7}")
-    queries = {**DEJAVU, **{f"{k} one row": v.replace("ALL MATCHES", "ONE ROW PER MATCH")
-                            for k, v in DEJAVU.items()}}
+    queries = {
+        **DEJAVU,
+        **{
+            f"{k} one row": v.replace("ALL MATCHES", "ONE ROW PER MATCH") for k, v in DEJAVU.items()
+        },
+    }
     for name, sql in queries.items():
         table = CompiledPlan.build(spec_for(con.duckdb, sql, "trade"))
         walked = dataclasses.replace(table, program=np.ascontiguousarray(table.program[:, :6]))
@@ -59,8 +69,10 @@ def main(argv: list[str] | None = None) -> None:
                 cpu, rows[mode] = _cpu(plan, batch)
                 best[mode] = min(best[mode], cpu)
         assert rows["walked"] == rows["table"], (name, rows)
-        print(f"{name:<12}{best['walked'] * 1e3:>9.0f}{best['table'] * 1e3:>9.0f}"
-              f"{best['walked'] / best['table']:>7.2f}")
+        print(
+            f"{name:<12}{best['walked'] * 1e3:>9.0f}{best['table'] * 1e3:>9.0f}"
+            f"{best['walked'] / best['table']:>7.2f}"
+        )
 
 
 if __name__ == "__main__":

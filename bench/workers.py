@@ -119,6 +119,7 @@ class InputPaths:
         def recording(queries: InputQueries, *args):
             self.last = queries
             return original(queries, *args)
+
         return recording
 
     def took(self) -> str:
@@ -160,16 +161,22 @@ def _trades(rows: int, partitions: int) -> matchsql.Connection:
     con.duckdb.register("trade_src", synthetic_trades(rows, partitions))
     con.sql("CREATE TABLE trade AS SELECT * FROM trade_src")
     con.duckdb.unregister("trade_src")
-    con.sql("CREATE VIEW orders AS SELECT symbol AS custkey, ts AS orderdate, "
-            "price AS totalprice FROM trade")
+    con.sql(
+        "CREATE VIEW orders AS SELECT symbol AS custkey, ts AS orderdate, "
+        "price AS totalprice FROM trade"
+    )
     return con
 
 
-def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, float, list[float]]]:
+def one_time(
+    rows: int, partitions: int, repeat: int
+) -> dict[str, tuple[float, float, list[float]]]:
     con = _trades(rows, partitions)
     print(f"\n1. one-time queries, {rows:,} rows, {partitions} partitions (best of {repeat})")
-    header = (f"{'query':<9}{'matches':>10}{'w1 1T s':>9}{'w1 2T s':>9}{'w2 sort s':>10}"
-              f"{'w2 s':>8}{'w2/w1 1T':>9}{'w2/w1 2T':>9}{'router CPU':>11}{'worker CPU':>14}")
+    header = (
+        f"{'query':<9}{'matches':>10}{'w1 1T s':>9}{'w1 2T s':>9}{'w2 sort s':>10}"
+        f"{'w2 s':>8}{'w2/w1 1T':>9}{'w2/w1 2T':>9}{'router CPU':>11}{'worker CPU':>14}"
+    )
     print(header)
     print("-" * len(header))
     model: dict[str, tuple[float, float, list[float]]] = {}
@@ -181,8 +188,12 @@ def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, 
         con.sql(sql).arrow()  # starts the pool, warms the workers' compiled code
         timed = {}
         # Side by side, in turns, so that a change of the machine's load hits every one.
-        runs = {(1, 1, "scatter"): [], (1, 2, "scatter"): [], (2, 2, "sorted"): [],
-                (2, 2, "scatter"): []}
+        runs = {
+            (1, 1, "scatter"): [],
+            (1, 2, "scatter"): [],
+            (2, 2, "sorted"): [],
+            (2, 2, "scatter"): [],
+        }
         cpu: dict[str, tuple[float, list[float], list[float]]] = {}
         skipped: dict[tuple[int, int, str], str] = {}
         for _ in range(repeat):
@@ -193,8 +204,11 @@ def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, 
                 got.append(_best(con, sql, 1))
                 skipped[(workers, threads, mode)] = paths.took()
                 if workers == 2:  # router CPU, each worker's CPU, matching CPU per bucket
-                    cpu[mode] = (got[-1][1], list(session.last.worker_cpu_s),
-                                 list(session.last.bucket_cpu_s.values()))
+                    cpu[mode] = (
+                        got[-1][1],
+                        list(session.last.worker_cpu_s),
+                        list(session.last.bucket_cpu_s.values()),
+                    )
         for run, got in runs.items():
             timed[run] = min(got)
         w2, router_cpu, matches = timed[(2, 2, "scatter")]
@@ -208,10 +222,12 @@ def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, 
         counts = {v[2] for v in timed.values()}
         note = "" if len(counts) == 1 else "  (row counts differ!)"
         w1 = timed[(1, 1, "scatter")][0]
-        print(f"{name:<9}{matches:>10,}{w1:>9.3f}{timed[(1, 2, 'scatter')][0]:>9.3f}"
-              f"{timed[(2, 2, 'sorted')][0]:>10.3f}{w2:>8.3f}{w1 / w2:>9.2f}"
-              f"{timed[(1, 2, 'scatter')][0] / w2:>9.2f}"
-              f"{router_cpu:>10.2f}s{worker_cpu:>13}s{note}")
+        print(
+            f"{name:<9}{matches:>10,}{w1:>9.3f}{timed[(1, 2, 'scatter')][0]:>9.3f}"
+            f"{timed[(2, 2, 'sorted')][0]:>10.3f}{w2:>8.3f}{w1 / w2:>9.2f}"
+            f"{timed[(1, 2, 'scatter')][0] / w2:>9.2f}"
+            f"{router_cpu:>10.2f}s{worker_cpu:>13}s{note}"
+        )
         # The sorted mode (the default) against one process, wall and CPU of the same runs.
         w2s, router_s = timed[(2, 2, "sorted")][:2]
         workers_s = sum(cpu["sorted"][1])
@@ -220,19 +236,24 @@ def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, 
             f"{name:<9}{w1:>8.3f}{w2s:>8.3f}{w1 / w2s:>7.2f}x{single:>8.2f}s{router_s:>9.2f}s"
             f"{'/'.join(f'{c:.2f}' for c in cpu['sorted'][1]):>12}s{single / both:>9.2f}x"
             f"{single / (both / 2):>7.2f}x"  # (the router runs DuckDB on both cores)
-            f"{skipped[(1, 1, 'scatter')] + '/' + skipped[(2, 2, 'sorted')]:>10}")
+            f"{skipped[(1, 1, 'scatter')] + '/' + skipped[(2, 2, 'sorted')]:>10}"
+        )
     paths.close()
     con.close()
     load = os.getloadavg()
-    print(f"\n1b. sorted mode (the default: the router reads the input as one process does; "
-          f"grouped input is shared with the workers, sorted input goes out in pieces) "
-          f"against workers = 1, threads = 1: walls "
-          f"and CPU of the runs above; 'CPU w1/w2' = one process's CPU over the router's and "
-          f"workers' together, 'bound' = the speed-up two cores allow with that CPU; 'sort "
-          f"skipped' = input taken in its own order without DuckDB's sort (w1/w2). Load "
-          f"average now {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
-    header = (f"{'query':<9}{'w1 s':>8}{'w2 s':>8}{'w2/w1':>8}{'w1 CPU':>9}{'router':>10}"
-              f"{'workers':>13}{'CPU w1/w2':>10}{'bound':>8}{'sort skip':>10}")
+    print(
+        f"\n1b. sorted mode (the default: the router reads the input as one process does; "
+        f"grouped input is shared with the workers, sorted input goes out in pieces) "
+        f"against workers = 1, threads = 1: walls "
+        f"and CPU of the runs above; 'CPU w1/w2' = one process's CPU over the router's and "
+        f"workers' together, 'bound' = the speed-up two cores allow with that CPU; 'sort "
+        f"skipped' = input taken in its own order without DuckDB's sort (w1/w2). Load "
+        f"average now {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}"
+    )
+    header = (
+        f"{'query':<9}{'w1 s':>8}{'w2 s':>8}{'w2/w1':>8}{'w1 CPU':>9}{'router':>10}"
+        f"{'workers':>13}{'CPU w1/w2':>10}{'bound':>8}{'sort skip':>10}"
+    )
     print(header)
     print("-" * len(header))
     for line in sorted_lines:
@@ -241,25 +262,34 @@ def one_time(rows: int, partitions: int, repeat: int) -> dict[str, tuple[float, 
 
 
 def scaling(model: dict[str, tuple[float, float, list[float]]]) -> None:
-    print("\n2. scaling model: speed-up over one process = its CPU / max(router CPU, LPT "
-          "makespan of the 64 buckets' work on N workers), a core per process; a bucket's work "
-          "is the workers' CPU (sort, transfers, matching) shared in proportion to its "
-          "matching CPU; both modes of workers = 2")
+    print(
+        "\n2. scaling model: speed-up over one process = its CPU / max(router CPU, LPT "
+        "makespan of the 64 buckets' work on N workers), a core per process; a bucket's work "
+        "is the workers' CPU (sort, transfers, matching) shared in proportion to its "
+        "matching CPU; both modes of workers = 2"
+    )
     counts = (1, 2, 4, 8, 16, 32)
-    header = (f"{'query':<17}{'w1 CPU':>8}{'router':>8}{'workers':>8}"
-              + "".join(f"{f'N={n}':>8}" for n in counts) + f"{'stops at':>10}"
-              + f"{'2 cores':>9}")
+    header = (
+        f"{'query':<17}{'w1 CPU':>8}{'router':>8}{'workers':>8}"
+        + "".join(f"{f'N={n}':>8}" for n in counts)
+        + f"{'stops at':>10}"
+        + f"{'2 cores':>9}"
+    )
     print(header)
     print("-" * len(header))
     for name, (single, router_cpu, works) in model.items():
         speed = [single / max(router_cpu, makespan(works, n)) for n in counts]
-        stop = next((n for n, s, nxt in zip(counts, speed, speed[1:]) if nxt < s * 1.05),
-                    counts[-1])
+        stop = next(
+            (n for n, s, nxt in zip(counts, speed, speed[1:]) if nxt < s * 1.05), counts[-1]
+        )
         # This machine: router and 2 workers share 2 cores (a fixed total of CPU to spread).
         two_cores = single / max(router_cpu, makespan(works, 2), (router_cpu + sum(works)) / 2)
-        print(f"{name:<17}{single:>7.2f}s{router_cpu:>7.2f}s{sum(works):>7.2f}s"
-              + "".join(f"{s:>7.2f}x" for s in speed) + f"{f'N={stop}':>10}"
-              + f"{two_cores:>8.2f}x")
+        print(
+            f"{name:<17}{single:>7.2f}s{router_cpu:>7.2f}s{sum(works):>7.2f}s"
+            + "".join(f"{s:>7.2f}x" for s in speed)
+            + f"{f'N={stop}':>10}"
+            + f"{two_cores:>8.2f}x"
+        )
 
 
 class MoveWhenOpen:
@@ -278,10 +308,14 @@ class MoveWhenOpen:
 
 
 def migration(sizes: list[int]) -> None:
-    print("\n3. migration pause of one bucket vs its open state (one open match attempt "
-          "of R buffered rows)")
-    header = (f"{'R rows':>10}{'pause ms':>10}{'state MiB':>11}{'open runs':>10}"
-              f"{'buffered':>10}{'rows ok':>8}")
+    print(
+        "\n3. migration pause of one bucket vs its open state (one open match attempt "
+        "of R buffered rows)"
+    )
+    header = (
+        f"{'R rows':>10}{'pause ms':>10}{'state MiB':>11}{'open runs':>10}"
+        f"{'buffered':>10}{'rows ok':>8}"
+    )
     print(header)
     print("-" * len(header))
     # 40 other partitions; the hot one's key is picked in a bucket of its own, so the
@@ -298,19 +332,25 @@ def _migration(sizes: list[int]) -> None:
     others = {bucket_of((f"k{i}",), BUCKETS) for i in range(40)}
     hot = next(f"h{j}" for j in range(10_000) if bucket_of((f"h{j}",), BUCKETS) not in others)
     bucket = bucket_of((hot,), BUCKETS)
-    query = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-             "FIRST(ts) AS s, LAST(ts) AS e, COUNT(*) AS n ONE ROW PER MATCH "
-             "PATTERN (A B* C) DEFINE C AS v < 0)")
+    query = (
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+        "FIRST(ts) AS s, LAST(ts) AS e, COUNT(*) AS n ONE ROW PER MATCH "
+        "PATTERN (A B* C) DEFINE C AS v < 0)"
+    )
     for size in sizes:
         total = size + size // 10 + 1_000
-        setup = (f"CREATE OR REPLACE TABLE t AS SELECT '{hot}' AS p, i AS ts, "
-                 f"CASE WHEN i = {total - 1} THEN -1 ELSE i % 97 END AS v FROM range({total}) r(i) "
-                 f"UNION ALL SELECT 'k' || (i % 40) AS p, i AS ts, "
-                 f"CASE WHEN i % 11 = 0 THEN -1 ELSE 1 END AS v FROM range(200000) r(i)")
+        setup = (
+            f"CREATE OR REPLACE TABLE t AS SELECT '{hot}' AS p, i AS ts, "
+            f"CASE WHEN i = {total - 1} THEN -1 ELSE i % 97 END AS v FROM range({total}) r(i) "
+            f"UNION ALL SELECT 'k' || (i % 40) AS p, i AS ts, "
+            f"CASE WHEN i % 11 = 0 THEN -1 ELSE 1 END AS v FROM range(200000) r(i)"
+        )
         # Small input batches: the router decides between batches, so the move comes
         # right after R rows of the hot partition, which then has more rows to come.
-        options = {"max_buffered_rows": max(2 * total, 100_000),
-                   "batch_size": min(65_536, max(256, size // 8))}
+        options = {
+            "max_buffered_rows": max(2 * total, 100_000),
+            "batch_size": min(65_536, max(256, size // 8)),
+        }
         single = matchsql.connect(demo=False, **options)
         con = matchsql.connect(demo=False, workers=2, **options)
         try:
@@ -328,8 +368,10 @@ def _migration(sizes: list[int]) -> None:
                 print(f"{size:>10,}  (no migration happened)")
                 continue
             m = moves[0]
-            print(f"{size:>10,}{m.pause_s * 1e3:>10.1f}{m.state_bytes / 2**20:>11.2f}"
-                  f"{m.open_partitions:>10}{m.buffered_rows:>10,}{str(got == expected):>8}")
+            print(
+                f"{size:>10,}{m.pause_s * 1e3:>10.1f}{m.state_bytes / 2**20:>11.2f}"
+                f"{m.open_partitions:>10}{m.buffered_rows:>10,}{str(got == expected):>8}"
+            )
         finally:
             single.close()
             con.close()
@@ -369,10 +411,14 @@ def _live_router(workers: int, spec, new_run, pool: WorkerPool, config: Config):
 
 
 def continuous(rows: int, partitions: int, repeat: int) -> None:
-    print(f"\n4. continuous queries, {rows:,} live rows in time order, {partitions} partitions, "
-          f"batches of 20,000 (best of {repeat})")
-    header = (f"{'query':<9}{'matches':>10}{'w1 s':>8}{'w2 s':>8}{'w2/w1':>7}{'w1 CPU':>8}"
-              f"{'router CPU':>11}{'worker CPU':>14}")
+    print(
+        f"\n4. continuous queries, {rows:,} live rows in time order, {partitions} partitions, "
+        f"batches of 20,000 (best of {repeat})"
+    )
+    header = (
+        f"{'query':<9}{'matches':>10}{'w1 s':>8}{'w2 s':>8}{'w2/w1':>7}{'w1 CPU':>8}"
+        f"{'router CPU':>11}{'worker CPU':>14}"
+    )
     print(header)
     print("-" * len(header))
     batches = _stream_batches(rows, partitions, 20_000)
@@ -386,8 +432,11 @@ def continuous(rows: int, partitions: int, repeat: int) -> None:
                 for workers in (1, 2):
                     router = _live_router(workers, spec, new_run, pool, config)
                     cpu, wall = time.process_time(), time.perf_counter()
-                    out = sum(b.num_rows for i, batch in enumerate(batches)
-                              for b in router.route(batch, more=i + 1 < len(batches)))
+                    out = sum(
+                        b.num_rows
+                        for i, batch in enumerate(batches)
+                        for b in router.route(batch, more=i + 1 < len(batches))
+                    )
                     out += sum(b.num_rows for b in router.finish())
                     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
                     if wall < best[workers][0]:
@@ -398,23 +447,31 @@ def continuous(rows: int, partitions: int, repeat: int) -> None:
             w1, w2 = best[1][0], best[2][0]
             worker_cpu = "/".join(f"{c:.2f}" for c in last.worker_cpu_s)
             same = "" if best[1][2] == best[2][2] else "  (row counts differ!)"
-            print(f"{name:<9}{best[2][2]:>10,}{w1:>8.3f}{w2:>8.3f}{w1 / w2:>7.2f}"
-                  f"{best[1][1]:>7.2f}s{best[2][1]:>10.2f}s{worker_cpu:>13}s{same}")
+            print(
+                f"{name:<9}{best[2][2]:>10,}{w1:>8.3f}{w2:>8.3f}{w1 / w2:>7.2f}"
+                f"{best[1][1]:>7.2f}s{best[2][1]:>10.2f}s{worker_cpu:>13}s{same}"
+            )
     finally:
         pool.kill()
 
 
 def stream_migration(sizes: list[int]) -> None:
-    print("\n5. continuous query: migration pause of one bucket vs its open state (one open "
-          "match attempt of R rows), and the latency (ms) of the other partitions' batches "
-          "(500 rows of 40 partitions each, arriving every 3x their mean service time)")
-    header = (f"{'R rows':>10}{'pause ms':>10}{'state MiB':>11}{'clock ms':>9}{'p50 before':>11}"
-              f"{'p99 before':>11}{'p99 during':>11}{'max during':>11}{'waited':>8}")
+    print(
+        "\n5. continuous query: migration pause of one bucket vs its open state (one open "
+        "match attempt of R rows), and the latency (ms) of the other partitions' batches "
+        "(500 rows of 40 partitions each, arriving every 3x their mean service time)"
+    )
+    header = (
+        f"{'R rows':>10}{'pause ms':>10}{'state MiB':>11}{'clock ms':>9}{'p50 before':>11}"
+        f"{'p99 before':>11}{'p99 during':>11}{'max during':>11}{'waited':>8}"
+    )
     print(header)
     print("-" * len(header))
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-           "FIRST(ts) AS s, LAST(ts) AS e, COUNT(*) AS n ONE ROW PER MATCH "
-           "PATTERN (A B* C) DEFINE C AS v < 0)")
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+        "FIRST(ts) AS s, LAST(ts) AS e, COUNT(*) AS n ONE ROW PER MATCH "
+        "PATTERN (A B* C) DEFINE C AS v < 0)"
+    )
     schema = pa.schema([("p", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
     others = {bucket_of((f"k{i}",), BUCKETS) for i in range(40)}
     hot = next(f"h{j}" for j in range(10_000) if bucket_of((f"h{j}",), BUCKETS) not in others)
@@ -432,16 +489,27 @@ def stream_migration(sizes: list[int]) -> None:
             ts = 0
             for low in range(0, size, 50_000):  # the hot partition's open attempt
                 n = min(50_000, size - low)
-                list(router.route(pa.record_batch(
-                    [pa.array([hot] * n), pa.array(range(ts, ts + n), pa.int64()),
-                     pa.array(np.ones(n, np.int64))], schema=schema)))
+                list(
+                    router.route(
+                        pa.record_batch(
+                            [
+                                pa.array([hot] * n),
+                                pa.array(range(ts, ts + n), pa.int64()),
+                                pa.array(np.ones(n, np.int64)),
+                            ],
+                            schema=schema,
+                        )
+                    )
+                )
                 ts += n
 
             def others_batch(ts: int) -> pa.RecordBatch:
                 keys = [f"k{i % 40}" for i in range(500)]
                 values = np.where(np.arange(500) % 11 == 0, -1, 1)
-                return pa.record_batch([pa.array(keys), pa.array(range(ts, ts + 500), pa.int64()),
-                                        pa.array(values)], schema=schema)
+                return pa.record_batch(
+                    [pa.array(keys), pa.array(range(ts, ts + 500), pa.int64()), pa.array(values)],
+                    schema=schema,
+                )
 
             for _ in range(10):  # new runs, first calls: not part of the service time
                 list(router.route(others_batch(ts)))
@@ -468,32 +536,44 @@ def stream_migration(sizes: list[int]) -> None:
             # The hot attempt ends in a match (a C row) before the end of stream: an attempt
             # still open there fails, and each later start row is tried again to the end,
             # which is quadratic in R (minutes at 10^6 rows) and not what is measured here.
-            list(router.route(pa.record_batch(
-                [pa.array([hot]), pa.array([ts], pa.int64()), pa.array([-1], pa.int64())],
-                schema=schema)))
+            list(
+                router.route(
+                    pa.record_batch(
+                        [pa.array([hot]), pa.array([ts], pa.int64()), pa.array([-1], pa.int64())],
+                        schema=schema,
+                    )
+                )
+            )
             list(router.finish())
             record = router.migrations[-1]
             assert moved is not None
             before = sorted(lat for at, lat in latency if at < moved[0])
-            during = sorted(lat for at, lat in latency if moved[0] <= at <= moved[1]) or \
-                [latency[251][1]]  # the pause was shorter than the clock: the next batch
-            print(f"{size:>10,}{record.pause_s * 1e3:>10.1f}{record.state_bytes / 2**20:>11.2f}"
-                  f"{interval_s * 1e3:>9.1f}{_pct(before, 50) * 1e3:>11.1f}"
-                  f"{_pct(before, 99) * 1e3:>11.1f}{_pct(during, 99) * 1e3:>11.1f}"
-                  f"{during[-1] * 1e3:>11.1f}{len(during):>8}")
+            during = sorted(lat for at, lat in latency if moved[0] <= at <= moved[1]) or [
+                latency[251][1]
+            ]  # the pause was shorter than the clock: the next batch
+            print(
+                f"{size:>10,}{record.pause_s * 1e3:>10.1f}{record.state_bytes / 2**20:>11.2f}"
+                f"{interval_s * 1e3:>9.1f}{_pct(before, 50) * 1e3:>11.1f}"
+                f"{_pct(before, 99) * 1e3:>11.1f}{_pct(during, 99) * 1e3:>11.1f}"
+                f"{during[-1] * 1e3:>11.1f}{len(during):>8}"
+            )
     finally:
         pool.kill()
 
 
 def input_modes(rows: int, partitions: int, repeat: int) -> None:
-    print(f"\n6. continuous queries by input mode, {rows:,} live rows in time order, "
-          f"{partitions} partitions, batches of 20,000 (best of {repeat}): pull routes each "
-          "batch (the next one at hand: on the workers one batch stays in flight while the "
-          "next is cut); push and adaptive read in a push thread into "
-          "InputHolders, and the query thread matches every ready holder at once (on the "
-          "workers) or one at a time (in this process)")
-    header = (f"{'query':<9}{'mode':<10}{'matches':>10}{'w1 s':>8}{'w2 s':>8}{'w2/w1':>7}"
-              f"{'max mem w2':>12}")
+    print(
+        f"\n6. continuous queries by input mode, {rows:,} live rows in time order, "
+        f"{partitions} partitions, batches of 20,000 (best of {repeat}): pull routes each "
+        "batch (the next one at hand: on the workers one batch stays in flight while the "
+        "next is cut); push and adaptive read in a push thread into "
+        "InputHolders, and the query thread matches every ready holder at once (on the "
+        "workers) or one at a time (in this process)"
+    )
+    header = (
+        f"{'query':<9}{'mode':<10}{'matches':>10}{'w1 s':>8}{'w2 s':>8}{'w2/w1':>7}"
+        f"{'max mem w2':>12}"
+    )
     print(header)
     print("-" * len(header))
     batches = _stream_batches(rows, partitions, 20_000)
@@ -510,18 +590,26 @@ def input_modes(rows: int, partitions: int, repeat: int) -> None:
                         metrics = InputMetrics()
                         wall = time.perf_counter()
                         if mode == "pull":
-                            out = sum(b.num_rows for i, batch in enumerate(batches)
-                                      for b in router.route(batch,
-                                                            more=i + 1 < len(batches)))
+                            out = sum(
+                                b.num_rows
+                                for i, batch in enumerate(batches)
+                                for b in router.route(batch, more=i + 1 < len(batches))
+                            )
                             out += sum(b.num_rows for b in router.finish())
                             held = 0
                         else:
                             source = iter(batches)
                             push = PushInput(
-                                spec.partition_by, new_run, lambda source=source: next(source, None),
-                                metrics=metrics, adaptive=mode == "adaptive",
-                                states=options.states, label_state=options.label_state, u=1,
-                                runs=LocalRuns(router) if workers == 1 else router)
+                                spec.partition_by,
+                                new_run,
+                                lambda source=source: next(source, None),
+                                metrics=metrics,
+                                adaptive=mode == "adaptive",
+                                states=options.states,
+                                label_state=options.label_state,
+                                u=1,
+                                runs=LocalRuns(router) if workers == 1 else router,
+                            )
                             push.start()
                             try:
                                 out = sum(b.num_rows for b in push.batches())
@@ -533,8 +621,10 @@ def input_modes(rows: int, partitions: int, repeat: int) -> None:
                             best[workers] = (wall, out, held)
                 w1, w2 = best[1][0], best[2][0]
                 same = "" if best[1][1] == best[2][1] else "  (row counts differ!)"
-                print(f"{name:<9}{mode:<10}{best[2][1]:>10,}{w1:>8.3f}{w2:>8.3f}{w1 / w2:>7.2f}"
-                      f"{best[2][2]:>12,}{same}")
+                print(
+                    f"{name:<9}{mode:<10}{best[2][1]:>10,}{w1:>8.3f}{w2:>8.3f}{w1 / w2:>7.2f}"
+                    f"{best[2][2]:>12,}{same}"
+                )
     finally:
         pool.kill()
 
@@ -545,19 +635,23 @@ def _pct(values: list[float], q: float) -> float:
 
 def timeline(rows: int, partitions: int, repeat: int) -> None:
     """Where the time of one query on 2 workers goes, process by process."""
-    print(f"\n7. timeline of one-time queries on 2 workers (sorted mode), {rows:,} rows, "
-          f"{partitions} partitions; medians of {repeat} runs taken in turns (rotated) with "
-          "workers = 1 (threads = 1). ms from the statement's start: 'input' = the router "
-          "has its first ordered rows (planning, export, order check and grouping done), "
-          "'sent' = its first message to a worker, 'routed' = its last, 'merged' = the last "
-          "matches in; per worker: its first and last message served, ms busy serving "
-          "between them, and its process's CPU. 'hold' = the partition still open at a "
-          "message's end waits for its end (the default), 'cut' = it goes in pieces (runs of "
-          "their own on the worker). CPU in ms; 'w1/w2' = one process's CPU over the "
-          "router's and workers' together.")
-    header = (f"{'query':<9}{'run':<6}{'wall':>6}{'input':>7}{'sent':>6}{'routed':>7}"
-              f"{'merged':>7}{'r CPU':>7}{'w0 first':>9}{'last':>6}{'busy':>6}{'CPU':>5}"
-              f"{'w1 first':>9}{'last':>6}{'busy':>6}{'CPU':>5}{'w1/w2':>7}")
+    print(
+        f"\n7. timeline of one-time queries on 2 workers (sorted mode), {rows:,} rows, "
+        f"{partitions} partitions; medians of {repeat} runs taken in turns (rotated) with "
+        "workers = 1 (threads = 1). ms from the statement's start: 'input' = the router "
+        "has its first ordered rows (planning, export, order check and grouping done), "
+        "'sent' = its first message to a worker, 'routed' = its last, 'merged' = the last "
+        "matches in; per worker: its first and last message served, ms busy serving "
+        "between them, and its process's CPU. 'hold' = the partition still open at a "
+        "message's end waits for its end (the default), 'cut' = it goes in pieces (runs of "
+        "their own on the worker). CPU in ms; 'w1/w2' = one process's CPU over the "
+        "router's and workers' together."
+    )
+    header = (
+        f"{'query':<9}{'run':<6}{'wall':>6}{'input':>7}{'sent':>6}{'routed':>7}"
+        f"{'merged':>7}{'r CPU':>7}{'w0 first':>9}{'last':>6}{'busy':>6}{'CPU':>5}"
+        f"{'w1 first':>9}{'last':>6}{'busy':>6}{'CPU':>5}{'w1/w2':>7}"
+    )
     print(header)
     print("-" * len(header))
     con = _trades(rows, partitions)
@@ -571,7 +665,7 @@ def timeline(rows: int, partitions: int, repeat: int) -> None:
             for turn in range(repeat):
                 # In turns, each run after each other as often (the first run after a
                 # change of settings pays for it: DuckDB's threads, say).
-                order = list(runs)[turn % 3:] + list(runs)[:turn % 3]
+                order = list(runs)[turn % 3 :] + list(runs)[: turn % 3]
                 for run, got in ((run, runs[run]) for run in order):
                     con.sql(f"SET workers = {1 if run == 'w1' else 2}")
                     con.sql(f"SET threads = {1 if run == 'w1' else 2}")
@@ -583,25 +677,37 @@ def timeline(rows: int, partitions: int, repeat: int) -> None:
                         got.append([wall * 1e3, cpu * 1e3])
                         continue
                     last = session.last
-                    marks = [(last.marks[m][0] - start) * 1e3 if m in last.marks else 0.0
-                             for m in ("input", "sent", "routed", "merged")]
+                    marks = [
+                        (last.marks[m][0] - start) * 1e3 if m in last.marks else 0.0
+                        for m in ("input", "sent", "routed", "merged")
+                    ]
                     row = [wall * 1e3, *marks, cpu * 1e3]
                     for spans, busy in zip(last.worker_spans, last.worker_process_cpu_s):
-                        data = [(a, b) for kind, a, b in spans if kind in ("data", "take")] or [(start,) * 2]
-                        row += [(data[0][0] - start) * 1e3, (data[-1][1] - start) * 1e3,
-                                sum(b - a for a, b in data) * 1e3, busy * 1e3]
+                        data = [(a, b) for kind, a, b in spans if kind in ("data", "take")] or [
+                            (start,) * 2
+                        ]
+                        row += [
+                            (data[0][0] - start) * 1e3,
+                            (data[-1][1] - start) * 1e3,
+                            sum(b - a for a, b in data) * 1e3,
+                            busy * 1e3,
+                        ]
                     got.append(row)
             router_module.HOLD_OPEN = True
             single = np.median([r[1] for r in runs["w1"]])
-            print(f"{name:<9}{'w1':<6}{np.median([r[0] for r in runs['w1']]):>6.0f}"
-                  f"{'':>34}{single:>7.0f}")
+            print(
+                f"{name:<9}{'w1':<6}{np.median([r[0] for r in runs['w1']]):>6.0f}"
+                f"{'':>34}{single:>7.0f}"
+            )
             for run in ("hold", "cut"):
                 m = np.median(np.array(runs[run]), axis=0)
                 cpu_all = m[5] + m[9] + m[13]
-                print(f"{name:<9}{run:<6}{m[0]:>6.0f}{m[1]:>7.0f}{m[2]:>6.0f}{m[3]:>7.0f}"
-                      f"{m[4]:>7.0f}{m[5]:>7.0f}{m[6]:>9.0f}{m[7]:>6.0f}{m[8]:>6.0f}{m[9]:>5.0f}"
-                      f"{m[10]:>9.0f}{m[11]:>6.0f}{m[12]:>6.0f}{m[13]:>5.0f}"
-                      f"{single / cpu_all:>6.2f}x")
+                print(
+                    f"{name:<9}{run:<6}{m[0]:>6.0f}{m[1]:>7.0f}{m[2]:>6.0f}{m[3]:>7.0f}"
+                    f"{m[4]:>7.0f}{m[5]:>7.0f}{m[6]:>9.0f}{m[7]:>6.0f}{m[8]:>6.0f}{m[9]:>5.0f}"
+                    f"{m[10]:>9.0f}{m[11]:>6.0f}{m[12]:>6.0f}{m[13]:>5.0f}"
+                    f"{single / cpu_all:>6.2f}x"
+                )
     finally:
         router_module.HOLD_OPEN = True
         con.close()
@@ -617,8 +723,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", default="1234567", help="the sections to run, e.g. 45")
     args = parser.parse_args(argv)
     load = os.getloadavg()
-    print(f"{os.cpu_count()} CPU core(s), load average {load[0]:.1f} {load[1]:.1f} "
-          f"{load[2]:.1f} (a shared machine: wall times are noisy)")
+    print(
+        f"{os.cpu_count()} CPU core(s), load average {load[0]:.1f} {load[1]:.1f} "
+        f"{load[2]:.1f} (a shared machine: wall times are noisy)"
+    )
     sizes = [int(s) for s in args.migration_rows.split(",") if s]
     if "1" in args.only:
         model = one_time(args.rows, args.partitions, args.repeat)

@@ -41,22 +41,28 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     chunks = [int(c) for c in args.chunks.split(",")]
     load = os.getloadavg()
-    print(f"{os.cpu_count()} CPU core(s), load average {load[0]:.1f} {load[1]:.1f} "
-          f"{load[2]:.1f} (a shared machine: wall times are noisy)")
+    print(
+        f"{os.cpu_count()} CPU core(s), load average {load[0]:.1f} {load[1]:.1f} "
+        f"{load[2]:.1f} (a shared machine: wall times are noisy)"
+    )
     con = matchsql.connect(demo=False)
     con.duckdb.execute("SET enable_progress_bar = false")
     con.duckdb.register("trade_src", synthetic_trades(args.rows, args.partitions))
     con.sql("CREATE TABLE trade AS SELECT * FROM trade_src")
     con.duckdb.unregister("trade_src")
-    con.sql("CREATE VIEW orders AS SELECT symbol AS custkey, ts AS orderdate, "
-            "price AS totalprice FROM trade")
+    con.sql(
+        "CREATE VIEW orders AS SELECT symbol AS custkey, ts AS orderdate, "
+        "price AS totalprice FROM trade"
+    )
     con.sql("SET threads = 1")
     session = con._executor.workers
     session.mode = "sorted"
     defaults = router_module.WorkerRouter.__init__.__kwdefaults__
     assert defaults is not None
-    header = (f"{'query':<6}{'run':>15}{'wall s':>8}{'CPU s':>7}{'router':>8}{'workers':>14}"
-              f"{'w sum':>7}{'bound':>7}{'w1/w2':>7}")
+    header = (
+        f"{'query':<6}{'run':>15}{'wall s':>8}{'CPU s':>7}{'router':>8}{'workers':>14}"
+        f"{'w sum':>7}{'bound':>7}{'w1/w2':>7}"
+    )
     try:
         for name in args.queries.split(","):
             sql = QUERIES[name]
@@ -76,7 +82,8 @@ def main(argv: list[str] | None = None) -> None:
                 for chunk, copied in [(c, False) for c in chunks] + [(CHUNK_ROWS, True)]:
                     # The router's message size (and its back-pressure, 4 messages).
                     router_module.WorkerRouter.__init__.__kwdefaults__ = dict(
-                        defaults, chunk_rows=chunk, max_queued_rows=4 * chunk)
+                        defaults, chunk_rows=chunk, max_queued_rows=4 * chunk
+                    )
                     # "copy": the payload built in memory, then copied into the ring (as
                     # before the rows were written straight into it).
                     router_module.Packed = _copied if copied else Packed
@@ -86,9 +93,11 @@ def main(argv: list[str] | None = None) -> None:
                     bound = single / ((cpu + sum(workers)) / 2)
                     got.setdefault(f"w2 {chunk}", []).append((wall, cpu, sum(workers), bound))
                     split = "/".join(f"{w:.3f}" for w in workers)
-                    print(f"{name:<6}{f'w2 {chunk}':>15}{wall:>8.3f}{'':>7}{cpu:>8.3f}"
-                          f"{split:>14}{sum(workers):>7.3f}{bound:>6.2f}x"
-                          f"{got['w1'][-1][0] / wall:>6.2f}x")
+                    print(
+                        f"{name:<6}{f'w2 {chunk}':>15}{wall:>8.3f}{'':>7}{cpu:>8.3f}"
+                        f"{split:>14}{sum(workers):>7.3f}{bound:>6.2f}x"
+                        f"{got['w1'][-1][0] / wall:>6.2f}x"
+                    )
             print("medians:")
             w1 = statistics.median(w for w, _, _, _ in got["w1"])
             for run, values in got.items():
@@ -99,8 +108,10 @@ def main(argv: list[str] | None = None) -> None:
                     continue
                 workers = statistics.median(v[2] for v in values)
                 bound = statistics.median(v[3] for v in values)
-                print(f"{name:<6}{run:>15}{wall:>8.3f}{'':>7}{cpu:>8.3f}{'':>14}"
-                      f"{workers:>7.3f}{bound:>6.2f}x{w1 / wall:>6.2f}x")
+                print(
+                    f"{name:<6}{run:>15}{wall:>8.3f}{'':>7}{cpu:>8.3f}{'':>14}"
+                    f"{workers:>7.3f}{bound:>6.2f}x{w1 / wall:>6.2f}x"
+                )
     finally:
         router_module.WorkerRouter.__init__.__kwdefaults__ = defaults
         router_module.Packed = Packed

@@ -50,12 +50,15 @@ def spark_session():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master("local[2]").appName("matchsql-pipeline")
-             .config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.sql.session.timeZone", "UTC")
-             .getOrCreate())
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("matchsql-pipeline")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -65,8 +68,11 @@ def file_source(spark, directory: Path):
 
     from matchsql.storage.demo import SCHEMA
 
-    return (spark.readStream.schema(from_arrow_schema(SCHEMA))
-            .option("maxFilesPerTrigger", 1).parquet(str(directory)))
+    return (
+        spark.readStream.schema(from_arrow_schema(SCHEMA))
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(directory))
+    )
 
 
 def rate_source(spark, rows_per_second: int, symbols: int):
@@ -81,14 +87,22 @@ def rate_source(spark, rows_per_second: int, symbols: int):
     value = F.col("value")
     ticker = value % symbols
     n = F.floor(value / symbols)  # the ticker's own trade number
-    wave = (F.sin(n / F.lit(4.0) + ticker) * 2 + F.sin(n * F.lit(0.9) + ticker * 2) * 0.8
-            + F.sin(n * F.lit(2.9)) * 0.3)
-    return (spark.readStream.format("rate").option("rowsPerSecond", rows_per_second).load()
-            .select(
-                F.concat(F.lit("SYM"), F.lpad(ticker.cast("string"), 3, "0")).alias("symbol"),
-                F.round(F.lit(50.0) + wave, 2).alias("price"),
-                ((value % 10 + 1) * 100).alias("volume"),
-                F.col("timestamp").cast("timestamp_ntz").alias("ts")))
+    wave = (
+        F.sin(n / F.lit(4.0) + ticker) * 2
+        + F.sin(n * F.lit(0.9) + ticker * 2) * 0.8
+        + F.sin(n * F.lit(2.9)) * 0.3
+    )
+    return (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", rows_per_second)
+        .load()
+        .select(
+            F.concat(F.lit("SYM"), F.lpad(ticker.cast("string"), 3, "0")).alias("symbol"),
+            F.round(F.lit(50.0) + wave, 2).alias("price"),
+            ((value % 10 + 1) * 100).alias("volume"),
+            F.col("timestamp").cast("timestamp_ntz").alias("ts"),
+        )
+    )
 
 
 def show_matches(con: matchsql.Connection, stream: str, failed: list[matchsql.Error]) -> None:
@@ -112,8 +126,11 @@ def create_stream(con: matchsql.Connection, stream: str) -> None:
         con.sql(f"CREATE STREAM {stream} ({COLUMNS})")
     except matchsql.Error as exc:
         con.close()
-        print(f"Error: {exc}\nThis example writes into a stream of its own; name another "
-              f"with --stream NAME.", file=sys.stderr)
+        print(
+            f"Error: {exc}\nThis example writes into a stream of its own; name another "
+            f"with --stream NAME.",
+            file=sys.stderr,
+        )
         sys.exit(2)
 
 
@@ -121,14 +138,21 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", choices=["files", "rate"], default="files")
     parser.add_argument("--stream", default="trades")
-    parser.add_argument("--database", default=None,
-                        help="DuckDB file whose stream namespace to use (default: in-memory)")
+    parser.add_argument(
+        "--database",
+        default=None,
+        help="DuckDB file whose stream namespace to use (default: in-memory)",
+    )
     parser.add_argument("--rows", type=int, default=20_000, help="trades landed as files")
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--every", type=float, default=1.0, help="seconds between files")
     parser.add_argument("--rate", type=int, default=200, help="rows/s of the rate source")
-    parser.add_argument("--seconds", type=float, default=None,
-                        help="stop the rate source after this long (default: at Ctrl-C)")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help="stop the rate source after this long (default: at Ctrl-C)",
+    )
     parser.add_argument("--show", action="store_true", help="print the matches here too")
     args = parser.parse_args(argv)
 
@@ -145,17 +169,29 @@ def main(argv: list[str] | None = None) -> None:
         landing = work / "landing"
         landing.mkdir()
         df = file_source(spark, landing)
-        feeder = threading.Thread(target=land_files, daemon=True, args=(landing,), kwargs={
-            "rows": args.rows, "symbols": 20, "files": args.files, "every": args.every})
+        feeder = threading.Thread(
+            target=land_files,
+            daemon=True,
+            args=(landing,),
+            kwargs={"rows": args.rows, "symbols": 20, "files": args.files, "every": args.every},
+        )
     else:
         df = rate_source(spark, args.rate, 20)
         feeder = None
 
-    writer = write_stream(df, stream=args.stream, database=args.database, order_by="ts",
-                          checkpoint_location=str(work / "checkpoint"))
-    print(f"Spark is writing into live stream {args.stream!r}. In another terminal run "
-          f"`matchsql{' -d ' + args.database if args.database else ''}` and type:\n\n"
-          f"{QUERY.format(stream=args.stream)};\n", flush=True)
+    writer = write_stream(
+        df,
+        stream=args.stream,
+        database=args.database,
+        order_by="ts",
+        checkpoint_location=str(work / "checkpoint"),
+    )
+    print(
+        f"Spark is writing into live stream {args.stream!r}. In another terminal run "
+        f"`matchsql{' -d ' + args.database if args.database else ''}` and type:\n\n"
+        f"{QUERY.format(stream=args.stream)};\n",
+        flush=True,
+    )
     failed: list[matchsql.Error] = []
     shower = threading.Thread(target=show_matches, args=(con, args.stream, failed), daemon=True)
     if args.show:

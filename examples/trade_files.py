@@ -20,8 +20,9 @@ import pyarrow.parquet as pq
 from matchsql.storage.demo import synthetic_trades
 
 
-def land_files(directory: Path, *, rows: int, symbols: int, files: int, every: float,
-               seed: int = 0) -> None:
+def land_files(
+    directory: Path, *, rows: int, symbols: int, files: int, every: float, seed: int = 0
+) -> None:
     """Write ``files`` Parquet files of consecutive trades into ``directory``, ``every`` s apart."""
     directory.mkdir(parents=True, exist_ok=True)
     data = synthetic_trades(rows, symbols, seed)
@@ -44,8 +45,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--every", type=float, default=1.0, help="seconds between files")
     args = parser.parse_args(argv)
-    land_files(args.directory, rows=args.rows, symbols=args.symbols, files=args.files,
-               every=args.every)
+    land_files(
+        args.directory, rows=args.rows, symbols=args.symbols, files=args.files, every=args.every
+    )
 
 
 if __name__ == "__main__":

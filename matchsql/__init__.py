@@ -1,8 +1,8 @@
 """matchsql: SQL MATCH_RECOGNIZE over archived and live event streams, embedded in DuckDB.
 
-    import matchsql
-    con = matchsql.connect()                 # in-memory DuckDB with the demo ``trade`` table
-    con.sql("SELECT * FROM trade MATCH_RECOGNIZE (...)").fetchall()
+import matchsql
+con = matchsql.connect()                 # in-memory DuckDB with the demo ``trade`` table
+con.sql("SELECT * FROM trade MATCH_RECOGNIZE (...)").fetchall()
 """
 
 from matchsql.api.connection import Connection, Result, connect

@@ -64,4 +64,5 @@ def _set() -> bool:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(
-        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+        mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    )

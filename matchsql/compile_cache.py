@@ -45,7 +45,8 @@ def keyed_directory(base: str | None, key: str) -> str:
     directory (inherited from a parent process) is replaced, not nested."""
     if not base:
         cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(
-            os.path.expanduser("~"), ".cache")
+            os.path.expanduser("~"), ".cache"
+        )
         base = os.path.join(cache_home, "matchsql", "numba")
     if _KEYED.fullmatch(os.path.basename(os.path.normpath(base))):
         base = os.path.dirname(os.path.normpath(base))
@@ -81,6 +82,5 @@ def mark_warmed_up() -> None:
     """Record that the warm-up filled this source version's cache directory."""
     directory = use_keyed_cache()
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    fd = os.open(os.path.join(directory, WARMED), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW,
-                 0o600)
+    fd = os.open(os.path.join(directory, WARMED), os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     os.close(fd)

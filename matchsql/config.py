@@ -97,8 +97,9 @@ class Config:
         else:
             value = str(value).strip().lower()
             if value not in CHOICES[key]:
-                raise Error(f"setting {key!r} must be one of {', '.join(CHOICES[key])}, "
-                            f"got {value!r}")
+                raise Error(
+                    f"setting {key!r} must be one of {', '.join(CHOICES[key])}, got {value!r}"
+                )
         setattr(self, key, value)
 
 
@@ -142,8 +143,10 @@ def describe_range(key: str) -> str:
         return ", ".join(CHOICES[key])
     if key in SIZE_RANGES:
         low, high = SIZE_RANGES[key]
-        return (f"a size from {format_size(low)} to {format_size(high)} (a number of bytes, "
-                "or a number and a unit: '512MB', '2GiB')")
+        return (
+            f"a size from {format_size(low)} to {format_size(high)} (a number of bytes, "
+            "or a number and a unit: '512MB', '2GiB')"
+        )
     low, high = WHOLE_RANGES[key]
     text = f"a whole number from {low:,} to {high:,}"
     return text + _AUTO_MEANS[key] if key in _AUTO_MEANS else text
@@ -179,9 +182,20 @@ def _whole(key: str, value: Any) -> int | str:
 #: Bytes per unit of a size setting, as DuckDB reads ``memory_limit``: KB, MB, ... are
 #: powers of 1000, KiB, MiB, ... powers of 1024.
 _UNITS = {
-    "": 1, "b": 1, "byte": 1, "bytes": 1,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15,
-    "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40, "pib": 1 << 50,
+    "": 1,
+    "b": 1,
+    "byte": 1,
+    "bytes": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "pb": 10**15,
+    "kib": 1 << 10,
+    "mib": 1 << 20,
+    "gib": 1 << 30,
+    "tib": 1 << 40,
+    "pib": 1 << 50,
 }
 _SIZE = re.compile(r"([0-9]{1,20}(?:\.[0-9]{1,20})?)\s*([a-z]{0,5})")
 

@@ -78,8 +78,11 @@ def run_deep(fn: Callable[[], T], levels: int | None = None) -> T:
     """
     if getattr(_local, "deep", False):
         return fn()
-    if levels is not None and levels <= SHALLOW_LEVELS and _frames_in_use() + \
-            FRAMES_PER_LEVEL * levels + SPARE_FRAMES <= sys.getrecursionlimit():
+    if (
+        levels is not None
+        and levels <= SHALLOW_LEVELS
+        and _frames_in_use() + FRAMES_PER_LEVEL * levels + SPARE_FRAMES <= sys.getrecursionlimit()
+    ):
         ok, value = _outcome(fn)
     else:
         ok, value = _on_deep_thread(fn)

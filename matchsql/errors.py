@@ -42,7 +42,7 @@ class Error(Exception):
             return ""
         text = lines[self.line - 1]
         col = max(1, min(self.column or 1, len(text) + 1))
-        return f"{text}\n{' ' * display_width(text[:col - 1])}^"
+        return f"{text}\n{' ' * display_width(text[: col - 1])}^"
 
     def render(self) -> str:
         where = f" (line {self.line}, column {self.column})" if self.line is not None else ""
@@ -102,9 +102,19 @@ class StreamWriteError(StreamError):
 #: The error classes a worker process may name in its answer (matchsql/workers/wire.py),
 #: by name: their constructor takes the message and the position only. A worker's
 #: error of another class travels as its nearest class here.
-WORKER_ERRORS: dict[str, type[Error]] = {cls.__name__: cls for cls in (
-    Error, ParseError, SemanticError, CatalogError, TypeMismatchError, ExecutionError,
-    LimitExceededError, StreamError)}
+WORKER_ERRORS: dict[str, type[Error]] = {
+    cls.__name__: cls
+    for cls in (
+        Error,
+        ParseError,
+        SemanticError,
+        CatalogError,
+        TypeMismatchError,
+        ExecutionError,
+        LimitExceededError,
+        StreamError,
+    )
+}
 
 
 def line_column(sql: str, offset: int) -> tuple[int, int]:
@@ -147,7 +157,8 @@ def out_of_memory() -> LimitExceededError:
     return LimitExceededError(
         "the statement ran out of memory; lower its size (pattern, partitions) or raise "
         "the memory available to the process (max_buffered_bytes and max_pattern_size "
-        "bound the matchers)")
+        "bound the matchers)"
+    )
 
 
 def display_width(text: str) -> int:

@@ -101,20 +101,24 @@ def choose_path(spec: MatchSpec, requested: str = "auto") -> PathChoice:
     if plan is None:
         if requested != "auto":
             raise ExecutionError(
-                f"execution_path '{requested}' does not apply to this query: {why_not}")
+                f"execution_path '{requested}' does not apply to this query: {why_not}"
+            )
         return PathChoice("reference", f"no compiled path applies: {why_not}")
     notes = tuple(plan.notes)
     if requested == "auto":
         if plan.path == "row_local":
             reason = "every DEFINE reads only the current row and physical PREV/NEXT offsets"
         else:
-            reason = ("DEFINE reads other rows of the match (A.x, FIRST/LAST, running "
-                      "aggregates); threads carry them as registers")
+            reason = (
+                "DEFINE reads other rows of the match (A.x, FIRST/LAST, running "
+                "aggregates); threads carry them as registers"
+            )
         return PathChoice(plan.path, reason, notes)
     if requested == "row_local" and plan.path != "row_local":
         raise ExecutionError(
             "execution_path 'row_local' does not apply to this query: a DEFINE reads other "
-            "rows of the match (A.x, FIRST/LAST, ...); use 'registers' or 'auto'")
+            "rows of the match (A.x, FIRST/LAST, ...); use 'registers' or 'auto'"
+        )
     # 'registers' runs every query the row-local path runs (with no registers).
     return PathChoice(requested, "forced by SET execution_path", notes)
 
@@ -140,19 +144,30 @@ def gpu_path(spec: MatchSpec, config: Config, live: bool = False) -> PathChoice 
         raise ExecutionError(f"gpu = 'on' does not apply to this query: {why}")
     if config.gpu == "auto" and found.simulated:
         return None
-    estimate = (f"work estimate: rows x window, window the rows an attempt may read "
-                f"(max_buffered_bytes = {format_size(config.max_buffered_bytes)} over the "
-                f"partition's row width); device: {found.name}")
+    estimate = (
+        f"work estimate: rows x window, window the rows an attempt may read "
+        f"(max_buffered_bytes = {format_size(config.max_buffered_bytes)} over the "
+        f"partition's row width); device: {found.name}"
+    )
     if config.gpu == "on":
         return PathChoice("gpu", "forced by SET gpu = 'on'", (estimate,))
-    return PathChoice("gpu", f"CUDA device present; partitions with rows x window >= "
-                             f"gpu_min_work={config.gpu_min_work} run on it, smaller ones on "
-                             f"the CPU", (estimate,))
+    return PathChoice(
+        "gpu",
+        f"CUDA device present; partitions with rows x window >= "
+        f"gpu_min_work={config.gpu_min_work} run on it, smaller ones on "
+        f"the CPU",
+        (estimate,),
+    )
 
 
-def new_partition_matcher(spec: MatchSpec, key: tuple = (), config: Config | None = None,
-                          cancel: Cancellation | None = None, live: bool = False,
-                          gather: bool = False) -> Matcher:
+def new_partition_matcher(
+    spec: MatchSpec,
+    key: tuple = (),
+    config: Config | None = None,
+    cancel: Cancellation | None = None,
+    live: bool = False,
+    gather: bool = False,
+) -> Matcher:
     """A resumable matcher for one partition on the path chosen for ``spec``; it stops
     with "statement interrupted" once ``cancel`` (the statement's) is set. ``live``: the
     partition belongs to a continuous query (see :func:`gpu_path`). ``gather``: a
@@ -238,16 +253,28 @@ def _decide(spec: MatchSpec, config: Config) -> PhysicalPlan:
     # the CPU path that runs the partitions; None where the GPU takes them or none applies
     cpu = path if gpu is None and gpu_error is None else None
     threads, threads_why = _threads(spec, config, gpu, cpu)
-    split = split_partitions(spec, config) if cpu is not None and cpu.name != "reference" \
-        else None
+    split = split_partitions(spec, config) if cpu is not None and cpu.name != "reference" else None
     whole, whole_why = _whole(spec, config, gpu, cpu)
-    plan = PhysicalPlan(config, path, path_error, gpu, gpu_error, threads, threads_why, split,
-                        whole, whole_why, config.workers > 1 and bool(spec.partition_by), ())
+    plan = PhysicalPlan(
+        config,
+        path,
+        path_error,
+        gpu,
+        gpu_error,
+        threads,
+        threads_why,
+        split,
+        whole,
+        whole_why,
+        config.workers > 1 and bool(spec.partition_by),
+        (),
+    )
     return dataclasses.replace(plan, lines=tuple(_lines(spec, plan)))
 
 
-def _threads(spec: MatchSpec, config: Config, gpu: PathChoice | None,
-             cpu: PathChoice | None) -> tuple[int, str]:
+def _threads(
+    spec: MatchSpec, config: Config, gpu: PathChoice | None, cpu: PathChoice | None
+) -> tuple[int, str]:
     """See :func:`partition_threads`."""
     if config.threads <= 1:
         return 1, "SET threads = 1"
@@ -260,13 +287,15 @@ def _threads(spec: MatchSpec, config: Config, gpu: PathChoice | None,
     if cpu.name != "reference":
         plan = _compiled(spec)
         if for_matcher(plan, config)[0] is not None and whole.unsupported(plan) is not None:
-            return 1, ("row-local partitions on the DFA, not batched, are too short for a "
-                       "thread pool")
+            return 1, (
+                "row-local partitions on the DFA, not batched, are too short for a thread pool"
+            )
     return config.threads, f"partitions spread over {config.threads} threads"
 
 
-def _whole(spec: MatchSpec, config: Config, gpu: PathChoice | None,
-           cpu: PathChoice | None) -> tuple[WholePartitions | None, str]:
+def _whole(
+    spec: MatchSpec, config: Config, gpu: PathChoice | None, cpu: PathChoice | None
+) -> tuple[WholePartitions | None, str]:
     """See :func:`whole_partitions`."""
     if not spec.partition_by:
         return None, "one partition"
@@ -292,12 +321,17 @@ def _lines(spec: MatchSpec, plan: PhysicalPlan) -> list[str]:
         if choice.name not in ("reference", "gpu"):
             compiled = _compiled(spec)
             dfa, why = for_matcher(compiled, config)
-            lines.append(f"automaton: DFA ({dfa.states} states)" if dfa is not None
-                         else f"automaton: thread VM ({why})")
+            lines.append(
+                f"automaton: DFA ({dfa.states} states)"
+                if dfa is not None
+                else f"automaton: thread VM ({why})"
+            )
             relaxed = relaxed_dfa(compiled) if dfa is None else None
             if relaxed is not None:
-                line = (f"prefilter: starts ruled out by the row-local conditions "
-                        f"(DFA of {relaxed.states} states)")
+                line = (
+                    f"prefilter: starts ruled out by the row-local conditions "
+                    f"(DFA of {relaxed.states} states)"
+                )
                 if second_row(compiled) is not None:
                     line += ", and by the register conditions on the second row"
                 lines.append(line)
@@ -306,8 +340,7 @@ def _lines(spec: MatchSpec, plan: PhysicalPlan) -> list[str]:
         if plan.split is not None:
             lines.append(f"split: {plan.split}")
         if spec.partition_by:
-            lines.append(f"batched: {'yes' if plan.whole is not None else 'no'} "
-                         f"({plan.whole_why})")
+            lines.append(f"batched: {'yes' if plan.whole is not None else 'no'} ({plan.whole_why})")
     except ExecutionError as exc:
         lines = ["path: none", f"why: {exc.message}"]
     return lines
@@ -339,12 +372,15 @@ def split_partitions(spec: MatchSpec, config: Config) -> str:
         return f"no ({why})"
     if config.split_rows == 0 or config.threads <= 1:
         return "no (SET threads = 1 or split_rows = 0)"
-    return (f"rows to match in chunks of >= {config.split_rows} rows on {config.threads} "
-            "threads, fixed up to the sequential result")
+    return (
+        f"rows to match in chunks of >= {config.split_rows} rows on {config.threads} "
+        "threads, fixed up to the sequential result"
+    )
 
 
-def whole_partitions(spec: MatchSpec, config: Config | None = None
-                     ) -> tuple[WholePartitions | None, str]:
+def whole_partitions(
+    spec: MatchSpec, config: Config | None = None
+) -> tuple[WholePartitions | None, str]:
     """``(matcher, why)``: a :class:`~matchsql.fsm.compiled.batch.WholePartitions`
     that matches the complete partitions of a sorted batch together, or None
     and the reason it does not apply."""
@@ -361,11 +397,13 @@ def _abridged(sql: str) -> str:
     """``sql`` with every long string literal cut short: a folded ``IN (SELECT ...)`` of
     ten thousand values is one such string, which made EXPLAIN a line of 78,000
     characters."""
+
     def cut(found: re.Match) -> str:
         text = found.group(0)
         if len(text) <= 2 * _SHOWN_CHARS:
             return text
         return f"{text[:_SHOWN_CHARS]}...' ({len(text) - 2:,} characters)"
+
     return _STRING.sub(cut, sql)
 
 
@@ -379,6 +417,8 @@ def explain(spec: MatchSpec, config: Config | None = None) -> str:
             lines.append(f"DuckDB computes over the matches: {measure.name} = {measure.sql}")
     path = "\n".join(lines)
     program = compile_pattern(spec.pattern)
-    return (f"MATCH_RECOGNIZE PATTERN ({spec.pattern.to_sql()})\n{path}\n"
-            f"program ({len(program)} instructions, {program.loops} loops):\n"
-            f"{program.dump()}")
+    return (
+        f"MATCH_RECOGNIZE PATTERN ({spec.pattern.to_sql()})\n{path}\n"
+        f"program ({len(program)} instructions, {program.loops} loops):\n"
+        f"{program.dump()}"
+    )

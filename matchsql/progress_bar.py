@@ -15,14 +15,29 @@ from typing import Any
 MODES = ("auto", "on", "off")
 
 
-def progress_bar(iterable: Iterable[Any] | None = None, *, mode: str = "auto", total: int | None = None,
-                 desc: str = "", unit: str = "it", unit_scale: bool = False) -> Any:
+def progress_bar(
+    iterable: Iterable[Any] | None = None,
+    *,
+    mode: str = "auto",
+    total: int | None = None,
+    desc: str = "",
+    unit: str = "it",
+    unit_scale: bool = False,
+) -> Any:
     """A tqdm bar on stderr (disabled per ``mode``); iterate it or call ``update(n)``."""
     from tqdm import tqdm
 
     disable = mode == "off" or (mode == "auto" and not sys.stderr.isatty())
-    return tqdm(iterable, total=total, desc=desc, unit=unit, unit_scale=unit_scale,
-                file=sys.stderr, disable=disable, dynamic_ncols=True)
+    return tqdm(
+        iterable,
+        total=total,
+        desc=desc,
+        unit=unit,
+        unit_scale=unit_scale,
+        file=sys.stderr,
+        disable=disable,
+        dynamic_ncols=True,
+    )
 
 
 def note(text: str) -> None:

@@ -31,8 +31,7 @@ def _children(obj: object):
     if isinstance(obj, (list, tuple)):
         return list(enumerate(obj))
     if isinstance(obj, dict):
-        return [(("key", repr(k)), v) for k, v in obj.items()
-                if isinstance(k, (str, int, tuple))]
+        return [(("key", repr(k)), v) for k, v in obj.items() if isinstance(k, (str, int, tuple))]
     if isinstance(obj, (np.ndarray, types.FunctionType, types.BuiltinFunctionType)):
         return []
     found = []
@@ -40,8 +39,11 @@ def _children(obj: object):
     if isinstance(state, dict):
         found.extend((("attr", k), v) for k, v in state.items())
     for cls in type(obj).__mro__:
-        for slot in getattr(cls, "__slots__", ()) if isinstance(
-                getattr(cls, "__slots__", ()), (tuple, list)) else ():
+        for slot in (
+            getattr(cls, "__slots__", ())
+            if isinstance(getattr(cls, "__slots__", ()), (tuple, list))
+            else ()
+        ):
             if hasattr(obj, slot) and not slot.startswith("__"):
                 found.append((("attr", slot), getattr(obj, slot)))
     return found
@@ -92,9 +94,11 @@ class PlanIndex:
             except (KeyError, TypeError):
                 # A matcher restored into another matcher's plan (another execution_path
                 # or matchsql version than the one that wrote the snapshot) does not fit.
-                raise SnapshotError(f"the checkpoint does not fit this plan of the query "
-                                    f"(it was written under another execution_path or "
-                                    f"matchsql version: the plan has no object at "
-                                    f"{path})") from None
+                raise SnapshotError(
+                    f"the checkpoint does not fit this plan of the query "
+                    f"(it was written under another execution_path or "
+                    f"matchsql version: the plan has no object at "
+                    f"{path})"
+                ) from None
 
         return state_format.loads(blob, resolve)

@@ -56,14 +56,16 @@ class SnapshotError(ExecutionError):
     """A snapshot that this version of matchsql cannot or will not load."""
 
 
-def state_class(cls: type | None = None, *, fresh: bool = False,
-                lower: Callable[[Any], Any] | None = None):
+def state_class(
+    cls: type | None = None, *, fresh: bool = False, lower: Callable[[Any], Any] | None = None
+):
     """Declare ``cls`` as part of a matcher's state, so that a snapshot may hold it.
 
     ``fresh``: a snapshot records only the class; loading makes ``cls()`` (a
     cancellation token belongs to one statement of one process). ``lower``: the
     instance is written as ``lower(obj)``, a plain value, and read back as it.
     """
+
     def register(klass: type) -> type:
         name = f"{klass.__module__}.{klass.__qualname__}"
         if _CLASSES.get(name, klass) is not klass:
@@ -139,8 +141,9 @@ class _Encoder:
     @staticmethod
     def _check_dtype(dtype: np.dtype) -> None:
         if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
-            raise SnapshotError(f"a matcher state holds an array of dtype {dtype}, "
-                                "which a snapshot does not store")
+            raise SnapshotError(
+                f"a matcher state holds an array of dtype {dtype}, which a snapshot does not store"
+            )
 
     def _container(self, obj: Any, kind: type) -> dict:
         encode = self.encode
@@ -156,11 +159,16 @@ class _Encoder:
             return {"bytearray": self.buffer(obj)}
         if kind is np.ndarray:
             self._check_dtype(obj.dtype)
-            return {"ndarray": obj.dtype.str, "shape": list(obj.shape),
-                    "data": self.buffer(np.ascontiguousarray(obj).reshape(-1).view(np.uint8))}
+            return {
+                "ndarray": obj.dtype.str,
+                "shape": list(obj.shape),
+                "data": self.buffer(np.ascontiguousarray(obj).reshape(-1).view(np.uint8)),
+            }
         if isinstance(obj, (pa.Table, pa.RecordBatch)):
-            return {"arrow": "table" if isinstance(obj, pa.Table) else "batch",
-                    "data": self.buffer(_ipc(obj))}
+            return {
+                "arrow": "table" if isinstance(obj, pa.Table) else "batch",
+                "data": self.buffer(_ipc(obj)),
+            }
         if isinstance(obj, pa.Schema):
             return {"schema": self._schema(obj)}
         if isinstance(obj, pa.Field):
@@ -169,11 +177,15 @@ class _Encoder:
             return {"type": self._schema(pa.schema([("t", obj)]))}
         if isinstance(obj, (pa.Array, pa.ChunkedArray)):
             table = pa.table({"a": obj})
-            return {"arrow": "array" if isinstance(obj, pa.Array) else "chunked",
-                    "data": self.buffer(_ipc(table))}
+            return {
+                "arrow": "array" if isinstance(obj, pa.Array) else "chunked",
+                "data": self.buffer(_ipc(table)),
+            }
         if isinstance(obj, types.MethodType):
-            return {"method": _method_name(type(obj.__self__), obj.__func__.__name__),
-                    "self": self.encode(obj.__self__)}
+            return {
+                "method": _method_name(type(obj.__self__), obj.__func__.__name__),
+                "self": self.encode(obj.__self__),
+            }
         return self._instance(obj, kind)
 
     def _schema(self, schema: pa.Schema) -> int:
@@ -186,8 +198,9 @@ class _Encoder:
     def _instance(self, obj: Any, kind: type) -> dict:
         name = f"{kind.__module__}.{kind.__qualname__}"
         if _CLASSES.get(name) is not kind:
-            raise SnapshotError(f"a matcher state holds a {name}, which is not declared as "
-                                "snapshot state")
+            raise SnapshotError(
+                f"a matcher state holds a {name}, which is not declared as snapshot state"
+            )
         if kind in _FRESH:
             return {"fresh": name}
         return {"object": name, "state": self.encode(obj.__getstate__())}
@@ -222,20 +235,27 @@ def _split(blob: bytes | memoryview) -> tuple[Any, list[memoryview]]:
     """The JSON tree and the buffers of a snapshot, after checking its header."""
     view = memoryview(blob).cast("B")
     if len(view) and view[0] == _PICKLE_PROTOCOL:
-        raise SnapshotError("the snapshot is a Python pickle, which matchsql never loads "
-                            "(written by an older matchsql, or tampered with)")
-    if len(view) < _HEAD.size or bytes(view[:len(MAGIC)]) != MAGIC:
-        raise SnapshotError(f"the snapshot is not a matchsql snapshot ({len(view)} bytes "
-                            "without the snapshot header)")
+        raise SnapshotError(
+            "the snapshot is a Python pickle, which matchsql never loads "
+            "(written by an older matchsql, or tampered with)"
+        )
+    if len(view) < _HEAD.size or bytes(view[: len(MAGIC)]) != MAGIC:
+        raise SnapshotError(
+            f"the snapshot is not a matchsql snapshot ({len(view)} bytes "
+            "without the snapshot header)"
+        )
     magic, version, crc, tree_size, count = _HEAD.unpack_from(view)
     if version != VERSION:
-        raise SnapshotError(f"the snapshot has format version {version}; this matchsql reads "
-                            f"version {VERSION} only (drop and create the continuous query "
-                            "again)")
-    body = view[_HEAD.size:]
+        raise SnapshotError(
+            f"the snapshot has format version {version}; this matchsql reads "
+            f"version {VERSION} only (drop and create the continuous query "
+            "again)"
+        )
+    body = view[_HEAD.size :]
     if zlib.crc32(body) != crc:
-        raise SnapshotError(f"the snapshot is truncated or damaged ({len(view)} bytes, its "
-                            "checksum does not match)")
+        raise SnapshotError(
+            f"the snapshot is truncated or damaged ({len(view)} bytes, its checksum does not match)"
+        )
     at = tree_size
     if at > len(body):
         raise SnapshotError("the snapshot is truncated (its tree runs past the end)")
@@ -247,7 +267,7 @@ def _split(blob: bytes | memoryview) -> tuple[Any, list[memoryview]]:
         at += _LEN.size
         if at + size > len(body):
             raise SnapshotError("the snapshot is truncated (a buffer runs past the end)")
-        buffers.append(body[at:at + size])
+        buffers.append(body[at : at + size])
         at += size
     if at != len(body):
         raise SnapshotError(f"the snapshot has {len(body) - at} bytes after its last buffer")
@@ -284,8 +304,9 @@ class _Decoder:
             try:
                 return self.memo[node["ref"]]
             except (KeyError, TypeError):
-                raise SnapshotError(f"the snapshot refers to object {node['ref']!r} before "
-                                    "it is defined") from None
+                raise SnapshotError(
+                    f"the snapshot refers to object {node['ref']!r} before it is defined"
+                ) from None
         if "plan" in node:
             return self.resolve(self._path(self.decode(node["plan"])))
         if "bytes" in node:
@@ -360,8 +381,13 @@ class _Decoder:
             schema = self._schema(node[kind])
             if kind != "schema" and len(schema) != 1:
                 raise SnapshotError(f"the snapshot holds a bad Arrow {kind}")
-            value = schema if kind == "schema" else schema.field(0) if kind == "field" \
+            value = (
+                schema
+                if kind == "schema"
+                else schema.field(0)
+                if kind == "field"
                 else schema.field(0).type
+            )
             return self._keep(node, value)
         if "fresh" in node:
             return self._keep(node, _class(node["fresh"])())
@@ -388,8 +414,10 @@ class _Decoder:
         data = self.buffer(node["data"])
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1
         if count * dtype.itemsize != len(data):
-            raise SnapshotError(f"the snapshot holds an array whose shape {shape} does not "
-                                f"fit its {len(data)} bytes")
+            raise SnapshotError(
+                f"the snapshot holds an array whose shape {shape} does not "
+                f"fit its {len(data)} bytes"
+            )
         return np.frombuffer(data, dtype, count=count).reshape(shape).copy()
 
     @staticmethod
@@ -401,8 +429,11 @@ class _Decoder:
         if kind == "table":
             return table
         if kind == "batch":
-            return table.combine_chunks().to_batches()[0] if table.num_rows else \
-                pa.RecordBatch.from_pylist([], schema=table.schema)
+            return (
+                table.combine_chunks().to_batches()[0]
+                if table.num_rows
+                else pa.RecordBatch.from_pylist([], schema=table.schema)
+            )
         if kind in ("array", "chunked") and table.num_columns == 1:
             column = table.column(0)
             return column if kind == "chunked" else column.combine_chunks()
@@ -415,8 +446,7 @@ class _Decoder:
         if hasattr(cls, "__setstate__"):
             obj.__setstate__(state)
             return obj
-        attributes, slots = state if isinstance(state, tuple) and len(state) == 2 else \
-            (state, None)
+        attributes, slots = state if isinstance(state, tuple) and len(state) == 2 else (state, None)
         for part in (attributes, slots):
             if part is None:
                 continue
@@ -430,19 +460,25 @@ class _Decoder:
 def _method_name(cls: type, name: Any) -> str:
     """``name`` when it is a plain method of a snapshot state class (a bound method in
     a matcher's state: the owner's cancellation check, say)."""
-    if _CLASSES.get(f"{cls.__module__}.{cls.__qualname__}") is not cls or \
-            not isinstance(name, str) or name.startswith("__") or \
-            not isinstance(inspect.getattr_static(cls, name, None), types.FunctionType):
-        raise SnapshotError(f"a snapshot holds a method {name!r} of {cls.__qualname__}, "
-                            "which is not a method of a matcher state class")
+    if (
+        _CLASSES.get(f"{cls.__module__}.{cls.__qualname__}") is not cls
+        or not isinstance(name, str)
+        or name.startswith("__")
+        or not isinstance(inspect.getattr_static(cls, name, None), types.FunctionType)
+    ):
+        raise SnapshotError(
+            f"a snapshot holds a method {name!r} of {cls.__qualname__}, "
+            "which is not a method of a matcher state class"
+        )
     return name
 
 
 def _class(name: Any) -> type:
     cls = _CLASSES.get(name) if isinstance(name, str) else None
     if cls is None:
-        raise SnapshotError(f"the snapshot holds a {name!r}, which is not a matcher state "
-                            "class of this matchsql")
+        raise SnapshotError(
+            f"the snapshot holds a {name!r}, which is not a matcher state class of this matchsql"
+        )
     return cls
 
 
@@ -471,8 +507,7 @@ def loads(blob: bytes | memoryview, resolve: Callable[[tuple], Any] | None = Non
     tree, buffers = _split(blob)
 
     def no_plan(path: tuple) -> Any:
-        raise SnapshotError(f"the snapshot refers to a plan object at {path}, and none "
-                            "was given")
+        raise SnapshotError(f"the snapshot refers to a plan object at {path}, and none was given")
 
     try:
         return _Decoder(buffers, resolve or no_plan).decode(tree)
@@ -481,8 +516,9 @@ def loads(blob: bytes | memoryview, resolve: Callable[[tuple], Any] | None = Non
     except SnapshotError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-        raise SnapshotError(f"the snapshot does not fit this matchsql's matcher state "
-                            f"({type(exc).__name__}: {exc})") from None
+        raise SnapshotError(
+            f"the snapshot does not fit this matchsql's matcher state ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 # A statement's cancellation token belongs to one process (its own ``__reduce__`` says

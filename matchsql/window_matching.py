@@ -42,8 +42,7 @@ from matchsql.plan.spec import MatchSpec, SkipMode
 from matchsql.planner import choose_path, new_partition_matcher
 from matchsql.router.partitions import feed_last, segments
 
-__all__ = ["FIRST_ROW", "LAST_ROW", "ROW", "SKIP_TARGET", "WindowRuns", "match_window",
-           "scan_spec"]
+__all__ = ["FIRST_ROW", "LAST_ROW", "ROW", "SKIP_TARGET", "WindowRuns", "match_window", "scan_spec"]
 
 ROW = "__matchsql_row"  # the input column numbering the rows, which the measures join back by
 #: Hidden measures: the match's first and last row number and the AFTER MATCH SKIP target.
@@ -94,12 +93,16 @@ def match_window(runs: WindowRuns, table: pa.Table, cancel: Cancellation) -> pa.
             key = tuple(part.column(k)[0].as_py() for k in spec.partition_by)
             take += match(runs, part, key, cancel, matches)
     out_schema = spec.output_schema()
-    found = pa.Table.from_batches(matches.batches, schema=out_schema) if matches.rows else \
-        out_schema.empty_table()
+    found = (
+        pa.Table.from_batches(matches.batches, schema=out_schema)
+        if matches.rows
+        else out_schema.empty_table()
+    )
     project = project_result(spec)
     if project is not None:  # measures DuckDB computes over the matches (one row each)
         found = pa.Table.from_batches(
-            list(project.batches(found.combine_chunks().to_batches())), schema=project.schema)
+            list(project.batches(found.combine_chunks().to_batches())), schema=project.schema
+        )
     picked = found.take(pa.array(take, pa.int64()))
     columns = {ROW: batch.column(ROW) if batch.num_rows else pa.array([], pa.int64())}
     for name in dict.fromkeys(runs.columns):
@@ -121,8 +124,9 @@ class _Found:
         return self.rows - batch.num_rows
 
 
-def _match_partition(runs: WindowRuns, part: pa.RecordBatch, key: tuple,
-                     cancel: Cancellation, matches: _Found) -> list[int | None]:
+def _match_partition(
+    runs: WindowRuns, part: pa.RecordBatch, key: tuple, cancel: Cancellation, matches: _Found
+) -> list[int | None]:
     """The index into ``matches`` of each row's match (None: unmatched), adding to it."""
     n = part.num_rows
     where = {rid: i for i, rid in enumerate(part.column(ROW).to_pylist())}
@@ -176,8 +180,9 @@ def _matches_empty(node: PatternNode) -> bool:
     return True  # (), anchors
 
 
-def _scan_partition(runs: WindowRuns, part: pa.RecordBatch, key: tuple,
-                    cancel: Cancellation, matches: _Found) -> list[int | None]:
+def _scan_partition(
+    runs: WindowRuns, part: pa.RecordBatch, key: tuple, cancel: Cancellation, matches: _Found
+) -> list[int | None]:
     """:func:`_match_partition` from one run over the whole partition (see scan_spec)."""
     assert runs.scan is not None
     matcher = new_partition_matcher(runs.scan, key, runs.config, cancel)
@@ -222,16 +227,19 @@ def _resume(runs: WindowRuns, match: pa.RecordBatch, where: dict, row: int) -> i
     if target is None:
         raise ExecutionError(
             f"AFTER MATCH SKIP TO {how} {runs.skip_variable} failed: the pattern variable is "
-            f"not present in the match of partition row {row + 1}")
+            f"not present in the match of partition row {row + 1}"
+        )
     if where[target] <= row:
         raise ExecutionError(
             f"AFTER MATCH SKIP TO {how} {runs.skip_variable} failed: it would skip to the "
-            f"first row of the match of partition row {row + 1}")
+            f"first row of the match of partition row {row + 1}"
+        )
     return where[target]
 
 
-def _first_match(runs: WindowRuns, part: pa.RecordBatch, row: int, last: int, key: tuple,
-                 cancel: Cancellation) -> pa.RecordBatch | None:
+def _first_match(
+    runs: WindowRuns, part: pa.RecordBatch, row: int, last: int, key: tuple, cancel: Cancellation
+) -> pa.RecordBatch | None:
     """The first match within the frame ``part[row:last + 1]`` (one output row), or None.
 
     The frame is fed in growing chunks: a match found early stops the run

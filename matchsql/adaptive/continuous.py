@@ -45,14 +45,20 @@ from matchsql.storage.shm_ring import W_HEAD_SEQ
 T = TypeVar("T")
 
 
-def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: RunFactory, *,
-                       con: duckdb.DuckDBPyConnection, batch_rows: int,
-                       cancelled: Callable[[], bool], on_producer_death: str = "error",
-                       history: bool = True,
-                       input_options: InputOptions | None = None,
-                       router: Any = None,
-                       derive: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
-                       ) -> Iterator[pa.RecordBatch]:
+def continuous_batches(
+    definition: StreamDef,
+    partition_by: list[str],
+    new_run: RunFactory,
+    *,
+    con: duckdb.DuckDBPyConnection,
+    batch_rows: int,
+    cancelled: Callable[[], bool],
+    on_producer_death: str = "error",
+    history: bool = True,
+    input_options: InputOptions | None = None,
+    router: Any = None,
+    derive: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
+) -> Iterator[pa.RecordBatch]:
     """Match batches of a query over ``definition``'s stream, as soon as they are final.
 
     ``input_options`` picks pull (the default, the query thread reads the
@@ -69,8 +75,12 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
     metrics = InputMetrics()
     metrics.start(time.monotonic())
     stop = threading.Event()
-    reader = LiveReader(definition, on_producer_death=on_producer_death,
-                        cancelled=lambda: stop.is_set() or cancelled(), max_rows=batch_rows)
+    reader = LiveReader(
+        definition,
+        on_producer_death=on_producer_death,
+        cancelled=lambda: stop.is_set() or cancelled(),
+        max_rows=batch_rows,
+    )
     archive = reader.take_archive(con)
     cursor = con.cursor() if archive is not None else None
     push: PushInput | None = None
@@ -109,12 +119,21 @@ def continuous_batches(definition: StreamDef, partition_by: list[str], new_run: 
             runs = LocalRuns(router) if isinstance(router, HashPartitionRouter) else router
             # (batch, enqueue_sum_ns) pairs: PushInput records the latency when the
             # query thread takes a batch from an InputHolder (its first selection).
-            push = PushInput(partition_by, new_run, lambda: next(live, None),
-                             metrics=metrics, queued=lambda: _queued(reader),
-                             adaptive=options.mode == "adaptive", states=options.states,
-                             label_state=options.label_state, u=options.adaptive_u,
-                             sliding=options.sliding, rule=options.rule, runs=runs,
-                             memory_budget=options.memory_budget)
+            push = PushInput(
+                partition_by,
+                new_run,
+                lambda: next(live, None),
+                metrics=metrics,
+                queued=lambda: _queued(reader),
+                adaptive=options.mode == "adaptive",
+                states=options.states,
+                label_state=options.label_state,
+                u=options.adaptive_u,
+                sliding=options.sliding,
+                rule=options.rule,
+                runs=runs,
+                memory_budget=options.memory_budget,
+            )
             push.start()
             yield from _counted(metrics, push.batches())  # ends with every run's finish
     finally:
@@ -169,8 +188,7 @@ def _with_more(items: Iterable[T]) -> Iterator[tuple[T, bool]]:
         previous = item
 
 
-def _counted(metrics: InputMetrics,
-             batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def _counted(metrics: InputMetrics, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Pass output batches through, counting result rows (matches with ONE ROW PER MATCH)."""
     for batch in batches:
         metrics.matched(batch.num_rows)

@@ -47,12 +47,19 @@ class InputOptions:
             raise ValueError(f"input mode must be one of {', '.join(MODES)}, got {self.mode!r}")
 
     @classmethod
-    def for_pattern(cls, pattern: PatternNode, mode: str = "pull", adaptive_u: int | str = 0,
-                    sliding: Sliding = Sliding.NEXT_ROW,
-                    stats: dict | None = None, rule: str = "most_tuples",
-                    memory_budget: int = 0) -> InputOptions:
+    def for_pattern(
+        cls,
+        pattern: PatternNode,
+        mode: str = "pull",
+        adaptive_u: int | str = 0,
+        sliding: Sliding = Sliding.NEXT_ROW,
+        stats: dict | None = None,
+        rule: str = "most_tuples",
+        memory_budget: int = 0,
+    ) -> InputOptions:
         """Options whose Go4Risk model uses ``pattern``'s linearised states."""
-        options = cls(mode, adaptive_u, states_from_pattern(pattern), sliding, stats, rule,
-                      memory_budget)
+        options = cls(
+            mode, adaptive_u, states_from_pattern(pattern), sliding, stats, rule, memory_budget
+        )
         options.label_state = label_states(pattern)[1]
         return options

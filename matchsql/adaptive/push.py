@@ -159,10 +159,10 @@ class LocalRuns:
             counting = self._counting.get(key)
             if counting is None:
                 counting = self._counting[key] = bool(
-                    self._observing is not None and run.observe(*self._observing))
+                    self._observing is not None and run.observe(*self._observing)
+                )
             out = run.feed(batch)
-            fed.append(Fed(key, out, run.state_counts() if counting else None,
-                           run.buffered_rows))
+            fed.append(Fed(key, out, run.state_counts() if counting else None, run.buffered_rows))
         return fed
 
     def finish(self) -> Iterator[pa.RecordBatch]:
@@ -211,18 +211,28 @@ class InputHolder:
 class PushInput:
     """A push thread filling InputHolders and the query-side loop that drains them."""
 
-    def __init__(self, keys: list[str], new_run: Callable[[tuple], Matcher],
-                 next_batch: Callable[[], Pushed | None], *,
-                 metrics: InputMetrics, queued: Callable[[], int] = lambda: 0,
-                 adaptive: bool = False, states: Sequence[StateSpec] = (),
-                 label_state: Sequence[int] = (),
-                 u: int | str = 0, sliding: Sliding = Sliding.NEXT_ROW,
-                 rule: PartitionRule | str | None = None,
-                 runs: PushRuns | None = None, memory_budget: int = 0) -> None:
+    def __init__(
+        self,
+        keys: list[str],
+        new_run: Callable[[tuple], Matcher],
+        next_batch: Callable[[], Pushed | None],
+        *,
+        metrics: InputMetrics,
+        queued: Callable[[], int] = lambda: 0,
+        adaptive: bool = False,
+        states: Sequence[StateSpec] = (),
+        label_state: Sequence[int] = (),
+        u: int | str = 0,
+        sliding: Sliding = Sliding.NEXT_ROW,
+        rule: PartitionRule | str | None = None,
+        runs: PushRuns | None = None,
+        memory_budget: int = 0,
+    ) -> None:
         """``runs``: where the tuples are matched (default: ``new_run``'s runs, here);
         ``u = "auto"``: U chosen online under ``memory_budget`` tuples (:class:`AutoU`)."""
-        self.runs: PushRuns = runs if runs is not None else \
-            LocalRuns(HashPartitionRouter(keys, new_run))
+        self.runs: PushRuns = (
+            runs if runs is not None else LocalRuns(HashPartitionRouter(keys, new_run))
+        )
         self.next_batch = next_batch
         self.metrics = metrics
         self.queued = queued
@@ -298,8 +308,9 @@ class PushInput:
             item = self.next_batch()
             if item is None:
                 return None
-            batch, enqueued = item if isinstance(item, tuple) else \
-                (item, time.monotonic_ns() * item.num_rows)
+            batch, enqueued = (
+                item if isinstance(item, tuple) else (item, time.monotonic_ns() * item.num_rows)
+            )
             if batch.num_rows == 0:
                 with self.cond:
                     return self._pressure()
@@ -361,15 +372,19 @@ class PushInput:
 
     def _held(self) -> int:
         """Tuples in InputHolders, being matched, or kept by the matchers."""
-        return (sum(h.unprocessed for h in self.holders.values()) + self.taken
-                + sum(self.buffered.values()))
+        return (
+            sum(h.unprocessed for h in self.holders.values())
+            + self.taken
+            + sum(self.buffered.values())
+        )
 
     def _pressure(self) -> Pressure:
         bounds = self.bounds
         unit = self._unit()
         return self.rule.pressure(
             PartitionView(key, holder.routed, holder.unprocessed / unit, bounds[key])
-            for key, holder in self.holders.items())
+            for key, holder in self.holders.items()
+        )
 
     def _take(self) -> list[tuple[tuple, pa.RecordBatch, int]]:
         """What the query thread matches next: every ready holder's content when the runs
@@ -455,8 +470,7 @@ class PushInput:
     def _steer_u(self) -> None:
         """Under ``self.cond``: the U the controller wants now; every bound follows it."""
         assert self.auto is not None
-        u = self.auto.update(self.metrics.mem_total, self.metrics.mem_samples,
-                             time.monotonic())
+        u = self.auto.update(self.metrics.mem_total, self.metrics.mem_samples, time.monotonic())
         if u != self.u:
             self.u = u
             for key, stats in self.statistics.items():

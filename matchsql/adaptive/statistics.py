@@ -80,8 +80,9 @@ class StateStatistics:
         if left:
             counts.tuples_out += 1
 
-    def load(self, ins: Sequence[int], outs: Sequence[int], windows: int, matches: int,
-             current: int) -> None:
+    def load(
+        self, ins: Sequence[int], outs: Sequence[int], windows: int, matches: int, current: int
+    ) -> None:
         """Replace every count with a matcher's running totals (see ``state_counts``)."""
         for counts, tuples_in, tuples_out in zip(self._counts, ins, outs):
             counts.tuples_in = int(tuples_in)
@@ -119,7 +120,7 @@ class StateStatistics:
     def expectation(self, cur: int) -> Fraction:
         """``K``: 0.5 per remaining singleton, 1 per star (Definition 5)."""
         singletons = sum(1 for s in self.states[cur:] if s.kind is StateKind.SINGLETON)
-        return Fraction(1, 2 ** singletons)
+        return Fraction(1, 2**singletons)
 
     def remain_is_high(self, cur: int) -> bool:
         """Definition 4: ``Sel_remain >= K``."""
@@ -151,7 +152,9 @@ class StateStatistics:
                 first_star = False
                 inside = self.tuples_inside(i)
                 # A star never left yet has held every tuple it saw: a lower bound.
-                total += math.ceil(inside) if inside is not None else max(1, self._counts[i].tuples_in)
+                total += (
+                    math.ceil(inside) if inside is not None else max(1, self._counts[i].tuples_in)
+                )
         return total
 
     def l_seq(self, cur: int) -> int:

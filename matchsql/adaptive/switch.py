@@ -143,9 +143,14 @@ class PerPartitionRule:
                 tightest, tightest_room = view, room
         if tightest is None:
             return Pressure(0, 0)
-        return Pressure(tightest.unprocessed, tightest.r_bound, drained=held,
-                        resume_at=len(seen), scale=total / tightest.routed,
-                        per_holder=len(seen))
+        return Pressure(
+            tightest.unprocessed,
+            tightest.r_bound,
+            drained=held,
+            resume_at=len(seen),
+            scale=total / tightest.routed,
+            per_holder=len(seen),
+        )
 
 
 class Go4RiskSwitch:

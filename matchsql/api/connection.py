@@ -23,9 +23,15 @@ __all__ = ["Connection", "Result", "connect"]
 class Connection:
     """A DuckDB connection that also understands MATCH_RECOGNIZE."""
 
-    def __init__(self, database: str = ":memory:", *, config: Config | None = None,
-                 duckdb_config: dict[str, Any] | None = None, read_only: bool = False,
-                 demo: bool = False) -> None:
+    def __init__(
+        self,
+        database: str = ":memory:",
+        *,
+        config: Config | None = None,
+        duckdb_config: dict[str, Any] | None = None,
+        read_only: bool = False,
+        demo: bool = False,
+    ) -> None:
         keep_freed_memory()  # a statement's buffers stay mapped for the next one
         # Shared memory of worker pools whose processes were all killed (nobody else frees it).
         sweep_dead_owners()
@@ -77,8 +83,13 @@ class Connection:
                 raise Executor.translate(exc) from None
             self._demo_pending = False
 
-    def sql(self, text: str, params: Sequence[Any] | Mapping[str, Any] | None = None, *,
-            as_relation: bool = False) -> Result | None:
+    def sql(
+        self,
+        text: str,
+        params: Sequence[Any] | Mapping[str, Any] | None = None,
+        *,
+        as_relation: bool = False,
+    ) -> Result | None:
         """Run every statement in ``text``; return the last one's rows (None if it has none).
 
         ``params`` are the values of a single statement's parameters (``?``,
@@ -99,8 +110,9 @@ class Connection:
         """Input metrics of the last continuous query (filled when it ends), else None."""
         return self._executor.last_stats
 
-    def execute(self, text: str, params: Sequence[Any] | Mapping[str, Any] | None = None
-                ) -> Result | None:
+    def execute(
+        self, text: str, params: Sequence[Any] | Mapping[str, Any] | None = None
+    ) -> Result | None:
         """Alias of :meth:`sql`, for DB-API habits."""
         return self.sql(text, params)
 
@@ -118,19 +130,34 @@ class Connection:
 
     def tables(self) -> list[str]:
         self._build_demo()
-        return [row[0] for row in self._duckdb.execute(
-            "SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()
-            if not is_internal(row[0])]
+        return [
+            row[0]
+            for row in self._duckdb.execute(
+                "SELECT table_name FROM information_schema.tables ORDER BY table_name"
+            ).fetchall()
+            if not is_internal(row[0])
+        ]
 
     # -- named continuous queries (the same as their SQL statements) ----------------------
 
-    def create_continuous_query(self, name: str, insert_sql: str, *,
-                                checkpoint_interval: float | None = None,
-                                checkpoint_rows: int | None = None,
-                                if_not_exists: bool = False) -> None:
+    def create_continuous_query(
+        self,
+        name: str,
+        insert_sql: str,
+        *,
+        checkpoint_interval: float | None = None,
+        checkpoint_rows: int | None = None,
+        if_not_exists: bool = False,
+    ) -> None:
         """``CREATE CONTINUOUS QUERY name WITH (...) AS insert_sql`` (see matchsql.session.continuous)."""
-        options = {k: v for k, v in (("checkpoint_interval", checkpoint_interval),
-                                     ("checkpoint_rows", checkpoint_rows)) if v is not None}
+        options = {
+            k: v
+            for k, v in (
+                ("checkpoint_interval", checkpoint_interval),
+                ("checkpoint_rows", checkpoint_rows),
+            )
+            if v is not None
+        }
         self._executor.continuous.create_from(name, insert_sql, options, if_not_exists)
 
     def resume_continuous_query(self, name: str) -> None:
@@ -157,8 +184,14 @@ class Connection:
         self.close()
 
 
-def connect(database: str = ":memory:", *, demo: bool | None = None, read_only: bool = False,
-            duckdb_config: dict[str, Any] | None = None, **config: Any) -> Connection:
+def connect(
+    database: str = ":memory:",
+    *,
+    demo: bool | None = None,
+    read_only: bool = False,
+    duckdb_config: dict[str, Any] | None = None,
+    **config: Any,
+) -> Connection:
     """Open a connection.
 
     ``database`` is ``":memory:"`` or a DuckDB file path. The in-memory default
@@ -168,5 +201,10 @@ def connect(database: str = ":memory:", *, demo: bool | None = None, read_only: 
     """
     if demo is None:
         demo = database == ":memory:"
-    return Connection(database, config=Config.from_options(config),
-                      duckdb_config=duckdb_config, read_only=read_only, demo=demo)
+    return Connection(
+        database,
+        config=Config.from_options(config),
+        duckdb_config=duckdb_config,
+        read_only=read_only,
+        demo=demo,
+    )

@@ -73,30 +73,57 @@ def build_parser() -> argparse.ArgumentParser:
         description="SQL with MATCH_RECOGNIZE over DuckDB tables, files and live streams.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="With no FILE and no -c: an interactive shell, or the statements piped on stdin.\n"
-               "\nsubcommands (each has its own --help):\n"
-               "  matchsql produce ...     write events into a live stream (a producer)\n"
-               "  matchsql experiment ...  run the input-mode experiments and plot them, or "
-               "recommend a setting\n"
-               "  matchsql warm-up         compile the matching kernels into the compile cache")
-    parser.add_argument("file", nargs="?", metavar="FILE",
-                        help="SQL script to run ('-' reads stdin)")
-    parser.add_argument("-c", "--command", action="append", metavar="SQL",
-                        help="run SQL or a dot-command and exit (may be repeated)")
-    parser.add_argument("-d", "--database", default=":memory:", metavar="PATH",
-                        help="DuckDB database file (default: in memory, with the demo table)")
+        "\nsubcommands (each has its own --help):\n"
+        "  matchsql produce ...     write events into a live stream (a producer)\n"
+        "  matchsql experiment ...  run the input-mode experiments and plot them, or "
+        "recommend a setting\n"
+        "  matchsql warm-up         compile the matching kernels into the compile cache",
+    )
+    parser.add_argument(
+        "file", nargs="?", metavar="FILE", help="SQL script to run ('-' reads stdin)"
+    )
+    parser.add_argument(
+        "-c",
+        "--command",
+        action="append",
+        metavar="SQL",
+        help="run SQL or a dot-command and exit (may be repeated)",
+    )
+    parser.add_argument(
+        "-d",
+        "--database",
+        default=":memory:",
+        metavar="PATH",
+        help="DuckDB database file (default: in memory, with the demo table)",
+    )
     demo = parser.add_mutually_exclusive_group()
-    demo.add_argument("--demo", action="store_true", default=None,
-                      help="add the demo 'trade' table to the database if it lacks one")
-    demo.add_argument("--no-demo", dest="demo", action="store_false",
-                      help="leave the demo 'trade' table out")
+    demo.add_argument(
+        "--demo",
+        action="store_true",
+        default=None,
+        help="add the demo 'trade' table to the database if it lacks one",
+    )
+    demo.add_argument(
+        "--no-demo", dest="demo", action="store_false", help="leave the demo 'trade' table out"
+    )
     parser.add_argument("--read-only", action="store_true", help="open the database read-only")
-    parser.add_argument("--max-rows", type=int, default=40, metavar="N",
-                        help="rows shown per result (0 shows all; default 40)")
+    parser.add_argument(
+        "--max-rows",
+        type=int,
+        default=40,
+        metavar="N",
+        help="rows shown per result (0 shows all; default 40)",
+    )
     parser.add_argument("--timer", action="store_true", help="print each statement's run time")
-    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="set a matchsql option (e.g. max_threads=1000)")
-    parser.add_argument("-V", "--version", action="version",
-                        version=f"matchsql {__version__}")
+    parser.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a matchsql option (e.g. max_threads=1000)",
+    )
+    parser.add_argument("-V", "--version", action="version", version=f"matchsql {__version__}")
     return parser
 
 
@@ -130,8 +157,10 @@ def _run(argv: list[str]) -> int:
     if args.file and args.file != "-" and is_database_file(Path(args.file)):
         if args.database != ":memory:":
             parser.print_usage(sys.stderr)
-            print(f"matchsql: error: {args.file} is a DuckDB database and -d names another",
-                  file=sys.stderr)
+            print(
+                f"matchsql: error: {args.file} is a DuckDB database and -d names another",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         args.database, args.file = args.file, None  # as DuckDB's CLI opens it
     if args.command and args.file:
@@ -153,8 +182,7 @@ def _run(argv: list[str]) -> int:
         return EXIT_FAILED
     with con:
         # Only a later .plot reads the rows of a -c statement again (as Arrow).
-        keep_last = not args.command or any(c.lstrip().startswith(".plot")
-                                            for c in args.command)
+        keep_last = not args.command or any(c.lstrip().startswith(".plot") for c in args.command)
         shell = Shell(con, max_rows=args.max_rows, timer=args.timer, keep_last=keep_last)
         if args.command:
             return _status(shell, all(_run_command(shell, text) for text in args.command))

@@ -32,8 +32,9 @@ from matchsql.config import is_internal
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
 _QUALIFIED = re.compile(r"([A-Za-z_][A-Za-z0-9_$]*)\.([A-Za-z0-9_$]*)$")
 _PREFIX = re.compile(r"[A-Za-z0-9_$]*$")
-_FROM_ALIAS = re.compile(r"\b(?:FROM|JOIN)\s+([A-Za-z_][\w$]*)(?:\s+(?:AS\s+)?([A-Za-z_][\w$]*))?",
-                         re.IGNORECASE)
+_FROM_ALIAS = re.compile(
+    r"\b(?:FROM|JOIN)\s+([A-Za-z_][\w$]*)(?:\s+(?:AS\s+)?([A-Za-z_][\w$]*))?", re.IGNORECASE
+)
 
 
 @dataclass
@@ -51,14 +52,20 @@ def read_words(con: Connection) -> tuple[list[str], list[str]]:
     """DuckDB's keywords (uppercase) and function names; read once per session."""
     duck = con.duckdb.cursor()
     try:
-        keywords = [r[0].upper() for r in duck.execute(
-            "SELECT DISTINCT keyword_name FROM duckdb_keywords() ORDER BY keyword_name"
-            ).fetchall()]
-        functions = [r[0] for r in duck.execute(
-            "SELECT DISTINCT function_name FROM duckdb_functions() "
-            "WHERE function_type IN ('scalar', 'aggregate', 'table', 'macro', 'table_macro') "
-            "AND function_name NOT LIKE '\\_\\_%' ESCAPE '\\' ORDER BY function_name"
-            ).fetchall()]
+        keywords = [
+            r[0].upper()
+            for r in duck.execute(
+                "SELECT DISTINCT keyword_name FROM duckdb_keywords() ORDER BY keyword_name"
+            ).fetchall()
+        ]
+        functions = [
+            r[0]
+            for r in duck.execute(
+                "SELECT DISTINCT function_name FROM duckdb_functions() "
+                "WHERE function_type IN ('scalar', 'aggregate', 'table', 'macro', 'table_macro') "
+                "AND function_name NOT LIKE '\\_\\_%' ESCAPE '\\' ORDER BY function_name"
+            ).fetchall()
+        ]
     finally:
         duck.close()
     return keywords, functions
@@ -72,8 +79,9 @@ def read_catalog(con: Connection, words: tuple[list[str], list[str]]) -> Catalog
         columns: dict[str, list[str]] = {}
         tables: list[str] = []
         for table, column in duck.execute(
-                "SELECT table_name, column_name FROM information_schema.columns "
-                "ORDER BY table_name, ordinal_position").fetchall():
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "ORDER BY table_name, ordinal_position"
+        ).fetchall():
             if is_internal(table):
                 continue
             if table.lower() not in columns:
@@ -95,8 +103,9 @@ class SqlCompleter(Completer):
     def __init__(self, catalog: Callable[[], Catalog]) -> None:
         self._catalog = catalog
 
-    def get_completions(self, document: Document, complete_event: CompleteEvent
-                        ) -> Iterator[Completion]:
+    def get_completions(
+        self, document: Document, complete_event: CompleteEvent
+    ) -> Iterator[Completion]:
         before = document.text_before_cursor
         line = document.current_line_before_cursor
         if line.lstrip().startswith(".") and " " not in line.strip() and "\n" not in before:
@@ -112,35 +121,47 @@ class SqlCompleter(Completer):
         prefix = _PREFIX.search(before).group(0)  # type: ignore[union-attr]
         if not prefix:
             return
-        named = _unique(c for r in set(_aliases(document.text).values())
-                        for c in catalog.columns.get(r, []))
+        named = _unique(
+            c for r in set(_aliases(document.text).values()) for c in catalog.columns.get(r, [])
+        )
         yield from _matching(named, prefix, "column")
         yield from _matching(catalog.tables, prefix, "table")
         yield from _matching(catalog.streams, prefix, "stream")
         yield from _matching(MATCH_RECOGNIZE_WORDS, prefix, "MATCH_RECOGNIZE", fold=True)
         yield from _matching(MATCH_RECOGNIZE_FUNCTIONS, prefix, "pattern function", fold=True)
         yield from _matching(STATEMENT_WORDS, prefix, "matchsql", fold=True)
-        taken = {w.lower() for w in (*MATCH_RECOGNIZE_WORDS, *MATCH_RECOGNIZE_FUNCTIONS,
-                                     *STATEMENT_WORDS)}
-        yield from _matching((w for w in catalog.keywords if w.lower() not in taken), prefix,
-                             "keyword", fold=True)
+        taken = {
+            w.lower()
+            for w in (*MATCH_RECOGNIZE_WORDS, *MATCH_RECOGNIZE_FUNCTIONS, *STATEMENT_WORDS)
+        }
+        yield from _matching(
+            (w for w in catalog.keywords if w.lower() not in taken), prefix, "keyword", fold=True
+        )
         taken |= {w.lower() for w in catalog.keywords}  # a word offered once (try_cast)
-        yield from _matching((f for f in catalog.functions if f.lower() not in taken), prefix,
-                             "function", fold=True)
+        yield from _matching(
+            (f for f in catalog.functions if f.lower() not in taken), prefix, "function", fold=True
+        )
         others = {n.lower() for n in named}
-        yield from _matching(_unique(c for cols in catalog.columns.values() for c in cols
-                                     if c.lower() not in others), prefix, "column")
+        yield from _matching(
+            _unique(
+                c for cols in catalog.columns.values() for c in cols if c.lower() not in others
+            ),
+            prefix,
+            "column",
+        )
 
 
 def _dot_commands(typed: str) -> Iterator[Completion]:
     for name in sorted(COMMANDS):
         if ("." + name).startswith(typed):
-            yield Completion("." + name, start_position=-len(typed),
-                             display_meta=COMMANDS[name].help)
+            yield Completion(
+                "." + name, start_position=-len(typed), display_meta=COMMANDS[name].help
+            )
 
 
-def _matching(words: Iterable[str], prefix: str, meta: str, fold: bool = False
-              ) -> Iterator[Completion]:
+def _matching(
+    words: Iterable[str], prefix: str, meta: str, fold: bool = False
+) -> Iterator[Completion]:
     """The words starting with ``prefix`` (any case); with ``fold`` they take the case
     the prefix was typed in (lowercase for a lowercase prefix)."""
     lowered = prefix.lower()
@@ -160,9 +181,32 @@ def _aliases(text: str) -> dict[str, str]:
     return found
 
 
-_NOT_ALIASES = frozenset({"MATCH_RECOGNIZE", "WHERE", "GROUP", "ORDER", "LIMIT", "JOIN", "ON",
-                          "USING", "LEFT", "RIGHT", "INNER", "OUTER", "FULL", "CROSS", "NATURAL",
-                          "UNION", "EXCEPT", "INTERSECT", "HAVING", "WINDOW", "QUALIFY", "AS"})
+_NOT_ALIASES = frozenset(
+    {
+        "MATCH_RECOGNIZE",
+        "WHERE",
+        "GROUP",
+        "ORDER",
+        "LIMIT",
+        "JOIN",
+        "ON",
+        "USING",
+        "LEFT",
+        "RIGHT",
+        "INNER",
+        "OUTER",
+        "FULL",
+        "CROSS",
+        "NATURAL",
+        "UNION",
+        "EXCEPT",
+        "INTERSECT",
+        "HAVING",
+        "WINDOW",
+        "QUALIFY",
+        "AS",
+    }
+)
 
 
 def _unique(words: Iterable[str]) -> list[str]:

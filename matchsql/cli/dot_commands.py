@@ -40,13 +40,16 @@ class DotCommand:
 COMMANDS: dict[str, DotCommand] = {}
 
 
-def dot_command(name: str, help: str, usage: str = "",
-                aliases: tuple[str, ...] = ()) -> Callable[[Handler], Handler]:
+def dot_command(
+    name: str, help: str, usage: str = "", aliases: tuple[str, ...] = ()
+) -> Callable[[Handler], Handler]:
     """Register the decorated function as ``.name`` (and its aliases)."""
+
     def register(handler: Handler) -> Handler:
         for each in (name, *aliases):
             COMMANDS[each] = DotCommand(each, handler, help, usage)
         return handler
+
     return register
 
 
@@ -82,8 +85,10 @@ def _help(shell: ShellHost, args: list[str]) -> bool:
             return False
         shell.print(f".{command.name} {command.usage}".rstrip() + f"\n    {command.help}")
         return True
-    shell.print("Enter SQL statements ended by ';' (MATCH_RECOGNIZE included).\n"
-                "Ctrl-C cancels a running statement or clears the line; Ctrl-D exits.\n")
+    shell.print(
+        "Enter SQL statements ended by ';' (MATCH_RECOGNIZE included).\n"
+        "Ctrl-C cancels a running statement or clears the line; Ctrl-D exits.\n"
+    )
     seen: set[int] = set()
     for name in sorted(COMMANDS):
         command = COMMANDS[name]
@@ -107,7 +112,7 @@ def _tables(shell: ShellHost, args: list[str]) -> bool:
     width = max(len(n) for n in names) + 2
     per_line = max(1, (shell.width() or 80) // width)
     for i in range(0, len(names), per_line):
-        shell.print("".join(f"{n:<{width}}" for n in names[i:i + per_line]).rstrip())
+        shell.print("".join(f"{n:<{width}}" for n in names[i : i + per_line]).rstrip())
     return True
 
 
@@ -165,8 +170,9 @@ def _stats(shell: ShellHost, args: list[str]) -> bool:
     return True
 
 
-@dot_command("mode", "How results are shown; no MODE shows the current one",
-             "box|csv|markdown|line|json")
+@dot_command(
+    "mode", "How results are shown; no MODE shows the current one", "box|csv|markdown|line|json"
+)
 def _mode(shell: ShellHost, args: list[str]) -> bool:
     if not args:
         shell.print(f"current output mode: {shell.mode}")
@@ -188,8 +194,7 @@ def _maxwidth(shell: ShellHost, args: list[str]) -> bool:
     return True
 
 
-@dot_command("output", "Send results to FILE; no FILE sends them back to the terminal",
-             "?FILE?")
+@dot_command("output", "Send results to FILE; no FILE sends them back to the terminal", "?FILE?")
 def _output(shell: ShellHost, args: list[str]) -> bool:
     if len(args) > 1:
         return _usage_error(shell, "output")
@@ -202,8 +207,12 @@ def _output(shell: ShellHost, args: list[str]) -> bool:
     return True
 
 
-@dot_command("pager", "Show results taller than the terminal through a pager "
-             "(default $MATCHSQL_PAGER, $PAGER or less)", "on|off|COMMAND")
+@dot_command(
+    "pager",
+    "Show results taller than the terminal through a pager "
+    "(default $MATCHSQL_PAGER, $PAGER or less)",
+    "on|off|COMMAND",
+)
 def _pager(shell: ShellHost, args: list[str]) -> bool:
     if not args:
         shell.print(f"pager: {shell.pager or 'off'}")
@@ -216,8 +225,11 @@ def _pager(shell: ShellHost, args: list[str]) -> bool:
     return True
 
 
-@dot_command("progress", "Progress line (rows, rows/s) for statements running longer than "
-             "SECONDS (default 1)", "on|off|SECONDS")
+@dot_command(
+    "progress",
+    "Progress line (rows, rows/s) for statements running longer than SECONDS (default 1)",
+    "on|off|SECONDS",
+)
 def _progress(shell: ShellHost, args: list[str]) -> bool:
     if len(args) != 1:
         return _usage_error(shell, "progress")
@@ -260,11 +272,14 @@ def _show(shell: ShellHost, args: list[str]) -> bool:
 PLOT_OPTIONS = ("match", "by", "file", "title")
 
 
-@dot_command("plot", "Draw the last result's Y over X, each match banded, into a PNG "
-             "(match=: the MATCH_NUMBER() column, by=: one line per partition, by default "
-             "along the PARTITION BY columns; the file goes to $MATCHSQL_PLOT_DIR, else a "
-             "private temporary folder)",
-             "X Y [match=COL] [by=COL[,COL]] [file=PATH.png] [title=TEXT]")
+@dot_command(
+    "plot",
+    "Draw the last result's Y over X, each match banded, into a PNG "
+    "(match=: the MATCH_NUMBER() column, by=: one line per partition, by default "
+    "along the PARTITION BY columns; the file goes to $MATCHSQL_PLOT_DIR, else a "
+    "private temporary folder)",
+    "X Y [match=COL] [by=COL[,COL]] [file=PATH.png] [title=TEXT]",
+)
 def _plot(shell: ShellHost, args: list[str]) -> bool:
     positional = [a for a in args if "=" not in a]
     options: dict[str, Any] = dict(a.split("=", 1) for a in args if "=" in a)
@@ -304,17 +319,24 @@ def plot_folder() -> Path:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise Error(f"plot: cannot make the folder {folder} ({PLOT_DIR_ENV}): "
-                        f"{exc.strerror}") from None
+            raise Error(
+                f"plot: cannot make the folder {folder} ({PLOT_DIR_ENV}): {exc.strerror}"
+            ) from None
         return folder
     folder = Path(tempfile.gettempdir()) / f"matchsql-plots-{os.getuid()}"
     with contextlib.suppress(FileExistsError):
         folder.mkdir(mode=0o700)
     found = folder.lstat()
-    if stat.S_ISLNK(found.st_mode) or not stat.S_ISDIR(found.st_mode) \
-            or found.st_uid != os.getuid() or stat.S_IMODE(found.st_mode) & 0o077:
-        raise Error(f"plot: {folder} is not a private folder of this user; name the folder "
-                    f"with {PLOT_DIR_ENV} or the file with file=")
+    if (
+        stat.S_ISLNK(found.st_mode)
+        or not stat.S_ISDIR(found.st_mode)
+        or found.st_uid != os.getuid()
+        or stat.S_IMODE(found.st_mode) & 0o077
+    ):
+        raise Error(
+            f"plot: {folder} is not a private folder of this user; name the folder "
+            f"with {PLOT_DIR_ENV} or the file with file="
+        )
     return folder
 
 

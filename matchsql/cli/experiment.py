@@ -61,8 +61,16 @@ from matchsql.progress_bar import note, progress_bar
 from matchsql.storage.permissions import make_private_dirs, owner_only_file
 from matchsql.storage.produce_cli import _rate
 
-__all__ = ["COLUMNS", "Run", "build_grid", "experiment_data", "main", "parse_args",
-           "run_experiment", "run_recommendation"]
+__all__ = [
+    "COLUMNS",
+    "Run",
+    "build_grid",
+    "experiment_data",
+    "main",
+    "parse_args",
+    "run_experiment",
+    "run_recommendation",
+]
 
 QUERIES = ("Q1", "Q2", "Q3", "Q4")
 MODES = ("pull", "push", "adaptive")
@@ -74,18 +82,34 @@ RECOMMEND_SECONDS = 1.0
 #: RECOMMEND_MIN_TIMEOUT s): a setting that stalls must not hold up the answer.
 RECOMMEND_TIMEOUT_FACTOR = 3.0
 RECOMMEND_MIN_TIMEOUT = 3.0
-SATURATION_COLUMNS = ("query", "saturation", "kept_up", "fell_behind", "why", "search_runs",
-                      "error")
-QUICK = dict(queries="Q1", modes="pull,push", u="0", rules="most_tuples", rates="20000",
-             rows=3000, repeat=1)
+SATURATION_COLUMNS = (
+    "query",
+    "saturation",
+    "kept_up",
+    "fell_behind",
+    "why",
+    "search_runs",
+    "error",
+)
+QUICK = dict(
+    queries="Q1", modes="pull,push", u="0", rules="most_tuples", rates="20000", rows=3000, repeat=1
+)
 
 
 # -- the grid ---------------------------------------------------------------------------
 
 
-def build_grid(queries: Sequence[str], modes: Sequence[str], us: Sequence[int | str],
-               rules: Sequence[str | None], rates: Sequence[float], *, seconds: float,
-               rows: int | None, repeat: int = 1) -> list[Run]:
+def build_grid(
+    queries: Sequence[str],
+    modes: Sequence[str],
+    us: Sequence[int | str],
+    rules: Sequence[str | None],
+    rates: Sequence[float],
+    *,
+    seconds: float,
+    rows: int | None,
+    repeat: int = 1,
+) -> list[Run]:
     """Every run, repetition by repetition (each repetition covers the whole grid)."""
     runs = []
     for query in queries:
@@ -114,7 +138,8 @@ def _list(text: str, allowed: Sequence[str] | None = None, upper: bool = False) 
         unknown = [w for w in items if w not in allowed]
         if unknown:
             raise argparse.ArgumentTypeError(
-                f"unknown {', '.join(unknown)} (choose from {', '.join(allowed)})")
+                f"unknown {', '.join(unknown)} (choose from {', '.join(allowed)})"
+            )
     return list(dict.fromkeys(items))
 
 
@@ -133,7 +158,8 @@ def _us(text: str) -> list[int | str]:
             value = int(word)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"U values are whole numbers or auto, got {word!r}") from None
+                f"U values are whole numbers or auto, got {word!r}"
+            ) from None
         if value < 0:
             raise argparse.ArgumentTypeError("U values must be >= 0")
         values.append(value)
@@ -144,54 +170,103 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="matchsql experiment",
         description="Pull vs. push vs. adaptive input (DejaVu thesis ch. 5): DejaVu Q1-Q4 over "
-                    "a live stream fed at controlled input rates around the rate where pull "
-                    "saturates; writes results.csv and plots, or recommends a setting.")
-    parser.add_argument("--queries", default=",".join(QUERIES),
-                        help="comma list of Q1..Q4 (default all)")
+        "a live stream fed at controlled input rates around the rate where pull "
+        "saturates; writes results.csv and plots, or recommends a setting.",
+    )
+    parser.add_argument(
+        "--queries", default=",".join(QUERIES), help="comma list of Q1..Q4 (default all)"
+    )
     parser.add_argument("--modes", default=",".join(MODES), help="comma list of pull,push,adaptive")
-    parser.add_argument("--u", default=",".join(map(str, DEFAULT_U)),
-                        help="Go4Risk U values of adaptive runs, whole numbers or auto "
-                             f"(default {','.join(map(str, DEFAULT_U))})")
-    parser.add_argument("--rules",
-                        help=f"partition rules of adaptive runs: {','.join(RULES)} (default "
-                             f"{RULES[0]}; with --recommend all of them)")
-    parser.add_argument("--rates",
-                        help="input rates in tuples/s, e.g. 100k,1M (default: 0.5, 0.8, 1, "
-                             "1.25 and 1.6 times the measured saturation rate of each query)")
-    parser.add_argument("--saturation", type=_rate, metavar="RATE",
-                        help="skip the saturation search: pull saturates at RATE")
-    parser.add_argument("--repeat", type=int, metavar="N",
-                        help=f"runs per point (default {DEFAULT_REPEAT}); the plots draw the "
-                             "median and the min-max band")
+    parser.add_argument(
+        "--u",
+        default=",".join(map(str, DEFAULT_U)),
+        help="Go4Risk U values of adaptive runs, whole numbers or auto "
+        f"(default {','.join(map(str, DEFAULT_U))})",
+    )
+    parser.add_argument(
+        "--rules",
+        help=f"partition rules of adaptive runs: {','.join(RULES)} (default "
+        f"{RULES[0]}; with --recommend all of them)",
+    )
+    parser.add_argument(
+        "--rates",
+        help="input rates in tuples/s, e.g. 100k,1M (default: 0.5, 0.8, 1, "
+        "1.25 and 1.6 times the measured saturation rate of each query)",
+    )
+    parser.add_argument(
+        "--saturation",
+        type=_rate,
+        metavar="RATE",
+        help="skip the saturation search: pull saturates at RATE",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        metavar="N",
+        help=f"runs per point (default {DEFAULT_REPEAT}); the plots draw the "
+        "median and the min-max band",
+    )
     size = parser.add_mutually_exclusive_group()
-    size.add_argument("--seconds", type=float,
-                      help=f"tuples per run = rate * seconds (default {DEFAULT_SECONDS:g}; "
-                           f"{RECOMMEND_SECONDS:g} with --recommend)")
+    size.add_argument(
+        "--seconds",
+        type=float,
+        help=f"tuples per run = rate * seconds (default {DEFAULT_SECONDS:g}; "
+        f"{RECOMMEND_SECONDS:g} with --recommend)",
+    )
     size.add_argument("--rows", type=int, help="a fixed number of tuples per run (thesis: 5000)")
     parser.add_argument("--symbols", type=int, default=50, help="partitions (symbols) (default 50)")
-    parser.add_argument("--skew", default="uniform",
-                        help="how rows spread over the symbols: uniform (round-robin, the "
-                             "default) or zipf:S (symbol k drawn with weight 1/k^S, e.g. zipf:1.2)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="data seed (default 0); every repetition gets the same data")
+    parser.add_argument(
+        "--skew",
+        default="uniform",
+        help="how rows spread over the symbols: uniform (round-robin, the "
+        "default) or zipf:S (symbol k drawn with weight 1/k^S, e.g. zipf:1.2)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="data seed (default 0); every repetition gets the same data",
+    )
     parser.add_argument("--out", default="experiment-out", help="output folder")
-    parser.add_argument("--timeout", type=float, default=300.0,
-                        help="seconds after which one run is abandoned (default 300)")
-    parser.add_argument("--no-warmup", dest="warmup", action="store_false",
-                        help="skip the unmeasured warm-up run per query (JIT compilation)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds after which one run is abandoned (default 300)",
+    )
+    parser.add_argument(
+        "--no-warmup",
+        dest="warmup",
+        action="store_false",
+        help="skip the unmeasured warm-up run per query (JIT compilation)",
+    )
     parser.add_argument("--no-plots", dest="plots", action="store_false", help="CSV only")
-    parser.add_argument("--recommend", action="store_true",
-                        help="one query (--queries), one rate (--rates, default: the "
-                             "saturation rate): short runs of every setting, then print the "
-                             "setting to use and why")
-    parser.add_argument("--memory-budget", type=int, metavar="N",
-                        help="adaptive_memory_budget of the U=auto runs; with --recommend "
-                             "also: the fastest setting whose Avg Mem stays under N tuples")
-    parser.add_argument("--quick", action="store_true",
-                        help="a tiny grid for smoke tests: Q1, pull and push, one low rate, "
-                             "3000 tuples, one repetition (explicit options still apply)")
-    parser.add_argument("--progress", choices=("auto", "on", "off"), default="auto",
-                        help="tqdm progress bar on stderr (auto: when stderr is a terminal)")
+    parser.add_argument(
+        "--recommend",
+        action="store_true",
+        help="one query (--queries), one rate (--rates, default: the "
+        "saturation rate): short runs of every setting, then print the "
+        "setting to use and why",
+    )
+    parser.add_argument(
+        "--memory-budget",
+        type=int,
+        metavar="N",
+        help="adaptive_memory_budget of the U=auto runs; with --recommend "
+        "also: the fastest setting whose Avg Mem stays under N tuples",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a tiny grid for smoke tests: Q1, pull and push, one low rate, "
+        "3000 tuples, one repetition (explicit options still apply)",
+    )
+    parser.add_argument(
+        "--progress",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="tqdm progress bar on stderr (auto: when stderr is a terminal)",
+    )
     return parser
 
 
@@ -207,8 +282,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.queries = _list(args.queries, QUERIES, upper=True)
         args.modes = _list(args.modes, MODES)
         args.u = _us(args.u)
-        args.rules = _list(args.rules, RULES) if args.rules else (
-            list(RULES) if args.recommend else [RULES[0]])
+        args.rules = (
+            _list(args.rules, RULES)
+            if args.rules
+            else (list(RULES) if args.recommend else [RULES[0]])
+        )
         args.rates = _rates(args.rates) if args.rates else None
         args.skew = parse_skew(args.skew)
     except (argparse.ArgumentTypeError, ValueError) as exc:
@@ -237,18 +315,25 @@ def _check_sizes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> N
         parser.error("--memory-budget must be >= 0 (tuples)")
 
 
-def _check_recommend(parser: argparse.ArgumentParser, args: argparse.Namespace,
-                     given: set[str]) -> None:
+def _check_recommend(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, given: set[str]
+) -> None:
     if len(args.queries) != 1 or ("queries" not in given and not args.quick):
-        parser.error("--recommend needs exactly one query: give --queries with one of "
-                     + ", ".join(QUERIES)
-                     + (f" (got {','.join(args.queries)})" if "queries" in given else ""))
+        parser.error(
+            "--recommend needs exactly one query: give --queries with one of "
+            + ", ".join(QUERIES)
+            + (f" (got {','.join(args.queries)})" if "queries" in given else "")
+        )
     if args.rates is not None and len(args.rates) != 1:
-        parser.error("--recommend measures at one rate: give --rates one value (default: "
-                     "the measured saturation rate)")
+        parser.error(
+            "--recommend measures at one rate: give --rates one value (default: "
+            "the measured saturation rate)"
+        )
     if "repeat" in given:
-        parser.error("--repeat does not go with --recommend (it runs each setting once, "
-                     "the top candidates twice)")
+        parser.error(
+            "--repeat does not go with --recommend (it runs each setting once, "
+            "the top candidates twice)"
+        )
 
 
 # -- the experiment ---------------------------------------------------------------------
@@ -259,8 +344,14 @@ def _bench(args: argparse.Namespace, con=None) -> Iterator[Bench]:
     """A :class:`Bench` on ``con`` (or a connection of its own, closed at the end)."""
     own = con is None
     con = con or connect(demo=False)
-    bench = Bench(con, symbols=args.symbols, skew=args.skew, seed=args.seed,
-                  timeout=args.timeout, memory_budget=getattr(args, "memory_budget", None))
+    bench = Bench(
+        con,
+        symbols=args.symbols,
+        skew=args.skew,
+        seed=args.seed,
+        timeout=args.timeout,
+        memory_budget=getattr(args, "memory_budget", None),
+    )
     try:
         yield bench
     finally:
@@ -272,8 +363,9 @@ def _bench(args: argparse.Namespace, con=None) -> Iterator[Bench]:
 @contextlib.contextmanager
 def _csv_writer(path: Path, columns: Sequence[str]) -> Iterator[csv.DictWriter]:
     """A CSV file readable by its owner only, with its header written."""
-    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
-                   newline="") as handle:
+    with os.fdopen(
+        os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", newline=""
+    ) as handle:
         owner_only_file(str(path))  # an older file keeps its mode through O_TRUNC
         writer = csv.DictWriter(handle, fieldnames=columns)
         writer.writeheader()
@@ -289,13 +381,18 @@ def _warm_up(bench: Bench, args: argparse.Namespace) -> None:
 
 def _search(bench: Bench, query: str) -> Saturation:
     """The saturation search of ``query`` (the module's settings, read when it runs)."""
+
     def measure(rate: float) -> dict:
         rows = saturation_search.search_rows(rate)
         return bench.measure(Run(query, "pull", None, None, rate, rows))
 
     return saturation_search.find_saturation(
-        measure, start=saturation_search.SEARCH_START, floor=saturation_search.SEARCH_FLOOR,
-        cap=saturation_search.SEARCH_CAP, steps=saturation_search.SEARCH_STEPS)
+        measure,
+        start=saturation_search.SEARCH_START,
+        floor=saturation_search.SEARCH_FLOOR,
+        cap=saturation_search.SEARCH_CAP,
+        steps=saturation_search.SEARCH_STEPS,
+    )
 
 
 def _saturations(bench: Bench, args: argparse.Namespace) -> dict[str, Saturation | str]:
@@ -324,14 +421,25 @@ def _write_saturations(out: Path, found: dict[str, Saturation | str]) -> None:
             if isinstance(result, str):
                 writer.writerow({"query": query, "error": result})
                 continue
-            writer.writerow({"query": query, "saturation": result.rate,
-                             "kept_up": result.kept or "", "fell_behind": result.fell or "",
-                             "why": result.why, "search_runs": len(result.trace)})
+            writer.writerow(
+                {
+                    "query": query,
+                    "saturation": result.rate,
+                    "kept_up": result.kept or "",
+                    "fell_behind": result.fell or "",
+                    "why": result.why,
+                    "search_runs": len(result.trace),
+                }
+            )
 
 
 def _failed_search_row(query: str, error: str) -> dict:
-    return {"query": query, "mode": "pull", "status": "failed",
-            "error": f"saturation search: {error}"[:300]}
+    return {
+        "query": query,
+        "mode": "pull",
+        "status": "failed",
+        "error": f"saturation search: {error}"[:300],
+    }
 
 
 def _prepare(bench: Bench, args: argparse.Namespace, out: Path) -> dict[str, Saturation | str]:
@@ -359,8 +467,16 @@ def run_experiment(args: argparse.Namespace, *, con=None) -> tuple[list[dict], l
                 continue
             where[query] = result.rate if result else args.saturation
             rates = args.rates or grid_around(where[query])
-            runs += build_grid([query], args.modes, args.u, args.rules, rates,
-                               seconds=args.seconds, rows=args.rows, repeat=args.repeat)
+            runs += build_grid(
+                [query],
+                args.modes,
+                args.u,
+                args.rules,
+                rates,
+                seconds=args.seconds,
+                rows=args.rows,
+                repeat=args.repeat,
+            )
         with _csv_writer(out / "results.csv", COLUMNS) as writer:
             for row in rows:
                 writer.writerow(row)
@@ -368,8 +484,7 @@ def run_experiment(args: argparse.Namespace, *, con=None) -> tuple[list[dict], l
                 row = bench.measure(run)
                 row["saturation"] = where.get(run.query) or ""
                 if row["status"] != "ok":
-                    note(f"run {run.query} {run.label} at {run.rate:,.0f}/s failed: "
-                         f"{row['error']}")
+                    note(f"run {run.query} {run.label} at {run.rate:,.0f}/s failed: {row['error']}")
                 rows.append(row)
                 writer.writerow(row)
     pictures: list[Path] = []
@@ -402,17 +517,16 @@ def run_recommendation(args: argparse.Namespace, *, con=None) -> tuple[list[dict
     summaries = summarise(rows)
     if not summaries:
         return rows, None
-    chosen = recommend(summaries, memory_budget=args.memory_budget,
-                       failed=len(unfinished(rows)))
+    chosen = recommend(summaries, memory_budget=args.memory_budget, failed=len(unfinished(rows)))
     return rows, recommendation_line(query, rate, f"{args.symbols} symbols {args.skew}", chosen)
 
 
-def _measure_settings(bench: Bench, args: argparse.Namespace, query: str, rate: float,
-                      saturation: float | None) -> list[dict]:
+def _measure_settings(
+    bench: Bench, args: argparse.Namespace, query: str, rate: float, saturation: float | None
+) -> list[dict]:
     """Each setting once, then the first round's top candidates once more."""
     count = args.rows if args.rows is not None else max(1, round(rate * args.seconds))
-    timeout = min(args.timeout, max(RECOMMEND_MIN_TIMEOUT,
-                                    RECOMMEND_TIMEOUT_FACTOR * count / rate))
+    timeout = min(args.timeout, max(RECOMMEND_MIN_TIMEOUT, RECOMMEND_TIMEOUT_FACTOR * count / rate))
     settings = candidate_settings(args.modes, args.u, args.rules)
     bar = progress_bar(mode=args.progress, total=len(settings), desc="recommend", unit="run")
     rows: list[dict] = []
@@ -431,8 +545,9 @@ def _measure_settings(bench: Bench, args: argparse.Namespace, query: str, rate: 
             measure(setting, 0)
         summaries = summarise(rows)
         if summaries:
-            again = second_round(recommend(summaries, memory_budget=args.memory_budget,
-                                           failed=len(unfinished(rows))))
+            again = second_round(
+                recommend(summaries, memory_budget=args.memory_budget, failed=len(unfinished(rows)))
+            )
             bar.total = len(settings) + len(again)
             for setting in again:
                 measure(setting, 1)
@@ -458,19 +573,20 @@ def main(argv: list[str]) -> int:
         print("\ninterrupted", file=sys.stderr)
         return 130
     failed = sum(row["status"] != "ok" for row in rows)
-    print(f"{len(rows)} runs ({failed} failed): {Path(args.out) / 'results.csv'}, "
-          f"{len(pictures)} plots in {args.out}", file=sys.stderr)
+    print(
+        f"{len(rows)} runs ({failed} failed): {Path(args.out) / 'results.csv'}, "
+        f"{len(pictures)} plots in {args.out}",
+        file=sys.stderr,
+    )
     return 1 if failed else 0
 
 
 def _recommend_main(args: argparse.Namespace) -> int:
     rows, line = run_recommendation(args)
     failed = sum(row["status"] != "ok" for row in rows)
-    print(f"{len(rows)} runs ({failed} failed): {Path(args.out) / 'results.csv'}",
-          file=sys.stderr)
+    print(f"{len(rows)} runs ({failed} failed): {Path(args.out) / 'results.csv'}", file=sys.stderr)
     if line is None:
         print("no setting finished a run: nothing to recommend", file=sys.stderr)
         return 1
     print(line, flush=True)
     return 0
-

@@ -71,8 +71,9 @@ def experiment_data(rows: int, symbols: int, seed: int = 0, skew: str = UNIFORM)
         raise ValueError("rows must be >= 0 and symbols >= 1")
     rng = np.random.default_rng(seed)
     known = list(TICKERS.values())[:symbols]
-    start = np.concatenate((known, np.exp(rng.uniform(np.log(5.0), np.log(200.0),
-                                                      size=symbols - len(known)))))
+    start = np.concatenate(
+        (known, np.exp(rng.uniform(np.log(5.0), np.log(200.0), size=symbols - len(known))))
+    )
     exponent = zipf_exponent(parse_skew(skew))
     if exponent is None:
         sym, log_price = _round_robin(rng, rows, symbols)
@@ -83,16 +84,20 @@ def experiment_data(rows: int, symbols: int, seed: int = 0, skew: str = UNIFORM)
     first = dt.datetime.combine(TRADING_DAYS[0], dt.time(9, 30))
     epoch_us = int((first - dt.datetime(1970, 1, 1)).total_seconds() * 1_000_000)
     ts = epoch_us + np.arange(rows, dtype=np.int64) * 1000  # one trade per millisecond
-    return pa.table({
-        "symbol": pa.array(symbol_names(symbols), pa.string()).take(pa.array(sym, pa.int32())),
-        "price": pa.array(price, pa.float64()),
-        "volume": pa.array(volume, pa.int64()),
-        "ts": pa.array(ts, pa.int64()).cast(pa.timestamp("us")),
-    }, schema=SCHEMA)
+    return pa.table(
+        {
+            "symbol": pa.array(symbol_names(symbols), pa.string()).take(pa.array(sym, pa.int32())),
+            "price": pa.array(price, pa.float64()),
+            "volume": pa.array(volume, pa.int64()),
+            "ts": pa.array(ts, pa.int64()).cast(pa.timestamp("us")),
+        },
+        schema=SCHEMA,
+    )
 
 
-def _round_robin(rng: np.random.Generator, rows: int, symbols: int) -> tuple[np.ndarray,
-                                                                              np.ndarray]:
+def _round_robin(
+    rng: np.random.Generator, rows: int, symbols: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Symbols round-robin; row i is the (i // symbols)-th tick of its symbol."""
     sym = np.arange(rows) % symbols
     # Lay the steps out as (ticks, symbols) and take cumulative sums down the columns.
@@ -101,8 +106,9 @@ def _round_robin(rng: np.random.Generator, rows: int, symbols: int) -> tuple[np.
     return sym, np.cumsum(steps, axis=0).reshape(-1)[:rows]
 
 
-def _zipf(rng: np.random.Generator, rows: int, symbols: int,
-          exponent: float) -> tuple[np.ndarray, np.ndarray]:
+def _zipf(
+    rng: np.random.Generator, rows: int, symbols: int, exponent: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Symbols drawn Zipf-distributed; each symbol's walk advances on its own rows only."""
     weights = 1.0 / np.arange(1, symbols + 1, dtype=np.float64) ** exponent
     sym = rng.choice(symbols, size=rows, p=weights / weights.sum())
@@ -146,8 +152,10 @@ def serve(commands: TextIO, replies: TextIO) -> int:
             return 2
         stream, rate = words[1], float(words[5])
         if cached is None or cached[0] != tuple(words[2:5] + words[6:]):
-            cached = (tuple(words[2:5] + words[6:]),
-                      experiment_data(int(words[2]), int(words[3]), int(words[4]), words[6]))
+            cached = (
+                tuple(words[2:5] + words[6:]),
+                experiment_data(int(words[2]), int(words[3]), int(words[4]), words[6]),
+            )
         producer = Producer.open(stream)
         _reply(replies, "ready")
         if commands.readline().strip() != "go":

@@ -42,8 +42,16 @@ MEASURES = {
 #: Measures that are rates: always on a log axis, like the input rate.
 RATE_MEASURES = frozenset({"throughput"})
 _STYLE = {"pull": ("tab:blue", "o"), "push": ("tab:red", "s")}
-_ADAPTIVE_COLOURS = ("tab:green", "tab:purple", "tab:orange", "tab:brown", "tab:olive",
-                     "tab:cyan", "tab:pink", "tab:gray")
+_ADAPTIVE_COLOURS = (
+    "tab:green",
+    "tab:purple",
+    "tab:orange",
+    "tab:brown",
+    "tab:olive",
+    "tab:cyan",
+    "tab:pink",
+    "tab:gray",
+)
 
 
 def series_label(mode: str, u: object, rule: object) -> str:
@@ -109,13 +117,27 @@ def measure_figure(pyplot: Any, query: str, rows: list[dict], suffix: str) -> An
         if not points:
             continue
         colour, marker = _STYLE.get(label) or (
-            _ADAPTIVE_COLOURS[adaptive.index(label) % len(_ADAPTIVE_COLOURS)], "^")
+            _ADAPTIVE_COLOURS[adaptive.index(label) % len(_ADAPTIVE_COLOURS)],
+            "^",
+        )
         rates = [rate for rate, _ in points]
-        axes.plot(rates, [p.median for _, p in points], marker=marker, color=colour,
-                  label=label, linestyle="--" if label.startswith("adaptive") else "-")
+        axes.plot(
+            rates,
+            [p.median for _, p in points],
+            marker=marker,
+            color=colour,
+            label=label,
+            linestyle="--" if label.startswith("adaptive") else "-",
+        )
         if any(p.count > 1 for _, p in points):
-            axes.fill_between(rates, [p.low for _, p in points], [p.high for _, p in points],
-                              color=colour, alpha=0.15, linewidth=0)
+            axes.fill_between(
+                rates,
+                [p.low for _, p in points],
+                [p.high for _, p in points],
+                color=colour,
+                alpha=0.15,
+                linewidth=0,
+            )
     values = [y for line in axes.get_lines() for y in line.get_ydata()]
     positive = bool(values) and min(values) > 0
     if positive and (suffix in RATE_MEASURES or max(values) / min(values) >= 100):
@@ -132,8 +154,9 @@ def measure_figure(pyplot: Any, query: str, rows: list[dict], suffix: str) -> An
     result = sorted({str(r.get("result")) for r in rows})
     size = f", result size {result[0]}" if len(result) == 1 else ""
     where = saturation_note(rows, saturation)
-    axes.set_title(f"{title} of {query}{size}" + (f" \N{EM DASH} {where}" if where else ""),
-                   fontsize="medium")
+    axes.set_title(
+        f"{title} of {query}{size}" + (f" \N{EM DASH} {where}" if where else ""), fontsize="medium"
+    )
     axes.grid(True, which="both", alpha=0.3)
     # Beside the axes, not on them: with up to ten lines it would hide some.
     axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))

@@ -56,8 +56,9 @@ class Setting:
         return " ".join(words)
 
 
-def candidate_settings(modes: Sequence[str], us: Sequence[int | str],
-                       rules: Sequence[str]) -> list[Setting]:
+def candidate_settings(
+    modes: Sequence[str], us: Sequence[int | str], rules: Sequence[str]
+) -> list[Setting]:
     """Every setting ``--recommend`` measures, in tie-break order."""
     settings: list[Setting] = []
     for mode in modes:
@@ -110,8 +111,14 @@ def _summary(setting: Setting, runs: list[dict]) -> Summary:
         return float(np.median(values)) if values else 0.0
 
     kept = sum(falls_behind(r) is None for r in runs)
-    return Summary(setting, median("avg_mem"), median("throughput"), median("latency"),
-                   2 * kept >= len(runs), len(runs))
+    return Summary(
+        setting,
+        median("avg_mem"),
+        median("throughput"),
+        median("latency"),
+        2 * kept >= len(runs),
+        len(runs),
+    )
 
 
 @dataclass(frozen=True)
@@ -123,8 +130,13 @@ class Recommendation:
     ranked: list[Summary]
 
 
-def recommend(summaries: Sequence[Summary], *, memory_budget: float | None = None,
-              tolerance: float = THROUGHPUT_TOLERANCE, failed: int = 0) -> Recommendation:
+def recommend(
+    summaries: Sequence[Summary],
+    *,
+    memory_budget: float | None = None,
+    tolerance: float = THROUGHPUT_TOLERANCE,
+    failed: int = 0,
+) -> Recommendation:
     """Apply the module's rule to ``summaries`` (at least one); ``failed`` settings
     had no finished run, and count as settings that do not keep up."""
     if not summaries:
@@ -134,8 +146,9 @@ def recommend(summaries: Sequence[Summary], *, memory_budget: float | None = Non
     return _keeping_up(summaries, tolerance, failed)
 
 
-def _keys(summaries: Sequence[Summary]) -> tuple[Callable[[Summary], tuple],
-                                                 Callable[[Summary], tuple]]:
+def _keys(
+    summaries: Sequence[Summary],
+) -> tuple[Callable[[Summary], tuple], Callable[[Summary], tuple]]:
     """Sort keys: fewest tuples held first, and highest throughput first (with the ties)."""
     order = {s.setting: i for i, s in enumerate(summaries)}
 
@@ -152,33 +165,39 @@ def _within_budget(summaries: Sequence[Summary], budget: float) -> Recommendatio
     lean, fast = _keys(summaries)
     fits = [s for s in summaries if s.avg_mem <= budget]
     if fits:
-        reason = (f"the highest throughput among the settings whose Avg Mem stays under "
-                  f"{budget:,.0f} tuples")
+        reason = (
+            f"the highest throughput among the settings whose Avg Mem stays under "
+            f"{budget:,.0f} tuples"
+        )
         return _ranked(fits, summaries, fast, fast, reason)
     reason = f"no setting's Avg Mem stays under {budget:,.0f} tuples; this one holds the fewest"
     return _ranked(summaries, summaries, lean, lean, reason)
 
 
-def _keeping_up(summaries: Sequence[Summary], tolerance: float,
-                failed: int) -> Recommendation:
+def _keeping_up(summaries: Sequence[Summary], tolerance: float, failed: int) -> Recommendation:
     lean, fast = _keys(summaries)
     keeping = [s for s in summaries if s.keeps_up]
     if len(keeping) == len(summaries) and not failed:
         reason = "below saturation every setting keeps up and this one holds the fewest tuples"
         return _ranked(keeping, summaries, lean, lean, reason)
     if keeping:
-        reason = (f"{len(keeping)} of {len(summaries) + failed} settings keep up with the "
-                  f"input rate and this one holds the fewest tuples of them")
+        reason = (
+            f"{len(keeping)} of {len(summaries) + failed} settings keep up with the "
+            f"input rate and this one holds the fewest tuples of them"
+        )
         return _ranked(keeping, summaries, lean, fast, reason)
     best = max(s.throughput for s in summaries)
     near = [s for s in summaries if s.throughput >= (1 - tolerance) * best]
-    reason = (f"no setting keeps up; this one holds the fewest tuples among those within "
-              f"{tolerance:.0%} of the best throughput ({format_rate(best)} tuples/s)")
+    reason = (
+        f"no setting keeps up; this one holds the fewest tuples among those within "
+        f"{tolerance:.0%} of the best throughput ({format_rate(best)} tuples/s)"
+    )
     return _ranked(near, summaries, lean, fast, reason)
 
 
-def _ranked(chosen: Sequence[Summary], everyone: Sequence[Summary], key, rest_key,
-            reason: str) -> Recommendation:
+def _ranked(
+    chosen: Sequence[Summary], everyone: Sequence[Summary], key, rest_key, reason: str
+) -> Recommendation:
     """The chosen group sorted by ``key``, then the others by ``rest_key``."""
     first = sorted(chosen, key=key)
     rest = sorted((s for s in everyone if s not in first), key=rest_key)
@@ -190,13 +209,14 @@ def second_round(recommendation: Recommendation, count: int = SECOND_RUNS) -> li
     return [s.setting for s in recommendation.ranked[:count]]
 
 
-def recommendation_line(query: str, rate: float, shape: str,
-                        recommendation: Recommendation) -> str:
+def recommendation_line(query: str, rate: float, shape: str, recommendation: Recommendation) -> str:
     """The one line ``--recommend`` prints."""
     best = recommendation.best
     memory = f"{best.avg_mem:.1f}" if best.avg_mem < 10 else f"{best.avg_mem:,.0f}"
     latency = best.latency * 1000
     latency_text = f"{latency:.3g}" if latency < 100 else f"{latency:,.0f}"
-    return (f"{query} at {format_rate(rate)} tuples/s, {shape}: {best.setting.settings} "
-            f"(Avg Mem {memory} tuples, throughput {format_rate(best.throughput)} tuples/s, "
-            f"latency {latency_text} ms) because {recommendation.reason}")
+    return (
+        f"{query} at {format_rate(rate)} tuples/s, {shape}: {best.setting.settings} "
+        f"(Avg Mem {memory} tuples, throughput {format_rate(best.throughput)} tuples/s, "
+        f"latency {latency_text} ms) because {recommendation.reason}"
+    )

@@ -27,17 +27,41 @@ from pathlib import Path
 from matchsql.cli.experiment_plots import series_label
 from matchsql.queries import DEJAVU, over
 
-METRICS = ("avg_mem", "max_mem", "avg_queue", "max_queue", "result", "time", "throughput",
-           "records", "latency", "switches")
+METRICS = (
+    "avg_mem",
+    "max_mem",
+    "avg_queue",
+    "max_queue",
+    "result",
+    "time",
+    "throughput",
+    "records",
+    "latency",
+    "switches",
+)
 #: The CSV header: the run's coordinates, the thesis' columns, then bookkeeping.
-COLUMNS = ("query", "mode", "u", "rule", "rate", "repeat", *METRICS,
-           "produced", "producer_rate", "saturation", "status", "error")
+COLUMNS = (
+    "query",
+    "mode",
+    "u",
+    "rule",
+    "rate",
+    "repeat",
+    *METRICS,
+    "produced",
+    "producer_rate",
+    "saturation",
+    "status",
+    "error",
+)
 STREAM_COLUMNS = "symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP"
 MIN_CAPACITY = 1 << 20
 MAX_CAPACITY = 1 << 24  # tuples the stream's ring may queue (a slower reader blocks the writer)
 AUTO = "auto"  # the U value that lets the switch choose U (SET adaptive_u = 'auto')
-PRODUCER = ("import sys; from matchsql.cli.experiment_data import serve; "
-            "sys.exit(serve(sys.stdin, sys.stdout))")
+PRODUCER = (
+    "import sys; from matchsql.cli.experiment_data import serve; "
+    "sys.exit(serve(sys.stdin, sys.stdout))"
+)
 
 
 @dataclass(frozen=True)
@@ -74,16 +98,22 @@ class ProducerProcess:
 
     def __init__(self) -> None:
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_package_root(),
-                                                          env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [_package_root(), env.get("PYTHONPATH")]))
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", PRODUCER], env=env, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [sys.executable, "-c", PRODUCER],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.busy = False  # a run was started and has not finished
         self.stderr: list[str] = []
         self._lines: queue.Queue[str | None] = queue.Queue()
-        self._threads = [threading.Thread(target=target, daemon=True)
-                         for target in (self._read_stdout, self._drain_stderr)]
+        self._threads = [
+            threading.Thread(target=target, daemon=True)
+            for target in (self._read_stdout, self._drain_stderr)
+        ]
         for thread in self._threads:
             thread.start()
 
@@ -98,8 +128,9 @@ class ProducerProcess:
         for line in self.proc.stderr:
             self.stderr.append(line)
 
-    def prepare(self, stream: str, run: Run, *, symbols: int, seed: int, skew: str,
-                timeout: float) -> None:
+    def prepare(
+        self, stream: str, run: Run, *, symbols: int, seed: int, skew: str, timeout: float
+    ) -> None:
         """Have the producer make the run's data and attach to ``stream``; wait for it."""
         self.busy = True
         self._send(f"run {stream} {run.rows} {symbols} {seed} {float(run.rate)!r} {skew}")
@@ -116,8 +147,9 @@ class ProducerProcess:
         words = (line or "").split()
         if len(words) != 3 or words[0] != "done":
             if line is None and self.proc.poll() not in (None, 0):
-                raise RunFailed(f"producer exited with status {self.proc.returncode}: "
-                                + self.describe())
+                raise RunFailed(
+                    f"producer exited with status {self.proc.returncode}: " + self.describe()
+                )
             raise RunFailed("producer gave no summary: " + self.describe())
         self.busy = False
         rows, seconds = int(words[1]), float(words[2])
@@ -170,8 +202,17 @@ class Bench:
     """What every run of an experiment shares: the connection, the producer process and
     the stream's shape (symbols, skew, seed). :meth:`measure` makes one run."""
 
-    def __init__(self, con, *, symbols: int, skew: str, seed: int, timeout: float,
-                 memory_budget: int | None = None, stream: str | None = None) -> None:
+    def __init__(
+        self,
+        con,
+        *,
+        symbols: int,
+        skew: str,
+        seed: int,
+        timeout: float,
+        memory_budget: int | None = None,
+        stream: str | None = None,
+    ) -> None:
         self.con = con
         self.symbols, self.skew, self.seed = symbols, skew, seed
         self.timeout = timeout
@@ -179,8 +220,7 @@ class Bench:
         self.stream = stream or f"mx_experiment_{os.getpid()}"
         self._producer: ProducerProcess | None = None
 
-    def measure(self, run: Run, *, seed: int | None = None,
-                timeout: float | None = None) -> dict:
+    def measure(self, run: Run, *, seed: int | None = None, timeout: float | None = None) -> dict:
         """One run; a dict with :data:`COLUMNS` (status ok or failed, never raises).
 
         ``timeout`` (default: the bench's) abandons a run whose query goes on longer;
@@ -194,9 +234,14 @@ class Bench:
             self._configure(run)
             self._create_stream(run.rows)
             producer = self._producer = self._producer or ProducerProcess()
-            producer.prepare(self.stream, run, symbols=self.symbols,
-                             seed=self.seed if seed is None else seed, skew=self.skew,
-                             timeout=self.timeout)
+            producer.prepare(
+                self.stream,
+                run,
+                symbols=self.symbols,
+                seed=self.seed if seed is None else seed,
+                skew=self.skew,
+                timeout=self.timeout,
+            )
             result = self.con.sql(over(DEJAVU[run.query], self.stream))
             matches = _drain(self.con, result, producer, timeout)
             produced, producer_rate = producer.finish(timeout)
@@ -224,8 +269,7 @@ class Bench:
     def _create_stream(self, rows: int) -> None:
         capacity = max(MIN_CAPACITY, min(MAX_CAPACITY, rows + 1))
         self.con.sql(f"DROP STREAM IF EXISTS {self.stream}")
-        self.con.sql(f"CREATE STREAM {self.stream} ({STREAM_COLUMNS}) "
-                     f"WITH (capacity = {capacity})")
+        self.con.sql(f"CREATE STREAM {self.stream} ({STREAM_COLUMNS}) WITH (capacity = {capacity})")
 
     def _drop_stream(self) -> None:
         try:
@@ -247,14 +291,20 @@ class Bench:
 
 
 def _row_head(run: Run) -> dict:
-    return {"query": run.query, "mode": run.mode, "u": "" if run.u is None else run.u,
-            "rule": run.rule or "", "repeat": run.repeat, "status": "ok", "error": "",
-            "saturation": "",
-            "rate": int(run.rate) if float(run.rate).is_integer() else run.rate}
+    return {
+        "query": run.query,
+        "mode": run.mode,
+        "u": "" if run.u is None else run.u,
+        "rule": run.rule or "",
+        "repeat": run.repeat,
+        "status": "ok",
+        "error": "",
+        "saturation": "",
+        "rate": int(run.rate) if float(run.rate).is_integer() else run.rate,
+    }
 
 
-def _fill_metrics(row: dict, result, matches: int, produced: int,
-                  producer_rate: float) -> None:
+def _fill_metrics(row: dict, result, matches: int, produced: int, producer_rate: float) -> None:
     stats = dict(result.stats or {})
     if not stats:
         raise RunFailed("the query reported no input metrics")

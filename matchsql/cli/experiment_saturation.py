@@ -70,9 +70,14 @@ def search_rows(rate: float) -> int:
     return max(SEARCH_MIN_ROWS, round(rate * SEARCH_SECONDS))
 
 
-def find_saturation(measure: Callable[[float], dict], *, start: float = SEARCH_START,
-                    floor: float = SEARCH_FLOOR, cap: float = SEARCH_CAP,
-                    steps: int = SEARCH_STEPS) -> Saturation:
+def find_saturation(
+    measure: Callable[[float], dict],
+    *,
+    start: float = SEARCH_START,
+    floor: float = SEARCH_FLOOR,
+    cap: float = SEARCH_CAP,
+    steps: int = SEARCH_STEPS,
+) -> Saturation:
     """Search the saturation rate with ``measure(rate) -> results row`` (a pull run).
 
     Raises :class:`SearchFailed` when a run fails outright: a query error is
@@ -105,8 +110,9 @@ def find_saturation(measure: Callable[[float], dict], *, start: float = SEARCH_S
     return Saturation(kept, kept, fell, why, trace)
 
 
-def _bracket(behind: Callable[[float], str], start: float, floor: float,
-             cap: float) -> tuple[float | None, float | None, str]:
+def _bracket(
+    behind: Callable[[float], str], start: float, floor: float, cap: float
+) -> tuple[float | None, float | None, str]:
     """(highest rate kept, lowest rate fallen behind, why) by doubling or halving."""
     why = behind(start)
     if why:
@@ -156,7 +162,7 @@ def saturation_note(rows: Sequence[dict], saturation: float | None = None) -> st
         return f"pull falls behind at every rate run (from {format_rate(min(fell))} tuples/s)"
     above = [rate for rate in fell if rate > max(kept)]
     if not above:
-        return (f"pull keeps up at up to {format_rate(max(kept))} tuples/s, but not at "
-                f"every rate below")
-    return (f"pull saturates between {format_rate(max(kept))} and "
-            f"{format_rate(min(above))} tuples/s")
+        return (
+            f"pull keeps up at up to {format_rate(max(kept))} tuples/s, but not at every rate below"
+        )
+    return f"pull saturates between {format_rate(max(kept))} and {format_rate(min(above))} tuples/s"

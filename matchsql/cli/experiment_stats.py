@@ -91,8 +91,9 @@ def spread(values: Iterable[float]) -> Spread:
     return Spread(float(np.median(data)), float(data.min()), float(data.max()), int(data.size))
 
 
-def series(rows: Iterable[dict], column: str, label: Callable[[dict], str],
-           factor: float = 1.0) -> dict[str, list[tuple[float, Spread]]]:
+def series(
+    rows: Iterable[dict], column: str, label: Callable[[dict], str], factor: float = 1.0
+) -> dict[str, list[tuple[float, Spread]]]:
     """``{label: [(rate, spread of column * factor), ...] by rate}`` over the ok runs.
 
     Runs with an empty ``column`` are left out; a point with none left is dropped.
@@ -104,8 +105,10 @@ def series(rows: Iterable[dict], column: str, label: Callable[[dict], str],
         if row.get("status", "ok") != "ok" or rate is None or value is None:
             continue
         points.setdefault(label(row), {}).setdefault(rate, []).append(value * factor)
-    return {name: [(rate, spread(values)) for rate, values in sorted(by_rate.items())]
-            for name, by_rate in points.items()}
+    return {
+        name: [(rate, spread(values)) for rate, values in sorted(by_rate.items())]
+        for name, by_rate in points.items()
+    }
 
 
 def format_rate(rate: float) -> str:

@@ -23,8 +23,9 @@ from matchsql.cli.vocabulary import (
     STATEMENT_WORDS,
 )
 
-_KEYWORDS = frozenset(word for phrase in MATCH_RECOGNIZE_WORDS + STATEMENT_WORDS
-                      for word in phrase.split())
+_KEYWORDS = frozenset(
+    word for phrase in MATCH_RECOGNIZE_WORDS + STATEMENT_WORDS for word in phrase.split()
+)
 _FUNCTIONS = frozenset(MATCH_RECOGNIZE_FUNCTIONS)
 
 
@@ -39,8 +40,9 @@ class MatchSqlLexer(SqlLexer):
     name = "matchsql"
     aliases = ["matchsql"]
 
-    def get_tokens_unprocessed(self, text: str, *args: object
-                               ) -> Iterator[tuple[int, _TokenType, str]]:
+    def get_tokens_unprocessed(
+        self, text: str, *args: object
+    ) -> Iterator[tuple[int, _TokenType, str]]:
         if text.lstrip().startswith("."):  # a dot-command, not SQL: left plain
             yield 0, Text, text
             return

@@ -31,14 +31,22 @@ if TYPE_CHECKING:
 Renderer = Callable[..., Iterator[str]]
 
 
-def _box(schema: pa.Schema, batches: Iterable[pa.RecordBatch], *, max_rows: int,
-         max_width: int | None, types: list[str] | None = None) -> Iterator[str]:
-    yield render_batches(schema, batches, max_rows=max_rows, max_width=max_width,
-                         types=types) + "\n"
+def _box(
+    schema: pa.Schema,
+    batches: Iterable[pa.RecordBatch],
+    *,
+    max_rows: int,
+    max_width: int | None,
+    types: list[str] | None = None,
+) -> Iterator[str]:
+    yield (
+        render_batches(schema, batches, max_rows=max_rows, max_width=max_width, types=types) + "\n"
+    )
 
 
-def _texts(schema: pa.Schema, batches: Iterable[pa.RecordBatch]
-           ) -> Iterator[list[tuple[str | None, ...]]]:
+def _texts(
+    schema: pa.Schema, batches: Iterable[pa.RecordBatch]
+) -> Iterator[list[tuple[str | None, ...]]]:
     import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
 
     for batch in batches:
@@ -62,8 +70,7 @@ def _markdown_cell(value: str | None) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>")
 
 
-def _markdown(schema: pa.Schema, batches: Iterable[pa.RecordBatch], **_: object
-              ) -> Iterator[str]:
+def _markdown(schema: pa.Schema, batches: Iterable[pa.RecordBatch], **_: object) -> Iterator[str]:
     right = [numeric(t) for t in schema.types]
     yield "| " + " | ".join(_markdown_cell(n) for n in schema.names) + " |\n"
     yield "|" + "|".join("---:" if r else "---" for r in right) + "|\n"
@@ -76,8 +83,10 @@ def _line(schema: pa.Schema, batches: Iterable[pa.RecordBatch], **_: object) -> 
     first = True
     for rows in _texts(schema, batches):
         for row in rows:
-            lines = [f"{name:>{width}} = {NULL if v is None else v}"
-                     for name, v in zip(schema.names, row)]
+            lines = [
+                f"{name:>{width}} = {NULL if v is None else v}"
+                for name, v in zip(schema.names, row)
+            ]
             yield ("" if first else "\n") + "\n".join(lines) + "\n"
             first = False
 
@@ -90,7 +99,8 @@ def _json_value(value: object, text: str | None, type_: pa.DataType) -> object:
     if pa.types.is_boolean(type_):
         return value
     if (pa.types.is_integer(type_) or pa.types.is_floating(type_)) and not (
-            isinstance(value, float) and not math.isfinite(value)):
+        isinstance(value, float) and not math.isfinite(value)
+    ):
         return value
     return text
 
@@ -105,8 +115,10 @@ def _json(schema: pa.Schema, batches: Iterable[pa.RecordBatch], **_: object) -> 
         texts = as_text(pa.Table.from_batches([batch], schema=schema))[1]
         columns = [column.to_pylist() for column in batch.columns]
         for r, row in enumerate(texts):
-            record = {name: _json_value(columns[c][r], row[c], schema.types[c])
-                      for c, name in enumerate(schema.names)}
+            record = {
+                name: _json_value(columns[c][r], row[c], schema.types[c])
+                for c, name in enumerate(schema.names)
+            }
             yield ("[" if not opened else ",\n") + json.dumps(record, ensure_ascii=False)
             opened = True
     yield "]\n" if opened else "[]\n"
@@ -114,14 +126,24 @@ def _json(schema: pa.Schema, batches: Iterable[pa.RecordBatch], **_: object) -> 
 
 #: mode name -> renderer(schema, batches, max_rows=, max_width=) yielding text pieces.
 MODES: dict[str, Renderer] = {
-    "box": _box, "duckbox": _box, "csv": _csv, "markdown": _markdown, "line": _line,
+    "box": _box,
+    "duckbox": _box,
+    "csv": _csv,
+    "markdown": _markdown,
+    "line": _line,
     "json": _json,
 }
 
 
-def render(mode: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch], *,
-           max_rows: int = 40, max_width: int | None = None,
-           types: list[str] | None = None) -> Iterator[str]:
+def render(
+    mode: str,
+    schema: pa.Schema,
+    batches: Iterable[pa.RecordBatch],
+    *,
+    max_rows: int = 40,
+    max_width: int | None = None,
+    types: list[str] | None = None,
+) -> Iterator[str]:
     """The pieces of text that show ``batches`` in ``mode`` (a key of :data:`MODES`);
     ``types``: the DuckDB type names of the columns, where the statement knows them."""
     return MODES[mode](schema, batches, max_rows=max_rows, max_width=max_width, types=types)

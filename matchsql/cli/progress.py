@@ -32,8 +32,9 @@ _WITHOUT_BAR = "running: {desc} [{elapsed}]"
 class Progress:
     """Rows read so far by one statement, shown on ``stream`` once it is slow."""
 
-    def __init__(self, stream: TextIO, delay: float | None,
-                 percent: Callable[[], float] = lambda: -1.0) -> None:
+    def __init__(
+        self, stream: TextIO, delay: float | None, percent: Callable[[], float] = lambda: -1.0
+    ) -> None:
         self.rows = 0
         self._percent = percent  # DuckDB's estimate, 0-100; negative when it has none
         self._started = time.monotonic()
@@ -65,8 +66,15 @@ class Progress:
         with self._lock:
             if self._stopped.is_set():
                 return
-            self._bar = tqdm(total=100, desc="0 rows", file=self._stream, leave=False,
-                             dynamic_ncols=True, mininterval=0, bar_format=_WITHOUT_BAR)
+            self._bar = tqdm(
+                total=100,
+                desc="0 rows",
+                file=self._stream,
+                leave=False,
+                dynamic_ncols=True,
+                mininterval=0,
+                bar_format=_WITHOUT_BAR,
+            )
             self._show()
         while not self._stopped.wait(TICK):
             with self._lock:

@@ -139,10 +139,17 @@ def run_repl(shell: Shell) -> int:
     """Read and run statements until .quit or Ctrl-D; returns the exit status."""
     editor = _Editor()
     session: PromptSession[str] = PromptSession(
-        history=_history(shell), multiline=True, key_bindings=editor.key_bindings(),
-        prompt_continuation=editor.continuation, enable_open_in_editor=False,
-        completer=SqlCompleter(_CatalogCache(shell)), complete_while_typing=False,
-        lexer=lexer(), style=style(), include_default_pygments_style=False)
+        history=_history(shell),
+        multiline=True,
+        key_bindings=editor.key_bindings(),
+        prompt_continuation=editor.continuation,
+        enable_open_in_editor=False,
+        completer=SqlCompleter(_CatalogCache(shell)),
+        complete_while_typing=False,
+        lexer=lexer(),
+        style=style(),
+        include_default_pygments_style=False,
+    )
     editor.session = session
     shell.print(banner(shell))
     while not shell.done:

@@ -51,9 +51,16 @@ ERASE_LINE = "\r\x1b[2K"
 class Shell:
     """Runs statements and dot-commands on one connection and prints what they give."""
 
-    def __init__(self, con: Connection, *, out: TextIO | None = None, err: TextIO | None = None,
-                 max_rows: int = DEFAULT_MAX_ROWS, timer: bool = False,
-                 keep_last: bool = True) -> None:
+    def __init__(
+        self,
+        con: Connection,
+        *,
+        out: TextIO | None = None,
+        err: TextIO | None = None,
+        max_rows: int = DEFAULT_MAX_ROWS,
+        timer: bool = False,
+        keep_last: bool = True,
+    ) -> None:
         self.con = con
         #: Whether the rows of the last result are kept for .plot: False when no .plot
         #: can follow (``-c`` without one), so plain SQL is drawn without Arrow.
@@ -97,8 +104,13 @@ class Shell:
 
     def set_output(self, path: str | None) -> None:
         """Send results to ``path`` (truncated), or back to stdout with None."""
-        target = self.stdout if path is None else open(  # noqa: SIM115 - kept open until .output
-            os.path.expanduser(path), "w", encoding="utf-8")
+        target = (
+            self.stdout
+            if path is None
+            else open(  # noqa: SIM115 - kept open until .output
+                os.path.expanduser(path), "w", encoding="utf-8"
+            )
+        )
         if self.out is not self.stdout:
             self.out.close()
         self.out = target
@@ -110,8 +122,11 @@ class Shell:
     def _emit(self, text: str) -> None:
         """Print a finished result, through the pager when it is on and the result is
         taller than the terminal."""
-        if self.pager and _isatty(self.out) and \
-                text.count("\n") >= shutil.get_terminal_size((120, 24)).lines - 1:
+        if (
+            self.pager
+            and _isatty(self.out)
+            and text.count("\n") >= shutil.get_terminal_size((120, 24)).lines - 1
+        ):
             try:
                 subprocess.run(shlex.split(self.pager), input=text, text=True, check=False)
                 return
@@ -128,8 +143,9 @@ class Shell:
         outcome: dict[str, object] = {}
         finished = threading.Event()
         max_rows, width, mode = self.max_rows, self.width(), self.mode
-        progress = Progress(self.err, self.progress_delay if _isatty(self.err) else None,
-                            self.con.query_progress)
+        progress = Progress(
+            self.err, self.progress_delay if _isatty(self.err) else None, self.con.query_progress
+        )
         # Box tables are drawn once every row was read; the other modes stream their
         # pieces to the output, unless the pager needs the whole text.
         whole = mode in ("box", "duckbox") or bool(self.pager)
@@ -143,8 +159,9 @@ class Shell:
                 if relation is not None:  # plain SQL: DuckDB draws the text, no Arrow
                     self.last_result = None
                     try:
-                        outcome["text"] = render_relation(relation, max_rows=max_rows,
-                                                          max_width=width) + "\n"
+                        outcome["text"] = (
+                            render_relation(relation, max_rows=max_rows, max_width=width) + "\n"
+                        )
                     except duckdb.Error as exc:
                         raise result.error(exc) from None
                 elif result is not None and result.continuous:
@@ -154,8 +171,14 @@ class Shell:
                     self.last_result = None
                     self.last_partition_by = list(result.partition_by)
                     batches = self._keep(result.schema, progress.count(result.fetch_batches()))
-                    pieces = render(mode, result.schema, batches, max_rows=max_rows,
-                                    max_width=width, types=result.type_names)
+                    pieces = render(
+                        mode,
+                        result.schema,
+                        batches,
+                        max_rows=max_rows,
+                        max_width=width,
+                        types=result.type_names,
+                    )
                     if whole:
                         outcome["text"] = "".join(pieces)
                     else:
@@ -203,8 +226,9 @@ class Shell:
             self.print(f"Run Time: {time.perf_counter() - started:.3f} s")
         return None
 
-    def _keep(self, schema: pa.Schema, batches: Iterable[pa.RecordBatch]
-              ) -> Iterator[pa.RecordBatch]:
+    def _keep(
+        self, schema: pa.Schema, batches: Iterable[pa.RecordBatch]
+    ) -> Iterator[pa.RecordBatch]:
         """``batches``, kept as :attr:`last_result` once they all went by (if small enough)."""
         kept: list[pa.RecordBatch] | None = []
         size = 0
@@ -255,8 +279,9 @@ class Shell:
         first = (str(exc).strip().splitlines() or [""])[0]
         return f"internal error: {type(exc).__name__}" + (f": {first}" if first else "")
 
-    def run_text(self, text: str, *, source: str | None = None, line: int = 1,
-                 first_number: int = 1) -> bool:
+    def run_text(
+        self, text: str, *, source: str | None = None, line: int = 1, first_number: int = 1
+    ) -> bool:
         """Run the statements of ``text`` in order, stopping at the first that fails.
 
         Errors say which statement failed when there are several or ``text``
@@ -340,8 +365,9 @@ def _relocated(error: Exception, statement: Statement, text: str, line: int) -> 
         column += statement.offset - (text.rfind("\n", 0, statement.offset) + 1)
     # Blank lines in front make the script's line numbers and excerpt come out right.
     script = "\n" * (line - 1) + text
-    return type(error)(error.message, sql=script, line=line + statement.line - 1 + error.line - 1,
-                       column=column)
+    return type(error)(
+        error.message, sql=script, line=line + statement.line - 1 + error.line - 1, column=column
+    )
 
 
 def _isatty(stream: TextIO) -> bool:

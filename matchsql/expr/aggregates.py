@@ -139,8 +139,12 @@ class Fold:
 
     __slots__ = ("initial", "step", "finish")
 
-    def __init__(self, initial: Any, step: Callable[[Any, Any], Any],
-                 finish: Callable[[Any], Any] = lambda state: state) -> None:
+    def __init__(
+        self,
+        initial: Any,
+        step: Callable[[Any, Any], Any],
+        finish: Callable[[Any], Any] = lambda state: state,
+    ) -> None:
         self.initial = initial
         self.step = step
         self.finish = finish
@@ -157,6 +161,7 @@ def _extreme_step(sign: int) -> Callable[[Any, Any], Any]:
         if v is not None and (best is None or scalars.compare(v, best) == sign):
             return v
         return best
+
     return step
 
 
@@ -181,6 +186,7 @@ def _bool_step(every: bool) -> Callable[[Any, Any], Any]:
         if state is None:
             return bool(t)
         return (state and bool(t)) if every else (state or bool(t))
+
     return step
 
 
@@ -200,12 +206,21 @@ FOLDS: dict[Reducer, Fold] = {
 #: Canonical aggregate names (as :mod:`matchsql.plan.binder` names them) -> reducers.
 #: ``count_star`` counts rows: its reducer receives a 1 per row.
 REDUCERS: dict[str, Reducer] = {
-    "count": agg_count, "count_star": agg_count, "sum": agg_sum, "avg": agg_avg,
-    "min": agg_min, "max": agg_max, "any_value": agg_any_value, "arbitrary": agg_arbitrary,
-    "list": agg_list, "bool_and": agg_bool_and, "bool_or": agg_bool_or,
-    "count_if": agg_count_if, "arg_max": agg_arg_max, "arg_min": agg_arg_min,
+    "count": agg_count,
+    "count_star": agg_count,
+    "sum": agg_sum,
+    "avg": agg_avg,
+    "min": agg_min,
+    "max": agg_max,
+    "any_value": agg_any_value,
+    "arbitrary": agg_arbitrary,
+    "list": agg_list,
+    "bool_and": agg_bool_and,
+    "bool_or": agg_bool_or,
+    "count_if": agg_count_if,
+    "arg_max": agg_arg_max,
+    "arg_min": agg_arg_min,
     "string_agg": agg_string_agg,
 }
 #: Aggregates whose reducer takes (value, second argument) pairs.
 PAIR_AGGREGATES = frozenset({"arg_max", "arg_min", "string_agg"})
-

@@ -33,8 +33,9 @@ class HistoryUse:
 
     @property
     def empty(self) -> bool:
-        return not (self.last or self.first or self.every or self.count or self.labels
-                    or self.all_labels)
+        return not (
+            self.last or self.first or self.every or self.count or self.labels or self.all_labels
+        )
 
     def in_define_of(self, var: str) -> HistoryUse:
         """The history a DEFINE of ``var`` really observes.
@@ -52,8 +53,9 @@ class HistoryUse:
             elif k > 0:
                 last[s] = k - 1
         labels = {s for s in self.labels if s in last or s in self.first or s in self.every}
-        return HistoryUse(last, dict(self.first), set(self.every), set(self.count), labels,
-                          self.all_labels)
+        return HistoryUse(
+            last, dict(self.first), set(self.every), set(self.count), labels, self.all_labels
+        )
 
     def merge(self, other: HistoryUse) -> None:
         for s, k in other.last.items():

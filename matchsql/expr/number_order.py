@@ -28,13 +28,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-__all__ = ["ARROW", "COMPARISON_NAMES", "SCALAR_TESTS", "ColumnOps", "array_ops",
-           "compare_columns", "number_gt", "number_lt"]
+__all__ = [
+    "ARROW",
+    "COMPARISON_NAMES",
+    "SCALAR_TESTS",
+    "ColumnOps",
+    "array_ops",
+    "compare_columns",
+    "number_gt",
+    "number_lt",
+]
 
 #: SQL comparisons (sqlglot classes) -> their names, as Arrow's and numpy's functions.
 COMPARISON_NAMES: dict[type, str] = {
-    exp.LT: "less", exp.LTE: "less_equal", exp.GT: "greater", exp.GTE: "greater_equal",
-    exp.EQ: "equal", exp.NEQ: "not_equal",
+    exp.LT: "less",
+    exp.LTE: "less_equal",
+    exp.GT: "greater",
+    exp.GTE: "greater_equal",
+    exp.EQ: "equal",
+    exp.NEQ: "not_equal",
 }
 
 
@@ -112,8 +124,14 @@ def _arrow_never(v: pa.Array | pa.ChunkedArray | pa.Scalar) -> Any:
 
 
 #: Arrow arrays and scalars, NULLs as Kleene's logic has them (a NULL operand: NULL).
-ARROW = ColumnOps(compare=lambda name, a, b: getattr(pc, name)(a, b), nan=_arrow_nan,
-                  never=_arrow_never, or_=pc.or_kleene, and_=pc.and_kleene, not_=pc.invert)
+ARROW = ColumnOps(
+    compare=lambda name, a, b: getattr(pc, name)(a, b),
+    nan=_arrow_nan,
+    never=_arrow_never,
+    or_=pc.or_kleene,
+    and_=pc.and_kleene,
+    not_=pc.invert,
+)
 
 _ARRAY_OPS: dict[ModuleType, ColumnOps] = {}
 
@@ -123,14 +141,20 @@ def array_ops(xp: ModuleType) -> ColumnOps:
     its own or Python numbers, no NULLs (the callers keep NULL masks apart)."""
     ops = _ARRAY_OPS.get(xp)
     if ops is None:
+
         def nan(v: Any) -> Any:
             dtype = getattr(v, "dtype", None)
             if dtype is None:
                 return math.isnan(v) if isinstance(v, float) else None
             return xp.isnan(v) if np.issubdtype(dtype, np.floating) else None
 
-        ops = ColumnOps(compare=lambda name, a, b: getattr(xp, name)(a, b), nan=nan,
-                        never=lambda v: False, or_=xp.logical_or, and_=xp.logical_and,
-                        not_=xp.logical_not)
+        ops = ColumnOps(
+            compare=lambda name, a, b: getattr(xp, name)(a, b),
+            nan=nan,
+            never=lambda v: False,
+            or_=xp.logical_or,
+            and_=xp.logical_and,
+            not_=xp.logical_not,
+        )
         _ARRAY_OPS[xp] = ops
     return ops

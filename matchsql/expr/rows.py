@@ -46,8 +46,9 @@ class RowSource(Protocol):
 class ListRows:
     """A :class:`RowSource` over a list of dicts or an Arrow table (for oracles and tests)."""
 
-    def __init__(self, rows: Sequence[dict] | pa.Table | pa.RecordBatch,
-                 complete: bool = True) -> None:
+    def __init__(
+        self, rows: Sequence[dict] | pa.Table | pa.RecordBatch, complete: bool = True
+    ) -> None:
         if isinstance(rows, pa.Table | pa.RecordBatch):
             rows = rows.to_pylist()
         self.rows = list(rows)

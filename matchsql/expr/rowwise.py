@@ -82,13 +82,12 @@ def analyze_expression(expr: exp.Expression, spec: MatchSpec) -> CompiledExpress
     return CompiledExpression(lambda view: fn(view, None), history, reach)
 
 
-
-
 def _null_safe(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapped(*args: Any) -> Any:
         if any(a is None for a in args):
             return None
         return fn(*args)
+
     return wrapped
 
 
@@ -109,6 +108,7 @@ def _floor_ceil(fn: Callable[[float], int]) -> Callable[[Any], Any]:
         if isinstance(v, Decimal):
             return Decimal(fn(v))
         return float(fn(v))
+
     return apply
 
 
@@ -145,16 +145,18 @@ _SCALARS: dict[type, tuple[tuple[str, ...], Callable[..., Any]]] = {
     exp.Length: (("this",), _null_safe(len)),
     exp.Substring: (("this", "start", "length"), sc.substring),
     exp.Replace: (("this", "expression", "replacement"), _null_safe(str.replace)),
-    exp.Left: (("this", "expression"), _null_safe(lambda s, n: s[:max(n, 0)])),
-    exp.Right: (("this", "expression"), _null_safe(lambda s, n: s[len(s) - n:] if n > 0 else "")),
+    exp.Left: (("this", "expression"), _null_safe(lambda s, n: s[: max(n, 0)])),
+    exp.Right: (("this", "expression"), _null_safe(lambda s, n: s[len(s) - n :] if n > 0 else "")),
     exp.StrPosition: (("this", "substr"), _null_safe(_strpos)),
     exp.Contains: (("this", "expression"), _null_safe(lambda s, t: t in s)),
     exp.StartsWith: (("this", "expression"), _null_safe(lambda s, t: s.startswith(t))),
     exp.EndsWith: (("this", "expression"), _null_safe(lambda s, t: s.endswith(t))),
     exp.RegexpLike: (("this", "expression"), _null_safe(_regexp)),
     exp.TimeToUnix: (("this",), sc.epoch_seconds),
-    exp.Nullif: (("this", "expression"),
-                 lambda a, b: None if a is None else (None if sc.equal(a, b) else a)),
+    exp.Nullif: (
+        ("this", "expression"),
+        lambda a, b: None if a is None else (None if sc.equal(a, b) else a),
+    ),
 }
 
 # Functions sqlglot leaves anonymous in DuckDB's dialect.
@@ -167,6 +169,7 @@ _ANONYMOUS: dict[str, Callable[..., Any]] = {
     "suffix": _null_safe(lambda s, t: s.endswith(t)),
     "ifnull": lambda a, b: b if a is None else a,
 }
+
 
 def _literal(value: Any) -> exp.Expression | None:
     """A constant as a SQL literal in a query DuckDB answers (None: it is a parameter)."""
@@ -186,26 +189,29 @@ def _finder(at: Position) -> Callable[[MatchView], int | None]:
     the evaluator's innermost loop, so the position's fields are bound once."""
     vars_, k, delta, fixed = at.vars, at.offset, at.physical, at.final
     if at.first:
+
         def find_first(view: MatchView) -> int | None:
             row = first_row(view, vars_, k)
             return physical_move(view, row, delta) if delta else row
+
         return find_first
 
     def find_last(view: MatchView) -> int | None:
         row = last_row(view, vars_, k, view.final if fixed is None else fixed)
         return physical_move(view, row, delta) if delta else row
+
     return find_last
 
 
 def _whole_history(view: MatchView) -> bool:
     """Whether the view is a DEFINE's: its labels are a thread's history ending at the
     current row (so RUNNING and FINAL see the same rows) and can fold over it."""
-    return hasattr(view.labels, "fold") and \
-        len(view.labels) == view.current - view.start + 1
+    return hasattr(view.labels, "fold") and len(view.labels) == view.current - view.start + 1
 
 
-def _running(call: AggregateCall, value: _Fn, condition: _Fn | None
-             ) -> Callable[[MatchView], Any] | None:
+def _running(
+    call: AggregateCall, value: _Fn, condition: _Fn | None
+) -> Callable[[MatchView], Any] | None:
     """An aggregate as a running fold over the history (see ``HistoryLabels.fold``), or
     None when it has no fold or its argument or FILTER reads a label.
 
@@ -227,7 +233,9 @@ def _running(call: AggregateCall, value: _Fn, condition: _Fn | None
             if condition is not None and sc.truth(condition(view, row)) is not True:
                 return state
             return add(state, value(view, row))
+
         return finish(view.labels.fold(token, initial, step))  # type: ignore[attr-defined]
+
     return evaluate
 
 
@@ -250,6 +258,7 @@ def _member_of(value: _Fn, folded: ValueSet) -> _Fn:
         if any(sc.equal(v, option) for option in found):
             return True
         return missing
+
     return member
 
 
@@ -308,12 +317,14 @@ class _Compiler:
             else:
                 pending.extend(n.iter_expressions())
         try:
-            sql = "SELECT " + template.this.sql(dialect="duckdb",
-                                                unsupported_level=ErrorLevel.RAISE)
+            sql = "SELECT " + template.this.sql(
+                dialect="duckdb", unsupported_level=ErrorLevel.RAISE
+            )
             text = shown.this.sql(dialect="duckdb")
         except Exception:  # noqa: BLE001 - a node DuckDB's dialect cannot write
-            raise SemanticError(f"unsupported expression in row pattern recognition: "
-                                f"{describe(node)}") from None
+            raise SemanticError(
+                f"unsupported expression in row pattern recognition: {describe(node)}"
+            ) from None
         call = DuckDBCall(sql, text)
         parts = [self.compile(r) for r in reads]
         return lambda view, row: call([p(view, row) for p in parts])
@@ -339,6 +350,7 @@ class _Compiler:
         def read(view: MatchView, row: Any) -> Any:
             found = find(view)
             return None if found is None else view.rows.value(found, name)
+
         return read
 
     # -- aggregates ----------------------------------------------------------------------------
@@ -365,9 +377,14 @@ class _Compiler:
             if condition is not None:
                 positions = [p for p in positions if sc.truth(condition(view, p)) is True]
             if pair:
-                return reducer([(parts[0](view, p), parts[1](view, p) if len(parts) > 1
-                                 else None) for p in positions])
+                return reducer(
+                    [
+                        (parts[0](view, p), parts[1](view, p) if len(parts) > 1 else None)
+                        for p in positions
+                    ]
+                )
             return reducer([parts[0](view, p) for p in positions])
+
         return evaluate
 
     def parameter(self, read: exp.Expression, number: int) -> exp.Expression:
@@ -397,6 +414,7 @@ class _Compiler:
             if not parts:
                 return call([[None] * len(positions)])
             return call([[part(view, p) for p in positions] for part in parts])
+
         return evaluate
 
     # -- operators -----------------------------------------------------------------------------------
@@ -413,6 +431,7 @@ class _Compiler:
         def compare(view: MatchView, row: Any) -> Any:
             c = sc.compare(left(view, row), right(view, row))
             return None if c is None else test(c)
+
         return compare
 
     def on_nullsafeeq(self, node: exp.Expression) -> _Fn:
@@ -424,6 +443,7 @@ class _Compiler:
             if a is None or b is None:
                 return a is None and b is None
             return sc.compare(a, b) == 0
+
         return same
 
     def on_nullsafeneq(self, node: exp.Expression) -> _Fn:
@@ -474,6 +494,7 @@ class _Compiler:
                     return True
                 unknown |= eq is None
             return None if unknown else False
+
         return member
 
     def on_between(self, node: exp.Between) -> _Fn:
@@ -485,10 +506,12 @@ class _Compiler:
             v = value(view, row)
             lo, hi = sc.compare(v, low(view, row)), sc.compare(v, high(view, row))
             return sc.and_([None if lo is None else lo >= 0, None if hi is None else hi <= 0])
+
         return between
 
-    def like(self, node: exp.Expression, insensitive: bool,
-             escape: exp.Expression | None = None) -> _Fn:
+    def like(
+        self, node: exp.Expression, insensitive: bool, escape: exp.Expression | None = None
+    ) -> _Fn:
         value = self.compile(node.this)
         pattern = self.compile(node.expression)
         esc = self.compile(escape) if escape is not None else (lambda view, row: None)
@@ -503,6 +526,7 @@ class _Compiler:
             if regex is None:
                 regex = cache[(p, e)] = sc.like_regex(p, insensitive, e)
             return regex.match(v) is not None
+
         return like
 
     def on_like(self, node: exp.Like) -> _Fn:
@@ -519,8 +543,9 @@ class _Compiler:
 
     def on_case(self, node: exp.Case) -> _Fn:
         operand = self.compile(node.this) if node.this is not None else None
-        branches = [(self.compile(b.this), self.compile(b.args["true"]))
-                    for b in node.args.get("ifs") or []]
+        branches = [
+            (self.compile(b.this), self.compile(b.args["true"])) for b in node.args.get("ifs") or []
+        ]
         default = node.args.get("default")
         otherwise = self.compile(default) if default is not None else None
 
@@ -532,6 +557,7 @@ class _Compiler:
                 if hit is True:
                     return result(view, row)
             return otherwise(view, row) if otherwise is not None else None
+
         return case
 
     def on_if(self, node: exp.If) -> _Fn:
@@ -544,6 +570,7 @@ class _Compiler:
             if sc.truth(test(view, row)) is True:
                 return then(view, row)
             return otherwise(view, row) if otherwise is not None else None
+
         return if_
 
     def variadic(self, node: exp.Expression) -> list[_Fn]:
@@ -559,6 +586,7 @@ class _Compiler:
                 if v is not None:
                     return v
             return None
+
         return coalesce
 
     def extreme(self, node: exp.Expression, sign: int) -> _Fn:
@@ -571,6 +599,7 @@ class _Compiler:
                 if v is not None and (best is None or sc.compare(v, best) == sign):
                     best = v
             return best
+
         return pick
 
     def on_array(self, node: exp.Array) -> _Fn:
@@ -595,6 +624,7 @@ class _Compiler:
         def pipe(view: MatchView, row: Any) -> Any:
             a, b = left(view, row), right(view, row)
             return None if a is None or b is None else sc.to_str(a) + sc.to_str(b)
+
         return pipe
 
     def on_round(self, node: exp.Round) -> _Fn:
@@ -606,6 +636,7 @@ class _Compiler:
             d = digits(view, row) if digits is not None else 0
             v = value(view, row)
             return None if v is None or d is None else sc.round_half_away(v, int(d))
+
         return round_
 
     def on_trim(self, node: exp.Trim) -> _Fn:
@@ -624,6 +655,7 @@ class _Compiler:
             if position == "TRAILING":
                 return v.rstrip(c)
             return v.strip(c)
+
         return trim
 
     def on_extract(self, node: exp.Extract) -> _Fn:
@@ -656,6 +688,7 @@ class _Compiler:
             if unit_name is None:
                 return sc.parse_interval(str(a))
             return sc.make_interval(a, unit_name)
+
         return interval
 
     def on_cast(self, node: exp.Cast) -> _Fn:
@@ -676,4 +709,5 @@ class _Compiler:
                 if safe:
                     return None
                 raise
+
         return cast

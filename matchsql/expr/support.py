@@ -46,10 +46,15 @@ ROWWISE, DEFINE_FAST, REGISTERS, ROW_LOCAL = "rowwise", "define_fast", "register
 GPU, GPU_REGISTERS = "gpu", "gpu_registers"
 AGGREGATE_ARGS = "aggregate_args"
 BACKENDS = (ROWWISE, DEFINE_FAST, REGISTERS, ROW_LOCAL, GPU, GPU_REGISTERS, AGGREGATE_ARGS)
-_NAMES = {ROWWISE: "the reference evaluator", DEFINE_FAST: "the VM's fast DEFINE path",
-          REGISTERS: "the compiled register bytecode", ROW_LOCAL: "the column-wise row-local terms",
-          GPU: "the GPU column path", GPU_REGISTERS: "the GPU kernel's register bytecode",
-          AGGREGATE_ARGS: "the column-wise aggregate arguments"}
+_NAMES = {
+    ROWWISE: "the reference evaluator",
+    DEFINE_FAST: "the VM's fast DEFINE path",
+    REGISTERS: "the compiled register bytecode",
+    ROW_LOCAL: "the column-wise row-local terms",
+    GPU: "the GPU column path",
+    GPU_REGISTERS: "the GPU kernel's register bytecode",
+    AGGREGATE_ARGS: "the column-wise aggregate arguments",
+}
 
 _CORE = frozenset({DEFINE_FAST, REGISTERS, ROW_LOCAL, GPU, GPU_REGISTERS, AGGREGATE_ARGS})
 _ARGS = frozenset({AGGREGATE_ARGS})
@@ -61,18 +66,28 @@ SUPPORT: dict[type, frozenset[str]] = {
     Pointer: _CORE,
     MatchNumberRef: frozenset({REGISTERS, AGGREGATE_ARGS}),
     AggregateCall: frozenset({REGISTERS, GPU_REGISTERS}),
-    exp.Add: _CORE, exp.Sub: _CORE, exp.Mul: _CORE,
+    exp.Add: _CORE,
+    exp.Sub: _CORE,
+    exp.Mul: _CORE,
     exp.Div: _CORE,
-    exp.IntDiv: frozenset({DEFINE_FAST}), exp.Mod: frozenset({DEFINE_FAST}),
+    exp.IntDiv: frozenset({DEFINE_FAST}),
+    exp.Mod: frozenset({DEFINE_FAST}),
     exp.Pow: frozenset({DEFINE_FAST}),
     **{c: _CORE for c in _COMPARISONS},
-    exp.And: _CORE, exp.Or: _CORE, exp.Not: _CORE, exp.Neg: _CORE,
+    exp.And: _CORE,
+    exp.Or: _CORE,
+    exp.Not: _CORE,
+    exp.Neg: _CORE,
     exp.Abs: frozenset({REGISTERS, GPU_REGISTERS, ROW_LOCAL, AGGREGATE_ARGS}),
     exp.Is: _CORE,
     exp.Between: frozenset({REGISTERS, GPU_REGISTERS, ROW_LOCAL, GPU, AGGREGATE_ARGS}),
     exp.In: frozenset({ROW_LOCAL, GPU, AGGREGATE_ARGS}),
-    exp.Case: _ARGS, exp.If: _ARGS, exp.DPipe: _ARGS, exp.Cast: _ARGS,
-    exp.DataType: _ARGS, exp.DataTypeParam: _ARGS,
+    exp.Case: _ARGS,
+    exp.If: _ARGS,
+    exp.DPipe: _ARGS,
+    exp.Cast: _ARGS,
+    exp.DataType: _ARGS,
+    exp.DataTypeParam: _ARGS,
 }
 
 
@@ -99,8 +114,11 @@ REGISTER_AGGREGATES = frozenset({"count", "count_star", "sum", "avg", "min", "ma
 
 
 def _aggregate_rule(node: AggregateCall, backend: str) -> str | None:
-    if backend in (REGISTERS, GPU_REGISTERS) and node.function in REGISTER_AGGREGATES \
-            and not node.distinct:
+    if (
+        backend in (REGISTERS, GPU_REGISTERS)
+        and node.function in REGISTER_AGGREGATES
+        and not node.distinct
+    ):
         return None
     return f"{node.text}"
 
@@ -120,7 +138,10 @@ def _in_rule(node: exp.In, backend: str) -> str | None:
 
 
 _RULES: dict[type, Callable[..., str | None]] = {
-    Pointer: _pointer_rule, AggregateCall: _aggregate_rule, exp.Is: _is_rule, exp.In: _in_rule,
+    Pointer: _pointer_rule,
+    AggregateCall: _aggregate_rule,
+    exp.Is: _is_rule,
+    exp.In: _in_rule,
 }
 
 

@@ -205,7 +205,8 @@ def _arith(op, a: Any, b: Any, symbol: str) -> Any:
         return op(a, b)
     except TypeError:
         raise ExecutionError(
-            f"cannot apply {symbol} to {_type_name(a)} and {_type_name(b)}") from None
+            f"cannot apply {symbol} to {_type_name(a)} and {_type_name(b)}"
+        ) from None
 
 
 def _to_interval(v: Any) -> Interval:
@@ -218,8 +219,14 @@ def _to_interval(v: Any) -> Interval:
 
 def _type_name(v: Any) -> str:
     return {
-        bool: "BOOLEAN", int: "INTEGER", float: "DOUBLE", Decimal: "DECIMAL", str: "VARCHAR",
-        dt.date: "DATE", dt.datetime: "TIMESTAMP", dt.timedelta: "INTERVAL",
+        bool: "BOOLEAN",
+        int: "INTEGER",
+        float: "DOUBLE",
+        Decimal: "DECIMAL",
+        str: "VARCHAR",
+        dt.date: "DATE",
+        dt.datetime: "TIMESTAMP",
+        dt.timedelta: "INTERVAL",
         Interval: "INTERVAL",
     }.get(type(v), type(v).__name__)
 
@@ -299,12 +306,14 @@ def truth(v: Any) -> bool | None:
     raise ExecutionError(f"{_type_name(v)} value {v!r} used as a condition")
 
 
-def _connective(parts: tuple[Callable[..., Any], ...], decisive: bool
-                ) -> Callable[..., bool | None]:
+def _connective(
+    parts: tuple[Callable[..., Any], ...], decisive: bool
+) -> Callable[..., bool | None]:
     """Three-valued AND (``decisive`` False) or OR (True) of operands evaluated on
     demand: the result is a function of the operands' arguments that evaluates them
     left to right and stops at the first that decides (the evaluators' AND/OR, with
     no sequence built per row). Values other than booleans go through :func:`truth`."""
+
     def apply(*args: Any) -> bool | None:
         unknown = False
         for part in parts:
@@ -316,6 +325,7 @@ def _connective(parts: tuple[Callable[..., Any], ...], decisive: bool
             if v is None:
                 unknown = True
         return None if unknown else not decisive
+
     return apply
 
 
@@ -487,14 +497,29 @@ def to_timestamp(v: Any) -> dt.datetime | None:
 # -- intervals ------------------------------------------------------------------------
 
 _UNIT_MICROS = {
-    "microsecond": 1, "us": 1, "millisecond": 1_000, "ms": 1_000,
-    "second": 1_000_000, "sec": 1_000_000, "s": 1_000_000,
-    "minute": 60_000_000, "min": 60_000_000, "m": 60_000_000,
-    "hour": 3_600_000_000, "h": 3_600_000_000,
+    "microsecond": 1,
+    "us": 1,
+    "millisecond": 1_000,
+    "ms": 1_000,
+    "second": 1_000_000,
+    "sec": 1_000_000,
+    "s": 1_000_000,
+    "minute": 60_000_000,
+    "min": 60_000_000,
+    "m": 60_000_000,
+    "hour": 3_600_000_000,
+    "h": 3_600_000_000,
 }
 _UNIT_DAYS = {"day": 1, "d": 1, "week": 7, "w": 7}
-_UNIT_MONTHS = {"month": 1, "mon": 1, "year": 12, "y": 12, "quarter": 3,
-                "decade": 120, "century": 1200}
+_UNIT_MONTHS = {
+    "month": 1,
+    "mon": 1,
+    "year": 12,
+    "y": 12,
+    "quarter": 3,
+    "decade": 120,
+    "century": 1200,
+}
 
 
 def _unit(text: str) -> str:
@@ -569,11 +594,15 @@ def date_part(unit: str, v: Any) -> Any:
     u = _unit(unit)
     if isinstance(v, dt.timedelta | Interval):
         iv = _to_interval(v)
-        parts = {"day": iv.days, "hour": iv.micros // 3_600_000_000,
-                 "minute": iv.micros // 60_000_000 % 60,
-                 "second": iv.micros // 1_000_000 % 60, "month": iv.months % 12,
-                 "year": iv.months // 12,
-                 "epoch": (iv.months * 30 + iv.days) * 86400 + iv.micros / 1e6}
+        parts = {
+            "day": iv.days,
+            "hour": iv.micros // 3_600_000_000,
+            "minute": iv.micros // 60_000_000 % 60,
+            "second": iv.micros // 1_000_000 % 60,
+            "month": iv.months % 12,
+            "year": iv.months // 12,
+            "epoch": (iv.months * 30 + iv.days) * 86400 + iv.micros / 1e6,
+        }
         if u in parts:
             return parts[u]
         raise ExecutionError(f"unknown date part {unit!r}")
@@ -581,16 +610,26 @@ def date_part(unit: str, v: Any) -> Any:
         if _aware(v):
             return v.timestamp()
         return (_as_datetime(v) - dt.datetime(1970, 1, 1)).total_seconds()
-    simple = {"year": v.year, "month": v.month, "day": v.day,
-              "dow": (v.isoweekday() % 7), "isodow": v.isoweekday(),
-              "doy": v.timetuple().tm_yday, "week": v.isocalendar()[1],
-              "quarter": (v.month - 1) // 3 + 1}
+    simple = {
+        "year": v.year,
+        "month": v.month,
+        "day": v.day,
+        "dow": (v.isoweekday() % 7),
+        "isodow": v.isoweekday(),
+        "doy": v.timetuple().tm_yday,
+        "week": v.isocalendar()[1],
+        "quarter": (v.month - 1) // 3 + 1,
+    }
     if u in simple:
         return simple[u]
     t = _as_datetime(v)
-    timed = {"hour": t.hour, "minute": t.minute, "second": t.second,
-             "millisecond": t.second * 1000 + t.microsecond // 1000,
-             "microsecond": t.second * 1_000_000 + t.microsecond}
+    timed = {
+        "hour": t.hour,
+        "minute": t.minute,
+        "second": t.second,
+        "millisecond": t.second * 1000 + t.microsecond // 1000,
+        "microsecond": t.second * 1_000_000 + t.microsecond,
+    }
     if u in timed:
         return timed[u]
     raise ExecutionError(f"unknown date part {unit!r}")
@@ -608,13 +647,13 @@ def date_trunc(unit: str, v: Any) -> Any:
     if u == "year":
         t = t.replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
     elif u == "quarter":
-        t = t.replace(month=(t.month - 1) // 3 * 3 + 1, day=1, hour=0, minute=0, second=0,
-                      microsecond=0)
+        t = t.replace(
+            month=(t.month - 1) // 3 * 3 + 1, day=1, hour=0, minute=0, second=0, microsecond=0
+        )
     elif u == "month":
         t = t.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     elif u == "week":
-        t = (t - dt.timedelta(days=t.weekday())).replace(hour=0, minute=0, second=0,
-                                                         microsecond=0)
+        t = (t - dt.timedelta(days=t.weekday())).replace(hour=0, minute=0, second=0, microsecond=0)
     elif u == "day":
         t = t.replace(hour=0, minute=0, second=0, microsecond=0)
     elif u == "hour":
@@ -638,12 +677,29 @@ def caster(to: exp.DataType) -> Callable[[Any], Any]:
     """A conversion function for ``CAST(... AS to)``."""
     T = exp.DataType.Type
     kind = to.this
-    ints = {T.TINYINT, T.SMALLINT, T.MEDIUMINT, T.INT, T.BIGINT, T.INT128, T.UTINYINT,
-            T.USMALLINT, T.UINT, T.UBIGINT, T.UINT128}
+    ints = {
+        T.TINYINT,
+        T.SMALLINT,
+        T.MEDIUMINT,
+        T.INT,
+        T.BIGINT,
+        T.INT128,
+        T.UTINYINT,
+        T.USMALLINT,
+        T.UINT,
+        T.UBIGINT,
+        T.UINT128,
+    }
     floats = {T.FLOAT, T.DOUBLE}
     texts = {T.TEXT, T.VARCHAR, T.CHAR, T.NVARCHAR, T.NCHAR, T.BPCHAR}
-    stamps = {T.TIMESTAMP, T.TIMESTAMPNTZ, T.DATETIME, T.TIMESTAMP_S, T.TIMESTAMP_MS,
-              T.TIMESTAMP_NS}
+    stamps = {
+        T.TIMESTAMP,
+        T.TIMESTAMPNTZ,
+        T.DATETIME,
+        T.TIMESTAMP_S,
+        T.TIMESTAMP_MS,
+        T.TIMESTAMP_NS,
+    }
     if kind in ints:
         return to_int
     if kind in floats:
@@ -662,22 +718,33 @@ def caster(to: exp.DataType) -> Callable[[Any], Any]:
         return lambda v: to_decimal(v, scale)
     if kind == T.INTERVAL:
         return lambda v: parse_interval(v) if isinstance(v, str) else v
-    raise SemanticError(f"CAST to {to.sql(dialect='duckdb')} is not supported in row pattern "
-                        "expressions")
+    raise SemanticError(
+        f"CAST to {to.sql(dialect='duckdb')} is not supported in row pattern expressions"
+    )
 
 
 #: SQL arithmetic operators (sqlglot classes) -> their value functions.
 ARITHMETIC: dict[type, Callable[[Any, Any], Any]] = {
-    exp.Add: add, exp.Sub: sub, exp.Mul: mul, exp.Div: div,
-    exp.IntDiv: int_div, exp.Mod: mod, exp.Pow: power,
+    exp.Add: add,
+    exp.Sub: sub,
+    exp.Mul: mul,
+    exp.Div: div,
+    exp.IntDiv: int_div,
+    exp.Mod: mod,
+    exp.Pow: power,
 }
 
 #: SQL comparisons (sqlglot classes) -> (the test on two int/float values, the test on
 #: :func:`compare`'s sign). The number tests are DuckDB's order of numbers, NaN greatest
 #: and equal to itself, as every backend has it (matchsql.expr.number_order).
 COMPARISONS: dict[type, tuple[Callable[[Any, Any], bool], Callable[[int], bool]]] = {
-    kind: (SCALAR_TESTS[COMPARISON_NAMES[kind]], sign) for kind, sign in [
-        (exp.LT, lambda c: c < 0), (exp.LTE, lambda c: c <= 0), (exp.GT, lambda c: c > 0),
-        (exp.GTE, lambda c: c >= 0), (exp.EQ, lambda c: c == 0), (exp.NEQ, lambda c: c != 0)]
+    kind: (SCALAR_TESTS[COMPARISON_NAMES[kind]], sign)
+    for kind, sign in [
+        (exp.LT, lambda c: c < 0),
+        (exp.LTE, lambda c: c <= 0),
+        (exp.GT, lambda c: c > 0),
+        (exp.GTE, lambda c: c >= 0),
+        (exp.EQ, lambda c: c == 0),
+        (exp.NEQ, lambda c: c != 0),
+    ]
 }
-

@@ -100,6 +100,7 @@ class FastDefine:
         if self.code.boolean:
             test = fn  # the VM treats None (UNKNOWN) as false, like ``truth(v) is True``
         else:
+
             def test(history: History, key: tuple, row: int) -> bool:
                 v = fn(history, key, row)
                 if v is True:
@@ -107,6 +108,7 @@ class FastDefine:
                 if v is False or v is None:
                     return False
                 return truth(v) is True  # a NULL condition is false
+
         if not self.row_local:
             return test
 
@@ -125,6 +127,7 @@ class FastDefine:
                 room[0] = max(_CACHE_ROWS, 2 * len(cache))
             cache[row] = result
             return result
+
         return cached
 
 
@@ -133,8 +136,9 @@ class FastDefine:
 _CACHE_ROWS = 1024
 
 
-def compile_define(expr: exp.Expression, spec: MatchSpec, var: str,
-                   history_key: HistoryKey, row_local: bool) -> FastDefine | None:
+def compile_define(
+    expr: exp.Expression, spec: MatchSpec, var: str, history_key: HistoryKey, row_local: bool
+) -> FastDefine | None:
     """DEFINE ``expr`` of ``var`` specialised, or None when it is outside the subset.
 
     ``row_local`` says the condition observes no history (from its
@@ -171,8 +175,11 @@ class _DefineCompiler:
             if value is None or isinstance(value, bool):
                 return _Code(_constant(value), boolean=True)
             numeric = isinstance(value, int | float)
-            return _Code(_constant(value), numeric=numeric,
-                         operand=(_CONST, "", 0, 0, value) if numeric else None)
+            return _Code(
+                _constant(value),
+                numeric=numeric,
+                operand=(_CONST, "", 0, 0, value) if numeric else None,
+            )
         if isinstance(node, exp.And | exp.Or):
             return self.connective(node)
         if isinstance(node, exp.Not):
@@ -181,8 +188,11 @@ class _DefineCompiler:
         if isinstance(node, exp.Neg):
             inner = self.compile(node.this).factory
             return _Code(lambda holder: _neg(inner(holder)))
-        if isinstance(node, exp.Is) and isinstance(node.expression, Const) \
-                and node.expression.value is None:
+        if (
+            isinstance(node, exp.Is)
+            and isinstance(node.expression, Const)
+            and node.expression.value is None
+        ):
             inner = self.compile(node.this).factory
             return _Code(lambda holder: _is_null(inner(holder)), boolean=True)
         makers = _COMPARISONS.get(type(node))
@@ -224,8 +234,7 @@ class _DefineCompiler:
             operand = (_ROW, name, 0, where[-1], None)
         elif where[0] == "key" and where[3] and where[-1] <= 0:  # a bare row number (scalar)
             operand = (_KEY, name, where[1], where[-1], None)
-        return _Code(_reader(name, where), numeric=_numeric_type(self.types[name]),
-                     operand=operand)
+        return _Code(_reader(name, where), numeric=_numeric_type(self.types[name]), operand=operand)
 
     def connective(self, node: exp.And | exp.Or) -> _Code:
         """Flatten an AND (OR) chain; evaluation order and short-circuit are unchanged."""
@@ -251,12 +260,14 @@ class _DefineCompiler:
 def _constant(value: Any) -> Factory:
     def make(holder: InputHolder) -> Fn:
         return lambda history, key, row: value
+
     return make
 
 
 def _not_held(row: int, base: int) -> ExecutionError:
-    return ExecutionError(f"internal error: partition row {row} is not held "
-                          f"(first held row {base})")
+    return ExecutionError(
+        f"internal error: partition row {row} is not held (first held row {base})"
+    )
 
 
 def _reader(name: str, at: Locator) -> Factory:
@@ -269,6 +280,7 @@ def _reader(name: str, at: Locator) -> Factory:
             if delta == 0:
                 return lambda history, key, row: col[row - holder.base]
             if delta < 0:
+
                 def prev(history: History, key: tuple, row: int) -> Any:
                     target = row + delta
                     if target < 0:
@@ -277,6 +289,7 @@ def _reader(name: str, at: Locator) -> Factory:
                     if target < base:
                         raise _not_held(target, base)
                     return col[target - base]
+
                 return prev
 
             def next_(history: History, key: tuple, row: int) -> Any:
@@ -284,7 +297,9 @@ def _reader(name: str, at: Locator) -> Factory:
                 if holder.complete and target >= holder.count:
                     return None
                 return col[target - holder.base]
+
             return next_
+
         return make
 
     _, index, with_label, scalar, delta = at
@@ -292,11 +307,13 @@ def _reader(name: str, at: Locator) -> Factory:
     def make_last(holder: InputHolder) -> Fn:
         col = holder.column_list(name)
         if scalar and delta == 0:
+
             def last_row(history: History, key: tuple, row: int) -> Any:
                 at = key[index]
                 if at is None:
                     return None  # no row mapped to the variable yet
                 return col[at - holder.base]
+
             return last_row
 
         def last(history: History, key: tuple, row: int) -> Any:
@@ -315,7 +332,9 @@ def _reader(name: str, at: Locator) -> Factory:
             if target < base:
                 raise _not_held(target, base)
             return col[target - base]
+
         return last
+
     return make_last
 
 
@@ -332,9 +351,11 @@ def _reader(name: str, at: Locator) -> Factory:
 _NUM = (int, float)
 
 
-def _general(number_test: Callable[[Any, Any], bool], sign_test: Callable[[int], bool]
-             ) -> Callable[[Fn, Fn], Fn]:
+def _general(
+    number_test: Callable[[Any, Any], bool], sign_test: Callable[[int], bool]
+) -> Callable[[Fn, Fn], Fn]:
     """A comparison of any two values (int/float ones compared directly)."""
+
     def make(left: Fn, right: Fn) -> Fn:
         def compare(history: History, key: tuple, row: int) -> Any:
             a = left(history, key, row)
@@ -345,12 +366,15 @@ def _general(number_test: Callable[[Any, Any], bool], sign_test: Callable[[int],
                 return number_test(a, b)
             c = sc.compare(a, b)
             return None if c is None else sign_test(c)
+
         return compare
+
     return make
 
 
 def _numeric(number_test: Callable[[Any, Any], bool]) -> Callable[[Fn, Fn], Fn]:
     """A comparison of two statically int/float sides."""
+
     def make(left: Fn, right: Fn) -> Fn:
         def compare(history: History, key: tuple, row: int) -> Any:
             a = left(history, key, row)
@@ -358,7 +382,9 @@ def _numeric(number_test: Callable[[Any, Any], bool]) -> Callable[[Fn, Fn], Fn]:
             if a is None or b is None:
                 return None
             return number_test(a, b)
+
         return compare
+
     return make
 
 
@@ -415,7 +441,9 @@ def _fused(kind: type, left: _Operand, right: _Operand) -> Factory:
             if a is None or b is None:
                 return None
             return test(a, b)
+
         return compare
+
     return make
 
 

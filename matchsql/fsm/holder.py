@@ -61,7 +61,8 @@ class InputHolder:
         if index < self.base or index >= self._count:
             raise ExecutionError(
                 f"internal error: partition row {index} is not held "
-                f"(held rows {self.base}..{self._count - 1})")
+                f"(held rows {self.base}..{self._count - 1})"
+            )
         values = self._columns.get(column)
         if values is None:
             raise ExecutionError(f"internal error: column {column!r} is not held")
@@ -72,7 +73,8 @@ class InputHolder:
         if index < self.base or index >= self._count:
             raise ExecutionError(
                 f"internal error: partition row {index} is not held "
-                f"(held rows {self.base}..{self._count - 1})")
+                f"(held rows {self.base}..{self._count - 1})"
+            )
         at = index - self.base
         try:
             return [self._columns[c][at] for c in columns]

@@ -94,8 +94,9 @@ class Oracle:
         return _Run(self, rows, partition_key).run()
 
 
-def run_oracle(spec: MatchSpec, rows: Sequence[dict],
-               partition_key: tuple | None = None) -> list[tuple]:
+def run_oracle(
+    spec: MatchSpec, rows: Sequence[dict], partition_key: tuple | None = None
+) -> list[tuple]:
     """Output rows of one partition: ``rows`` are dicts in ORDER BY order."""
     return Oracle(spec).run(rows, partition_key)
 
@@ -125,8 +126,11 @@ class _Run:
         self.n = len(self.rows)
         self.source = ListRows(self.rows)
         if partition_key is None:
-            partition_key = tuple(self.rows[0][c] for c in self.spec.partition_by) if self.rows \
+            partition_key = (
+                tuple(self.rows[0][c] for c in self.spec.partition_by)
+                if self.rows
                 else tuple(None for _ in self.spec.partition_by)
+            )
         self.partition_key = tuple(partition_key)
         self.match_number = 0  # of the last reported match
         self.out: list[tuple] = []
@@ -181,11 +185,13 @@ class _Run:
         hits = [start + k for k, (label, _) in enumerate(path) if label in members]
         if not hits:
             raise ExecutionError(
-                f"AFTER MATCH SKIP TO {target}: the variable is not present in the match")
+                f"AFTER MATCH SKIP TO {target}: the variable is not present in the match"
+            )
         row = hits[0] if mode is SkipMode.TO_FIRST else hits[-1]
         if row == start:
             raise ExecutionError(
-                f"AFTER MATCH SKIP TO {target}: cannot skip to the first row of the match")
+                f"AFTER MATCH SKIP TO {target}: cannot skip to the first row of the match"
+            )
         return row
 
     # -- path enumeration ----------------------------------------------------------------------
@@ -206,8 +212,9 @@ class _Run:
         elif isinstance(node, Empty):
             yield pos, path
         elif isinstance(node, Anchor):
-            if (node.kind is AnchorKind.START and pos == 0) or \
-                    (node.kind is AnchorKind.END and pos == self.n):
+            if (node.kind is AnchorKind.START and pos == 0) or (
+                node.kind is AnchorKind.END and pos == self.n
+            ):
                 yield pos, path
         elif isinstance(node, Concatenation):
             yield from self.sequence(node.items, 0, pos, path, excluded)
@@ -225,16 +232,18 @@ class _Run:
         else:  # pragma: no cover - the AST has no other node kinds
             raise TypeError(f"unknown pattern node {node!r}")
 
-    def sequence(self, items: Sequence[PatternNode], i: int, pos: int, path: Path,
-                 excluded: bool) -> Iterator[Found]:
+    def sequence(
+        self, items: Sequence[PatternNode], i: int, pos: int, path: Path, excluded: bool
+    ) -> Iterator[Found]:
         if i == len(items):
             yield pos, path
             return
         for pos2, path2 in self.gen(items[i], pos, path, excluded):
             yield from self.sequence(items, i + 1, pos2, path2, excluded)
 
-    def loop(self, node: Quantified, count: int, pos: int, path: Path,
-             excluded: bool) -> Iterator[Found]:
+    def loop(
+        self, node: Quantified, count: int, pos: int, path: Path, excluded: bool
+    ) -> Iterator[Found]:
         """Iterations ``count+1, ...`` of ``node`` from ``pos``, in the quantifier's order."""
         can_stop = count >= node.min
         can_iterate = node.max is None or count < node.max
@@ -285,8 +294,9 @@ class _Run:
         if not path:
             if rpm is RowsPerMatch.ALL_OMIT_EMPTY:
                 return
-            view = MatchView(self.source, start, labels, start, self.match_number,
-                             rpm is RowsPerMatch.ONE)
+            view = MatchView(
+                self.source, start, labels, start, self.match_number, rpm is RowsPerMatch.ONE
+            )
             measures = [m(view) for m in self.o.measures]
             self.out.append(self.shape(start, measures))
             return
@@ -333,7 +343,13 @@ def _normalise(out: list[tuple], schema: pa.Schema) -> list[tuple]:
             break
         try:
             columns[i] = pa.array(columns[i], type=field.type).to_pylist()
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
-                TypeError, ValueError, OverflowError):
+        except (
+            pa.ArrowInvalid,
+            pa.ArrowTypeError,
+            pa.ArrowNotImplementedError,
+            TypeError,
+            ValueError,
+            OverflowError,
+        ):
             pass
     return list(zip(*columns))

@@ -94,11 +94,16 @@ class _Aggregate:
 
     def value(self, view: MatchView) -> Any:
         final = view.final if self.final is None else self.final
-        visited = [view.start + i for i, label in enumerate(view.labels)
-                   if (self.variables is None or label in self.variables)
-                   and (final or view.start + i <= view.current)]
-        at = [MatchView(view.rows, view.start, view.labels, row, view.match_number, False)
-              for row in visited]
+        visited = [
+            view.start + i
+            for i, label in enumerate(view.labels)
+            if (self.variables is None or label in self.variables)
+            and (final or view.start + i <= view.current)
+        ]
+        at = [
+            MatchView(view.rows, view.start, view.labels, row, view.match_number, False)
+            for row in visited
+        ]
         if self.condition is not None:
             at = [v for v in at if self.condition(v) is True]
         if self.function == "count_star":
@@ -107,8 +112,9 @@ class _Aggregate:
         if self.distinct:
             return agg.agg_count_distinct([v[0] for v in values])
         if self.function in agg.PAIR_AGGREGATES:
-            return agg.REDUCERS[self.function]([(v[0], v[1] if len(v) > 1 else None)
-                                                for v in values])
+            return agg.REDUCERS[self.function](
+                [(v[0], v[1] if len(v) > 1 else None) for v in values]
+            )
         return agg.REDUCERS[self.function]([v[0] for v in values])
 
 
@@ -116,8 +122,11 @@ def _locate(where: _Where, view: MatchView, rows: int) -> int | None:
     if where.here:
         return view.current
     final = view.final if where.final is None else where.final
-    matched = [view.start + i for i, label in enumerate(view.labels)
-               if where.variables is None or label in where.variables]
+    matched = [
+        view.start + i
+        for i, label in enumerate(view.labels)
+        if where.variables is None or label in where.variables
+    ]
     if where.last:
         if not final:
             matched = [r for r in matched if r <= view.current]
@@ -154,16 +163,23 @@ class _Given:
 class OracleExpression:
     """One DEFINE or MEASURES expression, navigated by the oracle's own rules."""
 
-    def __init__(self, expr: exp.Expression, spec: MatchSpec, *, aggregated: bool = False
-                 ) -> None:
+    def __init__(self, expr: exp.Expression, spec: MatchSpec, *, aggregated: bool = False) -> None:
         self.spec = spec
         self.aggregated = aggregated  # an aggregate's argument: reads the visited row
         self.types = {f.name: f.type for f in spec.columns}
         self.references: list[_Reference] = []
         rewritten = self._rewrite(expr.copy(), None)
-        fields = [pa.field(_PLACEHOLDER.format(i), pa.null() if r.aggregate is not None
-                           else pa.string() if r.column is None else self.types[r.column])
-                  for i, r in enumerate(self.references)]
+        fields = [
+            pa.field(
+                _PLACEHOLDER.format(i),
+                pa.null()
+                if r.aggregate is not None
+                else pa.string()
+                if r.column is None
+                else self.types[r.column],
+            )
+            for i, r in enumerate(self.references)
+        ]
         schema = pa.schema([*spec.columns, *fields])
         self.fn = compile_expression(rewritten, replace(spec, columns=schema))
 
@@ -206,8 +222,13 @@ class OracleExpression:
             if isinstance(child, exp.Expression):
                 node.set(key, self._rewrite(child, final))
             elif isinstance(child, list):
-                node.set(key, [self._rewrite(c, final) if isinstance(c, exp.Expression) else c
-                               for c in child])
+                node.set(
+                    key,
+                    [
+                        self._rewrite(c, final) if isinstance(c, exp.Expression) else c
+                        for c in child
+                    ],
+                )
         return node
 
     def _navigation(self, node: Navigation, final: bool | None) -> exp.Expression:
@@ -247,8 +268,9 @@ class OracleExpression:
             function, args = ANONYMOUS_AGGREGATES[node.name.lower()], list(node.expressions)
         elif type(node) in AGGREGATE_NAMES:
             function = AGGREGATE_NAMES[type(node)]
-            second = node.args.get("separator" if isinstance(node, exp.GroupConcat)
-                                   else "expression")
+            second = node.args.get(
+                "separator" if isinstance(node, exp.GroupConcat) else "expression"
+            )
             args = [a for a in (node.this, second) if a is not None]
         else:
             raise SemanticError(f"aggregate {node.key.upper()} is not supported")
@@ -256,24 +278,32 @@ class OracleExpression:
             function=function,
             variables=self._variables(exp.Tuple(expressions=[a.copy() for a in args])),
             final=final,
-            arguments=tuple(OracleExpression(a, self.spec, aggregated=True) for a in args
-                            if function != "count_star"),
-            condition=None if condition is None else
-            OracleExpression(condition, self.spec, aggregated=True),
-            distinct=distinct)
+            arguments=tuple(
+                OracleExpression(a, self.spec, aggregated=True)
+                for a in args
+                if function != "count_star"
+            ),
+            condition=None
+            if condition is None
+            else OracleExpression(condition, self.spec, aggregated=True),
+            distinct=distinct,
+        )
         return self._reference(_Reference(_HERE, None, call))
 
     def _bind(self, arg: exp.Expression, where: _Where) -> exp.Expression:
         """``arg`` with its columns and CLASSIFIER() read at the row ``where`` names."""
         if any(isinstance(n, Navigation) or is_aggregate(n) for n in arg.walk()):
-            raise SemanticError("navigation may nest only FIRST/LAST inside PREV/NEXT, "
-                                "without aggregates")
+            raise SemanticError(
+                "navigation may nest only FIRST/LAST inside PREV/NEXT, without aggregates"
+            )
+
         def read(node: exp.Expression) -> exp.Expression:
             if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
                 return self._reference(_Reference(where, resolve_column(self.spec, node.name)))
             if isinstance(node, Classifier):
                 return self._reference(_Reference(where, None))
             return node
+
         return arg.transform(read, copy=False)
 
     def _reference(self, ref: _Reference) -> exp.Expression:
@@ -293,4 +323,3 @@ def _unwrap(node: exp.Expression) -> exp.Expression:
     while isinstance(node, exp.Paren):
         node = node.this
     return node
-

@@ -66,8 +66,9 @@ class UnmatchedRow:
 class OutputBuilder:
     """Accumulates output rows column-wise and hands them out as record batches."""
 
-    def __init__(self, spec: MatchSpec, measures: list[Evaluator],
-                 check: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self, spec: MatchSpec, measures: list[Evaluator], check: Callable[[], None] = lambda: None
+    ) -> None:
         self.spec = spec
         # Raises once the statement is cancelled: a long match's rows are many
         # measure evaluations, so ALL ROWS PER MATCH calls it every 1024 rows.
@@ -88,8 +89,7 @@ class OutputBuilder:
         if isinstance(item, UnmatchedRow):
             self._row(rows, item.row, [None] * len(self.measures))
         elif not self.all_rows:
-            view = MatchView(rows, item.start, item.labels, item.end, item.match_number,
-                             final=True)
+            view = MatchView(rows, item.start, item.labels, item.end, item.match_number, final=True)
             self._one_row(rows, item.start, [m(view) for m in self.measures])
         elif item.empty:
             if self.show_empty:
@@ -151,8 +151,7 @@ def _to_arrow(values: list[Any], f: pa.Field) -> pa.Array:
     try:
         return pa.array([_convert(v, f.type) for v in values], type=f.type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
-        raise ExecutionError(
-            f"measure {f.name}: cannot convert value to {f.type}: {exc}") from None
+        raise ExecutionError(f"measure {f.name}: cannot convert value to {f.type}: {exc}") from None
 
 
 def _convert(v: Any, t: pa.DataType) -> Any:

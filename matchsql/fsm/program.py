@@ -169,7 +169,8 @@ def lower(node: PatternNode, excluded: bool = False):
         if node.max is not None and node.max < node.min:
             raise SemanticError(
                 f"quantifier {{{node.min},{node.max}}}: the maximum is below the minimum",
-                offset=node.offset)
+                offset=node.offset,
+            )
         required = [body] * node.min
         if node.max is None:
             tail = [IRStar(body, node.greedy)]
@@ -208,9 +209,13 @@ class _Emitter:
     def patch(self, at: int, **changes) -> None:
         old = self.code[at]
         self.code[at] = Instruction(
-            op=changes.get("op", old.op), var=old.var, excluded=old.excluded,
-            target=changes.get("target", old.target), alt=changes.get("alt", old.alt),
-            slot=changes.get("slot", old.slot))
+            op=changes.get("op", old.op),
+            var=old.var,
+            excluded=old.excluded,
+            target=changes.get("target", old.target),
+            alt=changes.get("alt", old.alt),
+            slot=changes.get("slot", old.slot),
+        )
 
     def emit(self, ir) -> None:
         if isinstance(ir, IRLabel):
@@ -261,9 +266,12 @@ class _Emitter:
     def _emit_link(self, optional: IROptional) -> IROptional | None:
         """Emit the body of one optional of a chain; the next optional of the chain, if any."""
         body = optional.body
-        if (isinstance(body, IRSeq) and len(body.items) == 2
-                and isinstance(body.items[1], IROptional)
-                and body.items[1].greedy == optional.greedy):
+        if (
+            isinstance(body, IRSeq)
+            and len(body.items) == 2
+            and isinstance(body.items[1], IROptional)
+            and body.items[1].greedy == optional.greedy
+        ):
             self.emit(body.items[0])
             return body.items[1]
         self.emit(body)
@@ -294,12 +302,15 @@ def program_size(pattern: PatternNode, sql: str | None = None) -> int:
             if isinstance(node, Permutation) and len(children) > MAX_PERMUTE:
                 raise SemanticError(
                     f"PERMUTE of {len(children)} items: at most {MAX_PERMUTE} (it expands "
-                    f"to all {len(children)}! orders)", sql=sql, offset=node.offset)
+                    f"to all {len(children)}! orders)",
+                    sql=sql,
+                    offset=node.offset,
+                )
             stack.append((node, True))
             stack.extend((child, False) for child in reversed(children))
             continue
-        inner = sizes[len(sizes) - len(children):]
-        del sizes[len(sizes) - len(children):]
+        inner = sizes[len(sizes) - len(children) :]
+        del sizes[len(sizes) - len(children) :]
         if isinstance(node, (Label, Anchor)):
             size = 1
         elif isinstance(node, Empty):
@@ -323,13 +334,13 @@ def program_size(pattern: PatternNode, sql: str | None = None) -> int:
     return sizes[0]
 
 
-def check_pattern_size(pattern: PatternNode, limit: int = MAX_PROGRAM_SIZE,
-                       sql: str | None = None) -> None:
+def check_pattern_size(
+    pattern: PatternNode, limit: int = MAX_PROGRAM_SIZE, sql: str | None = None
+) -> None:
     """Refuse a pattern whose program would exceed ``limit`` instructions, before building it."""
     limit = min(limit, MAX_PROGRAM_SIZE)
     if program_size(pattern, sql) > limit:
-        raise SemanticError(_too_large(limit), sql=sql,
-                            offset=pattern.offset)
+        raise SemanticError(_too_large(limit), sql=sql, offset=pattern.offset)
 
 
 def check_first_rows(pattern: PatternNode, max_threads: int, sql: str | None = None) -> None:
@@ -343,7 +354,9 @@ def check_first_rows(pattern: PatternNode, max_threads: int, sql: str | None = N
             f"row pattern matching needs more than max_threads={max_threads} live threads: "
             f"a match attempt may begin with any of {starts:,} pattern variables; simplify "
             "the pattern or raise the limit with SET max_threads = ...",
-            sql=sql, offset=pattern.offset)
+            sql=sql,
+            offset=pattern.offset,
+        )
 
 
 def _first_labels(node: PatternNode) -> int:
@@ -383,9 +396,11 @@ def _nullable(node: PatternNode) -> bool:
 
 
 def _too_large(limit: int) -> str:
-    return (f"row pattern too large: its automaton needs more than {limit} instructions "
-            "after unrolling bounded quantifiers and PERMUTE (limit max_pattern_size; "
-            "SET max_pattern_size = ... to raise it)")
+    return (
+        f"row pattern too large: its automaton needs more than {limit} instructions "
+        "after unrolling bounded quantifiers and PERMUTE (limit max_pattern_size; "
+        "SET max_pattern_size = ... to raise it)"
+    )
 
 
 def compile_pattern(pattern: PatternNode, limit: int = MAX_PROGRAM_SIZE) -> Program:

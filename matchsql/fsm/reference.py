@@ -102,8 +102,9 @@ class CompiledQuery:
         # DEFINEs in the subset that runs without a MatchView (see defines.py).
         self.fast_defines: dict[str, FastDefine] = {}
         for var, compiled in self.defines.items():
-            fast = compile_define(spec.defines[var], spec, var, self.history_key,
-                                  row_local=compiled.history.empty)
+            fast = compile_define(
+                spec.defines[var], spec, var, self.history_key, row_local=compiled.history.empty
+            )
             if fast is not None:
                 self.fast_defines[var] = fast
         self.define_ahead = define_reach.ahead
@@ -124,7 +125,6 @@ class CompiledQuery:
                 self.skip_vars = frozenset((name,))
             else:
                 raise ExecutionError(f"AFTER MATCH SKIP to unknown pattern variable {name}")
-
 
     def lookback_for(self, rows: int, complete: bool) -> int:
         """Rows before the oldest open match that a matcher must hold: as far as any
@@ -168,6 +168,7 @@ def held_columns(spec: MatchSpec) -> list[str] | None:
 # for up to 95 ms (no slower in throughput at 128: 2.71 s -> 2.55 s, the demo's A B+ C+).
 _CHUNK_ROWS = 128
 
+
 def compiled_query(spec: MatchSpec) -> CompiledQuery:
     """The compiled form of ``spec``, shared by all partitions of one query (kept in the
     spec's plan memo, so a spec made by ``dataclasses.replace`` compiles its own)."""
@@ -181,8 +182,13 @@ def compiled_query(spec: MatchSpec) -> CompiledQuery:
 class ReferenceMatcher:
     """Matches one partition; feed it batches in order, then call :meth:`finish`."""
 
-    def __init__(self, spec: MatchSpec | CompiledQuery, partition_key: tuple = (),
-                 config: Config | None = None, cancel: Cancellation | None = None) -> None:
+    def __init__(
+        self,
+        spec: MatchSpec | CompiledQuery,
+        partition_key: tuple = (),
+        config: Config | None = None,
+        cancel: Cancellation | None = None,
+    ) -> None:
         self.cancel = cancel or Cancellation()
         self.query = spec if isinstance(spec, CompiledQuery) else compiled_query(spec)
         self.spec = self.query.spec
@@ -190,8 +196,9 @@ class ReferenceMatcher:
         self.config = config or Config()
         self.rows = InputHolder(self.spec.columns, self.query.columns)
         self.width = RowWidth(self.spec.columns)  # of the rows received, for the buffer limit
-        self.output = OutputBuilder(self.spec, [m.fn for m in self.query.measures],
-                                    self.cancel.check)
+        self.output = OutputBuilder(
+            self.spec, [m.fn for m in self.query.measures], self.cancel.check
+        )
         self.all_ends = self.spec.all_matches or self.spec.incremental
         self.with_unmatched = self.spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED
         self.match_number = 0  # number of the last reported match
@@ -204,10 +211,12 @@ class ReferenceMatcher:
         self._define_cache_row = -1
         # Running aggregates of DEFINE per history node of the current attempt.
         self._folds: dict = {}
-        self.machine = Machine(self.query.closures, self._tests(), self.config.max_threads,
-                               all_ends=self.all_ends)
-        self._within_column = self.spec.order_by[0] if (
-            self.spec.within is not None and self.spec.order_by) else None
+        self.machine = Machine(
+            self.query.closures, self._tests(), self.config.max_threads, all_ends=self.all_ends
+        )
+        self._within_column = (
+            self.spec.order_by[0] if (self.spec.within is not None and self.spec.order_by) else None
+        )
 
     # -- checkpoints ----------------------------------------------------------------------
 
@@ -306,7 +315,8 @@ class ReferenceMatcher:
                         self._too_many_rows(attempt.start)
                     if not windowed:
                         self.position = attempt.run(
-                            pos, min(limit, pos + _CHUNK_ROWS, attempt.start + cap))
+                            pos, min(limit, pos + _CHUNK_ROWS, attempt.start + cap)
+                        )
                     elif self._outside_window(attempt.start, pos):
                         attempt.kill()
                     else:
@@ -330,8 +340,11 @@ class ReferenceMatcher:
         """True when consuming ``row`` would make the match span more than WITHIN."""
         if self._within_column is None:
             return False
-        return outside(self.rows.value(start, self._within_column),
-                       self.rows.value(row, self._within_column), self.spec.within)
+        return outside(
+            self.rows.value(start, self._within_column),
+            self.rows.value(row, self._within_column),
+            self.spec.within,
+        )
 
     def _define(self, var: str, history: History, key: tuple, row: int) -> bool:
         """DEFINE of ``var`` at ``row`` for a thread with ``history`` (running semantics).
@@ -353,8 +366,15 @@ class ReferenceMatcher:
             hit = self._define_cache.get(var)
             if hit is not None:
                 return hit
-        labels = HistoryLabels(history, var, row, key, self.query.history_key,
-                               length=row - attempt.start + 1, folds=self._folds)
+        labels = HistoryLabels(
+            history,
+            var,
+            row,
+            key,
+            self.query.history_key,
+            length=row - attempt.start + 1,
+            folds=self._folds,
+        )
         view = MatchView(self.rows, attempt.start, labels, row, self.match_number + 1)
         result = truth(compiled.fn(view)) is True  # a NULL condition is false
         if cacheable:
@@ -372,15 +392,19 @@ class ReferenceMatcher:
                 self.pending.append(UnmatchedRow(start))
             self.next_start = start + 1
             return
-        found = [attempt.by_end[end] for end in sorted(attempt.by_end)] if self.all_ends \
-            else [best]
+        found = [attempt.by_end[end] for end in sorted(attempt.by_end)] if self.all_ends else [best]
         for completion in found:
             history, end = completion.history, completion.end
             length = end - start + 1
             self.match_number += 1
-            self.pending.append(MatchRecord(start, HistorySequence(history, length, 1),
-                                            HistorySequence(history, length, 2),
-                                            self.match_number))
+            self.pending.append(
+                MatchRecord(
+                    start,
+                    HistorySequence(history, length, 1),
+                    HistorySequence(history, length, 2),
+                    self.match_number,
+                )
+            )
             if end > self.covered:
                 self.covered = end
         self.next_start = self._skip(start, best)
@@ -402,13 +426,15 @@ class ReferenceMatcher:
         if not hits:
             raise ExecutionError(
                 f"AFTER MATCH SKIP TO {where} {self.spec.skip_variable} failed: the pattern "
-                f"variable is not present in the match starting at partition row {start + 1}")
+                f"variable is not present in the match starting at partition row {start + 1}"
+            )
         target = hits[0] if mode is SkipMode.TO_FIRST else hits[-1]
         if target == start:
             raise ExecutionError(
                 f"AFTER MATCH SKIP TO {where} {self.spec.skip_variable} failed: it would skip "
                 f"to the first row of the match (partition row {start + 1}), which would "
-                "find the same match again")
+                "find the same match again"
+            )
         return target
 
     # -- output and memory ---------------------------------------------------------------
@@ -440,4 +466,3 @@ class ReferenceMatcher:
 
     def _too_many_rows(self, start: int) -> None:
         raise too_many_rows(self.config, self.width, start)
-

@@ -143,9 +143,16 @@ class HistoryLabels(Sequence[str]):
 
     __slots__ = ("_tail", "_extra", "_list", "_row", "_key", "_summary", "_length", "_folds")
 
-    def __init__(self, tail: History, extra: str, row: int = -1, key: tuple = (),
-                 summary: HistoryKey | None = None, length: int | None = None,
-                 folds: dict | None = None) -> None:
+    def __init__(
+        self,
+        tail: History,
+        extra: str,
+        row: int = -1,
+        key: tuple = (),
+        summary: HistoryKey | None = None,
+        length: int | None = None,
+        folds: dict | None = None,
+    ) -> None:
         self._tail = tail
         self._extra = extra
         self._list: list[str] | None = None
@@ -211,8 +218,11 @@ class HistoryLabels(Sequence[str]):
         return self._list
 
     def __getitem__(self, index):  # type: ignore[override]
-        if self._list is None and isinstance(index, int) and (
-                index == -1 or index == len(self) - 1):
+        if (
+            self._list is None
+            and isinstance(index, int)
+            and (index == -1 or index == len(self) - 1)
+        ):
             return self._extra  # CLASSIFIER() of the current row: no walk, no copy
         return self._materialise()[index]
 
@@ -259,8 +269,13 @@ class HistoryKey:
         if use.all_labels:
             self.parts.append(("labels", None, 0, True))
         self.initial: tuple = tuple(
-            0 if part[0] == "count" else () if part[0] in ("last", "first") and not _scalar(part)
-            else None for part in self.parts)
+            0
+            if part[0] == "count"
+            else ()
+            if part[0] in ("last", "first") and not _scalar(part)
+            else None
+            for part in self.parts
+        )
         self._advancers: dict[str, Advance | None] = {}
 
     def recent(self, key: tuple, vars_: frozenset[str]) -> tuple[tuple[int, ...], bool] | None:
@@ -316,8 +331,11 @@ class HistoryKey:
         leaves every key unchanged (so the key tuple can be shared as is)."""
         if var in self._advancers:
             return self._advancers[var]
-        touched = [i for i, (_kind, vars_, _k, _wl) in enumerate(self.parts)
-                   if vars_ is None or var in vars_]
+        touched = [
+            i
+            for i, (_kind, vars_, _k, _wl) in enumerate(self.parts)
+            if vars_ is None or var in vars_
+        ]
         n = len(self.parts)
         fn: Advance | None
         if not touched:
@@ -326,20 +344,26 @@ class HistoryKey:
             # The common case: only the variable's last row changes (``A.x``).
             i = touched[0]
             if n == 1:
+
                 def fn(key: tuple, row: int) -> tuple:
                     return (row,)
             elif n == 2 and i == 0:
+
                 def fn(key: tuple, row: int) -> tuple:
                     return (row, key[1])
             elif n == 2:
+
                 def fn(key: tuple, row: int) -> tuple:
                     return (key[0], row)
             else:
+
                 def fn(key: tuple, row: int) -> tuple:
-                    return key[:i] + (row,) + key[i + 1:]
+                    return key[:i] + (row,) + key[i + 1 :]
         else:
+
             def fn(key: tuple, row: int) -> tuple:
                 return self.advance(key, row, var)
+
         self._advancers[var] = fn
         return fn
 
@@ -369,8 +393,13 @@ class Chain:
         a: Chain | None = self
         b = other
         while a is not b:
-            if not isinstance(b, Chain) or a is None or a._hash != b._hash \
-                    or a.length != b.length or a.entry != b.entry:
+            if (
+                not isinstance(b, Chain)
+                or a is None
+                or a._hash != b._hash
+                or a.length != b.length
+                or a.entry != b.entry
+            ):
                 return False
             a, b = a.parent, b.parent
         return True
@@ -424,8 +453,9 @@ class Closures:
     def __init__(self, program: Program, history_key: HistoryKey) -> None:
         self.program = program
         self.history_key = history_key
-        self.variables: list[str] = sorted({ins.var for ins in program.instructions
-                                            if ins.op is Op.LABEL and ins.var is not None})
+        self.variables: list[str] = sorted(
+            {ins.var for ins in program.instructions if ins.op is Op.LABEL and ins.var is not None}
+        )
         self._index = {var: i for i, var in enumerate(self.variables)}
         self._after: dict[int, tuple[Leaf, ...]] = {}
         self.labels: list[tuple | None | object] = [MISSING] * len(program)
@@ -439,8 +469,13 @@ class Closures:
         if ins.op is Op.LABEL:
             var = ins.var
             assert var is not None
-            info = (var, ins.excluded, self._index[var], self.history_key.advancer(var),
-                    self.after(pc + 1))
+            info = (
+                var,
+                ins.excluded,
+                self._index[var],
+                self.history_key.advancer(var),
+                self.after(pc + 1),
+            )
         self.labels[pc] = info
         return info
 
@@ -511,8 +546,13 @@ class Machine:
 
     __slots__ = ("program", "closures", "tests", "history_key", "max_threads", "all_ends")
 
-    def __init__(self, closures: Closures, tests: dict[str, Test | None], max_threads: int,
-                 all_ends: bool = False) -> None:
+    def __init__(
+        self,
+        closures: Closures,
+        tests: dict[str, Test | None],
+        max_threads: int,
+        all_ends: bool = False,
+    ) -> None:
         self.program = closures.program
         self.closures = closures
         self.tests: list[Test | None] = []
@@ -560,8 +600,18 @@ class Attempt:
     (``by_end``), and lets lower-preference threads run on to find them.
     """
 
-    __slots__ = ("machine", "start", "all_ends", "best", "by_end", "threads", "_demote",
-                 "_ended", "_end_rank", "_finishing_index")
+    __slots__ = (
+        "machine",
+        "start",
+        "all_ends",
+        "best",
+        "by_end",
+        "threads",
+        "_demote",
+        "_ended",
+        "_end_rank",
+        "_finishing_index",
+    )
 
     def __init__(self, machine: Machine, start: int) -> None:
         self.machine = machine
@@ -688,7 +738,8 @@ class Attempt:
             raise LimitExceededError(
                 f"row pattern matching needs more than max_threads={max_threads} live "
                 f"threads for the match attempt at partition row {self.start + 1}; simplify "
-                "the pattern or raise the limit with SET max_threads = ...")
+                "the pattern or raise the limit with SET max_threads = ..."
+            )
 
     def _closure(self, thread: Thread, position: int, out: list[Thread], seen: set) -> bool:
         """Follow epsilon moves from ``thread`` at ``position`` (the next row to consume).

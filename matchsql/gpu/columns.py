@@ -42,7 +42,7 @@ Columns = dict[str, Value]
 DeviceTerm = Callable[[ModuleType, Columns, int], Value]
 
 _ARITH = {exp.Add: "add", exp.Sub: "subtract", exp.Mul: "multiply"}
-_LIMIT = float(2 ** 63)
+_LIMIT = float(2**63)
 CODES = "\0string codes"  # Columns key of the partition's code table (dict[str, int])
 
 
@@ -50,8 +50,7 @@ def is_row_local(term: exp.Expression, var: str) -> bool:
     """Does ``term`` of variable ``var``'s DEFINE go to the device's elementwise terms?"""
     if why_not(term, GPU) is not None:
         return False
-    return all(p.position.vars is None or var in p.position.vars
-               for p in term.find_all(Pointer))
+    return all(p.position.vars is None or var in p.position.vars for p in term.find_all(Pointer))
 
 
 def compile_term(term: exp.Expression, strings: frozenset[str] = frozenset()) -> DeviceTerm:
@@ -61,11 +60,16 @@ def compile_term(term: exp.Expression, strings: frozenset[str] = frozenset()) ->
     if reason is not None:
         raise Unsupported(reason)
     for node in term.walk():
-        if type(node) in _ARITH or isinstance(node, exp.Div | exp.Neg | exp.Between) or (
-                type(node) in COMPARISON_NAMES and not isinstance(node, exp.EQ | exp.NEQ)):
+        if (
+            type(node) in _ARITH
+            or isinstance(node, exp.Div | exp.Neg | exp.Between)
+            or (type(node) in COMPARISON_NAMES and not isinstance(node, exp.EQ | exp.NEQ))
+        ):
             if any(_is_string(side, strings) for side in node.iter_expressions()):
-                raise Unsupported(f"{describe(node)} over strings is not evaluated by the GPU "
-                                  "column path (only =, <> and IN)")
+                raise Unsupported(
+                    f"{describe(node)} over strings is not evaluated by the GPU "
+                    "column path (only =, <> and IN)"
+                )
     return _node(term)
 
 
@@ -118,8 +122,11 @@ def _node(node: exp.Expression) -> DeviceTerm:
     if isinstance(node, exp.Neg):
         inner = _node(node.this)
         return lambda xp, cols, n: _negate(xp, *inner(xp, cols, n))
-    if isinstance(node, exp.Is) and isinstance(node.expression, Const) \
-            and node.expression.value is None:
+    if (
+        isinstance(node, exp.Is)
+        and isinstance(node.expression, Const)
+        and node.expression.value is None
+    ):
         inner = _node(node.this)
         return lambda xp, cols, n: _is_null(xp, n, *inner(xp, cols, n))
     if isinstance(node, exp.Between):
@@ -154,11 +161,11 @@ def _shift(xp: ModuleType, value: Value, n: int, delta: int) -> Value:
     if k < n:
         src = xp.zeros(n, bool) if null is None else null
         if delta < 0:
-            out[k:] = data[:n - k]
-            mask[k:] = src[:n - k]
+            out[k:] = data[: n - k]
+            mask[k:] = src[: n - k]
         else:
-            out[:n - k] = data[k:]
-            mask[:n - k] = src[k:]
+            out[: n - k] = data[k:]
+            mask[: n - k] = src[k:]
     return out, mask
 
 
@@ -170,6 +177,7 @@ def _binary(op: str, node: exp.Expression, rule: Callable) -> DeviceTerm:
         if an is True or bn is True:
             return False, True
         return rule(xp, op, a, b), _or_null(an, bn, xp)
+
     return apply
 
 
@@ -232,6 +240,7 @@ def _kleene(node: exp.And | exp.Or) -> DeviceTerm:
         null = xp.logical_and(xp.logical_not(decided), _as_mask(xp, n, _or_null(an, bn, xp)))
         data = xp.logical_not(decided) if is_and else decided
         return data, null
+
     return apply
 
 
@@ -261,8 +270,9 @@ def truth(xp: ModuleType, terms: list[DeviceTerm], cols: Columns, n: int) -> Any
     return out.astype(xp.uint8)
 
 
-def device_columns(xp: ModuleType, table: Any, names: list[str],
-                   codes: dict[str, int] | None = None) -> Columns:
+def device_columns(
+    xp: ModuleType, table: Any, names: list[str], codes: dict[str, int] | None = None
+) -> Columns:
     """The columns ``names`` of an Arrow table, copied to the device once; string
     columns as codes of the table ``codes`` (which grows by the new strings)."""
     cols: Columns = {CODES: {} if codes is None else codes}
@@ -273,8 +283,9 @@ def device_columns(xp: ModuleType, table: Any, names: list[str],
             null = xp.asarray(~np.asarray(arr.is_valid().to_numpy(zero_copy_only=False)))
         if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
             encoded = arr.dictionary_encode()
-            mapping = np.array([code_of(cols, v) for v in encoded.dictionary.to_pylist()]
-                               or [0], np.int64)
+            mapping = np.array(
+                [code_of(cols, v) for v in encoded.dictionary.to_pylist()] or [0], np.int64
+            )
             index = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)
             cols[name] = (xp.asarray(mapping[index.astype(np.int64)]), null)
             continue

@@ -15,8 +15,10 @@ from types import ModuleType
 
 import numpy as np
 
-NO_DEVICE = ("no CUDA device: install the gpu extra on a machine with an NVIDIA GPU, or set "
-             "NUMBA_ENABLE_CUDASIM=1 to run the kernels in numba's simulator")
+NO_DEVICE = (
+    "no CUDA device: install the gpu extra on a machine with an NVIDIA GPU, or set "
+    "NUMBA_ENABLE_CUDASIM=1 to run the kernels in numba's simulator"
+)
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,6 @@ def detect() -> Device:
     except Exception:
         name = "CUDA device"
     return Device(True, False, name)
-
-
 
 
 def array_module() -> ModuleType:

@@ -62,10 +62,39 @@ condition = cuda.jit(device=True)(K._condition.py_func)
 
 
 @cuda.jit
-def walk(prog, rl, skip_mask, starts, n_rows, max_span, max_steps, stack, out_end,
-         out_first, out_last, out_status, labels, label_off, write_labels, code, fconst,
-         spans, cols, valid, set_mask, lp, fp, sv, sn, wend, limit, complete, base, fspans,
-         acc):
+def walk(
+    prog,
+    rl,
+    skip_mask,
+    starts,
+    n_rows,
+    max_span,
+    max_steps,
+    stack,
+    out_end,
+    out_first,
+    out_last,
+    out_status,
+    labels,
+    label_off,
+    write_labels,
+    code,
+    fconst,
+    spans,
+    cols,
+    valid,
+    set_mask,
+    lp,
+    fp,
+    sv,
+    sn,
+    wend,
+    limit,
+    complete,
+    base,
+    fspans,
+    acc,
+):
     """One thread per entry of ``starts``; see the module docstring.
 
     ``lp``/``fp`` (``int64[starts, frames + 1, vars]``) hold each thread's
@@ -139,13 +168,53 @@ def walk(prog, rl, skip_mask, starts, n_rows, max_span, max_steps, stack, out_en
                 if rl[pos, var] == 0:
                     break
                 if fspans[var, 1] > fspans[var, 0]:  # fold the row into the accumulators
-                    condition(code, fconst, fspans[var, 0], fspans[var, 1], cols, valid,
-                              set_mask, lp[i], fp[i], live, var, pos, s, n_rows, base,
-                              complete, 0, sv[i], sn[i], acc[i], live * acc_w)
+                    condition(
+                        code,
+                        fconst,
+                        fspans[var, 0],
+                        fspans[var, 1],
+                        cols,
+                        valid,
+                        set_mask,
+                        lp[i],
+                        fp[i],
+                        live,
+                        var,
+                        pos,
+                        s,
+                        n_rows,
+                        base,
+                        complete,
+                        0,
+                        sv[i],
+                        sn[i],
+                        acc[i],
+                        live * acc_w,
+                    )
                 if spans[var, 1] > spans[var, 0]:
-                    if not condition(code, fconst, spans[var, 0], spans[var, 1], cols, valid,
-                                     set_mask, lp[i], fp[i], live, var, pos, s, n_rows, base,
-                                     complete, 0, sv[i], sn[i], acc[i], live * acc_w):
+                    if not condition(
+                        code,
+                        fconst,
+                        spans[var, 0],
+                        spans[var, 1],
+                        cols,
+                        valid,
+                        set_mask,
+                        lp[i],
+                        fp[i],
+                        live,
+                        var,
+                        pos,
+                        s,
+                        n_rows,
+                        base,
+                        complete,
+                        0,
+                        sv[i],
+                        sn[i],
+                        acc[i],
+                        live * acc_w,
+                    ):
                         break
                 if regs:
                     lp[i, live, var] = pos

@@ -40,8 +40,13 @@ class LiveGpuMatcher(DeviceStatistics):
     """One live partition on the GPU path (the :class:`~matchsql.fsm.matcher.Matcher`
     contract); see the module docstring."""
 
-    def __init__(self, plan: CompiledPlan, partition_key: tuple = (),
-                 config: Config | None = None, cancel: Cancellation | None = None) -> None:
+    def __init__(
+        self,
+        plan: CompiledPlan,
+        partition_key: tuple = (),
+        config: Config | None = None,
+        cancel: Cancellation | None = None,
+    ) -> None:
         self.plan = plan
         self.spec = plan.spec
         self.key = tuple(partition_key)
@@ -91,12 +96,25 @@ class LiveGpuMatcher(DeviceStatistics):
             return []
         q = self.plan.query
         limit = n if self.complete else max(0, n - q.define_ahead)
-        wend = within_ends(self.spec, self.plan.within,
-                           self.table.column(self.spec.order_by[0]).chunk(0)) \
-            if self.plan.within is not None else None
-        inp = device_input(self.plan, self.table, self.base, n, limit, self.complete, wend,
-                           self.ring.columns(), self.ring.register_arrays(),
-                           span=max_rows(self.config, self.width))
+        wend = (
+            within_ends(
+                self.spec, self.plan.within, self.table.column(self.spec.order_by[0]).chunk(0)
+            )
+            if self.plan.within is not None
+            else None
+        )
+        inp = device_input(
+            self.plan,
+            self.table,
+            self.base,
+            n,
+            limit,
+            self.complete,
+            wend,
+            self.ring.columns(),
+            self.ring.register_arrays(),
+            span=max_rows(self.config, self.width),
+        )
         starts = np.arange(begin, n, dtype=np.int64)
         got = decide(inp, starts, self.config)
         self.launches += 1
@@ -109,10 +127,16 @@ class LiveGpuMatcher(DeviceStatistics):
             raise ExecutionError(
                 f"the GPU path could not decide the match attempt at partition row "
                 f"{self.base + int(row) + 1} within its stack budget; SET gpu = 'off' runs "
-                "this continuous query on a CPU path")
+                "this continuous query on a CPU path"
+            )
         if st not in (ST_DONE, S.ST_WAIT):
-            raise_status(self.spec, self.config, self.width,
-                         ST_SPAN if st == ST_SPAN else int(st), self.base + int(row))
+            raise_status(
+                self.spec,
+                self.config,
+                self.width,
+                ST_SPAN if st == ST_SPAN else int(st),
+                self.base + int(row),
+            )
         resume = int(row)
         ends = full[0]
         if not self.complete and len(kept):

@@ -72,9 +72,14 @@ class DeviceStatistics:
 class GpuMatcher(DeviceStatistics):
     """One partition on the GPU path; see the module docstring."""
 
-    def __init__(self, plan: CompiledPlan, partition_key: tuple = (),
-                 config: Config | None = None, cancel: Cancellation | None = None,
-                 min_work: int = 0) -> None:
+    def __init__(
+        self,
+        plan: CompiledPlan,
+        partition_key: tuple = (),
+        config: Config | None = None,
+        cancel: Cancellation | None = None,
+        min_work: int = 0,
+    ) -> None:
         self.plan = plan
         self.spec = plan.spec
         self.key = tuple(partition_key)
@@ -129,9 +134,18 @@ class GpuMatcher(DeviceStatistics):
     def _on_device(self, table: pa.Table, width: RowWidth) -> list[pa.RecordBatch] | None:
         """The partition's output, or None where the device could not decide it."""
         n = table.num_rows
-        inp = device_input(self.plan, table, 0, n, n, True, within_ends(
-            self.spec, self.plan.within, table.column(self.spec.order_by[0]).chunk(0))
-            if self.plan.within is not None else None, span=max_rows(self.config, width))
+        inp = device_input(
+            self.plan,
+            table,
+            0,
+            n,
+            n,
+            True,
+            within_ends(self.spec, self.plan.within, table.column(self.spec.order_by[0]).chunk(0))
+            if self.plan.within is not None
+            else None,
+            span=max_rows(self.config, width),
+        )
         ends, firsts, lasts, status = decide(inp, np.arange(n, dtype=np.int64), self.config)
         self.cancel.check()
         skip_mode = int(kernel_params(self.spec, self.config, width)[K_SKIP])
@@ -139,8 +153,9 @@ class GpuMatcher(DeviceStatistics):
         if st == S.ST_RETRY:
             return None
         if st != ST_DONE:
-            raise_status(self.spec, self.config, width, ST_SPAN if st == ST_SPAN else int(st),
-                         int(row))
+            raise_status(
+                self.spec, self.config, width, ST_SPAN if st == ST_SPAN else int(st), int(row)
+            )
         self.ran_on = "gpu"
         if not len(kept):
             return []
@@ -170,10 +185,19 @@ class DeviceInput:
     span: int = 1  # rows one attempt may read (buffer_limit.max_rows)
 
 
-def device_input(plan: CompiledPlan, table: pa.Table, base: int, n: int, limit: int,
-                 complete: bool, wend: np.ndarray | None = None,
-                 cols: dict | None = None, regs: tuple | None = None, *,
-                 span: int) -> DeviceInput:
+def device_input(
+    plan: CompiledPlan,
+    table: pa.Table,
+    base: int,
+    n: int,
+    limit: int,
+    complete: bool,
+    wend: np.ndarray | None = None,
+    cols: dict | None = None,
+    regs: tuple | None = None,
+    *,
+    span: int,
+) -> DeviceInput:
     """Copy ``table``'s columns to the device (unless ``cols`` holds them there already,
     and ``regs`` the register columns: a live stream's ring) and evaluate the row-local
     DEFINE terms there into one truth column per variable. An attempt may read at most
@@ -203,10 +227,23 @@ def device_input(plan: CompiledPlan, table: pa.Table, base: int, n: int, limit: 
     registers = (put(code), put(consts), put(spans), *regs, put(set_mask))
     with timed(H2D, rl.nbytes if xp is np else 0):
         truths = to_kernel(xp, rl)
-    return DeviceInput(put(plan.program), truths, put(mask), registers,
-                       put(np.zeros(0, np.int64) if wend is None else wend), n, limit,
-                       complete, base, nv, len(code), gp.uses_registers,
-                       put(gp.registers.fold_spans()), 2 * gp.registers.n_acc, span)
+    return DeviceInput(
+        put(plan.program),
+        truths,
+        put(mask),
+        registers,
+        put(np.zeros(0, np.int64) if wend is None else wend),
+        n,
+        limit,
+        complete,
+        base,
+        nv,
+        len(code),
+        gp.uses_registers,
+        put(gp.registers.fold_spans()),
+        2 * gp.registers.n_acc,
+        span,
+    )
 
 
 def put(array: np.ndarray) -> object:
@@ -222,20 +259,32 @@ def get(array: object) -> np.ndarray:
         return array.copy_to_host()
 
 
-def matches_of(inp: DeviceInput, kept: np.ndarray, ends: np.ndarray, config: Config,
-               first_number: int) -> Matches:
+def matches_of(
+    inp: DeviceInput, kept: np.ndarray, ends: np.ndarray, config: Config, first_number: int
+) -> Matches:
     """The kept starts' matches, their labels written by a second launch."""
     lengths = np.maximum(ends[kept] - kept + 1, 0)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
     codes = labels_of(inp, kept, lengths, offsets, config)
-    return Matches(starts=kept.copy(), lengths=lengths.astype(np.int64),
-                   numbers=np.arange(first_number + 1, first_number + len(kept) + 1,
-                                     dtype=np.int64),
-                   labels=codes // 2, offsets=offsets, excluded=(codes & 1).astype(bool))
+    return Matches(
+        starts=kept.copy(),
+        lengths=lengths.astype(np.int64),
+        numbers=np.arange(first_number + 1, first_number + len(kept) + 1, dtype=np.int64),
+        labels=codes // 2,
+        offsets=offsets,
+        excluded=(codes & 1).astype(bool),
+    )
 
 
-def _launch(inp: DeviceInput, starts: np.ndarray, config: Config, frames: int,
-            labels, label_off, write: bool) -> tuple[np.ndarray, ...]:
+def _launch(
+    inp: DeviceInput,
+    starts: np.ndarray,
+    config: Config,
+    frames: int,
+    labels,
+    label_off,
+    write: bool,
+) -> tuple[np.ndarray, ...]:
     m = len(starts)
     stack = cuda.device_array((m, frames, G.FRAME), np.int64)
     slots = frames + 1 if inp.regs else 1
@@ -251,17 +300,39 @@ def _launch(inp: DeviceInput, starts: np.ndarray, config: Config, frames: int,
     max_steps = max(1 << 20, 64 * min(inp.n, inp.span + 1))
     starts = put(starts)
     with timed(KERNEL):
-        G.walk[blocks, width](inp.prog, inp.rl, inp.mask, starts, inp.n,
-                              inp.span, max_steps, stack, *out, labels,
-                              label_off, write, *inp.registers[:5], inp.registers[5], lp, fp,
-                              sv, sn, inp.wend, inp.limit, inp.complete, inp.base, inp.fspans,
-                              acc)
+        G.walk[blocks, width](
+            inp.prog,
+            inp.rl,
+            inp.mask,
+            starts,
+            inp.n,
+            inp.span,
+            max_steps,
+            stack,
+            *out,
+            labels,
+            label_off,
+            write,
+            *inp.registers[:5],
+            inp.registers[5],
+            lp,
+            fp,
+            sv,
+            sn,
+            inp.wend,
+            inp.limit,
+            inp.complete,
+            inp.base,
+            inp.fspans,
+            acc,
+        )
         cuda.synchronize()
     return tuple(get(a) for a in out)
 
 
-def decide(inp: DeviceInput, starts: np.ndarray, config: Config,
-           labels=None, label_off=None) -> tuple[np.ndarray, ...]:
+def decide(
+    inp: DeviceInput, starts: np.ndarray, config: Config, labels=None, label_off=None
+) -> tuple[np.ndarray, ...]:
     """``(ends, firsts, lasts, status)`` of every start, in chunks that keep the stacks
     under :data:`STACK_BYTES`, growing the stack of the starts that ran out of it."""
     ends = np.full(len(starts), G.NO_MATCH, np.int64)
@@ -277,10 +348,11 @@ def decide(inp: DeviceInput, starts: np.ndarray, config: Config,
         per_start = frames * (G.FRAME + (2 * inp.n_vars + inp.acc_w if inp.regs else 0)) * 8
         chunk = max(1, STACK_BYTES // per_start)
         for a in range(0, len(todo), chunk):
-            idx = todo[a:a + chunk]
+            idx = todo[a : a + chunk]
             off = put(label_off[idx]) if write else no_slots
-            e, f, la, st = _launch(inp, starts[idx], config, frames,
-                                   labels if write else dummy, off, write)
+            e, f, la, st = _launch(
+                inp, starts[idx], config, frames, labels if write else dummy, off, write
+            )
             ends[idx], firsts[idx], lasts[idx], status[idx] = e, f, la, st
         todo = todo[status[todo] == G.S_STACK]
         if frames >= MAX_STACK_FRAMES:
@@ -290,8 +362,9 @@ def decide(inp: DeviceInput, starts: np.ndarray, config: Config,
     return ends, firsts, lasts, status
 
 
-def labels_of(inp: DeviceInput, kept: np.ndarray, lengths: np.ndarray,
-              offsets: np.ndarray, config: Config) -> np.ndarray:
+def labels_of(
+    inp: DeviceInput, kept: np.ndarray, lengths: np.ndarray, offsets: np.ndarray, config: Config
+) -> np.ndarray:
     """The label codes (variable * 2 + excluded) of the kept starts' matches."""
     total = int(lengths.sum())
     labels = cuda.device_array(max(total, 1), np.int64)

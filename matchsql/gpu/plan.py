@@ -77,8 +77,11 @@ def _build(plan: CompiledPlan) -> GpuPlan:
         for term in conjuncts(bind(expr, spec)) if expr is not None else []:
             row_local = is_row_local(term, var)
             for p in term.find_all(Pointer):
-                if p.column is not None and not is_numeric(types[p.column]) and not (
-                        row_local and _is_text(types[p.column])):
+                if (
+                    p.column is not None
+                    and not is_numeric(types[p.column])
+                    and not (row_local and _is_text(types[p.column]))
+                ):
                     raise Unsupported(f"DEFINE {var}: {p.text} is not a numeric column")
             if row_local:
                 try:

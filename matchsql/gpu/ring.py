@@ -72,8 +72,9 @@ class DeviceRing:
     def __setstate__(self, state: dict) -> None:
         xp = array_module()
         for part in ("data", "nulls"):
-            state[part] = {name: buf if xp is np else xp.asarray(buf)
-                           for name, buf in state[part].items()}
+            state[part] = {
+                name: buf if xp is np else xp.asarray(buf) for name, buf in state[part].items()
+            }
         self.__dict__.update(state)
 
     # -- writing --------------------------------------------------------------------------
@@ -96,8 +97,7 @@ class DeviceRing:
         if self.size + k > self.capacity:
             self._grow(xp, self.size + k)
         at = (self.head + self.size) % self.capacity
-        with timed(H2D, sum(d.nbytes + (0 if n is None else n.nbytes)
-                            for d, n in host.values())):
+        with timed(H2D, sum(d.nbytes + (0 if n is None else n.nbytes) for d, n in host.values())):
             for name, (values, null) in host.items():
                 buf = self.data.get(name)
                 if buf is None:
@@ -106,8 +106,9 @@ class DeviceRing:
                 if null is not None and name not in self.nulls:
                     self.nulls[name] = xp.zeros(self.capacity, bool)
                 if name in self.nulls:
-                    self._write(xp, self.nulls[name], at,
-                                np.zeros(k, bool) if null is None else null)
+                    self._write(
+                        xp, self.nulls[name], at, np.zeros(k, bool) if null is None else null
+                    )
         if at + k > self.capacity:
             self.wraps += 1
         self.size += k
@@ -120,9 +121,9 @@ class DeviceRing:
 
     def _write(self, xp: ModuleType, buf: Any, at: int, values: np.ndarray) -> None:
         first = min(len(values), self.capacity - at)
-        self._staged.append(_copy(xp, buf[at:at + first], values[:first]))
+        self._staged.append(_copy(xp, buf[at : at + first], values[:first]))
         if first < len(values):
-            self._staged.append(_copy(xp, buf[:len(values) - first], values[first:]))
+            self._staged.append(_copy(xp, buf[: len(values) - first], values[first:]))
 
     def _grow(self, xp: ModuleType, needed: int) -> None:
         capacity = self.capacity
@@ -132,7 +133,7 @@ class DeviceRing:
         for table in (self.data, self.nulls):
             for name, buf in table.items():
                 grown = xp.zeros(capacity, buf.dtype)
-                grown[:self.size] = self._ordered(xp, buf)
+                grown[: self.size] = self._ordered(xp, buf)
                 table[name] = grown
         self.capacity = capacity
         self.head = 0
@@ -150,8 +151,10 @@ class DeviceRing:
         out: Columns = {CODES: self.codes}
         for name in self.names:
             null = self.nulls.get(name)
-            out[name] = (self.column(name), None if null is None else self._ordered(
-                array_module(), null))
+            out[name] = (
+                self.column(name),
+                None if null is None else self._ordered(array_module(), null),
+            )
         return out
 
     def register_arrays(self) -> tuple[Any, Any]:
@@ -160,14 +163,16 @@ class DeviceRing:
         xp = array_module()
         if not self.registers:
             return xp.zeros((1, 1), np.float64), xp.ones((1, 1), np.uint8)
-        return (xp.stack([self.column(_REG + n) for n in self.registers]),
-                xp.stack([self.column(_VALID + n) for n in self.registers]))
+        return (
+            xp.stack([self.column(_REG + n) for n in self.registers]),
+            xp.stack([self.column(_VALID + n) for n in self.registers]),
+        )
 
     def _ordered(self, xp: ModuleType, buf: Any) -> Any:
         end = self.head + self.size
         if end <= self.capacity:
-            return buf[self.head:end]
-        return xp.concatenate([buf[self.head:], buf[:end - self.capacity]])
+            return buf[self.head : end]
+        return xp.concatenate([buf[self.head :], buf[: end - self.capacity]])
 
     def _sync(self) -> None:
         if self._staged and array_module() is not np:

@@ -61,5 +61,3 @@ def resolve(ends, firsts, lasts, status, skip_mode, begin=0):
                 return ST_SKIP_FIRST, s, kept[:k]
             s = target
     return ST_DONE, s, kept[:k]
-
-

@@ -127,13 +127,19 @@ class _Analyzer:
         measures = self.measures(checker, typer, partition_by, rows)
         push = PushDown(self.schema, self.con)
         # A DEFINE always has its current row (unqualified, or qualified by its variable).
-        defines = {name: push.rewrite(expr, frozenset({((), None), ((), name.upper())}))
-                   for name, expr in defines.items()}
+        defines = {
+            name: push.rewrite(expr, frozenset({((), None), ((), name.upper())}))
+            for name, expr in defines.items()
+        }
         measures = [dataclasses.replace(m, expr=push.rewrite(m.expr)) for m in measures]
-        wide = typer if not push.fields else ExpressionTyper(
-            self.con, pa.schema([*self.schema, *push.fields]), self.sql)
+        wide = (
+            typer
+            if not push.fields
+            else ExpressionTyper(self.con, pa.schema([*self.schema, *push.fields]), self.sql)
+        )
         measures, projection = MeasureSplit(
-            wide, push, unmatched=rows is RowsPerMatch.ALL_WITH_UNMATCHED).run(measures)
+            wide, push, unmatched=rows is RowsPerMatch.ALL_WITH_UNMATCHED
+        ).run(measures)
         in_define = DefineAggregates(wide, push)
         defines = {name: in_define.rewrite(expr) for name, expr in defines.items()}
         columns = pa.schema([*self.schema, *push.fields])  # the split may derive more
@@ -324,8 +330,7 @@ class _Analyzer:
             checker.check(measure.this, in_define=False)
             resolved = self.resolve_columns(measure.this)
             field, duckdb_type = typer.typed(resolved)
-            out.append(Measure(name=name, expr=resolved, type=field.type,
-                               duckdb_type=duckdb_type))
+            out.append(Measure(name=name, expr=resolved, type=field.type, duckdb_type=duckdb_type))
         return out
 
     # -- time bound and alias ------------------------------------------------

@@ -48,8 +48,7 @@ class _Scope:
 class ExpressionChecker:
     """Checks one MATCH_RECOGNIZE's expressions against its variables and subsets."""
 
-    def __init__(self, sql: str, names: set[str],
-                 aggregates: frozenset[str] = frozenset()) -> None:
+    def __init__(self, sql: str, names: set[str], aggregates: frozenset[str] = frozenset()) -> None:
         self.sql = sql
         self.names = names  # primary variables and subset names
         # DuckDB's aggregates that sqlglot parses as anonymous calls (histogram, ...)
@@ -67,8 +66,9 @@ class ExpressionChecker:
             self.semantics(node)
         elif isinstance(node, Navigation):
             scope = self.navigation(node, scope)
-        elif isinstance(node, exp.AggFunc) or (isinstance(node, exp.Anonymous)
-                                               and node.name.lower() in self.aggregates):
+        elif isinstance(node, exp.AggFunc) or (
+            isinstance(node, exp.Anonymous) and node.name.lower() in self.aggregates
+        ):
             scope = self.aggregate(node, scope)
         elif isinstance(node, exp.Column):
             self.column(node)
@@ -83,8 +83,11 @@ class ExpressionChecker:
             raise self.error("window functions are not allowed in MATCH_RECOGNIZE", node)
         elif isinstance(node, (exp.Select, exp.Subquery, exp.SetOperation)):
             # scalar, IN and EXISTS subqueries were folded into constants before the checks
-            raise self.error("only scalar, IN (SELECT ...) and EXISTS (SELECT ...) subqueries "
-                             "are supported in MATCH_RECOGNIZE expressions", node)
+            raise self.error(
+                "only scalar, IN (SELECT ...) and EXISTS (SELECT ...) subqueries "
+                "are supported in MATCH_RECOGNIZE expressions",
+                node,
+            )
         for child in node.iter_expressions():
             self.visit(child, scope)
 
@@ -95,8 +98,9 @@ class ExpressionChecker:
         target = node.this
         # is_aggregate: also the aggregates DuckDB's dialect leaves anonymous (arbitrary,
         # any_value, ...) and RUNNING count(*) FILTER (WHERE ...)
-        if not isinstance(target, (Navigation, Classifier, MatchNumber)) \
-                and not is_any_aggregate(target, self.aggregates):
+        if not isinstance(target, (Navigation, Classifier, MatchNumber)) and not is_any_aggregate(
+            target, self.aggregates
+        ):
             raise self.error(f"{word} applies only to navigation functions and aggregates", target)
 
     def navigation(self, node: Navigation, scope: _Scope) -> _Scope:

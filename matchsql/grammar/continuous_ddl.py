@@ -55,13 +55,17 @@ def check_option(key: str, value: object) -> float | int:
         raise ValueError(option_rule(key)) from None
     low, high = OPTION_RANGES[key]
     whole = key == "checkpoint_rows"
-    if not number.is_finite() or (number != 0 and not low <= number <= high) \
-            or (whole and number != number.to_integral_value()):
+    if (
+        not number.is_finite()
+        or (number != 0 and not low <= number <= high)
+        or (whole and number != number.to_integral_value())
+    ):
         raise ValueError(option_rule(key))
     return int(number) if whole else float(number)
+
+
 _QUERY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-NAME_RULE = ("a continuous query name is a letter or '_' followed by up to 62 letters, digits "
-             "or '_'")
+NAME_RULE = "a continuous query name is a letter or '_' followed by up to 62 letters, digits or '_'"
 
 
 def valid_name(name: str) -> bool:
@@ -92,7 +96,6 @@ class ShowContinuousQueries:
 
 
 ContinuousStatement = CreateContinuousQuery | ContinuousQueryAction | ShowContinuousQueries
-
 
 
 def parse_continuous_statement(sql: str) -> ContinuousStatement:
@@ -131,8 +134,11 @@ class _ContinuousParser(_Parser):
             raise self.error("expected AS and the query's INSERT INTO ... SELECT statement")
         body = self.peek()
         if body is None or body.text.upper() != "INSERT":
-            raise self.error("a continuous query is INSERT INTO <table> SELECT ... FROM "
-                             "<stream> MATCH_RECOGNIZE (...)", body)
+            raise self.error(
+                "a continuous query is INSERT INTO <table> SELECT ... FROM "
+                "<stream> MATCH_RECOGNIZE (...)",
+                body,
+            )
         start = as_token.end + 1 if as_token is not None else 0
         return CreateContinuousQuery(name, self.sql[start:], start, options, if_not_exists)
 
@@ -150,15 +156,19 @@ class _ContinuousParser(_Parser):
             token = self.peek()
             key = self.name("an option name").lower()
             if key not in OPTIONS:
-                raise self.error(f"unknown continuous query option {key!r}; known: "
-                                 f"{', '.join(OPTIONS)}", token)
+                raise self.error(
+                    f"unknown continuous query option {key!r}; known: {', '.join(OPTIONS)}", token
+                )
             if key in options:
                 raise self.error(f"{key} is given twice", token)
             self.expect(TokenType.EQ, "'='")
             value = self.peek()
             if value is None or value.token_type != TokenType.NUMBER:
-                raise self.error(f"{key} is a number ({'seconds' if 'interval' in key else 'tuples'}"
-                                 ", 0 for none)", value)
+                raise self.error(
+                    f"{key} is a number ({'seconds' if 'interval' in key else 'tuples'}"
+                    ", 0 for none)",
+                    value,
+                )
             self.i += 1
             try:
                 options[key] = check_option(key, value.text)

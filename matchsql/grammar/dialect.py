@@ -484,8 +484,12 @@ class MatchSQLGenerator(DuckDBGenerator):
         """``log2(x)`` and ``log10(x)`` as written: sqlglot reads them as ``LOG(2, x)``,
         which DuckDB computes by another formula (its last bit differs)."""
         base = expression.this
-        if expression.expression is not None and isinstance(base, exp.Literal) \
-                and not base.is_string and base.this in ("2", "10"):
+        if (
+            expression.expression is not None
+            and isinstance(base, exp.Literal)
+            and not base.is_string
+            and base.this in ("2", "10")
+        ):
             return self.func(f"LOG{base.this}", expression.expression)
         return super().log_sql(expression)
 
@@ -576,8 +580,13 @@ def _pattern_bodies(tokens: list[Token], sql: str) -> Iterator[tuple[int, int]]:
             if bodies and bodies[-1] == depth:
                 bodies.pop()
             depth -= 1
-        elif (bodies and depth == bodies[-1] and token.text.upper() == "PATTERN"
-              and i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN):
+        elif (
+            bodies
+            and depth == bodies[-1]
+            and token.text.upper() == "PATTERN"
+            and i + 1 < len(tokens)
+            and tokens[i + 1].token_type == TokenType.L_PAREN
+        ):
             begin = tokens[i + 1].end + 1
             yield begin, pattern_body_end(sql, begin)
 
@@ -607,8 +616,14 @@ class MatchSQLTokenizer(DuckDB.Tokenizer):
             except TokenError as exc:
                 failure = exc
                 tokens = list(self._core.tokens)
-            body = next(((b, e) for b, e in _pattern_bodies(tokens, text)
-                         if b not in done and "$" in text[b:e]), None)
+            body = next(
+                (
+                    (b, e)
+                    for b, e in _pattern_bodies(tokens, text)
+                    if b not in done and "$" in text[b:e]
+                ),
+                None,
+            )
             if body is None:
                 if failure is not None:
                     raise failure

@@ -41,16 +41,24 @@ def by_duckdb(node: exp.Expr, push: PushDown) -> tuple[exp.Expr, bool | None] | 
         return None
     core = node.this if isinstance(node, exp.Filter) else node
     hot = isinstance(core, _HOT) and not any(
-        isinstance(n, exp.Distinct | exp.Order) for n in core.walk())
+        isinstance(n, exp.Distinct | exp.Order) for n in core.walk()
+    )
     return None if hot else (node, final)
 
 
 def _reads(node: exp.Expr) -> list[exp.Expr]:
     """What aggregate ``node`` reads of each row it visits: its columns, labels
     (``CLASSIFIER()``) and ``MATCH_NUMBER()``."""
-    return [n for n in node.walk()
-            if (isinstance(n, exp.Column) and not lambda_variable(n)
-                and not isinstance(n.this, exp.Star)) or isinstance(n, Classifier | MatchNumber)]
+    return [
+        n
+        for n in node.walk()
+        if (
+            isinstance(n, exp.Column)
+            and not lambda_variable(n)
+            and not isinstance(n.this, exp.Star)
+        )
+        or isinstance(n, Classifier | MatchNumber)
+    ]
 
 
 def _key(read: exp.Expr) -> str:
@@ -117,8 +125,11 @@ class DefineAggregates:
     def rewrite(self, expr: exp.Expr) -> exp.Expr:
         root = exp.Paren(this=expr.copy())
         for node in list(root.walk()):
-            if node.parent is not None and self.push.is_aggregate(node) \
-                    and by_duckdb(node, self.push) is not None:
+            if (
+                node.parent is not None
+                and self.push.is_aggregate(node)
+                and by_duckdb(node, self.push) is not None
+            ):
                 node.replace(self._call(node))
         return root.this
 
@@ -127,10 +138,12 @@ class DefineAggregates:
         if fields:
             rows = ", ".join(
                 f"unnest(${i + 1}::{self.typer.duckdb_type(read)}[]) AS {field}"
-                for i, (field, read) in enumerate(fields.items()))
+                for i, (field, read) in enumerate(fields.items())
+            )
         else:  # nothing of the rows is read (mode(1)): one NULL per row
             rows = "unnest($1) AS c0"
         return DuckDBAggregate(
             expressions=[read.copy() for read in fields.values()],
             sql=f"SELECT {body.sql(dialect=MatchSQL)} FROM (SELECT {rows})",
-            text=node.sql(dialect=MatchSQL))
+            text=node.sql(dialect=MatchSQL),
+        )

@@ -27,14 +27,17 @@ def aggregate_names(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
     global _names
     with _lock:
         if _names is None:
-            _names = frozenset(name for (name,) in con.execute(
-                "SELECT DISTINCT lower(function_name) FROM duckdb_functions() "
-                "WHERE function_type = 'aggregate'").fetchall())
+            _names = frozenset(
+                name
+                for (name,) in con.execute(
+                    "SELECT DISTINCT lower(function_name) FROM duckdb_functions() "
+                    "WHERE function_type = 'aggregate'"
+                ).fetchall()
+            )
         return _names
 
 
 def is_any_aggregate(node: exp.Expr, names: frozenset[str]) -> bool:
     """Whether ``node`` is an aggregate call: one sqlglot knows, or one of DuckDB's
     ``names`` that sqlglot parsed as an anonymous function."""
-    return is_aggregate(node) or (isinstance(node, exp.Anonymous)
-                                  and node.name.lower() in names)
+    return is_aggregate(node) or (isinstance(node, exp.Anonymous) and node.name.lower() in names)

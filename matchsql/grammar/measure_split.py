@@ -46,8 +46,9 @@ def _primitive(node: exp.Expr, push: PushDown) -> bool:
     """Whether ``node`` is evaluated by the matcher as a whole."""
     if isinstance(node, exp.Column):
         return not lambda_variable(node)
-    return isinstance(node, Navigation | PatternSemantics | Classifier | MatchNumber) \
-        or push.is_aggregate(node)
+    return isinstance(
+        node, Navigation | PatternSemantics | Classifier | MatchNumber
+    ) or push.is_aggregate(node)
 
 
 @dataclass
@@ -73,12 +74,15 @@ class MeasureSplit:
         kept = [m for m, top in zip(measures, split) if top is None]
         if self.unmatched:  # NULL where the row's match number is: it matched nothing
             number = quoted(self._hidden(MatchNumber()))
-            split = [top and f"CASE WHEN {number} IS NULL THEN NULL ELSE ({top}) END"
-                     for top in split]
+            split = [
+                top and f"CASE WHEN {number} IS NULL THEN NULL ELSE ({top}) END" for top in split
+            ]
         elif not kept and not self.hidden:  # constants only: the matcher's output needs a
             self._hidden(MatchNumber())  # column, one row per match or per row
-        projection = [ResultMeasure(m.name, top or quoted(m.name), m.type, m.duckdb_type)
-                      for m, top in zip(measures, split)]
+        projection = [
+            ResultMeasure(m.name, top or quoted(m.name), m.type, m.duckdb_type)
+            for m, top in zip(measures, split)
+        ]
         return [*kept, *self.hidden], projection
 
     def _split(self, measure: Measure) -> str | None:
@@ -105,16 +109,21 @@ class MeasureSplit:
             # no column of the rows to collect (COUNT(A.*) with DISTINCT, string_agg of
             # the labels): the matcher's own, column-wise where the path has them
             return exp.column(exp.to_identifier(self._hidden(primitive), quoted=True))
-        struct = exp.Struct(expressions=[
-            exp.PropertyEQ(this=exp.to_identifier(field_name), expression=read.copy())
-            for field_name, read in fields.items()])
+        struct = exp.Struct(
+            expressions=[
+                exp.PropertyEQ(this=exp.to_identifier(field_name), expression=read.copy())
+                for field_name, read in fields.items()
+            ]
+        )
         collect: exp.Expr = exp.ArrayAgg(this=struct)
         if final is not None:
             collect = PatternSemantics(this=collect, final=final)
         name = self._hidden(collect)
         return exp.maybe_parse(
             f"(SELECT {body.sql(dialect=MatchSQL)} FROM (SELECT unnest("
-            f"{quoted(name)}, recursive := true)))", dialect=MatchSQL)
+            f"{quoted(name)}, recursive := true)))",
+            dialect=MatchSQL,
+        )
 
     def _needs_duckdb(self, node: exp.Expr, primitives: list[exp.Expr]) -> bool:
         """Whether ``node`` holds SQL beyond the engine's own around its primitives (which

@@ -47,8 +47,11 @@ MAX_BOUND = 1_000_000_000
 
 #: The clauses that follow PATTERN ( ... ), as they start: met inside a pattern body, they
 #: mean its ``)`` is missing (the body then ran on to the MATCH_RECOGNIZE's own ``)``).
-_NEXT_CLAUSE = re.compile(r'(DEFINE\s+(?:"[^"]*"|\w+)\s+AS\b|SUBSET\s+(?:"[^"]*"|\w+)\s*=|'
-                          r"WITHIN\s+(?:INTERVAL\b|'|\d))", re.IGNORECASE)
+_NEXT_CLAUSE = re.compile(
+    r'(DEFINE\s+(?:"[^"]*"|\w+)\s+AS\b|SUBSET\s+(?:"[^"]*"|\w+)\s*=|'
+    r"WITHIN\s+(?:INTERVAL\b|'|\d))",
+    re.IGNORECASE,
+)
 
 
 def parse_pattern(text: str, base_offset: int = 0, sql: str | None = None) -> PatternNode:
@@ -205,8 +208,9 @@ class _PatternParser:
             return None
         digits = self.text[begin : self.pos]
         if len(digits.lstrip("0")) > len(str(MAX_BOUND)) or int(digits) > MAX_BOUND:
-            raise self.error(f"quantifier bound {digits[:20]} is too large (limit {MAX_BOUND})",
-                             begin)
+            raise self.error(
+                f"quantifier bound {digits[:20]} is too large (limit {MAX_BOUND})", begin
+            )
         return int(digits)
 
     def primary(self) -> PatternNode:

@@ -43,15 +43,46 @@ DERIVED_PREFIX = "__mr_d"
 #: Nodes every backend of the engine evaluates itself; a subexpression made of these
 #: alone is not worth a derived column.
 _NATIVE = (
-    exp.Column, exp.Literal, exp.Null, exp.Boolean, exp.Paren,
-    exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg,
-    exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE,
-    exp.And, exp.Or, exp.Not, exp.Is, exp.Between, exp.In, exp.Abs,
+    exp.Column,
+    exp.Literal,
+    exp.Null,
+    exp.Boolean,
+    exp.Paren,
+    exp.Add,
+    exp.Sub,
+    exp.Mul,
+    exp.Div,
+    exp.Neg,
+    exp.EQ,
+    exp.NEQ,
+    exp.LT,
+    exp.LTE,
+    exp.GT,
+    exp.GTE,
+    exp.And,
+    exp.Or,
+    exp.Not,
+    exp.Is,
+    exp.Between,
+    exp.In,
+    exp.Abs,
 )
 #: Parts of an expression that are not values of their own (a WHEN branch, a sort key,
 #: a named argument, a slice, a lambda): never replaced by a column.
-_PARTS = (exp.If, exp.Ordered, exp.Order, exp.Var, exp.Identifier, exp.PropertyEQ, exp.Kwarg,
-          exp.Slice, exp.Lambda, exp.DataType, exp.DataTypeParam, exp.Tuple)
+_PARTS = (
+    exp.If,
+    exp.Ordered,
+    exp.Order,
+    exp.Var,
+    exp.Identifier,
+    exp.PropertyEQ,
+    exp.Kwarg,
+    exp.Slice,
+    exp.Lambda,
+    exp.DataType,
+    exp.DataTypeParam,
+    exp.Tuple,
+)
 #: The shape of an unqualified read of the current row.
 _CURRENT_ROW: tuple = ((), None)
 #: Nodes only the pattern matcher knows; a subexpression holding one stays.
@@ -69,8 +100,7 @@ def lambda_variable(column: exp.Column) -> bool:
         return False
     node = column.parent
     while node is not None:
-        if isinstance(node, exp.Lambda) and any(
-                p.name == column.name for p in node.expressions):
+        if isinstance(node, exp.Lambda) and any(p.name == column.name for p in node.expressions):
             return True
         node = node.parent
     return False
@@ -165,8 +195,9 @@ class PushDown:
         if candidate is not None:
             exact, type_ = self._strict.get(candidate.sql, (True, pa.null()))
             # An aggregate's argument always reads a row, as does a read of ``present``.
-            if type_ is not None and (exact or candidate.shape in self._present
-                                      or self._aggregated(candidate.node)):
+            if type_ is not None and (
+                exact or candidate.shape in self._present or self._aggregated(candidate.node)
+            ):
                 out.append(candidate)
                 return
         for child in node.iter_expressions():
@@ -182,9 +213,11 @@ class PushDown:
         return False
 
     def _candidate(self, node: exp.Expr) -> _Candidate | None:
-        if isinstance(node, (exp.Column, Navigation, *_PATTERN, *_PARTS)) and not (
-                isinstance(node, exp.If) and not isinstance(node.parent, exp.Case)) \
-                or self.is_aggregate(node):
+        if (
+            isinstance(node, (exp.Column, Navigation, *_PATTERN, *_PARTS))
+            and not (isinstance(node, exp.If) and not isinstance(node.parent, exp.Case))
+            or self.is_aggregate(node)
+        ):
             return None
         shape: tuple | None = None
         first: exp.Expr | None = None
@@ -226,8 +259,9 @@ class PushDown:
             target = copies[id(read)]
             name = column.name
             if name in self.columns:
-                replacement: exp.Expr = exp.Paren(this=exp.maybe_parse(
-                    self.columns[name], dialect=MatchSQL))
+                replacement: exp.Expr = exp.Paren(
+                    this=exp.maybe_parse(self.columns[name], dialect=MatchSQL)
+                )
             else:
                 replacement = exp.column(exp.to_identifier(name, quoted=True))
             if target is plain:
@@ -247,8 +281,7 @@ class PushDown:
         if self._null_row is None:
             # Two rows: an aggregate DuckDB knows by a name sqlglot does not (``mode``)
             # answers one, and is not a function of one row.
-            nulls = pa.table({f.name: pa.nulls(2, f.type) for f in self.schema},
-                             schema=self.schema)
+            nulls = pa.table({f.name: pa.nulls(2, f.type) for f in self.schema}, schema=self.schema)
             self._null_row = self.con.from_arrow(nulls)
         try:
             self._evaluate(todo)

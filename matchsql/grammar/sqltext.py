@@ -61,8 +61,9 @@ def _scan(text: str) -> _Scan:
             if close < 0:
                 return _Scan(ends, ch)
             i = close + 1
-        elif ch in "pP" and not _word_char(text, i - 1) and (
-                opened := _PATTERN_OPEN.match(text, i)):
+        elif (
+            ch in "pP" and not _word_char(text, i - 1) and (opened := _PATTERN_OPEN.match(text, i))
+        ):
             close = pattern_body_end(text, opened.end())
             if close >= n:
                 return _Scan(ends, "PATTERN (")
@@ -165,8 +166,9 @@ def split_script(text: str) -> list[Statement]:
         chunk = text[start:end]
         if not is_blank(chunk):
             offset = start + _code_start(chunk)
-            statements.append(Statement(text[offset:end].rstrip(), offset,
-                                        text.count("\n", 0, offset) + 1))
+            statements.append(
+                Statement(text[offset:end].rstrip(), offset, text.count("\n", 0, offset) + 1)
+            )
         start = end + 1
     return statements
 
@@ -197,7 +199,7 @@ def is_complete(text: str) -> bool:
     scan = _scan(text)
     if scan.open_quote is not None or not scan.ends:
         return False
-    return is_blank(text[scan.ends[-1] + 1:])
+    return is_blank(text[scan.ends[-1] + 1 :])
 
 
 def open_construct(text: str) -> str | None:
@@ -211,12 +213,18 @@ MAX_IDENTIFIER = 10_000
 MAX_LITERAL = 1_000_000
 
 _LONG_TEXT = (
-    (re.compile(rf"[^\W\d]\w{{{MAX_IDENTIFIER}}}"), f"identifier or word longer than "
-     f"{MAX_IDENTIFIER} characters"),
-    (re.compile(rf'"[^"]{{{MAX_IDENTIFIER}}}'), f"quoted identifier longer than {MAX_IDENTIFIER} "
-     "characters"),
-    (re.compile(rf"'[^']{{{MAX_LITERAL}}}"), f"string literal longer than {MAX_LITERAL} "
-     "characters"),
+    (
+        re.compile(rf"[^\W\d]\w{{{MAX_IDENTIFIER}}}"),
+        f"identifier or word longer than {MAX_IDENTIFIER} characters",
+    ),
+    (
+        re.compile(rf'"[^"]{{{MAX_IDENTIFIER}}}'),
+        f"quoted identifier longer than {MAX_IDENTIFIER} characters",
+    ),
+    (
+        re.compile(rf"'[^']{{{MAX_LITERAL}}}"),
+        f"string literal longer than {MAX_LITERAL} characters",
+    ),
 )
 
 
@@ -234,8 +242,11 @@ def check_text(text: str) -> None:
     except UnicodeEncodeError as exc:
         shown = text.encode("utf-8", "replace").decode("utf-8")
         code = f"\\u{ord(text[exc.start]):04x}"
-        raise ParseError(f"the statement holds a lone surrogate {code}, which is not valid "
-                         "Unicode text", sql=shown, offset=exc.start) from None
+        raise ParseError(
+            f"the statement holds a lone surrogate {code}, which is not valid Unicode text",
+            sql=shown,
+            offset=exc.start,
+        ) from None
     for pattern, what in _LONG_TEXT:
         found = pattern.search(text)
         if found:

@@ -116,10 +116,21 @@ _depths_lock = threading.Lock()
 _OPEN = frozenset((TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.L_BRACE, TokenType.CASE))
 _CLOSE = frozenset((TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE, TokenType.END))
 _PREFIX = frozenset((TokenType.NOT, TokenType.DASH, TokenType.PLUS, TokenType.TILDE))
-_BINARY = frozenset((
-    TokenType.AND, TokenType.OR, TokenType.PLUS, TokenType.DASH, TokenType.STAR,
-    TokenType.SLASH, TokenType.DPIPE, TokenType.MOD, TokenType.CARET, TokenType.AMP,
-    TokenType.DIV))  # comparisons do not chain: ``a < b < c`` is an error anyway
+_BINARY = frozenset(
+    (
+        TokenType.AND,
+        TokenType.OR,
+        TokenType.PLUS,
+        TokenType.DASH,
+        TokenType.STAR,
+        TokenType.SLASH,
+        TokenType.DPIPE,
+        TokenType.MOD,
+        TokenType.CARET,
+        TokenType.AMP,
+        TokenType.DIV,
+    )
+)  # comparisons do not chain: ``a < b < c`` is an error anyway
 
 
 def check_nesting(tokens: list[Token], sql: str) -> int:
@@ -144,8 +155,12 @@ def check_nesting(tokens: list[Token], sql: str) -> int:
     for token in tokens:
         kind = token.token_type
         if kind in _OPEN:
-            if kind is TokenType.L_PAREN and previous is not None and not pattern_at \
-                    and previous.text.upper() == "PATTERN":
+            if (
+                kind is TokenType.L_PAREN
+                and previous is not None
+                and not pattern_at
+                and previous.text.upper() == "PATTERN"
+            ):
                 pattern_at = depth + 1
             depth += 1
             chained.append(0)
@@ -165,9 +180,12 @@ def check_nesting(tokens: list[Token], sql: str) -> int:
         deepest = max(deepest, depth + run)
         if kind in _BINARY:
             if depth + sum(chained) > MAX_CHAIN:
-                raise ParseError(f"expression too long: too many chained operators and "
-                                 f"nesting levels (limit {MAX_CHAIN})", sql=sql,
-                                 offset=token.start)
+                raise ParseError(
+                    f"expression too long: too many chained operators and "
+                    f"nesting levels (limit {MAX_CHAIN})",
+                    sql=sql,
+                    offset=token.start,
+                )
             deepest = max(deepest, depth + sum(chained))
         previous = token
     return deepest

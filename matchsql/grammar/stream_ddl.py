@@ -50,8 +50,7 @@ CAPACITY_RULE = f"capacity is a whole number of tuples from 1 to {MAX_CAPACITY:,
 
 def is_capacity(value: object) -> bool:
     """Whether ``value`` is a capacity :data:`CAPACITY_RULE` allows (SQL and Python)."""
-    return isinstance(value, int) and not isinstance(value, bool) \
-        and 1 <= value <= MAX_CAPACITY
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_CAPACITY
 
 
 #: The range of ``max_spill``, the bytes of spill files a ``spill`` stream may hold
@@ -59,12 +58,18 @@ def is_capacity(value: object) -> bool:
 #: file fits; 1 EiB is far beyond any disk and keeps byte counts exact in an int64.
 MAX_SPILL_MIN = 64 * 1024
 MAX_SPILL_MAX = 1 << 60
-MAX_SPILL_RULE = (f"max_spill is a number of bytes from {MAX_SPILL_MIN:,} (64 KiB) to "
-                  f"{MAX_SPILL_MAX:,} (1 EiB), e.g. 1e9, 512 MiB or '2 GB'")
+MAX_SPILL_RULE = (
+    f"max_spill is a number of bytes from {MAX_SPILL_MIN:,} (64 KiB) to "
+    f"{MAX_SPILL_MAX:,} (1 EiB), e.g. 1e9, 512 MiB or '2 GB'"
+)
 #: Size units: decimal (kB = 1000 B, as DuckDB's memory_limit) and binary (KiB = 1024 B).
-SIZE_UNITS = {"": 1, "b": 1, "bytes": 1,
-              **{f"{p}b": 1000 ** (i + 1) for i, p in enumerate("kmgtpe")},
-              **{f"{p}ib": 1024 ** (i + 1) for i, p in enumerate("kmgtpe")}}
+SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "bytes": 1,
+    **{f"{p}b": 1000 ** (i + 1) for i, p in enumerate("kmgtpe")},
+    **{f"{p}ib": 1024 ** (i + 1) for i, p in enumerate("kmgtpe")},
+}
 _SIZE = re.compile(r"\s*((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*\Z")
 
 
@@ -93,8 +98,9 @@ def spill_limit(value: object) -> int:
     if number.is_nan():
         raise ValueError(f"max_spill = {shown} is not a number; {MAX_SPILL_RULE}")
     if not number.is_finite() or math.isinf(float(number)):
-        raise ValueError(f"max_spill = {shown} is too large: it rounds to infinity; "
-                         f"{MAX_SPILL_RULE}")
+        raise ValueError(
+            f"max_spill = {shown} is too large: it rounds to infinity; {MAX_SPILL_RULE}"
+        )
     if number > MAX_SPILL_MAX * 2:  # out of range; not worth an exact (huge) integer
         raise ValueError(f"max_spill = {shown} is out of range; {MAX_SPILL_RULE}")
     rounded = int(number.to_integral_value())
@@ -136,7 +142,6 @@ class ShowStreamReaders:
 StreamStatement = CreateStream | DropStream | ShowStreams | ShowStreamReaders
 
 
-
 def parse_stream_statement(sql: str) -> StreamStatement:
     """Parse one stream statement (classified as one by matchsql.session.statements)."""
     return _Parser(sql).statement()
@@ -160,8 +165,11 @@ class _Parser:
 
     def word(self, *words: str) -> bool:
         token = self.peek()
-        if token is not None and token.token_type != TokenType.IDENTIFIER \
-                and token.text.upper() in words:
+        if (
+            token is not None
+            and token.token_type != TokenType.IDENTIFIER
+            and token.text.upper() in words
+        ):
             self.i += 1
             return True
         return False
@@ -179,9 +187,14 @@ class _Parser:
 
     def name(self, what: str) -> str:
         token = self.peek()
-        if token is None or token.token_type in (TokenType.L_PAREN, TokenType.R_PAREN,
-                                                 TokenType.COMMA, TokenType.STRING,
-                                                 TokenType.NUMBER, TokenType.EQ):
+        if token is None or token.token_type in (
+            TokenType.L_PAREN,
+            TokenType.R_PAREN,
+            TokenType.COMMA,
+            TokenType.STRING,
+            TokenType.NUMBER,
+            TokenType.EQ,
+        ):
             raise self.error(f"expected {what}")
         self.i += 1
         return token.text if token.token_type == TokenType.IDENTIFIER else token.text.lower()
@@ -240,8 +253,7 @@ class _Parser:
             if column.lower() in seen:
                 raise self.error(f"column {column!r} appears twice", token)
             if column.lower() in RESERVED_COLUMNS:
-                raise self.error(f"column name {column!r} is reserved for sequence numbers",
-                                 token)
+                raise self.error(f"column name {column!r} is reserved for sequence numbers", token)
             seen.add(column.lower())
             create.columns.append((column, self.type_text(create)))
             if self.peek() is not None and self.peek().token_type == TokenType.COMMA:
@@ -269,7 +281,7 @@ class _Parser:
         if first is None or last is None:
             raise self.error("expected a column type")
         create.type_offsets.append(first.start)
-        return self.sql[first.start:last.end + 1]
+        return self.sql[first.start : last.end + 1]
 
     def options(self, create: CreateStream) -> None:
         self.expect(TokenType.L_PAREN, "'(' and stream options")
@@ -278,8 +290,9 @@ class _Parser:
             token = self.peek()
             key = self.name("an option name").lower()
             if key not in OPTIONS:
-                raise self.error(f"unknown stream option {key!r}; known: {', '.join(OPTIONS)}",
-                                 token)
+                raise self.error(
+                    f"unknown stream option {key!r}; known: {', '.join(OPTIONS)}", token
+                )
             if key in keys:  # which one would count is a guess; say so instead
                 raise self.error(f"{key} is given twice", token)
             keys[key] = token
@@ -295,16 +308,22 @@ class _Parser:
             self.expect(TokenType.R_PAREN, "',' or ')'")
             break
         if "max_spill" in keys and create.options.get("on_full") != "spill":
-            raise self.error("max_spill bounds the spill files of an on_full = 'spill' stream; "
-                             "this stream blocks when full and never spills", keys["max_spill"])
+            raise self.error(
+                "max_spill bounds the spill files of an on_full = 'spill' stream; "
+                "this stream blocks when full and never spills",
+                keys["max_spill"],
+            )
 
     def option_value(self, key: str, token: Token) -> object:
         text = token.text
         if key == "max_spill":
             return self.spill_value(token)
         if key == "capacity":
-            if token.token_type != TokenType.NUMBER or not re.fullmatch(r"[0-9]{1,12}", text) \
-                    or not is_capacity(int(text)):
+            if (
+                token.token_type != TokenType.NUMBER
+                or not re.fullmatch(r"[0-9]{1,12}", text)
+                or not is_capacity(int(text))
+            ):
                 raise self.error(f"{CAPACITY_RULE}, got {text}", token)
             return int(text)
         if token.token_type not in (TokenType.STRING, TokenType.VAR, TokenType.IDENTIFIER):
@@ -323,8 +342,11 @@ class _Parser:
         text = token.text
         if token.token_type == TokenType.NUMBER:
             unit = self.peek()
-            if unit is not None and unit.token_type == TokenType.VAR \
-                    and unit.text.lower() in SIZE_UNITS:
+            if (
+                unit is not None
+                and unit.token_type == TokenType.VAR
+                and unit.text.lower() in SIZE_UNITS
+            ):
                 self.i += 1
                 text = f"{text} {unit.text}"
         elif token.token_type != TokenType.STRING:

@@ -46,8 +46,20 @@ from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, Pat
 
 __all__ = ["fold_subqueries", "has_subqueries", "visible_ctes"]
 
-_INTEGERS = frozenset(("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
-                       "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"))
+_INTEGERS = frozenset(
+    (
+        "TINYINT",
+        "SMALLINT",
+        "INTEGER",
+        "BIGINT",
+        "HUGEINT",
+        "UTINYINT",
+        "USMALLINT",
+        "UINTEGER",
+        "UBIGINT",
+        "UHUGEINT",
+    )
+)
 _FLOATS = frozenset(("FLOAT", "DOUBLE"))
 _MATCH_ONLY = (Navigation, Classifier, MatchNumber, PatternSemantics)
 #: Up to this many values an IN list stays literals, which every backend evaluates
@@ -55,8 +67,9 @@ _MATCH_ONLY = (Navigation, Classifier, MatchNumber, PatternSemantics)
 INLINE_VALUES = 64
 
 
-def fold_subqueries(node: MatchRecognizeTable, names: set[str], sql: str,
-                    con: duckdb.DuckDBPyConnection) -> None:
+def fold_subqueries(
+    node: MatchRecognizeTable, names: set[str], sql: str, con: duckdb.DuckDBPyConnection
+) -> None:
     """Replace, in place, every subquery of ``node``'s DEFINE and MEASURES by its value.
 
     ``names`` are the pattern variables and subsets (a subquery must not
@@ -75,15 +88,20 @@ def has_subqueries(node: MatchRecognizeTable) -> bool:
     """Whether any clause of ``node`` but its input holds a subquery: analysing it then
     reads table data (:func:`fold_subqueries`, or a WITHIN bound DuckDB evaluates), so
     its result holds values of the moment, which no cache may keep."""
-    return any(isinstance(sub, exp.Query)
-               for name, value in node.args.items() if name != "this"
-               for item in (value if isinstance(value, list) else [value])
-               if isinstance(item, exp.Expr) for sub in item.walk())
+    return any(
+        isinstance(sub, exp.Query)
+        for name, value in node.args.items()
+        if name != "this"
+        for item in (value if isinstance(value, list) else [value])
+        if isinstance(item, exp.Expr)
+        for sub in item.walk()
+    )
 
 
 class _Folder:
-    def __init__(self, names: set[str], sql: str, con: duckdb.DuckDBPyConnection,
-                 prefix: str) -> None:
+    def __init__(
+        self, names: set[str], sql: str, con: duckdb.DuckDBPyConnection, prefix: str
+    ) -> None:
         self.names = names
         self.sql = sql
         self.con = con
@@ -102,23 +120,34 @@ class _Folder:
 
     def constant_for(self, node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Any | exp.All):
-            raise self.error(SemanticError, "ANY/ALL subqueries are not supported in "
-                             "MATCH_RECOGNIZE; use IN or EXISTS", node)
+            raise self.error(
+                SemanticError,
+                "ANY/ALL subqueries are not supported in MATCH_RECOGNIZE; use IN or EXISTS",
+                node,
+            )
         if isinstance(node, exp.In):
             query = node.args["query"]
             self.check_uncorrelated(query)
             # The distinct values, and the text of their list, which DuckDB reads back
             # exactly (strings quoted where they must be): one run of the subquery.
-            kind, rows = self.run(query, f"SELECT list(v), CAST(list(v) AS VARCHAR) FROM "
-                                  f"(SELECT DISTINCT * FROM ({_select_sql(query)}) AS s) "
-                                  "AS d(v)", values=f"SELECT * FROM ({_select_sql(query)})")
+            kind, rows = self.run(
+                query,
+                f"SELECT list(v), CAST(list(v) AS VARCHAR) FROM "
+                f"(SELECT DISTINCT * FROM ({_select_sql(query)}) AS s) "
+                "AS d(v)",
+                values=f"SELECT * FROM ({_select_sql(query)})",
+            )
             values, text = rows[0]
             if not values:
                 return exp.false()  # x IN (empty set) is FALSE, even for a NULL x
             if len(values) > INLINE_VALUES:
                 return folded_in(node.this, values, text, kind)
-            return exp.In(this=node.this, expressions=[
-                exp.Null() if v is None else self.literal(v, kind, query) for v in values])
+            return exp.In(
+                this=node.this,
+                expressions=[
+                    exp.Null() if v is None else self.literal(v, kind, query) for v in values
+                ],
+            )
         if isinstance(node, exp.Exists):
             self.check_uncorrelated(node.this)
             _, rows = self.run(node, f"SELECT EXISTS ({_select_sql(node.this)})")
@@ -127,8 +156,7 @@ class _Folder:
         kind, rows = self.run(node, f"SELECT ({_select_sql(node)}) AS v")
         return self.literal(rows[0][0], kind, node)
 
-    def run(self, node: exp.Expr, text: str, values: str | None = None
-            ) -> tuple[str, list[tuple]]:
+    def run(self, node: exp.Expr, text: str, values: str | None = None) -> tuple[str, list[tuple]]:
         """The DuckDB type of the one column ``text`` returns (of ``values``, a query
         over the same values, when ``text`` returns something else), and its rows."""
         try:
@@ -136,43 +164,67 @@ class _Folder:
             typed = relation if values is None else self.con.sql(self.prefix + values)
             types = [str(t) for t in typed.types]
             if len(types) != 1:
-                raise self.error(SemanticError, f"a subquery in MATCH_RECOGNIZE must return "
-                                 f"one column, not {len(types)}", node)
+                raise self.error(
+                    SemanticError,
+                    f"a subquery in MATCH_RECOGNIZE must return one column, not {len(types)}",
+                    node,
+                )
             if not _constant_type(types[0]):
-                raise self.error(SemanticError, f"a subquery of type {types[0]} is not "
-                                 "supported in MATCH_RECOGNIZE expressions", node)
+                raise self.error(
+                    SemanticError,
+                    f"a subquery of type {types[0]} is not "
+                    "supported in MATCH_RECOGNIZE expressions",
+                    node,
+                )
             return types[0], relation.fetchall()
         except duckdb.CatalogException as exc:
             raise self.error(CatalogError, without_kind(one_line(str(exc))), node) from None
         except (duckdb.BinderException, duckdb.ParserException) as exc:
-            raise self.error(SemanticError, f"{without_kind(one_line(str(exc)))} (a subquery in "
-                             "MATCH_RECOGNIZE cannot refer to the input rows)", node) from None
+            raise self.error(
+                SemanticError,
+                f"{without_kind(one_line(str(exc)))} (a subquery in "
+                "MATCH_RECOGNIZE cannot refer to the input rows)",
+                node,
+            ) from None
         except duckdb.Error as exc:
-            raise self.error(ExecutionError, f"subquery failed: {without_kind(one_line(str(exc)))}",
-                             node) from None
+            raise self.error(
+                ExecutionError, f"subquery failed: {without_kind(one_line(str(exc)))}", node
+            ) from None
 
     def check_uncorrelated(self, query: exp.Expr) -> None:
         """Reject a subquery that reads the match: Trino forbids those."""
         for sub in query.walk():
             if isinstance(sub, MatchRecognizeTable):
-                raise self.error(SemanticError, "MATCH_RECOGNIZE inside a subquery of DEFINE "
-                                 "or MEASURES is not supported", sub)
+                raise self.error(
+                    SemanticError,
+                    "MATCH_RECOGNIZE inside a subquery of DEFINE or MEASURES is not supported",
+                    sub,
+                )
             if isinstance(sub, _MATCH_ONLY):
-                raise self.error(SemanticError, "a subquery in MATCH_RECOGNIZE cannot use "
-                                 "navigation, RUNNING/FINAL, CLASSIFIER or MATCH_NUMBER", sub)
+                raise self.error(
+                    SemanticError,
+                    "a subquery in MATCH_RECOGNIZE cannot use "
+                    "navigation, RUNNING/FINAL, CLASSIFIER or MATCH_NUMBER",
+                    sub,
+                )
         # DuckDB matches names case-insensitively; a table alias inside the
         # subquery may shadow a pattern variable's name.
         tables = {t.alias_or_name.lower() for t in query.find_all(exp.Table)}
         tables |= {s.alias.lower() for s in query.find_all(exp.Subquery, exp.CTE) if s.alias}
         for column in query.find_all(exp.Column):
             qualifier = column.table
-            if qualifier and qualifier.lower() not in tables and (
-                    qualifier in self.names or qualifier.upper() in self.names):
+            if (
+                qualifier
+                and qualifier.lower() not in tables
+                and (qualifier in self.names or qualifier.upper() in self.names)
+            ):
                 raise self.error(
                     SemanticError,
                     f"a subquery in MATCH_RECOGNIZE cannot refer to pattern variable "
                     f"{qualifier.upper()} ({column.sql(dialect='duckdb')}): correlated "
-                    "subqueries are not supported", column)
+                    "subqueries are not supported",
+                    column,
+                )
 
     def literal(self, value: object, kind: str, node: exp.Expr) -> exp.Expr:
         """An expression of DuckDB type ``kind`` (one :func:`_constant_type` accepts) whose
@@ -198,8 +250,12 @@ class _Folder:
 
 def _constant_type(kind: str) -> bool:
     """Types whose values become literals (or casts of them) the evaluators read back."""
-    return (kind in _INTEGERS or kind in _FLOATS or kind.startswith("DECIMAL")
-            or kind in ("BOOLEAN", "VARCHAR", "DATE", "TIMESTAMP", '"NULL"'))
+    return (
+        kind in _INTEGERS
+        or kind in _FLOATS
+        or kind.startswith("DECIMAL")
+        or kind in ("BOOLEAN", "VARCHAR", "DATE", "TIMESTAMP", '"NULL"')
+    )
 
 
 @cache

@@ -35,10 +35,18 @@ __all__ = ["ExpressionTyper"]
 #: HUGEINT and others depend on settings): a projection of only these is typed without
 #: running it, which was a third of typing a statement's DEFINE and MEASURES.
 _PLAIN_ARROW = {
-    "BOOLEAN": pa.bool_(), "TINYINT": pa.int8(), "SMALLINT": pa.int16(),
-    "INTEGER": pa.int32(), "BIGINT": pa.int64(), "UTINYINT": pa.uint8(),
-    "USMALLINT": pa.uint16(), "UINTEGER": pa.uint32(), "UBIGINT": pa.uint64(),
-    "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "DATE": pa.date32(),
+    "BOOLEAN": pa.bool_(),
+    "TINYINT": pa.int8(),
+    "SMALLINT": pa.int16(),
+    "INTEGER": pa.int32(),
+    "BIGINT": pa.int64(),
+    "UTINYINT": pa.uint8(),
+    "USMALLINT": pa.uint16(),
+    "UINTEGER": pa.uint32(),
+    "UBIGINT": pa.uint64(),
+    "FLOAT": pa.float32(),
+    "DOUBLE": pa.float64(),
+    "DATE": pa.date32(),
 }
 
 # Leaves that cannot fail to bind on their own; probing them is wasted work.
@@ -80,7 +88,10 @@ class ExpressionTyper:
     def _text(self, expr: exp.Expr) -> str:
         held = self._texts.get(id(expr))
         if held is None or held[0] is not expr:
-            held = self._texts[id(expr)] = (expr, to_plain_sql(expr, self.aggregates).sql(dialect="duckdb"))
+            held = self._texts[id(expr)] = (
+                expr,
+                to_plain_sql(expr, self.aggregates).sql(dialect="duckdb"),
+            )
         return held[1]
 
     def prime(self, exprs: list[exp.Expr]) -> None:
@@ -89,7 +100,7 @@ class ExpressionTyper:
         several). Failures are left to the one-by-one typing, which locates them."""
         texts = list(dict.fromkeys(self._text(e) for e in exprs))
         for start in range(0, len(texts), PRIME_CHUNK):
-            self._prime_texts(texts[start:start + PRIME_CHUNK])
+            self._prime_texts(texts[start : start + PRIME_CHUNK])
 
     def _prime_texts(self, texts: list[str]) -> None:
         select = ", ".join(f"{text} AS v{i}" for i, text in enumerate(texts))
@@ -210,8 +221,11 @@ def to_plain_sql(expr: exp.Expr, aggregates: frozenset[str] = frozenset()) -> ex
         window = exp.Window(this=plain)
         window.meta.update(plain.meta)
         return window
-    calls = [n for n in plain.walk() if _aggregate_call(n, aggregates)
-             and not isinstance(n, exp.Filter | exp.IgnoreNulls)]
+    calls = [
+        n
+        for n in plain.walk()
+        if _aggregate_call(n, aggregates) and not isinstance(n, exp.Filter | exp.IgnoreNulls)
+    ]
     for agg in calls:
         # ``agg FILTER (WHERE ...)`` is one call: the window goes around both (and around
         # the IGNORE NULLS that DuckDB's dialect puts on ``any_value``).

@@ -66,27 +66,35 @@ class WindowPatternParser:
     def _parse_column(self) -> exp.Expr | None:
         this = super()._parse_column()  # type: ignore[misc]
         # ``measure OVER w``: a bare name called over a window (DuckDB knows no such form).
-        if (isinstance(this, exp.Column) and self._curr is not None
-                and self._curr.token_type == TokenType.OVER
-                and not getattr(self, "_mr_depth", 0)):
+        if (
+            isinstance(this, exp.Column)
+            and self._curr is not None
+            and self._curr.token_type == TokenType.OVER
+            and not getattr(self, "_mr_depth", 0)
+        ):
             return self._parse_window(this)  # type: ignore[attr-defined]
         return this
 
     def _parse_window(self, this: exp.Expr | None, alias: bool = False) -> exp.Expr | None:
         token = self._curr
-        if (not alias and token is not None and token.token_type == TokenType.OVER
-                and self._is_pattern_window(1)):
+        if (
+            not alias
+            and token is not None
+            and token.token_type == TokenType.OVER
+            and self._is_pattern_window(1)
+        ):
             raise SemanticError(
                 "row pattern recognition in an OVER clause is not supported: define the "
                 "window in the WINDOW clause and call its measures as m OVER w",
-                sql=self.sql, offset=token.start)
+                sql=self.sql,
+                offset=token.start,
+            )
         return super()._parse_window(this, alias)  # type: ignore[misc]
 
     def _parse_named_window(self) -> exp.Expr | None:
         index = self._index
         name = self._parse_id_var()  # type: ignore[attr-defined]
-        if name is None or not self._match(TokenType.ALIAS) \
-                or not self._is_pattern_window():  # type: ignore[attr-defined]
+        if name is None or not self._match(TokenType.ALIAS) or not self._is_pattern_window():  # type: ignore[attr-defined]
             self._retreat(index)  # type: ignore[attr-defined]
             return super()._parse_named_window()  # type: ignore[misc]
         start = self._curr
@@ -105,13 +113,14 @@ class WindowPatternParser:
             self._leave_mr()  # type: ignore[attr-defined]
         if not self._match(TokenType.R_PAREN):  # type: ignore[attr-defined]
             self.raise_error(  # type: ignore[attr-defined]
-                "Expecting ) to close the window with row pattern recognition")
+                "Expecting ) to close the window with row pattern recognition"
+            )
         return node
 
     def _is_pattern_window(self, ahead: int = 0) -> bool:
         """True when the parenthesised window ``ahead`` tokens on names MEASURES or PATTERN
         at its top level."""
-        tokens = self._tokens[self._index + ahead:]
+        tokens = self._tokens[self._index + ahead :]
         if not tokens or tokens[0].token_type != TokenType.L_PAREN:
             return False
         depth = 0
@@ -122,8 +131,12 @@ class WindowPatternParser:
                 depth -= 1
                 if depth == 0:
                     return False
-            elif depth == 1 and token.text.upper() in _PATTERN_WORDS and i + 1 < len(tokens) \
-                    and _starts_clause(tokens[i - 1], tokens[i + 1]):
+            elif (
+                depth == 1
+                and token.text.upper() in _PATTERN_WORDS
+                and i + 1 < len(tokens)
+                and _starts_clause(tokens[i - 1], tokens[i + 1])
+            ):
                 return True
         return False
 
@@ -142,7 +155,8 @@ class WindowPatternParser:
             node.set("initial", False)
         if not match_seq("PATTERN"):
             self.raise_error(  # type: ignore[attr-defined]
-                "Expecting PATTERN in the window with row pattern recognition")
+                "Expecting PATTERN in the window with row pattern recognition"
+            )
         node.set("pattern", self._parse_row_pattern())  # type: ignore[attr-defined]
         if match_seq("SUBSET"):
             node.set("subsets", self._parse_csv(self._parse_subset))  # type: ignore[attr-defined]
@@ -153,12 +167,14 @@ class WindowPatternParser:
         token = self._curr
         if token is None:
             return
-        words = [tok.text.upper() for tok in self._tokens[self._index:self._index + 4]]
+        words = [tok.text.upper() for tok in self._tokens[self._index : self._index + 4]]
         if words[:1] in (["ONE"], ["ALL"]) and words[2:4] == ["PER", "MATCH"]:
             raise SemanticError(
                 f"{' '.join(words)} is not allowed in a window: a window with row pattern "
                 "recognition gives one row for every input row",
-                sql=self.sql, offset=token.start)
+                sql=self.sql,
+                offset=token.start,
+            )
 
     def _parse_pattern_frame(self) -> str | exp.Expr:
         """The frame end of ``ROWS BETWEEN CURRENT ROW AND <end>``, the only frame allowed."""
@@ -166,8 +182,10 @@ class WindowPatternParser:
         if token is None or token.text.upper() not in ("ROWS", "RANGE", "GROUPS"):
             raise SemanticError(
                 "a window with row pattern recognition needs the frame "
-                "ROWS BETWEEN CURRENT ROW AND ...", sql=self.sql,
-                offset=token.start if token is not None else len(self.sql.rstrip()))
+                "ROWS BETWEEN CURRENT ROW AND ...",
+                sql=self.sql,
+                offset=token.start if token is not None else len(self.sql.rstrip()),
+            )
         kind = token.text.upper()
         self._advance()  # type: ignore[attr-defined]
         between = self._match(TokenType.BETWEEN)  # type: ignore[attr-defined]
@@ -177,7 +195,10 @@ class WindowPatternParser:
             raise SemanticError(
                 f"the frame of a window with row pattern recognition must be ROWS BETWEEN "
                 f"CURRENT ROW AND ..., not {kind} {'BETWEEN ' if between else ''}"
-                f"{_bound_sql(start)}", sql=self.sql, offset=token.start)
+                f"{_bound_sql(start)}",
+                sql=self.sql,
+                offset=token.start,
+            )
         value, side = end["value"], end["side"]
         if value == "CURRENT ROW" and side is None:
             result: str | exp.Expr = "CURRENT ROW"
@@ -189,13 +210,18 @@ class WindowPatternParser:
             raise SemanticError(
                 "the frame of a window with row pattern recognition must end at CURRENT ROW, "
                 f"n FOLLOWING or UNBOUNDED FOLLOWING, not {_bound_sql(end)}",
-                sql=self.sql, offset=token.start)
+                sql=self.sql,
+                offset=token.start,
+            )
         if self._match_text_seq("EXCLUDE"):  # type: ignore[attr-defined]
             where = self._prev
             if not self._match_text_seq("NO", "OTHERS"):  # type: ignore[attr-defined]
                 raise SemanticError(
                     "the only frame exclusion allowed with row pattern recognition is "
-                    "EXCLUDE NO OTHERS", sql=self.sql, offset=where.start)
+                    "EXCLUDE NO OTHERS",
+                    sql=self.sql,
+                    offset=where.start,
+                )
         return result
 
 
@@ -223,8 +249,13 @@ def patternwindow_sql(generator: t.Any, node: PatternWindow) -> str:
     if node.args.get("measures"):
         parts.append("MEASURES " + generator.expressions(node, "measures", flat=True))
     end = node.args["end"]
-    end_sql = end if end == "CURRENT ROW" else "UNBOUNDED FOLLOWING" if end == "UNBOUNDED" \
+    end_sql = (
+        end
+        if end == "CURRENT ROW"
+        else "UNBOUNDED FOLLOWING"
+        if end == "UNBOUNDED"
         else f"{generator.sql(end)} FOLLOWING"
+    )
     parts.append(f"ROWS BETWEEN CURRENT ROW AND {end_sql}")
     after = node.args.get("after")
     if after:

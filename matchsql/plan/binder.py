@@ -38,15 +38,28 @@ from matchsql.plan.spec import MatchSpec
 
 #: sqlglot's aggregate classes -> the canonical names of :mod:`matchsql.expr.aggregates`.
 AGGREGATE_NAMES: dict[type, str] = {
-    exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
-    exp.AnyValue: "any_value", exp.ArrayAgg: "list", exp.LogicalAnd: "bool_and",
-    exp.LogicalOr: "bool_or", exp.CountIf: "count_if", exp.FirstValue: "arbitrary",
-    exp.ArgMax: "arg_max", exp.ArgMin: "arg_min", exp.GroupConcat: "string_agg",
+    exp.Sum: "sum",
+    exp.Avg: "avg",
+    exp.Min: "min",
+    exp.Max: "max",
+    exp.AnyValue: "any_value",
+    exp.ArrayAgg: "list",
+    exp.LogicalAnd: "bool_and",
+    exp.LogicalOr: "bool_or",
+    exp.CountIf: "count_if",
+    exp.FirstValue: "arbitrary",
+    exp.ArgMax: "arg_max",
+    exp.ArgMin: "arg_min",
+    exp.GroupConcat: "string_agg",
 }
 #: Aggregates DuckDB's dialect leaves as anonymous function calls.
 ANONYMOUS_AGGREGATES: dict[str, str] = {
-    "arbitrary": "arbitrary", "first": "arbitrary", "list": "list",
-    "any_value": "any_value", "bool_and": "bool_and", "bool_or": "bool_or",
+    "arbitrary": "arbitrary",
+    "first": "arbitrary",
+    "list": "list",
+    "any_value": "any_value",
+    "bool_and": "bool_and",
+    "bool_or": "bool_or",
     "count_if": "count_if",
 }
 
@@ -54,7 +67,8 @@ ANONYMOUS_AGGREGATES: dict[str, str] = {
 def is_aggregate(node: exp.Expression) -> bool:
     """Is ``node`` an aggregate over the rows of a pattern variable (with its FILTER)?"""
     if isinstance(node, exp.Filter) or (
-            isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AggFunc)):
+        isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AggFunc)
+    ):
         return True
     if isinstance(node, exp.Anonymous):
         return node.name.lower() in ANONYMOUS_AGGREGATES
@@ -157,8 +171,12 @@ class Binder:
             if isinstance(value, exp.Expression):
                 args[key] = self.bind(value, ctx) if _is_value(key, node) else value.copy()
             elif isinstance(value, list):
-                args[key] = [self.bind(v, ctx) if isinstance(v, exp.Expression)
-                             and _is_value(key, node) else v for v in value]
+                args[key] = [
+                    self.bind(v, ctx)
+                    if isinstance(v, exp.Expression) and _is_value(key, node)
+                    else v
+                    for v in value
+                ]
             else:
                 args[key] = value
         return type(node)(**args)
@@ -169,12 +187,14 @@ class Binder:
         if isinstance(node.this, exp.Star):
             raise SemanticError(f"{node.sql()} is only allowed inside COUNT")
         name = resolve_column(self.spec, node.name)
-        return Pointer(column=name, position=self.position(node.table or None, ctx),
-                       text=_text(node, ctx))
+        return Pointer(
+            column=name, position=self.position(node.table or None, ctx), text=_text(node, ctx)
+        )
 
     def classifier(self, node: Classifier, ctx: _Context) -> Pointer:
-        return Pointer(column=None, position=self.position(node.variable, ctx),
-                       text=_text(node, ctx))
+        return Pointer(
+            column=None, position=self.position(node.variable, ctx), text=_text(node, ctx)
+        )
 
     def position(self, qualifier: str | None, ctx: _Context) -> Position:
         if ctx.at is not None:
@@ -222,7 +242,8 @@ class Binder:
         if len(qualified) > 1 or (qualified and None in names):
             raise SemanticError(
                 f"the argument of {what} must refer to a single pattern variable, "
-                f"found {', '.join(sorted(str(n) for n in names))}")
+                f"found {', '.join(sorted(str(n) for n in names))}"
+            )
         return resolve_vars(self.spec, next(iter(qualified))) if qualified else None
 
     # -- aggregates -------------------------------------------------------------------------
@@ -230,12 +251,14 @@ class Binder:
     def aggregate(self, node: exp.Expression, ctx: _Context) -> AggregateCall:
         text = source_text(node)
         if ctx.at is not None or ctx.aggregated:
-            raise SemanticError(f"aggregate {node.sql()} cannot be nested in another "
-                                "aggregate or navigation")
+            raise SemanticError(
+                f"aggregate {node.sql()} cannot be nested in another aggregate or navigation"
+            )
         where = None
         if isinstance(node, exp.Filter):
-            where = node.expression.this if isinstance(node.expression, exp.Where) \
-                else node.expression
+            where = (
+                node.expression.this if isinstance(node.expression, exp.Where) else node.expression
+            )
             node = node.this
         if isinstance(node, exp.IgnoreNulls):
             node = node.this
@@ -249,8 +272,9 @@ class Binder:
         else:
             function = AGGREGATE_NAMES.get(type(node))  # type: ignore[assignment]
             if function is None:
-                raise SemanticError(f"aggregate {node.key.upper()} is not supported in "
-                                    "row pattern recognition")
+                raise SemanticError(
+                    f"aggregate {node.key.upper()} is not supported in row pattern recognition"
+                )
             if isinstance(node, exp.GroupConcat):
                 args = [node.this, node.args.get("separator")]
             else:
@@ -260,39 +284,76 @@ class Binder:
             raise SemanticError("ORDER BY inside an aggregate is not supported here")
         what = node.key.upper() if not isinstance(node, exp.Anonymous) else node.name
         vars_ = self.arg_vars(exp.Tuple(expressions=[a.copy() for a in args]), what)
-        return AggregateCall(function=function, expressions=[self.bind(a, inner) for a in args],
-                             vars=vars_, filter=condition, final=ctx.final, text=text)
+        return AggregateCall(
+            function=function,
+            expressions=[self.bind(a, inner) for a in args],
+            vars=vars_,
+            filter=condition,
+            final=ctx.final,
+            text=text,
+        )
 
     def duckdb_aggregate(self, node: DuckDBAggregate, ctx: _Context) -> AggregateCall:
         """An aggregate DuckDB computes: the matcher collects its reads."""
         text = node.args["text"]
         if ctx.at is not None or ctx.aggregated:
-            raise SemanticError(f"aggregate {text} cannot be nested in another "
-                                "aggregate or navigation")
+            raise SemanticError(
+                f"aggregate {text} cannot be nested in another aggregate or navigation"
+            )
         reads = list(node.expressions)
         inner = _Context(final=ctx.final, aggregated=True)
-        vars_ = self.arg_vars(exp.Tuple(expressions=[r.copy() for r in reads]), text) \
-            if reads else None
-        return AggregateCall(function=BY_DUCKDB, expressions=[self.bind(r, inner) for r in reads],
-                             vars=vars_, final=ctx.final, text=text, sql=node.query)
+        vars_ = (
+            self.arg_vars(exp.Tuple(expressions=[r.copy() for r in reads]), text) if reads else None
+        )
+        return AggregateCall(
+            function=BY_DUCKDB,
+            expressions=[self.bind(r, inner) for r in reads],
+            vars=vars_,
+            final=ctx.final,
+            text=text,
+            sql=node.query,
+        )
 
-    def count(self, node: exp.Count, ctx: _Context, inner: _Context,
-              condition: exp.Expression | None, text: str) -> AggregateCall:
+    def count(
+        self,
+        node: exp.Count,
+        ctx: _Context,
+        inner: _Context,
+        condition: exp.Expression | None,
+        text: str,
+    ) -> AggregateCall:
         arg = node.this
         distinct = isinstance(arg, exp.Distinct)
         if distinct:
             if len(arg.expressions) != 1:
                 raise SemanticError("COUNT(DISTINCT ...) takes one argument here")
             arg = arg.expressions[0]
-        if arg is None or isinstance(arg, exp.Star) or (
-                isinstance(arg, exp.Column) and isinstance(arg.this, exp.Star)):
-            vars_ = resolve_vars(self.spec, arg.table or None) \
-                if isinstance(arg, exp.Column) else None
-            return AggregateCall(function="count_star", expressions=[], vars=vars_,
-                                 filter=condition, final=ctx.final, text=text)
+        if (
+            arg is None
+            or isinstance(arg, exp.Star)
+            or (isinstance(arg, exp.Column) and isinstance(arg.this, exp.Star))
+        ):
+            vars_ = (
+                resolve_vars(self.spec, arg.table or None) if isinstance(arg, exp.Column) else None
+            )
+            return AggregateCall(
+                function="count_star",
+                expressions=[],
+                vars=vars_,
+                filter=condition,
+                final=ctx.final,
+                text=text,
+            )
         vars_ = self.arg_vars(arg, "COUNT")
-        return AggregateCall(function="count", expressions=[self.bind(arg, inner)], vars=vars_,
-                             filter=condition, distinct=distinct, final=ctx.final, text=text)
+        return AggregateCall(
+            function="count",
+            expressions=[self.bind(arg, inner)],
+            vars=vars_,
+            filter=condition,
+            distinct=distinct,
+            final=ctx.final,
+            text=text,
+        )
 
 
 def _is_value(key: str, node: exp.Expression) -> bool:
@@ -311,20 +372,24 @@ def source_text(node: exp.Expression) -> str:
     row pattern functions, so they are shown as the function calls they were written as)."""
     if isinstance(node, exp.Literal) and not node.is_string:
         return str(node.this)  # the common leaf, without a copy and a generator (1,000 measures)
+
     def plain(n: exp.Expression) -> exp.Expression:
         if isinstance(n, Navigation):
-            args = [n.this] if n.args.get("offset") is None else \
-                [n.this, exp.Literal.number(n.offset)]
+            args = (
+                [n.this] if n.args.get("offset") is None else [n.this, exp.Literal.number(n.offset)]
+            )
             return exp.Anonymous(this=n.kind, expressions=args)
         if isinstance(n, PatternSemantics):
             word = "FINAL" if n.final else "RUNNING"
             return exp.Anonymous(this=word, expressions=[n.this])
         if isinstance(n, Classifier):
-            return exp.Anonymous(this="CLASSIFIER", expressions=[exp.to_identifier(
-                n.variable)] if n.variable else [])
+            return exp.Anonymous(
+                this="CLASSIFIER", expressions=[exp.to_identifier(n.variable)] if n.variable else []
+            )
         if isinstance(n, MatchNumber):
             return exp.Anonymous(this="MATCH_NUMBER", expressions=[])
         return n
+
     root = exp.Paren(this=node.copy())
     for n in reversed(list(root.walk(bfs=False))):
         replacement = plain(n)

@@ -161,8 +161,16 @@ class AggregateCall(exp.Expression):
     of the values each argument takes at the aggregated rows (parameters ``$1``...).
     """
 
-    arg_types = {"function": True, "expressions": False, "vars": False, "filter": False,
-                 "distinct": False, "final": False, "text": False, "sql": False}
+    arg_types = {
+        "function": True,
+        "expressions": False,
+        "vars": False,
+        "filter": False,
+        "distinct": False,
+        "final": False,
+        "text": False,
+        "sql": False,
+    }
 
     @property
     def function(self) -> str:

@@ -34,8 +34,7 @@ def select_list(columns: list[str] | None, derived: dict[str, str]) -> str:
     if columns is None:
         items = ["*", *(f"({sql}) AS {quoted(name)}" for name, sql in derived.items())]
     else:
-        items = [f"({derived[c]}) AS {quoted(c)}" if c in derived else quoted(c)
-                 for c in columns]
+        items = [f"({derived[c]}) AS {quoted(c)}" if c in derived else quoted(c) for c in columns]
     return ", ".join(items)
 
 
@@ -137,7 +136,8 @@ class MatchSpec:
     projection: list[ResultMeasure] = field(default_factory=list)
     #: id(expression) -> (expression, its bound form); see :func:`matchsql.plan.binder.bind`.
     bound_cache: dict[int, tuple[exp.Expression, exp.Expression]] = field(
-        default_factory=dict, init=False, repr=False, compare=False)
+        default_factory=dict, init=False, repr=False, compare=False
+    )
     #: The plans built for this very spec (see :class:`PlanMemo`).
     memo: PlanMemo = field(default_factory=PlanMemo, init=False, repr=False, compare=False)
 

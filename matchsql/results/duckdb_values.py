@@ -76,12 +76,15 @@ def retyped_types(schema: pa.Schema, retyped: dict[str, str]) -> list[DuckType]:
     """The DuckDB types of ``schema``'s columns, those in ``retyped`` as it names them (a
     HUGEINT measure's Arrow form is decimal128(38, 0), which DuckDB reads as a DECIMAL)."""
     read = types_of_schema(schema)
-    return [duckdb.sqltype(retyped[name]) if name in retyped else kind
-            for name, kind in zip(schema.names, read)]
+    return [
+        duckdb.sqltype(retyped[name]) if name in retyped else kind
+        for name, kind in zip(schema.names, read)
+    ]
 
 
-def _typed(con: duckdb.DuckDBPyConnection, table: pa.Table,
-           types: Sequence[DuckType] | None) -> duckdb.DuckDBPyRelation:
+def _typed(
+    con: duckdb.DuckDBPyConnection, table: pa.Table, types: Sequence[DuckType] | None
+) -> duckdb.DuckDBPyRelation:
     """``table`` as a DuckDB relation whose columns have ``types`` (cast where DuckDB
     reads their Arrow form as another type), named as in ``table``."""
     relation = con.from_arrow(table)
@@ -110,13 +113,14 @@ def _quote(name: str) -> str:
 #: DuckDB types whose values pyarrow's ``to_pylist`` gives just as DuckDB does (checked by
 #: tests/api/test_duckdb_types.py): such columns skip the trip through DuckDB, which
 #: costs about as much again as the conversion itself.
-_AS_ARROW = re.compile(r"(BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|"
-                       r"UBIGINT|FLOAT|DOUBLE|VARCHAR|BLOB|DATE|TIME|TIMESTAMP|"
-                       r"DECIMAL\(\d+,\d+\))(\[\])*")
+_AS_ARROW = re.compile(
+    r"(BOOLEAN|TINYINT|SMALLINT|INTEGER|BIGINT|UTINYINT|USMALLINT|UINTEGER|"
+    r"UBIGINT|FLOAT|DOUBLE|VARCHAR|BLOB|DATE|TIME|TIMESTAMP|"
+    r"DECIMAL\(\d+,\d+\))(\[\])*"
+)
 
 
-def python_rows(table: pa.Table | pa.RecordBatch, types: Sequence[DuckType] | None
-                ) -> list[tuple]:
+def python_rows(table: pa.Table | pa.RecordBatch, types: Sequence[DuckType] | None) -> list[tuple]:
     """``table``'s rows as Python tuples, valued as DuckDB's ``fetchall`` values them."""
     if not table.num_rows or not table.num_columns:
         return [()] * table.num_rows

@@ -49,14 +49,17 @@ def match_column(schema: pa.Schema, match: str | None) -> str:
     names = {name.lower(): name for name in schema.names}
     if match is not None:
         if match.lower() not in names:
-            raise Error(f"plot: no column {match!r} in the result (columns: "
-                        f"{', '.join(schema.names)})")
+            raise Error(
+                f"plot: no column {match!r} in the result (columns: {', '.join(schema.names)})"
+            )
         return names[match.lower()]
     for candidate in MATCH_COLUMNS:
         if candidate in names:
             return names[candidate]
-    raise Error("plot: name the column that holds MATCH_NUMBER() (match=...), "
-                "e.g. MEASURES MATCH_NUMBER() AS m ... ALL ROWS PER MATCH")
+    raise Error(
+        "plot: name the column that holds MATCH_NUMBER() (match=...), "
+        "e.g. MEASURES MATCH_NUMBER() AS m ... ALL ROWS PER MATCH"
+    )
 
 
 def _column(table: pa.Table, name: str | None, role: str) -> str | None:
@@ -65,12 +68,15 @@ def _column(table: pa.Table, name: str | None, role: str) -> str | None:
     for column in table.schema.names:
         if column.lower() == name.lower():
             return column
-    raise Error(f"plot: no column {name!r} for {role} in the result (columns: "
-                f"{', '.join(table.schema.names)})")
+    raise Error(
+        f"plot: no column {name!r} for {role} in the result (columns: "
+        f"{', '.join(table.schema.names)})"
+    )
 
 
-def match_spans(table: pa.Table, x: str, match: str, by: str | list[str] | None = None
-                ) -> list[Span]:
+def match_spans(
+    table: pa.Table, x: str, match: str, by: str | list[str] | None = None
+) -> list[Span]:
     """Each match's first and last ``x`` (per ``by`` partition: match numbers count per
     partition), in order of appearance. With several ``by`` columns a partition is the
     tuple of their values.
@@ -88,8 +94,9 @@ def match_spans(table: pa.Table, x: str, match: str, by: str | list[str] | None 
         seen[0] = min(seen[0], value)
         seen[1] = max(seen[1], value)
         seen[2] += 1
-    return [Span(number, part, start, end, rows)
-            for (part, number), (start, end, rows) in spans.items()]
+    return [
+        Span(number, part, start, end, rows) for (part, number), (start, end, rows) in spans.items()
+    ]
 
 
 def _names(by: str | list[str] | None) -> list[str]:
@@ -115,13 +122,22 @@ def check_match_numbers(table: pa.Table, match: str) -> None:
     BIGINT): a text column would band every distinct value as a match."""
     kind = table.schema.field(match).type
     if not pa.types.is_integer(kind):
-        raise Error(f"plot: column {match!r} holds {kind} values, not match numbers: name "
-                    "the column of MATCH_NUMBER() (match=...)")
+        raise Error(
+            f"plot: column {match!r} holds {kind} values, not match numbers: name "
+            "the column of MATCH_NUMBER() (match=...)"
+        )
 
 
-def plot_matches(table: pa.Table, x: str, y: str, *, match: str | None = None,
-                 by: str | list[str] | None = None, title: str | None = None,
-                 backend: str | None = None) -> Any:
+def plot_matches(
+    table: pa.Table,
+    x: str,
+    y: str,
+    *,
+    match: str | None = None,
+    by: str | list[str] | None = None,
+    title: str | None = None,
+    backend: str | None = None,
+) -> Any:
     """A matplotlib Figure of ``y`` over ``x`` with every match banded (see the module).
 
     ``by``: a column or several; each partition gets its own line, and its own matches
@@ -148,24 +164,37 @@ def plot_matches(table: pa.Table, x: str, y: str, *, match: str | None = None,
     spans = match_spans(table, x, match, names)  # type: ignore[arg-type]
     for part in drawn:
         rows = table if not names else table.filter(pa.array([key == part for key in keys]))
-        xs, ys = rows.column(x).to_numpy(zero_copy_only=False), rows.column(y).to_numpy(
-            zero_copy_only=False)
-        line, = axes.plot(xs, ys, linewidth=1.0, label=None if not names else _label(part))
+        xs, ys = (
+            rows.column(x).to_numpy(zero_copy_only=False),
+            rows.column(y).to_numpy(zero_copy_only=False),
+        )
+        (line,) = axes.plot(xs, ys, linewidth=1.0, label=None if not names else _label(part))
         matched = rows.column(match).is_valid().to_numpy(zero_copy_only=False)
         axes.scatter(xs[matched], ys[matched], s=9, color=line.get_color(), zorder=3)
         for number, span in enumerate(s for s in spans if s.partition == part):
             # In the colour of its line (so that with ``by`` the band says whose match it
             # is); neighbouring matches alternate in strength so that they stay apart.
-            band = axes.axvspan(span.start, span.end, alpha=0.16 if number % 2 else 0.3,
-                                linewidth=0, color=line.get_color())
+            band = axes.axvspan(
+                span.start,
+                span.end,
+                alpha=0.16 if number % 2 else 0.3,
+                linewidth=0,
+                color=line.get_color(),
+            )
             band.set_gid(f"match {span.match}" + ("" if not names else f" of {_label(part)}"))
     axes.set_xlabel(x)
     axes.set_ylabel(y)
     count = sum(1 for span in spans if span.partition in drawn)
-    shown = "" if len(drawn) == len(partitions) else \
-        f", the first {len(drawn)} of {len(partitions)} partitions"
-    axes.set_title(title or f"{y} over {x}: {count} match{'es' if count != 1 else ''} "
-                   f"(bands; marked rows are matched{shown})")
+    shown = (
+        ""
+        if len(drawn) == len(partitions)
+        else f", the first {len(drawn)} of {len(partitions)} partitions"
+    )
+    axes.set_title(
+        title
+        or f"{y} over {x}: {count} match{'es' if count != 1 else ''} "
+        f"(bands; marked rows are matched{shown})"
+    )
     axes.grid(True, alpha=0.3)
     if names:
         axes.legend(title=", ".join(names), fontsize="small")  # type: ignore[arg-type]

@@ -73,23 +73,29 @@ def collect(schema: pa.Schema, batches: Iterable[pa.RecordBatch], max_rows: int)
     return Collected(schema, head_table.slice(0, first), rest.slice(rest.num_rows - last), total)
 
 
-def render_batches(schema: pa.Schema, batches: Iterable[pa.RecordBatch], *,
-                   max_rows: int = 40, max_width: int | None = None,
-                   types: list[str] | None = None) -> str:
+def render_batches(
+    schema: pa.Schema,
+    batches: Iterable[pa.RecordBatch],
+    *,
+    max_rows: int = 40,
+    max_width: int | None = None,
+    types: list[str] | None = None,
+) -> str:
     """Consume ``batches`` and draw them as a box table (``types``: the DuckDB type names
     of the columns, where the statement knows them; else those DuckDB reads from Arrow)."""
     if is_explain(list(schema.names)):
         import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow
 
         table = pa.Table.from_batches(list(batches), schema=schema)
-        return explain_text(list(zip(*(table.column(i).to_pylist()
-                                       for i in range(table.num_columns)))))
-    return render_collected(collect(schema, batches, max_rows), max_width=max_width,
-                            types=types)
+        return explain_text(
+            list(zip(*(table.column(i).to_pylist() for i in range(table.num_columns))))
+        )
+    return render_collected(collect(schema, batches, max_rows), max_width=max_width, types=types)
 
 
-def render_collected(data: Collected, *, max_width: int | None = None,
-                     types: list[str] | None = None) -> str:
+def render_collected(
+    data: Collected, *, max_width: int | None = None, types: list[str] | None = None
+) -> str:
     """Draw collected rows as a box table with a row-count footer."""
     names = list(data.schema.names)
     if not names:
@@ -102,13 +108,28 @@ def render_collected(data: Collected, *, max_width: int | None = None,
 
 
 #: DuckDB's types that Arrow reads as integer, floating point or decimal (see numeric).
-_NUMERIC = frozenset({"tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint",
-                      "usmallint", "uinteger", "ubigint", "uhugeint", "float", "double",
-                      "decimal"})
+_NUMERIC = frozenset(
+    {
+        "tinyint",
+        "smallint",
+        "integer",
+        "bigint",
+        "hugeint",
+        "utinyint",
+        "usmallint",
+        "uinteger",
+        "ubigint",
+        "uhugeint",
+        "float",
+        "double",
+        "decimal",
+    }
+)
 
 
-def render_relation(relation: duckdb.DuckDBPyRelation, *, max_rows: int = 40,
-                    max_width: int | None = None) -> str:
+def render_relation(
+    relation: duckdb.DuckDBPyRelation, *, max_rows: int = 40, max_width: int | None = None
+) -> str:
     """Read ``relation`` and draw it as :func:`render_batches` would draw its Arrow batches:
     DuckDB casts the values to text in the same query, so no row is read as Arrow."""
     names = list(relation.columns)
@@ -117,11 +138,11 @@ def render_relation(relation: duckdb.DuckDBPyRelation, *, max_rows: int = 40,
     types = [str(t).lower() for t in relation.types]
     if not names:
         return _rows_label(len(relation.fetchall()), None)
-    texts = relation.project(", ".join(f"CAST(#{i + 1} AS VARCHAR)"
-                                       for i in range(len(names))))
+    texts = relation.project(", ".join(f"CAST(#{i + 1} AS VARCHAR)" for i in range(len(names))))
     head: list[tuple[str | None, ...]] = []
     last: collections.deque[tuple[str | None, ...]] = collections.deque(
-        maxlen=max(max_rows, 0) or None)
+        maxlen=max(max_rows, 0) or None
+    )
     total = 0
     for row in texts.iter_rows(2048):
         total += 1
@@ -132,7 +153,7 @@ def render_relation(relation: duckdb.DuckDBPyRelation, *, max_rows: int = 40,
     tail = None
     if 0 < max_rows < total:  # the first half and the last half, as DuckDB does
         first = (max_rows + 1) // 2
-        head, tail = head[:first], list(last)[len(last) - (max_rows - first):]
+        head, tail = head[:first], list(last)[len(last) - (max_rows - first) :]
     right = [t.split("(")[0] in _NUMERIC for t in types]
     return _box(names, types, right, head, tail, total, max_width)
 
@@ -152,9 +173,15 @@ def explain_text(rows: list[tuple]) -> str:
     return "\n".join(str(row[-1]).rstrip("\n") for row in rows if row[-1] is not None)
 
 
-def _box(names: list[str], types: list[str], right: list[bool],
-         head: list[tuple[str | None, ...]], tail: list[tuple[str | None, ...]] | None,
-         total: int, max_width: int | None) -> str:
+def _box(
+    names: list[str],
+    types: list[str],
+    right: list[bool],
+    head: list[tuple[str | None, ...]],
+    tail: list[tuple[str | None, ...]] | None,
+    total: int,
+    max_width: int | None,
+) -> str:
     columns = [
         _Column(name, type_, [row[i] for row in head], [row[i] for row in tail or []], right[i])
         for i, (name, type_) in enumerate(zip(names, types))
@@ -173,8 +200,9 @@ def _rows_label(total: int, shown: int | None) -> str:
     return label + (f" ({shown} shown)" if shown is not None else "")
 
 
-def _cast(con: duckdb.DuckDBPyConnection, table: pa.Table
-          ) -> tuple[list[str], list[tuple[str | None, ...]]]:
+def _cast(
+    con: duckdb.DuckDBPyConnection, table: pa.Table
+) -> tuple[list[str], list[tuple[str | None, ...]]]:
     con.register("rows_to_render", table)
     try:
         types = [str(t).lower() for t in con.table("rows_to_render").types]
@@ -227,6 +255,7 @@ def _width(text: str) -> int:
 
 def _fit(columns: list[_Column], max_width: int | None) -> list[_Column]:
     """The columns that fit in ``max_width``: outer ones first, a ``…`` column for the rest."""
+
     def total(cols: list[_Column]) -> int:
         return sum(c.width + 3 for c in cols) + 1
 
@@ -274,23 +303,40 @@ def _draw(columns: list[_Column], elided: bool) -> list[str]:
     def row(cells: list[str]) -> str:
         return "│" + "│".join(f" {c} " for c in cells) + "│"
 
-    lines = [border("┌", "┬", "┐"),
-             row([_fit_text(_cell(c.name), w, False, center=True) for c, w in zip(columns, widths)]),
-             row([_fit_text(c.type_, w, False, center=True) for c, w in zip(columns, widths)])]
+    lines = [
+        border("┌", "┬", "┐"),
+        row([_fit_text(_cell(c.name), w, False, center=True) for c, w in zip(columns, widths)]),
+        row([_fit_text(c.type_, w, False, center=True) for c, w in zip(columns, widths)]),
+    ]
     lines.append(border("├", "┼", "┤"))
 
     def data_rows(part: str) -> None:
         count = max((len(getattr(c, part)) for c in columns), default=0)
         for r in range(count):
-            lines.append(row([
-                _fit_text(ELLIPSIS if c is ELLIPSIS_COLUMN else _cell(getattr(c, part)[r]), w, c.right)
-                for c, w in zip(columns, widths)]))
+            lines.append(
+                row(
+                    [
+                        _fit_text(
+                            ELLIPSIS if c is ELLIPSIS_COLUMN else _cell(getattr(c, part)[r]),
+                            w,
+                            c.right,
+                        )
+                        for c, w in zip(columns, widths)
+                    ]
+                )
+            )
 
     data_rows("head")
     if elided:
         for _ in range(3):
-            lines.append(row([_fit_text(DOT, w, c.right, center=not c.right)
-                              for c, w in zip(columns, widths)]))
+            lines.append(
+                row(
+                    [
+                        _fit_text(DOT, w, c.right, center=not c.right)
+                        for c, w in zip(columns, widths)
+                    ]
+                )
+            )
         data_rows("tail")
     lines.append(border("└", "┴", "┘"))
     return lines

@@ -66,10 +66,16 @@ class Result:
     streams) until it is closed or exhausted.
     """
 
-    def __init__(self, reader: Any, on_close: list[Callable[[], None]] | None = None,
-                 translate: Callable[[duckdb.Error | Error], Error] | None = None, *,
-                 stats: dict | None = None, continuous: bool = False,
-                 types: list[DuckType] | None = None) -> None:
+    def __init__(
+        self,
+        reader: Any,
+        on_close: list[Callable[[], None]] | None = None,
+        translate: Callable[[duckdb.Error | Error], Error] | None = None,
+        *,
+        stats: dict | None = None,
+        continuous: bool = False,
+        types: list[DuckType] | None = None,
+    ) -> None:
         self._reader = reader
         self._types = types  # the statement's DuckDB column types, where it knows them
         self._translate = translate
@@ -135,9 +141,11 @@ class Result:
 
     def _again(self) -> Iterator[pa.RecordBatch]:
         if self._kept is None:
-            raise Error(f"this result was already read and is larger than "
-                        f"{KEEP_BYTES // (1024 * 1024)} MiB, too large to keep: "
-                        f"run the statement again to read its rows again")
+            raise Error(
+                f"this result was already read and is larger than "
+                f"{KEEP_BYTES // (1024 * 1024)} MiB, too large to keep: "
+                f"run the statement again to read its rows again"
+            )
         return iter(list(self._kept))
 
     def _read_batches(self) -> Iterator[pa.RecordBatch]:
@@ -175,7 +183,8 @@ class Result:
 
         self._refuse_buffered("fetch_record_batch()")
         return pa.RecordBatchReader.from_batches(
-            self.schema, _sliced(self.fetch_batches(), rows_per_batch))
+            self.schema, _sliced(self.fetch_batches(), rows_per_batch)
+        )
 
     to_arrow_reader = fetch_record_batch
     fetch_arrow_reader = fetch_record_batch
@@ -256,8 +265,16 @@ class Result:
             raise Error("pl() needs the polars package: pip install polars") from None
         return polars.from_arrow(self.arrow())
 
-    def plot(self, x: str, y: str, *, match: str | None = None, by: str | None = None,
-             path: str | None = None, title: str | None = None):
+    def plot(
+        self,
+        x: str,
+        y: str,
+        *,
+        match: str | None = None,
+        by: str | None = None,
+        path: str | None = None,
+        title: str | None = None,
+    ):
         """A matplotlib Figure of ``y`` over ``x`` with each match banded (matchsql.results.plot).
 
         ``match`` names the MATCH_NUMBER() column (found by name when left
@@ -276,8 +293,10 @@ class Result:
 
     def _refuse_buffered(self, name: str) -> None:
         if self._row_buffer:
-            raise Error(f"{name} after fetchone()/fetchmany() is not supported: "
-                        f"read the remaining rows with fetchall()")
+            raise Error(
+                f"{name} after fetchone()/fetchmany() is not supported: "
+                f"read the remaining rows with fetchall()"
+            )
 
     def show(self, max_rows: int = 40) -> None:
         """Print the rows as a box table (DuckDB's rendering)."""
@@ -285,15 +304,23 @@ class Result:
 
     def render(self, max_rows: int = 40) -> str:
         """The rows as a box table, keeping only the rows it shows."""
-        return render_batches(self.schema, self.fetch_batches(), max_rows=max_rows,
-                              types=None if self._types is None else self.type_names)
+        return render_batches(
+            self.schema,
+            self.fetch_batches(),
+            max_rows=max_rows,
+            types=None if self._types is None else self.type_names,
+        )
 
     def take_relation(self) -> duckdb.DuckDBPyRelation | None:
         """The DuckDB relation of a plain statement none of whose rows was read yet, handed
         over to be read through DuckDB (the shell casts its values to text there): the
         Result then has no rows left. None for any other Result."""
-        if not isinstance(self._reader, RelationSource) or self._batches is not None \
-                or self._row_buffer or self._closed:
+        if (
+            not isinstance(self._reader, RelationSource)
+            or self._batches is not None
+            or self._row_buffer
+            or self._closed
+        ):
             return None
         relation = self._reader.take()
         if relation is not None:

@@ -43,8 +43,9 @@ use_keyed_cache()  # before the kernels below are defined: see compile_cache
 T = TypeVar("T")
 
 
-def partitions_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls: np.ndarray,
-                        nulls_first: np.ndarray) -> bool:
+def partitions_in_order(
+    codes: np.ndarray, count: int, values: np.ndarray, nulls: np.ndarray, nulls_first: np.ndarray
+) -> bool:
     """Whether the rows of each partition (``codes``, ``[0, count)``), in input order, are
     in the order of the keys ``values[k, row]`` (ascending; ``nulls[k, row]`` NULL, where
     ``nulls`` has rows, placed first or last by ``nulls_first[k]``); ties are in order.
@@ -53,9 +54,15 @@ def partitions_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls
 
 
 @njit(cache=True, nogil=True)
-def span_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls: np.ndarray,
-                  nulls_first: np.ndarray, lo: int, hi: int
-                  ) -> tuple[bool, np.ndarray, np.ndarray]:
+def span_in_order(
+    codes: np.ndarray,
+    count: int,
+    values: np.ndarray,
+    nulls: np.ndarray,
+    nulls_first: np.ndarray,
+    lo: int,
+    hi: int,
+) -> tuple[bool, np.ndarray, np.ndarray]:
     """:func:`partitions_in_order` of rows ``lo:hi``, with each partition's first and last
     row there (-1: none), so that spans checked apart can be joined
     (:func:`parallel_in_order`)."""
@@ -78,8 +85,15 @@ def span_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls: np.n
 
 
 @njit(cache=True, nogil=True)
-def _row_in_order(values: np.ndarray, nulls: np.ndarray, nulls_first: np.ndarray,
-                  has_nulls: bool, keys: int, j: int, i: int) -> bool:
+def _row_in_order(
+    values: np.ndarray,
+    nulls: np.ndarray,
+    nulls_first: np.ndarray,
+    has_nulls: bool,
+    keys: int,
+    j: int,
+    i: int,
+) -> bool:
     """Whether row ``i`` may follow row ``j`` of its partition."""
     for k in range(keys):
         if has_nulls and (nulls[k, i] or nulls[k, j]):
@@ -94,20 +108,27 @@ def _row_in_order(values: np.ndarray, nulls: np.ndarray, nulls_first: np.ndarray
 
 
 @njit(cache=True, nogil=True)
-def pairs_in_order(values: np.ndarray, nulls: np.ndarray, nulls_first: np.ndarray,
-                   earlier: np.ndarray, later: np.ndarray) -> bool:
+def pairs_in_order(
+    values: np.ndarray,
+    nulls: np.ndarray,
+    nulls_first: np.ndarray,
+    earlier: np.ndarray,
+    later: np.ndarray,
+) -> bool:
     """Whether each row ``later[p]`` may follow row ``earlier[p]`` of its partition."""
     has_nulls = nulls.shape[1] == values.shape[1]
     for p in range(len(earlier)):
-        if not _row_in_order(values, nulls, nulls_first, has_nulls, values.shape[0],
-                             earlier[p], later[p]):
+        if not _row_in_order(
+            values, nulls, nulls_first, has_nulls, values.shape[0], earlier[p], later[p]
+        ):
             return False
     return True
 
 
 @njit(cache=True, nogil=True)
-def count_codes(codes: np.ndarray, count: int, lo: int, hi: int
-                ) -> tuple[np.ndarray, bool, np.ndarray]:
+def count_codes(
+    codes: np.ndarray, count: int, lo: int, hi: int
+) -> tuple[np.ndarray, bool, np.ndarray]:
     """Rows per code among rows ``lo:hi``, whether their codes never go down, and each
     code's first row there (-1: none)."""
     counts = np.zeros(count, np.int64)
@@ -143,8 +164,15 @@ def remap_codes(indices: np.ndarray, table: np.ndarray, out: np.ndarray, at: int
 
 
 @njit(cache=True, nogil=True)
-def scatter_values(codes: np.ndarray, lo: int, hi: int, fill: np.ndarray, values: np.ndarray,
-                   out: np.ndarray, at: int) -> None:
+def scatter_values(
+    codes: np.ndarray,
+    lo: int,
+    hi: int,
+    fill: np.ndarray,
+    values: np.ndarray,
+    out: np.ndarray,
+    at: int,
+) -> None:
     """:func:`scatter_rows` of a column's values rather than row numbers; ``values`` holds
     the rows from row ``at`` on (a chunk of the column)."""
     for i in range(lo, hi):
@@ -158,8 +186,9 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 @njit(cache=True, nogil=True)
-def short_string_codes(offsets: np.ndarray, data: np.ndarray, validity: np.ndarray,
-                       bit_offset: int, limit: int) -> tuple[np.ndarray, np.ndarray, bool, bool]:
+def short_string_codes(
+    offsets: np.ndarray, data: np.ndarray, validity: np.ndarray, bit_offset: int, limit: int
+) -> tuple[np.ndarray, np.ndarray, bool, bool]:
     """``(codes, firsts, has_null, done)`` of a string column given as its Arrow buffers
     (``offsets`` already sliced to the column's rows, ``validity`` its bitmap or empty,
     whose first row is bit ``bit_offset``): each row's distinct value numbered in order
@@ -184,7 +213,7 @@ def short_string_codes(offsets: np.ndarray, data: np.ndarray, validity: np.ndarr
     has_null = False
     has_validity = len(validity) > 0
     mask = (1 << bits) - 1  # of the table's slots (grows with it)
-    words = data[:len(data) // 8 * 8].view(np.uint64)
+    words = data[: len(data) // 8 * 8].view(np.uint64)
     for i in range(n):
         if has_validity:
             bit = bit_offset + i
@@ -236,9 +265,14 @@ def short_string_codes(offsets: np.ndarray, data: np.ndarray, validity: np.ndarr
 COMPILED_FROM_ROWS = 1 << 17  # rows from which the compiled passes run (fewer: numpy's)
 
 
-def each_partition_in_order(codes: np.ndarray, count: int, values: np.ndarray,
-                            nulls: np.ndarray, nulls_first: np.ndarray,
-                            compiled: bool = False) -> bool:
+def each_partition_in_order(
+    codes: np.ndarray,
+    count: int,
+    values: np.ndarray,
+    nulls: np.ndarray,
+    nulls_first: np.ndarray,
+    compiled: bool = False,
+) -> bool:
     """:func:`partitions_in_order`, on small inputs by comparing adjacent rows once the
     rows are grouped (numpy's stable sort of the codes). The compiled pass from
     :data:`COMPILED_FROM_ROWS` rows, or whatever the rows with ``compiled``."""
@@ -296,8 +330,10 @@ def in_threads(calls: list[Callable[[], T]]) -> list[T]:
         except BaseException as exc:  # handed to the caller below
             errors.append(exc)
 
-    threads = [threading.Thread(target=run, args=(k,), name="matchsql-grouping")
-               for k in range(1, len(calls))]
+    threads = [
+        threading.Thread(target=run, args=(k,), name="matchsql-grouping")
+        for k in range(1, len(calls))
+    ]
     for thread in threads:
         thread.start()
     run(0)
@@ -335,8 +371,9 @@ class CountingSort:
     _perm: np.ndarray | None = None
 
     @classmethod
-    def of(cls, codes: np.ndarray, count: int, threads: int,
-           least: int = PARALLEL_FROM_ROWS // 2) -> CountingSort:
+    def of(
+        cls, codes: np.ndarray, count: int, threads: int, least: int = PARALLEL_FROM_ROWS // 2
+    ) -> CountingSort:
         """The counting pass (the permutation itself is written when first asked for:
         where every column is moved by :meth:`scatter`, it never is)."""
         parts = spans(len(codes), threads, least)
@@ -347,11 +384,19 @@ class CountingSort:
             firsts = np.full(count, -1, np.int64)
             present = starts[1:] > starts[:-1]
             firsts[present] = perm[starts[:-1][present]]
-            return cls(codes, starts, firsts, grouped, [(0, len(codes))], [starts[:-1]],
-                       np.empty(0, np.int64) if grouped else perm)
+            return cls(
+                codes,
+                starts,
+                firsts,
+                grouped,
+                [(0, len(codes))],
+                [starts[:-1]],
+                np.empty(0, np.int64) if grouped else perm,
+            )
         count_codes(codes, count, 0, 0)  # compiled (or loaded) here: see in_threads
-        counted = in_threads([lambda lo=lo, hi=hi: count_codes(codes, count, lo, hi)
-                              for lo, hi in parts])
+        counted = in_threads(
+            [lambda lo=lo, hi=hi: count_codes(codes, count, lo, hi) for lo, hi in parts]
+        )
         starts = np.zeros(count + 1, np.int64)
         np.cumsum(sum(counts for counts, _, _ in counted), out=starts[1:])
         fills = []
@@ -361,10 +406,12 @@ class CountingSort:
             fills.append(fill)
             fill = fill + counts
             firsts = np.where(firsts >= 0, firsts, span_firsts)
-        grouped = all(grouped for _, grouped, _ in counted) and \
-            all(codes[lo - 1] <= codes[lo] for lo, _ in parts[1:])
-        return cls(codes, starts, firsts, grouped, parts, fills,
-                   np.empty(0, np.int64) if grouped else None)
+        grouped = all(grouped for _, grouped, _ in counted) and all(
+            codes[lo - 1] <= codes[lo] for lo, _ in parts[1:]
+        )
+        return cls(
+            codes, starts, firsts, grouped, parts, fills, np.empty(0, np.int64) if grouped else None
+        )
 
     @property
     def perm(self) -> np.ndarray:
@@ -372,9 +419,14 @@ class CountingSort:
         if self._perm is None:
             perm = np.empty(len(self.codes), np.int64)
             scatter_rows(self.codes, 0, 0, np.zeros(0, np.int64), perm)  # see in_threads
-            in_threads([lambda lo=lo, hi=hi, fill=fill:
-                        scatter_rows(self.codes, lo, hi, fill.copy(), perm)
-                        for (lo, hi), fill in zip(self.parts, self.fills)])
+            in_threads(
+                [
+                    lambda lo=lo, hi=hi, fill=fill: scatter_rows(
+                        self.codes, lo, hi, fill.copy(), perm
+                    )
+                    for (lo, hi), fill in zip(self.parts, self.fills)
+                ]
+            )
             self._perm = perm
         return self._perm
 
@@ -385,7 +437,7 @@ class CountingSort:
         bounds = np.cumsum([0] + [len(chunk) for chunk in chunks]).tolist()
         if self.grouped:
             for chunk, at in zip(chunks, bounds):
-                out[at:at + len(chunk)] = chunk
+                out[at : at + len(chunk)] = chunk
             return
 
         def span(lo: int, hi: int, fill: np.ndarray) -> None:
@@ -393,18 +445,36 @@ class CountingSort:
             for k in range(bisect.bisect_right(bounds, lo) - 1, len(chunks)):
                 if bounds[k] >= hi:
                     break
-                scatter_values(self.codes, max(lo, bounds[k]), min(hi, bounds[k + 1]), fill,
-                               chunks[k], out, bounds[k])
+                scatter_values(
+                    self.codes,
+                    max(lo, bounds[k]),
+                    min(hi, bounds[k + 1]),
+                    fill,
+                    chunks[k],
+                    out,
+                    bounds[k],
+                )
 
         if chunks:  # compiled (or loaded) here: see in_threads
             scatter_values(self.codes, 0, 0, self.fills[0].copy(), chunks[0], out, 0)
-        in_threads([lambda lo=lo, hi=hi, fill=fill: span(lo, hi, fill)
-                    for (lo, hi), fill in zip(self.parts, self.fills)])
+        in_threads(
+            [
+                lambda lo=lo, hi=hi, fill=fill: span(lo, hi, fill)
+                for (lo, hi), fill in zip(self.parts, self.fills)
+            ]
+        )
 
 
-def parallel_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls: np.ndarray,
-                      nulls_first: np.ndarray, threads: int,
-                      least: int = PARALLEL_FROM_ROWS // 2, compiled: bool = False) -> bool:
+def parallel_in_order(
+    codes: np.ndarray,
+    count: int,
+    values: np.ndarray,
+    nulls: np.ndarray,
+    nulls_first: np.ndarray,
+    threads: int,
+    least: int = PARALLEL_FROM_ROWS // 2,
+    compiled: bool = False,
+) -> bool:
     """:func:`each_partition_in_order` over ``threads`` spans of rows at once, then each
     partition's first row in a span against its last row in the spans before."""
     parts = spans(values.shape[1], threads, least)
@@ -413,9 +483,12 @@ def parallel_in_order(codes: np.ndarray, count: int, values: np.ndarray, nulls: 
     none = np.zeros(0, np.int64)
     span_in_order(codes, count, values, nulls, nulls_first, 0, 0)
     pairs_in_order(values, nulls, nulls_first, none, none)
-    checked = in_threads([
-        lambda lo=lo, hi=hi: span_in_order(codes, count, values, nulls, nulls_first, lo, hi)
-        for lo, hi in parts])
+    checked = in_threads(
+        [
+            lambda lo=lo, hi=hi: span_in_order(codes, count, values, nulls, nulls_first, lo, hi)
+            for lo, hi in parts
+        ]
+    )
     if not all(ok for ok, _, _ in checked):
         return False
     last = checked[0][2]

@@ -85,8 +85,9 @@ class HashPartitionRouter:
             return KeyGroups([()], np.zeros(n, np.int64), np.arange(n), np.array([n]))
         codes, count = self._codes(batch)
         if count == 1:
-            return KeyGroups([self._key(batch, 0)], np.zeros(n, np.int64), np.arange(n),
-                             np.array([n]))
+            return KeyGroups(
+                [self._key(batch, 0)], np.zeros(n, np.int64), np.arange(n), np.array([n])
+            )
         # One stable sort: rows by group, each group's rows in arrival order.
         order, bounds, grouped = group_order(codes, count)
         if grouped:

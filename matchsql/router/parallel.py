@@ -56,9 +56,16 @@ _POLL_S = 0.01
 class ParallelPartitionRouter:
     """Runs the partitions of sorted batches on ``threads`` worker threads."""
 
-    def __init__(self, keys: list[str], new_run: RunFactory, threads: int,
-                 chunk_rows: int = 65_536, max_pending: int | None = None,
-                 cancel: Cancellation | None = None, whole: WholeRuns | None = None) -> None:
+    def __init__(
+        self,
+        keys: list[str],
+        new_run: RunFactory,
+        threads: int,
+        chunk_rows: int = 65_536,
+        max_pending: int | None = None,
+        cancel: Cancellation | None = None,
+        whole: WholeRuns | None = None,
+    ) -> None:
         if threads < 1:
             raise ValueError("threads must be >= 1")
         self.keys = keys
@@ -155,8 +162,9 @@ class ParallelPartitionRouter:
                     yield from close_partition()
                     start, stop = inner[0][0], inner[-1][1]
                     self.partitions += len(inner)
-                    yield from grouped((None, [(batch, start, stop)],
-                                        [b - a for a, b in inner]), stop - start)
+                    yield from grouped(
+                        (None, [(batch, start, stop)], [b - a for a, b in inner]), stop - start
+                    )
                     inner = []
                 for a, b in [*inner, bounds[-1]]:
                     yield from add(key_at(batch, self.keys, a), (batch, a, b))
@@ -202,8 +210,9 @@ class ParallelPartitionRouter:
             out += feed_last(run, pieces[-1]) if pieces else run.finish()
         return coalesce(out)
 
-    def _feed(self, run: PartitionRun, pieces: list[_Span],
-              previous: Future | None) -> list[pa.RecordBatch]:
+    def _feed(
+        self, run: PartitionRun, pieces: list[_Span], previous: Future | None
+    ) -> list[pa.RecordBatch]:
         if previous is not None:
             previous.result()  # the run's earlier chunk: same run, strictly in order
         out: list[pa.RecordBatch] = []

@@ -46,8 +46,9 @@ class SortedPartitionRouter:
     end with it only once the next batch comes: its rows wait until then.
     """
 
-    def __init__(self, keys: list[str], new_run: RunFactory,
-                 whole: WholeRuns | None = None) -> None:
+    def __init__(
+        self, keys: list[str], new_run: RunFactory, whole: WholeRuns | None = None
+    ) -> None:
         self.keys = keys
         self.new_run = new_run
         self.whole = whole

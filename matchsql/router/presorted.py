@@ -57,8 +57,11 @@ class OrderKey:
 
 
 def _integral(type_: pa.DataType) -> bool:
-    return (pa.types.is_integer(type_) and type_ != pa.uint64()) or pa.types.is_boolean(type_) \
+    return (
+        (pa.types.is_integer(type_) and type_ != pa.uint64())
+        or pa.types.is_boolean(type_)
         or pa.types.is_temporal(type_)
+    )
 
 
 def _partition_type(type_: pa.DataType) -> bool:
@@ -78,9 +81,9 @@ def partition_codes(table: pa.Table, keys: list[str]) -> tuple[np.ndarray, int] 
 KeyValues = dict[str, tuple[pa.Array, np.ndarray]]
 
 
-def _partition_encoding(table: pa.Table, keys: list[str], threads: int = 1,
-                        compiled: bool = False) \
-        -> tuple[np.ndarray, int, KeyValues] | None:
+def _partition_encoding(
+    table: pa.Table, keys: list[str], threads: int = 1, compiled: bool = False
+) -> tuple[np.ndarray, int, KeyValues] | None:
     """:func:`partition_codes` and the :data:`KeyValues` of the key columns (``compiled``:
     see :func:`_distinct_span`)."""
     n = table.num_rows
@@ -95,10 +98,12 @@ def _partition_encoding(table: pa.Table, keys: list[str], threads: int = 1,
         # Input grouped already (one partition, or stored by key): encode one value per
         # run. Its first rows tell whether looking for runs may pay off.
         probe = min(n, 4096)
-        starts = _run_starts(column) if len(_run_starts(column.slice(0, probe))) * 8 <= probe \
-            else None
-        heads = column.take(pa.array(starts)) if starts is not None and len(starts) * 8 <= n \
-            else column
+        starts = (
+            _run_starts(column) if len(_run_starts(column.slice(0, probe))) * 8 <= probe else None
+        )
+        heads = (
+            column.take(pa.array(starts)) if starts is not None and len(starts) * 8 <= n else column
+        )
         distinct = _distinct(heads, threads, compiled)
         dictionary, has_null = distinct.dictionary, distinct.has_null
         # Codes in 16 bits where they fit (MAX_PARTITIONS): the grouping's passes read
@@ -110,12 +115,16 @@ def _partition_encoding(table: pa.Table, keys: list[str], threads: int = 1,
         width = len(dictionary) + (1 if has_null else 0)
         column_codes = distinct.codes(rank)
         if len(heads) != n:
-            column_codes = np.zeros(n, rank.dtype) if len(heads) == 1 else \
-                np.repeat(column_codes, np.diff(np.append(starts, n)))
-        values[name] = (pa.concat_arrays([dictionary.take(ascending), pa.nulls(1, column.type)]),
-                        column_codes)
-        codes = column_codes if codes is None else \
-            codes.astype(np.int64) * width + column_codes
+            column_codes = (
+                np.zeros(n, rank.dtype)
+                if len(heads) == 1
+                else np.repeat(column_codes, np.diff(np.append(starts, n)))
+            )
+        values[name] = (
+            pa.concat_arrays([dictionary.take(ascending), pa.nulls(1, column.type)]),
+            column_codes,
+        )
+        codes = column_codes if codes is None else codes.astype(np.int64) * width + column_codes
         count *= width
         if count > max(4 * n, 1 << 16):
             return None  # too sparse to densify with a count per value
@@ -152,8 +161,9 @@ class _Distinct:
         calls = []
         for lo, _, indices, numbers in self.spans:
             mapped = table if numbers is None else table[np.append(numbers, -1)]
-            calls.append(lambda lo=lo, indices=indices, mapped=mapped:
-                         remap_codes(indices, mapped, out, lo))
+            calls.append(
+                lambda lo=lo, indices=indices, mapped=mapped: remap_codes(indices, mapped, out, lo)
+            )
         remap_codes(self.spans[0][2][:0], table, out, 0)  # compiled here: see in_threads
         in_threads(calls)
         return out
@@ -168,12 +178,14 @@ def _distinct(column: pa.Array, threads: int = 1, compiled: bool = False) -> _Di
     buffers = _string_buffers(column.slice(0, 0))
     if buffers is not None:  # compiled (or loaded) here: see in_threads
         short_string_codes(*buffers, MAX_PARTITIONS)
-    return _joined(in_threads([lambda lo=lo, hi=hi: _distinct_span(column.slice(lo, hi - lo))
-                               for lo, hi in parts]))
+    return _joined(
+        in_threads(
+            [lambda lo=lo, hi=hi: _distinct_span(column.slice(lo, hi - lo)) for lo, hi in parts]
+        )
+    )
 
 
-def _distinct_span(column: pa.Array, compiled: bool = False) \
-        -> tuple[pa.Array, np.ndarray, bool]:
+def _distinct_span(column: pa.Array, compiled: bool = False) -> tuple[pa.Array, np.ndarray, bool]:
     """:func:`_distinct` on one thread. Short strings (symbols, codes) in columns of
     :data:`COMPILED_FROM_ROWS` rows or more (or whatever their rows, with ``compiled``)
     are encoded by a compiled pass over their buffers (measured 2.5x faster than
@@ -194,8 +206,9 @@ def _joined(encoded: list[tuple[pa.Array, np.ndarray, bool]]) -> _Distinct:
     indices, has_null)``: values new in a span are numbered after those of the spans
     before it."""
     dictionary, indices, has_null = encoded[0]
-    parts: list[tuple[int, int, np.ndarray, np.ndarray | None]] = \
-        [(0, len(indices), _read_only(np.asarray(indices, np.int32)), None)]
+    parts: list[tuple[int, int, np.ndarray, np.ndarray | None]] = [
+        (0, len(indices), _read_only(np.asarray(indices, np.int32)), None)
+    ]
     for values, span_indices, span_null in encoded[1:]:
         found = pc.index_in(values, value_set=dictionary)
         new = found.is_null()
@@ -205,8 +218,14 @@ def _joined(encoded: list[tuple[pa.Array, np.ndarray, bool]]) -> _Distinct:
         if len(fresh):
             dictionary = pa.concat_arrays([dictionary, fresh])
         start = parts[-1][1]
-        parts.append((start, start + len(span_indices),
-                      _read_only(np.asarray(span_indices, np.int32)), numbers))
+        parts.append(
+            (
+                start,
+                start + len(span_indices),
+                _read_only(np.asarray(span_indices, np.int32)),
+                numbers,
+            )
+        )
         has_null = has_null or span_null
     return _Distinct(dictionary, parts, has_null)
 
@@ -220,10 +239,14 @@ def _string_buffers(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarra
     validity, offsets, data = column.buffers()
     wide = np.int64 if pa.types.is_large_string(column.type) else np.int32
     nothing = _read_only(np.zeros(0, np.uint8))
-    return (np.frombuffer(offsets, wide)[column.offset:column.offset + len(column) + 1],
-            np.frombuffer(data, np.uint8) if data is not None else nothing,
-            np.frombuffer(validity, np.uint8) if validity is not None and column.null_count
-            else nothing, column.offset)
+    return (
+        np.frombuffer(offsets, wide)[column.offset : column.offset + len(column) + 1],
+        np.frombuffer(data, np.uint8) if data is not None else nothing,
+        np.frombuffer(validity, np.uint8)
+        if validity is not None and column.null_count
+        else nothing,
+        column.offset,
+    )
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -245,8 +268,9 @@ def _run_starts(column: pa.Array) -> np.ndarray:
     return np.concatenate(([0], change)).astype(np.int64)
 
 
-def order_values(table: pa.Table, keys: list[OrderKey]) \
-        -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def order_values(
+    table: pa.Table, keys: list[OrderKey]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """``(values, nulls, nulls_first)``: the ORDER BY keys as ``int64[keys, rows]`` whose
     ascending order is DuckDB's order of the key (DESC folded in), their NULL flags
     (``bool[keys, rows]``, or ``bool[keys, 0]`` when no key has a NULL) and placement;
@@ -315,8 +339,9 @@ MAX_PARTITIONS = 1 << 16  # more: DuckDB sorts
 _ONE_PARTITION = np.zeros(0, np.uint16)  # the codes of rows all in one partition
 
 
-def in_order(table: pa.Table, partition_by: list[str], order: list[OrderKey],
-             compiled: bool = False) -> bool | None:
+def in_order(
+    table: pa.Table, partition_by: list[str], order: list[OrderKey], compiled: bool = False
+) -> bool | None:
     """Whether every partition of ``table`` is in ``order`` already; None when the key
     types are left to the sort. ``compiled``: the compiled passes whatever the rows (else
     from :data:`COMPILED_FROM_ROWS` rows), as for a first batch of a longer input, whose
@@ -338,9 +363,13 @@ def grouped(table: pa.Table, partition_by: list[str], order: list[OrderKey]) -> 
     return pa.Table.from_batches(list(rows.batches(max(rows.num_rows, 1))), table.schema)
 
 
-def grouped_rows(table: pa.Table, partition_by: list[str], order: list[OrderKey],
-                 unread: frozenset[str] = frozenset(), threads: int = 1) \
-        -> GroupedRows | pa.Table | None:
+def grouped_rows(
+    table: pa.Table,
+    partition_by: list[str],
+    order: list[OrderKey],
+    unread: frozenset[str] = frozenset(),
+    threads: int = 1,
+) -> GroupedRows | pa.Table | None:
     """:func:`grouped`, not taken yet: the :class:`GroupedRows` whose batches the consumer
     takes one at a time (matching batch *k*, or sending it to a worker, before batch
     *k + 1* is taken: no second copy of the whole input is ever held), or ``table``
@@ -357,9 +386,13 @@ def grouped_rows(table: pa.Table, partition_by: list[str], order: list[OrderKey]
     return GroupedRows.of(table, result, unread)
 
 
-def grouped_batches(table: pa.Table, partition_by: list[str], order: list[OrderKey],
-                    batch_size: int, unread: frozenset[str] = frozenset()) \
-        -> Iterator[pa.RecordBatch] | None:
+def grouped_batches(
+    table: pa.Table,
+    partition_by: list[str],
+    order: list[OrderKey],
+    batch_size: int,
+    unread: frozenset[str] = frozenset(),
+) -> Iterator[pa.RecordBatch] | None:
     """:func:`grouped_rows` in batches of at most ``batch_size`` rows."""
     rows = grouped_rows(table, partition_by, order, unread)
     if rows is None:
@@ -398,8 +431,9 @@ class GroupedRows:
     placed: dict[int, np.ndarray] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, table: pa.Table, grouping: _Grouping,
-           unread: frozenset[str] = frozenset()) -> GroupedRows:
+    def of(
+        cls, table: pa.Table, grouping: _Grouping, unread: frozenset[str] = frozenset()
+    ) -> GroupedRows:
         schema = table.schema
         counts = np.diff(grouping.sort.starts)
         present = counts > 0
@@ -447,9 +481,17 @@ class GroupedRows:
         (fixed width, no NULLs, the counting sort known); else None."""
         column = self.columns[i]
         type_ = self.schema.field(i).type
-        if column is None or self.sort is None or column.null_count or \
-                not (pa.types.is_integer(type_) or pa.types.is_floating(type_)
-                     or pa.types.is_temporal(type_)) or type_.bit_width not in _WIDTHS:
+        if (
+            column is None
+            or self.sort is None
+            or column.null_count
+            or not (
+                pa.types.is_integer(type_)
+                or pa.types.is_floating(type_)
+                or pa.types.is_temporal(type_)
+            )
+            or type_.bit_width not in _WIDTHS
+        ):
             return None
         return _WIDTHS[type_.bit_width]
 
@@ -459,8 +501,15 @@ class GroupedRows:
         assert self.sort is not None
         column = self.columns[i]
         chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-        self.sort.scatter([np.frombuffer(chunk.buffers()[1], out.dtype)[
-            chunk.offset:chunk.offset + len(chunk)] for chunk in chunks], out)
+        self.sort.scatter(
+            [
+                np.frombuffer(chunk.buffers()[1], out.dtype)[
+                    chunk.offset : chunk.offset + len(chunk)
+                ]
+                for chunk in chunks
+            ],
+            out,
+        )
         self.placed[i] = out
         self.columns[i] = None
 
@@ -478,8 +527,9 @@ class GroupedRows:
         for start, stop in batch_cuts(self.ends, batch_size):
             yield self.gather(np.array([start]), np.array([stop]), None, copy=False)
 
-    def gather(self, starts: np.ndarray, stops: np.ndarray, parts: np.ndarray | None,
-               copy: bool = True) -> pa.RecordBatch:
+    def gather(
+        self, starts: np.ndarray, stops: np.ndarray, parts: np.ndarray | None, copy: bool = True
+    ) -> pa.RecordBatch:
         """Grouped rows ``starts[j]:stops[j]`` one range after the other, range ``j`` lying
         in partition ``parts[j]`` (None: find the partitions from :attr:`ends`): one
         batch of the pieces of partitions a worker got. Placed columns are copied out
@@ -495,41 +545,62 @@ class GroupedRows:
             if i in self.keys:
                 arrays.append(self._key_column(i, starts, stops, parts))
             elif i in self.placed:
-                values = self.placed[i][starts[0]:stops[0]] if not copy and len(starts) == 1 \
+                values = (
+                    self.placed[i][starts[0] : stops[0]]
+                    if not copy and len(starts) == 1
                     else np.concatenate([self.placed[i][a:b] for a, b in zip(starts, stops)])
-                arrays.append(pa.Array.from_buffers(field_.type, total,
-                                                    [None, pa.py_buffer(values)]))
+                )
+                arrays.append(
+                    pa.Array.from_buffers(field_.type, total, [None, pa.py_buffer(values)])
+                )
             elif self.columns[i] is None:
                 arrays.append(pa.nulls(total, field_.type))
             else:
                 arrays.append(self.column(i).take(taken))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
-    def _key_column(self, i: int, starts: np.ndarray, stops: np.ndarray,
-                    parts: np.ndarray | None) -> pa.Array:
+    def _key_column(
+        self, i: int, starts: np.ndarray, stops: np.ndarray, parts: np.ndarray | None
+    ) -> pa.Array:
         """Key field ``i`` over ranges ``starts[j]:stops[j]``: each range in partition
         ``parts[j]``, or (None) crossing the partitions that :attr:`ends` finds."""
         lengths = stops - starts
         kept = lengths > 0
         if parts is not None:
-            return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
-                pa.array(np.cumsum(lengths[kept])), self.keys[i].take(pa.array(parts[kept]))))
+            return pc.run_end_decode(
+                pa.RunEndEncodedArray.from_arrays(
+                    pa.array(np.cumsum(lengths[kept])), self.keys[i].take(pa.array(parts[kept]))
+                )
+            )
         starts, stops, lengths = starts[kept], stops[kept], lengths[kept]
         first = np.searchsorted(self.ends, starts, "right")  # the partition of a range's first row
         crossed = np.searchsorted(self.ends, stops - 1, "right") - first + 1
         of_range = np.repeat(np.arange(len(starts)), crossed)
-        partition = first[of_range] + np.arange(len(of_range)) - \
-            np.repeat(np.cumsum(crossed) - crossed, crossed)
+        partition = (
+            first[of_range]
+            + np.arange(len(of_range))
+            - np.repeat(np.cumsum(crossed) - crossed, crossed)
+        )
         # Where each crossed partition ends in the concatenation of the ranges.
-        run_ends = np.minimum(self.ends[partition], stops[of_range]) - starts[of_range] + \
-            (np.cumsum(lengths) - lengths)[of_range]
-        return pc.run_end_decode(pa.RunEndEncodedArray.from_arrays(
-            pa.array(run_ends), self.keys[i].take(pa.array(partition))))
+        run_ends = (
+            np.minimum(self.ends[partition], stops[of_range])
+            - starts[of_range]
+            + (np.cumsum(lengths) - lengths)[of_range]
+        )
+        return pc.run_end_decode(
+            pa.RunEndEncodedArray.from_arrays(
+                pa.array(run_ends), self.keys[i].take(pa.array(partition))
+            )
+        )
 
 
 #: Integer types of the widths whose values :meth:`GroupedRows.place` moves.
-_WIDTHS = {64: np.dtype(np.int64), 32: np.dtype(np.int32), 16: np.dtype(np.int16),
-           8: np.dtype(np.int8)}
+_WIDTHS = {
+    64: np.dtype(np.int64),
+    32: np.dtype(np.int32),
+    16: np.dtype(np.int16),
+    8: np.dtype(np.int8),
+}
 
 
 def batch_cuts(ends: np.ndarray, batch_size: int) -> Iterator[tuple[int, int]]:
@@ -559,9 +630,14 @@ class _Grouping:
     sort: CountingSort  # that groups them (rows per partition code: its starts)
 
 
-def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
-             grouping: bool = True, threads: int = 1,
-             compiled: bool = False) -> bool | _Grouping | None:
+def _ordered(
+    table: pa.Table,
+    partition_by: list[str],
+    order: list[OrderKey],
+    grouping: bool = True,
+    threads: int = 1,
+    compiled: bool = False,
+) -> bool | _Grouping | None:
     """None: key types left to the sort; False: out of order; True: in order as it is
     (or, without ``grouping``, each partition in order: the rows are not grouped);
     else the :class:`_Grouping` of the partitions (each in order)."""
@@ -572,9 +648,13 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
     if order and keys is None:
         return None
     # (No more rows than partitions allowed: the answer needs no count of partitions.)
-    if not grouping and keys is not None and n <= MAX_PARTITIONS and all(
-            _partition_type(table.column(name).type) for name in partition_by) \
-            and _ascending_throughout(*keys):
+    if (
+        not grouping
+        and keys is not None
+        and n <= MAX_PARTITIONS
+        and all(_partition_type(table.column(name).type) for name in partition_by)
+        and _ascending_throughout(*keys)
+    ):
         return True  # in order as a whole, so in order within every partition
     codes = _ONE_PARTITION
     count = 1
@@ -585,7 +665,8 @@ def _ordered(table: pa.Table, partition_by: list[str], order: list[OrderKey],
             return None
         codes, count, key_values = parts
     if keys is not None and not parallel_in_order(
-            codes if count > 1 else _ONE_PARTITION, count, *keys, threads, compiled=compiled):
+        codes if count > 1 else _ONE_PARTITION, count, *keys, threads, compiled=compiled
+    ):
         return False
     if count == 1 or not grouping:
         return True

@@ -119,13 +119,22 @@ WAITING_DISK_FULL = "waiting: disk full"
 DISK_POLL_S = 0.1
 #: Room asked for beyond twice the failed commit's bytes (DuckDB's log has overhead).
 DISK_MARGIN = 64 << 10
-SHOW_SCHEMA = pa.schema([
-    ("name", pa.string()), ("stream", pa.string()), ("state", pa.string()),
-    ("position", pa.int64()), ("lag", pa.int64()), ("matches", pa.int64()),
-    ("checkpoints", pa.int64()), ("last_checkpoint", pa.timestamp("us")),
-    ("checkpoint_interval", pa.float64()), ("checkpoint_rows", pa.int64()),
-    ("pid", pa.int64()), ("error", pa.string()),
-])
+SHOW_SCHEMA = pa.schema(
+    [
+        ("name", pa.string()),
+        ("stream", pa.string()),
+        ("state", pa.string()),
+        ("position", pa.int64()),
+        ("lag", pa.int64()),
+        ("matches", pa.int64()),
+        ("checkpoints", pa.int64()),
+        ("last_checkpoint", pa.timestamp("us")),
+        ("checkpoint_interval", pa.float64()),
+        ("checkpoint_rows", pa.int64()),
+        ("pid", pa.int64()),
+        ("error", pa.string()),
+    ]
+)
 
 
 @dataclass
@@ -178,28 +187,41 @@ class ContinuousQueries:
             if parsed.if_not_exists:
                 return
             raise CatalogError(f"continuous query {parsed.name!r} already exists")
-        interval = parsed.options.get("checkpoint_interval",
-                                      0.0 if "checkpoint_rows" in parsed.options
-                                      else DEFAULT_INTERVAL_S)
+        interval = parsed.options.get(
+            "checkpoint_interval",
+            0.0 if "checkpoint_rows" in parsed.options else DEFAULT_INTERVAL_S,
+        )
         rows = int(parsed.options.get("checkpoint_rows", 0))
         plan = self._plan(parsed.name, parsed.body, statement, parsed.body_offset)
         position = self._start_position(plan.definition)
-        con.execute(f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, 'running', NULL, ?, NULL, 0, 0, "
-                    "NULL, ?, ?)", [parsed.name, parsed.body, plan.definition.name, interval,
-                                    rows, position, os.getpid(),
-                                    liveness.start_time(os.getpid())])
+        con.execute(
+            f"INSERT INTO {TABLE} VALUES (?, ?, ?, ?, ?, 'running', NULL, ?, NULL, 0, 0, "
+            "NULL, ?, ?)",
+            [
+                parsed.name,
+                parsed.body,
+                plan.definition.name,
+                interval,
+                rows,
+                position,
+                os.getpid(),
+                liveness.start_time(os.getpid()),
+            ],
+        )
         self._start(parsed.name, plan)
 
-    def create_from(self, name: str, body: str, options: dict[str, float],
-                    if_not_exists: bool = False) -> None:
+    def create_from(
+        self, name: str, body: str, options: dict[str, float], if_not_exists: bool = False
+    ) -> None:
         """The Python API's CREATE: the same checks as the statement's."""
         if not valid_name(name):
             raise SemanticError(NAME_RULE)
         checked: dict[str, float] = {}
         for key, value in options.items():
             if key not in OPTIONS:
-                raise SemanticError(f"unknown continuous query option {key!r}; known: "
-                                    f"{', '.join(OPTIONS)}")
+                raise SemanticError(
+                    f"unknown continuous query option {key!r}; known: {', '.join(OPTIONS)}"
+                )
             try:
                 checked[key] = check_option(key, value)
             except ValueError as rule:
@@ -214,15 +236,18 @@ class ContinuousQueries:
             raise ExecutionError(f"continuous query {name!r} is running already")
         if row["state"] == "finished":
             raise ExecutionError(f"continuous query {name!r} finished (its stream ended)")
-        if row["state"] == "running" and row["owner_pid"] != os.getpid() and \
-                liveness.alive(row["owner_pid"], row["owner_started"]):
-            raise ExecutionError(f"continuous query {name!r} runs in process "
-                                 f"{row['owner_pid']}")
+        if (
+            row["state"] == "running"
+            and row["owner_pid"] != os.getpid()
+            and liveness.alive(row["owner_pid"], row["owner_started"])
+        ):
+            raise ExecutionError(f"continuous query {name!r} runs in process {row['owner_pid']}")
         plan = self._plan(name, row["body"], row["body"], 0)
         self.executor.con.execute(
             f"UPDATE {TABLE} SET state = 'running', error = NULL, owner_pid = ?, "
             "owner_started = ? WHERE name = ?",
-            [os.getpid(), liveness.start_time(os.getpid()), name])
+            [os.getpid(), liveness.start_time(os.getpid()), name],
+        )
         self._start(name, plan, saved=row["snapshot"], position=row["position"])
 
     def resume_interrupted(self) -> list[str]:
@@ -232,8 +257,9 @@ class ContinuousQueries:
         resumed = []
         for row in self._rows():
             if row["state"] == "running" and not (
-                    row["name"] in self.runners
-                    or liveness.alive(row["owner_pid"], row["owner_started"])):
+                row["name"] in self.runners
+                or liveness.alive(row["owner_pid"], row["owner_started"])
+            ):
                 with contextlib.suppress(Error):
                     self.resume(row["name"])
                     resumed.append(row["name"])
@@ -246,8 +272,9 @@ class ContinuousQueries:
         if runner is not None:
             runner.stop(state)
         else:
-            self.executor.con.execute(f"UPDATE {TABLE} SET state = ? WHERE name = ? "
-                                      "AND state = 'running'", [state, name])
+            self.executor.con.execute(
+                f"UPDATE {TABLE} SET state = ? WHERE name = ? AND state = 'running'", [state, name]
+            )
 
     def drop(self, name: str, *, if_exists: bool = False) -> None:
         row = self._row(name)
@@ -278,11 +305,15 @@ class ContinuousQueries:
             # A row whose query has ended (finished, stopped, failed) has its final counts
             # in the catalog, written with that state in one transaction; the thread's own
             # counters catch up a moment after the commit.
-            live = runner is not None and running.get(row["name"], True) and \
-                row["state"] == "running"
+            live = (
+                runner is not None and running.get(row["name"], True) and row["state"] == "running"
+            )
             state, error = row["state"], row["error"]
-            if state == "running" and not live and not liveness.alive(row["owner_pid"],
-                                                                      row["owner_started"]):
+            if (
+                state == "running"
+                and not live
+                and not liveness.alive(row["owner_pid"], row["owner_started"])
+            ):
                 state = "interrupted"
             if runner is not None and state == "running":
                 # What the catalog cannot say: the thread died where the database could
@@ -292,17 +323,22 @@ class ContinuousQueries:
                 elif live and runner.waiting is not None:
                     state, error = WAITING_DISK_FULL, runner.waiting
             position = runner.position if live else row["position"]
-            out.append({
-                "name": row["name"], "stream": row["stream"], "state": state,
-                "position": position, "lag": self._lag(row["stream"], position),
-                "matches": (runner.committed if live else row["matches"]),
-                "checkpoints": runner.checkpoints if live else row["checkpoints"],
-                "last_checkpoint": row["last_checkpoint"],
-                "checkpoint_interval": row["checkpoint_interval"],
-                "checkpoint_rows": row["checkpoint_rows"],
-                "pid": row["owner_pid"] if state in ("running", WAITING_DISK_FULL) else None,
-                "error": error,
-            })
+            out.append(
+                {
+                    "name": row["name"],
+                    "stream": row["stream"],
+                    "state": state,
+                    "position": position,
+                    "lag": self._lag(row["stream"], position),
+                    "matches": (runner.committed if live else row["matches"]),
+                    "checkpoints": runner.checkpoints if live else row["checkpoints"],
+                    "last_checkpoint": row["last_checkpoint"],
+                    "checkpoint_interval": row["checkpoint_interval"],
+                    "checkpoint_rows": row["checkpoint_rows"],
+                    "pid": row["owner_pid"] if state in ("running", WAITING_DISK_FULL) else None,
+                    "error": error,
+                }
+            )
         return pa.Table.from_pylist(out, schema=SHOW_SCHEMA)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -324,8 +360,11 @@ class ContinuousQueries:
     def _has_table(self) -> bool:
         cursor = self.executor.con.cursor()
         try:
-            return bool(cursor.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?",
-                                       [TABLE]).fetchall()[0][0])
+            return bool(
+                cursor.execute(
+                    "SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [TABLE]
+                ).fetchall()[0][0]
+            )
         finally:
             cursor.close()
 
@@ -359,23 +398,40 @@ class ContinuousQueries:
         tree = trees[0] if len(trees) == 1 else None
         nodes = list(tree.find_all(MatchRecognizeTable, bfs=False)) if tree is not None else []
         if not isinstance(tree, exp.Insert) or len(nodes) != 1:
-            raise SemanticError("a continuous query is one INSERT INTO <table> SELECT ... FROM "
-                                "<stream> MATCH_RECOGNIZE (...) with one MATCH_RECOGNIZE",
-                                sql=statement, offset=offset)
+            raise SemanticError(
+                "a continuous query is one INSERT INTO <table> SELECT ... FROM "
+                "<stream> MATCH_RECOGNIZE (...) with one MATCH_RECOGNIZE",
+                sql=statement,
+                offset=offset,
+            )
         node = nodes[0]
         definition = self.executor.streams.stream_of(node)
         if definition is None:
-            raise SemanticError(f"the MATCH_RECOGNIZE of a continuous query reads a stream; "
-                                f"{node.this.sql(dialect='duckdb')} is no live stream",
-                                sql=statement, offset=offset)
+            raise SemanticError(
+                f"the MATCH_RECOGNIZE of a continuous query reads a stream; "
+                f"{node.this.sql(dialect='duckdb')} is no live stream",
+                sql=statement,
+                offset=offset,
+            )
         if not definition.archive or definition.archive_filter:
-            raise SemanticError(f"stream {definition.name!r} needs an archive without "
-                                "archive_filter for a continuous query: the archive is the "
-                                "log it replays after a crash", sql=statement, offset=offset)
+            raise SemanticError(
+                f"stream {definition.name!r} needs an archive without "
+                "archive_filter for a continuous query: the archive is the "
+                "log it replays after a crash",
+                sql=statement,
+                offset=offset,
+            )
         schema = self.executor.streams.schema_of_stream(definition)
         config = self.executor.config
-        compiled = compile_match(node, schema, sql=body, con=self.executor.con, config=config,
-                                 cache=self.executor.compiled, watch=self.executor.watch)
+        compiled = compile_match(
+            node,
+            schema,
+            sql=body,
+            con=self.executor.con,
+            config=config,
+            cache=self.executor.compiled,
+            watch=self.executor.watch,
+        )
         spec = compiled.spec
 
         def new_run(key: tuple):
@@ -386,13 +442,23 @@ class ContinuousQueries:
         try:
             index.dumps({(): new_run(())})
         except Exception as exc:  # noqa: BLE001 - any pickling failure means the same
-            raise SemanticError(f"this MATCH_RECOGNIZE's matcher state cannot be checkpointed "
-                                f"(it runs on the {type(roots['template']).__name__}: "
-                                f"{type(exc).__name__}: {exc})") from None
+            raise SemanticError(
+                f"this MATCH_RECOGNIZE's matcher state cannot be checkpointed "
+                f"(it runs on the {type(roots['template']).__name__}: "
+                f"{type(exc).__name__}: {exc})"
+            ) from None
         view = f"__matchsql_cq_{name.lower()}"
         node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
-        plan = _Plan(definition, spec.partition_by, new_run, tree.sql(dialect="duckdb"), view,
-                     spec.result_schema(), index, compiled)
+        plan = _Plan(
+            definition,
+            spec.partition_by,
+            new_run,
+            tree.sql(dialect="duckdb"),
+            view,
+            spec.result_schema(),
+            index,
+            compiled,
+        )
         self._check_sink(tree, plan, statement, offset)
         return plan
 
@@ -405,16 +471,20 @@ class ContinuousQueries:
             first = next((part for part in target.parts if "start" in part.meta), None)
             offset = first.meta["start"] if first is not None else offset
         if isinstance(target, exp.Table) and is_internal(target.name):
-            raise SemanticError(f"{target.name} is matchsql's own table, not a sink",
-                                sql=statement, offset=offset)
+            raise SemanticError(
+                f"{target.name} is matchsql's own table, not a sink", sql=statement, offset=offset
+            )
         cursor = self.executor.con.cursor()
         try:
             cursor.register(plan.view, plan.schema.empty_table())
             cursor.execute("EXPLAIN " + plan.insert_sql)
         except duckdb.Error as error:
-            raise SemanticError(f"the continuous query's sink cannot take its rows: "
-                                f"{without_kind(one_line(str(error)))}", sql=statement,
-                                offset=offset) from None
+            raise SemanticError(
+                f"the continuous query's sink cannot take its rows: "
+                f"{without_kind(one_line(str(error)))}",
+                sql=statement,
+                offset=offset,
+            ) from None
         finally:
             cursor.close()
 
@@ -427,11 +497,13 @@ class ContinuousQueries:
         finally:
             ring.close()
 
-    def _start(self, name: str, plan: _Plan, *, saved: bytes | None = None,
-               position: int | None = None) -> None:
+    def _start(
+        self, name: str, plan: _Plan, *, saved: bytes | None = None, position: int | None = None
+    ) -> None:
         row = self._require(name)
-        runner = _Runner(self.executor, name, plan, row, saved,
-                         row["position"] if position is None else position)
+        runner = _Runner(
+            self.executor, name, plan, row, saved, row["position"] if position is None else position
+        )
         self.runners[name] = runner
         runner.thread.start()
 
@@ -451,8 +523,9 @@ def _stop_all() -> None:
 class _Runner:
     """The thread of one running continuous query."""
 
-    def __init__(self, executor, name: str, plan: _Plan, row: dict, saved: bytes | None,
-                 position: int) -> None:
+    def __init__(
+        self, executor, name: str, plan: _Plan, row: dict, saved: bytes | None, position: int
+    ) -> None:
         self.executor = executor
         self.name = name
         self.plan = plan
@@ -482,8 +555,7 @@ class _Runner:
         # DuckDB's parts of the query: derived input columns, measures over the matches
         self._derive = derive_input(plan.spec)
         self._project = project_result(plan.spec)
-        self.thread = threading.Thread(target=self._run, daemon=True,
-                                       name=f"matchsql-cq-{name}")
+        self.thread = threading.Thread(target=self._run, daemon=True, name=f"matchsql-cq-{name}")
 
     def stop(self, state: str) -> None:
         self._final_state = state
@@ -496,12 +568,14 @@ class _Runner:
         try:
             while self._run_once():
                 if self.restarts >= MAX_RESTARTS:  # a worker that dies every time: say so
-                    self._set_failed(f"worker processes died {self.restarts + 1} times "
-                                     f"(the last: {self.last_loss}); the query stopped at "
-                                     "its last checkpoint")
+                    self._set_failed(
+                        f"worker processes died {self.restarts + 1} times "
+                        f"(the last: {self.last_loss}); the query stopped at "
+                        "its last checkpoint"
+                    )
                     return
                 # A pool that failed to start may fail again at once: not in a tight loop.
-                if self._halt.wait(min(2.0, RESTART_PAUSE_S * 2 ** self.restarts)):
+                if self._halt.wait(min(2.0, RESTART_PAUSE_S * 2**self.restarts)):
                     self._set_state(self._final_state)  # stopped: the checkpoint stands
                     return
                 self._back_to_checkpoint()
@@ -518,8 +592,10 @@ class _Runner:
         with contextlib.suppress(Exception):
             cursor = self.executor.con.cursor()
             try:
-                cursor.execute(f"UPDATE {TABLE} SET state = ?, error = ? WHERE name = ?",
-                               [state, error, self.name])
+                cursor.execute(
+                    f"UPDATE {TABLE} SET state = ?, error = ? WHERE name = ?",
+                    [state, error, self.name],
+                )
             finally:
                 cursor.close()
 
@@ -530,8 +606,8 @@ class _Runner:
         cursor = self.executor.con.cursor()
         try:
             self.saved, self.position = cursor.execute(
-                f"SELECT snapshot, position FROM {TABLE} WHERE name = ?",
-                [self.name]).fetchall()[0]
+                f"SELECT snapshot, position FROM {TABLE} WHERE name = ?", [self.name]
+            ).fetchall()[0]
         finally:
             cursor.close()
         self._pending = []
@@ -543,7 +619,8 @@ class _Runner:
         pool is free), else in this thread."""
         config = self.executor.config
         router = self.executor.workers.stream_router(
-            self.plan.query, config, Cancellation(), self.plan.new_run, live=False)
+            self.plan.query, config, Cancellation(), self.plan.new_run, live=False
+        )
         if router is not None:
             return router
         return HashPartitionRouter(self.plan.partition_by, self.plan.new_run)
@@ -561,9 +638,13 @@ class _Runner:
         try:
             cursor = self._cursor = con.cursor()
             history = con.cursor()
-            reader = LiveReader(self.plan.definition, on_producer_death="wait",
-                                cancelled=self._halt.is_set, max_rows=batch_rows,
-                                label=f"cq {self.name}")
+            reader = LiveReader(
+                self.plan.definition,
+                on_producer_death="wait",
+                cancelled=self._halt.is_set,
+                max_rows=batch_rows,
+                label=f"cq {self.name}",
+            )
             archive = reader.take_archive(history)
             reader.open()
             reader.on_wait = self._maybe_checkpoint
@@ -585,8 +666,9 @@ class _Runner:
             for batch, enqueue_sum_ns in live_batches(reader, next_seq):
                 self._feed(batch, self.position + batch.num_rows)
                 if self.latencies_ns is not None:  # enqueue to processed (and checkpointed)
-                    self.latencies_ns.append(time.monotonic_ns()
-                                             - enqueue_sum_ns // max(1, batch.num_rows))
+                    self.latencies_ns.append(
+                        time.monotonic_ns() - enqueue_sum_ns // max(1, batch.num_rows)
+                    )
             for out in router.finish():
                 self._pending.append(out)
             self._checkpoint("finished")
@@ -632,8 +714,9 @@ class _Runner:
                 self._pending = []
                 self._last = time.monotonic()
             return
-        due = (self.interval and time.monotonic() - self._last >= self.interval) or \
-            (self.every_rows and self._rows_since >= self.every_rows)
+        due = (self.interval and time.monotonic() - self._last >= self.interval) or (
+            self.every_rows and self._rows_since >= self.every_rows
+        )
         if due and (self._rows_since or self._pending):
             self._checkpoint("running")
 
@@ -661,10 +744,13 @@ class _Runner:
             try:
                 if self._pending:
                     self._insert(self._pending)
-                cursor.execute(f"UPDATE {TABLE} SET position = ?, snapshot = ?, "
-                               "matches = matches + ?, checkpoints = checkpoints + 1, "
-                               "last_checkpoint = now()::TIMESTAMP, state = ?, error = NULL "
-                               "WHERE name = ?", [self.position, state, found, final, self.name])
+                cursor.execute(
+                    f"UPDATE {TABLE} SET position = ?, snapshot = ?, "
+                    "matches = matches + ?, checkpoints = checkpoints + 1, "
+                    "last_checkpoint = now()::TIMESTAMP, state = ?, error = NULL "
+                    "WHERE name = ?",
+                    [self.position, state, found, final, self.name],
+                )
                 faults.point("checkpoint")  # everything written, nothing committed
                 cursor.commit()
             except BaseException:
@@ -691,11 +777,12 @@ class _Runner:
                 if not _disk_full(exc):
                     raise
                 self.disk_full_failures += 1
-                self.waiting = (f"a checkpoint could not be written: {_describe(exc)}; it is "
-                                "written again once the disk has room")
+                self.waiting = (
+                    f"a checkpoint could not be written: {_describe(exc)}; it is "
+                    "written again once the disk has room"
+                )
                 if not self._wait_for_room(need):
-                    raise ExecutionError(f"stopped while waiting for disk space ({exc})") \
-                        from None
+                    raise ExecutionError(f"stopped while waiting for disk space ({exc})") from None
                 need *= 2  # should this room not do either
                 continue
             self.waiting = None
@@ -716,7 +803,9 @@ class _Runner:
 
 
 _DISK_FULL = tuple(os.strerror(code) for code in (errno.ENOSPC, errno.EDQUOT)) + (
-    "disk is full", "out of disk space")
+    "disk is full",
+    "out of disk space",
+)
 
 
 def _disk_full(exc: BaseException) -> bool:

@@ -72,9 +72,10 @@ if TYPE_CHECKING:
 
 #: Statements after which the MATCH_RECOGNIZE views are read from the catalog again, and
 #: after which no compiled MATCH_RECOGNIZE is reused (a macro one calls may have changed).
-_CHANGES_CATALOG = frozenset({"CREATE", "DROP", "ALTER", "COMMENT", "ATTACH", "DETACH",
-                              "USE", "ROLLBACK", "IMPORT"})
-_MISSING_TABLE = re.compile(r'Table with name (.+?) does not exist!')
+_CHANGES_CATALOG = frozenset(
+    {"CREATE", "DROP", "ALTER", "COMMENT", "ATTACH", "DETACH", "USE", "ROLLBACK", "IMPORT"}
+)
+_MISSING_TABLE = re.compile(r"Table with name (.+?) does not exist!")
 #: Settings that are matchsql's only: DuckDB knows ``threads`` itself.
 _OWN_SETTINGS = frozenset(Config.names()) - {"threads"}
 _ROW_STATEMENTS = {
@@ -183,8 +184,14 @@ class Executor:
 
     # -- statements ---------------------------------------------------------------------
 
-    def run(self, text: str, params: Params = None, scope: Mapping[str, Any] = EMPTY, *,
-            as_relation: bool = False):
+    def run(
+        self,
+        text: str,
+        params: Params = None,
+        scope: Mapping[str, Any] = EMPTY,
+        *,
+        as_relation: bool = False,
+    ):
         """Run every statement of ``text``; return the last statement's Result (or None).
 
         ``params`` are the values of the parameters (``?``, ``$1``, ``$name``)
@@ -290,8 +297,11 @@ class Executor:
     def _match(self, statement: MatchQuery, params: Params):
         self._running = statement.text
         result = self.matching.run(statement, params)
-        if isinstance(result, Result) and statement.match \
-                and not isinstance(statement, ExplainMatch):
+        if (
+            isinstance(result, Result)
+            and statement.match
+            and not isinstance(statement, ExplainMatch)
+        ):
             # Parsed by the matchsql dialect, which the statement has loaded (start-up).
             from matchsql.session.query_shape import partition_columns
 
@@ -337,8 +347,9 @@ class Executor:
 
     def _execute(self, statement: Execute, params: Params):
         if self._matching is not None and self._matching.prepared(statement.name):
-            return self._matching.execute(statement.name, statement.arguments, statement.text,
-                                          statement.arguments_offset)
+            return self._matching.execute(
+                statement.name, statement.arguments, statement.text, statement.arguments_offset
+            )
         return self.run_duckdb(statement.text, [], params)
 
     def _deallocate(self, statement: Deallocate, params: Params):
@@ -355,10 +366,16 @@ class Executor:
 
     # -- DuckDB -------------------------------------------------------------------------------
 
-    def run_duckdb(self, sql: str, cleanups: list[Callable[[], None]], params: Params = None,
-                   live: dict[str, pa.RecordBatchReader] | None = None,
-                   stats: dict | None = None, kind: duckdb.StatementType | None = None,
-                   before: Callable[[], None] | None = None):
+    def run_duckdb(
+        self,
+        sql: str,
+        cleanups: list[Callable[[], None]],
+        params: Params = None,
+        live: dict[str, pa.RecordBatchReader] | None = None,
+        stats: dict | None = None,
+        kind: duckdb.StatementType | None = None,
+        before: Callable[[], None] | None = None,
+    ):
         """Run ``sql`` in DuckDB: rows stream lazily into a Result; other statements run now.
 
         ``kind`` is DuckDB's statement type where the split already knows it.
@@ -404,9 +421,15 @@ class Executor:
                 raise self.failure_or(exc) from None
         return Result(reader, on_close=cleanups, translate=self.failure_or, types=types)
 
-    def _deferred(self, sql: str, params: Params, live: dict[str, pa.RecordBatchReader],
-                  cleanups: list[Callable[[], None]], stats: dict | None,
-                  before: Callable[[], None] | None = None) -> Result:
+    def _deferred(
+        self,
+        sql: str,
+        params: Params,
+        live: dict[str, pa.RecordBatchReader],
+        cleanups: list[Callable[[], None]],
+        stats: dict | None,
+        before: Callable[[], None] | None = None,
+    ) -> Result:
         """A Result whose statement runs on its first read (after ``before``): its columns
         come from running it over empty stand-ins of the ``live`` readers (a row statement
         changes nothing)."""
@@ -424,11 +447,20 @@ class Executor:
                 before()
             return self.con.sql(sql, params=params).to_arrow_reader(rows)
 
-        return Result(LazyReader(schema, start), on_close=cleanups,
-                      translate=self.failure_or, stats=stats, types=types)
+        return Result(
+            LazyReader(schema, start),
+            on_close=cleanups,
+            translate=self.failure_or,
+            stats=stats,
+            types=types,
+        )
 
-    def _register_missing(self, exc: duckdb.CatalogException, cleanups: list[Callable[[], None]],
-                          live: dict[str, pa.RecordBatchReader]) -> bool:
+    def _register_missing(
+        self,
+        exc: duckdb.CatalogException,
+        cleanups: list[Callable[[], None]],
+        live: dict[str, pa.RecordBatchReader],
+    ) -> bool:
         """Register what the table name that ``exc`` misses stands for: the caller's variable,
         else a live stream (added to ``live``); False if neither."""
         missing = _MISSING_TABLE.search(str(exc))
@@ -496,6 +528,7 @@ class Executor:
         def unwatch() -> None:
             self.cursors.discard(cursor)
             token.check()
+
         return unwatch
 
     def interrupt(self) -> None:

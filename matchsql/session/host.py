@@ -55,10 +55,15 @@ class StatementHost(Protocol):
 
     def dispatch(self, statement: Statement, params: Params = None) -> Any: ...
 
-    def run_duckdb(self, sql: str, cleanups: list[Callable[[], None]], params: Params = None,
-                   live: dict[str, pa.RecordBatchReader] | None = None,
-                   stats: dict | None = None,
-                   kind: duckdb.StatementType | None = None) -> Any: ...
+    def run_duckdb(
+        self,
+        sql: str,
+        cleanups: list[Callable[[], None]],
+        params: Params = None,
+        live: dict[str, pa.RecordBatchReader] | None = None,
+        stats: dict | None = None,
+        kind: duckdb.StatementType | None = None,
+    ) -> Any: ...
 
     def failure_or(self, exc: duckdb.Error) -> Error: ...
 

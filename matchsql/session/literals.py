@@ -36,8 +36,10 @@ def literal(value: Any) -> str:
     if isinstance(value, datetime.timedelta):
         micros = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
         return f"INTERVAL '{micros} microseconds'"
-    raise Error(f"a parameter of type {type(value).__name__} cannot be bound into a "
-                f"MATCH_RECOGNIZE statement")
+    raise Error(
+        f"a parameter of type {type(value).__name__} cannot be bound into a "
+        f"MATCH_RECOGNIZE statement"
+    )
 
 
 def quote(text: str) -> str:

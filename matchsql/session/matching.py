@@ -141,6 +141,8 @@ def freeze_engine() -> None:
     _freezes_left -= 1
     gc.collect()
     gc.freeze()
+
+
 _VIEW = re.compile(r"__matchsql_matches_\d+")
 _POSITION = "__matchsql_input_position"
 
@@ -174,8 +176,9 @@ class MatchRunner:
         """A statement with a MATCH_RECOGNIZE and/or a row pattern window (or their EXPLAIN)."""
         text = statement.text if params is None else bind_values(statement.text, params)
         if statement.windowed and (not statement.words or statement.words[0] in READS_TABLES):
-            handled = self.pattern_windows(text, isinstance(statement, ExplainMatch)
-                                           and statement.analyze, statement.head)
+            handled = self.pattern_windows(
+                text, isinstance(statement, ExplainMatch) and statement.analyze, statement.head
+            )
             if handled is not False:
                 return handled
         if not statement.match:  # no row pattern window after all: DuckDB's
@@ -230,8 +233,9 @@ class MatchRunner:
         """EXECUTE of a statement prepared here: its parameters bound as literals."""
         rest = arguments.strip()
         if rest and not (rest.startswith("(") and rest.endswith(")")):
-            raise ParseError("EXECUTE takes its values in parentheses: EXECUTE name(v1, v2)",
-                             sql=text, offset=at)
+            raise ParseError(
+                "EXECUTE takes its values in parentheses: EXECUTE name(v1, v2)", sql=text, offset=at
+            )
         values = split_arguments(rest[1:-1]) if rest else []
         return self.executor.dispatch(query(bind_texts(self._prepared[name], values), 0))
 
@@ -258,8 +262,11 @@ class MatchRunner:
                 finally:
                     result.close()
             elapsed = time.perf_counter() - started
-            lines += ["-- statement", f"analyze: rows {rows:,}",
-                      f"analyze: total {elapsed * 1000:.3f} ms"]
+            lines += [
+                "-- statement",
+                f"analyze: rows {rows:,}",
+                f"analyze: total {elapsed * 1000:.3f} ms",
+            ]
         return table_result(pa.table({"explain": pa.array(lines, pa.string())}))
 
     # -- MATCH_RECOGNIZE ------------------------------------------------------------------
@@ -271,9 +278,14 @@ class MatchRunner:
         not see (read into Arrow tables; only those the inputs name). Each with whether
         the statement's own connection needs it too (the caller's variables)."""
         ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-        names = {t.name for t in tree.find_all(exp.Table)
-                 if not t.args.get("db") and isinstance(t.this, exp.Identifier)
-                 and t.name.lower() not in ctes and not t.name.startswith("__matchsql_")}
+        names = {
+            t.name
+            for t in tree.find_all(exp.Table)
+            if not t.args.get("db")
+            and isinstance(t.this, exp.Identifier)
+            and t.name.lower() not in ctes
+            and not t.name.startswith("__matchsql_")
+        }
         if not names:
             return {}
         inputs = {t.name.lower() for node in nodes for t in node.this.find_all(exp.Table)}
@@ -292,8 +304,10 @@ class MatchRunner:
                 "WHERE lower(table_name) IN (SELECT unnest(?)) AND NOT temporary "
                 "UNION ALL SELECT lower(view_name) FROM duckdb_views() "
                 "WHERE lower(view_name) IN (SELECT unnest(?)) AND NOT internal "
-                "AND NOT temporary", [lowered, lowered]).fetchall()
-            persistent = {name for name, in rows}
+                "AND NOT temporary",
+                [lowered, lowered],
+            ).fetchall()
+            persistent = {name for (name,) in rows}
         found: dict[str, tuple[Any, bool]] = {}
         for name in sorted(names):
             if name in temp:
@@ -334,14 +348,19 @@ class MatchRunner:
                 # it on the same database, which measured 30-70 ms slower per 1M rows.
                 # With LIMIT n the matchers stop once n rows are out.
                 limit = plain_limit(tree)
-                schema, batches = self._match_source(nodes[0], statement, pending, cleanups,
-                                                     Reading(stops_early, limit))
+                schema, batches = self._match_source(
+                    nodes[0], statement, pending, cleanups, Reading(stops_early, limit)
+                )
                 rows = self._direct(batches)
                 if limit is not None:
                     rows = first_rows(rows, limit)
                 types = retyped_types(schema, self._retyped) if self._retyped else None
-                return Result(BatchSource(schema, rows), on_close=cleanups,
-                              translate=self.executor.failure_or, types=types)
+                return Result(
+                    BatchSource(schema, rows),
+                    on_close=cleanups,
+                    translate=self.executor.failure_or,
+                    types=types,
+                )
             for node in reversed(nodes):  # innermost first: their outputs feed the outer ones
                 view = f"__matchsql_matches_{next(_view_numbers)}"
                 reading = Reading(stops_early, prefix_limit(tree, node))
@@ -358,10 +377,12 @@ class MatchRunner:
         sql = tree.sql(dialect="duckdb")
         if held.ENABLED and stats is None and pending and not held.may_stop_early(tree):
             # The matches are read before DuckDB runs the statement around them (see held.py).
-            return self.executor.run_duckdb(sql, cleanups, live=pending,
-                                            before=lambda: self._hold(pending))
-        return self.executor.run_duckdb(sql, cleanups,
-                                        live=pending if stats is not None else None, stats=stats)
+            return self.executor.run_duckdb(
+                sql, cleanups, live=pending, before=lambda: self._hold(pending)
+            )
+        return self.executor.run_duckdb(
+            sql, cleanups, live=pending if stats is not None else None, stats=stats
+        )
 
     def _hold(self, pending: dict[str, pa.RecordBatchReader]) -> None:
         """Read each match stream of ``pending`` into memory (as far as held.py allows) and
@@ -372,8 +393,14 @@ class MatchRunner:
 
     # -- one MATCH_RECOGNIZE ------------------------------------------------------
 
-    def _match_stream(self, node, statement: str, pending: dict[str, pa.RecordBatchReader],
-                      cleanups: list, reading: Reading = READ_ALL) -> pa.RecordBatchReader:
+    def _match_stream(
+        self,
+        node,
+        statement: str,
+        pending: dict[str, pa.RecordBatchReader],
+        cleanups: list,
+        reading: Reading = READ_ALL,
+    ) -> pa.RecordBatchReader:
         """Analyse ``node`` and return the lazy Arrow stream of its matches (see _match_source)."""
         stream = self.executor.streams.stream_of(node)
         if stream is not None:  # a live stream: continuous input, not a DuckDB query
@@ -396,9 +423,14 @@ class MatchRunner:
                 raise self.executor.failures[0] from None
             raise
 
-    def _match_source(self, node, statement: str, pending: dict[str, pa.RecordBatchReader],
-                      cleanups: list, reading: Reading = READ_ALL
-                      ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    def _match_source(
+        self,
+        node,
+        statement: str,
+        pending: dict[str, pa.RecordBatchReader],
+        cleanups: list,
+        reading: Reading = READ_ALL,
+    ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
         """Analyse ``node``: the schema and the lazy batches of its matches (``reading``:
         how much of them the statement may read).
 
@@ -423,9 +455,15 @@ class MatchRunner:
             cursor.unregister(view)
             cursor.register(view, reader)
         config = self.executor.config
-        compiled = compile_match(node, schema, sql=statement, con=self.executor.con,
-                                 config=config, cache=self.executor.compiled,
-                                 watch=self.executor.watch)
+        compiled = compile_match(
+            node,
+            schema,
+            sql=statement,
+            con=self.executor.con,
+            config=config,
+            cache=self.executor.compiled,
+            watch=self.executor.watch,
+        )
         narrow = self._projected(text, compiled)
         if narrow is not None:
             compiled, input_sql = narrow
@@ -437,33 +475,51 @@ class MatchRunner:
         self._retyped = _passed_retyped(spec, schema, input_types) | spec.retyped()
         # The unsorted attempt reads the input a second time when it is out of order: only
         # for a table, view or table function, none of them a stream that reads once.
-        again = isinstance(node.this, exp.Table) and not inner and all(
-            rereadable(value) for value, _ in self._scans.values())
-        unsorted = text.query(spec.columns.names if narrow else None, sort=False,
-                              derived=spec.derived) \
-            if again else None
-        queries = InputQueries(input_sql, unsorted, spec.partition_by,
-                               order_keys(node, spec.order_by), unread=unread_columns(spec))
+        again = (
+            isinstance(node.this, exp.Table)
+            and not inner
+            and all(rereadable(value) for value, _ in self._scans.values())
+        )
+        unsorted = (
+            text.query(spec.columns.names if narrow else None, sort=False, derived=spec.derived)
+            if again
+            else None
+        )
+        queries = InputQueries(
+            input_sql,
+            unsorted,
+            spec.partition_by,
+            order_keys(node, spec.order_by),
+            unread=unread_columns(spec),
+        )
         plan = compiled.physical(config)
         on_workers = plan.workers
         scatter = None  # the input queries of the scatter mode (matchsql/workers/scatter.py),
         # planned only for that mode: its catalog query costs every statement a millisecond
         if on_workers and self.executor.workers.mode == "scatter":
-            scatter = scatter_plan(node, spec, spec.columns.names if narrow else None, cursor,
-                                   presorted=queries.order if may_skip_sort(cursor) else None)
+            scatter = scatter_plan(
+                node,
+                spec,
+                spec.columns.names if narrow else None,
+                cursor,
+                presorted=queries.order if may_skip_sort(cursor) else None,
+            )
         project = project_result(spec)
         if self._profiles is None:
-            batches = self._match_batches(compiled, plan, cursor, queries, scatter=scatter,
-                                          reading=reading)
+            batches = self._match_batches(
+                compiled, plan, cursor, queries, scatter=scatter, reading=reading
+            )
         else:
             profile = MatchProfile(_path_name(plan), not spec.rows_per_match.all_rows)
             self._profiles[offset_of(node.this)] = profile
-            batches = profile.output(self._match_batches(compiled, plan, cursor, queries,
-                                                         profile, scatter, reading))
+            batches = profile.output(
+                self._match_batches(compiled, plan, cursor, queries, profile, scatter, reading)
+            )
         return spec.result_schema(), batches if project is None else project.batches(batches)
 
-    def _projected(self, text: InputText, compiled: CompiledMatch
-                   ) -> tuple[CompiledMatch, str] | None:
+    def _projected(
+        self, text: InputText, compiled: CompiledMatch
+    ) -> tuple[CompiledMatch, str] | None:
         """ONE ROW PER MATCH reads only the PARTITION BY and ORDER BY columns and
         those DEFINE and MEASURES name: the query and input query of just those
         (DuckDB then exports no other column), or None where all are needed.
@@ -496,8 +552,9 @@ class MatchRunner:
     def _schema_of(self, cursor, input_sql: str, node, statement: str) -> pa.Schema:
         return self._typed_schema_of(cursor, input_sql, node, statement)[0]
 
-    def _typed_schema_of(self, cursor, input_sql: str, node, statement: str
-                         ) -> tuple[pa.Schema, list[str]]:
+    def _typed_schema_of(
+        self, cursor, input_sql: str, node, statement: str
+    ) -> tuple[pa.Schema, list[str]]:
         """The input's Arrow schema and DuckDB's names of its column types."""
         try:
             relation = cursor.sql(f"SELECT * FROM ({input_sql}) LIMIT 0")
@@ -507,10 +564,16 @@ class MatchRunner:
             offset = input_error_offset(err.message, node)
             raise type(err)(err.message, sql=statement, offset=offset) from None
 
-    def _match_batches(self, compiled: CompiledMatch, plan: planner.PhysicalPlan, cursor,
-                       queries: InputQueries, profile: MatchProfile | None = None,
-                       scatter: ScatterPlan | None = None, reading: Reading = READ_ALL
-                       ) -> Iterator[pa.RecordBatch]:
+    def _match_batches(
+        self,
+        compiled: CompiledMatch,
+        plan: planner.PhysicalPlan,
+        cursor,
+        queries: InputQueries,
+        profile: MatchProfile | None = None,
+        scatter: ScatterPlan | None = None,
+        reading: Reading = READ_ALL,
+    ) -> Iterator[pa.RecordBatch]:
         """Stream the input through one matcher run per partition, as ``plan`` (the
         query's physical plan under the statement's settings) says.
 
@@ -539,8 +602,13 @@ class MatchRunner:
                 return reader if profile is None else profile.input(reader)
 
             def sorted_input():
-                reader = input_batches(queries, lambda sql: cursor.sql(sql).to_arrow_reader(
-                    config.batch_size), config.batch_size, cursor, config.threads)
+                reader = input_batches(
+                    queries,
+                    lambda sql: cursor.sql(sql).to_arrow_reader(config.batch_size),
+                    config.batch_size,
+                    cursor,
+                    config.threads,
+                )
                 # input time: the query, and the sort or the grouping
                 return reader if profile is None else profile.input(reader)
 
@@ -549,30 +617,46 @@ class MatchRunner:
                 # profile of EXPLAIN ANALYZE times batches: it gets those).
                 if profile is not None:
                     return sorted_input()
-                return ordered_rows(queries, lambda sql: cursor.sql(sql).to_arrow_reader(
-                    config.batch_size), cursor, config.threads)
+                return ordered_rows(
+                    queries,
+                    lambda sql: cursor.sql(sql).to_arrow_reader(config.batch_size),
+                    cursor,
+                    config.threads,
+                )
 
             if plan.workers and not reading.few and self.executor.workers.claim():
-                yield from self.executor.workers.run(compiled, config, cancel,
-                                                     open_input=open_input,
-                                                     sorted_input=ordered_input, scatter=scatter)
+                yield from self.executor.workers.run(
+                    compiled,
+                    config,
+                    cancel,
+                    open_input=open_input,
+                    sorted_input=ordered_input,
+                    scatter=scatter,
+                )
                 return
             reader = sorted_input()
             # A forced path that does not apply (plan.path is None): the first partition
             # says so. The plans were built with the physical plan, not racing in threads.
 
             def new_run(key: tuple):
-                return planner.new_partition_matcher(spec, key, config, cancel,
-                                                     gather=not reading.stops_early)
+                return planner.new_partition_matcher(
+                    spec, key, config, cancel, gather=not reading.stops_early
+                )
 
             # the partitions inside one batch, matched together where the plan batches them
-            match_whole = None if plan.whole is None else \
-                functools.partial(plan.whole.match, cancel=cancel)
+            match_whole = (
+                None if plan.whole is None else functools.partial(plan.whole.match, cancel=cancel)
+            )
             # A few rows wanted: the partitions in order, none matched ahead on the pool.
             if plan.threads > 1 and not reading.few:
                 yield from ParallelPartitionRouter(
-                    spec.partition_by, new_run, plan.threads, chunk_rows=config.batch_size,
-                    cancel=cancel, whole=match_whole).run(reader)
+                    spec.partition_by,
+                    new_run,
+                    plan.threads,
+                    chunk_rows=config.batch_size,
+                    cancel=cancel,
+                    whole=match_whole,
+                ).run(reader)
             else:
                 router = SortedPartitionRouter(spec.partition_by, new_run, match_whole)
                 for batch in reader:
@@ -602,8 +686,9 @@ class MatchRunner:
     def explain(self, statement: str, offset: int):
         """One row per line: for each MATCH_RECOGNIZE (innermost first) its chosen
         execution path, why, and its automaton program (see matchsql/planner.py.explain)."""
-        lines = [line for _, section in self._explain_sections(statement, offset)
-                 for line in section]
+        lines = [
+            line for _, section in self._explain_sections(statement, offset) for line in section
+        ]
         return table_result(pa.table({"explain": pa.array(lines, pa.string())}))
 
     def _explain_sections(self, statement: str, offset: int) -> list[tuple[int | None, list[str]]]:
@@ -632,9 +717,15 @@ class MatchRunner:
                 else:
                     schema = self._schema_of(cursor, _input_query(node), node, query)
                 config = self.executor.config
-                compiled = compile_match(node, schema, sql=query, con=cursor, config=config,
-                                         cache=self.executor.compiled,
-                                         watch=self.executor.watch)
+                compiled = compile_match(
+                    node,
+                    schema,
+                    sql=query,
+                    con=cursor,
+                    config=config,
+                    cache=self.executor.compiled,
+                    watch=self.executor.watch,
+                )
                 view = f"__matchsql_matches_{next(_view_numbers)}"
                 cursor.register(view, compiled.spec.result_schema().empty_table())
                 node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
@@ -666,12 +757,17 @@ class MatchRunner:
         for key, section in sections:
             lines += section
             profile = profiles.get(key)
-            lines += profile.lines() if profile is not None else \
-                ["analyze: not profiled (live stream input)"]
-        lines += ["-- statement", f"analyze: rows {rows:,}",
-                  f"analyze: total {elapsed * 1000:.3f} ms"]
+            lines += (
+                profile.lines()
+                if profile is not None
+                else ["analyze: not profiled (live stream input)"]
+            )
+        lines += [
+            "-- statement",
+            f"analyze: rows {rows:,}",
+            f"analyze: total {elapsed * 1000:.3f} ms",
+        ]
         return table_result(pa.table({"explain": pa.array(lines, pa.string())}))
-
 
 
 def _passed_retyped(spec, schema: pa.Schema, types: list[str]) -> dict[str, str]:
@@ -695,10 +791,10 @@ def _read_back(view: str, retyped: dict[str, str], alias: exp.Expression | None)
     matches carry as Arrow's decimal128(38, 0))."""
     if not retyped:
         return exp.Table(this=exp.to_identifier(view), alias=alias)
-    casts = ", ".join(f"CAST({quoted(name)} AS {kind}) AS {quoted(name)}"
-                      for name, kind in retyped.items())
-    select = exp.maybe_parse(f"SELECT * REPLACE ({casts}) FROM {quoted(view)}",
-                             dialect="duckdb")
+    casts = ", ".join(
+        f"CAST({quoted(name)} AS {kind}) AS {quoted(name)}" for name, kind in retyped.items()
+    )
+    select = exp.maybe_parse(f"SELECT * REPLACE ({casts}) FROM {quoted(view)}", dialect="duckdb")
     return exp.Subquery(this=select, alias=alias or exp.TableAlias(this=exp.to_identifier(view)))
 
 
@@ -721,7 +817,6 @@ def first_rows(batches: Iterator[pa.RecordBatch], n: int) -> Iterator[pa.RecordB
 def _path_name(plan: planner.PhysicalPlan) -> str:
     """The CPU execution path of ``plan`` (see matchsql/planner.py.choose_path)."""
     return plan.path.name if plan.path is not None else f"none ({plan.path_error})"
-
 
 
 def _reader_error(exc: BaseException) -> Error:
@@ -761,14 +856,20 @@ class InputText:
         if order is not None:
             keys += [o.sql(dialect="duckdb") for o in order.expressions]
         ctes = visible_ctes(node)
-        return cls(node.this.sql(dialect="duckdb"), keys,
-                   [_column_name(p) for p in node.args.get("partition_by") or []],
-                   order is not None,
-                   "WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " "
-                   if ctes else "")
+        return cls(
+            node.this.sql(dialect="duckdb"),
+            keys,
+            [_column_name(p) for p in node.args.get("partition_by") or []],
+            order is not None,
+            "WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " " if ctes else "",
+        )
 
-    def query(self, columns: list[str] | None = None, sort: bool = True,
-              derived: dict[str, str] | None = None) -> str:
+    def query(
+        self,
+        columns: list[str] | None = None,
+        sort: bool = True,
+        derived: dict[str, str] | None = None,
+    ) -> str:
         """The input query (see :func:`_input_query`), with the ``derived`` columns (name
         -> SQL) that ``columns`` names (all of them where ``columns`` is None)."""
         select = select_list(columns, derived or {})
@@ -778,9 +879,12 @@ class InputText:
             # not stable, so the input position breaks ties between equal keys.
             inner = select  # the window carries no other column
             select = f"* EXCLUDE ({_POSITION})" if columns is None else select_list(columns, {})
-            query = (f"SELECT {select} FROM (SELECT {inner}, row_number() OVER () "
-                     f"AS {_POSITION} FROM {self.source}) ORDER BY "
-                     + ", ".join(self.partition_names) + f", {_POSITION}")
+            query = (
+                f"SELECT {select} FROM (SELECT {inner}, row_number() OVER () "
+                f"AS {_POSITION} FROM {self.source}) ORDER BY "
+                + ", ".join(self.partition_names)
+                + f", {_POSITION}"
+            )
         else:
             query = f"SELECT {select} FROM {self.source}"
             if keys:
@@ -791,4 +895,3 @@ class InputText:
 def _column_name(column: exp.Expression) -> str:
     """A partition column as an unqualified identifier, for use outside its table's scope."""
     return exp.to_identifier(column.name, quoted=True).sql(dialect="duckdb")
-

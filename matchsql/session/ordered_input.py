@@ -87,16 +87,19 @@ def order_keys(node, order_by: list[str]) -> list[OrderKey]:
     """The ORDER BY items of MATCH_RECOGNIZE ``node`` on the resolved columns ``order_by``."""
     order = node.args.get("order")
     items = list(order.expressions) if order is not None else []
-    return [OrderKey(name, bool(item.args.get("desc")), bool(item.args.get("nulls_first")))
-            for name, item in zip(order_by, items)]
+    return [
+        OrderKey(name, bool(item.args.get("desc")), bool(item.args.get("nulls_first")))
+        for name, item in zip(order_by, items)
+    ]
 
 
 def default_ordering(cursor) -> bool:
     """Whether DuckDB orders as by default here: ASC unless DESC, NULLs last both ways
     (settings that change it make the caller keep the sort)."""
     # execute, not sql: no relation is built for it (0.5 -> 0.35 ms of every statement)
-    row = cursor.execute("SELECT current_setting('default_null_order'), "
-                         "current_setting('default_order')").fetchall()[0]
+    row = cursor.execute(
+        "SELECT current_setting('default_null_order'), current_setting('default_order')"
+    ).fetchall()[0]
     return tuple(str(v).upper() for v in row) == _DEFAULTS
 
 
@@ -106,8 +109,13 @@ def may_skip_sort(cursor) -> bool:
     return ENABLED and default_ordering(cursor)
 
 
-def input_batches(queries: InputQueries, open_input: Callable[[str], Iterable[pa.RecordBatch]],
-                  batch_size: int, cursor, threads: int = 1) -> Iterator[pa.RecordBatch]:
+def input_batches(
+    queries: InputQueries,
+    open_input: Callable[[str], Iterable[pa.RecordBatch]],
+    batch_size: int,
+    cursor,
+    threads: int = 1,
+) -> Iterator[pa.RecordBatch]:
     """The rows of ``queries.sorted_sql`` in batches of at most ``batch_size`` rows:
     from the unsorted query when its rows are in order, else sorted by DuckDB
     (``cursor``: the input query's, whose settings say what its ORDER BY means)."""
@@ -124,8 +132,12 @@ def input_batches(queries: InputQueries, open_input: Callable[[str], Iterable[pa
         yield from rows
 
 
-def ordered_rows(queries: InputQueries, open_input: Callable[[str], Iterable[pa.RecordBatch]],
-                 cursor, threads: int = 1) -> GroupedRows | pa.Table | Iterable[pa.RecordBatch]:
+def ordered_rows(
+    queries: InputQueries,
+    open_input: Callable[[str], Iterable[pa.RecordBatch]],
+    cursor,
+    threads: int = 1,
+) -> GroupedRows | pa.Table | Iterable[pa.RecordBatch]:
     """The rows of ``queries.sorted_sql``: the :class:`GroupedRows` of the unsorted query's
     rows (or those rows themselves, where they are grouped already) when they are in
     order, else DuckDB's sorted batches. The unsorted query is read, and its order
@@ -133,8 +145,7 @@ def ordered_rows(queries: InputQueries, open_input: Callable[[str], Iterable[pa.
     if queries.sorts and queries.unsorted_sql and may_skip_sort(cursor):
         table = _held_in_order(queries.unsorted_sql, queries, open_input)
         if table is not None:
-            rows = grouped_rows(table, queries.partition_by, queries.order, queries.unread,
-                                threads)
+            rows = grouped_rows(table, queries.partition_by, queries.order, queries.unread, threads)
             if rows is not None:
                 queries.presorted = True
                 return rows
@@ -143,8 +154,9 @@ def ordered_rows(queries: InputQueries, open_input: Callable[[str], Iterable[pa.
     return open_input(queries.sorted_sql)
 
 
-def _held_in_order(sql: str, queries: InputQueries,
-                   open_input: Callable[[str], Iterable[pa.RecordBatch]]) -> pa.Table | None:
+def _held_in_order(
+    sql: str, queries: InputQueries, open_input: Callable[[str], Iterable[pa.RecordBatch]]
+) -> pa.Table | None:
     """The rows of ``sql`` (the unsorted input query), or None once they show they are
     out of order or grow past PRESORTED_BYTES."""
     reader = open_input(sql)
@@ -176,5 +188,6 @@ def _first_in_order(first: pa.RecordBatch, second: pa.RecordBatch, queries: Inpu
     rows of 500 symbols: 1.3 ms by numpy's passes, 0.5 ms compiled)."""
     compiled = first.num_rows + second.num_rows >= COMPILED_FROM_ROWS
     head = first.slice(0, FIRST_CHECK_ROWS)
-    return bool(in_order(pa.Table.from_batches([head]), queries.partition_by, queries.order,
-                         compiled))
+    return bool(
+        in_order(pa.Table.from_batches([head]), queries.partition_by, queries.order, compiled)
+    )

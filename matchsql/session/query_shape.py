@@ -35,12 +35,30 @@ def direct_select(tree, nodes: list, limit_ok: bool = False):
     from_ = tree.args.get("from_") or tree.args.get("from")
     alias = node.args.get("alias")
     plain = (
-        from_ is not None and from_.this is node
-        and len(tree.expressions) == 1 and isinstance(tree.expressions[0], exp.Star)
+        from_ is not None
+        and from_.this is node
+        and len(tree.expressions) == 1
+        and isinstance(tree.expressions[0], exp.Star)
         and not (isinstance(alias, exp.TableAlias) and alias.columns)
-        and not any(tree.args.get(k) for k in (
-            "joins", "where", "group", "having", "order", "limit", "offset", "qualify",
-            "distinct", "with_", "with", "windows", "laterals", "pivots"))
+        and not any(
+            tree.args.get(k)
+            for k in (
+                "joins",
+                "where",
+                "group",
+                "having",
+                "order",
+                "limit",
+                "offset",
+                "qualify",
+                "distinct",
+                "with_",
+                "with",
+                "windows",
+                "laterals",
+                "pivots",
+            )
+        )
     )
     return node if plain else None
 
@@ -54,9 +72,26 @@ def prefix_limit(tree, node) -> int | None:
         return None
     limit = plain_limit(tree)
     from_ = tree.args.get("from_") or tree.args.get("from")
-    if limit is None or from_ is None or from_.this is not node or any(tree.args.get(k) for k in (
-            "joins", "where", "group", "having", "order", "qualify", "distinct", "windows",
-            "laterals", "pivots")):
+    if (
+        limit is None
+        or from_ is None
+        or from_.this is not node
+        or any(
+            tree.args.get(k)
+            for k in (
+                "joins",
+                "where",
+                "group",
+                "having",
+                "order",
+                "qualify",
+                "distinct",
+                "windows",
+                "laterals",
+                "pivots",
+            )
+        )
+    ):
         return None
     for item in tree.expressions:
         if item.find(exp.AggFunc, exp.Window) is not None:
@@ -95,8 +130,11 @@ def partition_columns(sql: str, columns: list[str]) -> list[str]:
 
 #: A runtime error's message -> the kind of node of a DEFINE or MEASURES expression that
 #: caused it (the values of :mod:`matchsql.expr.values` know no positions).
-_DIVISIONS = (("division by zero in //", exp.IntDiv), ("division by zero in %", exp.Mod),
-              ("cannot divide", exp.Div))
+_DIVISIONS = (
+    ("division by zero in //", exp.IntDiv),
+    ("division by zero in %", exp.Mod),
+    ("cannot divide", exp.Div),
+)
 #: DuckDB's division by zero in an expression over one row it computes (a derived column
 #: of the input scan): the message names the division as DuckDB renders it.
 _DUCKDB_DIVISION = re.compile(r"Division by zero in expression \((.*)\)\. ", re.S)
@@ -112,9 +150,12 @@ def runtime_offset(message: str, sql: str) -> int | None:
         trees = parse(sql)
     except Error:
         return None
-    expressions = [expression for tree in trees
-                   for node in tree.find_all(MatchRecognizeTable)
-                   for expression in _row_expressions(node)]
+    expressions = [
+        expression
+        for tree in trees
+        for node in tree.find_all(MatchRecognizeTable)
+        for expression in _row_expressions(node)
+    ]
     for text, kind in _DIVISIONS:
         if message.startswith(text):
             for expression in expressions:
@@ -146,21 +187,29 @@ def _named_division(text: str, expressions: list[exp.Expression]) -> int | None:
     found = [node for expression in expressions for node in expression.find_all(type(named))]
     if not found:
         return None
-    best = max(found, key=lambda node: (_same(node.expression, named.expression)
-                                        + _same(node.this, named.this)))
+    best = max(
+        found,
+        key=lambda node: _same(node.expression, named.expression) + _same(node.this, named.this),
+    )
     return first_offset(best.expression)
 
 
 def _same(ours: exp.Expression, theirs: exp.Expression) -> int:
     """1 where DuckDB's rendering ``theirs`` is the operand ``ours`` (numbers by value)."""
-    if isinstance(ours, exp.Literal) and isinstance(theirs, exp.Literal) \
-            and not ours.is_string and not theirs.is_string:
+    if (
+        isinstance(ours, exp.Literal)
+        and isinstance(theirs, exp.Literal)
+        and not ours.is_string
+        and not theirs.is_string
+    ):
         try:
             return int(float(ours.this) == float(theirs.this))
         except ValueError:
             return 0
-    return int(ours.sql(dialect="duckdb").lower().replace('"', "")
-               == theirs.sql(dialect="duckdb").lower().replace('"', ""))
+    return int(
+        ours.sql(dialect="duckdb").lower().replace('"', "")
+        == theirs.sql(dialect="duckdb").lower().replace('"', "")
+    )
 
 
 def _row_expressions(node: MatchRecognizeTable) -> list[exp.Expression]:
@@ -181,8 +230,10 @@ def input_error_offset(message: str, node: MatchRecognizeTable) -> int | None:
     if missing is not None:
         name = missing.group(1).lower()
         order = node.args.get("order")
-        keys = [*(node.args.get("partition_by") or []),
-                *(order.expressions if order is not None else [])]
+        keys = [
+            *(node.args.get("partition_by") or []),
+            *(order.expressions if order is not None else []),
+        ]
         for key in keys:
             for column in key.find_all(exp.Column):
                 if column.name.lower() == name:

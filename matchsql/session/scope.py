@@ -18,8 +18,16 @@ from typing import Any
 SCANNABLE = {
     "pandas": {"DataFrame"},
     "polars": {"DataFrame", "LazyFrame"},
-    "pyarrow": {"Table", "RecordBatch", "RecordBatchReader", "Dataset", "FileSystemDataset",
-                "InMemoryDataset", "UnionDataset", "Scanner"},
+    "pyarrow": {
+        "Table",
+        "RecordBatch",
+        "RecordBatchReader",
+        "Dataset",
+        "FileSystemDataset",
+        "InMemoryDataset",
+        "UnionDataset",
+        "Scanner",
+    },
 }
 
 EMPTY: Mapping[str, Any] = {}

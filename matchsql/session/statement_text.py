@@ -42,7 +42,6 @@ def leading_words(statement: str, count: int) -> list[str]:
     return words
 
 
-
 # -- parameters ---------------------------------------------------------------------
 
 
@@ -59,14 +58,17 @@ def _markers(sql: str) -> list[_Marker]:
     for i, token in enumerate(tokens):
         if token.token_type == TokenType.PLACEHOLDER and token.text == "?":
             found.append(_Marker(token.start, token.end + 1, None))
-        elif token.token_type == TokenType.PARAMETER and i + 1 < len(tokens) \
-                and tokens[i + 1].start == token.end + 1:
+        elif (
+            token.token_type == TokenType.PARAMETER
+            and i + 1 < len(tokens)
+            and tokens[i + 1].start == token.end + 1
+        ):
             following: Token = tokens[i + 1]
-            key: int | str = int(following.text) if following.token_type == TokenType.NUMBER \
-                else following.text
+            key: int | str = (
+                int(following.text) if following.token_type == TokenType.NUMBER else following.text
+            )
             found.append(_Marker(token.start, following.end + 1, key))
     return found
-
 
 
 def bind_texts(sql: str, values: Sequence[str] | Mapping[str, str]) -> str:
@@ -84,32 +86,39 @@ def bind_texts(sql: str, values: Sequence[str] | Mapping[str, str]) -> str:
     for marker in markers:
         if named:
             if not isinstance(marker.key, str):
-                raise SemanticError("named parameters ($name) need a dict of values, "
-                                    "positional ones (? or $1) a list", sql=sql,
-                                    offset=marker.start)
+                raise SemanticError(
+                    "named parameters ($name) need a dict of values, "
+                    "positional ones (? or $1) a list",
+                    sql=sql,
+                    offset=marker.start,
+                )
             key: int | str = marker.key
             if key not in values:
-                raise SemanticError(f"no value for parameter ${key}", sql=sql,
-                                    offset=marker.start)
+                raise SemanticError(f"no value for parameter ${key}", sql=sql, offset=marker.start)
             text = values[key]  # type: ignore[index]
         else:
             if isinstance(marker.key, str):
-                raise SemanticError(f"parameter ${marker.key} needs a dict of values", sql=sql,
-                                    offset=marker.start)
+                raise SemanticError(
+                    f"parameter ${marker.key} needs a dict of values", sql=sql, offset=marker.start
+                )
             index = position if marker.key is None else marker.key - 1
             position += marker.key is None
             if not 0 <= index < len(values):
-                raise SemanticError(f"parameter {index + 1} has no value: {len(values)} "
-                                    f"given", sql=sql, offset=marker.start)
+                raise SemanticError(
+                    f"parameter {index + 1} has no value: {len(values)} given",
+                    sql=sql,
+                    offset=marker.start,
+                )
             key = index
             text = values[index]  # type: ignore[index]
         used.add(key)
-        pieces += [sql[last:marker.start], f"({text})"]
+        pieces += [sql[last : marker.start], f"({text})"]
         last = marker.end
     expected = len(values)
     if len(used) != expected:
-        raise SemanticError(f"the statement has {len(used)} parameter(s) but "
-                            f"{expected} value(s) were given")
+        raise SemanticError(
+            f"the statement has {len(used)} parameter(s) but {expected} value(s) were given"
+        )
     return "".join(pieces) + sql[last:]
 
 
@@ -144,9 +153,9 @@ def create_view(statement: str) -> CreateView | None:
         return None
     replace = words[1:3] == ["OR", "REPLACE"]
     i += 2 * replace
-    temporary = words[i:i + 1] in (["TEMP"], ["TEMPORARY"])
+    temporary = words[i : i + 1] in (["TEMP"], ["TEMPORARY"])
     i += temporary
-    if words[i:i + 1] != ["VIEW"]:
+    if words[i : i + 1] != ["VIEW"]:
         return None
     try:
         tokens = tokenize(statement)
@@ -154,7 +163,7 @@ def create_view(statement: str) -> CreateView | None:
         return None
     # Tokens: CREATE [OR REPLACE] [TEMP] VIEW ... then the name up to "(" or AS.
     at = i + 1
-    if_not_exists = [t.text.upper() for t in tokens[at:at + 3]] == ["IF", "NOT", "EXISTS"]
+    if_not_exists = [t.text.upper() for t in tokens[at : at + 3]] == ["IF", "NOT", "EXISTS"]
     at += 3 * if_not_exists
     depth = 0
     name_end = None
@@ -175,12 +184,18 @@ def create_view(statement: str) -> CreateView | None:
                 name_end = j
             if name_end == at or j + 1 >= len(tokens):
                 return None
-            name = statement[tokens[at].start:tokens[name_end - 1].end + 1]
+            name = statement[tokens[at].start : tokens[name_end - 1].end + 1]
             query_offset = tokens[j + 1].start
-            columns = statement[columns_start:columns_end] if columns_start is not None \
-                else None
-            return CreateView(name, replace, temporary, if_not_exists, columns,
-                              statement[query_offset:], query_offset)
+            columns = statement[columns_start:columns_end] if columns_start is not None else None
+            return CreateView(
+                name,
+                replace,
+                temporary,
+                if_not_exists,
+                columns,
+                statement[query_offset:],
+                query_offset,
+            )
     return None
 
 
@@ -196,7 +211,7 @@ def split_arguments(text: str) -> list[str]:
         elif token.token_type in (TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.R_BRACE):
             depth -= 1
         elif token.token_type == TokenType.COMMA and depth == 0:
-            pieces.append(text[start:token.start].strip())
+            pieces.append(text[start : token.start].strip())
             start = token.end + 1
     last = text[start:].strip()
     if last or pieces:

@@ -25,9 +25,26 @@ if TYPE_CHECKING:  # their parsers load the matchsql dialect: only where such a 
     from matchsql.grammar.stream_ddl import StreamStatement
 
 __all__ = [
-    "READS_TABLES", "ContinuousDdl", "Deallocate", "DefineView", "Execute", "ExplainMatch",
-    "MatchQuery", "Piece", "Prepare", "Query", "ResetSetting", "SetSetting", "ShowSetting",
-    "ShowStats", "ShowWorkers", "Sql", "Statement", "StreamDdl", "classify", "replace_settings",
+    "READS_TABLES",
+    "ContinuousDdl",
+    "Deallocate",
+    "DefineView",
+    "Execute",
+    "ExplainMatch",
+    "MatchQuery",
+    "Piece",
+    "Prepare",
+    "Query",
+    "ResetSetting",
+    "SetSetting",
+    "ShowSetting",
+    "ShowStats",
+    "ShowWorkers",
+    "Sql",
+    "Statement",
+    "StreamDdl",
+    "classify",
+    "replace_settings",
     "split",
 ]
 
@@ -56,8 +73,13 @@ def duckdb_tokens(sql: str) -> list[tuple[int, duckdb.token_type]]:
     """DuckDB's tokens of ``sql``: each one's start, as a character offset (DuckDB
     counts UTF-8 bytes), and its kind."""
     found = duckdb.tokenize(sql)
-    return list(zip(char_offsets(sql, [start for start, _ in found]),
-                    [kind for _, kind in found], strict=True))
+    return list(
+        zip(
+            char_offsets(sql, [start for start, _ in found]),
+            [kind for _, kind in found],
+            strict=True,
+        )
+    )
 
 
 def tokens(sql: str) -> list[Token]:
@@ -219,8 +241,11 @@ def split(text: str, con: duckdb.DuckDBPyConnection) -> list[Piece]:
     except duckdb.Error:
         extracted = None
     if extracted is not None:
-        cuts = [start for start, kind in duckdb_tokens(text)
-                if kind == _OPERATOR and text.startswith(";", start)]
+        cuts = [
+            start
+            for start, kind in duckdb_tokens(text)
+            if kind == _OPERATOR and text.startswith(";", start)
+        ]
         found = pieces(text, cuts)
         if len(found) == len(extracted):
             return [Piece(t, o, s.type) for (t, o), s in zip(found, extracted)]
@@ -235,13 +260,31 @@ def split(text: str, con: duckdb.DuckDBPyConnection) -> list[Piece]:
 #: Statements that read tables: a MATCH_RECOGNIZE view or a row pattern window may stand
 #: in them. DESCRIBE and SHOW read a view's columns from DuckDB; others (PRAGMA, ATTACH,
 #: ...) name no query.
-READS_TABLES = frozenset({"SELECT", "WITH", "FROM", "VALUES", "TABLE", "PIVOT", "UNPIVOT",
-                          "INSERT", "CREATE", "UPDATE", "DELETE", "COPY", "EXPLAIN"})
-_STREAM_HEADS = (("CREATE", "STREAM"), ("DROP", "STREAM"), ("SHOW", "STREAMS"),
-                 ("SHOW", "STREAM"))
-_CONTINUOUS_HEADS = (("CREATE", "CONTINUOUS", "QUERY"), ("RESUME", "CONTINUOUS", "QUERY"),
-                     ("STOP", "CONTINUOUS", "QUERY"), ("DROP", "CONTINUOUS", "QUERY"),
-                     ("SHOW", "CONTINUOUS", "QUERIES"))
+READS_TABLES = frozenset(
+    {
+        "SELECT",
+        "WITH",
+        "FROM",
+        "VALUES",
+        "TABLE",
+        "PIVOT",
+        "UNPIVOT",
+        "INSERT",
+        "CREATE",
+        "UPDATE",
+        "DELETE",
+        "COPY",
+        "EXPLAIN",
+    }
+)
+_STREAM_HEADS = (("CREATE", "STREAM"), ("DROP", "STREAM"), ("SHOW", "STREAMS"), ("SHOW", "STREAM"))
+_CONTINUOUS_HEADS = (
+    ("CREATE", "CONTINUOUS", "QUERY"),
+    ("RESUME", "CONTINUOUS", "QUERY"),
+    ("STOP", "CONTINUOUS", "QUERY"),
+    ("DROP", "CONTINUOUS", "QUERY"),
+    ("SHOW", "CONTINUOUS", "QUERIES"),
+)
 _SETTINGS = frozenset(Config.names())
 
 
@@ -283,9 +326,14 @@ def classify(piece: Piece) -> Statement:
     return query(text, offset, piece.type, found, words)
 
 
-def query(text: str, offset: int, kind: duckdb.StatementType | None = None,
-          found: list[Token] | None = None, words: list[str] | None = None,
-          expanded: bool = False) -> Query:
+def query(
+    text: str,
+    offset: int,
+    kind: duckdb.StatementType | None = None,
+    found: list[Token] | None = None,
+    words: list[str] | None = None,
+    expanded: bool = False,
+) -> Query:
     """The :class:`Query` kind of ``text``: plain SQL, or one matchsql runs."""
     found = tokens(text) if found is None else found
     words = _leading_words(found) if words is None else words
@@ -304,8 +352,7 @@ def query(text: str, offset: int, kind: duckdb.StatementType | None = None,
     if not (match or windowed):
         return Sql(text, offset, head, kind, expanded, explained)
     if explained:
-        return ExplainMatch(text, offset, head, kind, expanded, explained, match, windowed,
-                            analyze)
+        return ExplainMatch(text, offset, head, kind, expanded, explained, match, windowed, analyze)
     return MatchQuery(text, offset, head, kind, expanded, explained, match, windowed)
 
 
@@ -325,27 +372,28 @@ def _windowed(found: list[Token]) -> bool:
         word = token.word
         if word == "WINDOW":
             window = True
-        elif window and word == "PATTERN" and i + 1 < len(found) \
-                and found[i + 1].text == "(":
+        elif window and word == "PATTERN" and i + 1 < len(found) and found[i + 1].text == "(":
             return True
     return False
 
 
-def _setting(text: str, offset: int, found: list[Token],
-             words: list[str]) -> Statement | None:
+def _setting(text: str, offset: int, found: list[Token], words: list[str]) -> Statement | None:
     """SET, SHOW or RESET of a matchsql setting; None for any other statement."""
     if words[:1] == ["SET"]:
         at = 2 if words[1:2] == ["SESSION"] else 1
-        if len(found) < at + 3 or found[at].word is None \
-                or found[at].text.lower() not in _SETTINGS:
+        if len(found) < at + 3 or found[at].word is None or found[at].text.lower() not in _SETTINGS:
             return None
         sign = found[at + 1]
         if sign.text != "=" and sign.word != "TO":
             return None
-        value = text[found[at + 2].start:].strip()
+        value = text[found[at + 2].start :].strip()
         return SetSetting(text, offset, found[at].text.lower(), _unquote(value))
-    if words[:1] in (["SHOW"], ["RESET"]) and len(found) == 2 and len(words) == 2 \
-            and words[1].lower() in _SETTINGS:
+    if (
+        words[:1] in (["SHOW"], ["RESET"])
+        and len(found) == 2
+        and len(words) == 2
+        and words[1].lower() in _SETTINGS
+    ):
         kind = ShowSetting if words[0] == "SHOW" else ResetSetting
         return kind(text, offset, words[1].lower())
     return None
@@ -355,8 +403,8 @@ def _defines_view(words: list[str]) -> bool:
     if words[:1] != ["CREATE"]:
         return False
     i = 1 + 2 * (words[1:3] == ["OR", "REPLACE"])
-    i += words[i:i + 1] in (["TEMP"], ["TEMPORARY"])
-    return words[i:i + 1] == ["VIEW"]
+    i += words[i : i + 1] in (["TEMP"], ["TEMPORARY"])
+    return words[i : i + 1] == ["VIEW"]
 
 
 def _unquote(value: str) -> str:
@@ -371,9 +419,14 @@ def replace_settings(sql: str, values: dict[str, object]) -> str:
     found = tokens(sql)
     spans: list[tuple[int, int, str]] = []
     for i in range(len(found) - 3):
-        name, left, arg, right = found[i:i + 4]
-        if name.text.lower() == "current_setting" and left.text == "(" \
-                and arg.kind == _STRING and arg.text.startswith("'") and right.text == ")":
+        name, left, arg, right = found[i : i + 4]
+        if (
+            name.text.lower() == "current_setting"
+            and left.text == "("
+            and arg.kind == _STRING
+            and arg.text.startswith("'")
+            and right.text == ")"
+        ):
             setting = arg.text[1:-1].replace("''", "'").lower()
             if setting in values:
                 spans.append((name.start, right.end, literal(values[setting])))

@@ -16,8 +16,19 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 #: Metric order of the thesis' appendix tables, then the extras.
-ORDER = ("avg_mem", "max_mem", "avg_queue", "max_queue", "result", "time", "throughput",
-         "records", "latency", "switches")
+ORDER = (
+    "avg_mem",
+    "max_mem",
+    "avg_queue",
+    "max_queue",
+    "result",
+    "time",
+    "throughput",
+    "records",
+    "latency",
+    "switches",
+)
+
 
 def stats_table(stats: dict | None) -> pa.Table:
     """One row per numeric metric; the input mode (text) is left out of the value column.
@@ -30,10 +41,15 @@ def stats_table(stats: dict | None) -> pa.Table:
     if not stats:
         return schema.empty_table()
     names = [n for n in ORDER if n in stats]
-    names += sorted(n for n, v in stats.items()
-                    if n not in ORDER and isinstance(v, int | float) and not isinstance(v, bool))
-    return pa.table([pa.array(names, pa.string()),
-                     pa.array([float(stats[n]) for n in names], pa.float64())], schema=schema)
+    names += sorted(
+        n
+        for n, v in stats.items()
+        if n not in ORDER and isinstance(v, int | float) and not isinstance(v, bool)
+    )
+    return pa.table(
+        [pa.array(names, pa.string()), pa.array([float(stats[n]) for n in names], pa.float64())],
+        schema=schema,
+    )
 
 
 def describe(stats: dict | None) -> str:

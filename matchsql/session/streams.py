@@ -66,8 +66,9 @@ class StreamStatements:
         if self._database is None:
             cursor = self.executor.con.cursor()
             try:
-                rows = cursor.execute("SELECT path FROM duckdb_databases() "
-                                      "WHERE database_name = current_database()").fetchall()
+                rows = cursor.execute(
+                    "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+                ).fetchall()
             finally:
                 cursor.close()
             self._database = rows[0][0] if rows and rows[0][0] else ":memory:"
@@ -91,8 +92,15 @@ class StreamStatements:
                 raise SemanticError("archive_filter needs an archive")
             if "archive_filter" in options:
                 options["archive_filter"] = normalize_filter(str(options["archive_filter"]))
-            create_stream(self.executor.con, self.database, parsed.name, parsed.columns,
-                          schema, if_not_exists=parsed.if_not_exists, **options)
+            create_stream(
+                self.executor.con,
+                self.database,
+                parsed.name,
+                parsed.columns,
+                schema,
+                if_not_exists=parsed.if_not_exists,
+                **options,
+            )
             return None
         if isinstance(parsed, DropStream):
             drop_stream(self.database, parsed.name, if_exists=parsed.if_exists)
@@ -108,17 +116,19 @@ class StreamStatements:
         try:
             for (name, type_text), offset in zip(create.columns, create.type_offsets):
                 if ";" in type_text:
-                    raise SemanticError(f"invalid type {type_text!r}", sql=statement,
-                                        offset=offset)
+                    raise SemanticError(f"invalid type {type_text!r}", sql=statement, offset=offset)
                 quoted = '"' + name.replace('"', '""') + '"'
                 try:
-                    table = cursor.sql(f"SELECT CAST(NULL AS {type_text}) AS {quoted}") \
-                        .to_arrow_table()
+                    table = cursor.sql(
+                        f"SELECT CAST(NULL AS {type_text}) AS {quoted}"
+                    ).to_arrow_table()
                 except duckdb.Error as exc:
                     message = str(exc).splitlines()[0]
-                    raise SemanticError(f"column {name!r}: unknown or invalid type "
-                                        f"{type_text!r} ({message})", sql=statement,
-                                        offset=offset) from None
+                    raise SemanticError(
+                        f"column {name!r}: unknown or invalid type {type_text!r} ({message})",
+                        sql=statement,
+                        offset=offset,
+                    ) from None
                 fields.append(table.schema.field(0))
         finally:
             cursor.close()
@@ -134,8 +144,11 @@ class StreamStatements:
         and one-time queries must not fail because of it.
         """
         source = node.this
-        if not isinstance(source, exp.Table) or source.args.get("db") or \
-                not isinstance(source.this, exp.Identifier):
+        if (
+            not isinstance(source, exp.Table)
+            or source.args.get("db")
+            or not isinstance(source.this, exp.Identifier)
+        ):
             return None
         name = source.name
         if any(cte.alias_or_name.lower() == name.lower() for cte in visible_ctes(node)):
@@ -158,15 +171,20 @@ class StreamStatements:
         Nothing is read (nor the stream claimed) before DuckDB asks for the
         first batch; the archive's history comes first, as for MATCH_RECOGNIZE.
         """
-        return pa.RecordBatchReader.from_batches(self.schema_of_stream(definition),
-                                                 self._recording(self._rows(
-                                                     definition, self.executor.cancellation)))
+        return pa.RecordBatchReader.from_batches(
+            self.schema_of_stream(definition),
+            self._recording(self._rows(definition, self.executor.cancellation)),
+        )
 
     def _rows(self, definition: StreamDef, cancel: Cancellation) -> Iterator[pa.RecordBatch]:
         """``cancel`` is the statement's token, taken when it ran, not when it is read."""
         config = self.executor.config
-        reader = LiveReader(definition, on_producer_death=config.on_producer_death,
-                            cancelled=lambda: cancel.cancelled, max_rows=config.batch_size)
+        reader = LiveReader(
+            definition,
+            on_producer_death=config.on_producer_death,
+            cancelled=lambda: cancel.cancelled,
+            max_rows=config.batch_size,
+        )
         archive = reader.take_archive(self.executor.con)
         cursor = self.executor.con.cursor() if archive is not None else None
         try:
@@ -194,30 +212,46 @@ class StreamStatements:
     def match_reader(self, node, statement: str, definition: StreamDef) -> _MatchReader:
         """Compile ``node`` against the stream's schema; the lazy reader of its matches."""
         config = self.executor.config
-        compiled = compile_match(node, self.schema_of_stream(definition), sql=statement,
-                                 con=self.executor.con, config=config,
-                                 cache=self.executor.compiled, watch=self.executor.watch)
+        compiled = compile_match(
+            node,
+            self.schema_of_stream(definition),
+            sql=statement,
+            con=self.executor.con,
+            config=config,
+            cache=self.executor.compiled,
+            watch=self.executor.watch,
+        )
         spec = compiled.spec
         stats: dict = {}  # filled with the input metrics when the query ends
-        sliding = (Sliding.PAST_LAST_ROW if spec.skip is SkipMode.PAST_LAST_ROW
-                   else Sliding.NEXT_ROW)
-        options = InputOptions.for_pattern(spec.pattern, config.input_mode, config.adaptive_u,
-                                           sliding, stats, config.adaptive_rule,
-                                           config.adaptive_memory_budget)
+        sliding = Sliding.PAST_LAST_ROW if spec.skip is SkipMode.PAST_LAST_ROW else Sliding.NEXT_ROW
+        options = InputOptions.for_pattern(
+            spec.pattern,
+            config.input_mode,
+            config.adaptive_u,
+            sliding,
+            stats,
+            config.adaptive_rule,
+            config.adaptive_memory_budget,
+        )
         cancel = self.executor.cancellation  # this statement's, even if read later
 
         def new_run(key: tuple):
             return planner.new_partition_matcher(spec, key, config, cancel, live=True)
 
         # SET workers = N: the partitions' runs live in worker processes (any input mode).
-        router = self.executor.workers.stream_router(compiled, config, cancel, new_run,
-                                                     live=True)
+        router = self.executor.workers.stream_router(compiled, config, cancel, new_run, live=True)
         batches = continuous_batches(
-            definition, spec.partition_by, new_run,
-            con=self.executor.con, batch_rows=config.batch_size,
+            definition,
+            spec.partition_by,
+            new_run,
+            con=self.executor.con,
+            batch_rows=config.batch_size,
             cancelled=lambda: cancel.cancelled,
-            on_producer_death=config.on_producer_death, input_options=options,
-            router=router, derive=derive_input(spec))
+            on_producer_death=config.on_producer_death,
+            input_options=options,
+            router=router,
+            derive=derive_input(spec),
+        )
         project = project_result(spec)
         if project is not None:
             batches = project.batches(batches)
@@ -250,8 +284,9 @@ class StreamStatements:
 class _MatchReader(BatchSource):
     """A :class:`~matchsql.results.result.BatchSource` that also carries the input metrics."""
 
-    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch],
-                 stats: dict | None = None) -> None:
+    def __init__(
+        self, schema: pa.Schema, batches: Iterator[pa.RecordBatch], stats: dict | None = None
+    ) -> None:
         super().__init__(schema, batches)
         self.stats = stats
 

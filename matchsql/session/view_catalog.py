@@ -21,11 +21,13 @@ def definitions(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
         rows = con.execute(
             "SELECT view_name, comment FROM duckdb_views() "
             "WHERE starts_with(comment, ?) AND schema_name IN ('main', 'temp') "
-            "ORDER BY temporary", [MARKER]).fetchall()
+            "ORDER BY temporary",
+            [MARKER],
+        ).fetchall()
     except duckdb.Error:
         return {}
     # Temporary views come last and so hide persistent ones of the same name, as in DuckDB.
-    return {name.lower(): comment[len(MARKER):] for name, comment in rows}
+    return {name.lower(): comment[len(MARKER) :] for name, comment in rows}
 
 
 def mentions(statement: str, views: Mapping[str, str]) -> bool:

@@ -33,6 +33,7 @@ from matchsql.session.view_catalog import MARKER, STUB_MESSAGE, mentions
 #: Views nested deeper than this are taken for a view that refers to itself.
 MAX_DEPTH = 32
 
+
 def expand(statement: str, views: Mapping[str, str]) -> str:
     """``statement`` with every reference to a MATCH_RECOGNIZE view replaced by its query.
 
@@ -61,8 +62,11 @@ def _expand_once(statement: str, views: Mapping[str, str]) -> str:
     spans: list[tuple[int, int, str]] = []
     for table in tree.find_all(exp.Table):
         ident = table.this
-        if table.args.get("db") or not isinstance(ident, exp.Identifier) \
-                or table.find_ancestor(exp.Query) is None:  # DROP VIEW v, INSERT INTO v, ...
+        if (
+            table.args.get("db")
+            or not isinstance(ident, exp.Identifier)
+            or table.find_ancestor(exp.Query) is None
+        ):  # DROP VIEW v, INSERT INTO v, ...
             continue
         name = ident.name.lower()
         start, end = ident.meta.get("start"), ident.meta.get("end")
@@ -70,7 +74,7 @@ def _expand_once(statement: str, views: Mapping[str, str]) -> str:
             continue
         body = f"({views[name]}\n)"
         if not table.args.get("alias"):
-            body += " AS " + statement[start:end + 1]
+            body += " AS " + statement[start : end + 1]
         spans.append((start, end + 1, body))
     for start, end, body in sorted(spans, reverse=True):
         statement = statement[:start] + body + statement[end:]
@@ -84,8 +88,9 @@ def view_query(create: CreateView) -> str:
     return f"SELECT * FROM ({create.query}\n) AS __matchsql_view{create.columns}"
 
 
-def create_stub(con: duckdb.DuckDBPyConnection, create: CreateView, schema: pa.Schema,
-                stored: str) -> None:
+def create_stub(
+    con: duckdb.DuckDBPyConnection, create: CreateView, schema: pa.Schema, stored: str
+) -> None:
     """Create the DuckDB side of the view (see the module notes); DuckDB's errors pass."""
     cursor = con.cursor()
     try:
@@ -93,13 +98,19 @@ def create_stub(con: duckdb.DuckDBPyConnection, create: CreateView, schema: pa.S
         described = cursor.execute("DESCRIBE __matchsql_view_columns").fetchall()
     finally:
         cursor.close()
-    columns = ", ".join(f"CAST(NULL AS {row[1]}) AS " + exp.to_identifier(
-        row[0], quoted=True).sql(dialect="duckdb") for row in described)
+    columns = ", ".join(
+        f"CAST(NULL AS {row[1]}) AS " + exp.to_identifier(row[0], quoted=True).sql(dialect="duckdb")
+        for row in described
+    )
     if not columns:
         raise SemanticError("a view needs at least one column")
-    head = "CREATE " + ("OR REPLACE " if create.replace else "") + \
-        ("TEMPORARY " if create.temporary else "") + "VIEW " + \
-        ("IF NOT EXISTS " if create.if_not_exists else "")
+    head = (
+        "CREATE "
+        + ("OR REPLACE " if create.replace else "")
+        + ("TEMPORARY " if create.temporary else "")
+        + "VIEW "
+        + ("IF NOT EXISTS " if create.if_not_exists else "")
+    )
     if create.if_not_exists and _exists(con, create.name):
         return
     con.execute(f"{head}{create.name} AS SELECT {columns} WHERE error({quote(STUB_MESSAGE)})")

@@ -63,18 +63,22 @@ _numbers = itertools.count()
 #: Aggregates that give 0, not NULL, over an empty frame (an unmatched row).
 _COUNTING = (exp.Count, exp.CountIf)
 #: Window functions over the match's rows that are row pattern navigation.
-_VALUE_FUNCTIONS: dict[type, str] = {exp.FirstValue: "FIRST", exp.LastValue: "LAST",
-                                     exp.NthValue: "FIRST"}
+_VALUE_FUNCTIONS: dict[type, str] = {
+    exp.FirstValue: "FIRST",
+    exp.LastValue: "LAST",
+    exp.NthValue: "FIRST",
+}
 #: Window functions that sqlglot calls aggregates but that read rows around the current
 #: one, not a frame: not computed over a match.
 _FRAMELESS = (exp.Lag, exp.Lead)
 #: Why ``auto`` runs INITIAL windows on the reference matcher (bench: 5,000 rows, one
 #: anchored run per row: 1.1 s on the reference matcher, 6.5 s on the compiled kernels).
-_SHORT_RUNS = ("INITIAL: each row's run ends with the attempt at the row, too short for the "
-               "compiled kernels' per-run setup to pay off")
+_SHORT_RUNS = (
+    "INITIAL: each row's run ends with the attempt at the row, too short for the "
+    "compiled kernels' per-run setup to pay off"
+)
 #: planner.explain lines about running whole partitions, which a window never does.
 _WHOLE_PARTITION_LINES = ("partitions:", "batched:")
-
 
 
 @dataclasses.dataclass
@@ -142,8 +146,13 @@ class WindowMeasures:
         for number, window in enumerate(windows, 1):
             runs = window.runs
             assert runs is not None
-            end = "UNBOUNDED FOLLOWING" if runs.end is None else \
-                "CURRENT ROW" if runs.end == 0 else f"{runs.end} FOLLOWING"
+            end = (
+                "UNBOUNDED FOLLOWING"
+                if runs.end is None
+                else "CURRENT ROW"
+                if runs.end == 0
+                else f"{runs.end} FOLLOWING"
+            )
             called = ", ".join(c.node.this.sql(dialect="matchsql") for c in window.calls) or "none"
             skip = runs.skip.value + (f" {runs.skip_variable}" if runs.skip_variable else "")
             lines += [
@@ -153,10 +162,13 @@ class WindowMeasures:
                 f"frame: ROWS BETWEEN CURRENT ROW AND {end}; "
                 f"{'SEEK' if runs.seek else 'INITIAL'}; "
                 f"AFTER MATCH SKIP {skip}",
-                ("per partition: one run with AFTER MATCH SKIP TO NEXT ROW gives every row's "
-                 "match (no navigation before a match's start, no empty match, frames to the "
-                 "partition end)" if runs.scan is not None else
-                 "per row: one matcher run over the row's frame"),
+                (
+                    "per partition: one run with AFTER MATCH SKIP TO NEXT ROW gives every row's "
+                    "match (no navigation before a match's start, no empty match, frames to the "
+                    "partition end)"
+                    if runs.scan is not None
+                    else "per row: one matcher run over the row's frame"
+                ),
                 "then: measures joined back by row number, DuckDB runs the rest of the statement",
             ]
             shown = runs.scan if runs.scan is not None else runs.spec
@@ -182,8 +194,14 @@ class WindowMeasures:
                 done += self._rewrite_select(select, windows, statement, cleanups, run)
         return tree, done
 
-    def _rewrite_select(self, select: exp.Select, nodes: list[PatternWindow], statement: str,
-                        cleanups: list, run: bool) -> list[_Window]:
+    def _rewrite_select(
+        self,
+        select: exp.Select,
+        nodes: list[PatternWindow],
+        statement: str,
+        cleanups: list,
+        run: bool,
+    ) -> list[_Window]:
         number = next(_numbers)
         # The windows' column names: the same each time the statement runs (where its first
         # window's place is known), so that their compiled queries are found again.
@@ -192,8 +210,11 @@ class WindowMeasures:
         _collect_calls(select, windows, statement)
         for clause, words in (("group", "GROUP BY"), ("having", "HAVING")):
             if select.args.get(clause) is not None:
-                raise SemanticError(f"{words} is not supported in a SELECT with a row pattern "
-                                    "window", sql=statement, offset=position(nodes[0]))
+                raise SemanticError(
+                    f"{words} is not supported in a SELECT with a row pattern window",
+                    sql=statement,
+                    offset=position(nodes[0]),
+                )
         source, alias = _single_source(select, statement, nodes[0])
         # The source, filtered, numbered and read once (see the module docstring).
         numbered = exp.select("*", f"row_number() OVER () AS {ROW}").from_(source.copy())
@@ -212,9 +233,12 @@ class WindowMeasures:
             self._analyze(window, table.schema, alias, statement)
         if not run:
             return windows
-        joined = exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier("__s"))) \
-            .from_(exp.Table(this=exp.to_identifier(source_view), alias=exp.TableAlias(
-                this=exp.to_identifier("__s"))))
+        joined = exp.select(exp.Column(this=exp.Star(), table=exp.to_identifier("__s"))).from_(
+            exp.Table(
+                this=exp.to_identifier(source_view),
+                alias=exp.TableAlias(this=exp.to_identifier("__s")),
+            )
+        )
         cancel = self.executor.cancellation
         hidden = [ROW]
         for window in windows:
@@ -225,15 +249,22 @@ class WindowMeasures:
             self._register(view, result, cleanups)
             short = f"__w{len(joined.args.get('joins') or [])}"
             joined = joined.join(
-                exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(
-                    this=exp.to_identifier(short))),
-                on=f"__s.{ROW} = {short}.{ROW}", join_type="left")
+                exp.Table(
+                    this=exp.to_identifier(view),
+                    alias=exp.TableAlias(this=exp.to_identifier(short)),
+                ),
+                on=f"__s.{ROW} = {short}.{ROW}",
+                join_type="left",
+            )
             retyped = window.runs.spec.retyped()  # a UUID, a HUGEINT: DuckDB's type back
             for name in result.schema.names[1:]:
                 column: exp.Expr = exp.column(name, table=short, quoted=True)
                 if name in retyped:
-                    column = exp.alias_(exp.cast(column, exp.DataType.build(
-                        retyped[name], dialect="duckdb")), name, quoted=True)
+                    column = exp.alias_(
+                        exp.cast(column, exp.DataType.build(retyped[name], dialect="duckdb")),
+                        name,
+                        quoted=True,
+                    )
                 joined = joined.select(column)
         _replace_calls(select, windows)
         _exclude_from_stars(select, hidden)
@@ -244,23 +275,32 @@ class WindowMeasures:
             # and a plain filter over the joined measures means the same.
             select.set("qualify", None)
             select.set("where", exp.Where(this=qualify.this))
-        select.set("windows", [w for w in select.args["windows"]
-                               if not isinstance(w, PatternWindow)] or None)
-        select.args["from_"].set("this", exp.Subquery(
-            this=joined, alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))))
+        select.set(
+            "windows",
+            [w for w in select.args["windows"] if not isinstance(w, PatternWindow)] or None,
+        )
+        select.args["from_"].set(
+            "this",
+            exp.Subquery(
+                this=joined, alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True))
+            ),
+        )
         return windows
 
     def _sorted(self, view: str, window: _Window, alias: str) -> pa.Table:
         """The window's input rows in partition and window order (ties: source order)."""
         node = window.node
-        keys = [_unqualified(p, alias).sql(dialect="duckdb")
-                for p in node.args.get("partition_by") or []]
+        keys = [
+            _unqualified(p, alias).sql(dialect="duckdb")
+            for p in node.args.get("partition_by") or []
+        ]
         order = node.args.get("order")
         if order is not None:
             keys += [_unqualified(o, alias).sql(dialect="duckdb") for o in order.expressions]
         keys.append(ROW)
         return self.executor.con.sql(
-            f"SELECT * FROM {view} ORDER BY {', '.join(keys)}").to_arrow_table()
+            f"SELECT * FROM {view} ORDER BY {', '.join(keys)}"
+        ).to_arrow_table()
 
     def _read(self, sql: str) -> pa.Table:
         """Rows of ``sql`` (which may hold a MATCH_RECOGNIZE) through the executor."""
@@ -278,42 +318,73 @@ class WindowMeasures:
     def _analyze(self, window: _Window, schema: pa.Schema, alias: str, statement: str) -> None:
         """The window's MatchSpec, compiled as a MATCH_RECOGNIZE, and its frame."""
         node = window.node
-        measures = [MeasureDef(this=m.this, alias=exp.to_identifier(window.measures[
-            m.args["alias"].name.lower()])) for m in node.args.get("measures") or []]
-        measures += [MeasureDef(this=_unqualified(c.expr, alias), alias=exp.to_identifier(c.column))
-                     for c in window.calls if c.expr is not None]
+        measures = [
+            MeasureDef(
+                this=m.this, alias=exp.to_identifier(window.measures[m.args["alias"].name.lower()])
+            )
+            for m in node.args.get("measures") or []
+        ]
+        measures += [
+            MeasureDef(this=_unqualified(c.expr, alias), alias=exp.to_identifier(c.column))
+            for c in window.calls
+            if c.expr is not None
+        ]
         row = exp.column(ROW, quoted=True)
-        measures += [MeasureDef(this=Navigation(this=row.copy(), kind="FIRST"),
-                                alias=exp.to_identifier(FIRST_ROW)),
-                     MeasureDef(this=Navigation(this=row.copy(), kind="LAST"),
-                                alias=exp.to_identifier(LAST_ROW))]
+        measures += [
+            MeasureDef(
+                this=Navigation(this=row.copy(), kind="FIRST"), alias=exp.to_identifier(FIRST_ROW)
+            ),
+            MeasureDef(
+                this=Navigation(this=row.copy(), kind="LAST"), alias=exp.to_identifier(LAST_ROW)
+            ),
+        ]
         var = node.args.get("after_var")
         after = node.args.get("after")
         if var is not None:
             target = exp.column(ROW, table=var.copy(), quoted=True)
             kind = "FIRST" if after == "TO FIRST" else "LAST"
-            measures.append(MeasureDef(this=Navigation(this=target, kind=kind),
-                                       alias=exp.to_identifier(SKIP_TARGET)))
+            measures.append(
+                MeasureDef(
+                    this=Navigation(this=target, kind=kind), alias=exp.to_identifier(SKIP_TARGET)
+                )
+            )
         mr = MatchRecognizeTable(
             this=exp.Table(this=exp.to_identifier(ROW)),
             partition_by=[_unqualified(p, alias) for p in node.args.get("partition_by") or []],
-            measures=measures, after=after, after_var=var, pattern=node.args["pattern"],
-            subsets=node.args.get("subsets"), define=node.args.get("define"))
+            measures=measures,
+            after=after,
+            after_var=var,
+            pattern=node.args["pattern"],
+            subsets=node.args.get("subsets"),
+            define=node.args.get("define"),
+        )
         order = node.args.get("order")
         if order is not None:
-            mr.set("order", exp.Order(expressions=[_unqualified(o, alias)
-                                                   for o in order.expressions]))
+            mr.set(
+                "order", exp.Order(expressions=[_unqualified(o, alias) for o in order.expressions])
+            )
         # It stands where the window stands in the statement (its place keys the cache).
         mr.meta["start"] = position(node)
-        spec = compile_match(mr, schema, sql=statement, con=self.executor.con,
-                             config=self.config, cache=self.executor.compiled,
-                             watch=self.executor.watch).spec
+        spec = compile_match(
+            mr,
+            schema,
+            sql=statement,
+            con=self.executor.con,
+            config=self.config,
+            cache=self.executor.compiled,
+            watch=self.executor.watch,
+        ).spec
         seek = node.args.get("initial") is False
         pattern = spec.pattern
         if not seek:  # INITIAL: the match starts at the row
             pattern = Concatenation(items=(Anchor(AnchorKind.START), pattern))
-        per_row = dataclasses.replace(spec, pattern=pattern, skip=SkipMode.PAST_LAST_ROW,
-                                      skip_variable=None, rows_per_match=RowsPerMatch.ONE)
+        per_row = dataclasses.replace(
+            spec,
+            pattern=pattern,
+            skip=SkipMode.PAST_LAST_ROW,
+            skip_variable=None,
+            rows_per_match=RowsPerMatch.ONE,
+        )
         end = self._frame_end(node.args["end"], statement)
         scan = scan_spec(spec, end)
         config, window.why = self.config, None
@@ -321,8 +392,16 @@ class WindowMeasures:
             config = dataclasses.replace(config, execution_path="reference")
             window.why = _SHORT_RUNS
         columns = [*window.measures.values(), *(c.column for c in window.calls)]
-        window.runs = WindowRuns(per_row, scan, seek, spec.skip, spec.skip_variable, end,
-                                 config, tuple(dict.fromkeys(columns)))
+        window.runs = WindowRuns(
+            per_row,
+            scan,
+            seek,
+            spec.skip,
+            spec.skip_variable,
+            end,
+            config,
+            tuple(dict.fromkeys(columns)),
+        )
 
     def _frame_end(self, end: str | exp.Expr, statement: str) -> int | None:
         if end == "UNBOUNDED":
@@ -332,13 +411,17 @@ class WindowMeasures:
         value: Any = None
         assert isinstance(end, exp.Expr)
         try:
-            value = self.executor.con.execute(
-                f"SELECT {end.sql(dialect='duckdb')}").fetchall()[0][0]
+            value = self.executor.con.execute(f"SELECT {end.sql(dialect='duckdb')}").fetchall()[0][
+                0
+            ]
         except duckdb.Error:  # not a constant: reported below
             value = None
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise SemanticError("the frame end n FOLLOWING needs a non-negative integer constant",
-                                sql=statement, offset=position(end))
+            raise SemanticError(
+                "the frame end n FOLLOWING needs a non-negative integer constant",
+                sql=statement,
+                offset=position(end),
+            )
         return value
 
 
@@ -351,27 +434,36 @@ def _collect_windows(nodes: list[PatternWindow], statement: str, tag: str) -> li
     names: set[str] = set()
     for index, node in enumerate(nodes):
         if node.this.name.lower() in names:
-            raise SemanticError(f"window {node.this.name} is defined twice", sql=statement,
-                                offset=position(node.this))
+            raise SemanticError(
+                f"window {node.this.name} is defined twice",
+                sql=statement,
+                offset=position(node.this),
+            )
         names.add(node.this.name.lower())
         for part in node.args["pattern"].this.walk():
             if isinstance(part, Anchor):
-                raise SemanticError("the anchors ^ and $ are not allowed in a window pattern",
-                                    sql=statement, offset=part.offset)
+                raise SemanticError(
+                    "the anchors ^ and $ are not allowed in a window pattern",
+                    sql=statement,
+                    offset=part.offset,
+                )
         clauses = [m.this for m in node.args.get("measures") or []]
         clauses += [d.expression for d in node.args.get("define") or []]
         for clause in clauses:
             found = clause.find(MatchNumber)
             if found is not None:
-                raise SemanticError("MATCH_NUMBER is not allowed in a window with row "
-                                    "pattern recognition", sql=statement,
-                                    offset=position(found))
+                raise SemanticError(
+                    "MATCH_NUMBER is not allowed in a window with row pattern recognition",
+                    sql=statement,
+                    offset=position(found),
+                )
         measures: dict[str, str] = {}
         for k, measure in enumerate(node.args.get("measures") or []):
             alias = measure.args["alias"]
             if alias.name.lower() in measures:
-                raise SemanticError(f"measure {alias.name} is defined twice", sql=statement,
-                                    offset=position(alias))
+                raise SemanticError(
+                    f"measure {alias.name} is defined twice", sql=statement, offset=position(alias)
+                )
             measures[alias.name.lower()] = f"__matchsql_w{tag}_{index}_m{k}"
         out.append(_Window(node, f"__matchsql_w{tag}_{index}", measures, []))
     return out
@@ -386,21 +478,36 @@ def _collect_calls(select: exp.Select, windows: list[_Window], statement: str) -
     by_name = {w.name.lower(): w for w in windows}
     for node in list(select.find_all(exp.Window)):
         alias = node.args.get("alias")
-        if not isinstance(alias, exp.Identifier) or alias.name.lower() not in by_name \
-                or not _own(node, select) or node.args.get("partition_by") \
-                or node.args.get("order") or node.args.get("spec"):
+        if (
+            not isinstance(alias, exp.Identifier)
+            or alias.name.lower() not in by_name
+            or not _own(node, select)
+            or node.args.get("partition_by")
+            or node.args.get("order")
+            or node.args.get("spec")
+        ):
             continue
         window = by_name[alias.name.lower()]
         this = node.this
         if node.find_ancestor(exp.Where, exp.Join, exp.From, exp.Select) is not select:
             raise SemanticError(
                 f"the measures of window {window.name} can be called only in the SELECT list "
-                "and ORDER BY", sql=statement, offset=position(node))
-        if isinstance(this, exp.Column) and not this.table and isinstance(this.this, exp.Identifier):
+                "and ORDER BY",
+                sql=statement,
+                offset=position(node),
+            )
+        if (
+            isinstance(this, exp.Column)
+            and not this.table
+            and isinstance(this.this, exp.Identifier)
+        ):
             column = window.measures.get(this.name.lower())
             if column is None:
-                raise SemanticError(f"{this.name} is not a measure of window {window.name}",
-                                    sql=statement, offset=position(this))
+                raise SemanticError(
+                    f"{this.name} is not a measure of window {window.name}",
+                    sql=statement,
+                    offset=position(this),
+                )
             window.calls.append(_Call(node, column, False))
         elif type(this) in _VALUE_FUNCTIONS:
             column = f"{window.prefix}_agg{len(window.calls)}"
@@ -412,30 +519,43 @@ def _collect_calls(select: exp.Select, windows: list[_Window], statement: str) -
             raise SemanticError(
                 f"only the measures of window {window.name}, aggregates and first_value, "
                 f"last_value, nth_value can be called over it, not "
-                f"{this.sql(dialect='duckdb')}", sql=statement, offset=position(this))
+                f"{this.sql(dialect='duckdb')}",
+                sql=statement,
+                offset=position(this),
+            )
 
 
 def _navigation(call: exp.Expr, statement: str) -> Navigation:
     """first_value / last_value / nth_value over the match's rows, as FIRST / LAST."""
     if isinstance(call, exp.NthValue):
         offset = call.args.get("offset")
-        if not (isinstance(offset, exp.Literal) and not offset.is_string
-                and offset.this.isdigit() and int(offset.this) >= 1):
-            raise SemanticError("nth_value over a row pattern window needs a positive integer "
-                                "constant", sql=statement, offset=position(offset or call))
+        if not (
+            isinstance(offset, exp.Literal)
+            and not offset.is_string
+            and offset.this.isdigit()
+            and int(offset.this) >= 1
+        ):
+            raise SemanticError(
+                "nth_value over a row pattern window needs a positive integer constant",
+                sql=statement,
+                offset=position(offset or call),
+            )
         return Navigation(this=call.this.copy(), kind="FIRST", offset=int(offset.this) - 1)
     return Navigation(this=call.this.copy(), kind=_VALUE_FUNCTIONS[type(call)])
 
 
-def _check_bare_measures(select: exp.Select, windows: list[_Window], columns: list[str],
-                         statement: str) -> None:
+def _check_bare_measures(
+    select: exp.Select, windows: list[_Window], columns: list[str], statement: str
+) -> None:
     """A measure named without ``OVER w`` (and naming no input column) is an error."""
-    inputs = {c.lower() for c in columns} | {e.alias.lower() for e in select.expressions
-                                             if isinstance(e, exp.Alias)}
+    inputs = {c.lower() for c in columns} | {
+        e.alias.lower() for e in select.expressions if isinstance(e, exp.Alias)
+    }
     names = {name: w for w in windows for name in w.measures}
     calls = {id(c.node) for w in windows for c in w.calls}
-    clauses = list(select.expressions) + ([select.args["order"]] if select.args.get("order")
-                                          else [])
+    clauses = list(select.expressions) + (
+        [select.args["order"]] if select.args.get("order") else []
+    )
     for clause in clauses:
         for column in clause.find_all(exp.Column):
             if column.table or not _own(column, select) or column.name.lower() in inputs:
@@ -445,16 +565,22 @@ def _check_bare_measures(select: exp.Select, windows: list[_Window], columns: li
             if window is not None and (inside is None or id(inside) not in calls):
                 raise SemanticError(
                     f"measure {column.name} of window {window.name} must be called as "
-                    f"{column.name} OVER {window.name}", sql=statement, offset=position(column))
+                    f"{column.name} OVER {window.name}",
+                    sql=statement,
+                    offset=position(column),
+                )
 
 
 def _single_source(select: exp.Select, statement: str, where: exp.Expr) -> tuple[exp.Expr, str]:
     """The SELECT's only FROM item and the name its columns are qualified by."""
     from_ = select.args.get("from_")
     if from_ is None or select.args.get("joins"):
-        raise SemanticError("a SELECT with a row pattern window needs a single table, view or "
-                            "subquery in FROM (put a join in a subquery)", sql=statement,
-                            offset=position(where))
+        raise SemanticError(
+            "a SELECT with a row pattern window needs a single table, view or "
+            "subquery in FROM (put a join in a subquery)",
+            sql=statement,
+            offset=position(where),
+        )
     source = from_.this
     alias = source.alias_or_name or "__matchsql_source"
     return source, alias
@@ -480,17 +606,26 @@ def _replace_calls(select: exp.Select, windows: list[_Window]) -> None:
                 column = exp.func("coalesce", column, exp.Literal.number(0))
             node = call.node
             if isinstance(node.parent, exp.Select) and node.arg_key == "expressions":
-                column = exp.alias_(column, node.this.sql(dialect="duckdb")
-                                    if not isinstance(node.this, exp.Column) else node.this.name,
-                                    quoted=True)
+                column = exp.alias_(
+                    column,
+                    node.this.sql(dialect="duckdb")
+                    if not isinstance(node.this, exp.Column)
+                    else node.this.name,
+                    quoted=True,
+                )
             node.replace(column)
 
 
 def _exclude_from_stars(select: exp.Select, hidden: list[str]) -> None:
     """``*`` of the rewritten SELECT leaves out the row number and the measure columns."""
     for item in select.expressions:
-        star = item if isinstance(item, exp.Star) else item.this \
-            if isinstance(item, exp.Column) and isinstance(item.this, exp.Star) else None
+        star = (
+            item
+            if isinstance(item, exp.Star)
+            else item.this
+            if isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
+            else None
+        )
         if star is None:
             continue
         names = list(star.args.get("except_") or [])

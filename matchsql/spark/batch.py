@@ -44,10 +44,15 @@ class SinglePartitionWarning(UserWarning):
     """The query has no PARTITION BY, so Spark runs it as one task."""
 
 
-def match_recognize(df: DataFrame, query: str, *, table: str | None = None,
-                    input_order: str | list[str] | None = None,
-                    config: Config | dict | None = None,
-                    partitions: int | None = None) -> DataFrame:
+def match_recognize(
+    df: DataFrame,
+    query: str,
+    *,
+    table: str | None = None,
+    input_order: str | list[str] | None = None,
+    config: Config | dict | None = None,
+    partitions: int | None = None,
+) -> DataFrame:
     """Run ``query`` over ``df`` in Spark's executors; return the result as a DataFrame.
 
     ``query`` reads ``df`` under the table name ``table`` (by default:
@@ -63,8 +68,13 @@ def match_recognize(df: DataFrame, query: str, *, table: str | None = None,
     """
     require_pyspark()
     settings = Config.from_options(config) if isinstance(config, dict) else config
-    plan = build_plan(query, table or _table_name(query), arrow_schema_of(df),
-                      input_order=input_order, config=settings)
+    plan = build_plan(
+        query,
+        table or _table_name(query),
+        arrow_schema_of(df),
+        input_order=input_order,
+        config=settings,
+    )
     source = df.withColumn(ROW_ID, _row_id()) if plan.row_id else df
     out_schema = plan.output_schema()
     returned = as_spark_arrow(out_schema, session_time_zone(df.sparkSession))
@@ -74,15 +84,17 @@ def match_recognize(df: DataFrame, query: str, *, table: str | None = None,
         # shuffle partitions into one task (see the docstring).
         source = source.repartition(partitions or _parallelism(df), *keys)
         if groupable(plan.spec.input_schema, plan.partition_by):
-            matches = source.mapInArrow(task_function(plan, settings, returned),
-                                        spark_schema_of(out_schema))
+            matches = source.mapInArrow(
+                task_function(plan, settings, returned), spark_schema_of(out_schema)
+            )
             return apply_outer(plan, matches)
         grouped = source.groupBy(*keys)  # reuses the hash partitioning: one shuffle
     else:
         _warn_single_task(plan)
         grouped = source.withColumn(ALL_KEY, _zero()).groupBy(ALL_KEY)
-    matches = grouped.applyInArrow(group_function(plan, settings, returned),
-                                   spark_schema_of(out_schema))
+    matches = grouped.applyInArrow(
+        group_function(plan, settings, returned), spark_schema_of(out_schema)
+    )
     return apply_outer(plan, matches)
 
 
@@ -109,8 +121,10 @@ def _parallelism(df: DataFrame) -> int:
 
 
 def _warn_single_task(plan: MatchPlan) -> None:
-    message = ("MATCH_RECOGNIZE without PARTITION BY cannot be split by key: "
-               "Spark runs it as a single task over all rows")
+    message = (
+        "MATCH_RECOGNIZE without PARTITION BY cannot be split by key: "
+        "Spark runs it as a single task over all rows"
+    )
     log.warning(message)
     warnings.warn(message, SinglePartitionWarning, stacklevel=3)
 
@@ -121,8 +135,7 @@ def _table_name(query: str) -> str:
         for node in tree.find_all(MatchRecognizeTable):
             if isinstance(node.this, exp.Table):
                 return node.this.name
-    raise SemanticError("the query has no MATCH_RECOGNIZE over a table name", sql=query,
-                        offset=0)
+    raise SemanticError("the query has no MATCH_RECOGNIZE over a table name", sql=query, offset=0)
 
 
 def _col(name: str) -> Column:

@@ -72,9 +72,14 @@ class MatchPlan:
         return self.spec.result_schema()
 
 
-def build_plan(query: str, table: str, schema: pa.Schema, *,
-               input_order: str | list[str] | tuple[str, ...] | None = None,
-               config: Config | None = None) -> MatchPlan:
+def build_plan(
+    query: str,
+    table: str,
+    schema: pa.Schema,
+    *,
+    input_order: str | list[str] | tuple[str, ...] | None = None,
+    config: Config | None = None,
+) -> MatchPlan:
     """Parse and compile ``query``, whose MATCH_RECOGNIZE reads the table ``table``.
 
     ``schema`` is the table's Arrow schema. ``input_order`` stands in for the
@@ -91,7 +96,9 @@ def build_plan(query: str, table: str, schema: pa.Schema, *,
     if len(nodes) != 1:
         raise SemanticError(
             f"Spark runs statements with exactly one MATCH_RECOGNIZE, this one has {len(nodes)}",
-            sql=query, offset=0)
+            sql=query,
+            offset=0,
+        )
     node = nodes[0]
     _check_shape(tree, node, table, query)
 
@@ -110,7 +117,10 @@ def build_plan(query: str, table: str, schema: pa.Schema, *,
                 "this MATCH_RECOGNIZE has no ORDER BY: the embedded engine reads rows in "
                 "table order, but a Spark DataFrame has no defined row order; add ORDER BY, "
                 "or pass input_order=<column(s)> (or input_order='as_read' for the order in "
-                "which Spark reads the DataFrame)", sql=query, offset=0)
+                "which Spark reads the DataFrame)",
+                sql=query,
+                offset=0,
+            )
         if input_order == AS_READ:
             row_id = True
             sort_keys = [_quote(ROW_ID)]
@@ -129,12 +139,20 @@ def build_plan(query: str, table: str, schema: pa.Schema, *,
     node.replace(exp.Table(this=exp.to_identifier(MATCHES_VIEW), alias=alias))
     if not _is_select_star(tree):
         outer = tree.sql(dialect="spark")
-    return MatchPlan(sql=query, table=table, spec=spec, sort_keys=sort_keys, row_id=row_id,
-                     outer_sql=outer, arrow_sort=arrow_sort)
+    return MatchPlan(
+        sql=query,
+        table=table,
+        spec=spec,
+        sort_keys=sort_keys,
+        row_id=row_id,
+        outer_sql=outer,
+        arrow_sort=arrow_sort,
+    )
 
 
-def _arrow_sort(columns: list[exp.Expression], sort_keys: list[str],
-                schema: pa.Schema, row_id: bool) -> list[tuple[str, str, str]] | None:
+def _arrow_sort(
+    columns: list[exp.Expression], sort_keys: list[str], schema: pa.Schema, row_id: bool
+) -> list[tuple[str, str, str]] | None:
     """The DuckDB sort of ``sort_keys`` as pyarrow sort keys, or None.
 
     Sorting a group in pyarrow is much cheaper than a round trip through
@@ -160,7 +178,8 @@ def _arrow_sort(columns: list[exp.Expression], sort_keys: list[str],
                 return None
             probe = con.execute(
                 f"SELECT x IS NULL, x FROM (VALUES (1), (NULL), (2)) AS t(x) "
-                f"ORDER BY {_rename(text, name)}").fetchall()
+                f"ORDER BY {_rename(text, name)}"
+            ).fetchall()
             nulls = "at_start" if probe[0][0] else "at_end"
             values = [v for null, v in probe if not null]
             out.append((name, "ascending" if values == [1, 2] else "descending", nulls))
@@ -192,24 +211,34 @@ def _check_shape(tree: exp.Expression, node: exp.Expression, table: str, query: 
     if not isinstance(source, exp.Table) or source.args.get("db") or source.alias:
         raise SemanticError(
             f"under Spark the MATCH_RECOGNIZE input must be the plain table name {table!r}",
-            sql=query, offset=0)
+            sql=query,
+            offset=0,
+        )
     if source.name.lower() != table.lower():
         raise SemanticError(
             f"the MATCH_RECOGNIZE reads {source.name!r}, but the DataFrame is named {table!r}",
-            sql=query, offset=0)
+            sql=query,
+            offset=0,
+        )
     if not isinstance(tree, exp.Select) or tree.args.get("with_") is not None:
         raise SemanticError(
             "under Spark only SELECT ... FROM <table> MATCH_RECOGNIZE (...) [WHERE/GROUP BY/"
-            "ORDER BY/LIMIT] is supported (no CTEs or set operations)", sql=query, offset=0)
+            "ORDER BY/LIMIT] is supported (no CTEs or set operations)",
+            sql=query,
+            offset=0,
+        )
     from_ = tree.args.get("from_") or tree.args.get("from")
     if from_ is None or from_.this is not node or tree.args.get("joins"):
         raise SemanticError(
             "under Spark the MATCH_RECOGNIZE must be the only table of the FROM clause",
-            sql=query, offset=0)
+            sql=query,
+            offset=0,
+        )
     for sub in tree.find_all(exp.Subquery, exp.Select):
         if sub is not tree and not _inside(sub, node):
-            raise SemanticError("under Spark the statement may not contain subqueries",
-                                sql=query, offset=0)
+            raise SemanticError(
+                "under Spark the statement may not contain subqueries", sql=query, offset=0
+            )
 
 
 def _inside(expr: exp.Expression, ancestor: exp.Expression) -> bool:

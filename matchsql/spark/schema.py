@@ -55,7 +55,8 @@ def spark_schema_of(schema: pa.Schema) -> StructType:
     except Exception as exc:
         raise SemanticError(
             f"an output column type has no Spark equivalent ({exc}); cast the measure "
-            "to a type Spark supports") from None
+            "to a type Spark supports"
+        ) from None
 
 
 def as_spark_arrow(schema: pa.Schema, time_zone: str) -> pa.Schema:

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
 
-
 class LiveStreamWriter:
     """The running Spark query that feeds a live stream, and the producer it writes with.
 
@@ -40,8 +39,7 @@ class LiveStreamWriter:
     Every other attribute is the underlying ``StreamingQuery``'s.
     """
 
-    def __init__(self, stream: str, database: str | None, name: str,
-                 order_by: list[str]) -> None:
+    def __init__(self, stream: str, database: str | None, name: str, order_by: list[str]) -> None:
         self.stream = stream
         self.database = database
         self.name = name
@@ -87,10 +85,17 @@ class LiveStreamWriter:
         return getattr(query, item)
 
 
-def write_stream(df: DataFrame, stream: str, database: str | None = None, *,
-                 name: str | None = None, order_by: str | list[str] | None = None,
-                 checkpoint_location: str | None = None, query_name: str | None = None,
-                 trigger: dict[str, Any] | None = None) -> LiveStreamWriter:
+def write_stream(
+    df: DataFrame,
+    stream: str,
+    database: str | None = None,
+    *,
+    name: str | None = None,
+    order_by: str | list[str] | None = None,
+    checkpoint_location: str | None = None,
+    query_name: str | None = None,
+    trigger: dict[str, Any] | None = None,
+) -> LiveStreamWriter:
     """Start writing the streaming DataFrame ``df`` into the live stream ``stream``.
 
     ``stream`` must exist (``CREATE STREAM``) in ``database``'s namespace and
@@ -136,5 +141,4 @@ def deterministic_order(table: pa.Table, order_by: list[str]) -> pa.Table:
 
 
 def _sortable(kind: pa.DataType) -> bool:
-    return not (pa.types.is_nested(kind) or pa.types.is_dictionary(kind)
-                or pa.types.is_null(kind))
+    return not (pa.types.is_nested(kind) or pa.types.is_dictionary(kind) or pa.types.is_null(kind))

@@ -52,8 +52,15 @@ class StepResult:
     state: KeyState | None  # None: the key's partition has ended, remove its state
 
 
-def step(plan: MatchPlan, config: Config | None, state: KeyState | None,
-         rows: pa.Table | None, *, end: bool, out_schema: pa.Schema) -> StepResult:
+def step(
+    plan: MatchPlan,
+    config: Config | None,
+    state: KeyState | None,
+    rows: pa.Table | None,
+    *,
+    end: bool,
+    out_schema: pa.Schema,
+) -> StepResult:
     """Feed one micro-batch's ``rows`` of a key (any order) and, if ``end``, finish it."""
     matcher = restore_matcher(plan, state.matcher, config) if state is not None else None
     last = _read_ipc(state.last_row) if state is not None else None
@@ -75,8 +82,10 @@ def step(plan: MatchPlan, config: Config | None, state: KeyState | None,
         out.extend(matcher.finish())
         return StepResult(as_table(results(plan, out), out_schema), None)
     assert last is not None
-    return StepResult(as_table(results(plan, out), out_schema),
-                      KeyState(snapshot_matcher(matcher), _write_ipc(last)))
+    return StepResult(
+        as_table(results(plan, out), out_schema),
+        KeyState(snapshot_matcher(matcher), _write_ipc(last)),
+    )
 
 
 def _check_order(plan: MatchPlan, last: pa.Table, ordered: pa.Table) -> None:
@@ -89,14 +98,16 @@ def _check_order(plan: MatchPlan, last: pa.Table, ordered: pa.Table) -> None:
     try:
         order = ", ".join([*plan.sort_keys, "__matchsql_new"])
         ((flag,),) = con.sql(
-            f"SELECT __matchsql_new FROM __matchsql_pair ORDER BY {order} LIMIT 1").fetchall()
+            f"SELECT __matchsql_new FROM __matchsql_pair ORDER BY {order} LIMIT 1"
+        ).fetchall()
     finally:
         con.unregister("__matchsql_pair")
     if flag != 0:
         raise ExecutionError(
             "a streaming MATCH_RECOGNIZE received a row that sorts before rows of an earlier "
             "micro-batch of the same partition; rows must arrive in ORDER BY order across "
-            "micro-batches (within one micro-batch any order is fine)")
+            "micro-batches (within one micro-batch any order is fine)"
+        )
 
 
 def _write_ipc(table: pa.Table) -> bytes:
@@ -178,8 +189,9 @@ def restore_matcher(plan: MatchPlan, data: bytes, config: Config | None = None) 
     try:
         matcher = restore_like(new_matcher(plan, (), config), data)
     except state_format.SnapshotError as exc:
-        raise ExecutionError(f"unreadable matcher state in the Spark state store: "
-                             f"{exc.message}") from None
+        raise ExecutionError(
+            f"unreadable matcher state in the Spark state store: {exc.message}"
+        ) from None
     if matcher is None:
         raise ExecutionError("corrupt matcher state in the Spark state store")
     return matcher
@@ -194,8 +206,9 @@ def restore_like(template: Any, data: bytes) -> Any:
         try:
             return paths[path]
         except (KeyError, TypeError):
-            raise state_format.SnapshotError(f"the matcher state refers to {path}, which "
-                                             "this query's lowering does not have") from None
+            raise state_format.SnapshotError(
+                f"the matcher state refers to {path}, which this query's lowering does not have"
+            ) from None
 
     matcher = state_format.loads(data, resolve)
     return matcher if type(matcher) is type(template) else None

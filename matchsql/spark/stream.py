@@ -51,11 +51,16 @@ if TYPE_CHECKING:
 _STATE_DDL = "matcher BINARY, last_row BINARY"
 
 
-def match_recognize_stream(df: DataFrame, query: str, *, table: str | None = None,
-                           input_order: str | list[str] | None = None,
-                           end_marker: str | None = None,
-                           idle_timeout: datetime.timedelta | float | None = None,
-                           config: Config | dict | None = None) -> DataFrame:
+def match_recognize_stream(
+    df: DataFrame,
+    query: str,
+    *,
+    table: str | None = None,
+    input_order: str | list[str] | None = None,
+    end_marker: str | None = None,
+    idle_timeout: datetime.timedelta | float | None = None,
+    config: Config | dict | None = None,
+) -> DataFrame:
     """Run ``query`` continuously over the streaming DataFrame ``df``.
 
     Returns a streaming DataFrame of matches (append mode) with the schema
@@ -69,16 +74,19 @@ def match_recognize_stream(df: DataFrame, query: str, *, table: str | None = Non
 
     require_pyspark()
     if input_order == AS_READ:
-        raise SemanticError("input_order='as_read' has no meaning for a stream; "
-                            "add ORDER BY or name the order column(s)")
+        raise SemanticError(
+            "input_order='as_read' has no meaning for a stream; "
+            "add ORDER BY or name the order column(s)"
+        )
     schema = arrow_schema_of(df)
     if end_marker is not None:
         if end_marker not in schema.names:
             raise SemanticError(f"end_marker column {end_marker!r} is not in the DataFrame")
         schema = schema.remove(schema.get_field_index(end_marker))
     settings = Config.from_options(config) if isinstance(config, dict) else config
-    plan = build_plan(query, table or _table_name(query), schema, input_order=input_order,
-                      config=settings)
+    plan = build_plan(
+        query, table or _table_name(query), schema, input_order=input_order, config=settings
+    )
     out_schema = plan.output_schema()
     returned = as_spark_arrow(out_schema, session_time_zone(df.sparkSession))
     timeout_ms = _duration_ms(idle_timeout) if idle_timeout is not None else None
@@ -90,13 +98,22 @@ def match_recognize_stream(df: DataFrame, query: str, *, table: str | None = Non
         grouped = df.withColumn(ALL_KEY, _zero()).groupBy(ALL_KEY)
     fn = state_function(plan, settings, returned, end_marker, timeout_ms)
     matches = grouped.applyInPandasWithState(
-        fn, spark_schema_of(out_schema), _STATE_DDL, "append",
-        GroupStateTimeout.ProcessingTimeTimeout if timeout_ms else GroupStateTimeout.NoTimeout)
+        fn,
+        spark_schema_of(out_schema),
+        _STATE_DDL,
+        "append",
+        GroupStateTimeout.ProcessingTimeTimeout if timeout_ms else GroupStateTimeout.NoTimeout,
+    )
     return apply_outer(plan, matches)
 
 
-def state_function(plan: MatchPlan, config: Config | None, out_schema: pa.Schema,
-                   end_marker: str | None, timeout_ms: int | None):
+def state_function(
+    plan: MatchPlan,
+    config: Config | None,
+    out_schema: pa.Schema,
+    end_marker: str | None,
+    timeout_ms: int | None,
+):
     """The ``applyInPandasWithState`` function: one key, one micro-batch."""
 
     def match_key(key: tuple, frames: Iterator[Any], group_state: Any) -> Iterator[Any]:
@@ -121,8 +138,7 @@ def state_function(plan: MatchPlan, config: Config | None, out_schema: pa.Schema
 
 def _rows_and_end(frames: Iterator[Any], end_marker: str | None) -> tuple[pa.Table | None, bool]:
     """The micro-batch's rows of a key as Arrow, and whether an end marker came with them."""
-    tables = [pa.Table.from_pandas(frame, preserve_index=False) for frame in frames
-              if len(frame)]
+    tables = [pa.Table.from_pandas(frame, preserve_index=False) for frame in frames if len(frame)]
     if not tables:
         return None, False
     rows = pa.concat_tables(tables, promote_options="permissive")

@@ -49,8 +49,7 @@ def input_rows(plan: MatchPlan, table: pa.Table) -> pa.Table:
     derive = derive_input(plan.spec)
     if derive is None:
         return table
-    return pa.Table.from_batches([derive(b) for b in table.to_batches()],
-                                 schema=plan.spec.columns)
+    return pa.Table.from_batches([derive(b) for b in table.to_batches()], schema=plan.spec.columns)
 
 
 def results(plan: MatchPlan, batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
@@ -106,8 +105,7 @@ def partition_ends(table: pa.Table, names: list[str]) -> np.ndarray:
         same = pc.fill_null(pc.equal(before, after), False)
         same = pc.or_(same, pc.and_(pc.is_null(before), pc.is_null(after)))
         if pa.types.is_floating(column.type):
-            same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(before), pc.is_nan(after)),
-                                             False))
+            same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(before), pc.is_nan(after)), False))
         change |= ~np.asarray(same, dtype=bool)
     return np.append(np.flatnonzero(change) + 1, n).astype(np.int64)
 
@@ -115,9 +113,11 @@ def partition_ends(table: pa.Table, names: list[str]) -> np.ndarray:
 def groupable(schema: pa.Schema, names: list[str]) -> bool:
     """Whether :func:`partition_ends` compares these key columns (the driver checks it
     before it sends the query to tasks; other key types are grouped by Spark)."""
+
     def scalar(kind: pa.DataType) -> bool:
-        return not (pa.types.is_nested(kind) or pa.types.is_dictionary(kind)
-                    or pa.types.is_null(kind))
+        return not (
+            pa.types.is_nested(kind) or pa.types.is_dictionary(kind) or pa.types.is_null(kind)
+        )
 
     return all(scalar(schema.field(name).type) for name in names)
 
@@ -126,10 +126,16 @@ def _arrow_comparable(column: pa.ChunkedArray) -> bool:
     kind = column.type
     if pa.types.is_floating(kind):
         return not pc.any(pc.is_nan(column)).as_py()
-    return (pa.types.is_integer(kind) or pa.types.is_decimal(kind) or pa.types.is_date(kind)
-            or pa.types.is_timestamp(kind) or pa.types.is_time(kind)
-            or pa.types.is_boolean(kind) or pa.types.is_string(kind)
-            or pa.types.is_large_string(kind))
+    return (
+        pa.types.is_integer(kind)
+        or pa.types.is_decimal(kind)
+        or pa.types.is_date(kind)
+        or pa.types.is_timestamp(kind)
+        or pa.types.is_time(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+    )
 
 
 def _sort_indices(table: pa.Table, keys: list[tuple[str, str, str]]) -> pa.Array | None:
@@ -140,8 +146,9 @@ def _sort_indices(table: pa.Table, keys: list[tuple[str, str, str]]) -> pa.Array
         placements = {nulls for _, _, nulls in keys}
         if len(placements) != 1:
             return None
-        return pc.sort_indices(table, sort_keys=[(n, o) for n, o, _ in keys],
-                               null_placement=placements.pop())
+        return pc.sort_indices(
+            table, sort_keys=[(n, o) for n, o, _ in keys], null_placement=placements.pop()
+        )
 
 
 def new_matcher(plan: MatchPlan, key: tuple, config: Config | None) -> PartitionRun:
@@ -158,8 +165,9 @@ def partition_key(plan: MatchPlan, table: pa.Table) -> tuple:
     return tuple(table.column(name)[0].as_py() for name in plan.partition_by)
 
 
-def run_group(plan: MatchPlan, config: Config | None, table: pa.Table,
-              out_schema: pa.Schema | None = None) -> pa.Table:
+def run_group(
+    plan: MatchPlan, config: Config | None, table: pa.Table, out_schema: pa.Schema | None = None
+) -> pa.Table:
     """All matches of one complete partition (a group of ``applyInArrow``).
 
     ``out_schema`` is the output schema as Spark wants it back (time zones
@@ -199,8 +207,12 @@ def group_function(plan: MatchPlan, config: Config | None, out_schema: pa.Schema
     return match_group
 
 
-def run_task(plan: MatchPlan, config: Config | None, batches: Iterable[pa.RecordBatch],
-             out_schema: pa.Schema | None = None) -> Iterator[pa.RecordBatch]:
+def run_task(
+    plan: MatchPlan,
+    config: Config | None,
+    batches: Iterable[pa.RecordBatch],
+    out_schema: pa.Schema | None = None,
+) -> Iterator[pa.RecordBatch]:
     """All matches of the partitions in one Spark task's rows (every row of a key lies in
     one task: the driver hash-partitioned by the keys).
 
@@ -228,7 +240,7 @@ def run_task(plan: MatchPlan, config: Config | None, batches: Iterable[pa.Record
     def together() -> Iterator[pa.RecordBatch]:
         first, last = group[0], group[-1]
         lo = int(starts[first])
-        bounds = ends[first:last + 1] - lo
+        bounds = ends[first : last + 1] - lo
         batch = _one_batch(rows.slice(lo, int(bounds[-1])))
         assert whole is not None
         yield from _typed(plan, whole.match(batch, np.concatenate(([0], bounds))), out_schema)
@@ -245,8 +257,10 @@ def run_task(plan: MatchPlan, config: Config | None, batches: Iterable[pa.Record
             yield from together()
         piece = rows.slice(lo, hi - lo)
         matcher = new_matcher(plan, partition_key(plan, piece), config)
-        produced = [*_feed_all(matcher, [b for b in piece.to_batches(max_chunksize=size)
-                                         if b.num_rows]), *matcher.finish()]
+        produced = [
+            *_feed_all(matcher, [b for b in piece.to_batches(max_chunksize=size) if b.num_rows]),
+            *matcher.finish(),
+        ]
         yield from _typed(plan, produced, out_schema)
     if group:
         yield from together()
@@ -256,12 +270,16 @@ def _one_batch(table: pa.Table) -> pa.RecordBatch:
     batches = table.to_batches()
     if len(batches) == 1:
         return batches[0]
-    return pa.concat_batches(batches) if batches else \
-        pa.RecordBatch.from_pylist([], schema=table.schema)
+    return (
+        pa.concat_batches(batches)
+        if batches
+        else pa.RecordBatch.from_pylist([], schema=table.schema)
+    )
 
 
-def _typed(plan: MatchPlan, batches: list[pa.RecordBatch],
-           schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def _typed(
+    plan: MatchPlan, batches: list[pa.RecordBatch], schema: pa.Schema
+) -> Iterator[pa.RecordBatch]:
     """The matcher's output as the query's result batches, in Spark's schema."""
     for batch in results(plan, [b for b in batches if b.num_rows]):
         yield batch if batch.schema == schema else batch.cast(schema)

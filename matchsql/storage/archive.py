@@ -78,21 +78,24 @@ def normalize_table(name: str) -> str:
     try:
         table = sqlglot.parse_one(name, read="duckdb", into=exp.Table)
     except sqlglot.errors.ParseError:
-        raise SemanticError(f"archive {name!r} is neither a table name nor a directory") \
-            from None
+        raise SemanticError(f"archive {name!r} is neither a table name nor a directory") from None
     return table.sql(dialect="duckdb")
 
 
 class Archive:
     """Appends to and reads back one stream's archive."""
 
-    def __init__(self, definition: StreamDef, con: duckdb.DuckDBPyConnection,
-                 schema: pa.Schema) -> None:
+    def __init__(
+        self, definition: StreamDef, con: duckdb.DuckDBPyConnection, schema: pa.Schema
+    ) -> None:
         self.definition = definition
         self.con = con
         self.schema = schema
-        self.directory = Path(os.path.expanduser(definition.archive or "")) \
-            if definition.archive_is_directory else None
+        self.directory = (
+            Path(os.path.expanduser(definition.archive or ""))
+            if definition.archive_is_directory
+            else None
+        )
         self.table = None if self.directory else normalize_table(definition.archive or "")
         self.filter = definition.archive_filter
         self._buffer: list[pa.Table] = []
@@ -113,32 +116,39 @@ class Archive:
             try:
                 make_private_dirs(self.directory)
             except OSError as exc:
-                raise io_error(f"cannot create the archive of stream "
-                               f"{self.definition.name!r} at", str(self.directory), exc) \
-                    from None
+                raise io_error(
+                    f"cannot create the archive of stream {self.definition.name!r} at",
+                    str(self.directory),
+                    exc,
+                ) from None
             self._check_directory()
             try:
                 for leftover in self.directory.glob("part-*.tmp"):  # a crashed flush's
                     leftover.unlink()
             except OSError as exc:
-                raise io_error(f"cannot create the archive of stream "
-                               f"{self.definition.name!r} at", str(self.directory), exc) \
-                    from None
+                raise io_error(
+                    f"cannot create the archive of stream {self.definition.name!r} at",
+                    str(self.directory),
+                    exc,
+                ) from None
             return
         empty = self.archived_schema().empty_table()
         cursor = self.con.cursor()
         try:
             cursor.register("__matchsql_archive_shape", empty)
-            cursor.execute(f"CREATE TABLE IF NOT EXISTS {self.table} AS "
-                           "SELECT * FROM __matchsql_archive_shape")
+            cursor.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.table} AS SELECT * FROM __matchsql_archive_shape"
+            )
             names = cursor.sql(f"SELECT * FROM {self.table} LIMIT 0").columns
         except duckdb.Error as exc:
             raise StreamError(f"cannot create archive table {self.table}: {exc}") from None
         finally:
             cursor.close()
         if [n.lower() for n in names] != [n.lower() for n in empty.column_names]:
-            raise StreamError(f"archive table {self.table} exists with other columns "
-                              f"({', '.join(names)}); it needs {', '.join(empty.column_names)}")
+            raise StreamError(
+                f"archive table {self.table} exists with other columns "
+                f"({', '.join(names)}); it needs {', '.join(empty.column_names)}"
+            )
 
     # -- appending -------------------------------------------------------------------
 
@@ -196,15 +206,19 @@ class Archive:
                 if kept.num_rows:
                     first = kept.column(SEQ)[0].as_py()
                     final = self.directory / f"part-{first:020d}.parquet"
-                    write_atomically(final, kept, final.with_suffix(".tmp"),
-                                     f"cannot append to the archive of stream "
-                                     f"{self.definition.name!r} at")
+                    write_atomically(
+                        final,
+                        kept,
+                        final.with_suffix(".tmp"),
+                        f"cannot append to the archive of stream {self.definition.name!r} at",
+                    )
                     faults.point("archive")  # durable, not yet published to the ring
             else:
                 cursor.execute(f"INSERT INTO {self.table} {select}")
         except duckdb.Error as exc:
-            raise StreamError(f"cannot append to the archive of stream "
-                              f"{self.definition.name!r}: {exc}") from None
+            raise StreamError(
+                f"cannot append to the archive of stream {self.definition.name!r}: {exc}"
+            ) from None
         finally:
             cursor.close()
         self._buffer, self._buffered, self._buffered_bytes = [], 0, 0
@@ -227,13 +241,17 @@ class Archive:
             if not any(self.directory.glob("part-*.parquet")):
                 return None
         except OSError as exc:
-            raise io_error(f"cannot read the archive of stream {self.definition.name!r} at",
-                           str(self.directory), exc) from None
+            raise io_error(
+                f"cannot read the archive of stream {self.definition.name!r} at",
+                str(self.directory),
+                exc,
+            ) from None
         pattern = str(self.directory / "part-*.parquet").replace("'", "''")
         return f"read_parquet('{pattern}')"
 
-    def history(self, cursor: duckdb.DuckDBPyConnection, batch_rows: int, since: int = 0
-                ) -> Iterator[tuple[int, pa.RecordBatch]]:
+    def history(
+        self, cursor: duckdb.DuckDBPyConnection, batch_rows: int, since: int = 0
+    ) -> Iterator[tuple[int, pa.RecordBatch]]:
         """The archived tuples from sequence number ``since`` on, in order: (last seq of the
         batch, stream-shaped batch)."""
         source = self._source()
@@ -242,19 +260,24 @@ class Archive:
         columns = ", ".join(_quote(n) for n in self.schema.names)
         try:
             where = f" WHERE {SEQ} >= {int(since)}" if since else ""
-            reader = cursor.sql(f"SELECT {SEQ}, {columns} FROM {source}{where} ORDER BY {SEQ}") \
-                .to_arrow_reader(batch_rows)
+            reader = cursor.sql(
+                f"SELECT {SEQ}, {columns} FROM {source}{where} ORDER BY {SEQ}"
+            ).to_arrow_reader(batch_rows)
             for batch in reader:
                 if batch.num_rows:
                     last = batch.column(0)[batch.num_rows - 1].as_py()
-                    body = pa.RecordBatch.from_arrays(batch.columns[1:], schema=self.schema) \
-                        if batch.schema.types[1:] == self.schema.types else \
-                        pa.RecordBatch.from_arrays(batch.columns[1:], names=self.schema.names
-                                                   ).cast(self.schema)
+                    body = (
+                        pa.RecordBatch.from_arrays(batch.columns[1:], schema=self.schema)
+                        if batch.schema.types[1:] == self.schema.types
+                        else pa.RecordBatch.from_arrays(
+                            batch.columns[1:], names=self.schema.names
+                        ).cast(self.schema)
+                    )
                     yield last, body
         except duckdb.Error as exc:
-            raise StreamError(f"cannot read the archive of stream "
-                              f"{self.definition.name!r}: {exc}") from None
+            raise StreamError(
+                f"cannot read the archive of stream {self.definition.name!r}: {exc}"
+            ) from None
 
     def last_seq(self, cursor: duckdb.DuckDBPyConnection) -> int:
         """The highest archived sequence number, or -1."""
@@ -264,8 +287,9 @@ class Archive:
         try:
             value = cursor.execute(f"SELECT max({SEQ}) FROM {source}").fetchall()[0][0]
         except duckdb.Error as exc:
-            raise StreamError(f"cannot read the archive of stream "
-                              f"{self.definition.name!r}: {exc}") from None
+            raise StreamError(
+                f"cannot read the archive of stream {self.definition.name!r}: {exc}"
+            ) from None
         return -1 if value is None else int(value)
 
 

@@ -23,8 +23,14 @@ from matchsql.storage.shm_ring import W_ARCH_BYTES, W_ARCH_SEQ, W_CAPACITY, Ring
 class Archiver:
     """Reader ``slot``'s share of archiving (active while it holds the lease)."""
 
-    def __init__(self, ring: Ring, slot: int, archive: Archive, spill_dir: str,
-                 con: duckdb.DuckDBPyConnection) -> None:
+    def __init__(
+        self,
+        ring: Ring,
+        slot: int,
+        archive: Archive,
+        spill_dir: str,
+        con: duckdb.DuckDBPyConnection,
+    ) -> None:
         self.ring = ring
         self.slot = slot
         self.archive = archive
@@ -48,8 +54,9 @@ class Archiver:
             cursor.close()
         seq = max(self.ring.word(W_ARCH_SEQ), archived)
         self.archive.discard()
-        self.cursor = Cursor(self.ring, self.spill_dir, self.archive.schema, seq,
-                             self.ring.word(W_ARCH_BYTES))
+        self.cursor = Cursor(
+            self.ring, self.spill_dir, self.archive.schema, seq, self.ring.word(W_ARCH_BYTES)
+        )
         self._published = seq
         self.archive.mark_durable(seq)
         if seq > self.ring.word(W_ARCH_SEQ):
@@ -69,9 +76,13 @@ class Archiver:
                 break
             self.archive.append(chunk.first, chunk.batch, flush=False)
             taken += chunk.batch.num_rows
-        if urgent or drain or self.archive.due() or \
-                self.archive.buffered * 2 >= self.ring.word(W_CAPACITY) or \
-                self.archive.buffered_bytes * 2 >= self.ring.size:
+        if (
+            urgent
+            or drain
+            or self.archive.due()
+            or self.archive.buffered * 2 >= self.ring.word(W_CAPACITY)
+            or self.archive.buffered_bytes * 2 >= self.ring.size
+        ):
             self.archive.flush()
         self._publish()
 

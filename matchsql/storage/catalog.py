@@ -140,8 +140,11 @@ class Catalog:
         root = runtime_dir()
         digest = hashlib.sha1(self.namespace.encode()).hexdigest()[:16]
         self.directory = root / digest
-        private_directory(self.directory, "stream registry",
-                          f"; remove it, or set {RUNTIME_ENV} to a directory of your own")
+        private_directory(
+            self.directory,
+            "stream registry",
+            f"; remove it, or set {RUNTIME_ENV} to a directory of your own",
+        )
         self._root = str(root)
         _sweep_once()
 
@@ -149,17 +152,23 @@ class Catalog:
         """A new segment's name: its stream's hash and a random part, recorded in the
         registry entry (another user cannot make the name first to block the stream)."""
         key = f"{self._root}\0{self.namespace}\0{name}".encode()
-        return f"/msql-{os.getuid()}-{hashlib.sha1(key).hexdigest()[:12]}-" \
-            f"{secrets.token_hex(8)}"
+        return f"/msql-{os.getuid()}-{hashlib.sha1(key).hexdigest()[:12]}-{secrets.token_hex(8)}"
 
     def _path(self, name: str) -> Path:
         if not is_stream_name(name):
             raise CatalogError(f"{name!r} is not a stream name: {NAME_RULE}")
         return self.directory / f"{name}.json"
 
-    def new_def(self, name: str, columns: list[tuple[str, str]], capacity: int, on_full: str,
-                archive: str | None, archive_filter: str | None,
-                max_spill: int | None = None) -> StreamDef:
+    def new_def(
+        self,
+        name: str,
+        columns: list[tuple[str, str]],
+        capacity: int,
+        on_full: str,
+        archive: str | None,
+        archive_filter: str | None,
+        max_spill: int | None = None,
+    ) -> StreamDef:
         """A new stream's entry; a 'spill' stream without ``max_spill`` records the default
         (:func:`default_max_spill`) now, so that all its producers agree on it."""
         pid = os.getpid()
@@ -167,11 +176,19 @@ class Catalog:
         if on_full == "spill" and max_spill is None:
             max_spill = default_max_spill(spill_dir)
         return StreamDef(
-            name=name, namespace=self.namespace, columns=columns, capacity=capacity,
-            on_full=on_full, archive=archive, archive_filter=archive_filter,
-            segment=self.segment_name(name), spill_dir=str(spill_dir),
-            owner_pid=pid, owner_started=liveness.start_time(pid),
-            max_spill=max_spill if on_full == "spill" else None)
+            name=name,
+            namespace=self.namespace,
+            columns=columns,
+            capacity=capacity,
+            on_full=on_full,
+            archive=archive,
+            archive_filter=archive_filter,
+            segment=self.segment_name(name),
+            spill_dir=str(spill_dir),
+            owner_pid=pid,
+            owner_started=liveness.start_time(pid),
+            max_spill=max_spill if on_full == "spill" else None,
+        )
 
     def register(self, definition: StreamDef) -> None:
         """Publish ``definition`` (the segment must exist already)."""
@@ -187,8 +204,9 @@ class Catalog:
     def get(self, name: str) -> StreamDef | None:
         """The live stream ``name``, or None (a stale one is reclaimed on the way)."""
         definition = self._load(name)
-        if definition is not None and not liveness.alive(definition.owner_pid,
-                                                         definition.owner_started):
+        if definition is not None and not liveness.alive(
+            definition.owner_pid, definition.owner_started
+        ):
             self.remove(definition)
             return None
         return definition
@@ -220,8 +238,7 @@ class Catalog:
             # ones (an older writer's) take their defaults.
             return StreamDef(**{k: v for k, v in data.items() if k in _FIELDS})
         except (KeyError, TypeError) as exc:
-            raise StreamError(f"stream {name!r} has an unreadable registry entry: "
-                              f"{exc}") from None
+            raise StreamError(f"stream {name!r} has an unreadable registry entry: {exc}") from None
 
     def remove(self, definition: StreamDef) -> None:
         """Delete the stream: segment, semaphores, spill files and registry entry."""

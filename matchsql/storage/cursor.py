@@ -30,8 +30,9 @@ class Chunk:
 class Cursor:
     """A position in one stream's queue."""
 
-    def __init__(self, ring: Ring, spill_dir: str, schema: pa.Schema, seq: int,
-                 end_bytes: int) -> None:
+    def __init__(
+        self, ring: Ring, spill_dir: str, schema: pa.Schema, seq: int, end_bytes: int
+    ) -> None:
         self.ring = ring
         self.spill_dir = spill_dir
         self.schema = schema
@@ -49,8 +50,7 @@ class Cursor:
             return None
         frames = self.ring.read_frames(self.bytes, self.seq, max_rows)
         if frames:
-            batches = [pa.ipc.read_record_batch(pa.py_buffer(f.ipc), self.schema)
-                       for f in frames]
+            batches = [pa.ipc.read_record_batch(pa.py_buffer(f.ipc), self.schema) for f in frames]
             batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
             first = frames[0].first
             stamp = sum(f.rows * f.enqueue_ns for f in frames)

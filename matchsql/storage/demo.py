@@ -41,33 +41,76 @@ DEMO_SYMBOLS = 50
 # first: trade counts follow a Zipf-like law, as in TAQ, so partitions have
 # realistic, unequal sizes.
 TICKERS = {
-    "MSFT": 26.8, "INTC": 25.0, "CSCO": 17.5, "GE": 35.0, "ORCL": 12.5,
-    "PFE": 23.8, "C": 49.0, "XOM": 58.0, "AAPL": 72.0, "TWX": 17.6,
-    "BAC": 46.0, "JPM": 40.0, "WMT": 46.5, "IBM": 82.0, "T": 24.5,
-    "VZ": 30.0, "MO": 75.0, "JNJ": 60.0, "HPQ": 29.0, "DELL": 30.0,
-    "QCOM": 45.0, "AMAT": 18.0, "YHOO": 40.0, "EBAY": 44.0, "SUNW": 4.2,
-    "MRK": 32.0, "KO": 40.5, "PEP": 59.0, "PG": 58.0, "WFC": 63.0,
-    "AIG": 68.0, "HD": 40.5, "MOT": 22.6, "TXN": 32.0, "DIS": 24.0,
-    "F": 7.9, "GM": 20.0, "AMGN": 79.0, "BA": 70.0, "CVX": 57.0,
-    "COP": 58.0, "MCD": 34.0, "UPS": 75.0, "GOOG": 430.0, "AMZN": 47.0,
-    "NKE": 87.0, "CAT": 58.0, "MMM": 78.0, "SBUX": 30.0, "EMC": 13.6,
+    "MSFT": 26.8,
+    "INTC": 25.0,
+    "CSCO": 17.5,
+    "GE": 35.0,
+    "ORCL": 12.5,
+    "PFE": 23.8,
+    "C": 49.0,
+    "XOM": 58.0,
+    "AAPL": 72.0,
+    "TWX": 17.6,
+    "BAC": 46.0,
+    "JPM": 40.0,
+    "WMT": 46.5,
+    "IBM": 82.0,
+    "T": 24.5,
+    "VZ": 30.0,
+    "MO": 75.0,
+    "JNJ": 60.0,
+    "HPQ": 29.0,
+    "DELL": 30.0,
+    "QCOM": 45.0,
+    "AMAT": 18.0,
+    "YHOO": 40.0,
+    "EBAY": 44.0,
+    "SUNW": 4.2,
+    "MRK": 32.0,
+    "KO": 40.5,
+    "PEP": 59.0,
+    "PG": 58.0,
+    "WFC": 63.0,
+    "AIG": 68.0,
+    "HD": 40.5,
+    "MOT": 22.6,
+    "TXN": 32.0,
+    "DIS": 24.0,
+    "F": 7.9,
+    "GM": 20.0,
+    "AMGN": 79.0,
+    "BA": 70.0,
+    "CVX": 57.0,
+    "COP": 58.0,
+    "MCD": 34.0,
+    "UPS": 75.0,
+    "GOOG": 430.0,
+    "AMZN": 47.0,
+    "NKE": 87.0,
+    "CAT": 58.0,
+    "MMM": 78.0,
+    "SBUX": 30.0,
+    "EMC": 13.6,
 }
 
 # NYSE trading days of January 2006 (Jan 2 and Jan 16 were market holidays).
 TRADING_DAYS = tuple(
-    dt.date(2006, 1, day) for day in range(1, 32)
+    dt.date(2006, 1, day)
+    for day in range(1, 32)
     if dt.date(2006, 1, day).weekday() < 5 and day not in (2, 16)
 )
 _OPEN_US = (9 * 3600 + 30 * 60) * 1_000_000  # 09:30 after midnight
 _SESSION_US = int(6.5 * 3600 * 1_000_000)  # 09:30-16:00
 _EPOCH = dt.date(1970, 1, 1)
 
-SCHEMA = pa.schema([
-    ("symbol", pa.string()),
-    ("price", pa.float64()),
-    ("volume", pa.int64()),
-    ("ts", pa.timestamp("us")),
-])
+SCHEMA = pa.schema(
+    [
+        ("symbol", pa.string()),
+        ("price", pa.float64()),
+        ("volume", pa.int64()),
+        ("ts", pa.timestamp("us")),
+    ]
+)
 
 
 def symbol_names(symbols: int) -> list[str]:
@@ -84,8 +127,14 @@ EXACT_ROWS = 1 << 20
 BLOCK_ROWS = 1 << 16
 
 
-def synthetic_trades(rows: int, symbols: int, seed: int = 0, *, exact_rows: int = EXACT_ROWS,
-                     block_rows: int = BLOCK_ROWS) -> pa.Table:
+def synthetic_trades(
+    rows: int,
+    symbols: int,
+    seed: int = 0,
+    *,
+    exact_rows: int = EXACT_ROWS,
+    block_rows: int = BLOCK_ROWS,
+) -> pa.Table:
     """``rows`` synthetic trades over ``symbols`` tickers, in strictly increasing time order.
 
     The same arguments always give the same table (benchmarks rely on it).
@@ -97,14 +146,19 @@ def synthetic_trades(rows: int, symbols: int, seed: int = 0, *, exact_rows: int 
     if block_rows < 1:
         raise ValueError("block_rows must be >= 1")
     if rows > exact_rows:
-        return pa.Table.from_batches(list(_blocks(rows, symbols, seed, block_rows)),
-                                     schema=SCHEMA)
+        return pa.Table.from_batches(list(_blocks(rows, symbols, seed, block_rows)), schema=SCHEMA)
     return _one_piece(rows, symbols, seed)
 
 
-def synthetic_trade_batches(rows: int, symbols: int, seed: int = 0, *, batch_rows: int = 65_536,
-                            exact_rows: int = EXACT_ROWS,
-                            block_rows: int = BLOCK_ROWS) -> Iterator[pa.RecordBatch]:
+def synthetic_trade_batches(
+    rows: int,
+    symbols: int,
+    seed: int = 0,
+    *,
+    batch_rows: int = 65_536,
+    exact_rows: int = EXACT_ROWS,
+    block_rows: int = BLOCK_ROWS,
+) -> Iterator[pa.RecordBatch]:
     """The rows of :func:`synthetic_trades` (same arguments) as batches of at most
     ``batch_rows`` rows, holding at most ``max(exact_rows, block_rows)`` rows at a time.
 
@@ -119,8 +173,9 @@ def synthetic_trade_batches(rows: int, symbols: int, seed: int = 0, *, batch_row
     return _batches(rows, symbols, seed, batch_rows, exact_rows, block_rows)
 
 
-def _batches(rows: int, symbols: int, seed: int, batch_rows: int, exact_rows: int,
-             block_rows: int) -> Iterator[pa.RecordBatch]:
+def _batches(
+    rows: int, symbols: int, seed: int, batch_rows: int, exact_rows: int, block_rows: int
+) -> Iterator[pa.RecordBatch]:
     if rows <= exact_rows:
         yield from _one_piece(rows, symbols, seed).to_batches(max_chunksize=batch_rows)
         return
@@ -176,12 +231,15 @@ def _one_piece(rows: int, symbols: int, seed: int) -> pa.Table:
     blocks = np.where(rng.random(rows) < 0.02, 50, 1)  # the odd block trade
     volume = (lots * blocks * 100).astype(np.int64)
 
-    return pa.Table.from_arrays([
-        _strings(names).take(_column(pa.int32(), sym, np.int32)),
-        _column(pa.float64(), price, np.float64),
-        _column(pa.int64(), volume, np.int64),
-        _column(pa.timestamp("us"), ts, np.int64),
-    ], schema=SCHEMA)
+    return pa.Table.from_arrays(
+        [
+            _strings(names).take(_column(pa.int32(), sym, np.int32)),
+            _column(pa.float64(), price, np.float64),
+            _column(pa.int64(), volume, np.int64),
+            _column(pa.timestamp("us"), ts, np.int64),
+        ],
+        schema=SCHEMA,
+    )
 
 
 def _blocks(rows: int, symbols: int, seed: int, block_rows: int) -> Iterator[pa.RecordBatch]:
@@ -231,12 +289,15 @@ def _blocks(rows: int, symbols: int, seed: int, block_rows: int) -> Iterator[pa.
         lots = block_rng.geometric(0.35, size=n)
         blocks = np.where(block_rng.random(n) < 0.02, 50, 1)
         volume = (lots * blocks * 100).astype(np.int64)
-        yield pa.RecordBatch.from_arrays([
-            names.take(_column(pa.int32(), sym, np.int32)),
-            _column(pa.float64(), price, np.float64),
-            _column(pa.int64(), volume, np.int64),
-            _column(pa.timestamp("us"), ts, np.int64),
-        ], schema=SCHEMA)
+        yield pa.RecordBatch.from_arrays(
+            [
+                names.take(_column(pa.int32(), sym, np.int32)),
+                _column(pa.float64(), price, np.float64),
+                _column(pa.int64(), volume, np.int64),
+                _column(pa.timestamp("us"), ts, np.int64),
+            ],
+            schema=SCHEMA,
+        )
 
 
 # pa.array() on Python or numpy input imports pandas (0.4 s) to check for
@@ -249,8 +310,9 @@ def _column(type_: pa.DataType, values: np.ndarray, dtype: type) -> pa.Array:
 def _strings(values: list[str]) -> pa.Array:
     encoded = [v.encode() for v in values]
     offsets = np.concatenate(([0], np.cumsum([len(b) for b in encoded]))).astype(np.int32)
-    return pa.Array.from_buffers(pa.string(), len(encoded),
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+    return pa.Array.from_buffers(
+        pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    )
 
 
 # At least 1 us apart, and a block's share of the clock holds its rows: 2 us on average.
@@ -273,22 +335,27 @@ def _timestamps(rng: np.random.Generator, rows: int) -> np.ndarray:
         gaps = rng.exponential(size=n + 1)
         gaps *= (_SESSION_US - n - 1) / gaps.sum()
         offsets = np.cumsum(gaps[:n].astype(np.int64) + 1)
-        out[pos: pos + n] = start_us + offsets
+        out[pos : pos + n] = start_us + offsets
         pos += n
     return out
 
 
-def install_demo_trade(con: duckdb.DuckDBPyConnection, rows: int = DEMO_ROWS,
-                       symbols: int = DEMO_SYMBOLS, seed: int = 0) -> None:
+def install_demo_trade(
+    con: duckdb.DuckDBPyConnection,
+    rows: int = DEMO_ROWS,
+    symbols: int = DEMO_SYMBOLS,
+    seed: int = 0,
+) -> None:
     """Create the demo ``trade`` table unless a table or view of that name exists.
 
     Rows are inserted in timestamp order, since queries without ORDER BY
     (the DejaVu seeds) see rows in insertion order.
     """
-    (exists,), = con.execute(
+    ((exists,),) = con.execute(
         "SELECT count(*) FROM information_schema.tables "
         "WHERE table_name = 'trade' AND table_schema = current_schema() "
-        "AND table_catalog = current_database()").fetchall()
+        "AND table_catalog = current_database()"
+    ).fetchall()
     if exists:
         return
     table = synthetic_trades(rows, symbols, seed)

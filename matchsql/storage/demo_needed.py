@@ -22,7 +22,10 @@ def needs_demo(text: str) -> bool:
     """
     for statement in split_script(text):
         words = statement.text.split(None, 1)
-        if not words or words[0].rstrip(";").upper() not in _NO_TABLES or \
-                _TABLE_WORDS.search(statement.text):
+        if (
+            not words
+            or words[0].rstrip(";").upper() not in _NO_TABLES
+            or _TABLE_WORDS.search(statement.text)
+        ):
             return True
     return False

@@ -20,12 +20,18 @@ import pyarrow.parquet as pq
 
 from matchsql.storage.permissions import io_error, make_private_dirs
 
-__all__ = ["io_error", "make_private_dirs", "sync_directory", "write_atomically",
-           "write_bytes_atomically"]
+__all__ = [
+    "io_error",
+    "make_private_dirs",
+    "sync_directory",
+    "write_atomically",
+    "write_bytes_atomically",
+]
 
 
-def write_atomically(final: Path, table: pa.Table, tmp: Path, what: str, *,
-                     sync: bool = True) -> None:
+def write_atomically(
+    final: Path, table: pa.Table, tmp: Path, what: str, *, sync: bool = True
+) -> None:
     """Write ``table`` as zstd Parquet to ``tmp`` (owner-only) and rename it to ``final``.
 
     With ``sync`` the file is fsync'd before the rename and the directory
@@ -33,19 +39,20 @@ def write_atomically(final: Path, table: pa.Table, tmp: Path, what: str, *,
     a process crash (a spill file needs no more than the shared memory it
     stands in for, so it skips the cost).
     """
-    _write(final, tmp, what, sync,
-           lambda handle: pq.write_table(table, handle, compression="zstd"))
+    _write(final, tmp, what, sync, lambda handle: pq.write_table(table, handle, compression="zstd"))
 
 
-def write_bytes_atomically(final: Path, data: pa.Buffer | bytes, tmp: Path, what: str, *,
-                           sync: bool = True) -> None:
+def write_bytes_atomically(
+    final: Path, data: pa.Buffer | bytes, tmp: Path, what: str, *, sync: bool = True
+) -> None:
     """:func:`write_atomically` for a file already encoded in memory (whose size the caller
     needed to know before writing it, as a spill file's against its stream's limit)."""
     _write(final, tmp, what, sync, lambda handle: handle.write(memoryview(data)))
 
 
-def _write(final: Path, tmp: Path, what: str, sync: bool,
-           fill: Callable[[BinaryIO], object]) -> None:
+def _write(
+    final: Path, tmp: Path, what: str, sync: bool, fill: Callable[[BinaryIO], object]
+) -> None:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:

@@ -76,10 +76,17 @@ SPILL_GRACE_S = 5.0
 class LiveReader:
     """Consumes one stream's queue (ring and spill files) in order, with a cursor of its own."""
 
-    def __init__(self, definition: StreamDef, *, on_producer_death: str = "error",
-                 cancelled: Callable[[], bool] | None = None, max_rows: int = 65_536,
-                 archive: Archive | None = None, con: duckdb.DuckDBPyConnection | None = None,
-                 label: str = "") -> None:
+    def __init__(
+        self,
+        definition: StreamDef,
+        *,
+        on_producer_death: str = "error",
+        cancelled: Callable[[], bool] | None = None,
+        max_rows: int = 65_536,
+        archive: Archive | None = None,
+        con: duckdb.DuckDBPyConnection | None = None,
+        label: str = "",
+    ) -> None:
         """``archive`` (with ``con``): this reader takes its turn at writing the stream's
         archive; ``label`` names the reader in ``SHOW STREAM READERS``."""
         self.definition = definition
@@ -112,12 +119,14 @@ class LiveReader:
         ring = self.ring
         self.slot = ring.add_reader(self.definition.name, self.label)
         slot = ring.reader(self.slot)
-        self.cursor = Cursor(ring, self.definition.spill_dir, self.schema, int(slot[R_SEQ]),
-                             int(slot[R_BYTES]))
+        self.cursor = Cursor(
+            ring, self.definition.spill_dir, self.schema, int(slot[R_SEQ]), int(slot[R_BYTES])
+        )
         self._tail = ring.word(W_TAIL_SEQ)
         if self.archive is not None and self.con is not None:
-            self.archiver = Archiver(ring, self.slot, self.archive, self.definition.spill_dir,
-                                     self.con)
+            self.archiver = Archiver(
+                ring, self.slot, self.archive, self.definition.spill_dir, self.con
+            )
             self.archiver.try_lead()
         return self
 
@@ -151,9 +160,11 @@ class LiveReader:
                     return chunk.first, chunk.batch
                 spill_missing_since = spill_missing_since or time.monotonic()
                 if time.monotonic() - spill_missing_since > SPILL_GRACE_S:
-                    raise StreamError(f"stream {self.definition.name!r} lost tuples from "
-                                      f"sequence number {cursor.seq}: its spill file is "
-                                      "missing")
+                    raise StreamError(
+                        f"stream {self.definition.name!r} lost tuples from "
+                        f"sequence number {cursor.seq}: its spill file is "
+                        "missing"
+                    )
                 time.sleep(0.001)
                 continue
             if ring.word(W_EOS) and cursor.seq >= ring.word(W_EOS_SEQ):
@@ -204,7 +215,8 @@ class LiveReader:
             raise StreamError(
                 f"producer {name!r} (process {pid}) of stream {self.definition.name!r} stopped "
                 f"without close(); the query read all {self.rows_read} tuples it received. "
-                "SET on_producer_death = 'wait' keeps waiting for a new producer instead")
+                "SET on_producer_death = 'wait' keeps waiting for a new producer instead"
+            )
 
     def close(self) -> None:
         try:

@@ -53,4 +53,4 @@ def _stat_fields(pid: int) -> list[str] | None:
     except OSError:
         return None
     # The command name is in parentheses and may itself contain spaces or ')'.
-    return text[text.rfind(")") + 2:].split()
+    return text[text.rfind(")") + 2 :].split()

@@ -14,8 +14,22 @@ from pathlib import Path
 from matchsql.errors import StreamError
 
 #: System directories: never an archive, whoever runs matchsql (root owns them).
-SYSTEM_DIRECTORIES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64",
-                      "/libx32", "/proc", "/sbin", "/sys", "/usr", "/var/lib", "/var/log")
+SYSTEM_DIRECTORIES = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/var/lib",
+    "/var/log",
+)
 
 
 def private_directory(path: Path, what: str, hint: str = "") -> None:
@@ -33,8 +47,9 @@ def private_directory(path: Path, what: str, hint: str = "") -> None:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as exc:
         if os.path.islink(path):
-            raise StreamError(f"{what} {path} is a symbolic link, which matchsql does not "
-                              f"follow{hint}") from None
+            raise StreamError(
+                f"{what} {path} is a symbolic link, which matchsql does not follow{hint}"
+            ) from None
         raise io_error(f"cannot open {what}", str(path), exc) from None
     try:
         info = os.fstat(fd)
@@ -47,11 +62,14 @@ def private_directory(path: Path, what: str, hint: str = "") -> None:
 
 def _check_owner(info: os.stat_result, path: Path | str, what: str, hint: str) -> None:
     if info.st_uid != os.getuid():
-        raise StreamError(f"{what} {path} is owned by user id {info.st_uid}, not by this "
-                          f"user ({os.getuid()}){hint}")
+        raise StreamError(
+            f"{what} {path} is owned by user id {info.st_uid}, not by this "
+            f"user ({os.getuid()}){hint}"
+        )
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise StreamError(f"{what} {path} is writable by other users (mode "
-                          f"{stat.S_IMODE(info.st_mode):o}){hint}")
+        raise StreamError(
+            f"{what} {path} is writable by other users (mode {stat.S_IMODE(info.st_mode):o}){hint}"
+        )
 
 
 def check_user_directory(path: Path, what: str) -> None:
@@ -60,13 +78,15 @@ def check_user_directory(path: Path, what: str) -> None:
     users could replace the files matchsql reads back there."""
     real = os.path.realpath(path)
     if real == "/" or any(real == d or real.startswith(d + "/") for d in SYSTEM_DIRECTORIES):
-        raise StreamError(f"{what} {path} is in a system directory ({real}); choose a "
-                          "directory of your own")
+        raise StreamError(
+            f"{what} {path} is in a system directory ({real}); choose a directory of your own"
+        )
     with contextlib.suppress(FileNotFoundError):
         link = os.lstat(path)
         if stat.S_ISLNK(link.st_mode) and link.st_uid not in (os.getuid(), 0):
-            raise StreamError(f"{what} {path} is a symbolic link owned by user id "
-                              f"{link.st_uid}, not by this user")
+            raise StreamError(
+                f"{what} {path} is a symbolic link owned by user id {link.st_uid}, not by this user"
+            )
     try:
         info = os.stat(real)
     except OSError as exc:
@@ -91,8 +111,11 @@ def owner_only_database(database: str | None) -> None:
         wal = os.lstat(database + ".wal")
     except OSError:
         return
-    if stat.S_ISREG(wal.st_mode) and wal.st_uid == os.getuid() and \
-            stat.S_IMODE(wal.st_mode) & ~mode:
+    if (
+        stat.S_ISREG(wal.st_mode)
+        and wal.st_uid == os.getuid()
+        and stat.S_IMODE(wal.st_mode) & ~mode
+    ):
         with contextlib.suppress(OSError):
             os.chmod(database + ".wal", stat.S_IMODE(wal.st_mode) & mode)
 
@@ -124,5 +147,3 @@ def io_error(what: str, path: str, exc: OSError) -> StreamError:
     """A StreamError for a failed file operation: what failed, on which path, and why."""
     cause = exc.strerror or str(exc)
     return StreamError(f"{what} {path}: {cause}")
-
-

@@ -54,6 +54,7 @@ def _rate(text: str) -> float:
 def _whole(least: int) -> Callable[[str], int]:
     """An argparse type: a whole number of at least ``least`` (a clear usage error, not a
     traceback from deep inside, for ``--count -1`` or ``--batch-rows 0``)."""
+
     def parse(text: str) -> int:
         try:
             value = int(text.replace("_", ""))
@@ -62,33 +63,55 @@ def _whole(least: int) -> Callable[[str], int]:
         if value < least:
             raise argparse.ArgumentTypeError(f"must be at least {least}, got {value}")
         return value
+
     return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="matchsql produce",
-                                     description="Write rows into a live stream.")
+    parser = argparse.ArgumentParser(
+        prog="matchsql produce", description="Write rows into a live stream."
+    )
     parser.add_argument("stream", help="the stream's name (CREATE STREAM)")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--from", dest="path", metavar="FILE",
-                        help="a .parquet or .csv file with the stream's columns")
-    source.add_argument("--synthetic", action="store_true",
-                        help="synthetic trades (symbol, price, volume, ts)")
+    source.add_argument(
+        "--from",
+        dest="path",
+        metavar="FILE",
+        help="a .parquet or .csv file with the stream's columns",
+    )
+    source.add_argument(
+        "--synthetic", action="store_true", help="synthetic trades (symbol, price, volume, ts)"
+    )
     parser.add_argument("--rate", type=_rate, metavar="N/s", help="rows per second")
     parser.add_argument("--count", type=_whole(0), metavar="N", help="stop after N rows")
     parser.add_argument("--symbols", type=_whole(1), default=50, help="symbols of --synthetic")
     parser.add_argument("--seed", type=_whole(0), default=0, help="seed of --synthetic")
-    parser.add_argument("-d", "--database", default=None, metavar="PATH",
-                        help="the DuckDB file whose stream it is (default: in memory)")
-    parser.add_argument("--batch-rows", type=_whole(1), default=8192, metavar="N",
-                        help="rows per write (default 8192)")
-    parser.add_argument("--progress", choices=MODES, default="auto",
-                        help="progress bar with rows/s on stderr (auto: when stderr is a terminal)")
+    parser.add_argument(
+        "-d",
+        "--database",
+        default=None,
+        metavar="PATH",
+        help="the DuckDB file whose stream it is (default: in memory)",
+    )
+    parser.add_argument(
+        "--batch-rows",
+        type=_whole(1),
+        default=8192,
+        metavar="N",
+        help="rows per write (default 8192)",
+    )
+    parser.add_argument(
+        "--progress",
+        choices=MODES,
+        default="auto",
+        help="progress bar with rows/s on stderr (auto: when stderr is a terminal)",
+    )
     return parser
 
 
-def open_source(args: argparse.Namespace, schema: pa.Schema,
-                chunk: int) -> tuple[Iterator[pa.RecordBatch], int | None]:
+def open_source(
+    args: argparse.Namespace, schema: pa.Schema, chunk: int
+) -> tuple[Iterator[pa.RecordBatch], int | None]:
     """The rows to write, as batches of at most ``chunk`` rows, and how many there are
     (None when unknown before reading: a CSV file without ``--count``).
 
@@ -107,8 +130,10 @@ def open_source(args: argparse.Namespace, schema: pa.Schema,
     try:
         if path.lower().endswith(".csv"):
             reader: Iterable[pa.RecordBatch] = csv.open_csv(
-                path, read_options=csv.ReadOptions(block_size=CSV_BLOCK_BYTES),
-                convert_options=csv.ConvertOptions(column_types=_csv_types(schema)))
+                path,
+                read_options=csv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+                convert_options=csv.ConvertOptions(column_types=_csv_types(schema)),
+            )
             total = None
         else:
             parquet = pq.ParquetFile(path)
@@ -127,12 +152,20 @@ def _csv_types(schema: pa.Schema) -> dict[str, pa.DataType]:
     """The stream's column types that the CSV reader parses itself, so that every block
     gets the same types (inferring them per block could change a column's type half way);
     other columns are inferred, and cast to the stream's type when written."""
+
     def parsed(t: pa.DataType) -> bool:
         if pa.types.is_timestamp(t):
             return t.tz is None
-        return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-                or pa.types.is_string(t) or pa.types.is_large_string(t)
-                or pa.types.is_date(t) or pa.types.is_decimal(t))
+        return (
+            pa.types.is_integer(t)
+            or pa.types.is_floating(t)
+            or pa.types.is_boolean(t)
+            or pa.types.is_string(t)
+            or pa.types.is_large_string(t)
+            or pa.types.is_date(t)
+            or pa.types.is_decimal(t)
+        )
+
     return {f.name: f.type for f in schema if parsed(f.type)}
 
 
@@ -186,8 +219,9 @@ def main(argv: list[str]) -> int:
         return 1
     written = 0
     started = time.monotonic()
-    bar = progress_bar(mode=args.progress, total=total, desc=args.stream,
-                       unit=" rows", unit_scale=True)
+    bar = progress_bar(
+        mode=args.progress, total=total, desc=args.stream, unit=" rows", unit_scale=True
+    )
     try:
         for batch in batches:
             producer.write_batch(batch)
@@ -212,6 +246,8 @@ def main(argv: list[str]) -> int:
         except Error:
             pass
     seconds = time.monotonic() - started
-    print(f"{written:,} rows in {seconds:.2f} s ({written / max(seconds, 1e-9):,.0f} rows/s)",
-          file=sys.stderr)
+    print(
+        f"{written:,} rows in {seconds:.2f} s ({written / max(seconds, 1e-9):,.0f} rows/s)",
+        file=sys.stderr,
+    )
     return 0

@@ -57,8 +57,15 @@ HEARTBEAT_S = 0.1
 class Producer:
     """One writer attached to one stream (thread-safe)."""
 
-    def __init__(self, definition: StreamDef, ring: Ring, slot: int, name: str,
-                 linger: float, batch_rows: int) -> None:
+    def __init__(
+        self,
+        definition: StreamDef,
+        ring: Ring,
+        slot: int,
+        name: str,
+        linger: float,
+        batch_rows: int,
+    ) -> None:
         self.definition = definition
         self.ring = ring
         self.name = name
@@ -76,15 +83,23 @@ class Producer:
         self._first_row_at = 0.0
         self._closed = False
         self._error: BaseException | None = None  # a background flush failed: raised next call
-        self._thread = threading.Thread(target=self._background, daemon=True,
-                                        name=f"matchsql-producer-{definition.name}")
+        self._thread = threading.Thread(
+            target=self._background, daemon=True, name=f"matchsql-producer-{definition.name}"
+        )
         self._thread.start()
 
     # -- opening -------------------------------------------------------------------
 
     @classmethod
-    def open(cls, stream: str, database: str | None = None, *, name: str | None = None,
-             linger: float = 0.002, batch_rows: int = 8192) -> Producer:
+    def open(
+        cls,
+        stream: str,
+        database: str | None = None,
+        *,
+        name: str | None = None,
+        linger: float = 0.002,
+        batch_rows: int = 8192,
+    ) -> Producer:
         """Attach to ``stream`` of the database ``database`` (None: in-memory namespace).
 
         ``name`` identifies the producer for ``batch_id`` de-duplication (default
@@ -120,8 +135,13 @@ class Producer:
         if full:
             self.flush()
 
-    def write_batch(self, data: pa.Table | pa.RecordBatch | Any, *, batch_id: int | None = None,
-                    timeout: float | None = None) -> bool:
+    def write_batch(
+        self,
+        data: pa.Table | pa.RecordBatch | Any,
+        *,
+        batch_id: int | None = None,
+        timeout: float | None = None,
+    ) -> bool:
         """Write Arrow rows as one unit; False when ``batch_id`` was already written.
 
         ``timeout`` bounds how long a blocking stream may stay full; without it
@@ -200,13 +220,16 @@ class Producer:
         missing = [n for n in self.schema.names if n not in table.column_names]
         extra = [n for n in table.column_names if n not in self.schema.names]
         if missing or extra:
-            raise StreamError(f"batch columns do not match stream {self.definition.name!r}: "
-                              f"missing {missing}, unexpected {extra}")
+            raise StreamError(
+                f"batch columns do not match stream {self.definition.name!r}: "
+                f"missing {missing}, unexpected {extra}"
+            )
         try:
             return table.select(self.schema.names).cast(self.schema)
         except (pa.ArrowException, ValueError) as exc:
-            raise StreamError(f"batch does not fit the types of stream "
-                              f"{self.definition.name!r}: {exc}") from None
+            raise StreamError(
+                f"batch does not fit the types of stream {self.definition.name!r}: {exc}"
+            ) from None
 
     def _flush_rows(self) -> None:
         with self._wake:
@@ -219,14 +242,16 @@ class Producer:
             else:
                 columns = list(zip(*rows))
                 if len(columns) != len(self.schema):
-                    raise StreamError(f"rows of stream {self.definition.name!r} have "
-                                      f"{len(self.schema)} values, got {len(columns)}")
+                    raise StreamError(
+                        f"rows of stream {self.definition.name!r} have "
+                        f"{len(self.schema)} values, got {len(columns)}"
+                    )
                 batch = pa.RecordBatch.from_arrays(
                     [pa.array(col, type=f.type) for col, f in zip(columns, self.schema)],
-                    schema=self.schema)
+                    schema=self.schema,
+                )
         except (pa.ArrowException, TypeError, ValueError) as exc:
-            raise StreamError(f"rows do not fit stream {self.definition.name!r}: {exc}") \
-                from None
+            raise StreamError(f"rows do not fit stream {self.definition.name!r}: {exc}") from None
         self._write_table(pa.Table.from_batches([batch]), None, None)
 
     def _write_table(self, table: pa.Table, batch_id: int | None, timeout: float | None) -> bool:
@@ -253,16 +278,24 @@ class Producer:
             raise
         except StreamError as exc:
             done = written[0]
-            what = (f"the first {done} of the batch's {table.num_rows} rows were written"
-                    if done else f"none of the batch's {table.num_rows} rows was written")
+            what = (
+                f"the first {done} of the batch's {table.num_rows} rows were written"
+                if done
+                else f"none of the batch's {table.num_rows} rows was written"
+            )
             raise StreamWriteError(f"{exc.message}; {what}", done) from None
         if batch_id is not None:
             with ring.locked():
                 slot[S_BATCH_ROWS] = -1
         return True
 
-    def _write_frame(self, batch: pa.RecordBatch, batch_id: int | None,
-                     deadline: float | None, written: list[int]) -> None:
+    def _write_frame(
+        self,
+        batch: pa.RecordBatch,
+        batch_id: int | None,
+        deadline: float | None,
+        written: list[int],
+    ) -> None:
         """Publish ``batch`` (adding its rows to ``written[0]``) or raise StreamError."""
         ring = self.ring
         payload = batch.serialize()
@@ -288,16 +321,21 @@ class Producer:
             if dead and not live:
                 raise StreamError(
                     f"stream {self.definition.name!r} is full and its reader (process "
-                    f"{dead[0]}) died")
+                    f"{dead[0]}) died"
+                )
             if deadline is not None and time.monotonic() > deadline:
-                raise StreamError(f"stream {self.definition.name!r} stayed full past the "
-                                  "timeout")
+                raise StreamError(f"stream {self.definition.name!r} stayed full past the timeout")
             ring.note_blocked()
             ring.wait_space()
         self._write_halves(batch, batch_id, deadline, written)
 
-    def _write_halves(self, batch: pa.RecordBatch, batch_id: int | None,
-                      deadline: float | None, written: list[int]) -> None:
+    def _write_halves(
+        self,
+        batch: pa.RecordBatch,
+        batch_id: int | None,
+        deadline: float | None,
+        written: list[int],
+    ) -> None:
         half = batch.num_rows // 2
         self._write_frame(batch.slice(0, half), batch_id, deadline, written)
         self._write_frame(batch.slice(half), batch_id, deadline, written)
@@ -318,7 +356,8 @@ class Producer:
             raise StreamError(
                 f"a tuple of stream {self.definition.name!r} takes {data.size:,} bytes in a "
                 f"spill file, more than its max_spill = {limit:,} bytes ({size_text(limit)}); "
-                "create the stream again with a larger max_spill")
+                "create the stream again with a larger max_spill"
+            )
         # Under the lock, so producers never pass the limit together; readers only free.
         used = self._spill_space.in_use(ring.word(W_TAIL_SEQ))
         if used + data.size > limit:
@@ -327,7 +366,8 @@ class Producer:
                 f"{limit:,} bytes ({size_text(limit)}): readers still need {used:,} bytes of "
                 f"spill files and the next file takes {data.size:,}; a reader must catch up "
                 "with the stream (spill files go as they are read), or create the stream "
-                "again with a larger max_spill")
+                "again with a larger max_spill"
+            )
         write_spill(self.definition.spill_dir, first, data)
         self._spill_space.add(first, data.size)
         faults.point("spill")  # written, not yet published
@@ -345,8 +385,7 @@ class Producer:
                     wait = HEARTBEAT_S
                 if wait > 0:
                     self._wake.wait(min(wait, HEARTBEAT_S))
-                due = bool(self._rows) and \
-                    time.monotonic() >= self._first_row_at + self.linger
+                due = bool(self._rows) and time.monotonic() >= self._first_row_at + self.linger
             if self._closed:
                 return
             slot[S_BEAT] = time.monotonic_ns()
@@ -379,8 +418,10 @@ def _claim_slot(ring: Ring, name: str, pid: int) -> int:
         slot = ring.slot(index)
         if ring.slot_name(index) == name and (slot[S_PID] or slot[S_IN_USE]):
             if slot[S_IN_USE] and ring.slot_alive(index):
-                raise StreamError(f"a producer named {name!r} is already writing to this "
-                                  f"stream (process {int(slot[S_PID])})")
+                raise StreamError(
+                    f"a producer named {name!r} is already writing to this "
+                    f"stream (process {int(slot[S_PID])})"
+                )
             free = index
             break
         if free is None and not slot[S_IN_USE] and not slot[S_PID]:

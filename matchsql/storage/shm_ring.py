@@ -74,10 +74,33 @@ KIND_BATCH = 1
 KIND_WRAP = 2
 WAIT_S = 0.2  # longest blocking wait between liveness checks
 
-(W_MAGIC, W_VERSION, W_DATA_BYTES, W_CAPACITY, W_HEAD_BYTES, W_TAIL_BYTES, W_HEAD_SEQ, W_TAIL_SEQ,
- W_RING_IN, W_RING_OUT, W_EOS, W_EOS_SEQ, W_ON_FULL, W_HAS_ARCHIVE, W_ARCH_SEQ,
- W_ARCH_BYTES, W_WLOCK_PID, W_DROPPED, W_SCHEMA_LEN, W_SPILLED, W_MAX_QUEUE,
- W_OWNER_PID, W_OWNER_STARTED, W_WRITER_BLOCKED, W_ARCH_LEASE) = range(25)
+(
+    W_MAGIC,
+    W_VERSION,
+    W_DATA_BYTES,
+    W_CAPACITY,
+    W_HEAD_BYTES,
+    W_TAIL_BYTES,
+    W_HEAD_SEQ,
+    W_TAIL_SEQ,
+    W_RING_IN,
+    W_RING_OUT,
+    W_EOS,
+    W_EOS_SEQ,
+    W_ON_FULL,
+    W_HAS_ARCHIVE,
+    W_ARCH_SEQ,
+    W_ARCH_BYTES,
+    W_WLOCK_PID,
+    W_DROPPED,
+    W_SCHEMA_LEN,
+    W_SPILLED,
+    W_MAX_QUEUE,
+    W_OWNER_PID,
+    W_OWNER_STARTED,
+    W_WRITER_BLOCKED,
+    W_ARCH_LEASE,
+) = range(25)
 
 (S_IN_USE, S_CLOSED, S_PID, S_STARTED, S_BEAT, S_LAST_BATCH, S_ROWS) = range(7)
 S_NAME = 8  # 8 words = 64 bytes of UTF-8 name
@@ -135,9 +158,11 @@ def _check_room(size: int, capacity: int, columns: int) -> None:
         return
     free = stats.f_bavail * stats.f_frsize
     if size > free:
-        raise StreamError(f"a ring of {capacity:,} tuples of {columns} columns needs "
-                          f"{_mib(size)} of shared memory and {SHM_DIR} has {_mib(free)} "
-                          "free; give the stream a smaller capacity")
+        raise StreamError(
+            f"a ring of {capacity:,} tuples of {columns} columns needs "
+            f"{_mib(size)} of shared memory and {SHM_DIR} has {_mib(free)} "
+            "free; give the stream a smaller capacity"
+        )
 
 
 def unlink_segment(segment: str) -> None:
@@ -180,8 +205,11 @@ def sweep_orphans(prefix: str = f"msql-{os.getuid()}-", shm_dir: str = "/dev/shm
         finally:
             shm.close_fd()
         owner = int(words[W_OWNER_PID])
-        if words[W_MAGIC] == MAGIC and owner and not liveness.alive(
-                owner, int(words[W_OWNER_STARTED])):
+        if (
+            words[W_MAGIC] == MAGIC
+            and owner
+            and not liveness.alive(owner, int(words[W_OWNER_STARTED]))
+        ):
             unlink_segment(segment)
             removed.append(segment)
     return removed
@@ -194,8 +222,9 @@ def _reader_suffixes() -> list[str]:
 class Ring:
     """One process's mapping of a stream segment (writer and reader operations)."""
 
-    def __init__(self, segment: str, shm: posix_ipc.SharedMemory,
-                 sems: tuple[posix_ipc.Semaphore, ...]) -> None:
+    def __init__(
+        self, segment: str, shm: posix_ipc.SharedMemory, sems: tuple[posix_ipc.Semaphore, ...]
+    ) -> None:
         self.segment = segment
         self.mm = mmap.mmap(shm.fd, shm.size)
         shm.close_fd()
@@ -208,8 +237,15 @@ class Ring:
     # -- life cycle ----------------------------------------------------------------
 
     @classmethod
-    def create(cls, segment: str, schema: pa.Schema, capacity: int, on_full: str,
-               first_seq: int = 0, archived: bool = False) -> Ring:
+    def create(
+        cls,
+        segment: str,
+        schema: pa.Schema,
+        capacity: int,
+        on_full: str,
+        first_seq: int = 0,
+        archived: bool = False,
+    ) -> Ring:
         """Create an owner-only segment (a leftover of the same name is removed first).
 
         ``first_seq`` is the first tuple's sequence number: an archive that
@@ -219,35 +255,43 @@ class Ring:
         _check_room(HEADER_BYTES + data, capacity, len(schema))
         for attempt in (0, 1):
             try:
-                shm = posix_ipc.SharedMemory(segment, posix_ipc.O_CREX, mode=0o600,
-                                             size=HEADER_BYTES + data)
-                sems = tuple(posix_ipc.Semaphore(segment + s, posix_ipc.O_CREX, mode=0o600,
-                                                 initial_value=v)
-                             for s, v in (("-d", 0), ("-s", 0), ("-w", 1)))
+                shm = posix_ipc.SharedMemory(
+                    segment, posix_ipc.O_CREX, mode=0o600, size=HEADER_BYTES + data
+                )
+                sems = tuple(
+                    posix_ipc.Semaphore(segment + s, posix_ipc.O_CREX, mode=0o600, initial_value=v)
+                    for s, v in (("-d", 0), ("-s", 0), ("-w", 1))
+                )
                 for suffix in _reader_suffixes():
-                    posix_ipc.Semaphore(segment + suffix, posix_ipc.O_CREX, mode=0o600,
-                                        initial_value=0).close()
+                    posix_ipc.Semaphore(
+                        segment + suffix, posix_ipc.O_CREX, mode=0o600, initial_value=0
+                    ).close()
                 break
             except posix_ipc.PermissionsError:
-                raise StreamError(f"cannot create the shared-memory segment {segment}: "
-                                  "another user holds its name") from None
+                raise StreamError(
+                    f"cannot create the shared-memory segment {segment}: "
+                    "another user holds its name"
+                ) from None
             except posix_ipc.ExistentialError:
                 if attempt:
-                    raise StreamError(f"cannot create the shared-memory segment {segment}") \
-                        from None
+                    raise StreamError(
+                        f"cannot create the shared-memory segment {segment}"
+                    ) from None
                 unlink_segment(segment)  # a crashed owner's leftovers
             except OSError as error:  # no memory to map it, a limit on segments
                 unlink_segment(segment)
-                raise StreamError(f"cannot create the stream's shared-memory segment of "
-                                  f"{_mib(HEADER_BYTES + data)}: {error.strerror or error}; "
-                                  "a smaller capacity needs less") from None
+                raise StreamError(
+                    f"cannot create the stream's shared-memory segment of "
+                    f"{_mib(HEADER_BYTES + data)}: {error.strerror or error}; "
+                    "a smaller capacity needs less"
+                ) from None
         ring = cls(segment, shm, sems)
         blob = schema.serialize()
         if SCHEMA_OFFSET + blob.size > HEADER_BYTES:
             ring.close()
             unlink_segment(segment)
             raise StreamError("the stream's schema is too large")
-        ring.mm[SCHEMA_OFFSET:SCHEMA_OFFSET + blob.size] = memoryview(blob)
+        ring.mm[SCHEMA_OFFSET : SCHEMA_OFFSET + blob.size] = memoryview(blob)
         h = ring.h
         h[W_VERSION] = VERSION
         h[W_DATA_BYTES] = data
@@ -268,11 +312,14 @@ class Ring:
             shm = posix_ipc.SharedMemory(segment)
             sems = tuple(posix_ipc.Semaphore(segment + s) for s in ("-d", "-s", "-w"))
         except posix_ipc.ExistentialError:
-            raise StreamError("the stream's shared-memory segment is gone "
-                              "(the stream was dropped or its owner exited)") from None
+            raise StreamError(
+                "the stream's shared-memory segment is gone "
+                "(the stream was dropped or its owner exited)"
+            ) from None
         except posix_ipc.PermissionsError:
-            raise StreamError(f"the stream's shared-memory segment {segment} belongs to "
-                              "another user") from None
+            raise StreamError(
+                f"the stream's shared-memory segment {segment} belongs to another user"
+            ) from None
         ring = cls(segment, shm, sems)
         if int(ring.h[W_MAGIC]) != MAGIC or int(ring.h[W_VERSION]) != VERSION:
             ring.close()
@@ -292,7 +339,7 @@ class Ring:
     @property
     def schema(self) -> pa.Schema:
         length = int(self.h[W_SCHEMA_LEN])
-        return pa.ipc.read_schema(pa.py_buffer(self.mm[SCHEMA_OFFSET:SCHEMA_OFFSET + length]))
+        return pa.ipc.read_schema(pa.py_buffer(self.mm[SCHEMA_OFFSET : SCHEMA_OFFSET + length]))
 
     @property
     def dropped(self) -> bool:
@@ -359,7 +406,7 @@ class Ring:
         first = int(h[W_HEAD_SEQ])
         _FRAME.pack_into(self.mm, start, KIND_BATCH << 32 | payload.size, first, rows, enqueue_ns)
         body = start + FRAME_HEADER
-        self.mm[body:body + payload.size] = memoryview(payload)
+        self.mm[body : body + payload.size] = memoryview(payload)
         h[W_RING_IN] += rows
         h[W_HEAD_BYTES] = head + skip + need  # publish the frame, then its sequence numbers
         h[W_HEAD_SEQ] = first + rows
@@ -449,7 +496,7 @@ class Ring:
             tail += FRAME_HEADER + _align8(length)
             if first + rows <= expected:
                 continue  # consumed already (a cursor's byte position lags its seq)
-            frames.append(Frame(first, rows, stamp, mm[body:body + length], tail))
+            frames.append(Frame(first, rows, stamp, mm[body : body + length], tail))
             expected = first + rows
             rows_taken += rows
         return frames
@@ -473,8 +520,9 @@ class Ring:
         Returns the new TAIL_SEQ.
         """
         h = self.h
-        cursors = [(int(self.reader(i)[R_SEQ]), int(self.reader(i)[R_BYTES]))
-                   for i in self.readers()]
+        cursors = [
+            (int(self.reader(i)[R_SEQ]), int(self.reader(i)[R_BYTES])) for i in self.readers()
+        ]
         if not cursors:
             return int(h[W_TAIL_SEQ])
         if h[W_HAS_ARCHIVE]:
@@ -538,14 +586,14 @@ class Ring:
 
     def reader(self, index: int) -> np.ndarray:
         base = READER_BASE + index * READER_WORDS
-        return self.h[base:base + READER_WORDS]
+        return self.h[base : base + READER_WORDS]
 
     def readers(self) -> list[int]:
         """Indexes of the reader slots in use."""
         return [i for i in range(MAX_READERS) if self.h[READER_BASE + i * READER_WORDS]]
 
     def reader_name(self, index: int) -> str:
-        raw = self.reader(index)[R_NAME:R_NAME + NAME_BYTES // 8].tobytes()
+        raw = self.reader(index)[R_NAME : R_NAME + NAME_BYTES // 8].tobytes()
         return raw.rstrip(b"\0").decode("utf-8", "replace")
 
     def reader_alive(self, index: int) -> bool:
@@ -571,7 +619,7 @@ class Ring:
             slot[R_SEQ] = slot[R_READ] = self.h[W_TAIL_SEQ]
             slot[R_BYTES] = self.h[W_TAIL_BYTES]
             raw = name.encode("utf-8")[:NAME_BYTES].ljust(NAME_BYTES, b"\0")
-            slot[R_NAME:R_NAME + NAME_BYTES // 8] = np.frombuffer(raw, dtype=np.int64)
+            slot[R_NAME : R_NAME + NAME_BYTES // 8] = np.frombuffer(raw, dtype=np.int64)
             sem = self._reader_sem(free)
             while sem is not None and sem.value:  # a previous holder's leftover wake-ups
                 with contextlib.suppress(posix_ipc.BusyError):
@@ -656,15 +704,15 @@ class Ring:
 
     def slot(self, index: int) -> np.ndarray:
         base = SLOT_BASE + index * SLOT_WORDS
-        return self.h[base:base + SLOT_WORDS]
+        return self.h[base : base + SLOT_WORDS]
 
     def slot_name(self, index: int) -> str:
-        raw = self.slot(index)[S_NAME:S_NAME + NAME_BYTES // 8].tobytes()
+        raw = self.slot(index)[S_NAME : S_NAME + NAME_BYTES // 8].tobytes()
         return raw.rstrip(b"\0").decode("utf-8", "replace")
 
     def set_slot_name(self, index: int, name: str) -> None:
         raw = name.encode("utf-8")[:NAME_BYTES].ljust(NAME_BYTES, b"\0")
-        self.slot(index)[S_NAME:S_NAME + NAME_BYTES // 8] = np.frombuffer(raw, dtype=np.int64)
+        self.slot(index)[S_NAME : S_NAME + NAME_BYTES // 8] = np.frombuffer(raw, dtype=np.int64)
 
     def producers(self) -> list[int]:
         """Indexes of the slots in use."""

@@ -58,8 +58,9 @@ def write_spill(directory: str, first_seq: int, data: pa.Buffer) -> None:
         make_private_dirs(Path(directory))
     except OSError as exc:
         raise io_error("cannot create the spill directory", directory, exc) from None
-    write_bytes_atomically(final, data, final.with_suffix(f".tmp{os.getpid()}"),
-                           "cannot write spill file", sync=False)
+    write_bytes_atomically(
+        final, data, final.with_suffix(f".tmp{os.getpid()}"), "cannot write spill file", sync=False
+    )
 
 
 class SpillSpace:
@@ -99,8 +100,9 @@ class SpillSpace:
                 except FileNotFoundError:  # released and deleted meanwhile
                     continue
                 except OSError as exc:
-                    raise io_error("cannot read spill file", os.path.join(self.directory, name),
-                                   exc) from None
+                    raise io_error(
+                        "cannot read spill file", os.path.join(self.directory, name), exc
+                    ) from None
             sizes[first] = size
         self._sizes = sizes
         return sum(sizes.values())
@@ -151,8 +153,11 @@ def read_spill_covering(directory: str, seq: int) -> tuple[int, pa.Table] | None
         names = os.listdir(directory)
     except OSError:
         return None
-    starts = sorted(int(stem) for stem, _, suffix in (n.partition(".") for n in names)
-                    if suffix == "parquet" and stem.isdigit() and int(stem) <= seq)
+    starts = sorted(
+        int(stem)
+        for stem, _, suffix in (n.partition(".") for n in names)
+        if suffix == "parquet" and stem.isdigit() and int(stem) <= seq
+    )
     for first in reversed(starts):
         table = read_spill(directory, first)
         if table is not None and first + table.num_rows > seq:

@@ -36,12 +36,20 @@ from matchsql.storage.spill import SpillSpace
 DEFAULT_CAPACITY = 1_048_576
 
 
-def create_stream(con: duckdb.DuckDBPyConnection, database: str | None, name: str,
-                  columns: list[tuple[str, str]], schema: pa.Schema, *,
-                  capacity: int = DEFAULT_CAPACITY, on_full: str = "block",
-                  max_spill: int | float | str | None = None,
-                  archive: str | None = None, archive_filter: str | None = None,
-                  if_not_exists: bool = False) -> StreamDef | None:
+def create_stream(
+    con: duckdb.DuckDBPyConnection,
+    database: str | None,
+    name: str,
+    columns: list[tuple[str, str]],
+    schema: pa.Schema,
+    *,
+    capacity: int = DEFAULT_CAPACITY,
+    on_full: str = "block",
+    max_spill: int | float | str | None = None,
+    archive: str | None = None,
+    archive_filter: str | None = None,
+    if_not_exists: bool = False,
+) -> StreamDef | None:
     """Create the segment, register the stream and make sure its archive exists.
 
     ``max_spill`` (bytes, or text such as ``'512 MiB'``; ``on_full = 'spill'``
@@ -51,8 +59,10 @@ def create_stream(con: duckdb.DuckDBPyConnection, database: str | None, name: st
     limit = None
     if max_spill is not None:
         if on_full != "spill":
-            raise StreamError("max_spill bounds the spill files of an on_full = 'spill' "
-                              "stream; this stream blocks when full and never spills")
+            raise StreamError(
+                "max_spill bounds the spill files of an on_full = 'spill' "
+                "stream; this stream blocks when full and never spills"
+            )
         try:
             limit = spill_limit(max_spill)
         except ValueError as exc:
@@ -66,18 +76,21 @@ def create_stream(con: duckdb.DuckDBPyConnection, database: str | None, name: st
     if existing is not None:
         if if_not_exists:
             return None
-        raise StreamError(f"stream {name!r} already exists (owned by process "
-                          f"{existing.owner_pid}); DROP STREAM {name} first")
+        raise StreamError(
+            f"stream {name!r} already exists (owned by process "
+            f"{existing.owner_pid}); DROP STREAM {name} first"
+        )
     cursor = con.cursor()
     try:
-        clash = cursor.execute("SELECT count(*) FROM information_schema.tables "
-                               "WHERE lower(table_name) = lower(?)", [name]).fetchall()[0][0]
+        clash = cursor.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE lower(table_name) = lower(?)",
+            [name],
+        ).fetchall()[0][0]
     finally:
         cursor.close()
     if clash:
         raise CatalogError(f"a table or view named {name!r} exists; a stream needs its own name")
-    definition = catalog.new_def(name, columns, capacity, on_full, archive, archive_filter,
-                                 limit)
+    definition = catalog.new_def(name, columns, capacity, on_full, archive, archive_filter, limit)
     first_seq = 0
     if archive:
         store = Archive(definition, con, schema)
@@ -87,8 +100,9 @@ def create_stream(con: duckdb.DuckDBPyConnection, database: str | None, name: st
             first_seq = store.last_seq(cursor) + 1  # sequence numbers continue the archive's
         finally:
             cursor.close()
-    ring = Ring.create(definition.segment, schema, capacity, on_full, first_seq,
-                       archived=bool(archive))
+    ring = Ring.create(
+        definition.segment, schema, capacity, on_full, first_seq, archived=bool(archive)
+    )
     ring.close()
     catalog.register(definition)
     return definition
@@ -111,21 +125,41 @@ def drop_stream(database: str | None, name: str, *, if_exists: bool = False) -> 
     catalog.remove(definition)
 
 
-SHOW_SCHEMA = pa.schema([
-    ("name", pa.string()), ("columns", pa.string()), ("capacity", pa.int64()),
-    ("on_full", pa.string()), ("max_spill", pa.int64()), ("archive", pa.string()),
-    ("archive_filter", pa.string()),
-    ("written", pa.int64()), ("read", pa.int64()), ("queued", pa.int64()),
-    ("max_queued", pa.int64()), ("spilled", pa.int64()), ("spill_bytes", pa.int64()),
-    ("producers", pa.int64()),
-    ("readers", pa.int64()), ("max_lag", pa.int64()), ("archived", pa.int64()),
-    ("ended", pa.bool_()),
-])
-READERS_SCHEMA = pa.schema([
-    ("stream", pa.string()), ("reader", pa.int64()), ("name", pa.string()),
-    ("pid", pa.int64()), ("position", pa.int64()), ("released", pa.int64()),
-    ("lag", pa.int64()), ("archive_writer", pa.bool_()), ("idle_s", pa.float64()),
-])
+SHOW_SCHEMA = pa.schema(
+    [
+        ("name", pa.string()),
+        ("columns", pa.string()),
+        ("capacity", pa.int64()),
+        ("on_full", pa.string()),
+        ("max_spill", pa.int64()),
+        ("archive", pa.string()),
+        ("archive_filter", pa.string()),
+        ("written", pa.int64()),
+        ("read", pa.int64()),
+        ("queued", pa.int64()),
+        ("max_queued", pa.int64()),
+        ("spilled", pa.int64()),
+        ("spill_bytes", pa.int64()),
+        ("producers", pa.int64()),
+        ("readers", pa.int64()),
+        ("max_lag", pa.int64()),
+        ("archived", pa.int64()),
+        ("ended", pa.bool_()),
+    ]
+)
+READERS_SCHEMA = pa.schema(
+    [
+        ("stream", pa.string()),
+        ("reader", pa.int64()),
+        ("name", pa.string()),
+        ("pid", pa.int64()),
+        ("position", pa.int64()),
+        ("released", pa.int64()),
+        ("lag", pa.int64()),
+        ("archive_writer", pa.bool_()),
+        ("idle_s", pa.float64()),
+    ]
+)
 
 
 def show_streams(database: str | None) -> pa.Table:
@@ -139,20 +173,26 @@ def show_streams(database: str | None) -> pa.Table:
         try:
             live = [i for i in ring.producers() if ring.slot_alive(i)]
             spilling = definition.on_full == "spill"
-            rows.append({
-                "name": definition.name,
-                "columns": ", ".join(f"{c} {t}" for c, t in definition.columns),
-                "capacity": definition.capacity, "on_full": definition.on_full,
-                "max_spill": definition.spill_limit if spilling else None,
-                "archive": definition.archive, "archive_filter": definition.archive_filter,
-                "written": ring.word(W_HEAD_SEQ), "read": ring.word(W_TAIL_SEQ),
-                "queued": ring.queued, "max_queued": ring.word(W_MAX_QUEUE),
-                "spilled": ring.word(W_SPILLED),
-                "spill_bytes": _spill_bytes(definition, ring) if spilling else None,
-                "producers": len(live),
-                **_reader_summary(ring),
-                "ended": _ended(ring, live),
-            })
+            rows.append(
+                {
+                    "name": definition.name,
+                    "columns": ", ".join(f"{c} {t}" for c, t in definition.columns),
+                    "capacity": definition.capacity,
+                    "on_full": definition.on_full,
+                    "max_spill": definition.spill_limit if spilling else None,
+                    "archive": definition.archive,
+                    "archive_filter": definition.archive_filter,
+                    "written": ring.word(W_HEAD_SEQ),
+                    "read": ring.word(W_TAIL_SEQ),
+                    "queued": ring.queued,
+                    "max_queued": ring.word(W_MAX_QUEUE),
+                    "spilled": ring.word(W_SPILLED),
+                    "spill_bytes": _spill_bytes(definition, ring) if spilling else None,
+                    "producers": len(live),
+                    **_reader_summary(ring),
+                    "ended": _ended(ring, live),
+                }
+            )
         finally:
             ring.close()
     return pa.Table.from_pylist(rows, schema=SHOW_SCHEMA)
@@ -172,8 +212,11 @@ def _reader_summary(ring: Ring) -> dict:
     (tuples written and not yet read by it), and where the archive's cursor is."""
     head = ring.word(W_HEAD_SEQ)
     lags = [head - int(ring.reader(i)[R_READ]) for i in ring.readers()]
-    return {"readers": len(lags), "max_lag": max(lags) if lags else None,
-            "archived": ring.word(W_ARCH_SEQ) if ring.word(W_HAS_ARCHIVE) else None}
+    return {
+        "readers": len(lags),
+        "max_lag": max(lags) if lags else None,
+        "archived": ring.word(W_ARCH_SEQ) if ring.word(W_HAS_ARCHIVE) else None,
+    }
 
 
 def stream_lag(definition: StreamDef) -> int | None:
@@ -205,13 +248,19 @@ def show_stream_readers(database: str | None, name: str | None = None) -> pa.Tab
             now = time.monotonic_ns()
             for index in ring.readers():
                 slot = ring.reader(index)
-                rows.append({
-                    "stream": definition.name, "reader": index, "name": ring.reader_name(index),
-                    "pid": int(slot[R_PID]), "position": int(slot[R_READ]),
-                    "released": int(slot[R_SEQ]), "lag": head - int(slot[R_READ]),
-                    "archive_writer": ring.word(W_ARCH_LEASE) == index + 1,
-                    "idle_s": round(max(0, now - int(slot[R_BEAT])) / 1e9, 3),
-                })
+                rows.append(
+                    {
+                        "stream": definition.name,
+                        "reader": index,
+                        "name": ring.reader_name(index),
+                        "pid": int(slot[R_PID]),
+                        "position": int(slot[R_READ]),
+                        "released": int(slot[R_SEQ]),
+                        "lag": head - int(slot[R_READ]),
+                        "archive_writer": ring.word(W_ARCH_LEASE) == index + 1,
+                        "idle_s": round(max(0, now - int(slot[R_BEAT])) / 1e9, 3),
+                    }
+                )
         finally:
             ring.close()
     return pa.Table.from_pylist(rows, schema=READERS_SCHEMA)

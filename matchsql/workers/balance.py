@@ -55,8 +55,9 @@ def rows_per_bucket(buckets: Sequence[int], rows: Sequence[int]) -> dict[int, in
     return sums
 
 
-def charge(cpu_ns: dict[int, int], spent_ns: int, buckets: Sequence[int],
-           rows: Sequence[int]) -> None:
+def charge(
+    cpu_ns: dict[int, int], spent_ns: int, buckets: Sequence[int], rows: Sequence[int]
+) -> None:
     """Add ``spent_ns`` of a message's CPU to ``cpu_ns`` per bucket, shared by the rows
     each bucket had in it: the clock is read once per message, not once per partition
     (a read of the CPU clock is a system call)."""
@@ -65,8 +66,9 @@ def charge(cpu_ns: dict[int, int], spent_ns: int, buckets: Sequence[int],
         cpu_ns[bucket] = cpu_ns.get(bucket, 0) + spent_ns * n // total
 
 
-def spread(bucket_rows: dict[int, int], workers: int,
-           loads: Sequence[int] | None = None) -> dict[int, int]:
+def spread(
+    bucket_rows: dict[int, int], workers: int, loads: Sequence[int] | None = None
+) -> dict[int, int]:
     """Owners for buckets whose rows are known before the first is routed (a one-time
     query's grouped input, or the buckets a live batch meets for the first time):
     largest bucket first, each to the worker with the fewest rows so far (LPT, from
@@ -111,8 +113,9 @@ class Rebalancer:
             return []
         busy = max(range(len(load.queued)), key=lambda w: load.queued[w])
         idle = min(range(len(load.queued)), key=lambda w: load.queued[w])
-        if load.queued[busy] < self.min_rows or \
-                load.queued[busy] < self.ratio * max(1, load.queued[idle]):
+        if load.queued[busy] < self.min_rows or load.queued[busy] < self.ratio * max(
+            1, load.queued[idle]
+        ):
             return []
         mine = [b for b, w in load.owner.items() if w == busy]
         if len(mine) < 2:

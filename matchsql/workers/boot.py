@@ -60,6 +60,7 @@ def watch_parent(parent: int, prefix: str | None = None) -> None:
     killed while the worker was starting has been replaced as parent already.
     On its way out the worker removes the segments named under ``prefix``.
     """
+
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(ORPHAN_CHECK_S)

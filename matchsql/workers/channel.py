@@ -67,8 +67,9 @@ class RingWriter:
     oversized payloads' segments (None: a name, a prefix of its own).
     """
 
-    def __init__(self, pipe: Connection, capacity: int, *, name: str | None = None,
-                 prefix: str | None = None) -> None:
+    def __init__(
+        self, pipe: Connection, capacity: int, *, name: str | None = None, prefix: str | None = None
+    ) -> None:
         self.pipe = pipe
         self.capacity = capacity
         self.prefix = prefix
@@ -87,8 +88,13 @@ class RingWriter:
         """Notices sent that the reader has not taken yet (its queue length)."""
         return self._sent - int(self._words[1])
 
-    def send(self, kind: str, payload: bytes | memoryview | Writable | None = None,
-             extra: Any = None, idle: Callable[[], None] | None = None) -> None:
+    def send(
+        self,
+        kind: str,
+        payload: bytes | memoryview | Writable | None = None,
+        extra: Any = None,
+        idle: Callable[[], None] | None = None,
+    ) -> None:
         """Copy ``payload`` into the ring (a :class:`Writable` writes itself there) and
         send its notice; ``idle`` runs while waiting."""
         extra = _plain_extra(extra)
@@ -115,15 +121,23 @@ class RingWriter:
             # cache, rather than going round all of it (a fresh page of shared memory
             # costs a fault and zeroing: 1M rows written into untouched pages took 19 ms,
             # into touched ones 4.5 ms).
-            if pos and (pos + length > self.capacity or EAGER_WRAP and (
-                    released == start or released >= lap + length)):
+            if pos and (
+                pos + length > self.capacity
+                or EAGER_WRAP
+                and (released == start or released >= lap + length)
+            ):
                 if released == start:
                     self._floor = lap + self.capacity  # all released, the rest skipped
                 start = lap + self.capacity
                 pos = 0
             end = start + length
-            self._wait(lambda: end - max(int(self._words[0]), self._floor) <= self.capacity
-                       and self.unread() < MAX_NOTICES, idle)
+            self._wait(
+                lambda: (
+                    end - max(int(self._words[0]), self._floor) <= self.capacity
+                    and self.unread() < MAX_NOTICES
+                ),
+                idle,
+            )
             _put(self.shm.buf, _HEADER + pos, length, payload)
             self._written = end
         else:
@@ -178,7 +192,7 @@ def _writable(payload: object) -> bool:
 
 
 def _put(buf: memoryview, start: int, length: int, payload: memoryview | Writable) -> None:
-    view = buf[start:start + length]
+    view = buf[start : start + length]
     try:
         if _writable(payload):
             payload.write_into(view)
@@ -214,7 +228,7 @@ class RingReader:
                 seg.unlink()
         elif length:
             pos = start % self.capacity
-            payload = bytes(self.shm.buf[_HEADER + pos:_HEADER + pos + length])
+            payload = bytes(self.shm.buf[_HEADER + pos : _HEADER + pos + length])
             self._words[0] = start + length
         else:
             payload = b""
@@ -234,4 +248,3 @@ class RingReader:
                 self.shm.unlink()
             except FileNotFoundError:
                 pass
-

@@ -23,8 +23,9 @@ class Packed:
     """A payload not written yet: its size, and a way to write it straight into the
     channel's shared memory (the router's rows then take one copy, not two)."""
 
-    def __init__(self, entries: list[Any], batches: list[pa.RecordBatch],
-                 schema: pa.Schema | None = None) -> None:
+    def __init__(
+        self, entries: list[Any], batches: list[pa.RecordBatch], schema: pa.Schema | None = None
+    ) -> None:
         self.meta = dumps(entries)
         self.batches = batches
         self.schema = schema or (batches[0].schema if batches else None)
@@ -56,8 +57,9 @@ class Packed:
         return memoryview(sink.getvalue())
 
 
-def pack(entries: list[Any], batches: list[pa.RecordBatch],
-         schema: pa.Schema | None = None) -> memoryview:
+def pack(
+    entries: list[Any], batches: list[pa.RecordBatch], schema: pa.Schema | None = None
+) -> memoryview:
     """One payload: ``entries`` and ``batches`` (all of ``schema``, or the first's)."""
     return Packed(entries, batches, schema).bytes()
 
@@ -70,16 +72,16 @@ def unpack(payload: bytes) -> tuple[list[Any], list[pa.RecordBatch]]:
         raise MessageError("a worker process message is unreadable: too short for its frame")
     (size,) = _LEN.unpack_from(view, 0)
     if size > len(view) - _LEN.size:
-        raise MessageError("a worker process message is unreadable: its entries run past "
-                           "its end")
-    entries = loads(view[_LEN.size:_LEN.size + size])
+        raise MessageError("a worker process message is unreadable: its entries run past its end")
+    entries = loads(view[_LEN.size : _LEN.size + size])
     if not isinstance(entries, list):
         raise MessageError("a worker process message is unreadable: its entries are not a list")
-    rest = view[_LEN.size + size:]
+    rest = view[_LEN.size + size :]
     if not rest:
         return entries, []
     try:
         return entries, list(pa.ipc.open_stream(pa.py_buffer(rest)))
     except (pa.ArrowException, ValueError) as exc:
-        raise MessageError(f"a worker process message is unreadable: its rows are not an "
-                           f"Arrow stream ({exc})") from None
+        raise MessageError(
+            f"a worker process message is unreadable: its rows are not an Arrow stream ({exc})"
+        ) from None

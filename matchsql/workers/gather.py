@@ -105,18 +105,22 @@ class Gather:
         bounds = segments(batch, keys)
         starts = pa.array([a for a, _ in bounds], pa.int64())
         key_batch = pa.RecordBatch.from_arrays(
-            [batch.column(name).take(starts) for name in keys], names=keys)
+            [batch.column(name).take(starts) for name in keys], names=keys
+        )
         writer.send("keys", pack([wave], [key_batch]))
         buckets = np.asarray(batch.column(BUCKET))
         spec = self.query.spec
-        data = pa.RecordBatch.from_arrays(batch.columns[:self.plan.width],
-                                          names=batch.schema.names[:self.plan.width])
+        data = pa.RecordBatch.from_arrays(
+            batch.columns[: self.plan.width], names=batch.schema.names[: self.plan.width]
+        )
         if not data.schema.equals(spec.columns):
             data = pa.RecordBatch.from_arrays(
                 [column.cast(field.type) for column, field in zip(data.columns, spec.columns)],
-                schema=spec.columns)
-        values = [partition_key(v) for v in zip(*(key_batch.column(name).to_pylist()
-                                                    for name in keys))]
+                schema=spec.columns,
+            )
+        values = [
+            partition_key(v) for v in zip(*(key_batch.column(name).to_pylist() for name in keys))
+        ]
         entries: list[tuple] = []
         first = rows_in = 0
         for number, ((a, b), key) in enumerate(zip(bounds, values)):

@@ -67,8 +67,7 @@ class Query:
         matched together where the planner allows it, as the single-process
         router does; their output is cut back into partitions by key.
         """
-        rows = pa.concat_batches(batches) if len(batches) > 1 else \
-            (batches[0] if batches else None)
+        rows = pa.concat_batches(batches) if len(batches) > 1 else (batches[0] if batches else None)
         out_entries: list[tuple[int, int, bool]] = []
         out: list[pa.RecordBatch] = []
         group: list[tuple[int, tuple, int, int]] = []
@@ -82,8 +81,9 @@ class Query:
         def flush() -> None:
             if len(group) > 1:
                 produced, counts = self._whole(rows, group)
-                out_entries.extend((number, count, True)
-                                   for (number, *_), count in zip(group, counts.tolist()))
+                out_entries.extend(
+                    (number, count, True) for (number, *_), count in zip(group, counts.tolist())
+                )
                 out.extend(produced)
             for number, key, offset, count in group if len(group) == 1 else ():
                 emit(number, feed_last(self.new_run(key), rows.slice(offset, count)), True)
@@ -109,16 +109,16 @@ class Query:
         flush()
         return out_entries, out
 
-    def _whole(self, rows: pa.RecordBatch, group: list[tuple[int, tuple, int, int]]
-               ) -> tuple[list[pa.RecordBatch], np.ndarray]:
+    def _whole(
+        self, rows: pa.RecordBatch, group: list[tuple[int, tuple, int, int]]
+    ) -> tuple[list[pa.RecordBatch], np.ndarray]:
         """Complete partitions matched in one pass: their output, and how many of its
         rows each partition has (in the group's order, which is the output's)."""
         start = group[0][2]
         counts = [count for _, _, _, count in group]
         bounds = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         assert self.whole is not None
-        produced, out_counts = self.whole.match_counted(rows.slice(start, int(bounds[-1])),
-                                                        bounds)
+        produced, out_counts = self.whole.match_counted(rows.slice(start, int(bounds[-1])), bounds)
         produced = [batch for batch in produced if batch.num_rows]
         if sum(batch.num_rows for batch in produced) != int(out_counts.sum()):
             raise Error("a worker's matches did not add up to its partitions' counts")
@@ -188,13 +188,15 @@ def _take(payload: bytes) -> tuple[list, np.ndarray, np.ndarray, None]:
     size = _LEN.unpack_from(view)[0] if len(view) >= _LEN.size else -1
     rest = len(view) - _LEN.size - size
     if size < 0 or rest < 0 or rest % 16:
-        raise MessageError("a worker process message is unreadable: a \"take\" that is not "
-                           "entries and ranges")
-    entries = loads(view[_LEN.size:_LEN.size + size])
+        raise MessageError(
+            'a worker process message is unreadable: a "take" that is not entries and ranges'
+        )
+    entries = loads(view[_LEN.size : _LEN.size + size])
     if not isinstance(entries, list):
-        raise MessageError("a worker process message is unreadable: a \"take\" whose "
-                           "entries are not a list")
-    bounds = np.frombuffer(view[_LEN.size + size:], "<i8").astype(np.int64)
+        raise MessageError(
+            'a worker process message is unreadable: a "take" whose entries are not a list'
+        )
+    bounds = np.frombuffer(view[_LEN.size + size :], "<i8").astype(np.int64)
     half = len(bounds) // 2
     return entries, bounds[:half], bounds[half:], None
 
@@ -203,17 +205,27 @@ def cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     if batch.schema.equals(schema):
         return batch
     return pa.RecordBatch.from_arrays(
-        [column.cast(field.type) for column, field in zip(batch.columns, schema)], schema=schema)
+        [column.cast(field.type) for column, field in zip(batch.columns, schema)], schema=schema
+    )
 
 
-def answer(query: Query, writer: RingWriter, entries: list[tuple],
-           batches: list[pa.RecordBatch], defer: bool = False) -> None:
+def answer(
+    query: Query,
+    writer: RingWriter,
+    entries: list[tuple],
+    batches: list[pa.RecordBatch],
+    defer: bool = False,
+) -> None:
     """Match ``entries`` (see :meth:`Query.data`) and send their matches as one "out"
     (or keep it for :meth:`Query.flush`)."""
     started = time.process_time_ns()
     out_entries, out = query.data(entries, batches)
-    charge(query.bucket_ns, time.process_time_ns() - started, [entry[1] for entry in entries],
-           [entry[3] for entry in entries])
+    charge(
+        query.bucket_ns,
+        time.process_time_ns() - started,
+        [entry[1] for entry in entries],
+        [entry[3] for entry in entries],
+    )
     # Sent even when empty: the row count is the router's measure of this queue. The
     # matches go as one batch (each partition's rows counted in its entry): hundreds of
     # small IPC batches cost more to write and read than one copy of the rows.

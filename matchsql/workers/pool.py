@@ -105,8 +105,9 @@ class Worker:
 class WorkerPool:
     """``size`` worker processes, each with a channel in and a channel out."""
 
-    def __init__(self, size: int, ring_bytes: int = RING_BYTES,
-                 cancel: Cancellation | None = None) -> None:
+    def __init__(
+        self, size: int, ring_bytes: int = RING_BYTES, cancel: Cancellation | None = None
+    ) -> None:
         """Start ``size`` workers and wait for each to greet; ``cancel`` (the statement's
         that starts the pool) stops the wait: a start takes seconds on a busy machine,
         and an interrupt waited for all of it (3 to 4 s, measured)."""
@@ -134,18 +135,32 @@ class WorkerPool:
         from_worker_r, from_worker_w = context.Pipe(duplex=False)
         try:
             try:
-                inbox = RingWriter(to_worker_w, self.ring_bytes, prefix=self.prefix,
-                                   name=f"{self.prefix}i{index}")
+                inbox = RingWriter(
+                    to_worker_w, self.ring_bytes, prefix=self.prefix, name=f"{self.prefix}i{index}"
+                )
             except OSError as exc:  # a full /dev/shm, most likely
                 to_worker_w.close()
                 from_worker_r.close()
-                raise WorkerStartError(f"worker process {index} did not start: no shared "
-                                       f"memory for its channel ({_reason(exc)})") from None
+                raise WorkerStartError(
+                    f"worker process {index} did not start: no shared "
+                    f"memory for its channel ({_reason(exc)})"
+                ) from None
             outbox_name = f"{self.prefix}o{index}"
             proc = _WorkerProcess(
-                target=boot.start, name=f"matchsql-worker-{index}", daemon=True,
-                args=(os.getpid(), self.prefix, index, to_worker_r, inbox.name, from_worker_w,
-                      outbox_name, self.ring_bytes))
+                target=boot.start,
+                name=f"matchsql-worker-{index}",
+                daemon=True,
+                args=(
+                    os.getpid(),
+                    self.prefix,
+                    index,
+                    to_worker_r,
+                    inbox.name,
+                    from_worker_w,
+                    outbox_name,
+                    self.ring_bytes,
+                ),
+            )
             worker = Worker(index, proc, inbox, from_worker_r, outbox_name)
             self.workers.append(worker)  # from here on, kill() frees its segments
             try:
@@ -154,7 +169,8 @@ class WorkerPool:
             except OSError as exc:  # the interpreter could not be run at all
                 raise WorkerStartError(
                     f"worker process {index} did not start: cannot run "
-                    f"{spawn.get_executable()} ({_reason(exc)})") from None
+                    f"{spawn.get_executable()} ({_reason(exc)})"
+                ) from None
             worker.started = True
         finally:
             to_worker_r.close()
@@ -167,22 +183,29 @@ class WorkerPool:
         while not ready and time.monotonic() < deadline:
             if cancel is not None:
                 cancel.check()
-            ready = wait([pipe, worker.proc.sentinel],
-                         min(_GREET_POLL_S, max(0.0, deadline - time.monotonic())))
+            ready = wait(
+                [pipe, worker.proc.sentinel],
+                min(_GREET_POLL_S, max(0.0, deadline - time.monotonic())),
+            )
         if not ready:
-            raise WorkerStartError(f"worker process {worker.index} did not start: timed out "
-                                   f"after {START_TIMEOUT_S:g} s")
+            raise WorkerStartError(
+                f"worker process {worker.index} did not start: timed out "
+                f"after {START_TIMEOUT_S:g} s"
+            )
         try:
             if pipe not in ready:  # only its sentinel: it ended without a word
                 raise EOFError
             kind, name, _ = pipe.recv()
             if kind != "hello" or name != worker.outbox_name:
-                raise WorkerStartError(f"worker process {worker.index} did not start: it "
-                                       f"sent {kind!r} first")
+                raise WorkerStartError(
+                    f"worker process {worker.index} did not start: it sent {kind!r} first"
+                )
             worker.outbox = RingReader(pipe, name, self.ring_bytes)
         except (EOFError, OSError):
-            raise WorkerStartError(f"worker process {worker.index} did not start: "
-                                   f"{worker.reaped_death()}{_interpreter_problem()}") from None
+            raise WorkerStartError(
+                f"worker process {worker.index} did not start: "
+                f"{worker.reaped_death()}{_interpreter_problem()}"
+            ) from None
 
     def alive(self) -> bool:
         return bool(self.workers) and all(w.proc.exitcode is None for w in self.workers)

@@ -49,8 +49,17 @@ KINDS = {"query": Query, "gather": Gather, "stream": Streamed}
 KEPT_QUERIES = 8
 
 
-def main(prefix: str, index: int, inbox: Connection, inbox_name: str, outbox: Connection,
-         outbox_name: str, capacity: int, *, greeted: Callable[[], None] = lambda: None) -> None:
+def main(
+    prefix: str,
+    index: int,
+    inbox: Connection,
+    inbox_name: str,
+    outbox: Connection,
+    outbox_name: str,
+    capacity: int,
+    *,
+    greeted: Callable[[], None] = lambda: None,
+) -> None:
     """The worker's loop (run by :func:`matchsql.workers.boot.start`, the spawned target).
 
     The outbox is made under the name the pool chose (``outbox_name``), and payloads too
@@ -101,9 +110,17 @@ def main(prefix: str, index: int, inbox: Connection, inbox_name: str, outbox: Co
                     writer.send("error", error_bytes(internal_error(exc)))
                 continue
             if kind == "end":
-                stats = (query.rows, query.busy_ns, query.bucket_ns,
-                         time.process_time_ns() - cpu_ns, spans) if query is not None \
+                stats = (
+                    (
+                        query.rows,
+                        query.busy_ns,
+                        query.bucket_ns,
+                        time.process_time_ns() - cpu_ns,
+                        spans,
+                    )
+                    if query is not None
                     else (0, 0, {}, 0, [])
+                )
                 query = None
                 attached.ended()
                 writer.send("ended", dumps(stats))
@@ -152,4 +169,3 @@ def _query(kept: OrderedDict[bytes, tuple], payload: bytes) -> tuple:
     else:
         kept.move_to_end(payload)
     return found
-

@@ -121,8 +121,9 @@ class Migration:
     source: int
     target: int
     started: float
-    buffered: list[tuple[tuple, pa.RecordBatch | tuple[int, int] | None]] = \
-        field(default_factory=list)
+    buffered: list[tuple[tuple, pa.RecordBatch | tuple[int, int] | None]] = field(
+        default_factory=list
+    )
     buffered_rows: int = 0
 
 
@@ -147,10 +148,18 @@ class WorkerRouter:
     #: answer's run of consecutive partitions can be passed on as one piece (:meth:`_on_out`).
     consecutive_numbers = True
 
-    def __init__(self, pool: WorkerPool, spec: MatchSpec, config: Config,
-                 cancel: Cancellation, *, buckets: int = BUCKETS,
-                 chunk_rows: int | None = None, max_queued_rows: int | None = None,
-                 policy: Policy | None = None) -> None:
+    def __init__(
+        self,
+        pool: WorkerPool,
+        spec: MatchSpec,
+        config: Config,
+        cancel: Cancellation,
+        *,
+        buckets: int = BUCKETS,
+        chunk_rows: int | None = None,
+        max_queued_rows: int | None = None,
+        policy: Policy | None = None,
+    ) -> None:
         self.pool = pool
         self.workers: list[Worker] = pool.workers
         self.spec = spec
@@ -208,8 +217,9 @@ class WorkerRouter:
 
     # -- the query --------------------------------------------------------------------
 
-    def run(self, source: GroupedRows | pa.Table | Iterable[pa.RecordBatch]) \
-            -> Iterator[pa.RecordBatch]:
+    def run(
+        self, source: GroupedRows | pa.Table | Iterable[pa.RecordBatch]
+    ) -> Iterator[pa.RecordBatch]:
         """The matches of every partition of ``source`` (the input in partition and ORDER BY
         order: grouped here, or batches), in the single-process order."""
         self._mark("start")
@@ -217,7 +227,8 @@ class WorkerRouter:
         for index in range(len(self.workers)):
             self._post(index, "query", payload)
         shareable = isinstance(source, GroupedRows) and all(
-            source.schema.get_field_index(name) in source.keys for name in self.spec.partition_by)
+            source.schema.get_field_index(name) in source.keys for name in self.spec.partition_by
+        )
         layout = self.pool.arena.put(source) if shareable else None
         if layout is not None:
             self.shared = True
@@ -287,10 +298,14 @@ class WorkerRouter:
         heads = pa.RecordBatch.from_arrays([rows.keys[i] for i in fields], names=names)
         keys = keys_of(heads, names)
         counts = np.diff(rows.ends, prepend=0)
-        buckets = in_ranges(counts, self.buckets).tolist() if RANGE_BUCKETS else \
-            [bucket_of(key, self.buckets) for key in keys]
-        for bucket, worker in spread(rows_per_bucket(buckets, counts.tolist()),
-                                     len(self.workers)).items():
+        buckets = (
+            in_ranges(counts, self.buckets).tolist()
+            if RANGE_BUCKETS
+            else [bucket_of(key, self.buckets) for key in keys]
+        )
+        for bucket, worker in spread(
+            rows_per_bucket(buckets, counts.tolist()), len(self.workers)
+        ).items():
             self.owner.setdefault(bucket, worker)
         ends = rows.ends.tolist()
         # Decisions (migrations, sends to idle workers) as often as for batches of the
@@ -318,8 +333,9 @@ class WorkerRouter:
                 yield from self._ready()
             part += 1
 
-    def _add_whole(self, first: int, last: int, keys: list[tuple], buckets: list[int],
-                   ends: list[int]) -> None:
+    def _add_whole(
+        self, first: int, last: int, keys: list[tuple], buckets: list[int], ends: list[int]
+    ) -> None:
         """Route partitions ``first:last`` of the shared input whole, a run of one bucket at
         a time (the bookkeeping of :meth:`_add` once per run, not per partition)."""
         assert self.partitions == first  # a worker finds the partition's key by its number
@@ -345,8 +361,7 @@ class WorkerRouter:
                 items: list[tuple[tuple, Sequence]] = []
                 before = begin
                 for number in range(run, end):
-                    items.append(((number, bucket, keys[number], ends[number] - before, True),
-                                  ()))
+                    items.append(((number, bucket, keys[number], ends[number] - before, True), ()))
                     before = ends[number]
                 items[0] = (items[0][0], [(begin, before)])
                 self._add_run(bucket, items, before - begin)
@@ -381,8 +396,9 @@ class WorkerRouter:
         """Safe point (not inside a send): hand on snapshots, start migrations, send."""
         self._settle(decide)
         for index in range(len(self.workers)):
-            if self._pending_rows[index] >= self.chunk_rows or \
-                    (self._pending[index] and not self.routed_unmatched(index)):
+            if self._pending_rows[index] >= self.chunk_rows or (
+                self._pending[index] and not self.routed_unmatched(index)
+            ):
                 self._send(index)
 
     def _settle(self, decide: bool = True) -> None:
@@ -401,13 +417,20 @@ class WorkerRouter:
 
     def _load(self) -> Load:
         queued = [self.routed[i] - self.done_rows[i] for i in range(len(self.workers))]
-        return Load(tuple(self.routed), tuple(queued), dict(self.owner), dict(self.recent),
-                    frozenset(self.migrating), dict(self.bucket_rows))
+        return Load(
+            tuple(self.routed),
+            tuple(queued),
+            dict(self.owner),
+            dict(self.recent),
+            frozenset(self.migrating),
+            dict(self.bucket_rows),
+        )
 
     # -- routing ------------------------------------------------------------------------
 
-    def _add(self, bucket: int, entry: tuple, piece: pa.RecordBatch | tuple[int, int] | None) \
-            -> None:
+    def _add(
+        self, bucket: int, entry: tuple, piece: pa.RecordBatch | tuple[int, int] | None
+    ) -> None:
         """Queue a piece of a partition (rows, or a range of the shared input) for the
         bucket's worker; a piece with ``entry``'s last mark and no rows ends it."""
         rows = entry[3]
@@ -452,8 +475,12 @@ class WorkerRouter:
         if not pending:
             return
         held: list = []
-        if HOLD_OPEN and not whole and not pending[-1][0][4] and \
-                pending[-1][0][3] < self.chunk_rows:
+        if (
+            HOLD_OPEN
+            and not whole
+            and not pending[-1][0][4]
+            and pending[-1][0][3] < self.chunk_rows
+        ):
             held = [pending.pop()]
             if not pending:
                 pending.extend(held)
@@ -505,9 +532,17 @@ class WorkerRouter:
             self.recent[bucket] = self.recent.get(bucket, 0) - rows
             self._add(bucket, entry, piece)
         self._send(moving.target, whole=True)
-        self.migrations.append(MigrationRecord(
-            bucket, moving.source, moving.target, time.perf_counter() - moving.started,
-            len(state), len(runs), moving.buffered_rows))
+        self.migrations.append(
+            MigrationRecord(
+                bucket,
+                moving.source,
+                moving.target,
+                time.perf_counter() - moving.started,
+                len(state),
+                len(runs),
+                moving.buffered_rows,
+            )
+        )
         self.pool.migrations += 1
 
     def _post(self, index: int, kind: str, payload=None, extra=None) -> None:
@@ -579,7 +614,8 @@ class WorkerRouter:
             if number != follows or number in self._out:
                 if position > head_at:
                     self._out.setdefault(head, []).append(
-                        batches[0].slice(head_at, position - head_at))
+                        batches[0].slice(head_at, position - head_at)
+                    )
                 head, head_at = number, position
                 self._mark_done(done_from, last_done)
                 done_from = None
@@ -649,14 +685,18 @@ class WorkerRouter:
 def _stats(payload: bytes) -> tuple:
     """A worker's figures of its query (see :mod:`.process`)."""
     stats = loads(payload)
-    if not (isinstance(stats, tuple) and len(stats) == 5 and isinstance(stats[2], dict)
-            and isinstance(stats[4], list)):
-        raise MessageError("a worker process message is unreadable: figures that are not "
-                           "figures")
+    if not (
+        isinstance(stats, tuple)
+        and len(stats) == 5
+        and isinstance(stats[2], dict)
+        and isinstance(stats[4], list)
+    ):
+        raise MessageError("a worker process message is unreadable: figures that are not figures")
     return stats
 
 
 def _died(worker: Worker, how: str) -> ExecutionError:
     return WorkerLost(
         f"worker process {worker.index} (pid {worker.pid}) {how} while running the query; "
-        "its partitions' matches are lost, so the query failed")
+        "its partitions' matches are lost, so the query failed"
+    )

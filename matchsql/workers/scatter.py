@@ -55,10 +55,16 @@ def _quoted(name: str) -> str:
     return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
 
 
-def scatter_plan(node, spec: MatchSpec, columns: list[str] | None,
-                 con: duckdb.DuckDBPyConnection, *, waves: int = WAVES,
-                 buckets: int = BUCKETS, presorted: list[OrderKey] | None = None
-                 ) -> ScatterPlan:
+def scatter_plan(
+    node,
+    spec: MatchSpec,
+    columns: list[str] | None,
+    con: duckdb.DuckDBPyConnection,
+    *,
+    waves: int = WAVES,
+    buckets: int = BUCKETS,
+    presorted: list[OrderKey] | None = None,
+) -> ScatterPlan:
     """The plan for ``node``'s input (``columns`` only, when given); ``presorted``: the
     ORDER BY keys when the caller's rule lets rows in that order skip the sort."""
     source = node.this.sql(dialect="duckdb")
@@ -69,12 +75,16 @@ def scatter_plan(node, spec: MatchSpec, columns: list[str] | None,
         waves = 1
     position = "rowid" if table is not None else "row_number() OVER ()"
     keys = ", ".join(_quoted(k) for k in spec.partition_by)
-    scan = (f"SELECT *, (hash({keys}) % {buckets})::INTEGER AS {BUCKET} FROM "
-            f"(SELECT {select}, {position} AS {POSITION} FROM {source})")
+    scan = (
+        f"SELECT *, (hash({keys}) % {buckets})::INTEGER AS {BUCKET} FROM "
+        f"(SELECT {select}, {position} AS {POSITION} FROM {source})"
+    )
     prefix = ("WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " ") if ctes else ""
-    scans = [prefix + (scan if waves == 1 else
-                       f"SELECT * FROM ({scan}) WHERE {BUCKET} % {waves} = {wave}")
-             for wave in range(waves)]
+    scans = [
+        prefix
+        + (scan if waves == 1 else f"SELECT * FROM ({scan}) WHERE {BUCKET} % {waves} = {wave}")
+        for wave in range(waves)
+    ]
     order = node.args.get("order")
     items = [_quoted(k) for k in spec.partition_by]
     for item, name in zip(order.expressions if order is not None else [], spec.order_by):
@@ -91,14 +101,19 @@ def scatter_plan(node, spec: MatchSpec, columns: list[str] | None,
 def _base_table(node, ctes, con: duckdb.DuckDBPyConnection) -> str | None:
     """The name of the DuckDB base table ``node`` reads directly, else None."""
     source = node.this
-    if not isinstance(source, exp.Table) or source.args.get("joins") or \
-            not isinstance(source.this, exp.Identifier):
+    if (
+        not isinstance(source, exp.Table)
+        or source.args.get("joins")
+        or not isinstance(source.this, exp.Identifier)
+    ):
         return None
     name = source.name
     if any(cte.alias_or_name.lower() == name.lower() for cte in ctes):
         return None
-    found = con.execute("SELECT count(*) FROM duckdb_tables() WHERE lower(table_name) = ? "
-                        "AND NOT temporary", [name.lower()]).fetchall()[0][0]
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE lower(table_name) = ? AND NOT temporary",
+        [name.lower()],
+    ).fetchall()[0][0]
     return name if found == 1 and not source.args.get("db") else None
 
 
@@ -107,10 +122,18 @@ class ScatterRouter(WorkerRouter):
 
     consecutive_numbers = False  # (worker, wave, number): ordered by the keys' sort
 
-    def __init__(self, pool: WorkerPool, spec: MatchSpec, config: Config,
-                 cancel: Cancellation, plan: ScatterPlan,
-                 open_input: Callable[[str], Iterable[pa.RecordBatch]], *,
-                 chunk_rows: int = 65_536, policy: Policy | None = None) -> None:
+    def __init__(
+        self,
+        pool: WorkerPool,
+        spec: MatchSpec,
+        config: Config,
+        cancel: Cancellation,
+        plan: ScatterPlan,
+        open_input: Callable[[str], Iterable[pa.RecordBatch]],
+        *,
+        chunk_rows: int = 65_536,
+        policy: Policy | None = None,
+    ) -> None:
         super().__init__(pool, spec, config, cancel, chunk_rows=chunk_rows, policy=policy)
         self.plan = plan
         self.open_input = open_input
@@ -175,8 +198,9 @@ class ScatterRouter(WorkerRouter):
             rows = np.flatnonzero(owners == index)
             self.routed[index] += rows.size - ahead[index]
             if rows.size:
-                self._hand(index, batch.take(pa.array(rows)) if rows.size < batch.num_rows
-                           else batch)
+                self._hand(
+                    index, batch.take(pa.array(rows)) if rows.size < batch.num_rows else batch
+                )
 
     def _hand(self, index: int, piece: pa.RecordBatch) -> None:
         self._pieces[index].append(piece)
@@ -208,9 +232,18 @@ class ScatterRouter(WorkerRouter):
             self.routed[moving.target] += piece.num_rows
             self._hand(moving.target, piece)
         self._send(moving.target)
-        self.migrations.append(MigrationRecord(
-            bucket, moving.source, moving.target, time.perf_counter() - moving.started,
-            len(state), 0, moving.buffered_rows, moved))
+        self.migrations.append(
+            MigrationRecord(
+                bucket,
+                moving.source,
+                moving.target,
+                time.perf_counter() - moving.started,
+                len(state),
+                0,
+                moving.buffered_rows,
+                moved,
+            )
+        )
         self.pool.migrations += 1
 
     def _answer(self, index: int, kind: str, payload: bytes, extra) -> None:
@@ -225,10 +258,17 @@ class ScatterRouter(WorkerRouter):
             if keys is None or not keys.num_rows:
                 continue
             n = keys.num_rows
-            parts.append(pa.table(
-                [*keys.columns, pa.array(np.full(n, index)), pa.array(np.full(n, wave)),
-                 pa.array(np.arange(n))],
-                names=[*keys.schema.names, "__w", "__g", "__i"]))
+            parts.append(
+                pa.table(
+                    [
+                        *keys.columns,
+                        pa.array(np.full(n, index)),
+                        pa.array(np.full(n, wave)),
+                        pa.array(np.arange(n)),
+                    ],
+                    names=[*keys.schema.names, "__w", "__g", "__i"],
+                )
+            )
         if not parts:
             return []
         table = pa.concat_tables(parts, promote_options="permissive")

@@ -53,12 +53,17 @@ class Segment:
         if create and size <= 0:
             raise ValueError("a new segment needs a positive size")
         try:
-            shm = posix_ipc.SharedMemory("/" + name, posix_ipc.O_CREX if create else 0,
-                                         mode=0o600, size=size if create else 0)
+            shm = posix_ipc.SharedMemory(
+                "/" + name,
+                posix_ipc.O_CREX if create else 0,
+                mode=0o600,
+                size=size if create else 0,
+            )
         except posix_ipc.ExistentialError:
             code = errno.EEXIST if create else errno.ENOENT
             raise (FileExistsError if create else FileNotFoundError)(
-                code, os.strerror(code), name) from None
+                code, os.strerror(code), name
+            ) from None
         except posix_ipc.PermissionsError:
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name) from None
         try:
@@ -119,7 +124,7 @@ def owner_of(name: str) -> tuple[int, int] | None:
     for a name that is not a pool segment's."""
     if not name.startswith(PREFIX):
         return None
-    pid, _, rest = name[len(PREFIX):].partition("-")
+    pid, _, rest = name[len(PREFIX) :].partition("-")
     started, _, _ = rest.partition("-")
     if not (pid.isdigit() and started.isdigit()):
         return None

@@ -70,11 +70,17 @@ class WorkerSession:
         """
         return self._busy.acquire(blocking=False)
 
-    def run(self, query: CompiledMatch, config: Config, cancel: Cancellation, *,
-            open_input: Callable[[str], Iterable[pa.RecordBatch]],
-            sorted_input: Callable[[], GroupedRows | pa.Table | Iterable[pa.RecordBatch]],
-            scatter: ScatterPlan | None, policy: Policy | None = None
-            ) -> Iterator[pa.RecordBatch]:
+    def run(
+        self,
+        query: CompiledMatch,
+        config: Config,
+        cancel: Cancellation,
+        *,
+        open_input: Callable[[str], Iterable[pa.RecordBatch]],
+        sorted_input: Callable[[], GroupedRows | pa.Table | Iterable[pa.RecordBatch]],
+        scatter: ScatterPlan | None,
+        policy: Policy | None = None,
+    ) -> Iterator[pa.RecordBatch]:
         """The matches of one MATCH_RECOGNIZE (``query``; the workers get its spec).
         :attr:`mode` "sorted" routes the rows of ``sorted_input()``: the input in
         partition and ORDER BY order, got as the caller gets it for ``workers = 1`` (its
@@ -93,8 +99,9 @@ class WorkerSession:
                 self.last = router
                 yield from router.run(sorted_input())
             else:
-                router = ScatterRouter(pool, spec, config, cancel, scatter, open_input,
-                                       policy=policy)
+                router = ScatterRouter(
+                    pool, spec, config, cancel, scatter, open_input, policy=policy
+                )
                 self.last = router
                 yield from router.run()
             clean = True
@@ -103,8 +110,15 @@ class WorkerSession:
                 self._replace(pool)
             self._busy.release()
 
-    def stream_router(self, query: CompiledMatch, config: Config, cancel: Cancellation,
-                      new_run: RunFactory, *, live: bool) -> StreamRouter | None:
+    def stream_router(
+        self,
+        query: CompiledMatch,
+        config: Config,
+        cancel: Cancellation,
+        new_run: RunFactory,
+        *,
+        live: bool,
+    ) -> StreamRouter | None:
         """A continuous query's router on the workers, or None where it runs in this
         process (``workers = 1``, no PARTITION BY, or the pool taken by another query).
         It holds the pool until :meth:`StreamRouter.close`."""
@@ -116,8 +130,16 @@ class WorkerSession:
         except BaseException:
             self._busy.release()
             raise
-        router = StreamRouter(pool, spec, config, cancel, new_run, live=live,
-                              policy=self.policy_factory(), on_close=self._closed)
+        router = StreamRouter(
+            pool,
+            spec,
+            config,
+            cancel,
+            new_run,
+            live=live,
+            policy=self.policy_factory(),
+            on_close=self._closed,
+        )
         self.last = router
         return router
 
@@ -137,19 +159,37 @@ class WorkerSession:
     def table(self) -> pa.Table:
         """SHOW WORKERS: one row per worker of the pool."""
         pool, router = self.pool, self.last
-        rows: dict[str, list] = {name: [] for name in (
-            "worker", "pid", "alive", "buckets", "queued_rows", "queued_messages",
-            "rows_matched", "cpu_s", "migrations_in", "migrations_out")}
+        rows: dict[str, list] = {
+            name: []
+            for name in (
+                "worker",
+                "pid",
+                "alive",
+                "buckets",
+                "queued_rows",
+                "queued_messages",
+                "rows_matched",
+                "cpu_s",
+                "migrations_in",
+                "migrations_out",
+            )
+        }
         for worker in pool.workers if pool is not None else []:
             index = worker.index
-            mine = [] if router is None or router.pool is not pool else \
-                sorted(b for b, w in router.owner.items() if w == index)
+            mine = (
+                []
+                if router is None or router.pool is not pool
+                else sorted(b for b, w in router.owner.items() if w == index)
+            )
             rows["worker"].append(index)
             rows["pid"].append(worker.pid)
             rows["alive"].append(worker.proc.exitcode is None)
             rows["buckets"].append(",".join(map(str, mine)))
-            queued = 0 if router is None or router.pool is not pool else \
-                router.routed[index] - router.done_rows[index]
+            queued = (
+                0
+                if router is None or router.pool is not pool
+                else router.routed[index] - router.done_rows[index]
+            )
             rows["queued_rows"].append(queued)
             rows["queued_messages"].append(worker.inbox.unread())
             rows["rows_matched"].append(worker.rows_done)
@@ -157,10 +197,18 @@ class WorkerSession:
             moves = router.migrations if router is not None and router.pool is pool else []
             rows["migrations_in"].append(sum(m.target == index for m in moves))
             rows["migrations_out"].append(sum(m.source == index for m in moves))
-        types = {"worker": pa.int64(), "pid": pa.int64(), "alive": pa.bool_(),
-                 "buckets": pa.string(), "queued_rows": pa.int64(),
-                 "queued_messages": pa.int64(), "rows_matched": pa.int64(), "cpu_s": pa.float64(),
-                 "migrations_in": pa.int64(), "migrations_out": pa.int64()}
+        types = {
+            "worker": pa.int64(),
+            "pid": pa.int64(),
+            "alive": pa.bool_(),
+            "buckets": pa.string(),
+            "queued_rows": pa.int64(),
+            "queued_messages": pa.int64(),
+            "rows_matched": pa.int64(),
+            "cpu_s": pa.float64(),
+            "migrations_in": pa.int64(),
+            "migrations_out": pa.int64(),
+        }
         return pa.table({name: pa.array(values, types[name]) for name, values in rows.items()})
 
 
@@ -177,8 +225,7 @@ class _Spare:
         self.cancel = Cancellation()  # :meth:`discard` stops the start
         self.ready = threading.Event()  # the start ended (with a pool or without)
         self.handed = threading.Event()  # taken or discarded: the thread may end
-        self.thread = threading.Thread(target=self._start, name="matchsql-spare-pool",
-                                       daemon=True)
+        self.thread = threading.Thread(target=self._start, name="matchsql-spare-pool", daemon=True)
         self.thread.start()
 
     def _start(self) -> None:

@@ -60,11 +60,16 @@ class SharedLayout:
     def of(cls, payload: bytes) -> SharedLayout:
         """The layout of a :meth:`bytes` message."""
         values = loads(payload)
-        if not isinstance(values, tuple) or len(values) != len(fields(cls)) or \
-                not isinstance(values[0], str) or not isinstance(values[7], pa.Schema) or \
-                not isinstance(values[11], np.ndarray):
-            raise MessageError("a worker process message is unreadable: a shared input's "
-                               "layout that is not one")
+        if (
+            not isinstance(values, tuple)
+            or len(values) != len(fields(cls))
+            or not isinstance(values[0], str)
+            or not isinstance(values[7], pa.Schema)
+            or not isinstance(values[11], np.ndarray)
+        ):
+            raise MessageError(
+                "a worker process message is unreadable: a shared input's layout that is not one"
+            )
         return cls(*values)
 
 
@@ -85,8 +90,13 @@ class RowsArena:
         live = [i for i, column in enumerate(rows.columns) if column is not None]
         moved = {i: rows.placeable(i) for i in live}
         slots = tuple(i for i in live if moved[i] is None)
-        batch = pa.RecordBatch.from_arrays(
-            [rows.column(i) for i in slots], names=[str(i) for i in slots]) if slots else None
+        batch = (
+            pa.RecordBatch.from_arrays(
+                [rows.column(i) for i in slots], names=[str(i) for i in slots]
+            )
+            if slots
+            else None
+        )
         ipc_length = _ipc_size(batch)
         offset = _aligned(ipc_length)
         perm_offset, perm_rows = offset, rows.num_rows if slots else 0
@@ -108,17 +118,29 @@ class RowsArena:
             del target  # no export of the segment may outlive the write
         for i, at, dtype in placed:
             rows.place(i, np.ndarray(rows.num_rows, np.dtype(dtype), shm.buf, at))
-        return SharedLayout(shm.name, shm.size, 0, ipc_length, perm_offset, perm_rows,
-                            rows.num_rows, rows.schema, slots, tuple(placed), dict(rows.keys),
-                            rows.ends)
+        return SharedLayout(
+            shm.name,
+            shm.size,
+            0,
+            ipc_length,
+            perm_offset,
+            perm_rows,
+            rows.num_rows,
+            rows.schema,
+            slots,
+            tuple(placed),
+            dict(rows.keys),
+            rows.ends,
+        )
 
     def _segment(self, size: int) -> segments.Segment | None:
         if self.shm is not None and self.shm.size >= size:
             return self.shm
         self.close()
         try:
-            shm = segments.create(segments.new_name(self.prefix, "a"),
-                                  max(size + size // 4, 1 << 20))
+            shm = segments.create(
+                segments.new_name(self.prefix, "a"), max(size + size // 4, 1 << 20)
+            )
         except OSError:
             return None
         try:
@@ -206,15 +228,18 @@ class Attached:
             shm = self._segments[layout.name] = segments.Segment(layout.name)
         columns: list[pa.Array | None] = [None] * len(layout.schema)
         if layout.slots:
-            view = shm.buf[layout.ipc_offset:layout.ipc_offset + layout.ipc_length]
+            view = shm.buf[layout.ipc_offset : layout.ipc_offset + layout.ipc_length]
             batch = pa.ipc.open_stream(pa.py_buffer(view)).read_next_batch()
             for slot, column in zip(layout.slots, batch.columns):
                 columns[slot] = column
         perm = np.ndarray(layout.perm_rows, np.int64, shm.buf, layout.perm_offset)
-        placed = {i: np.ndarray(layout.rows, np.dtype(dtype), shm.buf, at)
-                  for i, at, dtype in layout.placed}
-        return GroupedRows(layout.schema, columns, layout.keys, perm, layout.ends, layout.rows,
-                           placed=placed)
+        placed = {
+            i: np.ndarray(layout.rows, np.dtype(dtype), shm.buf, at)
+            for i, at, dtype in layout.placed
+        }
+        return GroupedRows(
+            layout.schema, columns, layout.keys, perm, layout.ends, layout.rows, placed=placed
+        )
 
     def ended(self) -> None:
         """The query is over (its rows dropped): a large segment is let go of."""

@@ -71,10 +71,18 @@ class Sent(NamedTuple):
 class StreamRouter(WorkerRouter):
     """A continuous query's partitions on the pool's workers."""
 
-    def __init__(self, pool: WorkerPool, spec: MatchSpec, config: Config,
-                 cancel: Cancellation, new_run: RunFactory, *, live: bool,
-                 policy: Policy | None = None,
-                 on_close: Callable[[StreamRouter, bool], None] | None = None) -> None:
+    def __init__(
+        self,
+        pool: WorkerPool,
+        spec: MatchSpec,
+        config: Config,
+        cancel: Cancellation,
+        new_run: RunFactory,
+        *,
+        live: bool,
+        policy: Policy | None = None,
+        on_close: Callable[[StreamRouter, bool], None] | None = None,
+    ) -> None:
         super().__init__(pool, spec, config, cancel, policy=policy)
         self.new_run = new_run
         self.live = live
@@ -144,18 +152,22 @@ class StreamRouter(WorkerRouter):
         self._rebalance()
         return [Fed(key, *out[key]) for key, _ in pieces]
 
-    def _feed(self, pieces: list[tuple[tuple, pa.RecordBatch]]
-              ) -> dict[tuple, tuple[list[pa.RecordBatch], Any, int]]:
+    def _feed(
+        self, pieces: list[tuple[tuple, pa.RecordBatch]]
+    ) -> dict[tuple, tuple[list[pa.RecordBatch], Any, int]]:
         """Send one batch's pieces (distinct keys) to their workers and wait for every
         answer: per key, its matches, its statistics (or None) and its buffered rows."""
         self._settle()
         started = time.perf_counter()
         counts = np.array([rows.num_rows for _, rows in pieces], np.int64)
         n = int(counts.sum())
-        groups = KeyGroups([key for key, _ in pieces], np.repeat(np.arange(len(pieces)), counts),
-                           np.arange(n), counts)
-        batch = pa.concat_batches([rows for _, rows in pieces]) if len(pieces) > 1 \
-            else pieces[0][1]
+        groups = KeyGroups(
+            [key for key, _ in pieces],
+            np.repeat(np.arange(len(pieces)), counts),
+            np.arange(n),
+            counts,
+        )
+        batch = pa.concat_batches([rows for _, rows in pieces]) if len(pieces) > 1 else pieces[0][1]
         return _by_key(self._answered(self._send(batch, groups), started))
 
     def _send(self, batch: pa.RecordBatch, groups: KeyGroups) -> Sent:
@@ -221,8 +233,11 @@ class StreamRouter(WorkerRouter):
                 if buckets[i] < 0:
                     buckets[i] = first[key] = bucket_of(key, self.buckets)
                     self.partitions += 1
-            new = {bucket: n for bucket, n in rows_per_bucket(buckets, counts).items()
-                   if bucket not in self.owner}
+            new = {
+                bucket: n
+                for bucket, n in rows_per_bucket(buckets, counts).items()
+                if bucket not in self.owner
+            }
             if new:
                 self.owner.update(spread(new, len(self.workers), self.routed))
         return buckets
@@ -306,8 +321,11 @@ class StreamRouter(WorkerRouter):
         self._post(target, "restore", state, bucket)
         self.owner[bucket] = target
         runs = loads(state)[1]
-        self.migrations.append(MigrationRecord(
-            bucket, source, target, time.perf_counter() - started, len(state), len(runs), 0))
+        self.migrations.append(
+            MigrationRecord(
+                bucket, source, target, time.perf_counter() - started, len(state), len(runs), 0
+            )
+        )
         self.pool.migrations += 1
         return True
 

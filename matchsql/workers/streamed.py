@@ -69,14 +69,18 @@ class Streamed:
             moving = [key for key, (bucket, _) in self.runs.items() if bucket == extra]
             for key in moving:
                 self.counting.pop(key, None)
-            state = [(key, extra, snapshot_matcher(self.runs.pop(key)[1], plain_first=True))
-                     for key in moving]
+            state = [
+                (key, extra, snapshot_matcher(self.runs.pop(key)[1], plain_first=True))
+                for key in moving
+            ]
             writer.send("state", dumps((extra, state)), extra)
         elif kind == "restore":
             self._load(loads(payload)[1])
         elif kind == "dump":
-            state = [(key, bucket, snapshot_matcher(run, plain_first=True))
-                     for key, (bucket, run) in self.runs.items()]
+            state = [
+                (key, bucket, snapshot_matcher(run, plain_first=True))
+                for key, (bucket, run) in self.runs.items()
+            ]
             writer.send("dump", dumps(state), extra)
         elif kind == "load":
             self.runs = {}
@@ -85,10 +89,10 @@ class Streamed:
             self.observing = query_of(payload)
             self.counting = {}
 
-    def feed(self, writer: RingWriter, entries: list[tuple], batches: list[pa.RecordBatch],
-             seq: int) -> None:
-        rows = pa.concat_batches(batches) if len(batches) > 1 else \
-            (batches[0] if batches else None)
+    def feed(
+        self, writer: RingWriter, entries: list[tuple], batches: list[pa.RecordBatch], seq: int
+    ) -> None:
+        rows = pa.concat_batches(batches) if len(batches) > 1 else (batches[0] if batches else None)
         out = []
         offset = 0
         runs = self.runs
@@ -107,12 +111,17 @@ class Streamed:
             out.append((key, run.feed(rows.slice(offset, count))))
             offset += count
         self.rows += offset
-        charge(self.bucket_ns, time.process_time_ns() - started, [e[1] for e in entries],
-               [e[2] for e in entries])
+        charge(
+            self.bucket_ns,
+            time.process_time_ns() - started,
+            [e[1] for e in entries],
+            [e[2] for e in entries],
+        )
         self._send(writer, "out", out, seq)
 
-    def _send(self, writer: RingWriter, kind: str,
-              out: list[tuple[tuple, list[pa.RecordBatch]]], seq: Any) -> None:
+    def _send(
+        self, writer: RingWriter, kind: str, out: list[tuple[tuple, list[pa.RecordBatch]]], seq: Any
+    ) -> None:
         entries = []
         batches: list[pa.RecordBatch] = []
         runs, counting, schema = self.runs, self.counting, self.schema

@@ -29,11 +29,18 @@ def test_auto_u_and_its_memory_budget() -> None:
     assert config.adaptive_u == 3
 
 
-@pytest.mark.parametrize(("name", "value"), [("input_mode", "both"), ("adaptive_u", -1),
-                                             ("adaptive_u", "x"), ("max_threads", 0),
-                                             ("adaptive_memory_budget", -1),
-                                             ("adaptive_memory_budget", "auto"),
-                                             ("adaptive_rule", "busiest")])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("input_mode", "both"),
+        ("adaptive_u", -1),
+        ("adaptive_u", "x"),
+        ("max_threads", 0),
+        ("adaptive_memory_budget", -1),
+        ("adaptive_memory_budget", "auto"),
+        ("adaptive_rule", "busiest"),
+    ],
+)
 def test_invalid_values_are_refused(name: str, value: object) -> None:
     with pytest.raises(Error):
         Config().set(name, value)

@@ -41,8 +41,9 @@ def _matcher(pattern: str):
 
 
 def _batch(kinds: list[str], first: int = 0) -> pa.RecordBatch:
-    return pa.record_batch([pa.array(range(first, first + len(kinds)), pa.int64()),
-                            pa.array(kinds)], schema=SCHEMA)
+    return pa.record_batch(
+        [pa.array(range(first, first + len(kinds)), pa.int64()), pa.array(kinds)], schema=SCHEMA
+    )
 
 
 def _load(matcher, states) -> StateStatistics:
@@ -71,7 +72,7 @@ def test_counts_do_not_depend_on_batches() -> None:
     whole.finish()
     split, _ = _matcher("A* B+ C")
     for k in range(0, len(kinds), 3):  # open attempts are re-run: must count once
-        split.feed(_batch(kinds[k:k + 3], k))
+        split.feed(_batch(kinds[k : k + 3], k))
     split.finish()
     a, b = whole.state_counts(), split.state_counts()
     assert [list(x) for x in a[:2]] == [list(x) for x in b[:2]]

@@ -28,7 +28,21 @@ def test_row_has_the_thesis_columns() -> None:
 
 def test_empty_query_has_zero_row() -> None:
     row = InputMetrics().row()
-    assert row == {"avg_mem": 0.0, "max_mem": 0, "avg_queue": 0.0, "max_queue": 0, "result": 0,
-                   "time": 0.0, "throughput": 0.0, "records": 0, "latency": 0.0, "switches": 0,
-                   "idle_s": 0.0, "suspended_s": 0.0, "wake_ms": 0.0, "u": 0,
-                   "u_changes": 0, "unit_shrink": 0}
+    assert row == {
+        "avg_mem": 0.0,
+        "max_mem": 0,
+        "avg_queue": 0.0,
+        "max_queue": 0,
+        "result": 0,
+        "time": 0.0,
+        "throughput": 0.0,
+        "records": 0,
+        "latency": 0.0,
+        "switches": 0,
+        "idle_s": 0.0,
+        "suspended_s": 0.0,
+        "wake_ms": 0.0,
+        "u": 0,
+        "u_changes": 0,
+        "unit_shrink": 0,
+    }

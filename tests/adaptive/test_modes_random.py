@@ -25,8 +25,11 @@ from matchsql.fsm.states import label_states
 from matchsql.planner import new_partition_matcher
 from tests.property.strategies import SCHEMA, partitions, queries, spec_of
 
-SETTINGS = settings(max_examples=40, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 def _rows(batches: list[pa.RecordBatch]) -> list[tuple]:
@@ -40,17 +43,30 @@ def _outcome(fn) -> tuple[str, object]:
         return "error", type(exc).__name__
 
 
-def _pushed(spec, rows: list[dict], splits: list[int], mode: str, u: int | str, rule: str,
-            config: Config) -> list[tuple]:
+def _pushed(
+    spec, rows: list[dict], splits: list[int], mode: str, u: int | str, rule: str, config: Config
+) -> list[tuple]:
     batch = pa.RecordBatch.from_pylist(rows, schema=SCHEMA)
     cuts = [0, *sorted(splits), len(rows)]
-    pieces = iter([(batch.slice(a, b - a), time.monotonic_ns() * (b - a))
-                   for a, b in zip(cuts, cuts[1:]) if b > a])
+    pieces = iter(
+        [
+            (batch.slice(a, b - a), time.monotonic_ns() * (b - a))
+            for a, b in zip(cuts, cuts[1:])
+            if b > a
+        ]
+    )
     states, ids = label_states(spec.pattern)
-    push = PushInput([], lambda key: new_partition_matcher(spec, key, config),
-                     lambda: next(pieces, None), metrics=InputMetrics(),
-                     adaptive=mode == "adaptive", states=states, label_state=ids, u=u,
-                     rule=rule)
+    push = PushInput(
+        [],
+        lambda key: new_partition_matcher(spec, key, config),
+        lambda: next(pieces, None),
+        metrics=InputMetrics(),
+        adaptive=mode == "adaptive",
+        states=states,
+        label_state=ids,
+        u=u,
+        rule=rule,
+    )
     push.start()
     try:
         return _rows(list(push.batches()))
@@ -60,8 +76,9 @@ def _pushed(spec, rows: list[dict], splits: list[int], mode: str, u: int | str, 
 
 @SETTINGS
 @given(sql=queries(), rows=partitions.filter(bool), data=st.data())
-def test_push_and_adaptive_equal_the_reference(sql: str, rows: list[dict],
-                                               data: st.DataObject) -> None:
+def test_push_and_adaptive_equal_the_reference(
+    sql: str, rows: list[dict], data: st.DataObject
+) -> None:
     try:
         spec = spec_of(sql)
     except matchsql.Error:

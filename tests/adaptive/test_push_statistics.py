@@ -34,21 +34,36 @@ def _batches(rows: int, per_batch: int) -> list[pa.RecordBatch]:
     out = []
     for start in range(0, rows, per_batch):
         ids = list(range(start, min(rows, start + per_batch)))
-        out.append(pa.record_batch([pa.array(ids, pa.int64()),
-                                    pa.array(["s" + str(i % 3) for i in ids]),
-                                    pa.array([kinds[i] for i in ids])], schema=SCHEMA))
+        out.append(
+            pa.record_batch(
+                [
+                    pa.array(ids, pa.int64()),
+                    pa.array(["s" + str(i % 3) for i in ids]),
+                    pa.array([kinds[i] for i in ids]),
+                ],
+                schema=SCHEMA,
+            )
+        )
     return out
 
 
-def _run(mode: str, u: int = 0, rule: str = "most_tuples",
-         rows: int = 3000) -> tuple[list[tuple], PushInput]:
+def _run(
+    mode: str, u: int = 0, rule: str = "most_tuples", rows: int = 3000
+) -> tuple[list[tuple], PushInput]:
     spec = _spec()
     states, ids = label_states(spec.pattern)
     source = iter([(b, time.monotonic_ns() * b.num_rows) for b in _batches(rows, 500)])
-    push = PushInput(spec.partition_by, lambda key: new_partition_matcher(spec, key),
-                     lambda: next(source, None), metrics=InputMetrics(),
-                     adaptive=mode == "adaptive", states=states, label_state=ids, u=u,
-                     rule=rule)
+    push = PushInput(
+        spec.partition_by,
+        lambda key: new_partition_matcher(spec, key),
+        lambda: next(source, None),
+        metrics=InputMetrics(),
+        adaptive=mode == "adaptive",
+        states=states,
+        label_state=ids,
+        u=u,
+        rule=rule,
+    )
     push.start()
     try:
         rows = [tuple(r.values()) for b in push.batches() for r in b.to_pylist()]

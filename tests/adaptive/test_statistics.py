@@ -14,7 +14,12 @@ from .thesis_fsm import ThesisRun, replay_next_row
 
 STAR, ONE = StateKind.STAR, StateKind.SINGLETON
 # Figure 4.10: pattern (A*, B, B*, C).
-THESIS_STATES = (StateSpec("A", STAR), StateSpec("B", ONE), StateSpec("B", STAR), StateSpec("C", ONE))
+THESIS_STATES = (
+    StateSpec("A", STAR),
+    StateSpec("B", ONE),
+    StateSpec("B", STAR),
+    StateSpec("C", ONE),
+)
 STREAM = ["A1", "A2", "B1", "C1"]
 
 # Table 4.2, columns sel_A*, sel_B, sel_B*, sel_C after each step, as (out, in)

@@ -132,8 +132,7 @@ def test_per_partition_rule_suspends_when_any_holder_is_over_its_own_bound() -> 
     assert own.room == 0 and own.per_holder == 10
     switch = Go4RiskSwitch()
     assert not switch.after_push(own, timeout=0.01)
-    one_over = views(("p0", 11, 0, 3), *[(f"p{k}", 10, 2 if k < 3 else 1, 3)
-                                         for k in range(1, 10)])
+    one_over = views(("p0", 11, 0, 3), *[(f"p{k}", 10, 2 if k < 3 else 1, 3) for k in range(1, 10)])
     switch.after_process(PerPartitionRule().pressure(one_over))  # 11 units in 10 holders
     assert switch.mode is Mode.PULL
     one_over[1] = PartitionView("p1", 10, 1, 3)

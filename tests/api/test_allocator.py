@@ -44,10 +44,18 @@ _PAGES = 4 * (8 << 20) // 4096
 
 
 def _probe(**env: str) -> dict:
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith("MALLOC_") and k not in ("GLIBC_TUNABLES", "MATCHSQL_KEEP_FREED_MEMORY")}
-    done = subprocess.run([sys.executable, "-c", _PROBE], env={**clean, **env},
-                          capture_output=True, text=True, timeout=120)
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("MALLOC_") and k not in ("GLIBC_TUNABLES", "MATCHSQL_KEEP_FREED_MEMORY")
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -65,9 +73,14 @@ def test_glibcs_defaults_where_the_user_opts_out():
     assert got["faults"] > _PAGES // 2  # the buffer was given back and faulted in again
 
 
-@pytest.mark.parametrize("variable, value", [("MALLOC_TRIM_THRESHOLD_", "131072"),
-                                             ("MALLOC_MMAP_THRESHOLD_", "131072"),
-                                             ("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=131072")])
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        ("MALLOC_TRIM_THRESHOLD_", "131072"),
+        ("MALLOC_MMAP_THRESHOLD_", "131072"),
+        ("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=131072"),
+    ],
+)
 def test_the_users_own_glibc_settings_are_left_alone(variable, value):
     got = _probe(**{variable: value})
     assert got["kept"] is False

@@ -27,7 +27,9 @@ def test_statements_without_rows_return_none(con):
 
 
 def test_several_statements_return_the_last_result(con):
-    res = con.sql("CREATE TABLE t AS SELECT 1 AS a; INSERT INTO t VALUES (2); SELECT sum(a) AS s FROM t")
+    res = con.sql(
+        "CREATE TABLE t AS SELECT 1 AS a; INSERT INTO t VALUES (2); SELECT sum(a) AS s FROM t"
+    )
     assert res.fetchall() == [(3,)]
 
 

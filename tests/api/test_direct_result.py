@@ -45,29 +45,55 @@ def test_same_rows_and_schema_as_through_duckdb(con, sql: str) -> None:
 
 
 def test_runtime_error_is_a_matchsql_error_and_the_connection_goes_on(con) -> None:
-    sql = ("SELECT * FROM trade MATCH_RECOGNIZE (ORDER BY ts MEASURES COUNT(*) AS n "
-           "AFTER MATCH SKIP TO LAST B PATTERN (A B?) DEFINE B AS price < 0)")
+    sql = (
+        "SELECT * FROM trade MATCH_RECOGNIZE (ORDER BY ts MEASURES COUNT(*) AS n "
+        "AFTER MATCH SKIP TO LAST B PATTERN (A B?) DEFINE B AS price < 0)"
+    )
     with pytest.raises(ExecutionError, match="SKIP TO LAST B failed"):
         con.sql(sql).fetchall()
     assert con.sql("SELECT 42").fetchall() == [(42,)]
 
 
-@pytest.mark.parametrize(("sql", "direct"), [
-    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES COUNT(*) AS n PATTERN (A) "
-     "DEFINE A AS x > 0)", True),
-    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES COUNT(*) AS n PATTERN (A) "
-     "DEFINE A AS x > 0) AS m", True),
-    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES COUNT(*) AS n PATTERN (A) "
-     "DEFINE A AS x > 0) AS m(k)", False),
-    ("SELECT n FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES COUNT(*) AS n PATTERN (A) "
-     "DEFINE A AS x > 0)", False),
-    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES COUNT(*) AS n PATTERN (A) "
-     "DEFINE A AS x > 0) ORDER BY n", False),
-    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES COUNT(*) AS n PATTERN (A) "
-     "DEFINE A AS x > 0) WHERE n > 1", False),
-    ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES COUNT(*) AS n PATTERN (A) "
-     "DEFINE A AS x > 0), u", False),
-])
+@pytest.mark.parametrize(
+    ("sql", "direct"),
+    [
+        (
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES COUNT(*) AS n PATTERN (A) "
+            "DEFINE A AS x > 0)",
+            True,
+        ),
+        (
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES COUNT(*) AS n PATTERN (A) "
+            "DEFINE A AS x > 0) AS m",
+            True,
+        ),
+        (
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES COUNT(*) AS n PATTERN (A) "
+            "DEFINE A AS x > 0) AS m(k)",
+            False,
+        ),
+        (
+            "SELECT n FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES COUNT(*) AS n PATTERN (A) "
+            "DEFINE A AS x > 0)",
+            False,
+        ),
+        (
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES COUNT(*) AS n PATTERN (A) "
+            "DEFINE A AS x > 0) ORDER BY n",
+            False,
+        ),
+        (
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES COUNT(*) AS n PATTERN (A) "
+            "DEFINE A AS x > 0) WHERE n > 1",
+            False,
+        ),
+        (
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x MEASURES COUNT(*) AS n PATTERN (A) "
+            "DEFINE A AS x > 0), u",
+            False,
+        ),
+    ],
+)
 def test_only_the_bare_form_bypasses_duckdb(sql: str, direct: bool) -> None:
     tree = parse(sql)[0]
     nodes = list(tree.find_all(MatchRecognizeTable))

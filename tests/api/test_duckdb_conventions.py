@@ -17,15 +17,19 @@ RUNS = [(1, 3), (1, 2)]
 
 
 def rising(source: str, define: str = "v > PREV(v)", measures: str = "count(*) AS n") -> str:
-    return (f"SELECT * FROM {source} MATCH_RECOGNIZE (ORDER BY id "
-            f"MEASURES FIRST(A.v) AS start, {measures} PATTERN (A B+) DEFINE B AS {define})")
+    return (
+        f"SELECT * FROM {source} MATCH_RECOGNIZE (ORDER BY id "
+        f"MEASURES FIRST(A.v) AS start, {measures} PATTERN (A B+) DEFINE B AS {define})"
+    )
 
 
 @pytest.fixture
 def con():
     c = matchsql.connect(demo=False)
-    c.sql("CREATE TABLE t AS SELECT * FROM (VALUES (1, 1), (2, 2), (3, 3), (4, 1), (5, 2), "
-          "(6, 1)) AS r(id, v)")
+    c.sql(
+        "CREATE TABLE t AS SELECT * FROM (VALUES (1, 1), (2, 2), (3, 3), (4, 1), (5, 2), "
+        "(6, 1)) AS r(id, v)"
+    )
     yield c
     c.close()
 
@@ -50,8 +54,9 @@ def test_plain_sql_over_a_local_frame_and_a_join_with_one(con):
     frame = pd.DataFrame(ROWS)  # noqa: F841 - read by name in the SQL
     names = pd.DataFrame({"start": [1], "label": ["one"]})  # noqa: F841
     assert con.sql("SELECT count(*) FROM frame").fetchall() == [(6,)]
-    rows = con.sql(f"SELECT m.n, names.label FROM ({rising('frame')}) m "
-                   "JOIN names USING (start) ORDER BY m.n").fetchall()
+    rows = con.sql(
+        f"SELECT m.n, names.label FROM ({rising('frame')}) m JOIN names USING (start) ORDER BY m.n"
+    ).fetchall()
     assert rows == [(2, "one"), (3, "one")]
     assert "frame" not in con.tables() and "names" not in con.tables()  # nothing left behind
 
@@ -103,7 +108,9 @@ def test_a_view_over_match_recognize(con):
     assert con.sql("SELECT count(*) FROM runs").fetchall() == [(2,)]
     assert con.sql("SELECT n FROM runs r WHERE r.n > 2").fetchall() == [(3,)]
     assert [row[:2] for row in con.sql("DESCRIBE runs").fetchall()] == [
-        ("start", "INTEGER"), ("n", "BIGINT")]
+        ("start", "INTEGER"),
+        ("n", "BIGINT"),
+    ]
     assert "runs" in con.tables()
 
 
@@ -144,8 +151,10 @@ def test_an_invalid_view_is_not_created(con):
 def test_views_survive_reopening_and_are_seen_by_other_connections(tmp_path):
     path = str(tmp_path / "views.duckdb")
     with matchsql.connect(path) as first:
-        first.sql("CREATE TABLE t AS SELECT * FROM (VALUES (1, 1), (2, 2), (3, 3), (4, 1), "
-                  "(5, 2), (6, 1)) AS r(id, v)")
+        first.sql(
+            "CREATE TABLE t AS SELECT * FROM (VALUES (1, 1), (2, 2), (3, 3), (4, 1), "
+            "(5, 2), (6, 1)) AS r(id, v)"
+        )
         first.sql(f"CREATE VIEW runs AS {rising('t')}")
         with matchsql.connect(path) as second:
             assert second.sql("SELECT sum(n) FROM runs").fetchall() == [(5,)]
@@ -162,8 +171,10 @@ def test_views_survive_reopening_and_are_seen_by_other_connections(tmp_path):
 def test_a_view_made_or_replaced_by_another_connection_is_seen(tmp_path):
     path = str(tmp_path / "shared.duckdb")
     with matchsql.connect(path) as first, matchsql.connect(path) as second:
-        first.sql("CREATE TABLE t AS SELECT * FROM (VALUES (1, 1), (2, 2), (3, 3), (4, 1), "
-                  "(5, 2), (6, 1)) AS r(id, v)")
+        first.sql(
+            "CREATE TABLE t AS SELECT * FROM (VALUES (1, 1), (2, 2), (3, 3), (4, 1), "
+            "(5, 2), (6, 1)) AS r(id, v)"
+        )
         assert second.sql("SELECT count(*) FROM t").fetchall() == [(6,)]  # catalog read
         first.sql(f"CREATE VIEW runs AS {rising('t')}")
         assert second.sql("SELECT sum(n) FROM runs").fetchall() == [(5,)]
@@ -175,8 +186,9 @@ def test_a_view_made_or_replaced_by_another_connection_is_seen(tmp_path):
 
 
 def test_explain_analyze_runs_the_statement_and_reports_the_matcher(con):
-    lines = [row[0] for row in con.sql(f"EXPLAIN ANALYZE SELECT sum(n) FROM ({rising('t')})")
-             .fetchall()]
+    lines = [
+        row[0] for row in con.sql(f"EXPLAIN ANALYZE SELECT sum(n) FROM ({rising('t')})").fetchall()
+    ]
     assert lines[0] == "-- MATCH_RECOGNIZE #1 of 1"
     assert any(line.startswith("path: ") for line in lines)  # the plan, as EXPLAIN gives it
     assert "analyze: rows in 6 (1 batches)" in lines
@@ -200,18 +212,22 @@ def test_parameters_in_define_measures_input_and_outer_query(con):
     assert con.sql(rising("t", define="v > PREV(v) + ?"), [0.5]).fetchall() == RUNS
     assert con.sql(rising("t", define="v > PREV(v) + ?"), [1]).fetchall() == []
     assert con.sql(rising("t", measures="count(*) + $1 AS n"), [10]).fetchall() == [
-        (1, 13), (1, 12)]
-    assert con.sql(rising("(SELECT * FROM t WHERE id <= ?)")
-                   , [3]).fetchall() == [(1, 3)]
-    assert con.execute(f"SELECT n FROM ({rising('t')}) WHERE n > $limit",
-                       {"limit": 2}).fetchall() == [(3,)]
+        (1, 13),
+        (1, 12),
+    ]
+    assert con.sql(rising("(SELECT * FROM t WHERE id <= ?)"), [3]).fetchall() == [(1, 3)]
+    assert con.execute(
+        f"SELECT n FROM ({rising('t')}) WHERE n > $limit", {"limit": 2}
+    ).fetchall() == [(3,)]
     assert con.execute("SELECT ? + 1", [41]).fetchall() == [(42,)]  # plain SQL: DuckDB's
 
 
 def test_parameter_values_are_literals_not_sql(con):
     query = rising("t", define="v > PREV(v)", measures="count(*) AS n, ? AS tag")
     assert con.sql(query, ["it's; DROP TABLE t"]).fetchall() == [
-        (1, 3, "it's; DROP TABLE t"), (1, 2, "it's; DROP TABLE t")]
+        (1, 3, "it's; DROP TABLE t"),
+        (1, 2, "it's; DROP TABLE t"),
+    ]
     assert con.sql("SELECT count(*) FROM t").fetchall() == [(6,)]
 
 

@@ -14,23 +14,35 @@ import pytest
 import matchsql
 
 COLUMNS = [
-    ("b", "BOOLEAN", "true"), ("ti", "TINYINT", "-8"), ("si", "SMALLINT", "-300"),
-    ("i", "INTEGER", "70000"), ("bi", "BIGINT", "5000000000"),
+    ("b", "BOOLEAN", "true"),
+    ("ti", "TINYINT", "-8"),
+    ("si", "SMALLINT", "-300"),
+    ("i", "INTEGER", "70000"),
+    ("bi", "BIGINT", "5000000000"),
     ("hi", "HUGEINT", "170141183460469231731687303715884105727"),
-    ("uti", "UTINYINT", "200"), ("usi", "USMALLINT", "60000"), ("ui", "UINTEGER", "4000000000"),
-    ("ubi", "UBIGINT", "18000000000000000000"), ("f", "FLOAT", "1.5"), ("d", "DOUBLE", "2.25"),
-    ("dec", "DECIMAL(10,3)", "3.125"), ("dec2", "DECIMAL(30,5)", "12345678901234567890.5"),
-    ("v", "VARCHAR", "'é日'"), ("bl", "BLOB", "'\\xAA\\x00'::BLOB"),
-    ("dt", "DATE", "DATE '2024-01-02'"), ("tm", "TIME", "TIME '03:04:05.25'"),
+    ("uti", "UTINYINT", "200"),
+    ("usi", "USMALLINT", "60000"),
+    ("ui", "UINTEGER", "4000000000"),
+    ("ubi", "UBIGINT", "18000000000000000000"),
+    ("f", "FLOAT", "1.5"),
+    ("d", "DOUBLE", "2.25"),
+    ("dec", "DECIMAL(10,3)", "3.125"),
+    ("dec2", "DECIMAL(30,5)", "12345678901234567890.5"),
+    ("v", "VARCHAR", "'é日'"),
+    ("bl", "BLOB", "'\\xAA\\x00'::BLOB"),
+    ("dt", "DATE", "DATE '2024-01-02'"),
+    ("tm", "TIME", "TIME '03:04:05.25'"),
     ("ts", "TIMESTAMP", "TIMESTAMP '2024-01-02 03:04:05.5'"),
     ("tstz", "TIMESTAMPTZ", "TIMESTAMPTZ '2024-01-02 03:04:05+00'"),
     ("tsns", "TIMESTAMP_NS", "TIMESTAMP_NS '2024-01-02 03:04:05.123456789'"),
     ("tss", "TIMESTAMP_S", "TIMESTAMP_S '2024-01-02 03:04:05'"),
     ("iv", "INTERVAL", "INTERVAL 3 DAY + INTERVAL 2 MONTH"),
     ("u", "UUID", "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'"),
-    ("l", "INTEGER[]", "[1, 2, NULL]"), ("ar", "INTEGER[2]", "[1, 2]"),
+    ("l", "INTEGER[]", "[1, 2, NULL]"),
+    ("ar", "INTEGER[2]", "[1, 2]"),
     ("st", "STRUCT(a INTEGER, b VARCHAR)", "{'a': 1, 'b': 'x'}"),
-    ("m", "MAP(VARCHAR, INTEGER)", "MAP {'k': 1}"), ("e", "mood", "'ok'"),
+    ("m", "MAP(VARCHAR, INTEGER)", "MAP {'k': 1}"),
+    ("e", "mood", "'ok'"),
     ("j", "JSON", "'{\"a\": 1}'"),
 ]
 SETUP = [
@@ -41,9 +53,11 @@ SETUP = [
 ]
 NAMES = [name for name, _, _ in COLUMNS]
 PLAIN = "SELECT * EXCLUDE (n) FROM t ORDER BY n"
-PASSED_THROUGH = ("SELECT * EXCLUDE (n, k) FROM (SELECT *, 1 AS k FROM t) MATCH_RECOGNIZE ("
-                  "PARTITION BY k ORDER BY n ALL ROWS PER MATCH PATTERN (A+) DEFINE A AS true) "
-                  "ORDER BY n")
+PASSED_THROUGH = (
+    "SELECT * EXCLUDE (n, k) FROM (SELECT *, 1 AS k FROM t) MATCH_RECOGNIZE ("
+    "PARTITION BY k ORDER BY n ALL ROWS PER MATCH PATTERN (A+) DEFINE A AS true) "
+    "ORDER BY n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -79,11 +93,14 @@ def test_values_types_and_dtypes_are_duckdbs(connections, statement: str, column
     assert got.column(column).to_pylist() == wanted.column(column).to_pylist()
 
 
-@pytest.mark.parametrize("statement", [
-    "SELECT sum(x) AS s FROM (VALUES (1), (2)) v(x)",
-    "SELECT sum(x) AS s, avg(x) AS a, count(*) AS c FROM (VALUES (1.5), (2.5)) v(x)",
-    "SELECT 1 AS a, 2 AS a",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SELECT sum(x) AS s FROM (VALUES (1), (2)) v(x)",
+        "SELECT sum(x) AS s, avg(x) AS a, count(*) AS c FROM (VALUES (1.5), (2.5)) v(x)",
+        "SELECT 1 AS a, 2 AS a",
+    ],
+)
 def test_aggregates_are_typed_as_in_duckdb(statement: str) -> None:
     duck = duckdb.connect()
     ours = matchsql.connect(demo=False)
@@ -96,10 +113,12 @@ def test_aggregates_are_typed_as_in_duckdb(statement: str) -> None:
     assert list(ours.execute(statement).df().columns) == list(duck.sql(statement).df().columns)
 
 
-SUM_OF_MEASURES = ("SELECT symbol, sum(v) AS total FROM trade MATCH_RECOGNIZE (PARTITION BY "
-                   "symbol ORDER BY ts MEASURES sum(volume) AS v ONE ROW PER MATCH "
-                   "PATTERN (A B+) DEFINE B AS price > PREV(price)) GROUP BY symbol "
-                   "ORDER BY symbol")
+SUM_OF_MEASURES = (
+    "SELECT symbol, sum(v) AS total FROM trade MATCH_RECOGNIZE (PARTITION BY "
+    "symbol ORDER BY ts MEASURES sum(volume) AS v ONE ROW PER MATCH "
+    "PATTERN (A B+) DEFINE B AS price > PREV(price)) GROUP BY symbol "
+    "ORDER BY symbol"
+)
 
 
 def test_a_sum_over_match_recognize_is_a_float64_column() -> None:
@@ -107,8 +126,9 @@ def test_a_sum_over_match_recognize_is_a_float64_column() -> None:
     ours = matchsql.connect()
     frame = ours.execute(SUM_OF_MEASURES).df()
     assert str(frame.dtypes["total"]) == "float64"
-    assert frame["total"].tolist() == [float(total) for _, total in
-                                       ours.execute(SUM_OF_MEASURES).fetchall()]
+    assert frame["total"].tolist() == [
+        float(total) for _, total in ours.execute(SUM_OF_MEASURES).fetchall()
+    ]
 
 
 def test_a_sum_over_match_recognize_is_a_hugeint() -> None:
@@ -137,8 +157,10 @@ def test_the_shell_box_shows_duckdbs_type_names(keep_last: bool) -> None:
     assert "decimal" not in out.getvalue()
 
 
-DIRECT = ("SELECT * FROM (SELECT * EXCLUDE (n), n AS n FROM t) MATCH_RECOGNIZE ("
-          "ORDER BY n ALL ROWS PER MATCH PATTERN (A+) DEFINE A AS true)")
+DIRECT = (
+    "SELECT * FROM (SELECT * EXCLUDE (n), n AS n FROM t) MATCH_RECOGNIZE ("
+    "ORDER BY n ALL ROWS PER MATCH PATTERN (A+) DEFINE A AS true)"
+)
 
 
 @pytest.mark.parametrize("column", ["hi", "u", "e", "j", "ts", "st"])
@@ -150,8 +172,9 @@ def test_the_matches_alone_keep_duckdbs_types(connections, column: str) -> None:
     result = ours.execute(DIRECT)
     at = result.columns.index(column)
     assert str(result.types[at]) == str(expected.types[expected.columns.index(column)])
-    assert described(result.fetchall(), at) == described(expected.fetchall(),
-                                                         expected.columns.index(column))
+    assert described(result.fetchall(), at) == described(
+        expected.fetchall(), expected.columns.index(column)
+    )
 
 
 @pytest.mark.parametrize("statement", [PLAIN, PASSED_THROUGH], ids=["plain", "match_recognize"])
@@ -160,7 +183,8 @@ def test_the_box_names_every_column_type_as_duckdb(connections, statement: str) 
     from matchsql.results.render import render_batches
 
     result = ours.execute(statement)
-    text = render_batches(result.schema, result.fetch_batches(), max_rows=10, max_width=2000,
-                          types=result.type_names)
+    text = render_batches(
+        result.schema, result.fetch_batches(), max_rows=10, max_width=2000, types=result.type_names
+    )
     header = [cell.strip() for cell in text.splitlines()[2].strip("│").split("│")]
     assert header == [str(kind).lower() for kind in duck.sql(PLAIN).types]

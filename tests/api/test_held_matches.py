@@ -10,9 +10,11 @@ import matchsql
 from matchsql.errors import LimitExceededError
 from matchsql.session import held
 
-MR = ("SELECT * FROM t MATCH_RECOGNIZE(PARTITION BY p ORDER BY ts MEASURES "
-      "MATCH_NUMBER() AS mn, FIRST(x) AS fx, COUNT(*) AS n PATTERN (A B+ C+) "
-      "DEFINE B AS x < PREV(x), C AS x > PREV(x))")
+MR = (
+    "SELECT * FROM t MATCH_RECOGNIZE(PARTITION BY p ORDER BY ts MEASURES "
+    "MATCH_NUMBER() AS mn, FIRST(x) AS fx, COUNT(*) AS n PATTERN (A B+ C+) "
+    "DEFINE B AS x < PREV(x), C AS x > PREV(x))"
+)
 
 AROUND = [
     f"SELECT count(*), sum(n) FROM ({MR})",
@@ -27,10 +29,14 @@ AROUND = [
 @pytest.fixture
 def con():
     con = matchsql.connect(demo=False, threads=1)
-    con.sql("CREATE TABLE t AS SELECT 's' || (range % 4) AS p, range AS ts, "
-            "(range * 7919) % 11 AS x FROM range(5000)")
-    con.sql("CREATE TABLE labels AS SELECT 's' || range AS p, 'label ' || (range % 2) AS label "
-            "FROM range(4)")
+    con.sql(
+        "CREATE TABLE t AS SELECT 's' || (range % 4) AS p, range AS ts, "
+        "(range * 7919) % 11 AS x FROM range(5000)"
+    )
+    con.sql(
+        "CREATE TABLE labels AS SELECT 's' || range AS p, 'label ' || (range % 2) AS label "
+        "FROM range(4)"
+    )
     return con
 
 
@@ -89,19 +95,25 @@ def test_a_statement_with_limit_streams(con, holds):
 def test_create_table_as_holds_the_matches_first(con, holds):
     con.sql(f"CREATE TABLE counts AS SELECT p, count(*) AS c FROM ({MR}) GROUP BY p")
     assert len(holds) == 1
-    assert con.sql("SELECT sum(c) FROM counts").fetchall() == \
-        con.sql(f"SELECT count(*) FROM ({MR})").fetchall()
+    assert (
+        con.sql("SELECT sum(c) FROM counts").fetchall()
+        == con.sql(f"SELECT count(*) FROM ({MR})").fetchall()
+    )
 
 
 def test_an_error_while_held_is_a_matchsql_error(con):
     con.sql("SET max_buffered_rows = 10")
-    sql = ("SELECT count(*) FROM (SELECT * FROM t MATCH_RECOGNIZE(ORDER BY ts "
-           "MEASURES COUNT(*) AS n PATTERN (A+ B) DEFINE A AS true, B AS x = 100))")
+    sql = (
+        "SELECT count(*) FROM (SELECT * FROM t MATCH_RECOGNIZE(ORDER BY ts "
+        "MEASURES COUNT(*) AS n PATTERN (A+ B) DEFINE A AS true, B AS x = 100))"
+    )
     with pytest.raises(LimitExceededError, match="max_buffered_rows=10"):
         con.sql(sql).fetchall()
 
 
 def test_nested_match_recognize_around_another(con):
-    sql = (f"SELECT count(*) FROM (SELECT * FROM ({MR}) MATCH_RECOGNIZE(PARTITION BY p "
-           "ORDER BY mn MEASURES COUNT(*) AS k PATTERN (A B) DEFINE B AS n > A.n))")
+    sql = (
+        f"SELECT count(*) FROM (SELECT * FROM ({MR}) MATCH_RECOGNIZE(PARTITION BY p "
+        "ORDER BY mn MEASURES COUNT(*) AS k PATTERN (A B) DEFINE B AS n > A.n))"
+    )
     assert con.sql(sql).fetchall() == _streamed(con, sql)

@@ -14,8 +14,10 @@ import matchsql
 from matchsql import planner
 from matchsql.errors import one_line
 
-MR = ("t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS c ALL ROWS PER MATCH "
-      "PATTERN (A+) DEFINE A AS x > 0)")
+MR = (
+    "t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS c ALL ROWS PER MATCH "
+    "PATTERN (A+) DEFINE A AS x > 0)"
+)
 QUERIES = {
     "direct": f"SELECT * FROM {MR}",
     "through_duckdb": f"SELECT sum(c) FROM {MR}",
@@ -38,7 +40,7 @@ def assert_one_line(err: matchsql.Error) -> None:
     text = str(err)
     assert "\n" not in text, text
     assert "Traceback" not in text
-    assert "File \"" not in text
+    assert 'File "' not in text
     assert "RuntimeError" in text and "planner exploded" in text
 
 
@@ -62,7 +64,9 @@ def test_connection_still_works_after_an_internal_error(con, monkeypatch) -> Non
 
 
 def test_one_line_keeps_the_cause_and_drops_the_traceback() -> None:
-    text = ("Invalid Input Error: reading the stream failed: boom. "
-            "Detail: Python exception: Traceback (most recent call last):\n  File \"x.py\"")
+    text = (
+        "Invalid Input Error: reading the stream failed: boom. "
+        'Detail: Python exception: Traceback (most recent call last):\n  File "x.py"'
+    )
     assert one_line(text) == "Invalid Input Error: reading the stream failed: boom."
     assert one_line("first\nsecond") == "first"

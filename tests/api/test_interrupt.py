@@ -36,16 +36,21 @@ QUERY = """SELECT * FROM t MATCH_RECOGNIZE (
   PATTERN ((A | B)+ C)
   DEFINE A AS price > PREV(price), B AS price <= PREV(price), C AS {c}
 )"""
-C_BY_PATH = {"reference": "price > 1000000", "row_local": "price > 1000000 OR ts >= 399000",
-             "registers": "price > FIRST(A.price) + 1000000"}
+C_BY_PATH = {
+    "reference": "price > 1000000",
+    "row_local": "price > 1000000 OR ts >= 399000",
+    "registers": "price > FIRST(A.price) + 1000000",
+}
 
 
 @pytest.fixture(scope="module")
 def con():
     # No limit on an attempt's rows: the queries must run until interrupted.
     con = matchsql.connect(demo=False, max_buffered_rows=100_000_000)
-    con.sql("CREATE TABLE t AS SELECT i % 7 AS p, i AS ts, (hash(i) % 1000)::DOUBLE AS price "
-            "FROM range(400000) r(i)")
+    con.sql(
+        "CREATE TABLE t AS SELECT i % 7 AS p, i AS ts, (hash(i) % 1000)::DOUBLE AS price "
+        "FROM range(400000) r(i)"
+    )
     yield con
     con.close()
 
@@ -80,8 +85,9 @@ def _interrupted(con: matchsql.Connection, sql: str, after: float) -> float:
 def test_interrupt_ends_the_statement_and_its_work(con, path, threads, all_rows):
     con.sql(f"SET execution_path = '{path}'")
     con.sql(f"SET threads = {threads}")
-    sql = QUERY.format(partition="PARTITION BY p", rows="ALL ROWS PER MATCH" if all_rows else "",
-                       c=C_BY_PATH[path])
+    sql = QUERY.format(
+        partition="PARTITION BY p", rows="ALL ROWS PER MATCH" if all_rows else "", c=C_BY_PATH[path]
+    )
     # Compile first (a kernel's compile cannot be cut short), on a few rows.
     con.sql(sql.replace("FROM t ", "FROM (SELECT * FROM t LIMIT 50) ")).fetchall()
     latency = _interrupted(con, sql, after=0.4)
@@ -134,8 +140,13 @@ def test_a_cancelled_kernel_stops_with_the_interrupt_error(path):
     # A token already set: the kernel's first poll of its flag ends the call.
     rows = [{"id": i, "x": i % 1000} for i in range(50_000)]
     define = {"B": "x >= PREV(x)" if path == "row_local" else "x >= A.x", "C": "x > 5000"}
-    spec = make_spec(rows, "A (B | D)+ C", define=define, skip=SkipMode.TO_NEXT_ROW,
-                     measures=[("m", "MATCH_NUMBER()", pa.int64())])
+    spec = make_spec(
+        rows,
+        "A (B | D)+ C",
+        define=define,
+        skip=SkipMode.TO_NEXT_ROW,
+        measures=[("m", "MATCH_NUMBER()", pa.int64())],
+    )
     cancel = Cancellation()
     cancel.cancel()
     matcher = new_partition_matcher(spec, (), Config(execution_path=path), cancel)
@@ -151,9 +162,15 @@ def test_an_interrupt_while_whole_partitions_are_output_ends_the_call(monkeypatc
     interrupt: turning their labels into output (quadratic in rows for long matches under
     SKIP TO NEXT ROW) polls it, rather than finishing the batch first."""
     rows = [{"p": i % 3, "id": i, "x": i % 10} for i in range(300)]
-    spec = make_spec(rows, "A+ C", define={"A": "x >= 0", "C": "id >= 290"},
-                     skip=SkipMode.TO_NEXT_ROW, partition_by=["p"], order_by=["p", "id"],
-                     measures=[("m", "MATCH_NUMBER()", pa.int64())])
+    spec = make_spec(
+        rows,
+        "A+ C",
+        define={"A": "x >= 0", "C": "id >= 290"},
+        skip=SkipMode.TO_NEXT_ROW,
+        partition_by=["p"],
+        order_by=["p", "id"],
+        measures=[("m", "MATCH_NUMBER()", pa.int64())],
+    )
     cancel = Cancellation()
     matcher, why = whole_partitions(spec, Config(execution_path="row_local"))
     assert matcher is not None, why

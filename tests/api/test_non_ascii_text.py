@@ -16,10 +16,12 @@ from matchsql.grammar.sqltext import char_offsets
 
 WORDS = ["é", "Zoë", "日本", "🙂🙂"]
 
-QUERY = ("SELECT '{w}' AS x, * FROM (FROM trade WHERE symbol <> '{w}') MATCH_RECOGNIZE ("
-         "PARTITION BY symbol ORDER BY ts MEASURES count(*) AS c, '{w}' AS k "
-         "ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS price > PREV(price) AND symbol <> '{w}')"
-         " WHERE k || '-' <> '{w}' ORDER BY symbol, c")
+QUERY = (
+    "SELECT '{w}' AS x, * FROM (FROM trade WHERE symbol <> '{w}') MATCH_RECOGNIZE ("
+    "PARTITION BY symbol ORDER BY ts MEASURES count(*) AS c, '{w}' AS k "
+    "ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS price > PREV(price) AND symbol <> '{w}')"
+    " WHERE k || '-' <> '{w}' ORDER BY symbol, c"
+)
 
 
 def ascii_rows(con, statement: str, word: str) -> list[tuple]:
@@ -38,8 +40,9 @@ def con():
 def test_char_offsets_turns_utf8_byte_offsets_into_characters() -> None:
     text = "a'é'日🙂b"
     data = text.encode("utf-8")
-    byte_offsets = [i for i in range(len(data) + 1)
-                    if i == len(data) or (data[i] & 0xC0) != 0x80]  # each character's start
+    byte_offsets = [
+        i for i in range(len(data) + 1) if i == len(data) or (data[i] & 0xC0) != 0x80
+    ]  # each character's start
     assert char_offsets(text, byte_offsets) == list(range(len(text) + 1))
     assert char_offsets("plain", [0, 3, 5]) == [0, 3, 5]
 
@@ -70,10 +73,10 @@ def test_explain(con, word: str) -> None:
 @pytest.mark.parametrize("word", WORDS)
 def test_create_view_and_select_from_it(con, word: str) -> None:
     statement = QUERY.format(w=word)
-    con.sql(f"CREATE OR REPLACE TEMP VIEW \"vue_{word}\" AS {statement}")
+    con.sql(f'CREATE OR REPLACE TEMP VIEW "vue_{word}" AS {statement}')
     rows = con.sql(f"SELECT * FROM \"vue_{word}\" WHERE x = '{word}'").fetchall()
     assert sorted(rows) == sorted(ascii_rows(con, statement, word))
-    con.sql(f"DROP VIEW \"vue_{word}\"")
+    con.sql(f'DROP VIEW "vue_{word}"')
 
 
 @pytest.mark.parametrize("word", WORDS)
@@ -90,8 +93,7 @@ def test_prepare_and_execute(con, word: str) -> None:
 @pytest.mark.parametrize("word", WORDS)
 def test_python_parameters_next_to_non_ascii_text(con, word: str) -> None:
     statement = QUERY.format(w=word).replace("'" + word + "') MATCH", "?) MATCH")
-    assert con.execute(statement, [word]).fetchall() == ascii_rows(con, QUERY.format(w=word),
-                                                                   word)
+    assert con.execute(statement, [word]).fetchall() == ascii_rows(con, QUERY.format(w=word), word)
 
 
 @pytest.mark.parametrize("word", WORDS)
@@ -103,24 +105,27 @@ def test_error_positions_count_characters(con, word: str, where: str) -> None:
         statement = statement.replace("count(*) AS c", f"'{word}' AS c0, count(*) AS c")
     elif where == "after":  # non-ASCII text after the error only
         statement = statement.replace(f"SELECT '{word}' AS x,", "SELECT 'a' AS x,").replace(
-            f"symbol <> '{word}')", "symbol <> 'a')", 1)
+            f"symbol <> '{word}')", "symbol <> 'a')", 1
+        )
     script = f"SELECT '{word}';\n{statement}"
     with pytest.raises(matchsql.CatalogError) as caught:
         con.sql(script)
     err = caught.value
     line = script.splitlines()[err.line - 1]
-    assert line[err.column - 1:].startswith("pricey")
+    assert line[err.column - 1 :].startswith("pricey")
 
 
 def test_the_caret_sits_under_the_character_on_a_terminal(con) -> None:
     """Wide characters (East Asian, emoji) take two terminal columns: the caret moves with
     them, so that it shows under the named word."""
     with pytest.raises(matchsql.CatalogError) as caught:
-        con.sql("SELECT '日本🙂' AS x, nope FROM trade MATCH_RECOGNIZE (ORDER BY ts "
-                "PATTERN (A) DEFINE A AS nope > 0)")
+        con.sql(
+            "SELECT '日本🙂' AS x, nope FROM trade MATCH_RECOGNIZE (ORDER BY ts "
+            "PATTERN (A) DEFINE A AS nope > 0)"
+        )
     text, caret = caught.value.excerpt.splitlines()
     column = caught.value.column
-    assert text[column - 1:].startswith("nope")
+    assert text[column - 1 :].startswith("nope")
     # the terminal columns before the word: 8 + 3 wide characters counted twice
     assert caret == " " * (column - 1 + 3) + "^"
 
@@ -135,14 +140,16 @@ WHERE v <> '{w}{w}' ORDER BY id"""
 @pytest.mark.parametrize("word", WORDS)
 def test_a_row_pattern_window(word: str) -> None:
     con = matchsql.connect(demo=False)
-    con.sql(f"CREATE TABLE letters AS SELECT * FROM (VALUES (1, '{word}'), (2, 'b'), "
-            f"(3, '{word}'), (4, 'b')) t(id, v)")
+    con.sql(
+        f"CREATE TABLE letters AS SELECT * FROM (VALUES (1, '{word}'), (2, 'b'), "
+        f"(3, '{word}'), (4, 'b')) t(id, v)"
+    )
     rows = con.sql(WINDOW.format(w=word)).fetchall()
     assert rows == [(word, 1, 1), (word, 2, None), (word, 3, 3), (word, 4, None)]
     with pytest.raises(matchsql.Error) as caught:
         con.sql(WINDOW.format(w=word).replace("FIRST(id)", "FIRST(idx)")).fetchall()
     err = caught.value
-    assert err.sql.splitlines()[err.line - 1][err.column - 1:].startswith("idx")
+    assert err.sql.splitlines()[err.line - 1][err.column - 1 :].startswith("idx")
 
 
 @pytest.mark.parametrize("word", WORDS)

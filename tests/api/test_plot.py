@@ -19,11 +19,15 @@ from matchsql.results.plot import match_spans
 # - from x=1: B at 2, 3 (9 < 10, 8 < 9), not 4; C at 4, 5 (9.5 > 8, 11 > 9.5), not 6
 #   (11 > 11 fails): match 1 is x 1..5;
 # - from x=6: B at 7 (10 < 11), not 8; C at 8 (12 > 10): match 2 is x 6..8.
-SERIES = ("CREATE TABLE s AS SELECT * FROM (VALUES (0, 5.0), (1, 10.0), (2, 9.0), (3, 8.0), "
-          "(4, 9.5), (5, 11.0), (6, 11.0), (7, 10.0), (8, 12.0)) t(x, y)")
-QUERY = ("SELECT * FROM s MATCH_RECOGNIZE (ORDER BY x MEASURES MATCH_NUMBER() AS m "
-         "ALL ROWS PER MATCH WITH UNMATCHED ROWS AFTER MATCH SKIP PAST LAST ROW "
-         "PATTERN (A B+ C+) DEFINE B AS y < PREV(y), C AS y > PREV(y)) ORDER BY x")
+SERIES = (
+    "CREATE TABLE s AS SELECT * FROM (VALUES (0, 5.0), (1, 10.0), (2, 9.0), (3, 8.0), "
+    "(4, 9.5), (5, 11.0), (6, 11.0), (7, 10.0), (8, 12.0)) t(x, y)"
+)
+QUERY = (
+    "SELECT * FROM s MATCH_RECOGNIZE (ORDER BY x MEASURES MATCH_NUMBER() AS m "
+    "ALL ROWS PER MATCH WITH UNMATCHED ROWS AFTER MATCH SKIP PAST LAST ROW "
+    "PATTERN (A B+ C+) DEFINE B AS y < PREV(y), C AS y > PREV(y)) ORDER BY x"
+)
 EXPECTED = {"match 1": (1, 5), "match 2": (6, 8)}
 
 
@@ -38,8 +42,9 @@ def con():
 def bands(figure) -> dict[str, tuple[float, float]]:
     """gid -> (first x, last x) of the match bands drawn on ``figure``."""
     axes = figure.axes[0]
-    return {p.get_gid(): (p.get_x(), p.get_x() + p.get_width())
-            for p in axes.patches if p.get_gid()}
+    return {
+        p.get_gid(): (p.get_x(), p.get_x() + p.get_width()) for p in axes.patches if p.get_gid()
+    }
 
 
 def test_result_plot_bands_each_match(con, tmp_path: Path) -> None:
@@ -67,12 +72,14 @@ def test_match_column_is_found_by_name_or_given(con) -> None:
 
 
 def test_by_draws_one_line_per_partition_with_its_matches(con) -> None:
-    con.sql("CREATE TABLE two AS SELECT 'a' AS p, * FROM s UNION ALL "
-            "SELECT 'b', x, -y FROM s")  # b falls where a rises: B and C swap
+    con.sql(
+        "CREATE TABLE two AS SELECT 'a' AS p, * FROM s UNION ALL SELECT 'b', x, -y FROM s"
+    )  # b falls where a rises: B and C swap
     query = QUERY.replace("FROM s MATCH_RECOGNIZE (", "FROM two MATCH_RECOGNIZE (PARTITION BY p ")
     table = con.sql(query).arrow()
-    spans = {(s.partition, s.match): (s.start, s.end, s.rows)
-             for s in match_spans(table, "x", "m", "p")}
+    spans = {
+        (s.partition, s.match): (s.start, s.end, s.rows) for s in match_spans(table, "x", "m", "p")
+    }
     assert spans[("a", 1)] == (1, 5, 5) and spans[("a", 2)] == (6, 8, 3)
     # b: y = -5, -10, -9, -8, -9.5, -11, -11, -10, -12. From x=0: B at 1 (-10 < -5), not 2;
     # C at 2, 3 (-9 > -10, -8 > -9), not 4: match 1 is x 0..3. From x=4: B at 5 (-11 < -9.5),
@@ -108,7 +115,7 @@ def test_shell_plot_writes_a_png_of_the_last_result(con, tmp_path: Path, monkeyp
     assert "no column 'nope'" in err.getvalue()
 
 
-TWO = ("CREATE TABLE two AS SELECT 'a' AS p, * FROM s UNION ALL SELECT 'b', x, -y FROM s")
+TWO = "CREATE TABLE two AS SELECT 'a' AS p, * FROM s UNION ALL SELECT 'b', x, -y FROM s"
 BY_P = QUERY.replace("FROM s MATCH_RECOGNIZE (", "FROM two MATCH_RECOGNIZE (PARTITION BY p ")
 
 
@@ -119,8 +126,7 @@ def test_a_partitioned_result_draws_a_line_per_partition_by_default(con) -> None
     result = con.sql(BY_P)
     assert result.partition_by == ["p"]
     figure = result.plot(x="x", y="y")
-    assert bands(figure) == {"match 1 of a": (1, 5), "match 2 of a": (6, 8),
-                             "match 1 of b": (0, 3)}
+    assert bands(figure) == {"match 1 of a": (1, 5), "match 2 of a": (6, 8), "match 1 of b": (0, 3)}
     assert sorted(line.get_label() for line in figure.axes[0].get_lines()) == ["a", "b"]
     assert "3 matches" in figure.axes[0].get_title()
     # Not a partition column in the result: one line, as before.
@@ -129,8 +135,9 @@ def test_a_partitioned_result_draws_a_line_per_partition_by_default(con) -> None
 
 def test_several_partition_columns_make_one_line_each(con) -> None:
     con.sql(TWO)
-    con.sql("CREATE TABLE four AS SELECT *, 1 AS q FROM two UNION ALL SELECT p, x, y * 2, 2 "
-            "FROM two")
+    con.sql(
+        "CREATE TABLE four AS SELECT *, 1 AS q FROM two UNION ALL SELECT p, x, y * 2, 2 FROM two"
+    )
     query = BY_P.replace("FROM two", "FROM four").replace("PARTITION BY p", "PARTITION BY p, q")
     figure = con.sql(query).plot(x="x", y="y")
     labels = sorted(line.get_label() for line in figure.axes[0].get_lines())
@@ -144,8 +151,9 @@ def test_a_match_column_that_holds_no_match_numbers_is_refused(con) -> None:
         con.sql(text).plot(x="x", y="y", match="label")
 
 
-def test_shell_plot_of_a_partitioned_result_and_its_folder(con, tmp_path: Path,
-                                                            monkeypatch) -> None:
+def test_shell_plot_of_a_partitioned_result_and_its_folder(
+    con, tmp_path: Path, monkeypatch
+) -> None:
     """Without MATCHSQL_PLOT_DIR the picture goes to a private temporary folder, never the
     current directory."""
     monkeypatch.chdir(tmp_path)

@@ -23,19 +23,38 @@ from matchsql.grammar.statements import parse
 from matchsql.router.presorted import OrderKey
 from matchsql.session import ordered_input
 
-SETTINGS = settings(max_examples=int(os.environ.get("PRESORTED_EXAMPLES", "60")), deadline=None,
-                    derandomize=not os.environ.get("PRESORTED_EXAMPLES"),
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("PRESORTED_EXAMPLES", "60")),
+    deadline=None,
+    derandomize=not os.environ.get("PRESORTED_EXAMPLES"),
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 SHAPES = {
-    "row-local": ("ONE ROW PER MATCH", "MATCH_NUMBER() AS mn, FIRST(x) AS fx, LAST(x) AS lx, "
-                  "COUNT(*) AS n", "A B+ C+", "B AS x < PREV(x), C AS x > PREV(x)"),
-    "registers": ("ONE ROW PER MATCH", "MATCH_NUMBER() AS mn, LAST(B.x) AS lb",
-                  "A B+ C* D+", "B AS x < A.x, C AS x >= PREV(x), D AS x > A.x"),
-    "all rows": ("ALL ROWS PER MATCH", "CLASSIFIER() AS cls, RUNNING COUNT(*) AS n",
-                 "A B+", "B AS x <= PREV(x)"),
-    "unmatched": ("ALL ROWS PER MATCH WITH UNMATCHED ROWS", "MATCH_NUMBER() AS mn",
-                  "A B", "B AS x > PREV(x)"),
+    "row-local": (
+        "ONE ROW PER MATCH",
+        "MATCH_NUMBER() AS mn, FIRST(x) AS fx, LAST(x) AS lx, COUNT(*) AS n",
+        "A B+ C+",
+        "B AS x < PREV(x), C AS x > PREV(x)",
+    ),
+    "registers": (
+        "ONE ROW PER MATCH",
+        "MATCH_NUMBER() AS mn, LAST(B.x) AS lb",
+        "A B+ C* D+",
+        "B AS x < A.x, C AS x >= PREV(x), D AS x > A.x",
+    ),
+    "all rows": (
+        "ALL ROWS PER MATCH",
+        "CLASSIFIER() AS cls, RUNNING COUNT(*) AS n",
+        "A B+",
+        "B AS x <= PREV(x)",
+    ),
+    "unmatched": (
+        "ALL ROWS PER MATCH WITH UNMATCHED ROWS",
+        "MATCH_NUMBER() AS mn",
+        "A B",
+        "B AS x > PREV(x)",
+    ),
 }
 
 
@@ -74,15 +93,22 @@ def cases(draw):
         ts_array = ts_array.cast(pa.float64())
     elif kind == "timestamp":
         ts_array = ts_array.cast(pa.timestamp("us"))
-    table = pa.table({
-        "p": pa.array([None if p is None else f"s{p}" for p in parts], pa.string()) if ptype == "str"
-        else pa.array(parts, pa.int32()),
-        "q": pa.array([None if p is None else p % 2 for p in parts], pa.int8()),
-        "ts": ts_array,
-        "x": pa.array(xs, pa.int64()),
-    })
-    partition = {"str": "PARTITION BY p", "int": "PARTITION BY p", "two": "PARTITION BY p, q",
-                 "none": ""}[ptype]
+    table = pa.table(
+        {
+            "p": pa.array([None if p is None else f"s{p}" for p in parts], pa.string())
+            if ptype == "str"
+            else pa.array(parts, pa.int32()),
+            "q": pa.array([None if p is None else p % 2 for p in parts], pa.int8()),
+            "ts": ts_array,
+            "x": pa.array(xs, pa.int64()),
+        }
+    )
+    partition = {
+        "str": "PARTITION BY p",
+        "int": "PARTITION BY p",
+        "two": "PARTITION BY p, q",
+        "none": "",
+    }[ptype]
     nulls = draw(st.sampled_from(["", " NULLS FIRST", " NULLS LAST"]))
     order = draw(st.sampled_from(["ts", "none", "ts, x"]))
     if order == "none":
@@ -101,22 +127,28 @@ def test_presorted_input_matches_like_the_sorted_one(case):
     con = matchsql.connect(demo=False, threads=1)
     con.duckdb.register("src", table)
     con.sql("CREATE TABLE t AS SELECT * FROM src")
-    sql = (f"SELECT * FROM t MATCH_RECOGNIZE({partition} {order_by} MEASURES {measures} "
-           f"{rows} AFTER MATCH SKIP PAST LAST ROW PATTERN ({pattern}) DEFINE {define})")
+    sql = (
+        f"SELECT * FROM t MATCH_RECOGNIZE({partition} {order_by} MEASURES {measures} "
+        f"{rows} AFTER MATCH SKIP PAST LAST ROW PATTERN ({pattern}) DEFINE {define})"
+    )
     assert _run(con, sql, True) == _run(con, sql, False)
 
 
 @pytest.fixture
 def trades():
     con = matchsql.connect(demo=False, threads=1)
-    con.sql("CREATE TABLE t AS SELECT 's' || (range % 3) AS p, range AS ts, "
-            "(range * 7919) % 13 AS x, range * 2 AS unused FROM range(3000)")
+    con.sql(
+        "CREATE TABLE t AS SELECT 's' || (range % 3) AS p, range AS ts, "
+        "(range * 7919) % 13 AS x, range * 2 AS unused FROM range(3000)"
+    )
     return con
 
 
-ROW_LOCAL = ("SELECT * FROM t MATCH_RECOGNIZE(PARTITION BY p ORDER BY ts MEASURES "
-             "MATCH_NUMBER() AS mn, FIRST(x) AS fx, LAST(ts) AS lt PATTERN (A B+ C+) "
-             "DEFINE B AS x < PREV(x), C AS x > PREV(x))")
+ROW_LOCAL = (
+    "SELECT * FROM t MATCH_RECOGNIZE(PARTITION BY p ORDER BY ts MEASURES "
+    "MATCH_NUMBER() AS mn, FIRST(x) AS fx, LAST(ts) AS lt PATTERN (A B+ C+) "
+    "DEFINE B AS x < PREV(x), C AS x > PREV(x))"
+)
 
 
 def test_unsorted_input_falls_back_to_the_sort(trades):
@@ -143,6 +175,7 @@ def opened(monkeypatch) -> list[str]:
         def opening(sql):
             queries.append(sql)
             return open_input(sql)
+
         return original(q, opening, *rest)
 
     monkeypatch.setattr("matchsql.session.matching.input_batches", spy)
@@ -185,8 +218,10 @@ def test_a_subquery_source_is_sorted_by_duckdb(trades, opened):
 
 def test_nested_match_recognize_out_of_order_reads_its_input_once(trades):
     inner = ROW_LOCAL.replace("PATTERN", "ALL ROWS PER MATCH PATTERN")
-    sql = (f"SELECT * FROM ({inner}) MATCH_RECOGNIZE(PARTITION BY p ORDER BY x, ts "
-           "MEASURES COUNT(*) AS k, LAST(ts) AS lt PATTERN (A B+) DEFINE B AS ts > PREV(ts))")
+    sql = (
+        f"SELECT * FROM ({inner}) MATCH_RECOGNIZE(PARTITION BY p ORDER BY x, ts "
+        "MEASURES COUNT(*) AS k, LAST(ts) AS lt PATTERN (A B+) DEFINE B AS ts > PREV(ts))"
+    )
     rows = _run(trades, sql, True)
     assert rows and rows == _run(trades, sql, False)
 
@@ -195,9 +230,11 @@ def test_nested_match_recognize_out_of_order_reads_its_input_once(trades):
 def test_small_batches_and_threads_see_the_same_rows(threads):
     """Many partitions of mixed sizes cut by small batches, one and two threads."""
     con = matchsql.connect(demo=False, threads=threads, batch_size=100)
-    con.sql("CREATE TABLE t AS SELECT CASE WHEN range % 10 = 0 THEN 'big' "
-            "ELSE 'p' || (range % 37) END AS p, range AS ts, (range * 7919) % 11 AS x "
-            "FROM range(4000)")
+    con.sql(
+        "CREATE TABLE t AS SELECT CASE WHEN range % 10 = 0 THEN 'big' "
+        "ELSE 'p' || (range % 37) END AS p, range AS ts, (range * 7919) % 11 AS x "
+        "FROM range(4000)"
+    )
     rows = _run(con, ROW_LOCAL, True)
     assert len(rows) > 100 and rows == _run(con, ROW_LOCAL, False)
     registers = ROW_LOCAL.replace("C AS x > PREV(x)", "C AS x > A.x")
@@ -212,14 +249,19 @@ def _spec(con, clauses: str):
     return analyze(node, schema, sql=sql, con=con.duckdb)
 
 
-@pytest.mark.parametrize("clauses,unread", [
-    ("MEASURES FIRST(x) AS fx PATTERN (A B+) DEFINE B AS x < PREV(x)", {"ts"}),
-    ("MEASURES FIRST(ts) AS f PATTERN (A B+) DEFINE B AS x < PREV(x)", set()),
-    ("MEASURES FIRST(x) AS fx PATTERN (A B+) DEFINE B AS ts > PREV(ts) + 1", set()),
-    ("MEASURES FIRST(x) AS fx PATTERN (A B+) WITHIN 5 DEFINE B AS x < PREV(x)", set()),
-    ("MEASURES FIRST(x) AS fx ALL ROWS PER MATCH PATTERN (A B+) DEFINE B AS x < PREV(x)",
-     set()),
-])
+@pytest.mark.parametrize(
+    "clauses,unread",
+    [
+        ("MEASURES FIRST(x) AS fx PATTERN (A B+) DEFINE B AS x < PREV(x)", {"ts"}),
+        ("MEASURES FIRST(ts) AS f PATTERN (A B+) DEFINE B AS x < PREV(x)", set()),
+        ("MEASURES FIRST(x) AS fx PATTERN (A B+) DEFINE B AS ts > PREV(ts) + 1", set()),
+        ("MEASURES FIRST(x) AS fx PATTERN (A B+) WITHIN 5 DEFINE B AS x < PREV(x)", set()),
+        (
+            "MEASURES FIRST(x) AS fx ALL ROWS PER MATCH PATTERN (A B+) DEFINE B AS x < PREV(x)",
+            set(),
+        ),
+    ],
+)
 def test_only_order_columns_nothing_reads_are_left_untaken(trades, clauses, unread):
     """The ORDER BY column is left out of the grouping's take only where no DEFINE,
     MEASURES, WITHIN or ALL ROWS PER MATCH output reads it."""
@@ -230,8 +272,10 @@ def test_an_unread_order_column_gives_the_same_matches(trades):
     """Interleaved partitions (grouped here): ts, read by nobody, is not taken, and the
     output is that of DuckDB's sort; read in MEASURES, it is taken and right."""
     for measures in ("FIRST(x) AS fx, COUNT(*) AS n", "FIRST(x) AS fx, LAST(ts) AS lt"):
-        sql = (f"SELECT * FROM t MATCH_RECOGNIZE(PARTITION BY p ORDER BY ts MEASURES "
-               f"{measures} PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS x > PREV(x))")
+        sql = (
+            f"SELECT * FROM t MATCH_RECOGNIZE(PARTITION BY p ORDER BY ts MEASURES "
+            f"{measures} PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS x > PREV(x))"
+        )
         rows = _run(trades, sql, True)
         assert len(rows) > 100 and rows == _run(trades, sql, False)
 
@@ -254,8 +298,9 @@ def test_an_unsorted_first_batch_stops_the_reading_at_the_second(rows):
 
     def batch(descending: bool, at: int) -> pa.RecordBatch:
         ts = list(range(at + rows, at, -1)) if descending else list(range(at, at + rows))
-        return pa.record_batch({"p": pa.array([f"k{i % 7}" for i in range(rows)]),
-                                "ts": pa.array(ts, pa.int64())})
+        return pa.record_batch(
+            {"p": pa.array([f"k{i % 7}" for i in range(rows)]), "ts": pa.array(ts, pa.int64())}
+        )
 
     unsorted = [batch(True, 0)] + [batch(False, rows * (k + 1)) for k in range(5)]
     open_input, pulled = _batches_pulled(unsorted)

@@ -23,8 +23,10 @@ NO_ORDER = """SELECT * FROM {src} MATCH_RECOGNIZE(PARTITION BY k
 @pytest.fixture(params=[1, 2], ids=["threads=1", "threads=2"])
 def con(request):
     con = matchsql.connect(demo=False, threads=request.param, batch_size=16)
-    con.sql("CREATE TABLE t AS SELECT i % 4 AS k, i AS ts, (i * 7) % 5 AS x, "
-            "repeat('y', 10) AS pad FROM range(200) r(i)")
+    con.sql(
+        "CREATE TABLE t AS SELECT i % 4 AS k, i AS ts, (i * 7) % 5 AS x, "
+        "repeat('y', 10) AS pad FROM range(200) r(i)"
+    )
     con.sql("CREATE VIEW v AS SELECT k, ts, x, pad, error('never read') AS boom FROM t")
     return con
 

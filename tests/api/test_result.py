@@ -8,10 +8,12 @@ from matchsql.results import result as result_module
 
 # The first 20 trades of each of the 50 symbols: many batches of 3 rows, in 50
 # partitions (the whole 500,000-row table took minutes at 3 rows a batch).
-PATTERN = ("SELECT * FROM (FROM trade QUALIFY row_number() OVER (PARTITION BY symbol "
-           "ORDER BY ts) <= 20) MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
-           "MEASURES A.price AS start_price, count(*) AS n "
-           "PATTERN (A B+) DEFINE B AS price > PREV(price))")
+PATTERN = (
+    "SELECT * FROM (FROM trade QUALIFY row_number() OVER (PARTITION BY symbol "
+    "ORDER BY ts) <= 20) MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+    "MEASURES A.price AS start_price, count(*) AS n "
+    "PATTERN (A B+) DEFINE B AS price > PREV(price))"
+)
 
 
 @pytest.fixture

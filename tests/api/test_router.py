@@ -69,7 +69,9 @@ def test_empty_batches_are_ignored():
 
 
 def test_two_key_columns():
-    rb = pa.RecordBatch.from_pydict({"k": [1, 1, 1, 2], "j": ["a", "a", "b", "b"], "v": [1, 2, 3, 4]})
+    rb = pa.RecordBatch.from_pydict(
+        {"k": [1, 1, 1, 2], "j": ["a", "a", "b", "b"], "v": [1, 2, 3, 4]}
+    )
     log = []
     router = SortedPartitionRouter(["k", "j"], lambda key: RecordingRun(key, log))
     list(router.route(rb))
@@ -108,8 +110,9 @@ def route_whole(batches):
 def test_whole_batches_cut_at_partition_ends_need_no_run():
     """A batch's last partition waits for the next batch: where that starts another key,
     the partition was complete and is matched with the rest of its batch."""
-    log, wholes, out, router = route_whole([batch([1, 1, 2], [10, 11, 20]),
-                                            batch([3, 4, 4], [30, 40, 41])])
+    log, wholes, out, router = route_whole(
+        [batch([1, 1, 2], [10, 11, 20]), batch([3, 4, 4], [30, 40, 41])]
+    )
     assert log == []
     assert wholes == [[[10, 11], [20]], [[30], [40, 41]]]
     assert [v for b in out for v in b.column("v").to_pylist()] == [10, 11, 20, 30, 40, 41]
@@ -117,10 +120,15 @@ def test_whole_batches_cut_at_partition_ends_need_no_run():
 
 
 def test_a_partition_going_on_in_the_next_batch_gets_a_run():
-    log, wholes, out, router = route_whole([batch([1, 2, 2], [10, 20, 21]),
-                                            batch([2], [22]), batch([2, 3], [23, 30])])
+    log, wholes, out, router = route_whole(
+        [batch([1, 2, 2], [10, 20, 21]), batch([2], [22]), batch([2, 3], [23, 30])]
+    )
     assert wholes == [[[10]], [[30]]]
-    assert log == [("feed", (2,), [20, 21]), ("feed", (2,), [22]), ("feed", (2,), [23]),
-                   ("finish", (2,))]
+    assert log == [
+        ("feed", (2,), [20, 21]),
+        ("feed", (2,), [22]),
+        ("feed", (2,), [23]),
+        ("finish", (2,)),
+    ]
     assert [v for b in out for v in b.column("v").to_pylist()] == [10, 20, 21, 22, 23, 30]
     assert router.partitions == 3

@@ -42,8 +42,18 @@ def test_metrics_of_the_last_continuous_query(con, mode) -> None:
     matches = bounded(result.fetchall, 30)
     con.sql("SELECT 42")  # other statements in between don't replace the metrics
     rows = dict(con.sql("SHOW STATS").fetchall())
-    assert list(rows)[:10] == ["avg_mem", "max_mem", "avg_queue", "max_queue", "result", "time",
-                               "throughput", "records", "latency", "switches"]
+    assert list(rows)[:10] == [
+        "avg_mem",
+        "max_mem",
+        "avg_queue",
+        "max_queue",
+        "result",
+        "time",
+        "throughput",
+        "records",
+        "latency",
+        "switches",
+    ]
     assert rows["records"] == 1500.0
     assert rows["result"] == float(len(matches))
     assert all(isinstance(v, float) for v in rows.values())

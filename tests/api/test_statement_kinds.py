@@ -33,9 +33,11 @@ from matchsql.session.statements import (
     split,
 )
 
-MR = ("SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
-      "MEASURES A.price AS p ONE ROW PER MATCH PATTERN (A B) "
-      "DEFINE B AS price > PREV(price))")
+MR = (
+    "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+    "MEASURES A.price AS p ONE ROW PER MATCH PATTERN (A B) "
+    "DEFINE B AS price > PREV(price))"
+)
 
 
 def kind_of(text: str):
@@ -45,22 +47,28 @@ def kind_of(text: str):
     return classify(pieces[0])
 
 
-@pytest.mark.parametrize("text", [
-    "SELECT 'match_recognize' AS s",
-    "SELECT 1 AS x -- match_recognize (",
-    "SELECT 1 AS x /* MATCH_RECOGNIZE ( PATTERN (A) ) */",
-    'SELECT 1 AS "match_recognize"',
-    "SELECT $$ match_recognize $$ AS s",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT 'match_recognize' AS s",
+        "SELECT 1 AS x -- match_recognize (",
+        "SELECT 1 AS x /* MATCH_RECOGNIZE ( PATTERN (A) ) */",
+        'SELECT 1 AS "match_recognize"',
+        "SELECT $$ match_recognize $$ AS s",
+    ],
+)
 def test_match_recognize_in_a_string_or_comment_is_plain_sql(text: str) -> None:
     assert type(kind_of(text)) is Sql
 
 
-@pytest.mark.parametrize("text", [
-    "SELECT 'match_recognize' AS s",
-    "SELECT 2 AS x -- match_recognize",
-    "SELECT 3 AS x /* match_recognize */",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT 'match_recognize' AS s",
+        "SELECT 2 AS x -- match_recognize",
+        "SELECT 3 AS x /* match_recognize */",
+    ],
+)
 def test_plain_sql_with_the_word_in_a_string_or_comment_runs_in_duckdb(text: str) -> None:
     con = matchsql.connect(demo=False)
     expected = duckdb.connect().sql(text).fetchall()
@@ -78,8 +86,9 @@ def test_the_word_in_a_string_next_to_a_matchsql_statement() -> None:
     """DuckDB's parser rejects the stream statement, so the matchsql dialect splits the
     text; the string still does not make the SELECT a MATCH_RECOGNIZE."""
     con = matchsql.connect(demo=False)
-    rows = con.sql("SHOW CONTINUOUS QUERIES; SELECT 'match_recognize; -- x' AS s "
-                   "-- match_recognize").fetchall()
+    rows = con.sql(
+        "SHOW CONTINUOUS QUERIES; SELECT 'match_recognize; -- x' AS s -- match_recognize"
+    ).fetchall()
     assert rows == [("match_recognize; -- x",)]
     pieces = split("SHOW CONTINUOUS QUERIES; SELECT 'match_recognize' AS s", duckdb.connect())
     assert [p.type for p in pieces] == [None, None]
@@ -94,45 +103,52 @@ def test_plain_text_is_split_by_duckdb_with_its_types() -> None:
         ("/* ; */ CREATE TABLE t (i INT)", text.index("/* ;")),
     ]
     assert [(p.text, p.offset) for p in pieces] == split_statements(text)  # the same cuts
-    assert [p.type for p in pieces] == [duckdb.StatementType.SELECT,
-                                        duckdb.StatementType.CREATE]
+    assert [p.type for p in pieces] == [duckdb.StatementType.SELECT, duckdb.StatementType.CREATE]
 
 
 def test_match_recognize_and_explain() -> None:
     assert type(kind_of(MR)) is MatchQuery
     explained = kind_of("EXPLAIN " + MR)
     assert type(explained) is ExplainMatch and not explained.analyze
-    assert explained.text[explained.head:] == MR
+    assert explained.text[explained.head :] == MR
     analyzed = kind_of("EXPLAIN /* c */ ANALYZE " + MR)
     assert type(analyzed) is ExplainMatch and analyzed.analyze
-    assert analyzed.text[analyzed.head:] == MR
+    assert analyzed.text[analyzed.head :] == MR
     assert type(kind_of("EXPLAIN ANALYZE SELECT 1")) is Sql
 
 
 def test_row_pattern_window_is_a_match_query() -> None:
-    statement = kind_of("SELECT count(*) OVER w FROM t WINDOW w AS (ORDER BY x "
-                        "ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING "
-                        "PATTERN (A+) DEFINE A AS x > 0)")
+    statement = kind_of(
+        "SELECT count(*) OVER w FROM t WINDOW w AS (ORDER BY x "
+        "ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING "
+        "PATTERN (A+) DEFINE A AS x > 0)"
+    )
     assert type(statement) is MatchQuery
     assert statement.windowed and not statement.match
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("CREATE STREAM s (a INT)", CreateStream),
-    ("DROP STREAM IF EXISTS s", DropStream),
-    ("SHOW STREAMS", ShowStreams),
-    ("show stream readers s", ShowStreamReaders),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("CREATE STREAM s (a INT)", CreateStream),
+        ("DROP STREAM IF EXISTS s", DropStream),
+        ("SHOW STREAMS", ShowStreams),
+        ("show stream readers s", ShowStreamReaders),
+    ],
+)
 def test_stream_statements(text: str, expected: type) -> None:
     statement = kind_of(text)
     assert type(statement) is StreamDdl and type(statement.node) is expected
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("SHOW CONTINUOUS QUERIES", ShowContinuousQueries),
-    ("STOP CONTINUOUS QUERY q", ContinuousQueryAction),
-    ("-- first a comment\nRESUME CONTINUOUS QUERY q", ContinuousQueryAction),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("SHOW CONTINUOUS QUERIES", ShowContinuousQueries),
+        ("STOP CONTINUOUS QUERY q", ContinuousQueryAction),
+        ("-- first a comment\nRESUME CONTINUOUS QUERY q", ContinuousQueryAction),
+    ],
+)
 def test_continuous_query_statements(text: str, expected: type) -> None:
     statement = kind_of(text)
     assert type(statement) is ContinuousDdl and type(statement.node) is expected
@@ -157,7 +173,7 @@ def test_settings() -> None:
 def test_prepared_statements() -> None:
     prepare = kind_of("PREPARE p AS " + MR)
     assert type(prepare) is Prepare and prepare.name == "p" and prepare.body == MR
-    assert prepare.text[prepare.body_offset:] == MR
+    assert prepare.text[prepare.body_offset :] == MR
     execute = kind_of("EXECUTE P(1, 'a,b')")
     assert type(execute) is Execute and execute.name == "p"
     assert execute.arguments == "(1, 'a,b')"
@@ -172,8 +188,22 @@ def test_create_view() -> None:
 
 
 def test_every_kind_has_one_handler() -> None:
-    kinds = {Sql, MatchQuery, ExplainMatch, StreamDdl, ContinuousDdl, ShowStats, ShowWorkers,
-             SetSetting, ShowSetting, ResetSetting, Prepare, Execute, Deallocate, DefineView}
+    kinds = {
+        Sql,
+        MatchQuery,
+        ExplainMatch,
+        StreamDdl,
+        ContinuousDdl,
+        ShowStats,
+        ShowWorkers,
+        SetSetting,
+        ShowSetting,
+        ResetSetting,
+        Prepare,
+        Execute,
+        Deallocate,
+        DefineView,
+    }
     assert set(HANDLERS) == kinds
 
 
@@ -200,9 +230,12 @@ def test_a_string_with_the_word_does_not_start_the_engine() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, matchsql; c = matchsql.connect(demo=False); "
-            "c.sql(\"SELECT 'match_recognize' -- match_recognize\").fetchall(); "
-            "print('sqlglot' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    code = (
+        "import sys, matchsql; c = matchsql.connect(demo=False); "
+        "c.sql(\"SELECT 'match_recognize' -- match_recognize\").fetchall(); "
+        "print('sqlglot' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "False"

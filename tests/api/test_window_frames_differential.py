@@ -19,17 +19,16 @@ import pytest
 
 import matchsql
 
-MEASURES = ("FIRST(id) AS f, LAST(id) AS l, count(*) AS n, LAST(B.x) AS lb, "
-            "CLASSIFIER() AS c")
+MEASURES = "FIRST(id) AS f, LAST(id) AS l, count(*) AS n, LAST(B.x) AS lb, CLASSIFIER() AS c"
 PATTERNS = [
     ("A B+ C", ""),
     ("A+ B", ""),
     ("A B? C", ""),
     ("(A | B) C*", ""),
     ("A B*? C", ""),
-    ("A+ B", "PREV"),        # B's condition reads the row before: never before the frame
+    ("A+ B", "PREV"),  # B's condition reads the row before: never before the frame
     ("A C* B", "PREV"),
-    ("A* B?", ""),           # may match empty
+    ("A* B?", ""),  # may match empty
 ]
 SKIPS = ["PAST LAST ROW", "TO NEXT ROW", "TO FIRST B", "TO LAST B"]
 FRAMES = [None, 0, 1, 3]
@@ -52,27 +51,33 @@ def _input(con, seed: str) -> None:
     for i in range(48):
         v = rng.choice("aabbc") if rng.random() < 0.9 else None
         x = rng.randrange(6) if rng.random() < 0.9 else None
-        rows.append(f"({i % 3}, {i}, {'NULL' if v is None else repr(v)}, "
-                    f"{'NULL' if x is None else x})")
-    con.sql("CREATE TABLE r AS SELECT * FROM (VALUES " + ", ".join(rows) +
-            ") t(p, id, v, x)")
+        rows.append(
+            f"({i % 3}, {i}, {'NULL' if v is None else repr(v)}, {'NULL' if x is None else x})"
+        )
+    con.sql("CREATE TABLE r AS SELECT * FROM (VALUES " + ", ".join(rows) + ") t(p, id, v, x)")
 
 
 def _first_matches(con, pattern: str, defines: str, end: int | None, skip: str) -> dict:
     """(p, row id) -> (f, l, n, lb, c, skip target id) of the first match in the row's frame."""
     bound = "" if end is None else f" AND b.pos <= a.pos + {end}"
-    con.sql("CREATE OR REPLACE TABLE pos AS SELECT *, row_number() OVER "
-            "(PARTITION BY p ORDER BY id) AS pos FROM r")
-    con.sql("CREATE OR REPLACE TABLE frames AS SELECT a.p, a.id AS fid, b.id, b.v, b.x "
-            f"FROM pos a JOIN pos b ON a.p = b.p AND b.pos >= a.pos{bound}")
+    con.sql(
+        "CREATE OR REPLACE TABLE pos AS SELECT *, row_number() OVER "
+        "(PARTITION BY p ORDER BY id) AS pos FROM r"
+    )
+    con.sql(
+        "CREATE OR REPLACE TABLE frames AS SELECT a.p, a.id AS fid, b.id, b.v, b.x "
+        f"FROM pos a JOIN pos b ON a.p = b.p AND b.pos >= a.pos{bound}"
+    )
     words = skip.split()  # TO FIRST B -> FIRST(B.id)
-    target = f"{words[1]}({words[2]}.id)" if words[:2] in (["TO", "FIRST"], ["TO", "LAST"]) \
-        else "NULL"
+    target = (
+        f"{words[1]}({words[2]}.id)" if words[:2] in (["TO", "FIRST"], ["TO", "LAST"]) else "NULL"
+    )
     found = con.sql(
         "SELECT p, fid, f, l, n, lb, c, t FROM frames MATCH_RECOGNIZE (PARTITION BY p, fid "
         f"ORDER BY id MEASURES {MEASURES}, {target} AS t, MATCH_NUMBER() AS m ONE ROW PER "
         f"MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN ({pattern}) DEFINE {defines}) "
-        "WHERE m = 1").fetchall()
+        "WHERE m = 1"
+    ).fetchall()
     return {(row[0], row[1]): row[2:] for row in found}
 
 
@@ -116,10 +121,12 @@ def test_window_matches_first_match_of_each_frame(pattern, prev, skip, mode):
     for end in FRAMES:
         frame = "UNBOUNDED FOLLOWING" if end is None else f"{end} FOLLOWING"
         want = _expected(ref, _first_matches(ref, pattern, defines, end, skip), seek, skip)
-        sql = ("SELECT p, id, f OVER w, l OVER w, count(*) OVER w, lb OVER w, c OVER w "
-               f"FROM r WINDOW w AS (PARTITION BY p ORDER BY id MEASURES {MEASURES} "
-               f"ROWS BETWEEN CURRENT ROW AND {frame} AFTER MATCH SKIP {skip} {mode} "
-               f"PATTERN ({pattern}) DEFINE {defines}) ORDER BY p, id")
+        sql = (
+            "SELECT p, id, f OVER w, l OVER w, count(*) OVER w, lb OVER w, c OVER w "
+            f"FROM r WINDOW w AS (PARTITION BY p ORDER BY id MEASURES {MEASURES} "
+            f"ROWS BETWEEN CURRENT ROW AND {frame} AFTER MATCH SKIP {skip} {mode} "
+            f"PATTERN ({pattern}) DEFINE {defines}) ORDER BY p, id"
+        )
         if want is matchsql.ExecutionError:
             with pytest.raises(matchsql.ExecutionError, match="AFTER MATCH SKIP"):
                 con.sql(sql).fetchall()

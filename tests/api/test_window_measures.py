@@ -50,8 +50,10 @@ def test_explain_names_the_window_and_its_path(path):
     assert lines[0].startswith("-- WINDOW w #1 of 1: window pattern measure")
     assert "per row: one matcher run over the row's frame" in lines
     assert "called: f" in lines
-    assert any(line.startswith("frame: ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING; "
-                               "INITIAL") for line in lines)
+    assert any(
+        line.startswith("frame: ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING; INITIAL")
+        for line in lines
+    )
     paths = [line for line in lines if line.startswith("path: ")]
     expected = "reference" if path in ("reference", "auto") else path
     assert paths == [f"path: {expected}"]
@@ -66,20 +68,25 @@ def test_explain_of_seek_keeps_the_pattern_unanchored(con):
     lines = [row[0] for row in con.sql("EXPLAIN " + sql).fetchall()]
     assert "MATCH_RECOGNIZE PATTERN (A B)" in lines
     assert any("; SEEK;" in line for line in lines)
-    assert any(line.startswith("per partition: one run with AFTER MATCH SKIP TO NEXT ROW")
-               for line in lines)
+    assert any(
+        line.startswith("per partition: one run with AFTER MATCH SKIP TO NEXT ROW")
+        for line in lines
+    )
     assert "path: row_local" in lines  # SEEK scans the frame: the planner's choice
 
 
-@pytest.mark.parametrize(("change", "at"), [
-    (("ROWS BETWEEN", "ALL ROWS PER MATCH ROWS BETWEEN"), "ALL ROWS"),
-    (("SELECT id, f OVER w AS f", "SELECT id, f"), "f FROM"),
-    (("PATTERN (A B)", "PATTERN (A B $)"), "$)"),
-    (("FIRST(id) AS f", "MATCH_NUMBER() AS f"), "MATCH_NUMBER"),
-    (("ROWS BETWEEN CURRENT ROW", "RANGE BETWEEN CURRENT ROW"), "RANGE"),
-    (("f OVER w AS f", "g OVER w AS f"), "g OVER"),
-    (("UNBOUNDED FOLLOWING", "'x' FOLLOWING"), "'x'"),
-])
+@pytest.mark.parametrize(
+    ("change", "at"),
+    [
+        (("ROWS BETWEEN", "ALL ROWS PER MATCH ROWS BETWEEN"), "ALL ROWS"),
+        (("SELECT id, f OVER w AS f", "SELECT id, f"), "f FROM"),
+        (("PATTERN (A B)", "PATTERN (A B $)"), "$)"),
+        (("FIRST(id) AS f", "MATCH_NUMBER() AS f"), "MATCH_NUMBER"),
+        (("ROWS BETWEEN CURRENT ROW", "RANGE BETWEEN CURRENT ROW"), "RANGE"),
+        (("f OVER w AS f", "g OVER w AS f"), "g OVER"),
+        (("UNBOUNDED FOLLOWING", "'x' FOLLOWING"), "'x'"),
+    ],
+)
 def test_errors_point_at_the_offending_text(con, change, at):
     sql = QUERY.replace(*change)
     err = error_of(con, sql)
@@ -124,17 +131,25 @@ def test_window_in_a_subquery_filtered_outside(con):
 
 
 def test_window_over_a_match_recognize(con):
-    source = ("(SELECT * FROM s MATCH_RECOGNIZE (ORDER BY id MEASURES CLASSIFIER() AS c "
-              "ALL ROWS PER MATCH PATTERN (X+) DEFINE X AS true)) AS m")
+    source = (
+        "(SELECT * FROM s MATCH_RECOGNIZE (ORDER BY id MEASURES CLASSIFIER() AS c "
+        "ALL ROWS PER MATCH PATTERN (X+) DEFINE X AS true)) AS m"
+    )
     sql = QUERY.replace("FROM s", f"FROM {source}").replace("SELECT id,", "SELECT id, c,")
     assert con.sql(sql).fetchall() == [(1, "X", 1), (2, "X", None), (3, "X", 3), (4, "X", None)]
 
 
 def test_other_statements_naming_window_and_pattern_stay_duckdb(con):
-    sql = ("SELECT id, row_number() OVER w AS rn, 'pattern (' AS t FROM s "
-           "WINDOW w AS (ORDER BY id DESC) ORDER BY id")
-    assert con.sql(sql).fetchall() == [(1, 4, "pattern ("), (2, 3, "pattern ("),
-                                       (3, 2, "pattern ("), (4, 1, "pattern (")]
+    sql = (
+        "SELECT id, row_number() OVER w AS rn, 'pattern (' AS t FROM s "
+        "WINDOW w AS (ORDER BY id DESC) ORDER BY id"
+    )
+    assert con.sql(sql).fetchall() == [
+        (1, 4, "pattern ("),
+        (2, 3, "pattern ("),
+        (3, 2, "pattern ("),
+        (4, 1, "pattern ("),
+    ]
 
 
 def registered_sources(con) -> list[int]:
@@ -180,20 +195,30 @@ def test_initial_skip_to_next_row_agrees_with_match_recognize(pattern, path):
         f"SELECT p, id, l OVER w, n OVER w FROM r WINDOW w AS (PARTITION BY p ORDER BY id "
         f"MEASURES LAST(id) AS l, count(*) AS n ROWS BETWEEN CURRENT ROW AND UNBOUNDED "
         f"FOLLOWING AFTER MATCH SKIP TO NEXT ROW PATTERN ({pattern}) DEFINE {defines}) "
-        f"ORDER BY p, id").fetchall()
-    matches = {(p, f): (lid, n) for p, f, lid, n in con.sql(
-        f"SELECT p, f, l, n FROM r MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
-        f"MEASURES FIRST(id) AS f, LAST(id) AS l, count(*) AS n ONE ROW PER MATCH "
-        f"AFTER MATCH SKIP TO NEXT ROW PATTERN ({pattern}) DEFINE {defines})").fetchall()}
+        f"ORDER BY p, id"
+    ).fetchall()
+    matches = {
+        (p, f): (lid, n)
+        for p, f, lid, n in con.sql(
+            f"SELECT p, f, l, n FROM r MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
+            f"MEASURES FIRST(id) AS f, LAST(id) AS l, count(*) AS n ONE ROW PER MATCH "
+            f"AFTER MATCH SKIP TO NEXT ROW PATTERN ({pattern}) DEFINE {defines})"
+        ).fetchall()
+    }
     assert matches
     for p, row, lid, n in window:
         assert (lid, n) == matches.get((p, row), (None, None)), (p, row)
 
 
 #: Measures that apply DuckDB's SQL to the match's results, or read no row at all.
-MATCH_SQL = ["concat_ws('-', FIRST(v), lower(CLASSIFIER()))", "max(id) - FIRST(id)",
-             "median(id)", "string_agg(v, '' ORDER BY id DESC)", "typeof(1)",
-             "CAST('0b5f2d54-3b71-4fb9-9a0b-2f1f1a1d7a3e' AS UUID)"]
+MATCH_SQL = [
+    "concat_ws('-', FIRST(v), lower(CLASSIFIER()))",
+    "max(id) - FIRST(id)",
+    "median(id)",
+    "string_agg(v, '' ORDER BY id DESC)",
+    "typeof(1)",
+    "CAST('0b5f2d54-3b71-4fb9-9a0b-2f1f1a1d7a3e' AS UUID)",
+]
 
 
 @pytest.mark.parametrize("path", ["reference", "auto"])
@@ -211,12 +236,14 @@ def test_measures_over_the_match_agree_with_match_recognize(pattern, path):
     window = con.sql(
         f"SELECT p, id, {calls} FROM r WINDOW w AS (PARTITION BY p ORDER BY id "
         f"MEASURES {measures} ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING "
-        f"AFTER MATCH SKIP TO NEXT ROW PATTERN ({pattern}) DEFINE {defines}) ORDER BY p, id")
+        f"AFTER MATCH SKIP TO NEXT ROW PATTERN ({pattern}) DEFINE {defines}) ORDER BY p, id"
+    )
     expected = con.sql(
         f"SELECT p, f, {', '.join(f'm{k}' for k in range(len(MATCH_SQL)))} FROM r "
         f"MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES FIRST(id) AS f, {measures} "
         f"ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN ({pattern}) "
-        f"DEFINE {defines})")
+        f"DEFINE {defines})"
+    )
     assert window.types[2:] == expected.types[2:]
     matches = {(row[0], row[1]): row[2:] for row in expected.fetchall()}
     assert matches
@@ -226,8 +253,11 @@ def test_measures_over_the_match_agree_with_match_recognize(pattern, path):
 
 
 def test_pattern_window_in_over_clause_is_refused_clearly(con):
-    sql = QUERY.replace("f OVER w AS f", "f OVER (ORDER BY id MEASURES FIRST(id) AS f "
-                        "ROWS BETWEEN CURRENT ROW AND CURRENT ROW PATTERN (A) DEFINE A AS true) AS f")
+    sql = QUERY.replace(
+        "f OVER w AS f",
+        "f OVER (ORDER BY id MEASURES FIRST(id) AS f "
+        "ROWS BETWEEN CURRENT ROW AND CURRENT ROW PATTERN (A) DEFINE A AS true) AS f",
+    )
     err = error_of(con, sql)
     assert "WINDOW clause" in err.message
     assert err.column == sql.index("OVER (") + 1
@@ -236,19 +266,33 @@ def test_pattern_window_in_over_clause_is_refused_clearly(con):
 def test_view_over_a_pattern_window(con):
     con.sql("CREATE VIEW pv AS " + QUERY.rsplit("\nORDER BY id", 1)[0])
     assert con.sql("SELECT * FROM pv ORDER BY id").fetchall() == [
-        (1, 1), (2, None), (3, 3), (4, None)]
+        (1, 1),
+        (2, None),
+        (3, 3),
+        (4, None),
+    ]
     assert [row[0] for row in con.sql("DESCRIBE pv").fetchall()] == ["id", "f"]
 
 
 def test_cte_union_and_create_table_as(con):
     inner = QUERY.rsplit("\nORDER BY id", 1)[0]
-    assert con.sql(f"WITH q AS ({inner}) SELECT id FROM q WHERE f IS NULL ORDER BY id"
-                   ).fetchall() == [(2,), (4,)]
+    assert con.sql(
+        f"WITH q AS ({inner}) SELECT id FROM q WHERE f IS NULL ORDER BY id"
+    ).fetchall() == [(2,), (4,)]
     assert con.sql(f"{inner} UNION ALL SELECT 9, 9 ORDER BY id").fetchall() == [
-        (1, 1), (2, None), (3, 3), (4, None), (9, 9)]
+        (1, 1),
+        (2, None),
+        (3, 3),
+        (4, None),
+        (9, 9),
+    ]
     con.sql(f"CREATE TABLE kept AS {inner}")
     assert con.sql("SELECT * FROM kept ORDER BY id").fetchall() == [
-        (1, 1), (2, None), (3, 3), (4, None)]
+        (1, 1),
+        (2, None),
+        (3, 3),
+        (4, None),
+    ]
 
 
 def test_aggregate_over_w_reads_source_qualified_columns(con):
@@ -281,8 +325,16 @@ def test_prepared_statement_with_a_pattern_window(con):
     assert con.sql("EXECUTE pw(1)").fetchall() == [(1, 1), (2, None), (3, 3), (4, None)]
 
 
-SCAN_PATTERNS = ["A B+ C", "A+ B", "(A | B) C*", "A B? C", "A{2,3} B", "(A B)+", "PERMUTE(A, B) C?",
-                 "A B*? C"]
+SCAN_PATTERNS = [
+    "A B+ C",
+    "A+ B",
+    "(A | B) C*",
+    "A B? C",
+    "A{2,3} B",
+    "(A B)+",
+    "PERMUTE(A, B) C?",
+    "A B*? C",
+]
 SKIPS = ["PAST LAST ROW", "TO NEXT ROW", "TO LAST A"]
 
 
@@ -295,23 +347,26 @@ def test_partition_scan_agrees_with_per_row_runs(pattern, skip, mode):
     query forces per-row runs with a PREV that is always true (NULL or not)."""
     rng = random.Random(f"{pattern}/{skip}/{mode}")
     con = matchsql.connect(demo=False)
-    letters = ["aabbc"[i // 2 % 5] if rng.random() < 0.7 else rng.choice("abc")
-               for i in range(90)]
+    letters = ["aabbc"[i // 2 % 5] if rng.random() < 0.7 else rng.choice("abc") for i in range(90)]
     rows = ", ".join(f"({i % 2}, {i}, '{v}')" for i, v in enumerate(letters))
     con.sql(f"CREATE TABLE r AS SELECT * FROM (VALUES {rows}) t(p, id, v)")
     defines = [f"{x} AS v = '{x.lower()}'" for x in "ABC" if x in pattern]
     noop = " AND (PREV(id) IS NULL OR PREV(id) IS NOT NULL)"
-    template = ("SELECT p, id, f OVER w, l OVER w, c OVER w, n OVER w FROM r WINDOW w AS ("
-                "PARTITION BY p ORDER BY id MEASURES FIRST(id) AS f, LAST(id) AS l, "
-                "CLASSIFIER() AS c, count(A.id) AS n ROWS BETWEEN CURRENT ROW AND UNBOUNDED "
-                f"FOLLOWING AFTER MATCH SKIP {skip} {mode} PATTERN ({pattern}) DEFINE @) "
-                "ORDER BY p, id")
+    template = (
+        "SELECT p, id, f OVER w, l OVER w, c OVER w, n OVER w FROM r WINDOW w AS ("
+        "PARTITION BY p ORDER BY id MEASURES FIRST(id) AS f, LAST(id) AS l, "
+        "CLASSIFIER() AS c, count(A.id) AS n ROWS BETWEEN CURRENT ROW AND UNBOUNDED "
+        f"FOLLOWING AFTER MATCH SKIP {skip} {mode} PATTERN ({pattern}) DEFINE @) "
+        "ORDER BY p, id"
+    )
     scanned = template.replace("@", ", ".join(defines))
     per_row = template.replace("@", ", ".join([defines[0] + noop, *defines[1:]]))
-    assert any("per partition: one run" in line[0]
-               for line in con.sql("EXPLAIN " + scanned).fetchall())
-    assert any("per row: one matcher run" in line[0]
-               for line in con.sql("EXPLAIN " + per_row).fetchall())
+    assert any(
+        "per partition: one run" in line[0] for line in con.sql("EXPLAIN " + scanned).fetchall()
+    )
+    assert any(
+        "per row: one matcher run" in line[0] for line in con.sql("EXPLAIN " + per_row).fetchall()
+    )
     try:
         want = con.sql(per_row).fetchall()
     except matchsql.ExecutionError as exc:  # SKIP TO LAST A onto a match's first row
@@ -325,21 +380,27 @@ def test_partition_scan_agrees_with_per_row_runs(pattern, skip, mode):
 
 def test_qualify_named_windows_distinct_and_limit(con):
     window = QUERY.split("WINDOW ", 1)[1].rsplit("\nORDER BY id", 1)[0]
-    assert con.sql(f"SELECT id FROM s WINDOW {window} QUALIFY f OVER w IS NOT NULL "
-                   "ORDER BY id").fetchall() == [(1,), (3,)]
-    assert con.sql(f"SELECT id, sum(id) OVER w2 AS run FROM s WINDOW {window}, "
-                   "w2 AS (ORDER BY id) QUALIFY f OVER w IS NULL ORDER BY id").fetchall() == [
-        (2, 3), (4, 10)]
-    assert con.sql(f"SELECT DISTINCT f OVER w AS f FROM s WINDOW {window} ORDER BY f"
-                   ).fetchall() == [(1,), (3,), (None,)]
-    assert con.sql(f"SELECT id, f OVER w AS f FROM s WINDOW {window} ORDER BY id DESC LIMIT 1"
-                   ).fetchall() == [(4, None)]
+    assert con.sql(
+        f"SELECT id FROM s WINDOW {window} QUALIFY f OVER w IS NOT NULL ORDER BY id"
+    ).fetchall() == [(1,), (3,)]
+    assert con.sql(
+        f"SELECT id, sum(id) OVER w2 AS run FROM s WINDOW {window}, "
+        "w2 AS (ORDER BY id) QUALIFY f OVER w IS NULL ORDER BY id"
+    ).fetchall() == [(2, 3), (4, 10)]
+    assert con.sql(
+        f"SELECT DISTINCT f OVER w AS f FROM s WINDOW {window} ORDER BY f"
+    ).fetchall() == [(1,), (3,), (None,)]
+    assert con.sql(
+        f"SELECT id, f OVER w AS f FROM s WINDOW {window} ORDER BY id DESC LIMIT 1"
+    ).fetchall() == [(4, None)]
 
 
 def test_columns_named_pattern_or_measures_keep_ordinary_windows(con):
     con.sql("CREATE TABLE c AS SELECT * FROM (VALUES (1, 2, 3)) t(pattern, measures, x)")
-    sql = ("SELECT sum(x) OVER w AS s, 'pattern (' AS t FROM c WINDOW w AS (PARTITION BY "
-           "measures ORDER BY pattern, measures)")
+    sql = (
+        "SELECT sum(x) OVER w AS s, 'pattern (' AS t FROM c WINDOW w AS (PARTITION BY "
+        "measures ORDER BY pattern, measures)"
+    )
     assert con.sql(sql).fetchall() == [(3, "pattern (")]
     tree = parse(sql)[0]
     assert not [w for w in tree.args["windows"] if isinstance(w, PatternWindow)]
@@ -347,8 +408,10 @@ def test_columns_named_pattern_or_measures_keep_ordinary_windows(con):
 
 def test_match_recognize_beside_a_pattern_window(con):
     inner = QUERY.rsplit("\nORDER BY id", 1)[0]
-    other = ("SELECT n AS id, n AS f FROM s MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) "
-             "AS n ONE ROW PER MATCH PATTERN (A+) DEFINE A AS true)")
+    other = (
+        "SELECT n AS id, n AS f FROM s MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) "
+        "AS n ONE ROW PER MATCH PATTERN (A+) DEFINE A AS true)"
+    )
     result = con.sql(f"{inner} UNION ALL {other} ORDER BY id, f")
     assert result.fetchall() == [(1, 1), (2, None), (3, 3), (4, 4), (4, None)]
     result.close()

@@ -44,8 +44,10 @@ def test_command_stops_at_the_failing_statement(run_cli) -> None:
 
 def test_script_file(run_cli, tmp_path: Path) -> None:
     script = tmp_path / "query.sql"
-    script.write_text("-- a script\nCREATE TABLE t(x INTEGER);\nINSERT INTO t VALUES (1), (2);\n"
-                      "SELECT sum(x) AS total\nFROM t;\n")
+    script.write_text(
+        "-- a script\nCREATE TABLE t(x INTEGER);\nINSERT INTO t VALUES (1), (2);\n"
+        "SELECT sum(x) AS total\nFROM t;\n"
+    )
     done = run_cli("--no-demo", str(script))
     assert done.returncode == 0, done.stderr
     assert "total" in done.stdout and "3" in done.stdout
@@ -53,8 +55,9 @@ def test_script_file(run_cli, tmp_path: Path) -> None:
 
 def test_script_reports_which_statement_failed_and_stops(run_cli, tmp_path: Path) -> None:
     script = tmp_path / "bad.sql"
-    script.write_text("SELECT 'one' AS a;\n\nSELECT\n  missing_column\nFROM trade;\n"
-                      "SELECT 'never' AS b;\n")
+    script.write_text(
+        "SELECT 'one' AS a;\n\nSELECT\n  missing_column\nFROM trade;\nSELECT 'never' AS b;\n"
+    )
     done = run_cli(str(script))
     assert done.returncode == 1
     assert "one" in done.stdout and "never" not in done.stdout
@@ -176,9 +179,21 @@ def test_sigint_cancels_a_script_statement(env: dict[str, str]) -> None:
     # The first statement's output tells that the process is up and running
     # the second one, so the signal never lands during interpreter start-up.
     process = subprocess.Popen(
-        [sys.executable, "-m", "matchsql", "--no-demo", "-c", "SELECT 'ready' AS state", "-c",
-         "SELECT count(*) FROM range(100000) a, range(1000000) b"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        [
+            sys.executable,
+            "-m",
+            "matchsql",
+            "--no-demo",
+            "-c",
+            "SELECT 'ready' AS state",
+            "-c",
+            "SELECT count(*) FROM range(100000) a, range(1000000) b",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     assert process.stdout is not None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -38,7 +38,10 @@ def test_columns_of_the_named_relation_come_first(completer) -> None:
     assert complete(completer, "SELECT spr")[0] == "spread"  # any table's column, too
     # After an alias and a dot: only that relation's columns.
     assert complete(completer, "SELECT * FROM quotes q WHERE q.") == [
-        "bid_price", "ask_price", "quoted_at"]
+        "bid_price",
+        "ask_price",
+        "quoted_at",
+    ]
     assert complete(completer, "SELECT nosuch.") == []
     text = "SELECT * FROM quotes AS q WHERE q.a"
     assert complete(completer, text) == ["ask_price"]
@@ -84,8 +87,10 @@ def _tokens(text: str) -> dict[str, object]:
 
 
 def test_lexer_marks_row_pattern_words() -> None:
-    tokens = _tokens("SELECT * FROM t MATCH_RECOGNIZE (MEASURES CLASSIFIER() AS c "
-                     "PATTERN (A+) DEFINE A AS price > PREV(price))")
+    tokens = _tokens(
+        "SELECT * FROM t MATCH_RECOGNIZE (MEASURES CLASSIFIER() AS c "
+        "PATTERN (A+) DEFINE A AS price > PREV(price))"
+    )
     assert tokens["SELECT"] in Keyword and tokens["MATCH_RECOGNIZE"] in Keyword
     assert tokens["PATTERN"] in Keyword and tokens["DEFINE"] in Keyword
     assert tokens["MEASURES"] in Keyword

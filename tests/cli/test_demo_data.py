@@ -21,8 +21,8 @@ from matchsql.storage.demo import (
 
 def _checksum(con: duckdb.DuckDBPyConnection) -> tuple:
     return con.execute(
-        "SELECT count(*), sum(hash(symbol, price, volume, ts)), "
-        "sum(hash(rowid, symbol)) FROM trade").fetchone()
+        "SELECT count(*), sum(hash(symbol, price, volume, ts)), sum(hash(rowid, symbol)) FROM trade"
+    ).fetchone()
 
 
 def test_demo_table_shape_and_size() -> None:
@@ -33,13 +33,19 @@ def test_demo_table_shape_and_size() -> None:
     assert elapsed > 0
     columns = con.execute(
         "SELECT column_name, data_type FROM information_schema.columns "
-        "WHERE table_name = 'trade' ORDER BY ordinal_position").fetchall()
-    assert columns == [("symbol", "VARCHAR"), ("price", "DOUBLE"),
-                       ("volume", "BIGINT"), ("ts", "TIMESTAMP")]
+        "WHERE table_name = 'trade' ORDER BY ordinal_position"
+    ).fetchall()
+    assert columns == [
+        ("symbol", "VARCHAR"),
+        ("price", "DOUBLE"),
+        ("volume", "BIGINT"),
+        ("ts", "TIMESTAMP"),
+    ]
     rows, symbols, nulls = con.execute(
         "SELECT count(*), count(DISTINCT symbol), "
         "count(*) - count(symbol) - count(price) - count(volume) - count(ts) + 3 * count(*) "
-        "FROM trade").fetchone()
+        "FROM trade"
+    ).fetchone()
     assert rows == DEMO_ROWS == 500_000
     assert symbols == DEMO_SYMBOLS == 50
     assert nulls == 0
@@ -61,8 +67,10 @@ def test_demo_values_look_like_trades() -> None:
     assert first >= dt.datetime(2006, 1, 1) and last < dt.datetime(2006, 2, 1)
     assert bad_hours == 0 and weekend == 0
     # Every symbol has its own price level and moves both ways.
-    levels = con.execute("SELECT count(DISTINCT round(price_level)) FROM "
-                         "(SELECT avg(price) AS price_level FROM trade GROUP BY symbol)").fetchone()
+    levels = con.execute(
+        "SELECT count(DISTINCT round(price_level)) FROM "
+        "(SELECT avg(price) AS price_level FROM trade GROUP BY symbol)"
+    ).fetchone()
     assert levels[0] >= 30
     falls, rises = con.execute("""
         SELECT count(*) FILTER (WHERE price < prev), count(*) FILTER (WHERE price > prev)
@@ -122,15 +130,20 @@ def test_the_front_pages_give_the_demo_tables_real_partition_sizes() -> None:
     # median and the quietest symbols have; the generator is what they must match.
     con = duckdb.connect()
     install_demo_trade(con)
-    counts = con.execute("SELECT symbol, count(*) AS n FROM trade GROUP BY symbol "
-                         "ORDER BY n DESC, symbol").fetchall()
+    counts = con.execute(
+        "SELECT symbol, count(*) AS n FROM trade GROUP BY symbol ORDER BY n DESC, symbol"
+    ).fetchall()
     (busiest, most), (quietest, fewest) = counts[0], counts[-1]
     median = int(np.median([n for _, n in counts]))
     root = Path(__file__).resolve().parents[2]
     readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
     home = " ".join((root / "docs" / "index.md").read_text(encoding="utf-8").split())
     assert DEMO_ROWS // DEMO_SYMBOLS == 10_000
-    assert (f"10,000 a symbol on average but spread as in real trading: from {most:,} trades "
-            f"of {busiest} down to {fewest:,} of {quietest}") in readme
-    assert (f"{busiest}, the busiest, has {most:,} trades" in home
-            and f"the median symbol {median:,} and {quietest}, the quietest, {fewest:,}" in home)
+    assert (
+        f"10,000 a symbol on average but spread as in real trading: from {most:,} trades "
+        f"of {busiest} down to {fewest:,} of {quietest}"
+    ) in readme
+    assert (
+        f"{busiest}, the busiest, has {most:,} trades" in home
+        and f"the median symbol {median:,} and {quietest}, the quietest, {fewest:,}" in home
+    )

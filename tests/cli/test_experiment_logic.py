@@ -28,19 +28,40 @@ from matchsql.cli.experiment_stats import falls_behind, format_rate, nice_rate, 
 SECONDS = 0.5
 
 
-def run_row(rate: float, *, served: float | None = None, producer: float | None = None,
-            latency: float = 0.001, mode: str = "pull", u: object = "", rule: str = "",
-            avg_mem: float = 4.0, status: str = "ok") -> dict:
+def run_row(
+    rate: float,
+    *,
+    served: float | None = None,
+    producer: float | None = None,
+    latency: float = 0.001,
+    mode: str = "pull",
+    u: object = "",
+    rule: str = "",
+    avg_mem: float = 4.0,
+    status: str = "ok",
+) -> dict:
     """A results row of a run at ``rate`` whose query drains ``served`` tuples/s at most
     and whose producer reaches ``producer`` tuples/s at most (default: the rate)."""
     achieved = min(rate, producer or rate)
     produced = round(achieved * SECONDS)
     drained = min(achieved, served or achieved)
     elapsed = produced / drained + 0.012  # the query opens the stream a little before
-    return {"query": "Q1", "mode": mode, "u": u, "rule": rule, "rate": rate,
-            "avg_mem": avg_mem, "time": elapsed, "records": produced,
-            "throughput": produced / elapsed, "latency": latency, "produced": produced,
-            "producer_rate": achieved, "status": status, "error": "" if status == "ok" else "x"}
+    return {
+        "query": "Q1",
+        "mode": mode,
+        "u": u,
+        "rule": rule,
+        "rate": rate,
+        "avg_mem": avg_mem,
+        "time": elapsed,
+        "records": produced,
+        "throughput": produced / elapsed,
+        "latency": latency,
+        "produced": produced,
+        "producer_rate": achieved,
+        "status": status,
+        "error": "" if status == "ok" else "x",
+    }
 
 
 def engine(capacity: float, producer: float | None = None):
@@ -50,8 +71,9 @@ def engine(capacity: float, producer: float | None = None):
     def measure(rate: float) -> dict:
         calls.append(rate)
         behind = rate > capacity
-        return run_row(rate, served=capacity, producer=producer,
-                       latency=0.002 + (0.3 if behind else 0.0))
+        return run_row(
+            rate, served=capacity, producer=producer, latency=0.002 + (0.3 if behind else 0.0)
+        )
 
     return measure, calls
 
@@ -124,7 +146,11 @@ def test_the_grid_surrounds_the_saturation_rate() -> None:
 
 def test_rates_read_well() -> None:
     assert [format_rate(r) for r in (2_873_000, 50_000, 999_600, 12.34)] == [
-        "2.87M", "50k", "1M", "12.3"]
+        "2.87M",
+        "50k",
+        "1M",
+        "12.3",
+    ]
     assert nice_rate(1_234_567) == 1_230_000
 
 
@@ -132,8 +158,10 @@ def test_rates_read_well() -> None:
 
 
 def test_a_point_is_the_median_of_its_runs_with_the_min_max_band() -> None:
-    rows = [run_row(r, avg_mem=m) for r, m in ((1000, 5.0), (1000, 1.0), (1000, 3.0),
-                                              (2000, 8.0), (2000, 4.0))]
+    rows = [
+        run_row(r, avg_mem=m)
+        for r, m in ((1000, 5.0), (1000, 1.0), (1000, 3.0), (2000, 8.0), (2000, 4.0))
+    ]
     rows += [run_row(1000, avg_mem=99.0, status="failed"), {**run_row(2000), "avg_mem": ""}]
     lines = series(rows, "avg_mem", lambda row: row["mode"], factor=10)
     (r1, s1), (r2, s2) = lines["pull"]
@@ -156,12 +184,24 @@ def test_the_title_note_says_where_pull_saturates() -> None:
 # -- --recommend -----------------------------------------------------------------------
 
 
-def setting_row(setting: Setting, *, mem: float, throughput: float = 100_000,
-                latency: float = 0.001, rate: float = 100_000) -> dict:
+def setting_row(
+    setting: Setting,
+    *,
+    mem: float,
+    throughput: float = 100_000,
+    latency: float = 0.001,
+    rate: float = 100_000,
+) -> dict:
     """A run of ``setting`` at ``rate`` draining ``throughput`` tuples/s."""
-    return run_row(rate, served=throughput, latency=latency, mode=setting.mode,
-                   u="" if setting.u is None else setting.u, rule=setting.rule or "",
-                   avg_mem=mem)
+    return run_row(
+        rate,
+        served=throughput,
+        latency=latency,
+        mode=setting.mode,
+        u="" if setting.u is None else setting.u,
+        rule=setting.rule or "",
+        avg_mem=mem,
+    )
 
 
 PULL, PUSH = Setting("pull"), Setting("push")
@@ -181,8 +221,12 @@ def test_below_saturation_the_leanest_setting_that_keeps_up_wins() -> None:
 
 
 def test_only_settings_that_keep_up_are_picked_while_some_do() -> None:
-    rows = [setting_row(PULL, mem=4, throughput=60_000), setting_row(PUSH, mem=500),
-            setting_row(U2, mem=40), setting_row(U10, mem=200)]
+    rows = [
+        setting_row(PULL, mem=4, throughput=60_000),
+        setting_row(PUSH, mem=500),
+        setting_row(U2, mem=40),
+        setting_row(U10, mem=200),
+    ]
     chosen = recommend(summarise(rows))
     assert chosen.best.setting == U2, chosen  # pull holds less but falls behind
     assert "3 of 4 settings keep up" in chosen.reason
@@ -191,10 +235,12 @@ def test_only_settings_that_keep_up_are_picked_while_some_do() -> None:
 
 def test_above_saturation_the_leanest_near_the_best_throughput_wins() -> None:
     rate = 3_000_000
-    rows = [setting_row(PULL, mem=4, throughput=1_000_000, rate=rate),
-            setting_row(PUSH, mem=9000, throughput=2_000_000, rate=rate),
-            setting_row(U2, mem=3000, throughput=1_950_000, rate=rate),  # within 5 %
-            setting_row(U10, mem=800, throughput=1_800_000, rate=rate)]  # 10 % short
+    rows = [
+        setting_row(PULL, mem=4, throughput=1_000_000, rate=rate),
+        setting_row(PUSH, mem=9000, throughput=2_000_000, rate=rate),
+        setting_row(U2, mem=3000, throughput=1_950_000, rate=rate),  # within 5 %
+        setting_row(U10, mem=800, throughput=1_800_000, rate=rate),
+    ]  # 10 % short
     chosen = recommend(summarise(rows))
     assert chosen.best.setting == U2
     assert "within 5% of the best throughput" in chosen.reason
@@ -204,10 +250,12 @@ def test_above_saturation_the_leanest_near_the_best_throughput_wins() -> None:
 
 def test_a_memory_budget_picks_the_fastest_setting_under_it() -> None:
     rate = 3_000_000
-    rows = [setting_row(PULL, mem=4, throughput=1_000_000, rate=rate),
-            setting_row(PUSH, mem=9000, throughput=2_000_000, rate=rate),
-            setting_row(U2, mem=900, throughput=1_500_000, rate=rate),
-            setting_row(U10, mem=1500, throughput=1_900_000, rate=rate)]
+    rows = [
+        setting_row(PULL, mem=4, throughput=1_000_000, rate=rate),
+        setting_row(PUSH, mem=9000, throughput=2_000_000, rate=rate),
+        setting_row(U2, mem=900, throughput=1_500_000, rate=rate),
+        setting_row(U10, mem=1500, throughput=1_900_000, rate=rate),
+    ]
     chosen = recommend(summarise(rows), memory_budget=1000)
     assert chosen.best.setting == U2 and "Avg Mem stays under 1,000 tuples" in chosen.reason
     assert recommend(summarise(rows), memory_budget=2000).best.setting == U10
@@ -224,13 +272,16 @@ def test_a_settings_figures_are_the_medians_of_its_runs() -> None:
 
 
 def test_settings_and_the_printed_line() -> None:
-    settings = candidate_settings(["pull", "push", "adaptive"], [0, "auto"],
-                                  ["most_tuples", "total_pressure"])
+    settings = candidate_settings(
+        ["pull", "push", "adaptive"], [0, "auto"], ["most_tuples", "total_pressure"]
+    )
     assert settings[:2] == [PULL, PUSH] and len(settings) == 2 + 2 * 2
     assert Setting("adaptive", "auto", "total_pressure") in settings
     assert U2.settings == "input_mode=adaptive adaptive_u=2 adaptive_rule=most_tuples"
     chosen = recommend(summarise([setting_row(U2, mem=1234.5, latency=0.0031)]))
     line = recommendation_line("Q3", 1_200_000, "50 symbols uniform", chosen)
-    assert line.startswith("Q3 at 1.2M tuples/s, 50 symbols uniform: input_mode=adaptive "
-                           "adaptive_u=2 adaptive_rule=most_tuples (Avg Mem 1,234 tuples, ")
+    assert line.startswith(
+        "Q3 at 1.2M tuples/s, 50 symbols uniform: input_mode=adaptive "
+        "adaptive_u=2 adaptive_rule=most_tuples (Avg Mem 1,234 tuples, "
+    )
     assert "latency 3.1 ms) because below saturation" in line and "\n" not in line

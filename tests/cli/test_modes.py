@@ -19,9 +19,11 @@ from tests.cli.conftest import cli_env
 
 # Two rows with what each format must escape: a comma and a quote, a pipe, a NULL,
 # a newline, a timestamp and a NaN (JSON has no NaN: it becomes DuckDB's text).
-SQL = ("SELECT * FROM (VALUES (1, 'x,y', NULL::INTEGER, 2.5::DOUBLE, TIMESTAMP '2020-01-01', true),"
-       " (2, 'q|\"', 3, 'nan'::DOUBLE, NULL, false), (3, E'two\\nlines', 4, -1.0, NULL, NULL))"
-       " AS t(a, b, c, d, t, ok)")
+SQL = (
+    "SELECT * FROM (VALUES (1, 'x,y', NULL::INTEGER, 2.5::DOUBLE, TIMESTAMP '2020-01-01', true),"
+    " (2, 'q|\"', 3, 'nan'::DOUBLE, NULL, false), (3, E'two\\nlines', 4, -1.0, NULL, NULL))"
+    " AS t(a, b, c, d, t, ok)"
+)
 
 
 def _text(mode: str, sql: str = SQL, batch_rows: int = 1, **options) -> str:
@@ -55,16 +57,23 @@ def test_markdown_escapes_pipes_and_aligns_numbers_right() -> None:
 
 
 def test_line_mode_puts_each_value_on_its_own_line() -> None:
-    blocks = _text("line", "SELECT 1 AS a, 'x' AS longer UNION ALL SELECT 2, NULL ORDER BY a"
-                   ).split("\n\n")
+    blocks = _text(
+        "line", "SELECT 1 AS a, 'x' AS longer UNION ALL SELECT 2, NULL ORDER BY a"
+    ).split("\n\n")
     assert blocks[0].splitlines() == ["     a = 1", "longer = x"]
     assert blocks[1].splitlines() == ["     a = 2", "longer = NULL"]
 
 
 def test_json_is_one_array_with_typed_values() -> None:
     records = json.loads(_text("json"))
-    assert records[0] == {"a": 1, "b": "x,y", "c": None, "d": 2.5, "t": "2020-01-01 00:00:00",
-                          "ok": True}
+    assert records[0] == {
+        "a": 1,
+        "b": "x,y",
+        "c": None,
+        "d": 2.5,
+        "t": "2020-01-01 00:00:00",
+        "ok": True,
+    }
     assert records[1]["d"] == "nan" and records[1]["ok"] is False and records[1]["t"] is None
     assert records[2]["b"] == "two\nlines"
     assert len(records) == 3
@@ -76,8 +85,9 @@ def test_json_of_no_rows_is_an_empty_array() -> None:
 
 
 def test_box_keeps_max_rows_and_max_width() -> None:
-    text = _text("box", "SELECT range AS i, range * 2 AS j FROM range(100)", batch_rows=7,
-                 max_rows=4)
+    text = _text(
+        "box", "SELECT range AS i, range * 2 AS j FROM range(100)", batch_rows=7, max_rows=4
+    )
     assert text.splitlines()[-1].strip() == "100 rows (4 shown)"
     wide = "SELECT " + ", ".join(f"{i} AS column_number_{i}" for i in range(12))
     narrow = _text("box", wide, max_width=60)
@@ -161,7 +171,11 @@ def test_a_reader_that_goes_away_ends_a_streamed_mode_quietly(tmp_path: Path) ->
     """``matchsql -c ... | head``: no "internal error" when head stops reading."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "matchsql", "-c", ".mode csv", "-c", "SELECT * FROM range(3000000)"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(tmp_path), text=True)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(tmp_path),
+        text=True,
+    )
     assert proc.stdout is not None and proc.stdout.readline() == "range\n"
     proc.stdout.close()
     _, err = proc.communicate(timeout=60)

@@ -50,8 +50,9 @@ def test_max_rows_zero_shows_all() -> None:
 
 def test_collect_keeps_only_what_it_shows() -> None:
     schema = pa.schema([("i", pa.int64())])
-    batches = (pa.record_batch([pa.array(range(n, n + 10))], schema=schema)
-               for n in range(0, 1000, 10))
+    batches = (
+        pa.record_batch([pa.array(range(n, n + 10))], schema=schema) for n in range(0, 1000, 10)
+    )
     data = collect(schema, batches, max_rows=5)
     assert data.total == 1000
     assert data.head.column("i").to_pylist() == [0, 1, 2]
@@ -67,8 +68,10 @@ def test_wide_result_elides_middle_columns() -> None:
 
 
 def test_values_read_as_in_duckdb() -> None:
-    text = _render("SELECT TIMESTAMP '2006-01-03 09:30:00.000001' AS ts, [1, 2] AS l, "
-                   "1.5::DECIMAL(5,2) AS d, 'a\nb' AS nl, repeat('x', 100) AS long")
+    text = _render(
+        "SELECT TIMESTAMP '2006-01-03 09:30:00.000001' AS ts, [1, 2] AS l, "
+        "1.5::DECIMAL(5,2) AS d, 'a\nb' AS nl, repeat('x', 100) AS long"
+    )
     assert "2006-01-03 09:30:00.000001" in text
     assert "[1, 2]" in text and "1.50" in text
     assert "a\\nb" in text
@@ -79,8 +82,9 @@ def test_results_just_over_max_rows_show_their_own_last_rows() -> None:
     # N+1 .. 2N rows: the last rows to show were collected while the head was filling.
     for total in (41, 50, 60, 61, 79, 80, 81):
         for batch_rows in (1, 7, 2048):
-            text = _render(f"SELECT range AS i FROM range({total})", batch_rows=batch_rows,
-                           max_rows=40)
+            text = _render(
+                f"SELECT range AS i FROM range({total})", batch_rows=batch_rows, max_rows=40
+            )
             numbers = [line.strip("│ ") for line in text.splitlines() if line.startswith("│")]
             assert numbers[2:22] == [str(i) for i in range(20)]
             assert numbers[22:25] == ["·", "·", "·"]

@@ -132,15 +132,20 @@ def test_output_to_a_file_and_back(repl: Repl, tmp_path: Path) -> None:
 
 def test_maxwidth(repl: Repl) -> None:
     repl.run(".maxwidth 60", expect=PROMPT)
-    out = repl.run("SELECT " + ", ".join(f"{i} AS column_number_{i}" for i in range(12)) + ";",
-                   expect=r"12 columns \(\d+ shown\)")
+    out = repl.run(
+        "SELECT " + ", ".join(f"{i} AS column_number_{i}" for i in range(12)) + ";",
+        expect=r"12 columns \(\d+ shown\)",
+    )
     table = [line for line in _plain(out).splitlines() if line.startswith(("┌", "│", "└"))]
     assert table and max(len(line) for line in table) <= 60
 
 
 def test_pager_takes_results_taller_than_the_terminal(env: dict[str, str]) -> None:
-    env = dict(env, MATCHSQL_PAGER=f"{sys.executable} -c \"import sys; "
-               f"sys.stdout.write(''.join('PAGED:' + l for l in sys.stdin))\"")
+    env = dict(
+        env,
+        MATCHSQL_PAGER=f'{sys.executable} -c "import sys; '
+        f"sys.stdout.write(''.join('PAGED:' + l for l in sys.stdin))\"",
+    )
     repl = Repl(env)
     try:
         repl.run(".pager on", expect=PROMPT)
@@ -173,9 +178,11 @@ def test_progress_counts_the_rows_of_a_match_recognize(repl: Repl) -> None:
     repl.run(".progress 0", expect=PROMPT)
     repl.run(".mode csv", expect=PROMPT)
     repl.run(".output /dev/null", expect=PROMPT)
-    repl.enter("SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
-               "MEASURES MATCH_NUMBER() AS m ALL ROWS PER MATCH PATTERN (A B*) "
-               "DEFINE B AS price >= PREV(price));")
+    repl.enter(
+        "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+        "MEASURES MATCH_NUMBER() AS m ALL ROWS PER MATCH PATTERN (A B*) "
+        "DEFINE B AS price >= PREV(price));"
+    )
     repl.expect(r"running: [1-9][\d,]* rows, [\d,]+ rows/s", timeout=60)
     repl.expect(PROMPT, timeout=120)
 
@@ -220,7 +227,8 @@ def test_plot_writes_a_png_and_prints_its_path(env: dict[str, str], tmp_path: Pa
             "SELECT * FROM (SELECT * FROM trade WHERE symbol = 'MSFT' ORDER BY ts LIMIT 400) "
             "MATCH_RECOGNIZE (ORDER BY ts MEASURES MATCH_NUMBER() AS m ALL ROWS PER MATCH "
             "WITH UNMATCHED ROWS AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+ C+) "
-            "DEFINE B AS price < PREV(price), C AS price > PREV(price));")
+            "DEFINE B AS price < PREV(price), C AS price > PREV(price));"
+        )
         assert "400 rows" in out
         target = tmp_path / "msft.png"
         repl.enter(f".plot ts price file={target}")

@@ -103,8 +103,14 @@ def spawn(env: dict[str, str], *args: str) -> pexpect.spawn:
     enabled = gc.isenabled()
     gc.disable()  # inherited by the child, which only lives until exec
     try:
-        return pexpect.spawn(sys.executable, ["-m", "matchsql", *args], env=env,
-                             encoding="utf-8", timeout=20, dimensions=(50, 200))
+        return pexpect.spawn(
+            sys.executable,
+            ["-m", "matchsql", *args],
+            env=env,
+            encoding="utf-8",
+            timeout=20,
+            dimensions=(50, 200),
+        )
     finally:
         if enabled:
             gc.enable()
@@ -123,12 +129,14 @@ class Repl:
             self.child.close()
             raise AssertionError(
                 f"the REPL ended before its prompt: exit status {self.child.exitstatus}, "
-                f"signal {self.child.signalstatus}, output {said!r}") from None
+                f"signal {self.child.signalstatus}, output {said!r}"
+            ) from None
 
     def expect(self, pattern, timeout: float = 20) -> re.Match | None:
         self.child.expect(pattern, timeout=timeout)
-        self.transcript.append(self.child.before + (self.child.after
-                               if isinstance(self.child.after, str) else ""))
+        self.transcript.append(
+            self.child.before + (self.child.after if isinstance(self.child.after, str) else "")
+        )
         return self.child.match
 
     def enter(self, line: str) -> None:

@@ -9,9 +9,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-MR = ("SELECT symbol, n FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
-      "MEASURES count(*) AS n ONE ROW PER MATCH PATTERN (A B+) "
-      "DEFINE B AS price > PREV(price)) ORDER BY symbol, n LIMIT 2;\n")
+MR = (
+    "SELECT symbol, n FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+    "MEASURES count(*) AS n ONE ROW PER MATCH PATTERN (A B+) "
+    "DEFINE B AS price > PREV(price)) ORDER BY symbol, n LIMIT 2;\n"
+)
 LEADS = {
     "first line": "",
     "blank lines": "\n\n",

@@ -18,8 +18,10 @@ from matchsql.cli.shell import Shell
 from tests.cli.conftest import cli_env
 from tests.cli.test_repl_pty import PROMPT, Repl
 
-MR = ("SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
-      "MEASURES count(*) AS n ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS price > PREV(price))")
+MR = (
+    "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+    "MEASURES count(*) AS n ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS price > PREV(price))"
+)
 
 
 @pytest.fixture
@@ -55,8 +57,9 @@ def test_each_completion_word_is_offered_once() -> None:
     catalog = read_catalog(con, read_words(con))
     completer = SqlCompleter(lambda: catalog)
     for prefix in ("try_", "TRY_", "lef", "coal"):
-        words = [c.text.lower() for c in completer.get_completions(Document(
-            f"SELECT {prefix}"), None)]
+        words = [
+            c.text.lower() for c in completer.get_completions(Document(f"SELECT {prefix}"), None)
+        ]
         assert words and len(words) == len(set(words)), (prefix, words)
 
 
@@ -99,5 +102,5 @@ def test_interrupted_message_has_its_own_line(tmp_path: Path) -> None:
     finally:
         repl.close()
     raw = repl.text()
-    shown = screen_line(raw[:raw.index("statement interrupted") + len("statement interrupted")])
+    shown = screen_line(raw[: raw.index("statement interrupted") + len("statement interrupted")])
     assert shown == "Error: statement interrupted"

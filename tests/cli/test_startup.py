@@ -14,30 +14,44 @@ from matchsql.storage.demo import DEMO_ROWS
 from matchsql.storage.demo_needed import needs_demo
 from tests.cli.conftest import ROOT
 
-HEAVY = ("numba", "pandas", "matplotlib", "pyspark", "prompt_toolkit", "pygments", "tqdm",
-         "matchsql.storage.producer", "pyarrow", "numpy", "sqlglot")
+HEAVY = (
+    "numba",
+    "pandas",
+    "matplotlib",
+    "pyspark",
+    "prompt_toolkit",
+    "pygments",
+    "tqdm",
+    "matchsql.storage.producer",
+    "pyarrow",
+    "numpy",
+    "sqlglot",
+)
 
 
-@pytest.mark.parametrize("text, needed", [
-    ("SELECT 1", False),
-    ("SELECT 1 AS a; SELECT 'x' || 'y'", False),
-    ("VALUES (1), (2)", False),
-    ("SET threads = 1", False),
-    ("SELECT * FROM trade", True),
-    ("FROM trade", True),
-    ("SELECT 1; SELECT count(*) FROM trade", True),
-    ("SHOW TABLES", True),
-    ("DESCRIBE trade", True),
-    ("SELECT * FROM duckdb_tables()", True),  # a catalog function, no table name
-    ("SELECT (SELECT max(price) FROM trade)", True),
-    ("CREATE TABLE trade (x INTEGER)", True),  # must fail: the demo table exists
-    ("SELECT * FROM trade MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS true)", True),
-    ("SELEC 1", True),  # not a statement that surely reads no table: build, then fail
-    ("-- a comment\nSELECT 1", False),  # the comment in front is no statement
-    ("SELECT 'no FROM here' AS s", True),  # conservative: FROM in a string counts too
-    ("select 1;", False),
-    ("SELECT 1 AS a JOIN", True),
-])
+@pytest.mark.parametrize(
+    "text, needed",
+    [
+        ("SELECT 1", False),
+        ("SELECT 1 AS a; SELECT 'x' || 'y'", False),
+        ("VALUES (1), (2)", False),
+        ("SET threads = 1", False),
+        ("SELECT * FROM trade", True),
+        ("FROM trade", True),
+        ("SELECT 1; SELECT count(*) FROM trade", True),
+        ("SHOW TABLES", True),
+        ("DESCRIBE trade", True),
+        ("SELECT * FROM duckdb_tables()", True),  # a catalog function, no table name
+        ("SELECT (SELECT max(price) FROM trade)", True),
+        ("CREATE TABLE trade (x INTEGER)", True),  # must fail: the demo table exists
+        ("SELECT * FROM trade MATCH_RECOGNIZE (PATTERN (A) DEFINE A AS true)", True),
+        ("SELEC 1", True),  # not a statement that surely reads no table: build, then fail
+        ("-- a comment\nSELECT 1", False),  # the comment in front is no statement
+        ("SELECT 'no FROM here' AS s", True),  # conservative: FROM in a string counts too
+        ("select 1;", False),
+        ("SELECT 1 AS a JOIN", True),
+    ],
+)
 def test_which_statements_need_the_demo_table(text: str, needed: bool) -> None:
     assert needs_demo(text) is needed
 
@@ -55,10 +69,18 @@ def test_demo_table_is_there_whenever_something_looks() -> None:
 
 
 def test_select_1_imports_nothing_heavy() -> None:
-    code = ("import sys; from matchsql.cli import main; main(['-c', 'SELECT 1']); "
-            f"print('LOADED:', *(m for m in {HEAVY!r} if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         check=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}).stdout
+    code = (
+        "import sys; from matchsql.cli import main; main(['-c', 'SELECT 1']); "
+        f"print('LOADED:', *(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    ).stdout
     assert "│       1 │" in out
     assert out.strip().splitlines()[-1] == "LOADED:"
 

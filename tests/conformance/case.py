@@ -74,8 +74,9 @@ def letters(seq: str, name: str = "s") -> tuple[str, ...]:
 
     A ``.`` in ``seq`` stands for a NULL ``v``.
     """
-    return table(name, "id INTEGER, v VARCHAR",
-                 [(i, None if c == "." else c) for i, c in enumerate(seq, 1)])
+    return table(
+        name, "id INTEGER, v VARCHAR", [(i, None if c == "." else c) for i, c in enumerate(seq, 1)]
+    )
 
 
 def partitioned_letters(parts: dict[str, str], name: str = "s") -> tuple[str, ...]:
@@ -103,8 +104,14 @@ def letter_defines(pattern: str, undefined: str = "") -> str:
     return ", ".join(defs)
 
 
-def one_query(pattern: str, *, skip: str = "PAST LAST ROW", undefined: str = "",
-              defines: str | None = None, table_name: str = "s") -> str:
+def one_query(
+    pattern: str,
+    *,
+    skip: str = "PAST LAST ROW",
+    undefined: str = "",
+    defines: str | None = None,
+    table_name: str = "s",
+) -> str:
     """ONE ROW PER MATCH over a letter table: ``(mn, first id, last id)`` per match."""
     defs = defines if defines is not None else letter_defines(pattern, undefined)
     return (
@@ -119,8 +126,14 @@ def one_query(pattern: str, *, skip: str = "PAST LAST ROW", undefined: str = "",
     )
 
 
-def all_query(pattern: str, *, skip: str = "PAST LAST ROW", mode: str = "",
-              undefined: str = "", defines: str | None = None) -> str:
+def all_query(
+    pattern: str,
+    *,
+    skip: str = "PAST LAST ROW",
+    mode: str = "",
+    undefined: str = "",
+    defines: str | None = None,
+) -> str:
     """ALL ROWS PER MATCH over a letter table: ``(id, mn, classifier)`` per output row."""
     defs = defines if defines is not None else letter_defines(pattern, undefined)
     order = "id, mn" if "UNMATCHED" in mode else "mn, id"

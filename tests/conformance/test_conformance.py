@@ -26,8 +26,14 @@ from . import (
 from .case import Case
 
 ALL_CASES: list[Case] = (
-    cases_patterns.CASES + cases_expressions.CASES + cases_sql.CASES + cases_errors.CASES
-    + cases_semantics.CASES + cases_navigation.CASES + cases_window.CASES + cases_within.CASES
+    cases_patterns.CASES
+    + cases_expressions.CASES
+    + cases_sql.CASES
+    + cases_errors.CASES
+    + cases_semantics.CASES
+    + cases_navigation.CASES
+    + cases_window.CASES
+    + cases_within.CASES
     + cases_running.CASES
 )
 

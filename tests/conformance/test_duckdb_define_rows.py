@@ -35,13 +35,24 @@ CREATE TABLE ev AS SELECT * FROM (VALUES
 
 #: Functions of two rows: ``{a}`` is the first row's column, ``{b}`` the second's.
 PAIRS = [
-    "levenshtein({a}s, {b}s)", "damerau_levenshtein({a}n, {b}n)", "jaccard({a}s, {b}s)",
-    "jaro_winkler_similarity({a}n, {b}n)", "concat_ws('-', {a}s, {b}n)",
-    "date_diff('day', {a}d, {b}d)", "date_diff('month', {a}d, {b}d)",
-    "list_sum(list_value({a}i, {b}i))", "md5(concat({a}s, {b}s))", "contains({a}n, {b}s)",
-    "instr({b}n, {a}n)", "format('{{}}:{{}}', {a}s, {b}i)", "hash({a}s, {b}x)",
-    "len(string_split(concat_ws(',', {a}s, {b}s), ','))", "strftime({b}d, '%Y') > strftime({a}d, '%Y')",
-    "regexp_matches({b}s, {a}s)", "repeat({a}s, {b}i % 3)", "typeof(greatest({a}x, {b}i))",
+    "levenshtein({a}s, {b}s)",
+    "damerau_levenshtein({a}n, {b}n)",
+    "jaccard({a}s, {b}s)",
+    "jaro_winkler_similarity({a}n, {b}n)",
+    "concat_ws('-', {a}s, {b}n)",
+    "date_diff('day', {a}d, {b}d)",
+    "date_diff('month', {a}d, {b}d)",
+    "list_sum(list_value({a}i, {b}i))",
+    "md5(concat({a}s, {b}s))",
+    "contains({a}n, {b}s)",
+    "instr({b}n, {a}n)",
+    "format('{{}}:{{}}', {a}s, {b}i)",
+    "hash({a}s, {b}x)",
+    "len(string_split(concat_ws(',', {a}s, {b}s), ','))",
+    "strftime({b}d, '%Y') > strftime({a}d, '%Y')",
+    "regexp_matches({b}s, {a}s)",
+    "repeat({a}s, {b}i % 3)",
+    "typeof(greatest({a}x, {b}i))",
 ]
 
 
@@ -72,10 +83,12 @@ def test_function_of_two_rows(engines, pair):
     for column in ("s", "n", "d", "i", "x"):
         oracle = oracle.replace(f"__lag_{column}", f"lag({column}) {window}")
     _load(con, ref, oracle)
-    got = con.sql(f"SELECT p, first_ts, last_ts FROM ev_w MATCH_RECOGNIZE (PARTITION BY p "
-                  f"ORDER BY ts MEASURES FIRST(ts) AS first_ts, LAST(ts) AS last_ts "
-                  f"PATTERN (A B) DEFINE B AS ({pair.format(a='A.', b='B.')}) "
-                  "IS NOT DISTINCT FROM B.w) ORDER BY p, first_ts").fetchall()
+    got = con.sql(
+        f"SELECT p, first_ts, last_ts FROM ev_w MATCH_RECOGNIZE (PARTITION BY p "
+        f"ORDER BY ts MEASURES FIRST(ts) AS first_ts, LAST(ts) AS last_ts "
+        f"PATTERN (A B) DEFINE B AS ({pair.format(a='A.', b='B.')}) "
+        "IS NOT DISTINCT FROM B.w) ORDER BY p, first_ts"
+    ).fetchall()
     sizes = dict(ref.sql("SELECT p, count(*) FROM ev GROUP BY p").fetchall())
     want = [(p, k, k + 1) for p in sorted(sizes) for k in range(1, sizes[p], 2)]
     assert got == want
@@ -83,11 +96,22 @@ def test_function_of_two_rows(engines, pair):
 
 #: Aggregates the engine does not keep itself, over the rows of A so far.
 AGGREGATES = [
-    "median(A.x)", "quantile_cont(A.x, 0.25)", "mode(A.s)", "stddev_samp(A.x)",
-    "string_agg(A.s, ',' ORDER BY A.ts DESC)", "list(A.i ORDER BY A.ts)", "count(DISTINCT A.s)",
-    "avg(DISTINCT A.x)", "arg_max(A.n, A.x)", "histogram(A.s)", "kurtosis(A.x)",
-    "sum(A.i) FILTER (WHERE A.i > 0)", "max(length(A.n))", "entropy(A.s)",
-    "list(DISTINCT A.s ORDER BY A.s)", "product(A.i)",
+    "median(A.x)",
+    "quantile_cont(A.x, 0.25)",
+    "mode(A.s)",
+    "stddev_samp(A.x)",
+    "string_agg(A.s, ',' ORDER BY A.ts DESC)",
+    "list(A.i ORDER BY A.ts)",
+    "count(DISTINCT A.s)",
+    "avg(DISTINCT A.x)",
+    "arg_max(A.n, A.x)",
+    "histogram(A.s)",
+    "kurtosis(A.x)",
+    "sum(A.i) FILTER (WHERE A.i > 0)",
+    "max(length(A.n))",
+    "entropy(A.s)",
+    "list(DISTINCT A.s ORDER BY A.s)",
+    "product(A.i)",
 ]
 
 
@@ -98,15 +122,24 @@ def test_running_aggregate_in_define(engines, call):
     to 12 digits); every row agrees exactly when each partition is one match."""
     con, ref = engines
     plain = call.replace("A.", "")
-    _load(con, ref, f"{plain} OVER (PARTITION BY p ORDER BY ts ROWS BETWEEN UNBOUNDED "
-                    "PRECEDING AND CURRENT ROW)")
+    _load(
+        con,
+        ref,
+        f"{plain} OVER (PARTITION BY p ORDER BY ts ROWS BETWEEN UNBOUNDED "
+        "PRECEDING AND CURRENT ROW)",
+    )
     numeric = ref.execute(f"SELECT typeof({plain}) FROM ev").fetchall()[0][0] == "DOUBLE"
-    same = (f"(abs({call} - A.w) <= 1e-12 * greatest(1, abs(A.w)) OR "
-            f"({call} IS NULL AND A.w IS NULL) OR (isnan({call}) AND isnan(A.w)))"
-            if numeric else f"{call} IS NOT DISTINCT FROM A.w")
-    got = con.sql(f"SELECT p, n FROM ev_w MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
-                  f"MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS {same}) "
-                  "ORDER BY p").fetchall()
+    same = (
+        f"(abs({call} - A.w) <= 1e-12 * greatest(1, abs(A.w)) OR "
+        f"({call} IS NULL AND A.w IS NULL) OR (isnan({call}) AND isnan(A.w)))"
+        if numeric
+        else f"{call} IS NOT DISTINCT FROM A.w"
+    )
+    got = con.sql(
+        f"SELECT p, n FROM ev_w MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
+        f"MEASURES COUNT(*) AS n PATTERN (A+) DEFINE A AS {same}) "
+        "ORDER BY p"
+    ).fetchall()
     assert got == ref.sql("SELECT p, count(*) FROM ev GROUP BY p ORDER BY p").fetchall()
 
 
@@ -115,12 +148,16 @@ def test_two_rows_explain_and_error(engines):
     expression as written."""
     con, ref = engines
     _load(con, ref, "0")
-    plan = "\n".join(r[0] for r in con.sql(
-        "EXPLAIN SELECT * FROM ev_w MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
-        "MEASURES COUNT(*) AS c PATTERN (A B) DEFINE B AS levenshtein(A.s, B.s) < 3)"
-    ).fetchall())
+    plan = "\n".join(
+        r[0]
+        for r in con.sql(
+            "EXPLAIN SELECT * FROM ev_w MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
+            "MEASURES COUNT(*) AS c PATTERN (A B) DEFINE B AS levenshtein(A.s, B.s) < 3)"
+        ).fetchall()
+    )
     assert "path: reference" in plan
     with pytest.raises(matchsql.Error, match="(?i)hamming"):
-        con.sql("SELECT * FROM ev_w MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
-                "MEASURES COUNT(*) AS c PATTERN (A B) DEFINE B AS hamming(A.s, B.s) < 3)"
-                ).fetchall()
+        con.sql(
+            "SELECT * FROM ev_w MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
+            "MEASURES COUNT(*) AS c PATTERN (A B) DEFINE B AS hamming(A.s, B.s) < 3)"
+        ).fetchall()

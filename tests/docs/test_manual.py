@@ -32,9 +32,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SETTINGS_PAGE = ROOT / "docs" / "reference" / "settings.md"
 
 #: Defaults computed at connect time, documented in words: the words and the value.
-COMPUTED_DEFAULTS = {"threads": ("the number of cores", os.cpu_count() or 1),
-                     "max_buffered_bytes": ("an eighth of the memory",
-                                            default_max_buffered_bytes())}
+COMPUTED_DEFAULTS = {
+    "threads": ("the number of cores", os.cpu_count() or 1),
+    "max_buffered_bytes": ("an eighth of the memory", default_max_buffered_bytes()),
+}
 
 
 def settings_table() -> dict[str, tuple[str, str]]:
@@ -42,7 +43,7 @@ def settings_table() -> dict[str, tuple[str, str]]:
     rows: dict[str, tuple[str, str]] = {}
     lines = SETTINGS_PAGE.read_text(encoding="utf-8").splitlines()
     start = lines.index("| setting | default | range | what it does |")
-    for line in lines[start + 2:]:
+    for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
         cells = [c.strip() for c in line.strip("|").split("|")]
@@ -81,8 +82,14 @@ def test_each_documented_range_is_what_set_accepts(field):
         assert cell.startswith(words), cell
         assert low <= default <= high
         config = Config()
-        for value, size in ((low, low), (str(high), high), (" 2GiB ", 2 << 30),
-                            ("1.5 MB", 1_500_000), ("512kib", 512 << 10), ("4096 bytes", 4096)):
+        for value, size in (
+            (low, low),
+            (str(high), high),
+            (" 2GiB ", 2 << 30),
+            ("1.5 MB", 1_500_000),
+            ("512kib", 512 << 10),
+            ("4096 bytes", 4096),
+        ):
             config.set(field.name, value)
             assert getattr(config, field.name) == size
         for value in (low - 1, high + 1, "1 KB", "2 PiB", "", "-5MB", "1e9", "5 apples", True):
@@ -165,16 +172,22 @@ def imports_between_modules() -> set[tuple[str, str]]:
 
 def test_the_architecture_page_names_every_module_in_one_layer():
     package = ROOT / "matchsql"
-    modules = {p.name.removesuffix(".py") for p in package.iterdir()
-               if (p.suffix == ".py" or (p / "__init__.py").is_file())
-               and p.name not in ("__init__.py", "__main__.py")}
+    modules = {
+        p.name.removesuffix(".py")
+        for p in package.iterdir()
+        if (p.suffix == ".py" or (p / "__init__.py").is_file())
+        and p.name not in ("__init__.py", "__main__.py")
+    }
     assert set(documented_layers()) == modules
 
 
 def test_no_module_imports_one_of_a_higher_layer_than_the_page_says():
     layers = documented_layers()
-    upward = sorted((a, b) for a, b in imports_between_modules()
-                    if a in layers and b in layers and layers[b] > layers[a])
+    upward = sorted(
+        (a, b)
+        for a, b in imports_between_modules()
+        if a in layers and b in layers and layers[b] > layers[a]
+    )
     assert not upward, f"imports that go up the documented layers: {upward}"
 
 
@@ -193,7 +206,7 @@ def transcripts() -> list[tuple[str, str, str]]:
                 if not start:
                     continue
                 end = command.index('"\n', start.end())
-                sql, output = command[start.end():end], command[end + 2:]
+                sql, output = command[start.end() : end], command[end + 2 :]
                 found.append((str(page.relative_to(ROOT)), sql, output))
     return found
 
@@ -203,12 +216,21 @@ def test_the_manual_shows_transcripts():
     assert {"README.md", "docs/index.md", "docs/reference/settings.md"} <= pages
 
 
-@pytest.mark.parametrize(("page", "sql", "output"), transcripts(),
-                         ids=lambda value: value if value.endswith(".md") else "")
+@pytest.mark.parametrize(
+    ("page", "sql", "output"),
+    transcripts(),
+    ids=lambda value: value if value.endswith(".md") else "",
+)
 def test_each_transcript_prints_what_the_manual_shows(page, sql, output):
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="100", TERM="dumb")
-    done = subprocess.run([sys.executable, "-m", "matchsql", "-c", sql], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "matchsql", "-c", sql],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     printed = done.stdout + done.stderr
     assert printed.strip() == output.strip(), f"{page}:\n{printed}"
 
@@ -230,11 +252,10 @@ def repl_transcripts() -> list[tuple[str, str, str]]:
             for line in block.splitlines():
                 prompt = re.match(r"(matchsql| *\.\.\.)> ", line)
                 if prompt:
-                    typed.append(line[prompt.end():])
+                    typed.append(line[prompt.end() :])
                 elif not line.startswith("$ "):
                     printed.append(line)
-            found.append((str(page.relative_to(ROOT)), "\n".join(typed) + "\n",
-                          "\n".join(printed)))
+            found.append((str(page.relative_to(ROOT)), "\n".join(typed) + "\n", "\n".join(printed)))
     return found
 
 
@@ -271,12 +292,22 @@ def entries(typed: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize(("page", "typed", "output"), repl_transcripts(),
-                         ids=lambda value: value if value.endswith(".md") else "")
+@pytest.mark.parametrize(
+    ("page", "typed", "output"),
+    repl_transcripts(),
+    ids=lambda value: value if value.endswith(".md") else "",
+)
 def test_each_repl_session_prints_what_the_manual_shows(page, typed, output):
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="100", TERM="dumb")
-    done = subprocess.run([sys.executable, "-c", REPL_LOOP], input=json.dumps(entries(typed)),
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", REPL_LOOP],
+        input=json.dumps(entries(typed)),
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     printed = done.stdout + done.stderr
     assert printed.strip() == output.strip(), f"{page}:\n{printed}"
 
@@ -289,8 +320,14 @@ def test_the_live_tutorials_producer_and_consumer_run_as_shown(tmp_path):
     consumer = blocks[blocks.index(producer) + 1]
     (tmp_path / "producer.py").write_text(producer, encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=str(ROOT), MATCHSQL_RUNTIME_DIR=str(tmp_path / "runtime"))
-    done = subprocess.run([sys.executable, "-c", consumer], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", consumer],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     rows = done.stdout.splitlines()
     shown = re.search(r"print\(row\)\s+# (\(.*\)) \.\.\.", consumer).group(1)
@@ -327,15 +364,24 @@ def test_the_archive_tutorial_runs_as_shown(tmp_path):
     page = (ROOT / "docs" / "tutorial" / "archive-live.md").read_text(encoding="utf-8")
     typed = []
     for block in re.findall(r"```text\n(.*?)```", page, re.S):
-        typed += [re.sub(r"^(matchsql| *\.\.\.)> ", "", line) for line in block.splitlines()
-                  if re.match(r"(matchsql| *\.\.\.)> ", line)]
+        typed += [
+            re.sub(r"^(matchsql| *\.\.\.)> ", "", line)
+            for line in block.splitlines()
+            if re.match(r"(matchsql| *\.\.\.)> ", line)
+        ]
     steps = entries("\n".join(typed))
     show = steps.index("SHOW CONTINUOUS QUERIES;")
     produce = re.search(r"\.venv/bin/matchsql (produce .*)", page).group(1).split()
     env = dict(os.environ, PYTHONPATH=str(ROOT), MATCHSQL_RUNTIME_DIR=str(tmp_path / "runtime"))
-    done = subprocess.run([sys.executable, "-c", ARCHIVE_TUTORIAL],
-                          input=json.dumps([steps[:show], produce, steps[show + 1:]]),
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", ARCHIVE_TUTORIAL],
+        input=json.dumps([steps[:show], produce, steps[show + 1 :]]),
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     first, printed = done.stdout.split("\n", 1)
     shown = json.loads(first)
@@ -346,10 +392,11 @@ def test_the_archive_tutorial_runs_as_shown(tmp_path):
             assert shown[column.strip()] == value.strip(), column
     counts = [int(n) for n in re.findall(r";\s+-- (\d+)", "\n".join(typed))]
     boxes = re.findall(r"│\s+(\d+) │", printed)
-    assert [int(n) for n in boxes[:len(counts)]] == counts
+    assert [int(n) for n in boxes[: len(counts)]] == counts
     last = re.findall(r"```text\n(.*?)```", page, re.S)[-1]
-    box = "\n".join(line for line in last.splitlines() if not re.match(r"(matchsql| *\.\.\.)> ",
-                                                                       line))
+    box = "\n".join(
+        line for line in last.splitlines() if not re.match(r"(matchsql| *\.\.\.)> ", line)
+    )
     assert printed.strip().endswith(box.strip())
 
 
@@ -360,14 +407,23 @@ def test_the_reference_stream_takes_the_reference_continuous_query(tmp_path, mon
     import matchsql
 
     page = (ROOT / "docs" / "reference" / "streams.md").read_text(encoding="utf-8")
-    blocks = [re.sub(r"--[^\n]*", "", block)  # comments hold ';' too
-              for block in re.findall(r"```sql\n(.*?)```", page, re.S)]
+    blocks = [
+        re.sub(r"--[^\n]*", "", block)  # comments hold ';' too
+        for block in re.findall(r"```sql\n(.*?)```", page, re.S)
+    ]
     stream = re.search(r"^CREATE STREAM .*? trades .*?;", blocks[0], re.S | re.M).group(0)
-    query = next(re.search(r"^CREATE CONTINUOUS QUERY .*?;", block, re.S | re.M).group(0)
-                 for block in blocks if "CREATE CONTINUOUS QUERY" in block)
-    query = query.replace("PARTITION BY symbol ... )", (
-        "PARTITION BY symbol ORDER BY ts MEASURES A.price AS price ONE ROW PER MATCH "
-        "PATTERN (A) DEFINE A AS price > 100)"))
+    query = next(
+        re.search(r"^CREATE CONTINUOUS QUERY .*?;", block, re.S | re.M).group(0)
+        for block in blocks
+        if "CREATE CONTINUOUS QUERY" in block
+    )
+    query = query.replace(
+        "PARTITION BY symbol ... )",
+        (
+            "PARTITION BY symbol ORDER BY ts MEASURES A.price AS price ONE ROW PER MATCH "
+            "PATTERN (A) DEFINE A AS price > 100)"
+        ),
+    )
     monkeypatch.setenv("MATCHSQL_RUNTIME_DIR", str(tmp_path / "runtime"))
     con = matchsql.connect(str(tmp_path / "live.duckdb"), demo=False)
     try:
@@ -377,7 +433,8 @@ def test_the_reference_stream_takes_the_reference_continuous_query(tmp_path, mon
         shown = con.sql("SHOW CONTINUOUS QUERIES")
         rows = [dict(zip(shown.columns, row)) for row in shown.fetchall()]
         assert [(row["name"], row["stream"], row["error"]) for row in rows] == [
-            ("spikes", "trades", None)]
+            ("spikes", "trades", None)
+        ]
         con.sql("DROP CONTINUOUS QUERY spikes")
     finally:
         con.close()

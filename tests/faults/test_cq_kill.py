@@ -120,12 +120,22 @@ def test_killed_producers_and_queries_lose_and_repeat_no_match(spawn, tmp_path, 
     capacity = rng.choice([1_000, 3_000]) if spill else rng.choice([2_000, 10_000, 50_000])
     database = str(tmp_path / "cq.duckdb")
     archive = tmp_path / "hist"
-    create_stream(duckdb.connect(), database, "ticks", COLUMNS, SCHEMA, capacity=capacity,
-                  on_full="spill" if spill else "block", archive=f"{archive}/")
+    create_stream(
+        duckdb.connect(),
+        database,
+        "ticks",
+        COLUMNS,
+        SCHEMA,
+        capacity=capacity,
+        on_full="spill" if spill else "block",
+        archive=f"{archive}/",
+    )
     options = _options(rng)
-    crash = {"cq-checkpoint": f"checkpoint:{rng.randint(1, 4)}",
-             "cq-archive": f"archive:{rng.randint(1, 3)}",
-             "producer-spill": f"spill:{rng.randint(1, 3)}"}.get(kind, "")
+    crash = {
+        "cq-checkpoint": f"checkpoint:{rng.randint(1, 4)}",
+        "cq-archive": f"archive:{rng.randint(1, 3)}",
+        "producer-spill": f"spill:{rng.randint(1, 3)}",
+    }.get(kind, "")
     query_env = crash if kind.startswith("cq") else ""
     producer_env = crash if kind.startswith("producer") else ""
 
@@ -173,7 +183,8 @@ def test_killed_producers_and_queries_lose_and_repeat_no_match(spawn, tmp_path, 
     out = query.output()
     assert "state finished" in out, out
     first, head, connect_s, recovery_s = re.search(
-        r"recovery (\d+) (\d+) ([\d.]+) ([\d.]+)", out).groups()
+        r"recovery (\d+) (\d+) ([\d.]+) ([\d.]+)", out
+    ).groups()
     replayed = max(0, int(head) - int(first)) if query_killed else 0
 
     con = matchsql.connect(str(tmp_path / "cq.duckdb"))
@@ -183,12 +194,18 @@ def test_killed_producers_and_queries_lose_and_repeat_no_match(spawn, tmp_path, 
     lost = len(set(want) - set(got))
     duplicated = len(got) - len(set(got))
     seqs = pq.read_table(archive).column("_seq").to_pylist()
-    print(f"trial {trial}: {kind} ({'killed' if killed else 'no kill: finished first'}), "
-          f"{path} matcher, {rows} tuples, {options}, {'spill' if spill else 'block'} {capacity}; "
-          f"{len(want)} matches, {lost} lost, {duplicated} duplicated"
-          + (f"; restarted query resumed in {float(connect_s):.2f} s after its process started "
-             f"and caught up in {float(recovery_s):.2f} s, replaying {replayed} tuples from its "
-             f"checkpoint (position {first}; stream head {head})" if query_killed else ""))
+    print(
+        f"trial {trial}: {kind} ({'killed' if killed else 'no kill: finished first'}), "
+        f"{path} matcher, {rows} tuples, {options}, {'spill' if spill else 'block'} {capacity}; "
+        f"{len(want)} matches, {lost} lost, {duplicated} duplicated"
+        + (
+            f"; restarted query resumed in {float(connect_s):.2f} s after its process started "
+            f"and caught up in {float(recovery_s):.2f} s, replaying {replayed} tuples from its "
+            f"checkpoint (position {first}; stream head {head})"
+            if query_killed
+            else ""
+        )
+    )
     assert (lost, duplicated) == (0, 0)
     assert got == want
     assert sorted(seqs) == list(range(rows))

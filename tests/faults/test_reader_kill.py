@@ -90,11 +90,15 @@ def test_killed_readers_lose_and_repeat_nothing(con, spawn, tmp_path, trial):
     capacity = rng.choice([2_000, 10_000, 50_000])
     on_full = rng.choice(["block", "spill"])
     archive = tmp_path / "hist"
-    con.sql(f"CREATE STREAM ticks (i BIGINT) WITH (archive = '{archive}/', "
-            f"capacity = {capacity}, on_full = '{on_full}')")
+    con.sql(
+        f"CREATE STREAM ticks (i BIGINT) WITH (archive = '{archive}/', "
+        f"capacity = {capacity}, on_full = '{on_full}')"
+    )
     producer = spawn(PRODUCE, str(rows), str(rng.randrange(1 << 30)))
-    kills = sum(_kill_soon(spawn(READ, str(tmp_path / f"killed{k}.npy")), rng)
-                for k in range(rng.randint(1, 2)))
+    kills = sum(
+        _kill_soon(spawn(READ, str(tmp_path / f"killed{k}.npy")), rng)
+        for k in range(rng.randint(1, 2))
+    )
     started = time.monotonic()
     last = spawn(READ, str(tmp_path / "last.npy"))
     assert last.wait() == 0, last.output()
@@ -107,8 +111,10 @@ def test_killed_readers_lose_and_repeat_nothing(con, spawn, tmp_path, trial):
     seqs = pq.read_table(archive).column("_seq").to_numpy()
     lost = np.setdiff1d(np.arange(acked), got).size
     duplicated = got.size - np.unique(got).size
-    print(f"trial {trial}: {acked} acked, {kills} readers killed ({on_full}, capacity "
-          f"{capacity}), {lost} lost, {duplicated} duplicated, last reader {recovery_s:.2f} s")
+    print(
+        f"trial {trial}: {acked} acked, {kills} readers killed ({on_full}, capacity "
+        f"{capacity}), {lost} lost, {duplicated} duplicated, last reader {recovery_s:.2f} s"
+    )
     assert (lost, duplicated) == (0, 0)
     assert got.tolist() == list(range(acked))  # and in order
     assert np.sort(seqs).tolist() == list(range(acked))  # the log holds each tuple once

@@ -55,8 +55,15 @@ from matchsql.workers import segments
 from tests.faults.test_cq_kill import PRODUCE
 from tests.streams.test_continuous_queries import COLUMNS, PATTERN, SCHEMA, expected
 
-KINDS = ["cq-worker-start", "query-process", "disk-full", "query-worker-start",
-         "query-worker-run", "cq-worker-run", "cq-process"]
+KINDS = [
+    "cq-worker-start",
+    "query-process",
+    "disk-full",
+    "query-worker-start",
+    "query-worker-run",
+    "cq-worker-run",
+    "cq-process",
+]
 TRIALS = int(os.environ.get("MATCHSQL_FAULT_TRIALS", "0")) or 3  # CI: the first three kinds
 SEED = int(os.environ.get("MATCHSQL_FAULT_SEED", "1515"))
 MARK = "MATCHSQL_FAULT_TRIAL"  # in the environment of every process a trial's query starts
@@ -65,14 +72,20 @@ MARK = "MATCHSQL_FAULT_TRIAL"  # in the environment of every process a trial's q
 DIE_S = 30.0
 WAIT_S = 120.0
 STALL_S = 30.0  # "running" with tuples to read and no progress for this long: a hang
-CLEAR = re.compile(r"worker process \d+ (\(pid \d+\) killed by signal 9 \(SIGKILL\) while "
-                   r"running the query|did not start: killed by signal 9 \(SIGKILL\))")
+CLEAR = re.compile(
+    r"worker process \d+ (\(pid \d+\) killed by signal 9 \(SIGKILL\) while "
+    r"running the query|did not start: killed by signal 9 \(SIGKILL\))"
+)
 
-QUERY = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-         "FIRST(ts) AS s, COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B+) "
-         "DEFINE B AS v >= PREV(v))")
-TABLE = ("CREATE TABLE t AS SELECT i % 97 AS p, i AS ts, hash(i * 31) % 1000 AS v "
-         "FROM range({rows}) r(i)")
+QUERY = (
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+    "FIRST(ts) AS s, COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B+) "
+    "DEFINE B AS v >= PREV(v))"
+)
+TABLE = (
+    "CREATE TABLE t AS SELECT i % 97 AS p, i AS ts, hash(i * 31) % 1000 AS v "
+    "FROM range({rows}) r(i)"
+)
 
 RUN_ONE_TIME = f"""
     import hashlib, sys
@@ -299,7 +312,8 @@ def _kill_process_soon(query: Watched, rng: random.Random) -> str:
     if not workers:
         return "no worker yet"
     return "workers " + ", ".join(
-        f"{pid} ({'running' if greeted else 'starting'})" for pid, greeted in workers.items())
+        f"{pid} ({'running' if greeted else 'starting'})" for pid, greeted in workers.items()
+    )
 
 
 def _no_orphans(mark: str, died_at: float) -> None:
@@ -312,6 +326,7 @@ def _no_orphans(mark: str, died_at: float) -> None:
 def _no_segments(pids: set[int]) -> tuple[int, int]:
     """After one more connection, no segment of the pools of processes ``pids`` is left.
     (segments still there before that connection, and after)."""
+
     def left() -> list[str]:
         return [n for n in segments.names() if (segments.owner_of(n) or (0, 0))[0] in pids]
 
@@ -337,8 +352,7 @@ def _file_bytes(directory: Path) -> int:
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
 @pytest.mark.parametrize("trial", range(TRIALS))
-def test_killed_workers_and_routers_and_a_full_disk_end_cleanly(spawn, scratch_fs, tmp_path,
-                                                                trial):
+def test_killed_workers_and_routers_and_a_full_disk_end_cleanly(spawn, scratch_fs, tmp_path, trial):
     rng = random.Random(SEED * 11 + trial)
     kind = KINDS[trial % len(KINDS)]
     mark = uuid.uuid4().hex
@@ -352,8 +366,11 @@ def test_killed_workers_and_routers_and_a_full_disk_end_cleanly(spawn, scratch_f
 def _one_time(spawn, rng: random.Random, kind: str, mark: str) -> str:
     warm = kind == "query-worker-run"
     # A run on a warm pool takes about 0.5 s per 1.5M rows here: a kill lands in one.
-    rows = rng.randint(1_000_000, 3_000_000) if warm or kind == "query-process" \
+    rows = (
+        rng.randint(1_000_000, 3_000_000)
+        if warm or kind == "query-process"
         else rng.randint(100_000, 300_000)
+    )
     query = _start(spawn, RUN_ONE_TIME, str(rows), "warm" if warm else "cold", "2", mark=mark)
     assert query.wait_line("ready") is not None, query.text()
     pids = {query.proc.pid}
@@ -362,9 +379,11 @@ def _one_time(spawn, rng: random.Random, kind: str, mark: str) -> str:
         died_at = time.monotonic()
         _no_orphans(mark, died_at)
         before, _ = _no_segments(pids)
-        return (f"{rows} rows; the query's process killed ({hit}); its processes ended "
-                f"within {time.monotonic() - died_at:.2f} s; {before} segments left for "
-                "the next connection, 0 after it")
+        return (
+            f"{rows} rows; the query's process killed ({hit}); its processes ended "
+            f"within {time.monotonic() - died_at:.2f} s; {before} segments left for "
+            "the next connection, 0 after it"
+        )
     hit = _kill_a_worker(query, rng, starting=not warm)
     code, out = query.finish()
     died_at = time.monotonic()
@@ -380,8 +399,10 @@ def _one_time(spawn, rng: random.Random, kind: str, mark: str) -> str:
     assert len(errors) <= 1 and right + len(errors) == 3, (want, out)
     _no_orphans(mark, died_at)
     _no_segments(pids)
-    return (f"{rows} rows; killed {hit}; {right} runs right, "
-            f"{len(errors)} clear errors{': ' + errors[0].split(' ', 2)[2] if errors else ''}")
+    return (
+        f"{rows} rows; killed {hit}; {right} runs right, "
+        f"{len(errors)} clear errors{': ' + errors[0].split(' ', 2)[2] if errors else ''}"
+    )
 
 
 _REFERENCE: dict[int, str] = {}
@@ -398,8 +419,7 @@ def _reference_rows(rows: int) -> str:
     return _REFERENCE[rows]
 
 
-def _continuous(spawn, scratch_fs, tmp_path: Path, rng: random.Random, kind: str,
-                mark: str) -> str:
+def _continuous(spawn, scratch_fs, tmp_path: Path, rng: random.Random, kind: str, mark: str) -> str:
     rows = rng.randint(8_000, 20_000)
     if kind == "disk-full":
         # Room for the database's log (a checkpoint's matcher state is about 1.4 MB
@@ -414,8 +434,16 @@ def _continuous(spawn, scratch_fs, tmp_path: Path, rng: random.Random, kind: str
         options = rng.choice(["checkpoint_rows = 1500", "checkpoint_interval = 0.1"])
     database = str(disk / "cq.duckdb")
     archive = tmp_path / "hist"
-    create_stream(duckdb.connect(), database, "ticks", COLUMNS, SCHEMA,
-                  capacity=rng.choice([2_000, 10_000]), on_full="block", archive=f"{archive}/")
+    create_stream(
+        duckdb.connect(),
+        database,
+        "ticks",
+        COLUMNS,
+        SCHEMA,
+        capacity=rng.choice([2_000, 10_000]),
+        on_full="block",
+        archive=f"{archive}/",
+    )
     workers = "2"
     query = _start(spawn, RUN_QUERY, database, PATTERN, options, workers, mark=mark)
     assert query.wait_line("started") is not None, query.text()
@@ -429,9 +457,11 @@ def _continuous(spawn, scratch_fs, tmp_path: Path, rng: random.Random, kind: str
         died_at = time.monotonic()
         _no_orphans(mark, died_at)
         before, _ = _no_segments(pids)
-        detail = (f"the query's process killed ({hit}), its processes ended within "
-                  f"{time.monotonic() - died_at:.2f} s, {before} segments left for the next "
-                  "connection")
+        detail = (
+            f"the query's process killed ({hit}), its processes ended within "
+            f"{time.monotonic() - died_at:.2f} s, {before} segments left for the next "
+            "connection"
+        )
         query = _start(spawn, RUN_QUERY, database, PATTERN, options, workers, mark=mark)
         pids.add(query.proc.pid)
     elif kind == "disk-full":
@@ -452,9 +482,11 @@ def _continuous(spawn, scratch_fs, tmp_path: Path, rng: random.Random, kind: str
     lost, duplicated = len(set(want) - set(got)), len(got) - len(set(got))
     assert (lost, duplicated) == (0, 0), (lost, duplicated, out)
     assert got == want
-    return (f"{rows} tuples, {options}; {detail}; {restarts} returns to the checkpoint, "
-            f"{failures} failed commits; {len(want)} matches, {lost} lost, "
-            f"{duplicated} duplicated")
+    return (
+        f"{rows} tuples, {options}; {detail}; {restarts} returns to the checkpoint, "
+        f"{failures} failed commits; {len(want)} matches, {lost} lost, "
+        f"{duplicated} duplicated"
+    )
 
 
 def _fill_and_free(query: Watched, disk: Path, rng: random.Random) -> str:

@@ -91,7 +91,9 @@ def normalise(tree: exp.Expression) -> exp.Expression:
 
 # -- patterns --------------------------------------------------------------------------------
 
-_TOKEN = re.compile(r"\s*(\{-|-\}|\{\s*\d*\s*(?:,\s*\d*\s*)?\}|[A-Za-z_][A-Za-z_0-9]*|\"[^\"]*\"|[()|*+?^$,])")
+_TOKEN = re.compile(
+    r"\s*(\{-|-\}|\{\s*\d*\s*(?:,\s*\d*\s*)?\}|[A-Za-z_][A-Za-z_0-9]*|\"[^\"]*\"|[()|*+?^$,])"
+)
 
 
 def pattern(text: str) -> PatternNode:
@@ -109,7 +111,7 @@ def pattern(text: str) -> PatternNode:
     parser = _PatternParser(tokens)
     node = parser.alternation()
     if parser.i != len(tokens):
-        raise ValueError(f"trailing tokens in pattern: {tokens[parser.i:]}")
+        raise ValueError(f"trailing tokens in pattern: {tokens[parser.i :]}")
     return node
 
 
@@ -239,8 +241,9 @@ def make_spec(
     )
 
 
-def run(spec: MatchSpec, rows: Sequence[dict], splits: Sequence[int] = (),
-        config: Config | None = None) -> list[tuple]:
+def run(
+    spec: MatchSpec, rows: Sequence[dict], splits: Sequence[int] = (), config: Config | None = None
+) -> list[tuple]:
     """Feed ``rows`` (one partition) split at the given row offsets; output as tuples."""
     table = pa.Table.from_pylist(list(rows), schema=spec.columns)
     bounds = [0, *sorted(set(s for s in splits if 0 < s < len(rows))), len(rows)]
@@ -270,8 +273,9 @@ def letters(text: str, **extra: Sequence[Any]) -> list[dict]:
 LETTER_DEFINES = {c: f"v = '{c.lower()}'" for c in "ABCDEFGH"}
 
 
-MATCH_BOUNDS = (("mn", "MATCH_NUMBER()", pa.int64()),
-                ("first_id", "FIRST(id)", pa.int64()),
-                ("last_id", "LAST(id)", pa.int64()))
-ROW_MEASURES = (("mn", "MATCH_NUMBER()", pa.int64()),
-                ("cls", "CLASSIFIER()", pa.string()))
+MATCH_BOUNDS = (
+    ("mn", "MATCH_NUMBER()", pa.int64()),
+    ("first_id", "FIRST(id)", pa.int64()),
+    ("last_id", "LAST(id)", pa.int64()),
+)
+ROW_MEASURES = (("mn", "MATCH_NUMBER()", pa.int64()), ("cls", "CLASSIFIER()", pa.string()))

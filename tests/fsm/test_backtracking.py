@@ -48,7 +48,8 @@ def paths(node: PatternNode, text: str, pos: int, labels: tuple[str, ...]) -> It
         yield pos, labels
     elif isinstance(node, Anchor):
         if (node.kind is AnchorKind.START and pos == 0) or (
-                node.kind is AnchorKind.END and pos == n):
+            node.kind is AnchorKind.END and pos == n
+        ):
             yield pos, labels
     elif isinstance(node, Concatenation):
         yield from _sequence(node.items, text, pos, labels)
@@ -125,8 +126,11 @@ VARS = st.sampled_from([Label("A"), Label("B"), Label("C")])
 def _patterns() -> st.SearchStrategy[PatternNode]:
     def extend(children: st.SearchStrategy[PatternNode]) -> st.SearchStrategy[PatternNode]:
         pair = st.tuples(children, children)
-        quant = st.tuples(children, st.sampled_from([(0, None), (1, None), (0, 1), (2, None),
-                                                     (1, 2), (0, 2), (2, 2)]), st.booleans())
+        quant = st.tuples(
+            children,
+            st.sampled_from([(0, None), (1, None), (0, 1), (2, None), (1, 2), (0, 2), (2, 2)]),
+            st.booleans(),
+        )
         return st.one_of(
             pair.map(lambda p: Concatenation(p)),
             pair.map(lambda p: Alternation(p)),
@@ -134,30 +138,44 @@ def _patterns() -> st.SearchStrategy[PatternNode]:
             children.map(Exclusion),
             quant.map(lambda q: Quantified(q[0], q[1][0], q[1][1], q[2])),
         )
-    leaves = st.one_of(VARS, VARS, VARS, st.just(Empty()), st.just(Anchor(AnchorKind.START)),
-                       st.just(Anchor(AnchorKind.END)))
+
+    leaves = st.one_of(
+        VARS,
+        VARS,
+        VARS,
+        st.just(Empty()),
+        st.just(Anchor(AnchorKind.START)),
+        st.just(Anchor(AnchorKind.END)),
+    )
     return st.recursive(leaves, extend, max_leaves=5)
 
 
 @settings(max_examples=300, deadline=None)
-@given(pattern=_patterns(), text=st.text(alphabet="abc", max_size=7),
-       skip=st.sampled_from([SkipMode.PAST_LAST_ROW, SkipMode.TO_NEXT_ROW]),
-       all_matches=st.booleans())
+@given(
+    pattern=_patterns(),
+    text=st.text(alphabet="abc", max_size=7),
+    skip=st.sampled_from([SkipMode.PAST_LAST_ROW, SkipMode.TO_NEXT_ROW]),
+    all_matches=st.booleans(),
+)
 def test_vm_agrees_with_backtracking(pattern, text, skip, all_matches) -> None:
     rows = letters(text)
     spec = MatchSpec(
         columns=pa.schema([("id", pa.int64()), ("v", pa.string())]),
         pattern=pattern,
         order_by=["id"],
-        measures=[Measure("mn", expr("MATCH_NUMBER()"), pa.int64()),
-                  Measure("first_id", expr("FIRST(id)"), pa.int64()),
-                  Measure("labels", expr("string_agg(CLASSIFIER(), '')"), pa.string())],
+        measures=[
+            Measure("mn", expr("MATCH_NUMBER()"), pa.int64()),
+            Measure("first_id", expr("FIRST(id)"), pa.int64()),
+            Measure("labels", expr("string_agg(CLASSIFIER(), '')"), pa.string()),
+        ],
         rows_per_match=RowsPerMatch.ONE,
         skip=skip,
         defines={"A": expr("v = 'a'"), "B": expr("v = 'b'"), "C": expr("v IN ('a', 'c')")},
         all_matches=all_matches,
     )
     got = [(mn, first, labels or "") for mn, first, labels in run(spec, rows)]
-    want = [(mn, start if lab else None, lab) for mn, start, lab in
-            expected(pattern, text, skip, all_matches)]
+    want = [
+        (mn, start if lab else None, lab)
+        for mn, start, lab in expected(pattern, text, skip, all_matches)
+    ]
     assert got == want

@@ -28,8 +28,15 @@ from matchsql.plan.spec import MatchSpec
 
 from .specs import expr, pattern
 
-SCHEMA = pa.schema([("x", pa.float64()), ("y", pa.int64()), ("s", pa.string()),
-                    ("d", pa.decimal128(10, 2)), ("f", pa.bool_())])
+SCHEMA = pa.schema(
+    [
+        ("x", pa.float64()),
+        ("y", pa.int64()),
+        ("s", pa.string()),
+        ("d", pa.decimal128(10, 2)),
+        ("f", pa.bool_()),
+    ]
+)
 SPEC = MatchSpec(columns=SCHEMA, pattern=pattern("A B+ C*"), subsets={"U": ("A", "C")})
 
 SPECIALISED = [
@@ -37,25 +44,59 @@ SPECIALISED = [
     "B.x < A.x AND B.x <= PREV(B.x)",
     "x > B.x AND x >= PREV(x) AND x <= A.x",
     "x > PREV(x) AND x > A.x",
-    "x = y", "x <> y", "x >= 2", "1.5 < x", "y = 3", "x != A.y",
-    "PREV(x, 2) < NEXT(x)", "NEXT(A.x) > x", "PREV(A.y, 3) = y", "PREV(U.x) > x",
+    "x = y",
+    "x <> y",
+    "x >= 2",
+    "1.5 < x",
+    "y = 3",
+    "x != A.y",
+    "PREV(x, 2) < NEXT(x)",
+    "NEXT(A.x) > x",
+    "PREV(A.y, 3) = y",
+    "PREV(U.x) > x",
     "x > PREV(x) OR y < 2 OR x IS NULL",
-    "NOT (x < y)", "NOT x < 1 AND y IS NULL",
-    "x + y > A.x * 2", "x - PREV(x) > 0.5", "y / 2 <= 1", "-x < y",
-    "s < 'm'", "s = A.s", "s > PREV(s)",
-    "d > x", "d < 1", "d = A.d", "d + 1 > y",
-    "f", "f AND x > 1", "f OR A.f", "NOT f",
-    "y", "y AND x", "x OR y",
+    "NOT (x < y)",
+    "NOT x < 1 AND y IS NULL",
+    "x + y > A.x * 2",
+    "x - PREV(x) > 0.5",
+    "y / 2 <= 1",
+    "-x < y",
+    "s < 'm'",
+    "s = A.s",
+    "s > PREV(s)",
+    "d > x",
+    "d < 1",
+    "d = A.d",
+    "d + 1 > y",
+    "f",
+    "f AND x > 1",
+    "f OR A.f",
+    "NOT f",
+    "y",
+    "y AND x",
+    "x OR y",
     "s < x",  # string vs number: an error on non-NULL pairs
-    "TRUE", "FALSE AND x > 0", "NULL", "NULL OR x > 0",
+    "TRUE",
+    "FALSE AND x > 0",
+    "NULL",
+    "NULL OR x > 0",
     "(x < 2) = (y < 2)",
     "RUNNING (x > PREV(x))",
 ]
 
 GENERAL_ONLY = [
-    "FIRST(A.x) < x", "LAST(B.x, 1) > x", "COUNT(*) > 2", "SUM(B.x) > 3",
-    "CLASSIFIER() = 'B'", "MATCH_NUMBER() > 1", "abs(x) > 1", "CASE WHEN x > 1 THEN TRUE END",
-    "x IN (1, 2)", "x BETWEEN 1 AND 2", "COALESCE(x, 0) > 1", "PREV(FIRST(A.x)) > 1",
+    "FIRST(A.x) < x",
+    "LAST(B.x, 1) > x",
+    "COUNT(*) > 2",
+    "SUM(B.x) > 3",
+    "CLASSIFIER() = 'B'",
+    "MATCH_NUMBER() > 1",
+    "abs(x) > 1",
+    "CASE WHEN x > 1 THEN TRUE END",
+    "x IN (1, 2)",
+    "x BETWEEN 1 AND 2",
+    "COALESCE(x, 0) > 1",
+    "PREV(FIRST(A.x)) > 1",
 ]
 
 
@@ -63,8 +104,9 @@ def _value(rng: random.Random, kind: str):
     if rng.random() < 0.15:
         return None
     if kind == "x":
-        return rng.choice([0.0, 1.0, 1.5, 2.0, 3.0, -1.0, math.nan, math.inf, -math.inf,
-                           rng.uniform(-3, 3)])
+        return rng.choice(
+            [0.0, 1.0, 1.5, 2.0, 3.0, -1.0, math.nan, math.inf, -math.inf, rng.uniform(-3, 3)]
+        )
     if kind == "y":
         return rng.choice([0, 1, 2, 3, -2])
     if kind == "s":
@@ -152,6 +194,11 @@ def test_row_local_results_are_cached_per_row() -> None:
     first = [test(None, (), r) for r in range(12)]
     assert [test(None, (), r) for r in range(12)] == first
     values = holder.column_list("x")
-    expected = [r > 0 and values[r] is not None and values[r - 1] is not None
-                and number_lt(values[r], values[r - 1]) for r in range(12)]
+    expected = [
+        r > 0
+        and values[r] is not None
+        and values[r - 1] is not None
+        and number_lt(values[r], values[r - 1])
+        for r in range(12)
+    ]
     assert first == expected

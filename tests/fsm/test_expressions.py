@@ -28,18 +28,26 @@ ROWS = [
 ]
 LABELS = ["A", "B", "B", "A"]
 SPEC = MatchSpec(
-    columns=pa.schema([("id", pa.int64()), ("x", pa.int64()), ("s", pa.string()),
-                       ("ts", pa.timestamp("us"))]),
+    columns=pa.schema(
+        [("id", pa.int64()), ("x", pa.int64()), ("s", pa.string()), ("ts", pa.timestamp("us"))]
+    ),
     pattern=pattern("(A | B)+"),
     subsets={"U": ("A", "B")},
 )
 
 
-def ev(text: str, current: int = 4, final: bool = False, labels=None, start: int = 1,
-       match_number: int = 7) -> object:
+def ev(
+    text: str,
+    current: int = 4,
+    final: bool = False,
+    labels=None,
+    start: int = 1,
+    match_number: int = 7,
+) -> object:
     fn = compile_expression(expr(text), SPEC)
-    view = MatchView(ListRows(ROWS), start, LABELS if labels is None else labels, current,
-                     match_number, final)
+    view = MatchView(
+        ListRows(ROWS), start, LABELS if labels is None else labels, current, match_number, final
+    )
     return fn(view)
 
 
@@ -153,37 +161,88 @@ def test_other_aggregates() -> None:
 # -- scalar semantics ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("7 / 2", 3.5), ("7 // 2", 3), ("-7 // 2", -3), ("-7 % 2", -1), ("7 % 3", 1),
-    ("2 ^ 3", 8.0), ("1 + NULL", None), ("abs(-3)", 3), ("round(2.5)", 3.0),
-    ("round(-2.5)", -3.0), ("round(2.345, 2)", 2.35), ("floor(2.5)", 2.0), ("ceil(2.1)", 3.0),
-    ("sign(-4)", -1), ("CAST(2.5 AS INT)", 3), ("CAST('12' AS BIGINT)", 12),
-    ("CAST(7 AS VARCHAR)", "7"), ("CAST(1.5 AS VARCHAR)", "1.5"), ("TRY_CAST('x' AS INT)", None),
-    ("CAST('2.50' AS DECIMAL(5,1))", Decimal("2.5")),
-    ("coalesce(NULL, 2, 3)", 2), ("greatest(1, NULL, 3)", 3), ("least(4, 2)", 2),
-    ("nullif(2, 2)", None), ("CASE WHEN 1 > 2 THEN 'a' WHEN 2 > 1 THEN 'b' END", "b"),
-    ("CASE 3 WHEN 1 THEN 'x' ELSE 'y' END", "y"), ("if(NULL, 1, 2)", 2),
-    ("'ab' || 'c'", "abc"), ("'ab' || NULL", None), ("concat('a', NULL, 'b')", "ab"),
-    ("lower('AbC')", "abc"), ("upper('a')", "A"), ("length('abc')", 3),
-    ("substr('abcdef', 2, 3)", "bcd"), ("substr('abcdef', -2)", "ef"),
-    ("trim('  a ')", "a"), ("replace('aXb', 'X', '-')", "a-b"),
-    ("starts_with('abc', 'ab')", True), ("contains('abc', 'd')", False),
-    ("'abc' LIKE 'a%'", True), ("'abc' LIKE 'a_'", False), ("'ABC' ILIKE 'a%c'", True),
-    ("NULL LIKE 'a'", None), ("3 IN (1, 2, 3)", True), ("3 IN (1, NULL)", None),
-    ("NULL IN (1)", None), ("2 BETWEEN 1 AND 3", True), ("5 NOT BETWEEN 1 AND 3", True),
-    ("NULL IS NULL", True), ("1 IS NOT NULL", True), ("NULL AND FALSE", False),
-    ("NULL OR TRUE", True), ("NULL AND TRUE", None), ("NOT NULL", None),
-    ("1 IS DISTINCT FROM NULL", True), ("NULL IS NOT DISTINCT FROM NULL", True),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("7 / 2", 3.5),
+        ("7 // 2", 3),
+        ("-7 // 2", -3),
+        ("-7 % 2", -1),
+        ("7 % 3", 1),
+        ("2 ^ 3", 8.0),
+        ("1 + NULL", None),
+        ("abs(-3)", 3),
+        ("round(2.5)", 3.0),
+        ("round(-2.5)", -3.0),
+        ("round(2.345, 2)", 2.35),
+        ("floor(2.5)", 2.0),
+        ("ceil(2.1)", 3.0),
+        ("sign(-4)", -1),
+        ("CAST(2.5 AS INT)", 3),
+        ("CAST('12' AS BIGINT)", 12),
+        ("CAST(7 AS VARCHAR)", "7"),
+        ("CAST(1.5 AS VARCHAR)", "1.5"),
+        ("TRY_CAST('x' AS INT)", None),
+        ("CAST('2.50' AS DECIMAL(5,1))", Decimal("2.5")),
+        ("coalesce(NULL, 2, 3)", 2),
+        ("greatest(1, NULL, 3)", 3),
+        ("least(4, 2)", 2),
+        ("nullif(2, 2)", None),
+        ("CASE WHEN 1 > 2 THEN 'a' WHEN 2 > 1 THEN 'b' END", "b"),
+        ("CASE 3 WHEN 1 THEN 'x' ELSE 'y' END", "y"),
+        ("if(NULL, 1, 2)", 2),
+        ("'ab' || 'c'", "abc"),
+        ("'ab' || NULL", None),
+        ("concat('a', NULL, 'b')", "ab"),
+        ("lower('AbC')", "abc"),
+        ("upper('a')", "A"),
+        ("length('abc')", 3),
+        ("substr('abcdef', 2, 3)", "bcd"),
+        ("substr('abcdef', -2)", "ef"),
+        ("trim('  a ')", "a"),
+        ("replace('aXb', 'X', '-')", "a-b"),
+        ("starts_with('abc', 'ab')", True),
+        ("contains('abc', 'd')", False),
+        ("'abc' LIKE 'a%'", True),
+        ("'abc' LIKE 'a_'", False),
+        ("'ABC' ILIKE 'a%c'", True),
+        ("NULL LIKE 'a'", None),
+        ("3 IN (1, 2, 3)", True),
+        ("3 IN (1, NULL)", None),
+        ("NULL IN (1)", None),
+        ("2 BETWEEN 1 AND 3", True),
+        ("5 NOT BETWEEN 1 AND 3", True),
+        ("NULL IS NULL", True),
+        ("1 IS NOT NULL", True),
+        ("NULL AND FALSE", False),
+        ("NULL OR TRUE", True),
+        ("NULL AND TRUE", None),
+        ("NOT NULL", None),
+        ("1 IS DISTINCT FROM NULL", True),
+        ("NULL IS NOT DISTINCT FROM NULL", True),
+    ],
+)
 def test_scalars(text: str, expected: object) -> None:
     assert ev(text) == expected
 
 
 def test_scalars_agree_with_duckdb() -> None:
     """Spot-check that numeric results equal DuckDB's for the same expressions."""
-    texts = ["7 / 2", "-7 // 2", "-7 % 3", "7 % -3", "round(2.5)", "round(-0.5)",
-             "CAST(-2.5 AS INT)", "2 ^ 10", "1 / 0", "abs(-7) * 3 - 4 // 3",
-             "CAST('3.5' AS INT)", "greatest(1, NULL)", "length('hello')"]
+    texts = [
+        "7 / 2",
+        "-7 // 2",
+        "-7 % 3",
+        "7 % -3",
+        "round(2.5)",
+        "round(-0.5)",
+        "CAST(-2.5 AS INT)",
+        "2 ^ 10",
+        "1 / 0",
+        "abs(-7) * 3 - 4 // 3",
+        "CAST('3.5' AS INT)",
+        "greatest(1, NULL)",
+        "length('hello')",
+    ]
     con = duckdb.connect()
     for text in texts:
         ((want,),) = con.sql(f"SELECT {text}").fetchall()

@@ -28,8 +28,9 @@ def one(text: str, pat: str, define: dict | None = None, **kw) -> list[tuple]:
     return run(spec, rows)
 
 
-def all_rows(text: str, pat: str, mode: RowsPerMatch = ALL_SHOW, define: dict | None = None,
-             **kw) -> list[tuple]:
+def all_rows(
+    text: str, pat: str, mode: RowsPerMatch = ALL_SHOW, define: dict | None = None, **kw
+) -> list[tuple]:
     rows = letters(text)
     defs = LETTER_DEFINES if define is None else define
     spec = make_spec(rows, pat, define=defs, measures=ROW_MEASURES, rows_per_match=mode, **kw)
@@ -70,23 +71,32 @@ def test_bounded_greedy_and_reluctant() -> None:
 def test_permute_prefers_lexicographic_order() -> None:
     # "cab" is only matched by the permutation C A B.
     assert all_rows("cab", "PERMUTE(A, B, C)") == [
-        (1, 1, "C", "c"), (2, 1, "A", "a"), (3, 1, "B", "b")]
+        (1, 1, "C", "c"),
+        (2, 1, "A", "a"),
+        (3, 1, "B", "b"),
+    ]
     # With X and Y both true, the first permutation X Y is preferred.
-    assert all_rows("zz", "PERMUTE(X, Y)", define={}) == [
-        (1, 1, "X", "z"), (2, 1, "Y", "z")]
+    assert all_rows("zz", "PERMUTE(X, Y)", define={}) == [(1, 1, "X", "z"), (2, 1, "Y", "z")]
 
 
 def test_alternation_in_loop_labels_by_preference() -> None:
     # X and Y are both true: (X|Y)+ labels every row X (left branch first).
     assert all_rows("zzz", "(X | Y)+", define={}) == [
-        (1, 1, "X", "z"), (2, 1, "X", "z"), (3, 1, "X", "z")]
+        (1, 1, "X", "z"),
+        (2, 1, "X", "z"),
+        (3, 1, "X", "z"),
+    ]
 
 
 def test_greedy_backtracks_to_complete() -> None:
     # X+ with X always true swallows everything, but must leave row 4 for Y.
     assert one("xxxy", "X+ Y", define={"Y": "v = 'y'"}) == [(1, 1, 4)]
     assert all_rows("xyxy", "X+ Y", define={"Y": "v = 'y'"}) == [
-        (1, 1, "X", "x"), (2, 1, "X", "y"), (3, 1, "X", "x"), (4, 1, "Y", "y")]
+        (1, 1, "X", "x"),
+        (2, 1, "X", "y"),
+        (3, 1, "X", "x"),
+        (4, 1, "Y", "y"),
+    ]
 
 
 def test_empty_iterations_do_not_loop() -> None:
@@ -140,15 +150,23 @@ def test_empty_matches_show_omit_unmatched() -> None:
 
 def test_unmatched_rows() -> None:
     assert all_rows("bab", "A", ALL_UNMATCHED) == [
-        (1, None, None, "b"), (2, 1, "A", "a"), (3, None, None, "b")]
+        (1, None, None, "b"),
+        (2, 1, "A", "a"),
+        (3, None, None, "b"),
+    ]
 
 
 def test_unmatched_rows_with_overlapping_matches() -> None:
     # B+ A with SKIP TO NEXT ROW on "bbab": matches 1-3 and 2-3; row 3 fails
     # as a start but lies inside a match so it is not unmatched; row 4 is.
     assert all_rows("bbab", "B+ A", ALL_UNMATCHED, skip=SkipMode.TO_NEXT_ROW) == [
-        (1, 1, "B", "b"), (2, 1, "B", "b"), (3, 1, "A", "a"),
-        (2, 2, "B", "b"), (3, 2, "A", "a"), (4, None, None, "b")]
+        (1, 1, "B", "b"),
+        (2, 1, "B", "b"),
+        (3, 1, "A", "a"),
+        (2, 2, "B", "b"),
+        (3, 2, "A", "a"),
+        (4, None, None, "b"),
+    ]
 
 
 # -- AFTER MATCH SKIP ------------------------------------------------------------------------
@@ -158,8 +176,9 @@ def test_unmatched_rows_with_overlapping_matches() -> None:
 SKIP_DEFINES = {"B": "v = 'b'", "C": "v = 'c'"}
 
 
-def skip_run(mode: SkipMode, var: str | None = None, text: str = "xbbcbc",
-             pat: str = "A B+ C", **kw) -> list[tuple]:
+def skip_run(
+    mode: SkipMode, var: str | None = None, text: str = "xbbcbc", pat: str = "A B+ C", **kw
+) -> list[tuple]:
     return one(text, pat, define=SKIP_DEFINES, skip=mode, skip_variable=var, **kw)
 
 
@@ -200,10 +219,13 @@ def test_skip_to_absent_variable_is_an_error() -> None:
 
 
 def test_empty_match_advances_one_row_in_every_mode() -> None:
-    for mode, var in [(SkipMode.PAST_LAST_ROW, None), (SkipMode.TO_NEXT_ROW, None),
-                      (SkipMode.TO_LAST, "A"), (SkipMode.TO_FIRST, "A")]:
-        assert one("bb", "A*", skip=mode, skip_variable=var) == [
-            (1, None, None), (2, None, None)]
+    for mode, var in [
+        (SkipMode.PAST_LAST_ROW, None),
+        (SkipMode.TO_NEXT_ROW, None),
+        (SkipMode.TO_LAST, "A"),
+        (SkipMode.TO_FIRST, "A"),
+    ]:
+        assert one("bb", "A*", skip=mode, skip_variable=var) == [(1, None, None), (2, None, None)]
 
 
 # -- ALL MATCHES / INCREMENTAL MATCH ----------------------------------------------------------
@@ -220,7 +242,12 @@ def test_all_matches_include_empty_and_skip_from_preferred() -> None:
     assert one("aa", "A*", all_matches=True) == [(1, None, None), (2, 1, 1), (3, 1, 2)]
     # TO NEXT ROW: row 2 starts again: empty, then 2-2.
     assert one("aa", "A*", all_matches=True, skip=SkipMode.TO_NEXT_ROW) == [
-        (1, None, None), (2, 1, 1), (3, 1, 2), (4, None, None), (5, 2, 2)]
+        (1, None, None),
+        (2, 1, 1),
+        (3, 1, 2),
+        (4, None, None),
+        (5, 2, 2),
+    ]
 
 
 def test_all_matches_keep_preferred_labelling_per_end() -> None:
@@ -230,8 +257,11 @@ def test_all_matches_keep_preferred_labelling_per_end() -> None:
     rows = all_rows("zzz", "(X | Y Y) Z?", define={}, all_matches=True)
     assert rows == [
         (1, 1, "X", "z"),
-        (1, 2, "X", "z"), (2, 2, "Z", "z"),
-        (1, 3, "Y", "z"), (2, 3, "Y", "z"), (3, 3, "Z", "z"),
+        (1, 2, "X", "z"),
+        (2, 2, "Z", "z"),
+        (1, 3, "Y", "z"),
+        (2, 3, "Y", "z"),
+        (3, 3, "Z", "z"),
         (3, 4, "X", "z"),
     ]
 
@@ -248,11 +278,22 @@ def test_within_window_limits_span() -> None:
 
 def test_partition_columns_lead_the_output() -> None:
     rows = [{"p": "k", "id": i, "v": c} for i, c in enumerate("ab", 1)]
-    spec = make_spec(rows, "A B", define=LETTER_DEFINES, partition_by=["p"],
-                     measures=[("n", "COUNT(*)", pa.int64())])
+    spec = make_spec(
+        rows,
+        "A B",
+        define=LETTER_DEFINES,
+        partition_by=["p"],
+        measures=[("n", "COUNT(*)", pa.int64())],
+    )
     assert run(spec, rows) == [("k", 2)]
-    spec = make_spec(rows, "A B", define=LETTER_DEFINES, partition_by=["p"],
-                     measures=[("n", "COUNT(*)", pa.int64())], rows_per_match=ALL_SHOW)
+    spec = make_spec(
+        rows,
+        "A B",
+        define=LETTER_DEFINES,
+        partition_by=["p"],
+        measures=[("n", "COUNT(*)", pa.int64())],
+        rows_per_match=ALL_SHOW,
+    )
     assert run(spec, rows) == [("k", 1, 1, "a"), ("k", 2, 2, "b")]
 
 
@@ -270,41 +311,67 @@ def test_seek_behaves_like_initial_in_match_recognize() -> None:
 
 def test_one_row_measures_are_final_even_when_running() -> None:
     rows = letters("aab")
-    spec = make_spec(rows, "A+ B", define=LETTER_DEFINES,
-                     measures=[("r", "RUNNING(COUNT(A.*))", pa.int64()),
-                               ("f", "FINAL(COUNT(A.*))", pa.int64()),
-                               ("c", "CLASSIFIER()", pa.string())])
+    spec = make_spec(
+        rows,
+        "A+ B",
+        define=LETTER_DEFINES,
+        measures=[
+            ("r", "RUNNING(COUNT(A.*))", pa.int64()),
+            ("f", "FINAL(COUNT(A.*))", pa.int64()),
+            ("c", "CLASSIFIER()", pa.string()),
+        ],
+    )
     # Evaluated at the last row (B): running and final agree on the whole match.
     assert run(spec, rows) == [(2, 2, "B")]
 
 
 def test_measures_over_subsets_and_exclusions() -> None:
     rows = letters("abbc")
-    spec = make_spec(rows, "A {- B+ -} C", define=LETTER_DEFINES, subsets={"U": ("A", "B")},
-                     measures=[("nb", "COUNT(B.*)", pa.int64()),
-                               ("u", "LAST(U.id)", pa.int64()),
-                               ("ids", "array_agg(id)", pa.list_(pa.int64()))],
-                     rows_per_match=ALL_SHOW)
+    spec = make_spec(
+        rows,
+        "A {- B+ -} C",
+        define=LETTER_DEFINES,
+        subsets={"U": ("A", "B")},
+        measures=[
+            ("nb", "COUNT(B.*)", pa.int64()),
+            ("u", "LAST(U.id)", pa.int64()),
+            ("ids", "array_agg(id)", pa.list_(pa.int64())),
+        ],
+        rows_per_match=ALL_SHOW,
+    )
     # Row 1: nothing after A yet. Row 4 (C): running sees both excluded B rows.
     assert run(spec, rows) == [(1, 0, 1, [1], "a"), (4, 2, 3, [1, 2, 3, 4], "c")]
 
 
 def test_empty_match_measures_in_all_rows() -> None:
     rows = letters("b")
-    spec = make_spec(rows, "A*", define=LETTER_DEFINES,
-                     measures=[("n", "COUNT(*)", pa.int64()), ("s", "SUM(id)", pa.int64()),
-                               ("c", "CLASSIFIER()", pa.string()),
-                               ("m", "MATCH_NUMBER()", pa.int64())],
-                     rows_per_match=ALL_SHOW)
+    spec = make_spec(
+        rows,
+        "A*",
+        define=LETTER_DEFINES,
+        measures=[
+            ("n", "COUNT(*)", pa.int64()),
+            ("s", "SUM(id)", pa.int64()),
+            ("c", "CLASSIFIER()", pa.string()),
+            ("m", "MATCH_NUMBER()", pa.int64()),
+        ],
+        rows_per_match=ALL_SHOW,
+    )
     assert run(spec, rows) == [(1, 0, None, None, 1, "b")]
 
 
 def test_measure_values_are_cast_to_the_measure_type() -> None:
     rows = letters("ab")
-    spec = make_spec(rows, "A B", define=LETTER_DEFINES,
-                     measures=[("avg", "AVG(id)", pa.float64()),
-                               ("as_int", "AVG(id)", pa.int64()),
-                               ("text", "id", pa.string())])
+    spec = make_spec(
+        rows,
+        "A B",
+        define=LETTER_DEFINES,
+        measures=[
+            ("avg", "AVG(id)", pa.float64()),
+            ("as_int", "AVG(id)", pa.int64()),
+            ("text", "id", pa.string()),
+        ],
+    )
     # AVG(1, 2) = 1.5; as an integer column it rounds half away from zero.
     assert run(spec, rows) == [(1.5, 2, "2")]
 

@@ -48,8 +48,9 @@ def test_end_anchor_waits_for_finish() -> None:
 
 def test_next_in_measures_waits_for_rows_ahead() -> None:
     rows = letters("abxx")
-    spec = make_spec(rows, "A B", define=LETTER_DEFINES,
-                     measures=[("ahead", "NEXT(id, 2)", pa.int64())])
+    spec = make_spec(
+        rows, "A B", define=LETTER_DEFINES, measures=[("ahead", "NEXT(id, 2)", pa.int64())]
+    )
     m = ReferenceMatcher(spec)
     assert ids(m.feed(batch_of(spec, rows[:3]))) == []  # needs row 4 (= id of B + 2)
     assert ids(m.feed(batch_of(spec, rows[3:]))) == [(4,)]
@@ -73,13 +74,17 @@ def test_buffered_rows_follow_the_live_window() -> None:
     # holder needs the open attempt plus 3 rows of history, never the partition.
     text = "ab" * 5000
     rows = letters(text)
-    spec = make_spec(rows, "A B", define={"A": "v = 'a' AND PREV(v, 3) IS DISTINCT FROM 'x'",
-                                          "B": "v = 'b'"}, measures=MATCH_BOUNDS)
+    spec = make_spec(
+        rows,
+        "A B",
+        define={"A": "v = 'a' AND PREV(v, 3) IS DISTINCT FROM 'x'", "B": "v = 'b'"},
+        measures=MATCH_BOUNDS,
+    )
     m = ReferenceMatcher(spec)
     peak = 0
     out = 0
     for k in range(0, len(rows), 100):
-        out += len(ids(m.feed(batch_of(spec, rows[k:k + 100]))))
+        out += len(ids(m.feed(batch_of(spec, rows[k : k + 100]))))
         peak = max(peak, m.buffered_rows)
     out += len(ids(m.finish()))
     assert out == 5000
@@ -105,13 +110,16 @@ def test_thread_limit() -> None:
 # -- merging ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("define,n", [
-    ({"C": "v = 'c'"}, 10_000),  # no history observed: program state alone
-    ({"C": "v = 'c'", "A": "A.x >= 0", "B": "LAST(B.x) >= 0"}, 10_000),  # current row only
-    # C observes the last A row: threads differ by that row, so a step holds
-    # O(rows) threads (quadratic overall, not exponential).
-    ({"C": "v = 'c' AND A.x >= 0"}, 300),
-])
+@pytest.mark.parametrize(
+    "define,n",
+    [
+        ({"C": "v = 'c'"}, 10_000),  # no history observed: program state alone
+        ({"C": "v = 'c'", "A": "A.x >= 0", "B": "LAST(B.x) >= 0"}, 10_000),  # current row only
+        # C observes the last A row: threads differ by that row, so a step holds
+        # O(rows) threads (quadratic overall, not exponential).
+        ({"C": "v = 'c' AND A.x >= 0"}, 300),
+    ],
+)
 def test_ambiguous_pattern_is_not_exponential(define: dict, n: int) -> None:
     # (A|B)*(A|B)*C with A and B true: exponentially many paths, but threads
     # with equal observable state are merged.
@@ -126,8 +134,13 @@ def test_ambiguous_pattern_is_not_exponential(define: dict, n: int) -> None:
 def test_merging_keeps_the_preferred_labelling() -> None:
     # All A (left branch, first loop) is the preferred labelling.
     rows = letters("zzc")
-    spec = make_spec(rows, "(A|B)*(A|B)*C", define={"C": "v = 'c'"}, measures=ROW_MEASURES,
-                     rows_per_match=RowsPerMatch.ALL_SHOW_EMPTY)
+    spec = make_spec(
+        rows,
+        "(A|B)*(A|B)*C",
+        define={"C": "v = 'c'"},
+        measures=ROW_MEASURES,
+        rows_per_match=RowsPerMatch.ALL_SHOW_EMPTY,
+    )
     assert run(spec, rows) == [(1, 1, "A", "z"), (2, 1, "A", "z"), (3, 1, "C", "c")]
 
 
@@ -138,11 +151,16 @@ def test_v_shape_with_prev() -> None:
     # prices 10 8 6 7 9 5: A=10, B+ falls to 6, C+ rises 7, 9; then 5 falls.
     prices = [10, 8, 6, 7, 9, 5]
     rows = [{"id": i + 1, "price": p} for i, p in enumerate(prices)]
-    spec = make_spec(rows, "A B+ C+", define={"B": "price < PREV(price)",
-                                              "C": "price > PREV(price)"},
-                     measures=[("bottom", "LAST(B.price)", pa.int64()),
-                               ("top", "LAST(C.price)", pa.int64()),
-                               ("n", "COUNT(*)", pa.int64())])
+    spec = make_spec(
+        rows,
+        "A B+ C+",
+        define={"B": "price < PREV(price)", "C": "price > PREV(price)"},
+        measures=[
+            ("bottom", "LAST(B.price)", pa.int64()),
+            ("top", "LAST(C.price)", pa.int64()),
+            ("n", "COUNT(*)", pa.int64()),
+        ],
+    )
     assert run(spec, rows) == [(6, 9, 5)]
 
 
@@ -157,17 +175,22 @@ def test_running_aggregate_in_define() -> None:
 def test_define_reading_another_variable() -> None:
     # B must exceed the first A's x; A+ takes 1 2 (greedy, A true), B = 5.
     rows = [{"id": i + 1, "x": x} for i, x in enumerate([1, 2, 5, 0])]
-    spec = make_spec(rows, "A+ B", define={"A": "x < 3", "B": "x > FIRST(A.x) + 3"},
-                     measures=MATCH_BOUNDS)
+    spec = make_spec(
+        rows, "A+ B", define={"A": "x < 3", "B": "x > FIRST(A.x) + 3"}, measures=MATCH_BOUNDS
+    )
     assert run(spec, rows) == [(1, 1, 3)]
 
 
 def test_classifier_in_define() -> None:
     # B only right after an A: PREV(CLASSIFIER()) = 'A'. X is true.
     rows = letters("zzzz")
-    spec = make_spec(rows, "(A | B)+", define={"A": "CLASSIFIER() = 'A'",
-                                               "B": "PREV(CLASSIFIER()) = 'A'"},
-                     measures=ROW_MEASURES, rows_per_match=RowsPerMatch.ALL_SHOW_EMPTY)
+    spec = make_spec(
+        rows,
+        "(A | B)+",
+        define={"A": "CLASSIFIER() = 'A'", "B": "PREV(CLASSIFIER()) = 'A'"},
+        measures=ROW_MEASURES,
+        rows_per_match=RowsPerMatch.ALL_SHOW_EMPTY,
+    )
     # A is always true (CLASSIFIER() is the variable being tested), and it is
     # preferred, so every row is A.
     assert [r[2] for r in run(spec, rows)] == ["A", "A", "A", "A"]
@@ -175,30 +198,45 @@ def test_classifier_in_define() -> None:
 
 def test_null_condition_is_false() -> None:
     rows = [{"id": 1, "x": None}, {"id": 2, "x": 5}]
-    spec = make_spec(rows, "A", define={"A": "x > 1"}, measures=MATCH_BOUNDS,
-                     types={"x": pa.int64()})
+    spec = make_spec(
+        rows, "A", define={"A": "x > 1"}, measures=MATCH_BOUNDS, types={"x": pa.int64()}
+    )
     assert run(spec, rows) == [(1, 2, 2)]
 
 
 def test_all_rows_running_and_final_measures() -> None:
     rows = letters("aaa")
-    spec = make_spec(rows, "A+", define=LETTER_DEFINES,
-                     measures=[("running", "COUNT(*)", pa.int64()),
-                               ("final", "FINAL(COUNT(*))", pa.int64()),
-                               ("last", "FINAL(LAST(id))", pa.int64()),
-                               ("prev", "PREV(id)", pa.int64())],
-                     rows_per_match=RowsPerMatch.ALL_SHOW_EMPTY)
-    assert run(spec, rows) == [(1, 1, 3, 3, None, "a"), (2, 2, 3, 3, 1, "a"),
-                               (3, 3, 3, 3, 2, "a")]
+    spec = make_spec(
+        rows,
+        "A+",
+        define=LETTER_DEFINES,
+        measures=[
+            ("running", "COUNT(*)", pa.int64()),
+            ("final", "FINAL(COUNT(*))", pa.int64()),
+            ("last", "FINAL(LAST(id))", pa.int64()),
+            ("prev", "PREV(id)", pa.int64()),
+        ],
+        rows_per_match=RowsPerMatch.ALL_SHOW_EMPTY,
+    )
+    assert run(spec, rows) == [(1, 1, 3, 3, None, "a"), (2, 2, 3, 3, 1, "a"), (3, 3, 3, 3, 2, "a")]
 
 
 # -- batch splits ----------------------------------------------------------------------------
 
-PATTERNS = ["A B+", "A+? B", "(A | B)* C", "A* B?", "^A* $", "A {- B* -} C",
-            "PERMUTE(A, B) C?", "(A B | A)+", "B{1,2} A", "(A?)* C"]
+PATTERNS = [
+    "A B+",
+    "A+? B",
+    "(A | B)* C",
+    "A* B?",
+    "^A* $",
+    "A {- B* -} C",
+    "PERMUTE(A, B) C?",
+    "(A B | A)+",
+    "B{1,2} A",
+    "(A?)* C",
+]
 MODES = list(RowsPerMatch)
-SKIPS = [(SkipMode.PAST_LAST_ROW, None), (SkipMode.TO_NEXT_ROW, None),
-         (SkipMode.TO_LAST, "C")]
+SKIPS = [(SkipMode.PAST_LAST_ROW, None), (SkipMode.TO_NEXT_ROW, None), (SkipMode.TO_LAST, "C")]
 
 
 @settings(max_examples=150, deadline=None)
@@ -216,14 +254,25 @@ def test_any_batch_split_gives_the_same_output(text, pat, mode, skip, all_matche
         rows_schema = {"id": pa.int64(), "v": pa.string()}
     else:
         rows_schema = None
-    measures = [("mn", "MATCH_NUMBER()", pa.int64()), ("cls", "CLASSIFIER()", pa.string()),
-                ("n", "COUNT(*)", pa.int64()), ("nxt", "NEXT(v)", pa.string()),
-                ("prv", "PREV(FIRST(v), 2)", pa.string()),
-                ("fin", "FINAL(LAST(id))", pa.int64())]
-    spec = make_spec(rows, pat, define={"A": "v = 'a'", "B": "v = 'b' OR PREV(v) = 'a'",
-                                        "C": "v = 'c'"},
-                     measures=measures, rows_per_match=mode, skip=skip[0],
-                     skip_variable=skip[1], all_matches=all_matches, types=rows_schema)
+    measures = [
+        ("mn", "MATCH_NUMBER()", pa.int64()),
+        ("cls", "CLASSIFIER()", pa.string()),
+        ("n", "COUNT(*)", pa.int64()),
+        ("nxt", "NEXT(v)", pa.string()),
+        ("prv", "PREV(FIRST(v), 2)", pa.string()),
+        ("fin", "FINAL(LAST(id))", pa.int64()),
+    ]
+    spec = make_spec(
+        rows,
+        pat,
+        define={"A": "v = 'a'", "B": "v = 'b' OR PREV(v) = 'a'", "C": "v = 'c'"},
+        measures=measures,
+        rows_per_match=mode,
+        skip=skip[0],
+        skip_variable=skip[1],
+        all_matches=all_matches,
+        types=rows_schema,
+    )
     try:
         whole = run(spec, rows)
     except Exception as exc:  # the same error must happen in pieces

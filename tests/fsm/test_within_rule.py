@@ -23,8 +23,9 @@ from matchsql.fsm.oracle import Oracle
 from matchsql.planner import new_partition_matcher
 from tests.property.strategies import SCHEMA, spec_of
 
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def test_span_either_way() -> None:
@@ -43,7 +44,10 @@ def test_span_either_way() -> None:
 
 sorted_columns = st.tuples(
     st.lists(st.one_of(st.integers(-5, 5).map(float), st.just(float("nan"))), max_size=12),
-    st.integers(0, 3), st.booleans(), st.integers(0, 3))
+    st.integers(0, 3),
+    st.booleans(),
+    st.integers(0, 3),
+)
 
 
 @SETTINGS
@@ -62,11 +66,12 @@ def test_kernel_ends_follow_the_rule(drawn: tuple) -> None:
         assert got[s] == (past[0] if past else NO_BOUND), (column, s)
 
 
-SQL = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x {order} MEASURES FIRST(id) AS f, "
-       "LAST(id) AS l, COUNT(*) AS c ONE ROW PER MATCH AFTER MATCH SKIP {skip} "
-       "PATTERN (A B* C?) WITHIN {bound} DEFINE B AS y > 0, C AS y = 0)")
-rows = st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 8)), st.integers(0, 2)),
-                max_size=10)
+SQL = (
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY x {order} MEASURES FIRST(id) AS f, "
+    "LAST(id) AS l, COUNT(*) AS c ONE ROW PER MATCH AFTER MATCH SKIP {skip} "
+    "PATTERN (A B* C?) WITHIN {bound} DEFINE B AS y > 0, C AS y = 0)"
+)
+rows = st.lists(st.tuples(st.one_of(st.none(), st.integers(0, 8)), st.integers(0, 2)), max_size=10)
 
 
 def _matcher_rows(sql: str, ordered: list[dict], path: str) -> list[tuple]:

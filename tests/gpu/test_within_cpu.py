@@ -16,8 +16,10 @@ from matchsql.errors import LimitExceededError
 from matchsql.planner import new_partition_matcher
 from tests.property.strategies import SCHEMA, spec_of
 
-SQL = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS c "
-       "ONE ROW PER MATCH PATTERN (A B* C) WITHIN 3 DEFINE A AS x > 0, C AS y > {c})")
+SQL = (
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS c "
+    "ONE ROW PER MATCH PATTERN (A B* C) WITHIN 3 DEFINE A AS x > 0, C AS y > {c})"
+)
 ROWS = [{"id": i, "x": 1, "y": 0} for i in range(100)]
 
 
@@ -29,7 +31,7 @@ def _feed(sql: str, path: str) -> list[int]:
     matcher = new_partition_matcher(spec_of(sql), (), config, live=True)
     held = []
     for a in range(0, 100, 10):
-        assert matcher.feed(pa.RecordBatch.from_pylist(ROWS[a:a + 10], schema=SCHEMA)) == []
+        assert matcher.feed(pa.RecordBatch.from_pylist(ROWS[a : a + 10], schema=SCHEMA)) == []
         held.append(matcher.buffered_rows)
     return held
 
@@ -51,6 +53,6 @@ def test_within_matches_in_batches(path: str) -> None:
     matcher = new_partition_matcher(spec_of(SQL.format(c=-1)), (), config, live=True)
     out = []
     for a in range(0, 100, 10):
-        out += matcher.feed(pa.RecordBatch.from_pylist(ROWS[a:a + 10], schema=SCHEMA))
+        out += matcher.feed(pa.RecordBatch.from_pylist(ROWS[a : a + 10], schema=SCHEMA))
     out += matcher.finish()
     assert [r["c"] for b in out for r in b.to_pylist()] == [4] * 25

@@ -299,8 +299,7 @@ ERRORS = [
     ("MEASURES PREV(A.price + MATCH_NUMBER()) AS m PATTERN (A)", SemanticError, "MATCH_", None),
     ("MEASURES SUM(A.price) OVER () AS m PATTERN (A)", SemanticError, "SUM", "window"),
     ("MEASURES (SELECT max(A.price)) AS m PATTERN (A)", SemanticError, "A.price", "correlated"),
-    ("MEASURES (SELECT CLASSIFIER()) AS m PATTERN (A)", SemanticError, "CLASSIFIER",
-     "subquery"),
+    ("MEASURES (SELECT CLASSIFIER()) AS m PATTERN (A)", SemanticError, "CLASSIFIER", "subquery"),
     ("PATTERN (A) DEFINE A AS A.price > ANY (SELECT 1)", SemanticError, "1)", "IN or EXISTS"),
     ("MEASURES A.* AS m PATTERN (A)", SemanticError, "A.*", "COUNT"),
     # keys
@@ -389,18 +388,26 @@ def test_all_expressions_are_typed_in_one_round_trip(con, monkeypatch):
 
     calls = []
     original = typer.ExpressionTyper._bind
-    monkeypatch.setattr(typer.ExpressionTyper, "_bind",
-                        lambda self, plain: calls.append(plain) or original(self, plain))
-    spec = run("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES A.qty AS aq, "
-               "AVG(B.price) AS avg_b, CLASSIFIER() AS c PATTERN (A B+) "
-               "DEFINE B AS B.price < A.price AND qty > 0)", con)
+    monkeypatch.setattr(
+        typer.ExpressionTyper,
+        "_bind",
+        lambda self, plain: calls.append(plain) or original(self, plain),
+    )
+    spec = run(
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES A.qty AS aq, "
+        "AVG(B.price) AS avg_b, CLASSIFIER() AS c PATTERN (A B+) "
+        "DEFINE B AS B.price < A.price AND qty > 0)",
+        con,
+    )
     assert calls == []
     assert [m.type for m in spec.measures] == [pa.int32(), pa.float64(), pa.string()]
 
 
 def test_a_failing_expression_is_still_located_after_the_shared_bind(con):
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES A.qty AS aq "
-           "PATTERN (A B) DEFINE B AS price + symbol > 1)")
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES A.qty AS aq "
+        "PATTERN (A B) DEFINE B AS price + symbol > 1)"
+    )
     with pytest.raises(TypeMismatchError) as err:
         run(sql, con)
     assert (err.value.line, err.value.column) == line_column(sql, sql.index("price + symbol"))
@@ -414,15 +421,23 @@ def test_many_measures_are_typed_in_bounded_projections(monkeypatch, con):
 
     widths, calls = [], []
     original_prime = typer.ExpressionTyper._prime_texts
-    monkeypatch.setattr(typer.ExpressionTyper, "_prime_texts",
-                        lambda self, texts: widths.append(len(texts))
-                        or original_prime(self, texts))
+    monkeypatch.setattr(
+        typer.ExpressionTyper,
+        "_prime_texts",
+        lambda self, texts: widths.append(len(texts)) or original_prime(self, texts),
+    )
     original = typer.ExpressionTyper._bind
-    monkeypatch.setattr(typer.ExpressionTyper, "_bind",
-                        lambda self, plain: calls.append(plain) or original(self, plain))
+    monkeypatch.setattr(
+        typer.ExpressionTyper,
+        "_bind",
+        lambda self, plain: calls.append(plain) or original(self, plain),
+    )
     measures = ", ".join(f"LAST(A.price, {k % 3}) + {k} AS m{k}" for k in range(1000))
-    spec = run(f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES {measures} "
-               "PATTERN (A+ B) DEFINE B AS price > 1)", con)
+    spec = run(
+        f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES {measures} "
+        "PATTERN (A+ B) DEFINE B AS price > 1)",
+        con,
+    )
     assert calls == []
     assert sum(widths) == 1001 and max(widths) <= typer.PRIME_CHUNK  # 1,000 + the DEFINE
     assert len(spec.measures) == 1000

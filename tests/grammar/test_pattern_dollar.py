@@ -19,8 +19,10 @@ from matchsql.plan.pattern import Anchor, AnchorKind, Label
 
 
 def mr(pattern: str, define: str = "B AS true") -> str:
-    return (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES CLASSIFIER() AS c "
-            f"ALL ROWS PER MATCH PATTERN ({pattern}) DEFINE {define})")
+    return (
+        f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES CLASSIFIER() AS c "
+        f"ALL ROWS PER MATCH PATTERN ({pattern}) DEFINE {define})"
+    )
 
 
 def pattern_of(sql: str):
@@ -33,39 +35,55 @@ def leaves(node) -> list:
 
 
 def describe(node) -> list[str]:
-    return ["$" if isinstance(n, Anchor) and n.kind == AnchorKind.END
-            else "^" if isinstance(n, Anchor) else n.name for n in leaves(node)]
+    return [
+        "$"
+        if isinstance(n, Anchor) and n.kind == AnchorKind.END
+        else "^"
+        if isinstance(n, Anchor)
+        else n.name
+        for n in leaves(node)
+    ]
 
 
-@pytest.mark.parametrize(("pattern", "expected"), [
-    ("^B | $C$", ["^", "B", "$", "C", "$"]),
-    ("A $B", ["A", "$", "B"]),
-    ("$A$ $B$", ["$", "A", "$", "$", "B", "$"]),
-    ("A$", ["A", "$"]),
-    ("(A $)+ B", ["A", "$", "B"]),
-    ('"x$y" $', ["x$y", "$"]),
-])
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("^B | $C$", ["^", "B", "$", "C", "$"]),
+        ("A $B", ["A", "$", "B"]),
+        ("$A$ $B$", ["$", "A", "$", "$", "B", "$"]),
+        ("A$", ["A", "$"]),
+        ("(A $)+ B", ["A", "$", "B"]),
+        ('"x$y" $', ["x$y", "$"]),
+    ],
+)
 def test_dollar_before_a_variable_is_an_anchor(pattern: str, expected: list[str]) -> None:
     assert describe(pattern_of(mr(pattern))) == expected
 
 
 def test_two_match_recognize_with_dollar_patterns() -> None:
-    sql = ("SELECT * FROM (SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES "
-           "CLASSIFIER() AS c ALL ROWS PER MATCH PATTERN ($A$) DEFINE A AS true)) "
-           "MATCH_RECOGNIZE (ORDER BY id MEASURES CLASSIFIER() AS k "
-           "ALL ROWS PER MATCH PATTERN (^B $C$) DEFINE B AS true)")
+    sql = (
+        "SELECT * FROM (SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES "
+        "CLASSIFIER() AS c ALL ROWS PER MATCH PATTERN ($A$) DEFINE A AS true)) "
+        "MATCH_RECOGNIZE (ORDER BY id MEASURES CLASSIFIER() AS k "
+        "ALL ROWS PER MATCH PATTERN (^B $C$) DEFINE B AS true)"
+    )
     nodes = list(parse(sql)[0].find_all(MatchRecognizeTable))
     assert sorted(describe(n.args["pattern"].this) for n in nodes) == [
-        ["$", "A", "$"], ["^", "B", "$", "C", "$"]]
+        ["$", "A", "$"],
+        ["^", "B", "$", "C", "$"],
+    ]
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT $1, $2 + 1",
-    "SELECT $$a;b$$ AS s",
-    "SELECT $tag$it's $1$tag$ AS s",
-    "SELECT $$x$$ || 'y' FROM t WHERE id = $1",
-    "SELECT pattern ($1) FROM t",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT $1, $2 + 1",
+        "SELECT $$a;b$$ AS s",
+        "SELECT $tag$it's $1$tag$ AS s",
+        "SELECT $$x$$ || 'y' FROM t WHERE id = $1",
+        "SELECT pattern ($1) FROM t",
+    ],
+)
 def test_dollar_outside_a_pattern_is_unchanged(sql: str) -> None:
     ours = sqlglot.parse_one(sql, read=MatchSQL)
     duck = sqlglot.parse_one(sql, read="duckdb")
@@ -73,8 +91,10 @@ def test_dollar_outside_a_pattern_is_unchanged(sql: str) -> None:
 
 
 def test_dollar_string_next_to_a_match_recognize_is_unchanged() -> None:
-    sql = ("SELECT c, $$a$b$$ AS s FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES "
-           "CLASSIFIER() AS c ONE ROW PER MATCH PATTERN (A $) DEFINE A AS v = $x$a$x$)")
+    sql = (
+        "SELECT c, $$a$b$$ AS s FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES "
+        "CLASSIFIER() AS c ONE ROW PER MATCH PATTERN (A $) DEFINE A AS v = $x$a$x$)"
+    )
     tree = parse(sql)[0]
     # the select list keeps DuckDB's RawString; inside MATCH_RECOGNIZE it is a plain string
     assert [n.this for n in tree.find_all(sqlglot.exp.RawString)] == ["a$b"]
@@ -119,6 +139,8 @@ def test_end_anchor_before_a_variable_runs(con: matchsql.Connection) -> None:
 def test_pattern_body_scan_skips_quotes() -> None:
     # a quoted variable may hold ')' and a function called pattern may take a string
     assert [s.text for s in split_script("SELECT pattern(')'); SELECT 1")] == [
-        "SELECT pattern(')')", "SELECT 1"]
+        "SELECT pattern(')')",
+        "SELECT 1",
+    ]
     sql = mr('"x)$" $', define='"x)$" AS true')
     assert describe(pattern_of(sql)) == ["x)$", "$"]

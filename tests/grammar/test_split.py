@@ -72,8 +72,10 @@ def test_leading_comment_is_part_of_statement():
 
 
 def test_a_text_parsed_again_gives_new_trees_and_its_errors_again() -> None:
-    text = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES A.x AS ax "
-            "PATTERN (A B+) DEFINE B AS B.x > PREV(B.x))")
+    text = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES A.x AS ax "
+        "PATTERN (A B+) DEFINE B AS B.x > PREV(B.x))"
+    )
     first = parse(text)[0]
     first.find(exp.Table).replace(exp.to_table("rewritten"))  # callers rewrite their trees
     again = parse(text)[0]

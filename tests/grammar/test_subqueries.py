@@ -24,16 +24,32 @@ def con() -> matchsql.Connection:
 
 
 def measure_query(expr: str) -> str:
-    return (f"SELECT m FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES (SELECT {expr}) AS m "
-            "ONE ROW PER MATCH PATTERN (A) DEFINE A AS id = 1)")
+    return (
+        f"SELECT m FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES (SELECT {expr}) AS m "
+        "ONE ROW PER MATCH PATTERN (A) DEFINE A AS id = 1)"
+    )
 
 
-@pytest.mark.parametrize("expr", [
-    "1::HUGEINT", "1::UBIGINT", "-7::TINYINT", "9223372036854775807::BIGINT", "-3",
-    "2.5::DOUBLE", "0.1::FLOAT", "1.25::DECIMAL(5,2)", "DATE '2024-01-02'",
-    "TIMESTAMP '2024-01-02 03:04:05.123456'", "NULL", "NULL::DECIMAL(5,2)", "'it''s'",
-    "true", "max(x) FROM t",
-])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "1::HUGEINT",
+        "1::UBIGINT",
+        "-7::TINYINT",
+        "9223372036854775807::BIGINT",
+        "-3",
+        "2.5::DOUBLE",
+        "0.1::FLOAT",
+        "1.25::DECIMAL(5,2)",
+        "DATE '2024-01-02'",
+        "TIMESTAMP '2024-01-02 03:04:05.123456'",
+        "NULL",
+        "NULL::DECIMAL(5,2)",
+        "'it''s'",
+        "true",
+        "max(x) FROM t",
+    ],
+)
 def test_constant_keeps_duckdb_value_and_type(con: matchsql.Connection, expr: str) -> None:
     ours = con.sql(measure_query(expr)).arrow()
     duck = con.duckdb.sql(f"SELECT (SELECT {expr}) AS m").to_arrow_table()
@@ -41,19 +57,27 @@ def test_constant_keeps_duckdb_value_and_type(con: matchsql.Connection, expr: st
     assert ours.to_pylist() == duck.to_pylist()
 
 
-@pytest.mark.parametrize(("expr", "kind"), [
-    ("[1, 2]", "INTEGER[]"), ("INTERVAL 1 DAY", "INTERVAL"), ("TIME '01:02:03'", "TIME"),
-])
-def test_types_without_a_literal_are_refused(con: matchsql.Connection, expr: str,
-                                             kind: str) -> None:
+@pytest.mark.parametrize(
+    ("expr", "kind"),
+    [
+        ("[1, 2]", "INTEGER[]"),
+        ("INTERVAL 1 DAY", "INTERVAL"),
+        ("TIME '01:02:03'", "TIME"),
+    ],
+)
+def test_types_without_a_literal_are_refused(
+    con: matchsql.Connection, expr: str, kind: str
+) -> None:
     with pytest.raises(matchsql.SemanticError, match=f"type {kind.replace('[', '.')}"):
         con.sql(measure_query(expr)).fetchall()
 
 
 def test_fold_rewrites_in_place(con: matchsql.Connection) -> None:
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES (SELECT 2::BIGINT) AS m "
-           "PATTERN (A) DEFINE A AS x IN (SELECT 8 UNION SELECT NULL) "
-           "AND EXISTS (SELECT 1) AND x IN (SELECT 1 WHERE false))")
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES (SELECT 2::BIGINT) AS m "
+        "PATTERN (A) DEFINE A AS x IN (SELECT 8 UNION SELECT NULL) "
+        "AND EXISTS (SELECT 1) AND x IN (SELECT 1 WHERE false))"
+    )
     node = next(parse(sql)[0].find_all(MatchRecognizeTable))
     fold_subqueries(node, {"A"}, sql, con.duckdb)
     measure = node.args["measures"][0].this.sql(dialect="duckdb")
@@ -66,6 +90,8 @@ def test_fold_rewrites_in_place(con: matchsql.Connection) -> None:
 
 def test_subquery_values_are_fetched_once_per_query(con: matchsql.Connection) -> None:
     # random() differs per evaluation: one evaluation gives every row the same value
-    query = ("SELECT count(DISTINCT m) FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES "
-             "(SELECT random()) AS m ALL ROWS PER MATCH PATTERN (A+) DEFINE A AS true)")
+    query = (
+        "SELECT count(DISTINCT m) FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES "
+        "(SELECT random()) AS m ALL ROWS PER MATCH PATTERN (A+) DEFINE A AS true)"
+    )
     assert con.sql(query).fetchall() == [(1,)]

@@ -19,19 +19,77 @@ import random
 from matchsql.config import CHOICES, SIZE_RANGES, WHOLE_RANGES
 from tests.hostile.corpus import NUMBERS, Case, mutate
 
-PATTERN = ("MATCH_RECOGNIZE (PARTITION BY k ORDER BY i MEASURES FIRST(A.i) AS s, LAST(B.i) AS e"
-           " ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS B.v > PREV(B.v))")
+PATTERN = (
+    "MATCH_RECOGNIZE (PARTITION BY k ORDER BY i MEASURES FIRST(A.i) AS s, LAST(B.i) AS e"
+    " ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS B.v > PREV(B.v))"
+)
 STREAM_COLUMNS = "(k BIGINT, i BIGINT, v DOUBLE, name VARCHAR)"
 
 #: Values a SET may meet: in range, at and past the ends, of the wrong kind.
-SET_VALUES = ["0", "1", "2", "-1", "64", "65", "1024", "1025", "auto", "'auto'", "1e30",
-              "9223372036854775808", "NULL", "''", "'é'", "true", "1.5", "'registers'",
-              "'push'", "'adaptive'", "'off'", "DEFAULT", "x", "(1)", "1 + 1", "'1'",
-              "'1KiB'", "'1023 bytes'", "'1MB'", "'1.5 GiB'", "'1 PiB'", "'2PiB'", "'1 XB'"]
-OPTION_VALUES = ["0", "1", "0.25", "-1", "1e-400", "1e400", "1e30", "2.5", "'1'", "NULL",
-                 "1000000000000", "1000000000001", "0.001", "0.0001"]
-CAPACITIES = ["1", "64", "1000", "0", "-5", "1073741824", "1073741825", "4294967296", "1e3",
-              "'64'", "99999999999999999999"]
+SET_VALUES = [
+    "0",
+    "1",
+    "2",
+    "-1",
+    "64",
+    "65",
+    "1024",
+    "1025",
+    "auto",
+    "'auto'",
+    "1e30",
+    "9223372036854775808",
+    "NULL",
+    "''",
+    "'é'",
+    "true",
+    "1.5",
+    "'registers'",
+    "'push'",
+    "'adaptive'",
+    "'off'",
+    "DEFAULT",
+    "x",
+    "(1)",
+    "1 + 1",
+    "'1'",
+    "'1KiB'",
+    "'1023 bytes'",
+    "'1MB'",
+    "'1.5 GiB'",
+    "'1 PiB'",
+    "'2PiB'",
+    "'1 XB'",
+]
+OPTION_VALUES = [
+    "0",
+    "1",
+    "0.25",
+    "-1",
+    "1e-400",
+    "1e400",
+    "1e30",
+    "2.5",
+    "'1'",
+    "NULL",
+    "1000000000000",
+    "1000000000001",
+    "0.001",
+    "0.0001",
+]
+CAPACITIES = [
+    "1",
+    "64",
+    "1000",
+    "0",
+    "-5",
+    "1073741824",
+    "1073741825",
+    "4294967296",
+    "1e3",
+    "'64'",
+    "99999999999999999999",
+]
 
 
 def seeds(rng: random.Random) -> list[str]:
@@ -41,10 +99,28 @@ def seeds(rng: random.Random) -> list[str]:
     value = rng.choice(SET_VALUES)
     option = rng.choice(["checkpoint_interval", "checkpoint_rows"])
     on_full = rng.choice(["'block'", "'spill'", "'drop'", "block"])
-    archive = rng.choice(["'{tmp}/a/" + s + "/'", "'" + s + "_hist'", "'/etc/'", "'../x/'",
-                          "'{tmp}/a/" + s + ".parquet'", "''"])
-    sink = rng.choice(["sink", "sink", "nosuch", "ticks", "t100", "__matchsql_continuous_queries",
-                       "main.sink", "nosch.sink"])
+    archive = rng.choice(
+        [
+            "'{tmp}/a/" + s + "/'",
+            "'" + s + "_hist'",
+            "'/etc/'",
+            "'../x/'",
+            "'{tmp}/a/" + s + ".parquet'",
+            "''",
+        ]
+    )
+    sink = rng.choice(
+        [
+            "sink",
+            "sink",
+            "nosuch",
+            "ticks",
+            "t100",
+            "__matchsql_continuous_queries",
+            "main.sink",
+            "nosch.sink",
+        ]
+    )
     return [
         f"CREATE STREAM {s} {STREAM_COLUMNS}",
         f"CREATE STREAM IF NOT EXISTS {s} {STREAM_COLUMNS} WITH (capacity = "
@@ -69,8 +145,11 @@ def seeds(rng: random.Random) -> list[str]:
         f"SELECT current_setting('{setting}')",
         "SHOW WORKERS",
         "SHOW STATS",
-        f"SELECT * FROM t100 {PATTERN.replace('PARTITION BY k ORDER BY i', 'ORDER BY id')}"
-        .replace("A.i", "A.id").replace("B.i", "B.id").replace("B.v", "B.price")
+        f"SELECT * FROM t100 {PATTERN.replace('PARTITION BY k ORDER BY i', 'ORDER BY id')}".replace(
+            "A.i", "A.id"
+        )
+        .replace("B.i", "B.id")
+        .replace("B.v", "B.price")
         .replace("PREV(B.price)", "PREV(price)"),
     ]
 

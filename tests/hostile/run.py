@@ -57,13 +57,16 @@ class Report:
         counts = Counter(o.kind for o in self.outcomes)
         kinds = ("rows", "error", "exception", "traceback", "timeout", "crash")
         slowest = max((o.seconds for o in self.outcomes), default=0.0)
-        return (f"{len(self.outcomes)} statements in {self.wall_seconds:.1f} s: "
-                + ", ".join(f"{k} {counts.get(k, 0)}" for k in kinds)
-                + f"; slowest {slowest:.2f} s; peak RSS {self.peak_rss_mib} MiB per worker")
+        return (
+            f"{len(self.outcomes)} statements in {self.wall_seconds:.1f} s: "
+            + ", ".join(f"{k} {counts.get(k, 0)}" for k in kinds)
+            + f"; slowest {slowest:.2f} s; peak RSS {self.peak_rss_mib} MiB per worker"
+        )
 
 
-def run_batch(cases: list[Case], timeout: float, memory: int,
-              live: bool = False) -> tuple[list[Outcome], int]:
+def run_batch(
+    cases: list[Case], timeout: float, memory: int, live: bool = False
+) -> tuple[list[Outcome], int]:
     """Run ``cases`` in worker processes, one after the other; their outcomes and peak RSS
     (``live``: in a worker's file database with streams, tests/hostile/live_corpus.py)."""
     outcomes: list[Outcome] = []
@@ -73,18 +76,24 @@ def run_batch(cases: list[Case], timeout: float, memory: int,
         done, rss = _one_worker(todo, timeout, memory, live)
         outcomes += done
         peak = max(peak, rss)
-        todo = todo[len(done):]
+        todo = todo[len(done) :]
     return outcomes, peak
 
 
-def _one_worker(cases: list[Case], timeout: float, memory: int,
-                live: bool) -> tuple[list[Outcome], int]:
+def _one_worker(
+    cases: list[Case], timeout: float, memory: int, live: bool
+) -> tuple[list[Outcome], int]:
     """Feed ``cases`` to one worker until it finishes them, times out or dies."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(ROOT / ".numba_cache"), PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.hostile.worker", str(memory), *(["--live"] if live else [])],
-        cwd=ROOT, env=env,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert proc.stdout is not None and proc.stdin is not None
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
@@ -106,20 +115,32 @@ def _one_worker(cases: list[Case], timeout: float, memory: int,
                     # The last statement returned but left work behind that kept the
                     # worker from taking the next one: its answer did not end its work.
                     last = outcomes[-1]
-                    outcomes[-1] = Outcome(last.case, "timeout", f"answered ({last.kind}: "
-                                           f"{last.detail[:100]}) but work went on past "
-                                           f"{timeout} s", last.seconds)
+                    outcomes[-1] = Outcome(
+                        last.case,
+                        "timeout",
+                        f"answered ({last.kind}: "
+                        f"{last.detail[:100]}) but work went on past "
+                        f"{timeout} s",
+                        last.seconds,
+                    )
                     return outcomes, rss
                 if current is None:
-                    raise RuntimeError("hostile worker stalled before its first statement") \
-                        from None
+                    raise RuntimeError(
+                        "hostile worker stalled before its first statement"
+                    ) from None
                 outcomes.append(Outcome(by_id[current], "timeout", f"> {timeout} s", timeout))
                 return outcomes, rss
             if not line:  # the worker died or finished
                 status = proc.wait()
                 if current is not None:
-                    outcomes.append(Outcome(by_id[current], "crash", f"exit status {status}",
-                                            time.monotonic() - started))
+                    outcomes.append(
+                        Outcome(
+                            by_id[current],
+                            "crash",
+                            f"exit status {status}",
+                            time.monotonic() - started,
+                        )
+                    )
                     return outcomes, rss
                 if len(outcomes) < len(cases):
                     raise RuntimeError(f"hostile worker exited with status {status}")
@@ -127,14 +148,18 @@ def _one_worker(cases: list[Case], timeout: float, memory: int,
             record = json.loads(line)
             if record.get("ready"):
                 ready, started = True, time.monotonic()
-                payload = "".join(json.dumps({"id": key, "sql": case.sql}) + "\n"
-                                  for key, case in by_id.items())
+                payload = "".join(
+                    json.dumps({"id": key, "sql": case.sql}) + "\n" for key, case in by_id.items()
+                )
                 threading.Thread(target=_feed, args=(proc, payload), daemon=True).start()
             elif record.get("start"):
                 current, started = record["id"], time.monotonic()
             elif "outcome" in record:
-                outcomes.append(Outcome(by_id[record["id"]], record["outcome"],
-                                        record["detail"], record["seconds"]))
+                outcomes.append(
+                    Outcome(
+                        by_id[record["id"]], record["outcome"], record["detail"], record["seconds"]
+                    )
+                )
                 current, started = None, time.monotonic()
             elif "rss_mib" in record:
                 rss = record["rss_mib"]
@@ -166,18 +191,31 @@ def _warm_kernels(live: bool) -> None:
     capped workers load their compiled kernels from numba's cache: building them cold
     (a fresh clone, a changed kernel source) takes LLVM past the cap, and it aborts."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(ROOT / ".numba_cache"), PYTHONPATH=str(ROOT))
-    subprocess.run([sys.executable, "-m", "tests.hostile.worker", "0",
-                    *(["--live"] if live else [])], cwd=ROOT, env=env, input="",
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
-                   timeout=START_SECONDS, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "tests.hostile.worker", "0", *(["--live"] if live else [])],
+        cwd=ROOT,
+        env=env,
+        input="",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        timeout=START_SECONDS,
+        check=True,
+    )
 
 
-def run_corpus(cases: list[Case], timeout: float = 10.0, memory: int = 2 << 30,
-               batch: int = 100, jobs: int = 2, live: bool = False) -> Report:
+def run_corpus(
+    cases: list[Case],
+    timeout: float = 10.0,
+    memory: int = 2 << 30,
+    batch: int = 100,
+    jobs: int = 2,
+    live: bool = False,
+) -> Report:
     report = Report()
     began = time.monotonic()
     _warm_kernels(live)
-    batches = [cases[i:i + batch] for i in range(0, len(cases), batch)]
+    batches = [cases[i : i + batch] for i in range(0, len(cases), batch)]
     with ThreadPoolExecutor(jobs) as pool:
         for outcomes, peak in pool.map(lambda b: run_batch(b, timeout, memory, live), batches):
             report.outcomes += outcomes
@@ -191,17 +229,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=2000, help="statements to generate")
     parser.add_argument("--seed", type=int, default=14, help="generator seed")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per statement")
-    parser.add_argument("--memory-mib", type=int, default=2048, help="address space a statement may add to the warm worker's")
+    parser.add_argument(
+        "--memory-mib",
+        type=int,
+        default=2048,
+        help="address space a statement may add to the warm worker's",
+    )
     parser.add_argument("--batch", type=int, default=100, help="statements per worker")
     parser.add_argument("--jobs", type=int, default=2, help="workers at a time")
     parser.add_argument("--show", type=int, default=50, help="bad outcomes to print")
     parser.add_argument("--slowest", type=int, default=0, help="slowest statements to print")
-    parser.add_argument("--live", action="store_true",
-                        help="the statements around live data (tests/hostile/live_corpus.py)")
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="the statements around live data (tests/hostile/live_corpus.py)",
+    )
     args = parser.parse_args(argv)
     cases = (generate_live if args.live else generate)(args.count, args.seed)
-    report = run_corpus(cases, args.timeout, args.memory_mib << 20, args.batch, args.jobs,
-                        args.live)
+    report = run_corpus(
+        cases, args.timeout, args.memory_mib << 20, args.batch, args.jobs, args.live
+    )
     for o in report.bad[: args.show]:
         print(f"[{o.kind}] {o.case.family}: {o.detail[:300]}\n    {o.case.sql[:300]!r}")
     for o in sorted(report.outcomes, key=lambda o: -o.seconds)[: args.slowest]:

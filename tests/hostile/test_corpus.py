@@ -36,7 +36,8 @@ def test_live_statements_give_rows_or_clean_errors() -> None:
 
 def assert_clean(report: Report, count: int) -> None:
     assert len(report.outcomes) == count
-    bad = [f"[{o.kind}] {o.case.family}: {o.detail[:200]} -- {o.case.sql[:200]!r}"
-           for o in report.bad]
+    bad = [
+        f"[{o.kind}] {o.case.family}: {o.detail[:200]} -- {o.case.sql[:200]!r}" for o in report.bad
+    ]
     assert not bad, report.summary() + "\n" + "\n".join(bad)
     assert report.peak_rss_mib < 2048

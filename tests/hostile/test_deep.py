@@ -80,8 +80,9 @@ sys.exit(os.waitstatus_to_exitcode(status))
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_gets_threads_of_its_own() -> None:
-    done = subprocess.run([sys.executable, "-c", _FORK_CHILD], timeout=120,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _FORK_CHILD], timeout=120, capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -102,8 +103,10 @@ def test_a_statement_run_again_from_a_deep_stack_still_compiles(monkeypatch) -> 
     try:
         con.sql("CREATE TABLE t AS SELECT range AS id, range % 3 AS v FROM range(10)")
         deep = "(" * 13 + "v + 1" + ")" * 13
-        text = (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS n "
-                f"PATTERN (A B+) DEFINE B AS {deep} > PREV(v) + 1)")
+        text = (
+            f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS n "
+            f"PATTERN (A B+) DEFINE B AS {deep} > PREV(v) + 1)"
+        )
         first = con.sql(text).fetchall()
         assert statements.known_depth(text) == SHALLOW_LEVELS  # the deepest that runs inline
 
@@ -113,9 +116,13 @@ def test_a_statement_run_again_from_a_deep_stack_still_compiles(monkeypatch) -> 
         assert nested(sys.getrecursionlimit() - 150) == first  # back on the big stack
         # The deepest caller's stack from which it still runs here, its text parsed anew.
         taken = []
-        monkeypatch.setattr(deep_module._DeepThread, "take",
-                            classmethod(lambda cls, take=deep_module._DeepThread.take.__func__:
-                                        taken.append(1) or take(cls)))
+        monkeypatch.setattr(
+            deep_module._DeepThread,
+            "take",
+            classmethod(
+                lambda cls, take=deep_module._DeepThread.take.__func__: taken.append(1) or take(cls)
+            ),
+        )
         room = sys.getrecursionlimit() - FRAMES_PER_LEVEL * SHALLOW_LEVELS - SPARE_FRAMES
         n = room - deep_module._frames_in_use()
         while True:

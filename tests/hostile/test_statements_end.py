@@ -35,7 +35,8 @@ def con():
         "'S' || (hash(i) % 60) || CASE WHEN i % 7 = 0 THEN ''',\"[x]' ELSE '' END AS s, "
         "((hash(i) % 70) / 8)::DECIMAL(10,3) AS d, "
         "TIMESTAMP '2024-01-01' + INTERVAL (hash(i) % 90) MINUTE AS ts, "
-        "(hash(i) % 80)::BIGINT AS k FROM range(3000) r(i)")
+        "(hash(i) % 80)::BIGINT AS k FROM range(3000) r(i)"
+    )
     connection.duckdb.execute("CREATE TABLE o AS SELECT * FROM t WHERE id % 2 = 0")
     yield connection
     connection.close()
@@ -62,8 +63,10 @@ def on_path(con, path: str, sql: str) -> list[tuple]:
 
 # -- navigation offsets past every match ---------------------------------------------------
 
-NAVIGATION = ("SELECT * FROM {table} MATCH_RECOGNIZE (ORDER BY {key} MEASURES "
-              "PREV(FIRST(B.price, 100000000), 100000000) AS n PATTERN (A B) DEFINE B AS true)")
+NAVIGATION = (
+    "SELECT * FROM {table} MATCH_RECOGNIZE (ORDER BY {key} MEASURES "
+    "PREV(FIRST(B.price, 100000000), 100000000) AS n PATTERN (A B) DEFINE B AS true)"
+)
 
 
 def test_offsets_past_every_match_give_null_on_the_demo_table() -> None:
@@ -89,20 +92,34 @@ def test_offsets_past_every_match_hold_no_rows(con, path: str) -> None:
     assert len(got) == 1500 and set(got) == {(None,)}
 
 
-@pytest.mark.parametrize("rows_per_match", ["ONE ROW PER MATCH", "ALL ROWS PER MATCH",
-                                            "ALL ROWS PER MATCH WITH UNMATCHED ROWS"])
-@pytest.mark.parametrize("measure", [
-    "FIRST(B.price, 2)", "LAST(B.price, 1)", "PREV(FIRST(B.price, 3), 2)",
-    "NEXT(LAST(A.price, 1), 3)", "LAST(U.price, 2)", "FIRST(U.price, 1)",
-    "PREV(LAST(B.price, 2), 5)", "FIRST(A.price, 100000000)", "FINAL LAST(B.price, 1)",
-])
-def test_logical_offsets_over_variables_agree_on_every_path(con, rows_per_match: str,
-                                                            measure: str) -> None:
+@pytest.mark.parametrize(
+    "rows_per_match",
+    ["ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS"],
+)
+@pytest.mark.parametrize(
+    "measure",
+    [
+        "FIRST(B.price, 2)",
+        "LAST(B.price, 1)",
+        "PREV(FIRST(B.price, 3), 2)",
+        "NEXT(LAST(A.price, 1), 3)",
+        "LAST(U.price, 2)",
+        "FIRST(U.price, 1)",
+        "PREV(LAST(B.price, 2), 5)",
+        "FIRST(A.price, 100000000)",
+        "FINAL LAST(B.price, 1)",
+    ],
+)
+def test_logical_offsets_over_variables_agree_on_every_path(
+    con, rows_per_match: str, measure: str
+) -> None:
     # FIRST/LAST(var.x, k > 0) are column-wise now (a rank search over the labels).
     shown = "p, v" if rows_per_match == "ONE ROW PER MATCH" else "p, id, v"  # no NaN x
-    sql = (f"SELECT {shown} FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES {measure} "
-           f"AS v {rows_per_match} PATTERN (A+ B{{1,4}} A*) SUBSET U = (A, B) "
-           "DEFINE A AS price > 6, B AS price <= 6) ORDER BY ALL")
+    sql = (
+        f"SELECT {shown} FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES {measure} "
+        f"AS v {rows_per_match} PATTERN (A+ B{{1,4}} A*) SUBSET U = (A, B) "
+        "DEFINE A AS price > 6, B AS price <= 6) ORDER BY ALL"
+    )
     if rows_per_match == "ONE ROW PER MATCH":
         assert "measures: column-wise" in explain(con, sql)
     reference = on_path(con, "reference", sql)
@@ -113,14 +130,18 @@ def test_logical_offsets_over_variables_agree_on_every_path(con, rows_per_match:
 
 def test_a_reachable_offset_names_the_attempt_and_the_reach(con) -> None:
     # The row named used to be the first held row, before the partition (-99499999).
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES PREV(price, 2000) AS n "
-           "PATTERN (A B) DEFINE B AS true)")
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES PREV(price, 2000) AS n "
+        "PATTERN (A B) DEFINE B AS true)"
+    )
     con.sql("SET max_buffered_rows = 1000")
     try:
         for path in PATHS:
-            with pytest.raises(LimitExceededError,
-                               match=r"partition row [1-9]\d* and navigation reaching 2000 "
-                                     r"rows before it"):
+            with pytest.raises(
+                LimitExceededError,
+                match=r"partition row [1-9]\d* and navigation reaching 2000 "
+                r"rows before it",
+            ):
                 on_path(con, path, sql)
     finally:
         con.sql("RESET max_buffered_rows")
@@ -141,8 +162,10 @@ def test_in_subquery_of_the_demo_table_is_one_folded_set(monkeypatch) -> None:
 
     monkeypatch.setattr(subqueries._Folder, "run", counted)
     con = matchsql.connect()
-    sql = ("SELECT * FROM trade MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n "
-           "PATTERN (A B) DEFINE B AS price IN (SELECT price FROM trade))")
+    sql = (
+        "SELECT * FROM trade MATCH_RECOGNIZE (ORDER BY ts MEASURES count(*) AS n "
+        "PATTERN (A B) DEFINE B AS price IN (SELECT price FROM trade))"
+    )
     text = explain(con, sql)
     assert "IN (SELECT UNNEST(CAST('[" in text and "characters) AS DOUBLE[]" in text
     assert len(runs) == 1  # the subquery ran once for the statement
@@ -153,20 +176,31 @@ def test_in_subquery_of_the_demo_table_is_one_folded_set(monkeypatch) -> None:
     con.close()
 
 
-@pytest.mark.parametrize("condition", [
-    "x IN (SELECT x FROM o)", "s IN (SELECT s FROM o)", "d IN (SELECT d FROM o)",
-    "ts IN (SELECT ts FROM o)", "price IN (SELECT k FROM o)", "k IN (SELECT d FROM o)",
-    # Not one row's function: the reference evaluator looks the value up in the set.
-    "(A.x + B.x) IN (SELECT x FROM o)", "(A.k + B.k) IN (SELECT d FROM o)",
-    "A.s || B.s IN (SELECT s || s FROM o)", "(A.x + B.x) NOT IN (SELECT x FROM o)",
-])
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "x IN (SELECT x FROM o)",
+        "s IN (SELECT s FROM o)",
+        "d IN (SELECT d FROM o)",
+        "ts IN (SELECT ts FROM o)",
+        "price IN (SELECT k FROM o)",
+        "k IN (SELECT d FROM o)",
+        # Not one row's function: the reference evaluator looks the value up in the set.
+        "(A.x + B.x) IN (SELECT x FROM o)",
+        "(A.k + B.k) IN (SELECT d FROM o)",
+        "A.s || B.s IN (SELECT s || s FROM o)",
+        "(A.x + B.x) NOT IN (SELECT x FROM o)",
+    ],
+)
 def test_folded_sets_answer_as_literal_lists(con, monkeypatch, condition: str) -> None:
     # NULL, NaN, quotes, commas and brackets in strings, decimals, timestamps and mixed
     # types: the folded set (DuckDB's list text, the evaluator's lookup) answers as the
     # literal IN list does.
-    sql = (f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES "
-           f"FIRST(A.id) AS f, count(*) AS n, {condition} AS m PATTERN (A B+) "
-           f"DEFINE B AS {condition}) ORDER BY ALL")
+    sql = (
+        f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES "
+        f"FIRST(A.id) AS f, count(*) AS n, {condition} AS m PATTERN (A B+) "
+        f"DEFINE B AS {condition}) ORDER BY ALL"
+    )
     monkeypatch.setattr(subqueries, "INLINE_VALUES", 0)
     folded = rows(con, sql)
     monkeypatch.setattr(subqueries, "INLINE_VALUES", 100_000)
@@ -183,20 +217,26 @@ def test_value_set_rules() -> None:
 # -- WITH UNMATCHED ROWS column-wise -------------------------------------------------------
 
 
-@pytest.mark.parametrize("pattern, condition", [
-    ("A+ B", "A AS price > PREV(price), B AS price < 3"),
-    ("A* C?", "A AS price > 6, C AS price < 1"),  # empty matches among unmatched rows
-])
+@pytest.mark.parametrize(
+    "pattern, condition",
+    [
+        ("A+ B", "A AS price > PREV(price), B AS price < 3"),
+        ("A* C?", "A AS price > 6, C AS price < 1"),  # empty matches among unmatched rows
+    ],
+)
 @pytest.mark.parametrize("skip", ["PAST LAST ROW", "TO NEXT ROW"])
-def test_unmatched_rows_are_column_wise_and_agree(con, pattern: str, condition: str,
-                                                  skip: str) -> None:
+def test_unmatched_rows_are_column_wise_and_agree(
+    con, pattern: str, condition: str, skip: str
+) -> None:
     # The compiled paths built every row of WITH UNMATCHED ROWS through the reference
     # evaluator: 585,862 rows took 12.7 s under load; unmatched rows are now empty
     # matches whose measures are NULL.
-    sql = (f"SELECT p, id, n, m, c, total, nx FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
-           "MEASURES count(*) AS n, MATCH_NUMBER() AS m, CLASSIFIER() AS c, sum(price) AS total, "
-           f"NEXT(price, 2) AS nx ALL ROWS PER MATCH WITH UNMATCHED ROWS AFTER MATCH SKIP {skip} "
-           f"PATTERN ({pattern}) DEFINE {condition}) ORDER BY ALL")
+    sql = (
+        f"SELECT p, id, n, m, c, total, nx FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
+        "MEASURES count(*) AS n, MATCH_NUMBER() AS m, CLASSIFIER() AS c, sum(price) AS total, "
+        f"NEXT(price, 2) AS nx ALL ROWS PER MATCH WITH UNMATCHED ROWS AFTER MATCH SKIP {skip} "
+        f"PATTERN ({pattern}) DEFINE {condition}) ORDER BY ALL"
+    )
     con.sql("SET execution_path = 'row_local'")
     try:
         assert "unmatched rows with NULL measures" in explain(con, sql)
@@ -233,15 +273,20 @@ def interrupted_within_guard(con, sql: str, after: float = 0.3) -> None:
 def test_interrupt_stops_a_subquery_while_the_statement_is_analysed(con) -> None:
     # The subquery ran on analysis' own cursor, which no interrupt reached: it ran to its
     # end (2.7 s after the interrupt, for one of 20,000 x 20,000 rows).
-    rows(con, "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS n "
-              "PATTERN (A B) DEFINE B AS price < (SELECT 3))")  # imports done before
-    interrupted_within_guard(con, "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES "
-                                  f"count(*) AS n PATTERN (A B) DEFINE B AS price < {ENDLESS})")
+    rows(
+        con,
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS n "
+        "PATTERN (A B) DEFINE B AS price < (SELECT 3))",
+    )  # imports done before
+    interrupted_within_guard(
+        con,
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES "
+        f"count(*) AS n PATTERN (A B) DEFINE B AS price < {ENDLESS})",
+    )
     assert rows(con, "SELECT 1") == [(1,)]  # the connection goes on
 
 
-def test_compiled_matches_are_pended_in_blocks_between_interrupt_checks(con, monkeypatch
-                                                                         ) -> None:
+def test_compiled_matches_are_pended_in_blocks_between_interrupt_checks(con, monkeypatch) -> None:
     # One conversion of all of a run's labels held an interrupt for a second; blocks of
     # LABEL_BLOCK labels are pended with the cancellation checked between them.
     blocks: list[int] = []
@@ -255,8 +300,10 @@ def test_compiled_matches_are_pended_in_blocks_between_interrupt_checks(con, mon
 
     monkeypatch.setattr(compiled, "LABEL_BLOCK", 64)
     monkeypatch.setattr(compiled.CompiledMatcher, "_matches", first_interrupts)
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS n "
-           "ALL ROWS PER MATCH PATTERN (A+ B) DEFINE A AS price > 1, B AS price <= 1)")
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS n "
+        "ALL ROWS PER MATCH PATTERN (A+ B) DEFINE A AS price > 1, B AS price <= 1)"
+    )
     con.sql("SET execution_path = 'row_local'")
     try:
         with pytest.raises(matchsql.ExecutionError, match="^statement interrupted$"):
@@ -286,16 +333,21 @@ def test_a_starting_worker_pool_stops_at_the_interrupt() -> None:
     token.cancel()
     with pytest.raises(matchsql.ExecutionError, match="interrupted"):
         WorkerPool(2, cancel=token)
-    assert not [child for child in multiprocessing.active_children()
-                if child.name.startswith("matchsql-worker")]
+    assert not [
+        child
+        for child in multiprocessing.active_children()
+        if child.name.startswith("matchsql-worker")
+    ]
 
 
 def test_batched_all_rows_output_in_blocks_agrees(con, monkeypatch) -> None:
     # Whole partitions matched together output ALL ROWS in blocks of LABEL_BLOCK rows,
     # the interrupt checked between (one output of a batch's rows held it 180 ms).
-    sql = ("SELECT p, id, n, fa FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES "
-           "count(*) AS n, FIRST(A.price) AS fa ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW "
-           "PATTERN (A+ B) DEFINE A AS price > 2, B AS price <= 2) ORDER BY p, id, n")
+    sql = (
+        "SELECT p, id, n, fa FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES "
+        "count(*) AS n, FIRST(A.price) AS fa ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW "
+        "PATTERN (A+ B) DEFINE A AS price > 2, B AS price <= 2) ORDER BY p, id, n"
+    )
     con.sql("SET execution_path = 'row_local'")
     try:
         assert "batched: yes" in explain(con, sql)
@@ -308,6 +360,9 @@ def test_batched_all_rows_output_in_blocks_agrees(con, monkeypatch) -> None:
 def test_the_engine_is_frozen_out_of_full_collections(con) -> None:
     # A full collection walked the engine's objects: 85 ms where no interrupt can land.
     for _ in range(2):
-        rows(con, "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS n "
-                  "PATTERN (A B) DEFINE B AS price < PREV(price))")
+        rows(
+            con,
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES count(*) AS n "
+            "PATTERN (A B) DEFINE B AS price < PREV(price))",
+        )
     assert gc.get_freeze_count() > 0

@@ -73,7 +73,8 @@ def setup(con: matchsql.Connection) -> None:
             f"CREATE TABLE {name} AS SELECT i AS id, 'S' || (i % 3) AS symbol, "
             "(100 + (i * 7919) % 13 - 6)::DOUBLE AS price, (i % 5)::BIGINT AS volume, "
             "TIMESTAMP '2024-01-01' + INTERVAL (i) SECOND AS ts "
-            f"FROM range({rows}) r(i)")
+            f"FROM range({rows}) r(i)"
+        )
 
 
 def live_setup() -> tuple[matchsql.Connection, str]:
@@ -83,8 +84,7 @@ def live_setup() -> tuple[matchsql.Connection, str]:
     os.environ["MATCHSQL_RUNTIME_DIR"] = os.path.join(tmp, "runtime")
     con = matchsql.connect(os.path.join(tmp, "live.duckdb"), demo=False)
     setup(con)
-    con.sql(f"CREATE STREAM ticks {STREAM_COLUMNS} WITH (capacity = 1000, "
-            f"archive = '{tmp}/hist/')")
+    con.sql(f"CREATE STREAM ticks {STREAM_COLUMNS} WITH (capacity = 1000, archive = '{tmp}/hist/')")
     con.sql("CREATE TABLE sink (k BIGINT, s BIGINT, e BIGINT)")
     return con, tmp
 
@@ -131,8 +131,14 @@ def main() -> None:
         kind, detail = outcome_of(con, item["sql"].replace("{tmp}", tmp))
         if live:
             reset_settings(con)
-        emit({"id": item["id"], "outcome": kind, "detail": detail,
-              "seconds": round(time.monotonic() - began, 3)})
+        emit(
+            {
+                "id": item["id"],
+                "outcome": kind,
+                "detail": detail,
+                "seconds": round(time.monotonic() - began, 3),
+            }
+        )
     emit({"rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024})
 
 

@@ -26,34 +26,53 @@ from matchsql.router.partitions import SortedPartitionRouter
 from tests.property.strategies import ROWS, patterns
 from tests.property.strategies import spec_of as spec_of_schema
 
-SCHEMA = pa.schema([("p", pa.int32()), ("id", pa.int32()), ("x", pa.int32()),
-                    ("y", pa.int32())])
+SCHEMA = pa.schema([("p", pa.int32()), ("id", pa.int32()), ("x", pa.int32()), ("y", pa.int32())])
 CONDITIONS = [
-    "x > PREV(x)", "x = 1", "x IS NULL", "y >= 2", "PREV(x) IS NULL", "NEXT(x) IS NULL",
-    "NEXT(x) > x", "x <> PREV(x, 2)", "y = NEXT(y, 2)", "A.x <= x", "x > FIRST(x)",
-    "COUNT(*) <= 3", "B.y < A.x + 1",
+    "x > PREV(x)",
+    "x = 1",
+    "x IS NULL",
+    "y >= 2",
+    "PREV(x) IS NULL",
+    "NEXT(x) IS NULL",
+    "NEXT(x) > x",
+    "x <> PREV(x, 2)",
+    "y = NEXT(y, 2)",
+    "A.x <= x",
+    "x > FIRST(x)",
+    "COUNT(*) <= 3",
+    "B.y < A.x + 1",
 ]
-MEASURES = ("MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, FIRST(x) AS fx, "
-            "LAST(y) AS ly, A.id AS aid, COUNT(U.*) AS nu")
+MEASURES = (
+    "MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, FIRST(x) AS fx, "
+    "LAST(y) AS ly, A.id AS aid, COUNT(U.*) AS nu"
+)
 SKIPS = ["PAST LAST ROW", "TO NEXT ROW", "TO FIRST A", "TO LAST B"]
-SETTINGS = settings(max_examples=80, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=80,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 def spec_of(sql: str):
     return spec_of_schema(sql, SCHEMA)
 
 
-RUNNING_MEASURES = ("MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, FIRST(x) AS fx, "
-                    "LAST(y) AS ly, A.id AS aid, COUNT(U.*) AS nu, FINAL LAST(x) AS flx, "
-                    "FIRST(U.y) AS fuy, LAST(x, 1) AS lx1, FIRST(id, 1) AS fid1")
+RUNNING_MEASURES = (
+    "MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, FIRST(x) AS fx, "
+    "LAST(y) AS ly, A.id AS aid, COUNT(U.*) AS nu, FINAL LAST(x) AS flx, "
+    "FIRST(U.y) AS fuy, LAST(x, 1) AS lx1, FIRST(id, 1) AS fid1"
+)
 
 
 def query(pattern: str, a: str, b: str, skip: str, rows: str = "ONE ROW PER MATCH") -> str:
     measures = MEASURES if rows == "ONE ROW PER MATCH" else RUNNING_MEASURES
-    return (f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES {measures} "
-            f"{rows} AFTER MATCH SKIP {skip} PATTERN ({pattern}) "
-            f"SUBSET U = (A, B) DEFINE A AS {a}, B AS {b})")
+    return (
+        f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES {measures} "
+        f"{rows} AFTER MATCH SKIP {skip} PATTERN ({pattern}) "
+        f"SUBSET U = (A, B) DEFINE A AS {a}, B AS {b})"
+    )
 
 
 def table(sizes: list[int], seed: int) -> pa.Table:
@@ -62,8 +81,15 @@ def table(sizes: list[int], seed: int) -> pa.Table:
     p = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
     x = rng.integers(0, 4, n).astype(np.int32)
     y = rng.integers(0, 4, n).astype(np.int32)
-    return pa.table({"p": p, "id": np.arange(n, dtype=np.int32),
-                     "x": pa.array(x, mask=rng.random(n) < 0.1), "y": y}, schema=SCHEMA)
+    return pa.table(
+        {
+            "p": p,
+            "id": np.arange(n, dtype=np.int32),
+            "x": pa.array(x, mask=rng.random(n) < 0.1),
+            "y": y,
+        },
+        schema=SCHEMA,
+    )
 
 
 def run(spec, rows: pa.Table, cuts: list[int], path: str, batched: bool, threads: int = 1):
@@ -85,8 +111,11 @@ def run(spec, rows: pa.Table, cuts: list[int], path: str, batched: bool, threads
     out: list[pa.RecordBatch] = []
     try:
         if threads > 1:
-            out = list(ParallelPartitionRouter(spec.partition_by, new_run, threads, chunk_rows=8,
-                                               whole=match).run(batches))
+            out = list(
+                ParallelPartitionRouter(
+                    spec.partition_by, new_run, threads, chunk_rows=8, whole=match
+                ).run(batches)
+            )
         else:
             router = SortedPartitionRouter(spec.partition_by, new_run, match)
             for batch in batches:
@@ -111,12 +140,20 @@ def prepare(sql: str, sizes: list[int], seed: int, data: st.DataObject):
 
 
 @SETTINGS
-@given(pattern=patterns, a=st.sampled_from(CONDITIONS), b=st.sampled_from(CONDITIONS),
-       skip=st.sampled_from(SKIPS), sizes=st.lists(st.integers(1, 9), min_size=1, max_size=8),
-       seed=st.integers(0, 2**16), output=st.sampled_from(ROWS), data=st.data())
+@given(
+    pattern=patterns,
+    a=st.sampled_from(CONDITIONS),
+    b=st.sampled_from(CONDITIONS),
+    skip=st.sampled_from(SKIPS),
+    sizes=st.lists(st.integers(1, 9), min_size=1, max_size=8),
+    seed=st.integers(0, 2**16),
+    output=st.sampled_from(ROWS),
+    data=st.data(),
+)
 def test_batched_equals_reference(pattern, a, b, skip, sizes, seed, output, data) -> None:
-    spec, rows, cuts, expected = prepare(query(pattern.to_sql(), a, b, skip, output), sizes,
-                                         seed, data)
+    spec, rows, cuts, expected = prepare(
+        query(pattern.to_sql(), a, b, skip, output), sizes, seed, data
+    )
     for path in ("row_local", "registers"):
         config = Config()
         config.execution_path = path
@@ -130,8 +167,9 @@ def test_batched_equals_reference(pattern, a, b, skip, sizes, seed, output, data
             # How many output rows each partition has (ALL ROWS: its matched rows but
             # excluded ones, an empty match's row where shown): a worker hands its
             # partitions' matches back by these counts.
-            out, counts = whole.match_counted(rows.combine_chunks().to_batches()[0],
-                                              np.cumsum([0, *sizes]))
+            out, counts = whole.match_counted(
+                rows.combine_chunks().to_batches()[0], np.cumsum([0, *sizes])
+            )
             owners = np.bincount([row[0] for row in expected[1]], minlength=len(sizes))
             assert counts.tolist() == owners.tolist(), path
             assert sum(batch.num_rows for batch in out) == counts.sum()
@@ -145,9 +183,11 @@ def test_edges_stop_prev_and_next_at_partition_boundaries() -> None:
 
 
 def test_sql_uses_the_batched_matcher_and_agrees_with_reference() -> None:
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
-           "MEASURES MATCH_NUMBER() AS mn, FIRST(x) AS fx, LAST(x) AS lx, COUNT(*) AS n "
-           "PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS x > PREV(x)) ORDER BY p, mn")
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
+        "MEASURES MATCH_NUMBER() AS mn, FIRST(x) AS fx, LAST(x) AS lx, COUNT(*) AS n "
+        "PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS x > PREV(x)) ORDER BY p, mn"
+    )
     results = {}
     for path in ("reference", "auto"):
         con = matchsql.connect(demo=False, batch_size=1000, execution_path=path)
@@ -179,34 +219,47 @@ def test_skip_error_names_the_partition_row() -> None:
 
 
 def test_measure_reading_prev_is_not_batched() -> None:
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES PREV(x) AS px "
-           "PATTERN (A B) DEFINE B AS x > A.x)")
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES PREV(x) AS px "
+        "PATTERN (A B) DEFINE B AS x > A.x)"
+    )
     spec = spec_of(sql)
     whole, why = whole_partitions(spec, Config())
     assert whole is None and "PREV/NEXT" in why
     assert "batched: no" in explain(spec, Config())
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n PATTERN (A+) "
-    "DEFINE A AS x > 0)",
-    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id ALL ROWS PER MATCH "
-    "WITH UNMATCHED ROWS PATTERN (A+) DEFINE A AS x > 0)",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n PATTERN (A+) "
+        "DEFINE A AS x > 0)",
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id ALL ROWS PER MATCH "
+        "WITH UNMATCHED ROWS PATTERN (A+) DEFINE A AS x > 0)",
+    ],
+)
 def test_not_batched_without_partitions_or_with_unmatched_rows(sql: str) -> None:
     assert whole_partitions(spec_of(sql), Config())[0] is None
 
 
 @SETTINGS
-@given(pattern=patterns, a=st.sampled_from(CONDITIONS), b=st.sampled_from(CONDITIONS),
-       skip=st.sampled_from(SKIPS), output=st.sampled_from(ROWS[:3]),
-       sizes=st.lists(st.integers(1, 9), min_size=1, max_size=4), seed=st.integers(0, 2**16),
-       data=st.data())
-def test_column_wise_running_measures_equal_reference(pattern, a, b, skip, output, sizes, seed,
-                                                      data) -> None:
+@given(
+    pattern=patterns,
+    a=st.sampled_from(CONDITIONS),
+    b=st.sampled_from(CONDITIONS),
+    skip=st.sampled_from(SKIPS),
+    output=st.sampled_from(ROWS[:3]),
+    sizes=st.lists(st.integers(1, 9), min_size=1, max_size=4),
+    seed=st.integers(0, 2**16),
+    data=st.data(),
+)
+def test_column_wise_running_measures_equal_reference(
+    pattern, a, b, skip, output, sizes, seed, data
+) -> None:
     """Per-partition matchers (not batched), with PREV/NEXT measures too."""
     sql = query(pattern.to_sql(), a, b, skip, output).replace(
-        "FIRST(id, 1) AS fid1", "FIRST(id, 1) AS fid1, PREV(x) AS px, NEXT(A.y, 2) AS nay")
+        "FIRST(id, 1) AS fid1", "FIRST(id, 1) AS fid1, PREV(x) AS px, NEXT(A.y, 2) AS nay"
+    )
     spec, rows, cuts, expected = prepare(sql, sizes, seed, data)
     for path in ("row_local", "registers"):
         config = Config()
@@ -234,8 +287,11 @@ def test_batched_attempts_read_at_most_max_buffered_rows(path: str) -> None:
     # B never holds (x < 4 always), so every attempt of (A|B)* C runs to the
     # partition's end; with max_buffered_rows=20 the one at row 1 of the 30-row
     # partition must stop at 20 rows with the per-partition matcher's error.
-    spec = spec_of(query("(A|B)* C", "x >= 0 OR x IS NULL", "x < 0", "TO NEXT ROW")
-                   .replace("DEFINE", "DEFINE C AS y > 9,"))
+    spec = spec_of(
+        query("(A|B)* C", "x >= 0 OR x IS NULL", "x < 0", "TO NEXT ROW").replace(
+            "DEFINE", "DEFINE C AS y > 9,"
+        )
+    )
     config = Config(max_buffered_rows=20)
     config.execution_path = path
     rows = table([5, 30, 4], 2)
@@ -267,10 +323,11 @@ def test_outputs_and_workspace_grown_mid_batch_keep_every_partitions_matches(out
     """Every capacity at 1: the thread VM stops for more room again and again, in the
     middle of partitions; the matches written before each stop stay where they are and
     the labels (CLASSIFIER, A.id, COUNT(U.*)) are those of the reference."""
-    spec = spec_of(query("A B+ C*", "x >= 0 OR x IS NULL", "B.y >= A.x OR x IS NULL",
-                         "TO NEXT ROW", output).replace("PATTERN (A B+ C*)",
-                                                        "PATTERN (A B+ {- C* -})")
-                   .replace("DEFINE", "DEFINE C AS y < 3,"))
+    spec = spec_of(
+        query("A B+ C*", "x >= 0 OR x IS NULL", "B.y >= A.x OR x IS NULL", "TO NEXT ROW", output)
+        .replace("PATTERN (A B+ C*)", "PATTERN (A B+ {- C* -})")
+        .replace("DEFINE", "DEFINE C AS y < 3,")
+    )
     config = Config()
     config.execution_path = "registers"
     sizes = [1, 40, 2, 7, 60, 3, 25]

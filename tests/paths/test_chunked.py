@@ -27,8 +27,12 @@ from tests.conformance.test_conformance import ALL_CASES
 from tests.paths.test_conformance_paths import COMPILED, agrees, expected, outcome
 from tests.property.strategies import SCHEMA, queries, spec_of
 
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 # -- the fix-up over a model of the kernel ------------------------------------------------
 
@@ -60,8 +64,11 @@ def _records(rows: list[tuple]) -> np.ndarray:
 
 
 @settings(SETTINGS, max_examples=400)
-@given(lengths=st.lists(st.integers(0, 12), min_size=1, max_size=80),
-       data=st.data(), skip_next=st.booleans())
+@given(
+    lengths=st.lists(st.integers(0, 12), min_size=1, max_size=80),
+    data=st.data(),
+    skip_next=st.booleans(),
+)
 def test_fix_up_equals_the_sequential_run_for_any_cuts(lengths, data, skip_next) -> None:
     n = len(lengths)
     errors = set(data.draw(st.lists(st.integers(0, n - 1), max_size=1)))
@@ -97,8 +104,15 @@ def test_gathering_waits_for_whole_rounds_of_chunks() -> None:
 # -- the compiled matchers, chunking forced -----------------------------------------------
 
 
-def _run(spec, rows: list[dict], splits: list[int], path: str, split_rows: int,
-         threads: int = 8, gather: bool = False):
+def _run(
+    spec,
+    rows: list[dict],
+    splits: list[int],
+    path: str,
+    split_rows: int,
+    threads: int = 8,
+    gather: bool = False,
+):
     config = Config()
     config.execution_path = path
     config.split_rows = split_rows
@@ -119,8 +133,15 @@ def _run(spec, rows: list[dict], splits: list[int], path: str, split_rows: int,
     return "rows", [tuple(r.values()) for b in out for r in b.to_pylist()]
 
 
-def _check(sql: str, rows: list[dict], splits: list[int], split_rows: int, threads: int = 8,
-           schema=SCHEMA, gather: bool = False) -> None:
+def _check(
+    sql: str,
+    rows: list[dict],
+    splits: list[int],
+    split_rows: int,
+    threads: int = 8,
+    schema=SCHEMA,
+    gather: bool = False,
+) -> None:
     """The split run (chunks of about ``len(rows) / (2 * threads)`` rows, at least
     ``split_rows``; with ``gather``, batches held until they fill
     ``C.gather_rows(split_rows, threads)`` rows) equals the unsplit one on every
@@ -140,22 +161,31 @@ def _check(sql: str, rows: list[dict], splits: list[int], split_rows: int, threa
 
 values = st.one_of(st.none(), st.integers(0, 3))
 long_partitions = st.lists(st.tuples(values, values), min_size=2, max_size=60).map(
-    lambda rows: [{"id": i, "x": x, "y": y} for i, (x, y) in enumerate(rows)])
+    lambda rows: [{"id": i, "x": x, "y": y} for i, (x, y) in enumerate(rows)]
+)
 
 
 @SETTINGS
 @given(sql=queries(), rows=long_partitions, data=st.data())
 def test_random_queries_equal_unsplit(sql: str, rows: list[dict], data) -> None:
     splits = data.draw(st.lists(st.integers(0, len(rows)), max_size=2))
-    _check(sql, rows, splits, data.draw(st.integers(1, 6)), data.draw(st.integers(2, 8)),
-           gather=data.draw(st.booleans()))
+    _check(
+        sql,
+        rows,
+        splits,
+        data.draw(st.integers(1, 6)),
+        data.draw(st.integers(2, 8)),
+        gather=data.draw(st.booleans()),
+    )
 
 
 SKIPS = ["PAST LAST ROW", "TO NEXT ROW", "TO FIRST B", "TO LAST B", "TO LAST C"]
 LONG = [
     # Q1's shape: A.x fixes the register path; runs of B and D cross chunks.
-    ("A B+ C* D+", "B AS x < A.x AND x <= PREV(x), C AS x > B.x AND x <= A.x, "
-                   "D AS x > PREV(x) AND x > A.x"),
+    (
+        "A B+ C* D+",
+        "B AS x < A.x AND x <= PREV(x), C AS x > B.x AND x <= A.x, D AS x > PREV(x) AND x > A.x",
+    ),
     # Row-local: the DFA; long valleys.
     ("A B+ C+", "B AS x <= PREV(x), C AS x >= PREV(x)"),
     # Matches as long as the runs without a 9: tens of rows, many chunks each.
@@ -189,13 +219,21 @@ def test_long_matches_across_many_chunks(rows: list[dict], data) -> None:
     skip = data.draw(st.sampled_from(SKIPS))
     output = data.draw(st.sampled_from(["ONE ROW PER MATCH", "ALL ROWS PER MATCH"]))
     extension = data.draw(st.sampled_from(["", "ALL MATCHES"]))
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id "
-           "MEASURES MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, FIRST(x) AS fx, LAST(x) AS lx, "
-           f"COUNT(*) AS n {output} AFTER MATCH SKIP {skip} {extension} "
-           f"PATTERN ({pattern}) DEFINE {define})")
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id "
+        "MEASURES MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, FIRST(x) AS fx, LAST(x) AS lx, "
+        f"COUNT(*) AS n {output} AFTER MATCH SKIP {skip} {extension} "
+        f"PATTERN ({pattern}) DEFINE {define})"
+    )
     splits = data.draw(st.lists(st.integers(0, len(rows)), max_size=4))
-    _check(sql, rows, splits, data.draw(st.integers(1, 20)), data.draw(st.integers(2, 8)),
-           gather=data.draw(st.booleans()))
+    _check(
+        sql,
+        rows,
+        splits,
+        data.draw(st.integers(1, 20)),
+        data.draw(st.integers(2, 8)),
+        gather=data.draw(st.booleans()),
+    )
 
 
 def test_chunking_runs_in_these_tests(monkeypatch) -> None:
@@ -208,14 +246,21 @@ def test_chunking_runs_in_these_tests(monkeypatch) -> None:
 
     monkeypatch.setattr(C, "match_chunks", spy)
     rows = [{"id": i, "x": (i * 7) % 5, "y": 0} for i in range(100)]
-    _check(f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
-           f"PATTERN ({LONG[1][0]}) DEFINE {LONG[1][1]})", rows, [], 1)
+    _check(
+        f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
+        f"PATTERN ({LONG[1][0]}) DEFINE {LONG[1][1]})",
+        rows,
+        [],
+        1,
+    )
     assert calls and max(calls) > 10
 
 
 def test_gathering_holds_batches_until_a_split_run_pays() -> None:
-    sql = (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS at "
-           f"PATTERN ({LONG[1][0]}) DEFINE {LONG[1][1]})")
+    sql = (
+        f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS at "
+        f"PATTERN ({LONG[1][0]}) DEFINE {LONG[1][1]})"
+    )
     spec = spec_of(sql)
     rows = [{"id": i, "x": (i * 7) % 5, "y": 0} for i in range(100)]
     config = Config()
@@ -228,18 +273,19 @@ def test_gathering_holds_batches_until_a_split_run_pays() -> None:
     assert first  # the matcher of a stream or a window frame outputs them now
     batch = pa.RecordBatch.from_pylist(rows[20:40], schema=spec.columns)
     got = [r["at"] for b in held.feed(batch) for r in b.to_pylist()]
-    assert got[:len(first)] == first  # 40 rows: matched split, the first ones out
+    assert got[: len(first)] == first  # 40 rows: matched split, the first ones out
     got += [r["at"] for b in held.finish() for r in b.to_pylist()]
-    want = first + [r["at"] for b in [*plain.feed(batch), *plain.finish()]
-                    for r in b.to_pylist()]
+    want = first + [r["at"] for b in [*plain.feed(batch), *plain.finish()] for r in b.to_pylist()]
     assert got == want
 
 
 def test_a_re_run_ending_at_its_limit_goes_on() -> None:
     # Single-row matches at rows 1, 3 and 5: with a chunk per row, each re-run of the
     # fix-up decides its one attempt and uses up its rows, which is not the partition's end.
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn, "
-           "FIRST(id) AS at PATTERN (A+) DEFINE A AS x <> 8 AND x <> 10)")
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn, "
+        "FIRST(id) AS at PATTERN (A+) DEFINE A AS x <> 8 AND x <> 10)"
+    )
     rows = [{"id": i, "x": x, "y": 0} for i, x in enumerate([7, 8, 9, 10, 11])]
     spec = spec_of(sql)
     for path in ("row_local", "registers"):
@@ -249,9 +295,11 @@ def test_a_re_run_ending_at_its_limit_goes_on() -> None:
 def test_a_speculative_error_the_sequential_run_never_reaches_is_not_raised() -> None:
     # The match at row 0 (A X* B) skips to its last B, row 2, past row 1; an attempt at
     # row 1 would match C alone, where SKIP TO LAST B fails. Chunks start at every row.
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn "
-           "AFTER MATCH SKIP TO LAST B PATTERN (A X* B | C) "
-           "DEFINE A AS x = 1, B AS x = 2, C AS x = 3)")
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn "
+        "AFTER MATCH SKIP TO LAST B PATTERN (A X* B | C) "
+        "DEFINE A AS x = 1, B AS x = 2, C AS x = 3)"
+    )
     rows = [{"id": i, "x": x, "y": 0} for i, x in enumerate([1, 3, 2, 0])]
     spec = spec_of(sql)
     for path in ("row_local", "registers"):
@@ -263,11 +311,15 @@ def test_a_speculative_error_the_sequential_run_never_reaches_is_not_raised() ->
 
 def test_unsplittable_queries_name_the_reason() -> None:
     code = np.array([[K.C_MATCHNO, 0, 0, 0, 0]], np.int64)
-    spec = spec_of("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
-                   "ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A) DEFINE A AS x = 1)")
+    spec = spec_of(
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
+        "ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A) DEFINE A AS x = 1)"
+    )
     assert "UNMATCHED" in C.unsplittable(spec, np.zeros((0, 5), np.int64), None)
-    plain = spec_of("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
-                    "PATTERN (A) DEFINE A AS x = 1)")
+    plain = spec_of(
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
+        "PATTERN (A) DEFINE A AS x = 1)"
+    )
     assert "MATCH_NUMBER" in C.unsplittable(plain, code, None)
     assert "WITHIN" in C.unsplittable(plain, np.zeros((0, 5), np.int64), 3.0)
     assert C.unsplittable(plain, np.zeros((0, 5), np.int64), None) is None
@@ -288,8 +340,10 @@ def test_conformance_cases_split(case: Case) -> None:
 def test_explain_says_whether_a_partition_splits() -> None:
     con = matchsql.connect(demo=False, threads=2)
     con.sql("CREATE TABLE t(id INT, x INT, y INT)")
-    query = ("EXPLAIN SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
-             "{rows} PATTERN (A B+) DEFINE B AS x > PREV(x))")
+    query = (
+        "EXPLAIN SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
+        "{rows} PATTERN (A B+) DEFINE B AS x > PREV(x))"
+    )
     text = "\n".join(str(r[-1]) for r in con.sql(query.format(rows="")).fetchall())
     assert "split: rows to match in chunks of >= 16384 rows on 2 threads" in text
     con.sql("SET split_rows = 0")

@@ -25,13 +25,19 @@ from matchsql.planner import new_partition_matcher
 from tests.paths.test_random_paths import compiled_cases
 from tests.property.strategies import SCHEMA, fed_in_splits, spec_of
 
-SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 def _program(pattern: str) -> np.ndarray:
-    spec = spec_of("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn "
-                   f"PATTERN ({pattern}) DEFINE A AS x > PREV(x))")
+    spec = spec_of(
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn "
+        f"PATTERN ({pattern}) DEFINE A AS x > PREV(x))"
+    )
     return program_array(CompiledQuery(spec).program)
 
 
@@ -41,7 +47,7 @@ def _table(prog: np.ndarray) -> dict[int, list[int]]:
     for pc in range(len(prog)):
         count = int(prog[pc, K.P_CLOSURE])
         if count >= 0:
-            out[pc] = prog[pc, K.P_CLOSURE + 1:K.P_CLOSURE + 1 + count].tolist()
+            out[pc] = prog[pc, K.P_CLOSURE + 1 : K.P_CLOSURE + 1 + count].tolist()
     return out
 
 
@@ -52,8 +58,15 @@ def test_closure_table_of_the_dejavu_shape() -> None:
     # then C (C* greedy), then D; after C another C, then D; after D another D, then the
     # end of the match. The seed reaches A, and A is followed by its one B.
     prog = _program("A B+ C* D+")
-    assert _table(prog) == {0: [0], 1: [1], 2: [4, 8, 10], 5: [4, 8, 10], 9: [8, 10],
-                            11: [13, 15], 14: [13, 15]}
+    assert _table(prog) == {
+        0: [0],
+        1: [1],
+        2: [4, 8, 10],
+        5: [4, 8, 10],
+        9: [8, 10],
+        11: [13, 15],
+        14: [13, 15],
+    }
 
 
 def test_reluctant_loop_lists_the_exit_first() -> None:
@@ -132,8 +145,7 @@ def test_dejavu_shape_on_equal_prices_equals_reference() -> None:
             reference = Config()
             reference.execution_path = "reference"
             matcher = new_partition_matcher(spec_of(sql), (), reference)
-            out = matcher.feed(pa.RecordBatch.from_pylist(rows, schema=SCHEMA)) + \
-                matcher.finish()
+            out = matcher.feed(pa.RecordBatch.from_pylist(rows, schema=SCHEMA)) + matcher.finish()
             want = [tuple(r.values()) for b in out for r in b.to_pylist()]
             assert want, sql  # the data holds matches
             plan = CompiledPlan.build(spec_of(sql))

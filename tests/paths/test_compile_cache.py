@@ -58,10 +58,12 @@ def test_an_inherited_keyed_directory_is_replaced_not_nested(tmp_path: Path) -> 
     first = keyed_directory(str(tmp_path), "sources-0123456789abcdef")
     assert first == str(tmp_path / "sources-0123456789abcdef")
     assert keyed_directory(first, "sources-fedcba9876543210") == str(
-        tmp_path / "sources-fedcba9876543210")
+        tmp_path / "sources-fedcba9876543210"
+    )
     # a base whose own name merely starts like a key is kept
     assert keyed_directory(str(tmp_path / "matchsql-numba-x"), "sources-0123456789abcdef") == str(
-        tmp_path / "matchsql-numba-x" / "sources-0123456789abcdef")
+        tmp_path / "matchsql-numba-x" / "sources-0123456789abcdef"
+    )
 
 
 SCRIPT = """
@@ -82,8 +84,15 @@ def test_every_cached_kernel_lives_in_the_keyed_directory(tmp_path: Path) -> Non
     modules = [name for name in _numba_modules() if not name.startswith("matchsql.gpu")]
     assert "matchsql.fsm.compiled.kernel" in modules
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, *modules], env=env, cwd=ROOT,
-                          capture_output=True, text=True, check=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, *modules],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     paths = json.loads(done.stdout.strip().splitlines()[-1])
     assert paths, "no cached numba function found"
     keyed = tmp_path / sources_key()

@@ -17,16 +17,31 @@ from matchsql.fsm.compiled.kernel import MEMO_EVERY
 from tests.paths.test_random_paths import COMPILED_CONDITIONS, _check
 from tests.property.strategies import ROWS, SKIPS, values
 
-PATTERNS = ["A C* B", "A (C | A)* B B", "C+ B $", "A C* B+ $", "(A C*)+ B", "A (C C)* B",
-            "A C* B | C A", "A C*? B", "A {- C* -} B", "(A | B) C* (B | $)", "A C{3,} B C"]
+PATTERNS = [
+    "A C* B",
+    "A (C | A)* B B",
+    "C+ B $",
+    "A C* B+ $",
+    "(A C*)+ B",
+    "A (C C)* B",
+    "A C* B | C A",
+    "A C*? B",
+    "A {- C* -} B",
+    "(A | B) C* (B | $)",
+    "A C{3,} B C",
+]
 
-long_partitions = st.lists(st.tuples(values, values), min_size=2 * MEMO_EVERY,
-                           max_size=6 * MEMO_EVERY).map(
-    lambda rows: [{"id": i, "x": x, "y": y} for i, (x, y) in enumerate(rows)])
+long_partitions = st.lists(
+    st.tuples(values, values), min_size=2 * MEMO_EVERY, max_size=6 * MEMO_EVERY
+).map(lambda rows: [{"id": i, "x": x, "y": y} for i, (x, y) in enumerate(rows)])
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(rows=long_partitions, data=st.data())
 def test_dead_ends_random(rows: list[dict], data: st.DataObject) -> None:
     pattern = data.draw(st.sampled_from(PATTERNS))
@@ -35,10 +50,12 @@ def test_dead_ends_random(rows: list[dict], data: st.DataObject) -> None:
     output = data.draw(st.sampled_from(ROWS))
     skip = data.draw(st.sampled_from(SKIPS))
     extension = data.draw(st.sampled_from(["", "", "ALL MATCHES"]))
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (\n  ORDER BY id\n"
-           "  MEASURES MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, "
-           "FIRST(id) AS f, LAST(id) AS l\n"
-           f"  {output}\n  AFTER MATCH SKIP {skip}\n  {extension}\n  PATTERN ({pattern})\n"
-           f"  SUBSET U = (A, B)\n  DEFINE A AS {a}, B AS {b}\n)")
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (\n  ORDER BY id\n"
+        "  MEASURES MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, "
+        "FIRST(id) AS f, LAST(id) AS l\n"
+        f"  {output}\n  AFTER MATCH SKIP {skip}\n  {extension}\n  PATTERN ({pattern})\n"
+        f"  SUBSET U = (A, B)\n  DEFINE A AS {a}, B AS {b}\n)"
+    )
     splits = data.draw(st.lists(st.integers(0, len(rows)), max_size=2))
     _check(sql, rows, splits)

@@ -30,11 +30,18 @@ from matchsql.planner import new_partition_matcher
 from tests.paths.test_random_paths import _check
 from tests.property.strategies import SKIPS, patterns, spec_of, values
 
-SETTINGS = settings(max_examples=300, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-SQL_SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
-                        suppress_health_check=[HealthCheck.too_slow,
-                                               HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+SQL_SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 MAX_THREADS = 10_000
 
 
@@ -45,20 +52,29 @@ def _vm_call(prog, rl, skip_mask, params, work):
     """``run_attempts`` called with no registers and no statistics (by parameter name)."""
     n_vars = rl.shape[1]
     known = {
-        "prog": prog, "rl": rl, "viable": np.zeros(0, np.uint8), "wend": np.zeros(0, np.int64),
+        "prog": prog,
+        "rl": rl,
+        "viable": np.zeros(0, np.uint8),
+        "wend": np.zeros(0, np.int64),
         "code": np.zeros((1, 5), np.int64),
-        "fconst": np.zeros(1, np.float64), "spans": np.zeros((n_vars, 2), np.int64),
-        "conj": np.zeros((1, 12), np.int64), "conj_spans": np.zeros((n_vars, 2), np.int64),
+        "fconst": np.zeros(1, np.float64),
+        "spans": np.zeros((n_vars, 2), np.int64),
+        "conj": np.zeros((1, 12), np.int64),
+        "conj_spans": np.zeros((n_vars, 2), np.int64),
         "cconst": np.zeros((1, 2), np.float64),
-        "cols": np.zeros((1, 1), np.float64), "valid": np.ones((1, 1), np.uint8),
+        "cols": np.zeros((1, 1), np.float64),
+        "valid": np.ones((1, 1), np.uint8),
         "set_mask": np.zeros((1, n_vars), np.uint8),
-        "obs_last": np.zeros(n_vars, np.uint8), "obs_first": np.zeros(n_vars, np.uint8),
-        "skip_mask": skip_mask, "params": params,
-        "stat_state": np.zeros(0, np.int64), "stat_kind": np.zeros(0, np.uint8),
+        "obs_last": np.zeros(n_vars, np.uint8),
+        "obs_first": np.zeros(n_vars, np.uint8),
+        "skip_mask": skip_mask,
+        "params": params,
+        "stat_state": np.zeros(0, np.int64),
+        "stat_kind": np.zeros(0, np.uint8),
         "stat": np.zeros((4, 1), np.int64),
     }
     names = list(inspect.signature(K.run_attempts.py_func).parameters)
-    head = [known[name] for name in names[:len(names) - len(work) - 1]]
+    head = [known[name] for name in names[: len(names) - len(work) - 1]]
     return K.run_attempts(*head, *work, NOT_CANCELLED)
 
 
@@ -104,7 +120,7 @@ def _drive(kind, prog, rl, dfa, splits, base, ahead, skip, skip_mask, unmatched,
             records, labels = work[-2], work[-1]
             for r in range(n_rec):
                 kd, start, length, number, offset = (int(x) for x in records[r])
-                codes = labels[offset:offset + length].tolist() if kd == 0 else []
+                codes = labels[offset : offset + length].tolist() if kd == 0 else []
                 out.append((kd, start, length, number, codes))
             next_start = nxt
             if status != K.ST_FULL:
@@ -133,8 +149,12 @@ def test_dfa_dead_ends_equal_thread_vm(pattern, data: st.DataObject) -> None:
     end or far from their start, so that later attempts meet the dead ends the DFA
     records every ``MEMO_EVERY`` rows and stop there; the rows are the thread VM's,
     which runs every attempt to its end."""
-    _differential(pattern, data, data.draw(st.integers(2 * D.MEMO_EVERY, 8 * D.MEMO_EVERY)),
-                  [0.0, 0.01, 0.03, 0.9, 0.97, 1.0])
+    _differential(
+        pattern,
+        data,
+        data.draw(st.integers(2 * D.MEMO_EVERY, 8 * D.MEMO_EVERY)),
+        [0.0, 0.01, 0.03, 0.9, 0.97, 1.0],
+    )
 
 
 def _differential(pattern, data: st.DataObject, rows: int, densities: list[float]) -> None:
@@ -142,23 +162,26 @@ def _differential(pattern, data: st.DataObject, rows: int, densities: list[float
     assume(len(program.variables) > 0 or data.draw(st.booleans()))
     prog = program_array(program)
     n_vars = max(len(program.variables), 1)
-    conditioned = data.draw(st.lists(st.sampled_from([True, True, True, False]),
-                                     min_size=n_vars, max_size=n_vars))
+    conditioned = data.draw(
+        st.lists(st.sampled_from([True, True, True, False]), min_size=n_vars, max_size=n_vars)
+    )
     dfa = D.build(prog, conditioned)
     assert dfa is not None
     # Random bits from a seed (Hypothesis' own lists shrink towards all-false rows).
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     # One density per variable: a rare variable ends attempts late or never.
-    density = np.array(data.draw(st.lists(st.sampled_from(densities), min_size=n_vars,
-                                          max_size=n_vars)))
+    density = np.array(
+        data.draw(st.lists(st.sampled_from(densities), min_size=n_vars, max_size=n_vars))
+    )
     rl = rng.random((rows, n_vars)) < density
     rl = (rl | ~np.array(conditioned, bool)).astype(np.uint8)
     splits = data.draw(st.lists(st.integers(0, rows), max_size=3))
     base = data.draw(st.sampled_from([0, 0, 3]))
     ahead = data.draw(st.integers(0, 2))
     skip = data.draw(st.sampled_from([K.SKIP_PAST, K.SKIP_NEXT, K.SKIP_FIRST, K.SKIP_LAST]))
-    skip_mask = np.array(data.draw(st.lists(st.booleans(), min_size=n_vars, max_size=n_vars)),
-                         np.uint8)
+    skip_mask = np.array(
+        data.draw(st.lists(st.booleans(), min_size=n_vars, max_size=n_vars)), np.uint8
+    )
     unmatched = data.draw(st.booleans())
     flip = np.array(conditioned, np.uint8)
     args = (prog, rl, dfa, splits, base, ahead, skip, skip_mask, unmatched, flip)
@@ -187,14 +210,27 @@ def test_dfa_small_tables() -> None:
 # -- (b) through the matcher -------------------------------------------------------------
 
 ROW_LOCAL_CONDITIONS = [
-    "x > PREV(x)", "x = 1", "x IS NULL", "y >= 2", "NEXT(x) IS NOT NULL AND NEXT(x) > x",
-    "x <> PREV(x, 2)", "x IN (0, 2)", "NOT (x > y)", "-x < y - 2", "x < 2 AND y <> x",
+    "x > PREV(x)",
+    "x = 1",
+    "x IS NULL",
+    "y >= 2",
+    "NEXT(x) IS NOT NULL AND NEXT(x) > x",
+    "x <> PREV(x, 2)",
+    "x IN (0, 2)",
+    "NOT (x > y)",
+    "-x < y - 2",
+    "x < 2 AND y <> x",
 ]
 MEASURES = "MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, FIRST(x) AS fx, LAST(y) AS ly"
-ROWS = ["ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS",
-        "ALL ROWS PER MATCH OMIT EMPTY MATCHES"]
+ROWS = [
+    "ONE ROW PER MATCH",
+    "ALL ROWS PER MATCH",
+    "ALL ROWS PER MATCH WITH UNMATCHED ROWS",
+    "ALL ROWS PER MATCH OMIT EMPTY MATCHES",
+]
 partitions = st.lists(st.tuples(values, values), max_size=12).map(
-    lambda rows: [{"id": i, "x": x, "y": y} for i, (x, y) in enumerate(rows)])
+    lambda rows: [{"id": i, "x": x, "y": y} for i, (x, y) in enumerate(rows)]
+)
 
 
 @SQL_SETTINGS
@@ -202,11 +238,13 @@ partitions = st.lists(st.tuples(values, values), max_size=12).map(
 def test_row_local_queries(pattern, rows: list[dict], data: st.DataObject) -> None:
     a = data.draw(st.sampled_from(ROW_LOCAL_CONDITIONS))
     b = data.draw(st.sampled_from(ROW_LOCAL_CONDITIONS))
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (\n  ORDER BY id\n"
-           f"  MEASURES {MEASURES}\n  {data.draw(st.sampled_from(ROWS))}\n"
-           f"  AFTER MATCH SKIP {data.draw(st.sampled_from(SKIPS))}\n"
-           f"  PATTERN ({pattern.to_sql()})\n  SUBSET U = (A, B)\n"
-           f"  DEFINE A AS {a}, B AS {b}\n)")
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (\n  ORDER BY id\n"
+        f"  MEASURES {MEASURES}\n  {data.draw(st.sampled_from(ROWS))}\n"
+        f"  AFTER MATCH SKIP {data.draw(st.sampled_from(SKIPS))}\n"
+        f"  PATTERN ({pattern.to_sql()})\n  SUBSET U = (A, B)\n"
+        f"  DEFINE A AS {a}, B AS {b}\n)"
+    )
     try:
         spec = spec_of(sql)
     except Exception:  # noqa: BLE001 - e.g. SKIP TO a variable the pattern lacks
@@ -225,8 +263,10 @@ def test_explain_names_the_automaton() -> None:
 
     con = matchsql.connect(demo=False)
     con.sql("CREATE TABLE t (id INTEGER, x INTEGER, y INTEGER)")
-    query = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
-             "PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS {c})")
+    query = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
+        "PATTERN (A B+ C+) DEFINE B AS x < PREV(x), C AS {c})"
+    )
     lines = [r[0] for r in con.sql("EXPLAIN " + query.format(c="x > PREV(x)")).fetchall()]
     assert any(line.startswith("automaton: DFA (") for line in lines), lines
     lines = [r[0] for r in con.sql("EXPLAIN " + query.format(c="x > A.x")).fetchall()]
@@ -237,8 +277,10 @@ def test_explain_names_the_automaton() -> None:
 
 
 def test_max_threads_keeps_the_thread_vm() -> None:
-    spec = spec_of("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
-                   "PATTERN ((A | B)+) DEFINE A AS x > 1, B AS y > 1)")
+    spec = spec_of(
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
+        "PATTERN ((A | B)+) DEFINE A AS x > 1, B AS y > 1)"
+    )
     config = Config()
     assert new_partition_matcher(spec, (), config).dfa is not None
     config.max_threads = 1

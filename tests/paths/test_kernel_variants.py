@@ -30,8 +30,13 @@ SKIP_TO = """SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY t
 
 CASES = {
     **{name: (sql.rstrip().rstrip(";"), True) for name, sql in DEJAVU.items()},
-    **{f"{name} one row": (sql.rstrip().rstrip(";").replace("ALL MATCHES", "ONE ROW PER MATCH"),
-                           True) for name, sql in DEJAVU.items()},
+    **{
+        f"{name} one row": (
+            sql.rstrip().rstrip(";").replace("ALL MATCHES", "ONE ROW PER MATCH"),
+            True,
+        )
+        for name, sql in DEJAVU.items()
+    },
     "stack, one row": (STACK.format(rows="ONE ROW PER MATCH"), True),
     "stack, all matches": (STACK.format(rows="ALL ROWS PER MATCH ALL MATCHES"), True),
     "skip to (full kernel)": (SKIP_TO, False),
@@ -80,20 +85,24 @@ MEMO = """SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts
   DEFINE {define})"""
 
 
-@pytest.mark.parametrize("pattern, define, may_help", [
-    # every thread carries its own start row in A's register: states never recur
-    ("A B+ C", "B AS B.price < A.price, C AS C.price > PREV(C.price)", False),
-    # only PREV: nothing per attempt
-    ("A B+ C", "B AS B.price < PREV(B.price), C AS C.price > PREV(C.price)", True),
-    # A read but B may start an attempt too: B's threads can recur
-    ("(A | B) C+", "A AS A.price > 100, C AS C.price > PREV(C.price) AND C.price > 1", True),
-    # A read, but later rows can take A as well (A+): A's last row is not the start
-    ("A+ B", "B AS B.price < A.price", True),
-    # a condition reads the start row: off whatever the pattern
-    ("A B+", "B AS B.price < FIRST(price)", False),
-])
-def test_dead_ends_only_where_states_can_recur(con, monkeypatch, pattern: str, define: str,
-                                               may_help: bool) -> None:
+@pytest.mark.parametrize(
+    "pattern, define, may_help",
+    [
+        # every thread carries its own start row in A's register: states never recur
+        ("A B+ C", "B AS B.price < A.price, C AS C.price > PREV(C.price)", False),
+        # only PREV: nothing per attempt
+        ("A B+ C", "B AS B.price < PREV(B.price), C AS C.price > PREV(C.price)", True),
+        # A read but B may start an attempt too: B's threads can recur
+        ("(A | B) C+", "A AS A.price > 100, C AS C.price > PREV(C.price) AND C.price > 1", True),
+        # A read, but later rows can take A as well (A+): A's last row is not the start
+        ("A+ B", "B AS B.price < A.price", True),
+        # a condition reads the start row: off whatever the pattern
+        ("A B+", "B AS B.price < FIRST(price)", False),
+    ],
+)
+def test_dead_ends_only_where_states_can_recur(
+    con, monkeypatch, pattern: str, define: str, may_help: bool
+) -> None:
     """The kernel variant carries the dead ends (``K.MEMO_EVERY``) only where two
     attempts' threads can be equal; where it does not, the rows equal the full kernel's
     (which always has them)."""

@@ -26,21 +26,43 @@ from matchsql.fsm.compiled.rowlocal import (
 from matchsql.plan.binder import bind
 from tests.property.strategies import spec_of
 
-SCHEMA = pa.schema([("id", pa.int64()), ("f", pa.float64()), ("g", pa.float32()),
-                    ("i", pa.int32()), ("j", pa.int64()), ("s", pa.string())])
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("f", pa.float64()),
+        ("g", pa.float32()),
+        ("i", pa.int32()),
+        ("j", pa.int64()),
+        ("s", pa.string()),
+    ]
+)
 CONDITIONS = [
-    "f < PREV(f)", "f > PREV(f)", "f = PREV(f, 2)", "f <> NEXT(f)", "f >= 0.5", "f <= -0.0",
-    "g < f", "i > PREV(j)", "i = 3", "j < PREV(i, 3)", "1.5 < i", "PREV(f) >= NEXT(g)",
-    "i <> NEXT(i, 2)", "j >= 9223372036854775807",
+    "f < PREV(f)",
+    "f > PREV(f)",
+    "f = PREV(f, 2)",
+    "f <> NEXT(f)",
+    "f >= 0.5",
+    "f <= -0.0",
+    "g < f",
+    "i > PREV(j)",
+    "i = 3",
+    "j < PREV(i, 3)",
+    "1.5 < i",
+    "PREV(f) >= NEXT(g)",
+    "i <> NEXT(i, 2)",
+    "j >= 9223372036854775807",
 ]
-FLOATS = st.one_of(st.none(), st.sampled_from([0.0, -0.0, 1.0, 0.5, -2.0, float("nan"),
-                                                float("inf"), 3.0]))
+FLOATS = st.one_of(
+    st.none(), st.sampled_from([0.0, -0.0, 1.0, 0.5, -2.0, float("nan"), float("inf"), 3.0])
+)
 INTS = st.one_of(st.none(), st.integers(-3, 3))
 
 
 def term_of(condition: str):
-    sql = (f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
-           f"PATTERN (A) DEFINE A AS {condition})")
+    sql = (
+        f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n "
+        f"PATTERN (A) DEFINE A AS {condition})"
+    )
     spec = spec_of(sql, SCHEMA)
     compiler = RowLocalCompiler(spec, "A")
     return compiler, bind(spec.defines["A"], spec)
@@ -58,8 +80,10 @@ def test_plain_comparisons_take_numpy(condition: str) -> None:
     assert isinstance(compiler.compile(term), NumericComparison)
 
 
-@pytest.mark.parametrize("condition", ["s < PREV(s)", "f + 1 < PREV(f)", "NOT f < 1",
-                                       "f < PREV(f) AND f > 0", "f IS NULL"])
+@pytest.mark.parametrize(
+    "condition",
+    ["s < PREV(s)", "f + 1 < PREV(f)", "NOT f < 1", "f < PREV(f) AND f > 0", "f IS NULL"],
+)
 def test_other_terms_stay_arrow(condition: str) -> None:
     compiler, term = term_of(condition)
     assert not isinstance(compiler.compile(term), NumericComparison)

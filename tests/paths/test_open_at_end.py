@@ -52,16 +52,19 @@ def _run(sql: str, rows: list[dict], path: str, batches: int = 4) -> tuple[list,
     out: list[pa.RecordBatch] = []
     size = -(-len(rows) // batches)
     for begin in range(0, len(rows), size):
-        out += matcher.feed(pa.RecordBatch.from_pylist(rows[begin:begin + size], schema=SCHEMA))
+        out += matcher.feed(pa.RecordBatch.from_pylist(rows[begin : begin + size], schema=SCHEMA))
     out += matcher.finish()
     steps = matcher.steps if isinstance(matcher, CompiledMatcher) else -1
     return [tuple(r.values()) for b in out for r in b.to_pylist()], steps
 
 
-CASES = [("ONE ROW PER MATCH", "PAST LAST ROW", "*"), ("ONE ROW PER MATCH", "TO NEXT ROW", "*"),
-         ("ALL ROWS PER MATCH", "PAST LAST ROW", "*?"),
-         ("ALL ROWS PER MATCH WITH UNMATCHED ROWS", "TO NEXT ROW", "*"),
-         ("ONE ROW PER MATCH", "TO LAST B", "+")]
+CASES = [
+    ("ONE ROW PER MATCH", "PAST LAST ROW", "*"),
+    ("ONE ROW PER MATCH", "TO NEXT ROW", "*"),
+    ("ALL ROWS PER MATCH", "PAST LAST ROW", "*?"),
+    ("ALL ROWS PER MATCH WITH UNMATCHED ROWS", "TO NEXT ROW", "*"),
+    ("ONE ROW PER MATCH", "TO LAST B", "+"),
+]
 
 
 @pytest.mark.parametrize(("rows", "skip", "quantifier"), CASES)
@@ -81,7 +84,7 @@ def test_open_attempt_at_end_is_linear(rows: str, skip: str, quantifier: str) ->
     small, small_steps = _run(sql, _rows(n), "row_local")
     large, large_steps = _run(sql, _rows(2 * n), "row_local")
     # Rows from the first attempts on: equal up to the longer input's unmatched tail.
-    assert large[:len(small) // 2] == small[:len(small) // 2]
+    assert large[: len(small) // 2] == small[: len(small) // 2]
     # Each start row after the last C reads at most MEMO_EVERY rows before it meets a dead
     # end; the open attempt is re-read once per batch (4 batches) and once at the end.
     assert small_steps <= (MEMO_EVERY + 2 + 5) * n
@@ -126,8 +129,9 @@ def _vm_steps(sql: str, rows: list[dict], path: str) -> tuple[list, int]:
 
 
 @pytest.mark.parametrize(("rows", "skip", "pattern", "define", "path"), VM_CASES)
-def test_vm_open_attempt_at_end_equals_reference(rows: str, skip: str, pattern: str,
-                                                 define: str, path: str) -> None:
+def test_vm_open_attempt_at_end_equals_reference(
+    rows: str, skip: str, pattern: str, define: str, path: str
+) -> None:
     sql = _query(rows, skip, pattern, define)
     data = _rows(300)
     expected, _ = _run(sql, data, "reference")
@@ -138,13 +142,14 @@ def test_vm_open_attempt_at_end_equals_reference(rows: str, skip: str, pattern: 
 
 
 @pytest.mark.parametrize(("rows", "skip", "pattern", "define", "path"), VM_CASES)
-def test_vm_open_attempt_at_end_is_linear(rows: str, skip: str, pattern: str, define: str,
-                                          path: str) -> None:
+def test_vm_open_attempt_at_end_is_linear(
+    rows: str, skip: str, pattern: str, define: str, path: str
+) -> None:
     sql = _query(rows, skip, pattern, define)
     n = 4_000
     small, small_steps = _vm_steps(sql, _rows(n), path)
     large, large_steps = _vm_steps(sql, _rows(2 * n), path)
-    assert large[:len(small) // 2] == small[:len(small) // 2]
+    assert large[: len(small) // 2] == small[: len(small) // 2]
     assert small_steps <= (MEMO_EVERY + 2 + 5) * n
     assert large_steps <= 2.2 * small_steps
 
@@ -157,8 +162,10 @@ def test_vm_dead_ends_compare_registers(skip: str) -> None:
     states, and only A's register (its row, where y differs) tells them apart: a
     failed attempt's dead ends must not stop the attempts of a different A."""
     sql = _query("ONE ROW PER MATCH", skip, "A B* C", "x < 0 AND C.y > A.y")
-    data = [{"id": i, "x": -1 if i == 200 else 1, "y": 50 if i == 200 else (60 if i < 100 else 0)}
-            for i in range(8 * MEMO_EVERY)]
+    data = [
+        {"id": i, "x": -1 if i == 200 else 1, "y": 50 if i == 200 else (60 if i < 100 else 0)}
+        for i in range(8 * MEMO_EVERY)
+    ]
     expected, _ = _run(sql, data, "reference")
     got, _ = _vm_steps(sql, data, "auto")
     assert got == expected

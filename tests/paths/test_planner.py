@@ -58,8 +58,12 @@ def test_explain_names_the_register_path_for_running_aggregates() -> None:
     assert "path: registers" in lines
     assert "automaton: thread VM (DEFINE reads registers)" in lines
     # an argument the bytecode cannot read keeps the query on the reference, named
-    lines = [r[0] for r in con.sql("EXPLAIN " + AGGREGATES.replace(
-        "SUM(B.x)", "SUM(B.x + MATCH_NUMBER())")).fetchall()]
+    lines = [
+        r[0]
+        for r in con.sql(
+            "EXPLAIN " + AGGREGATES.replace("SUM(B.x)", "SUM(B.x + MATCH_NUMBER())")
+        ).fetchall()
+    ]
     assert "path: reference" in lines
     assert any("MATCH_NUMBER() inside a running aggregate" in line for line in lines)
 
@@ -67,8 +71,7 @@ def test_explain_names_the_register_path_for_running_aggregates() -> None:
 def test_explain_nested_and_plain() -> None:
     con = matchsql.connect(demo=False)
     con.sql("CREATE TABLE t (id INTEGER, x INTEGER, y INTEGER)")
-    inner = ROW_LOCAL.replace("FROM t", "FROM (SELECT fx AS id, fx AS x FROM (" + REGISTERS
-                              + "))")
+    inner = ROW_LOCAL.replace("FROM t", "FROM (SELECT fx AS id, fx AS x FROM (" + REGISTERS + "))")
     lines = [r[0] for r in con.sql("EXPLAIN " + inner).fetchall()]
     assert "path: registers" in lines and "path: row_local" in lines
     assert lines[0] == "-- MATCH_RECOGNIZE #1 of 2"

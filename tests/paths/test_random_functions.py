@@ -24,33 +24,58 @@ from matchsql.plan.pattern import Alternation, Concatenation, Label
 from matchsql.planner import new_partition_matcher
 from tests.property.strategies import patterns, spec_of
 
-SCHEMA = pa.schema([("id", pa.int32()), ("x", pa.int32()), ("s", pa.string()),
-                    ("d", pa.date32())])
-SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SCHEMA = pa.schema([("id", pa.int32()), ("x", pa.int32()), ("s", pa.string()), ("d", pa.date32())])
+SETTINGS = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 PATHS = ("row_local", "registers")
 
 CONDITIONS = [
-    "lower(s) = 'a'", "length(B.s) > length(A.s)", "year(d) = 2024", "s = PREV(s)",
-    "B.s = A.s", "starts_with(s, 'é')", "d - PREV(d) > 1",
-    "coalesce(PREV(s), '') <> s", "upper(s) IN ('A', 'É')", "s < PREV(s)",
-    "concat(s, s) = 'aa'", "strftime(d, '%m') = '02'", "x > PREV(x)",
-    "d > FIRST(d)", "levenshtein(s, 'ab') = 1", "hash(s) % 2 = 0",
-    "ascii(s) > 100 AND x IS NOT NULL", "COUNT(*) <= 2",
+    "lower(s) = 'a'",
+    "length(B.s) > length(A.s)",
+    "year(d) = 2024",
+    "s = PREV(s)",
+    "B.s = A.s",
+    "starts_with(s, 'é')",
+    "d - PREV(d) > 1",
+    "coalesce(PREV(s), '') <> s",
+    "upper(s) IN ('A', 'É')",
+    "s < PREV(s)",
+    "concat(s, s) = 'aa'",
+    "strftime(d, '%m') = '02'",
+    "x > PREV(x)",
+    "d > FIRST(d)",
+    "levenshtein(s, 'ab') = 1",
+    "hash(s) % 2 = 0",
+    "ascii(s) > 100 AND x IS NOT NULL",
+    "COUNT(*) <= 2",
 ]
-MEASURES = ("MATCH_NUMBER() AS mn, concat_ws('-', FIRST(s), LAST(s)) AS ends, "
-            "upper(CLASSIFIER()) AS cls, strftime(LAST(d), '%Y-%m') AS month, "
-            "string_agg(s, ',' ORDER BY id) AS ss, median(x) AS med, "
-            "date_diff('day', FIRST(d), LAST(d)) AS span, lower(PREV(s)) AS ps")
+MEASURES = (
+    "MATCH_NUMBER() AS mn, concat_ws('-', FIRST(s), LAST(s)) AS ends, "
+    "upper(CLASSIFIER()) AS cls, strftime(LAST(d), '%Y-%m') AS month, "
+    "string_agg(s, ',' ORDER BY id) AS ss, median(x) AS med, "
+    "date_diff('day', FIRST(d), LAST(d)) AS span, lower(PREV(s)) AS ps"
+)
 ROWS = ["ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS"]
 SKIPS = ["PAST LAST ROW", "TO NEXT ROW", "TO LAST B"]
 
 strings = st.sampled_from([None, "a", "A", "b", "é", "éa", "", "ab"])
-dates = st.sampled_from([None, datetime.date(2024, 2, 1), datetime.date(2024, 2, 3),
-                         datetime.date(2023, 12, 31), datetime.date(2024, 3, 1)])
+dates = st.sampled_from(
+    [
+        None,
+        datetime.date(2024, 2, 1),
+        datetime.date(2024, 2, 3),
+        datetime.date(2023, 12, 31),
+        datetime.date(2024, 3, 1),
+    ]
+)
 xs = st.one_of(st.none(), st.integers(0, 3))
 partitions = st.lists(st.tuples(xs, strings, dates), max_size=8).map(
-    lambda rows: [{"id": i, "x": x, "s": s, "d": d} for i, (x, s, d) in enumerate(rows)])
+    lambda rows: [{"id": i, "x": x, "s": s, "d": d} for i, (x, s, d) in enumerate(rows)]
+)
 
 
 #: The rows of several partitions: ``p`` is the partition's number.
@@ -59,15 +84,17 @@ PARTITIONED = pa.schema([("p", pa.int32()), *SCHEMA])
 
 def partitioned(sql: str) -> str:
     """A query of :func:`queries` (one partition) partitioned by ``p``."""
-    return sql.replace("MATCH_RECOGNIZE (ORDER BY id", "MATCH_RECOGNIZE (PARTITION BY p "
-                                                      "ORDER BY id", 1)
+    return sql.replace(
+        "MATCH_RECOGNIZE (ORDER BY id", "MATCH_RECOGNIZE (PARTITION BY p ORDER BY id", 1
+    )
 
 
 def table_of(groups: list[list[dict]]) -> pa.Table:
     """The rows of each group (drawn by :data:`partitions`) as partition ``p``, the
     group's number."""
-    return pa.Table.from_pylist([{"p": p, **row} for p, group in enumerate(groups)
-                                 for row in group], schema=PARTITIONED)
+    return pa.Table.from_pylist(
+        [{"p": p, **row} for p, group in enumerate(groups) for row in group], schema=PARTITIONED
+    )
 
 
 @st.composite
@@ -80,7 +107,8 @@ def queries(draw: st.DrawFn, conditions: list[str] = CONDITIONS) -> str:
         "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id "
         f"MEASURES {MEASURES} {draw(st.sampled_from(ROWS))} "
         f"AFTER MATCH SKIP {draw(st.sampled_from(SKIPS))} "
-        f"PATTERN ({pattern.to_sql()}) SUBSET U = (A, B) DEFINE A AS {a}, B AS {b})")
+        f"PATTERN ({pattern.to_sql()}) SUBSET U = (A, B) DEFINE A AS {a}, B AS {b})"
+    )
 
 
 def run_path(spec, rows: list[dict], splits: list[int], path: str, gpu: str = "off"):

@@ -18,21 +18,46 @@ from matchsql.errors import ExecutionError
 from matchsql.planner import new_partition_matcher
 from tests.property.strategies import fed_in_splits, partitions, queries, spec_of
 
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 PATHS = ("row_local", "registers")
 
 # Conditions the compiled paths evaluate, so that random queries exercise them
 # more often than the property suite's mix would.
 COMPILED_CONDITIONS = [
-    "x > PREV(x)", "x = 1", "x IS NULL", "y >= 2", "A.x <= x", "x > FIRST(x)",
-    "LAST(x, 1) IS NULL OR x <> LAST(x, 1)", "COUNT(*) <= 3", "NEXT(x) IS NOT NULL AND NEXT(x) > x",
-    "PREV(LAST(U.y), 1) = y", "x <> PREV(x, 2)", "FIRST(B.x) IS NULL", "MATCH_NUMBER() <= 2",
-    "B.y < A.x + 1", "U.x BETWEEN 1 AND 2", "x IN (0, 2)", "NOT (x > y)", "-x < y - 2",
+    "x > PREV(x)",
+    "x = 1",
+    "x IS NULL",
+    "y >= 2",
+    "A.x <= x",
+    "x > FIRST(x)",
+    "LAST(x, 1) IS NULL OR x <> LAST(x, 1)",
+    "COUNT(*) <= 3",
+    "NEXT(x) IS NOT NULL AND NEXT(x) > x",
+    "PREV(LAST(U.y), 1) = y",
+    "x <> PREV(x, 2)",
+    "FIRST(B.x) IS NULL",
+    "MATCH_NUMBER() <= 2",
+    "B.y < A.x + 1",
+    "U.x BETWEEN 1 AND 2",
+    "x IN (0, 2)",
+    "NOT (x > y)",
+    "-x < y - 2",
     # running aggregates, accumulators carried by the threads
-    "SUM(x) < 5", "SUM(A.x) <= y + 2", "AVG(U.y) >= 1", "MIN(x) = x", "MAX(B.y) < 3",
-    "COUNT(A.*) < 2", "COUNT(U.x) <= 2", "SUM(x * y) FILTER (WHERE y > 0) < 4",
-    "MIN(A.x) IS NULL OR MAX(A.x) - MIN(A.x) <= 1", "AVG(x + y) < 2 AND COUNT(B.y) > 0",
+    "SUM(x) < 5",
+    "SUM(A.x) <= y + 2",
+    "AVG(U.y) >= 1",
+    "MIN(x) = x",
+    "MAX(B.y) < 3",
+    "COUNT(A.*) < 2",
+    "COUNT(U.x) <= 2",
+    "SUM(x * y) FILTER (WHERE y > 0) < 4",
+    "MIN(A.x) IS NULL OR MAX(A.x) - MIN(A.x) <= 1",
+    "AVG(x + y) < 2 AND COUNT(B.y) > 0",
 ]
 
 

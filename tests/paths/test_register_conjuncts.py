@@ -21,19 +21,23 @@ from tests.paths.test_batched import spec_of
 
 
 def _plan_of(define: str, pattern: str = "A B+ C*"):
-    spec = spec_of("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
-                   f"MEASURES COUNT(*) AS n PATTERN ({pattern}) DEFINE {define})")
+    spec = spec_of(
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
+        f"MEASURES COUNT(*) AS n PATTERN ({pattern}) DEFINE {define})"
+    )
     plan = _plan(spec)[1]
     assert plan.path == "registers"
     return plan
 
 
 def test_comparisons_become_fused_rows_and_the_rest_stack_code() -> None:
-    plan = _plan_of("B AS x <= PREV(x) AND B.x < A.x AND 2 > FIRST(B.y) "
-                    "AND B.x + 1 > A.x, C AS U.x < x", "A B+ C*) SUBSET U = (A, B")
+    plan = _plan_of(
+        "B AS x <= PREV(x) AND B.x < A.x AND 2 > FIRST(B.y) AND B.x + 1 > A.x, C AS U.x < x",
+        "A B+ C*) SUBSET U = (A, B",
+    )
     conj, cconst, spans = plan.registers.conjunct_table(fused=True)
     b, c = plan.variables.index("B"), plan.variables.index("C")
-    rows = conj[spans[b, 0]:spans[b, 1]]
+    rows = conj[spans[b, 0] : spans[b, 1]]
     # B.x < A.x and 2 > FIRST(B.y) are fused (the row-local x <= PREV(x) is not here);
     # B.x + 1 > A.x computes, so it stays stack code
     assert rows[:, 0].tolist() == [K.CJ_COMPARE, K.CJ_COMPARE, K.CJ_STACK]
@@ -41,9 +45,9 @@ def test_comparisons_become_fused_rows_and_the_rest_stack_code() -> None:
     assert rows[0, 7:12].tolist()[2:4] == [K.R_LAST, plan.variables.index("A")]
     assert rows[1, 2] == 0 and cconst[spans[b, 0] + 1, 0] == 2.0  # the constant operand
     # U.x is the last row of A or B: a union's register scan stays in the stack code
-    assert conj[spans[c, 0]:spans[c, 1], 0].tolist() == [K.CJ_STACK]
+    assert conj[spans[c, 0] : spans[c, 1], 0].tolist() == [K.CJ_STACK]
     generic = plan.registers.conjunct_table(fused=False)
-    assert generic[0][generic[2][b, 0]:generic[2][b, 1], 0].tolist() == [K.CJ_STACK]
+    assert generic[0][generic[2][b, 0] : generic[2][b, 1], 0].tolist() == [K.CJ_STACK]
 
 
 def test_second_row_registers_rule_out_equal_prices() -> None:
@@ -76,9 +80,18 @@ def test_second_row_keeps_a_physical_offset_inside_the_partition() -> None:
     assert viable.tolist() == [1, 0, 1, 0, 0, 1]
 
 
-CONDITIONS = ["x <= PREV(x) AND x < A.x", "x > A.x", "x >= LAST(B.x) AND x <= A.x",
-              "FIRST(B.y) < y", "x <> 2 AND y = A.y", "PREV(A.x) > x", "x < U.x",
-              "A.x - x > 1", "COUNT(*) < 4 AND x <= A.x", "NEXT(A.x) IS NULL OR x < NEXT(A.x)"]
+CONDITIONS = [
+    "x <= PREV(x) AND x < A.x",
+    "x > A.x",
+    "x >= LAST(B.x) AND x <= A.x",
+    "FIRST(B.y) < y",
+    "x <> 2 AND y = A.y",
+    "PREV(A.x) > x",
+    "x < U.x",
+    "A.x - x > 1",
+    "COUNT(*) < 4 AND x <= A.x",
+    "NEXT(A.x) IS NULL OR x < NEXT(A.x)",
+]
 
 
 @pytest.fixture(params=[True, False], ids=["fused", "stack"])
@@ -88,23 +101,38 @@ def fused(request, monkeypatch):
     return request.param
 
 
-@settings(max_examples=25, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(b=st.sampled_from(CONDITIONS), c=st.sampled_from(CONDITIONS),
-       d=st.sampled_from(CONDITIONS), skip=st.sampled_from(["PAST LAST ROW", "TO NEXT ROW"]),
-       rows=st.sampled_from(["ONE ROW PER MATCH", "ALL ROWS PER MATCH"]),
-       nulls=st.booleans(), seed=st.integers(0, 2**16))
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    b=st.sampled_from(CONDITIONS),
+    c=st.sampled_from(CONDITIONS),
+    d=st.sampled_from(CONDITIONS),
+    skip=st.sampled_from(["PAST LAST ROW", "TO NEXT ROW"]),
+    rows=st.sampled_from(["ONE ROW PER MATCH", "ALL ROWS PER MATCH"]),
+    nulls=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_registers_equal_the_reference(fused, b, c, d, skip, rows, nulls, seed) -> None:
     rng = np.random.default_rng(seed)
     n = 300
     x = rng.integers(0, 4, n).astype(np.float64)
-    table = pa.table({"p": np.repeat(np.arange(3, dtype=np.int32), n // 3),
-                      "id": np.arange(n, dtype=np.int32),
-                      "x": pa.array(x, mask=rng.random(n) < 0.1 if nulls else None),
-                      "y": rng.integers(0, 3, n).astype(np.int32)})
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
-           f"MEASURES MATCH_NUMBER() AS mn, COUNT(*) AS n {rows} AFTER MATCH SKIP {skip} "
-           f"PATTERN (A B+ C* D+) SUBSET U = (A, C) DEFINE B AS {b}, C AS {c}, D AS {d})")
+    table = pa.table(
+        {
+            "p": np.repeat(np.arange(3, dtype=np.int32), n // 3),
+            "id": np.arange(n, dtype=np.int32),
+            "x": pa.array(x, mask=rng.random(n) < 0.1 if nulls else None),
+            "y": rng.integers(0, 3, n).astype(np.int32),
+        }
+    )
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
+        f"MEASURES MATCH_NUMBER() AS mn, COUNT(*) AS n {rows} AFTER MATCH SKIP {skip} "
+        f"PATTERN (A B+ C* D+) SUBSET U = (A, C) DEFINE B AS {b}, C AS {c}, D AS {d})"
+    )
     results = {}
     for path in ("reference", "registers"):
         con = matchsql.connect(demo=False, execution_path=path, batch_size=70)
@@ -129,11 +157,18 @@ def test_first_and_last_registers_are_kept_apart() -> None:
     # row 4 (2.5, though above LAST(B.x) = 1 there), so the greedy B+ reaches no C and the
     # one match is A B C over rows 0-2; the search goes on past it at row 3, where B's
     # x < A.x fails (2.5 < 1).
-    table = pa.table({"p": np.zeros(5, np.int32), "id": np.arange(5, dtype=np.int32),
-                      "x": [5.0, 3.0, 4.0, 1.0, 2.5]})
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
-           "MEASURES FIRST(id) AS s, COUNT(*) AS n PATTERN (A B+ C) "
-           "DEFINE B AS x < A.x, C AS x > FIRST(B.x))")
+    table = pa.table(
+        {
+            "p": np.zeros(5, np.int32),
+            "id": np.arange(5, dtype=np.int32),
+            "x": [5.0, 3.0, 4.0, 1.0, 2.5],
+        }
+    )
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY id "
+        "MEASURES FIRST(id) AS s, COUNT(*) AS n PATTERN (A B+ C) "
+        "DEFINE B AS x < A.x, C AS x > FIRST(B.x))"
+    )
     for path in ("reference", "registers"):
         con = matchsql.connect(demo=False, execution_path=path)
         con.duckdb.register("src", table)

@@ -38,7 +38,9 @@ VARIABLES = ("A", "B", "C")
 
 labels = st.sampled_from(VARIABLES).map(Label)
 leaves = st.one_of(
-    labels, labels, labels,
+    labels,
+    labels,
+    labels,
     st.just(Empty()),
     st.sampled_from([Anchor(AnchorKind.START), Anchor(AnchorKind.END)]),
 )
@@ -65,21 +67,40 @@ def _extend(children: st.SearchStrategy[PatternNode]) -> st.SearchStrategy[Patte
 patterns = st.recursive(leaves, _extend, max_leaves=5)
 
 CONDITIONS = [
-    "x > PREV(x)", "x = 1", "x IS NULL", "y >= 2", "A.x <= x", "x > FIRST(x)",
-    "LAST(x, 1) IS NULL OR x <> LAST(x, 1)", "COUNT(*) <= 3", "COUNT(A.*) < 2",
-    "SUM(x) < 5", "CLASSIFIER() = 'A'", "NEXT(x) IS NOT NULL AND NEXT(x) > x",
-    "PREV(LAST(U.y, 1), 1) = y", "MAX(U.x) >= x", "x <> PREV(x, 2)",
-    "FIRST(B.x) IS NULL", "MATCH_NUMBER() <= 2",
+    "x > PREV(x)",
+    "x = 1",
+    "x IS NULL",
+    "y >= 2",
+    "A.x <= x",
+    "x > FIRST(x)",
+    "LAST(x, 1) IS NULL OR x <> LAST(x, 1)",
+    "COUNT(*) <= 3",
+    "COUNT(A.*) < 2",
+    "SUM(x) < 5",
+    "CLASSIFIER() = 'A'",
+    "NEXT(x) IS NOT NULL AND NEXT(x) > x",
+    "PREV(LAST(U.y, 1), 1) = y",
+    "MAX(U.x) >= x",
+    "x <> PREV(x, 2)",
+    "FIRST(B.x) IS NULL",
+    "MATCH_NUMBER() <= 2",
 ]
-MEASURES = ("MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, FIRST(x) AS fx, "
-            "LAST(y) AS ly, SUM(A.x) AS sa, FINAL COUNT(U.*) AS fu, PREV(x) AS px")
-ROWS = ["ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH OMIT EMPTY MATCHES",
-        "ALL ROWS PER MATCH WITH UNMATCHED ROWS"]
+MEASURES = (
+    "MATCH_NUMBER() AS mn, CLASSIFIER() AS cls, COUNT(*) AS n, FIRST(x) AS fx, "
+    "LAST(y) AS ly, SUM(A.x) AS sa, FINAL COUNT(U.*) AS fu, PREV(x) AS px"
+)
+ROWS = [
+    "ONE ROW PER MATCH",
+    "ALL ROWS PER MATCH",
+    "ALL ROWS PER MATCH OMIT EMPTY MATCHES",
+    "ALL ROWS PER MATCH WITH UNMATCHED ROWS",
+]
 SKIPS = ["PAST LAST ROW", "TO NEXT ROW", "TO FIRST A", "TO LAST B", "TO U"]
 
 values = st.one_of(st.none(), st.integers(0, 3))
 partitions = st.lists(st.tuples(values, values), max_size=8).map(
-    lambda rows: [{"id": i, "x": x, "y": y} for i, (x, y) in enumerate(rows)])
+    lambda rows: [{"id": i, "x": x, "y": y} for i, (x, y) in enumerate(rows)]
+)
 
 
 @st.composite
@@ -142,8 +163,7 @@ def as_result(spec: MatchSpec, rows: list[tuple]) -> list[tuple]:
     if project is None or not rows:
         return rows
     schema = spec.output_schema()
-    batch = pa.RecordBatch.from_pylist([dict(zip(schema.names, r)) for r in rows],
-                                       schema=schema)
+    batch = pa.RecordBatch.from_pylist([dict(zip(schema.names, r)) for r in rows], schema=schema)
     return [tuple(r.values()) for r in project(batch).to_pylist()]
 
 
@@ -156,8 +176,11 @@ def fed_in_splits(matcher, rows: list[dict], splits: list[int]) -> list[pa.Recor
     out: list[pa.RecordBatch] = []
     begin = 0
     for end in [*sorted(splits), len(rows)]:
-        out += matcher.feed(pa.RecordBatch.from_pylist(
-            rows[begin:end], schema=spec.columns if spec is not None else SCHEMA))
+        out += matcher.feed(
+            pa.RecordBatch.from_pylist(
+                rows[begin:end], schema=spec.columns if spec is not None else SCHEMA
+            )
+        )
         begin = end
     out += matcher.finish()
     project = project_result(spec) if spec is not None else None

@@ -38,8 +38,12 @@ from .strategies import (
 )
 
 EXAMPLES = int(os.environ.get("NAV_EXAMPLES", "60"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=not os.environ.get(
-    "NAV_EXAMPLES"), suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=not os.environ.get("NAV_EXAMPLES"),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 PATHS = ("reference", "row_local", "registers", "auto")
 
 offsets = st.integers(0, 3)
@@ -72,8 +76,10 @@ def measures(draw: st.DrawFn) -> str:
         items[0] = draw(semantics) + items[0]
     items.append(draw(navigation(label_targets)))
     if draw(st.booleans()):
-        items.append(f"COALESCE({draw(navigation(numeric_targets))}, -1) "
-                     f"+ {draw(navigation(numeric_targets))}")
+        items.append(
+            f"COALESCE({draw(navigation(numeric_targets))}, -1) "
+            f"+ {draw(navigation(numeric_targets))}"
+        )
     return ", ".join(f"{m} AS m{i}" for i, m in enumerate(items))
 
 

@@ -19,8 +19,12 @@ from tests.fsm.specs import expr
 
 from .strategies import ROWS, SCHEMA, SKIPS, partitions, patterns, queries, spec_of, values
 
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 def _spec(sql: str):
@@ -31,8 +35,11 @@ def _spec(sql: str):
 
 
 def _batch(rows: list[dict]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist(rows, schema=SCHEMA) if rows else \
-        pa.RecordBatch.from_pylist([], schema=SCHEMA)
+    return (
+        pa.RecordBatch.from_pylist(rows, schema=SCHEMA)
+        if rows
+        else pa.RecordBatch.from_pylist([], schema=SCHEMA)
+    )
 
 
 def _reference(spec, rows: list[dict], splits: list[int]) -> list[tuple]:
@@ -84,28 +91,51 @@ def test_batch_splits_do_not_matter(sql: str, rows: list[dict], data: st.DataObj
 # whole match at every row. FILTER is not accepted by the analyser in DEFINE, so
 # the conditions are set on the analysed spec directly (both sides get that spec).
 AGGREGATE_CONDITIONS = [
-    "SUM(x) < 5", "SUM(B.x) <= 4", "AVG(U.y) >= 1", "MIN(x) = x", "MAX(A.y) < 3",
-    "COUNT(B.*) < 3", "COUNT(U.x) <= 2", "COUNT(*) > 1 AND SUM(y) > 2", "bool_and(x > 0)",
-    "bool_or(U.y = 0) IS NOT TRUE", "count_if(y = 1) < 2", "any_value(A.x) = 1",
-    "SUM(x + y) > 2 OR AVG(A.x) IS NULL", "SUM(x) FILTER (WHERE y > 1) < 4",
-    "COUNT(*) FILTER (WHERE x IS NULL) < 2", "AVG(B.x) FILTER (WHERE B.y >= 1) > 1",
-    "MIN(U.y) FILTER (WHERE U.x = 1) IS NULL", "SUM(PREV(x)) < 4", "COUNT(DISTINCT x) < 3",
+    "SUM(x) < 5",
+    "SUM(B.x) <= 4",
+    "AVG(U.y) >= 1",
+    "MIN(x) = x",
+    "MAX(A.y) < 3",
+    "COUNT(B.*) < 3",
+    "COUNT(U.x) <= 2",
+    "COUNT(*) > 1 AND SUM(y) > 2",
+    "bool_and(x > 0)",
+    "bool_or(U.y = 0) IS NOT TRUE",
+    "count_if(y = 1) < 2",
+    "any_value(A.x) = 1",
+    "SUM(x + y) > 2 OR AVG(A.x) IS NULL",
+    "SUM(x) FILTER (WHERE y > 1) < 4",
+    "COUNT(*) FILTER (WHERE x IS NULL) < 2",
+    "AVG(B.x) FILTER (WHERE B.y >= 1) > 1",
+    "MIN(U.y) FILTER (WHERE U.x = 1) IS NULL",
+    "SUM(PREV(x)) < 4",
+    "COUNT(DISTINCT x) < 3",
 ]
 long_partitions = st.lists(st.tuples(values, values), max_size=14).map(
-    lambda rows: [{"id": i, "x": x, "y": y} for i, (x, y) in enumerate(rows)])
+    lambda rows: [{"id": i, "x": x, "y": y} for i, (x, y) in enumerate(rows)]
+)
 
 
 @settings(SETTINGS, max_examples=120)
-@given(pattern=patterns, a=st.sampled_from(AGGREGATE_CONDITIONS),
-       b=st.sampled_from(AGGREGATE_CONDITIONS), rows_per_match=st.sampled_from(ROWS[:2]),
-       skip=st.sampled_from(SKIPS[:2]), all_matches=st.booleans(), rows=long_partitions,
-       data=st.data())
-def test_running_aggregates_in_define_match_oracle(pattern, a, b, rows_per_match, skip,
-                                                   all_matches, rows, data) -> None:
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn, "
-           "CLASSIFIER() AS cls, COUNT(*) AS n, SUM(A.x) AS sa "
-           f"{rows_per_match} AFTER MATCH SKIP {skip} {'ALL MATCHES' if all_matches else ''} "
-           f"PATTERN ({pattern.to_sql()}) SUBSET U = (A, B) DEFINE A AS TRUE, B AS TRUE)")
+@given(
+    pattern=patterns,
+    a=st.sampled_from(AGGREGATE_CONDITIONS),
+    b=st.sampled_from(AGGREGATE_CONDITIONS),
+    rows_per_match=st.sampled_from(ROWS[:2]),
+    skip=st.sampled_from(SKIPS[:2]),
+    all_matches=st.booleans(),
+    rows=long_partitions,
+    data=st.data(),
+)
+def test_running_aggregates_in_define_match_oracle(
+    pattern, a, b, rows_per_match, skip, all_matches, rows, data
+) -> None:
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES MATCH_NUMBER() AS mn, "
+        "CLASSIFIER() AS cls, COUNT(*) AS n, SUM(A.x) AS sa "
+        f"{rows_per_match} AFTER MATCH SKIP {skip} {'ALL MATCHES' if all_matches else ''} "
+        f"PATTERN ({pattern.to_sql()}) SUBSET U = (A, B) DEFINE A AS TRUE, B AS TRUE)"
+    )
     spec = _spec(sql)
     spec.defines = {**spec.defines, "A": expr(a), "B": expr(b)}
     oracle = _outcome(lambda: Oracle(spec).run(rows, ()))

@@ -37,9 +37,13 @@ def test_grouping_order_is_the_stable_sort_of_the_codes(values):
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(st.lists(st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(0, 3)),
-                          st.integers(0, 3)), max_size=30),
-       st.booleans())
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(0, 3)), st.integers(0, 3)),
+        max_size=30,
+    ),
+    st.booleans(),
+)
 def test_partitions_in_order_compares_rows_of_one_partition(rows, nulls_first):
     """Two keys, the first with NULLs: each partition's rows in input order must not go
     down in (key 1 with its NULL placement, key 2); ties are in order."""
@@ -53,13 +57,16 @@ def test_partitions_in_order_compares_rows_of_one_partition(rows, nulls_first):
 
     expected = all(
         [sort_key(r) for r in rows if r[0] == p] == sorted(sort_key(r) for r in rows if r[0] == p)
-        for p in range(3))
+        for p in range(3)
+    )
     for check in (partitions_in_order, each_partition_in_order):  # compiled; numpy's
         got = check(codes, 3, values, nulls, np.array([nulls_first, False]))
         assert got == expected
         if not any(r[1] is None for r in rows):  # no NULLs: the flags may be left out
-            assert check(codes, 3, values, np.zeros((2, 0), bool),
-                         np.array([nulls_first, False])) == expected
+            assert (
+                check(codes, 3, values, np.zeros((2, 0), bool), np.array([nulls_first, False]))
+                == expected
+            )
 
 
 @settings(max_examples=100, deadline=None, derandomize=True)
@@ -74,6 +81,7 @@ def test_no_codes_is_one_partition(keys):
 
 # -- the passes on several threads: spans of rows, joined ----------------------------------
 
+
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(st.lists(st.integers(0, 6), max_size=80), st.integers(1, 4), st.integers(1, 9))
 def test_group_order_in_spans_is_the_same_stable_sort(values, threads, least):
@@ -87,9 +95,13 @@ def test_group_order_in_spans_is_the_same_stable_sort(values, threads, least):
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(st.lists(st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(0, 3))),
-                max_size=40), st.booleans(), st.integers(1, 4), st.integers(1, 6),
-       st.booleans())
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(0, 3))), max_size=40),
+    st.booleans(),
+    st.integers(1, 4),
+    st.integers(1, 6),
+    st.booleans(),
+)
 def test_order_check_in_spans_agrees(rows, nulls_first, threads, least, one_partition):
     """Rows out of order only across a span's edge (a partition's last row in one span,
     its next row in a later one, maybe with spans between) are found too."""
@@ -103,28 +115,40 @@ def test_order_check_in_spans_agrees(rows, nulls_first, threads, least, one_part
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
-@given(st.lists(st.one_of(st.none(), st.sampled_from(["a", "bb", "c", "dd", "e"])),
-                min_size=1, max_size=60), st.integers(1, 5), st.booleans())
+@given(
+    st.lists(
+        st.one_of(st.none(), st.sampled_from(["a", "bb", "c", "dd", "e"])), min_size=1, max_size=60
+    ),
+    st.integers(1, 5),
+    st.booleans(),
+)
 def test_distinct_values_of_spans_join_into_those_of_the_whole(values, parts, integers):
     """Each span's dictionary (first appearance order) joined: the whole column's."""
-    column = pa.array([None if v is None else ord(v[0]) * len(v) for v in values]) \
-        if integers else pa.array(values, pa.string())
+    column = (
+        pa.array([None if v is None else ord(v[0]) * len(v) for v in values])
+        if integers
+        else pa.array(values, pa.string())
+    )
     cuts = sorted({0, len(values), *(len(values) * k // parts for k in range(parts))})
     encoded = [_distinct_span(column.slice(a, b - a)) for a, b in zip(cuts[:-1], cuts[1:])]
     joined = _joined(encoded)
     whole = _distinct_span(column)
     assert joined.dictionary.to_pylist() == whole[0].to_pylist()
     numbered = np.append(np.arange(len(whole[0])), -1)  # each value's number, NULL -1
-    assert joined.codes(numbered).tolist() == \
-        np.where(whole[1] < 0, -1, whole[1]).tolist()
+    assert joined.codes(numbered).tolist() == np.where(whole[1] < 0, -1, whole[1]).tolist()
     assert joined.has_null == whole[2]
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
-@given(st.lists(st.integers(0, 6), max_size=80), st.integers(1, 4), st.integers(1, 9),
-       st.lists(st.integers(0, 80), max_size=5))
-def test_scattered_values_are_the_values_taken_through_the_permutation(values, threads, least,
-                                                                       cuts):
+@given(
+    st.lists(st.integers(0, 6), max_size=80),
+    st.integers(1, 4),
+    st.integers(1, 9),
+    st.lists(st.integers(0, 80), max_size=5),
+)
+def test_scattered_values_are_the_values_taken_through_the_permutation(
+    values, threads, least, cuts
+):
     """The column comes in chunks (the export's batches), cut anywhere against the
     threads' spans of rows."""
     codes = np.array(values, np.int64)
@@ -138,8 +162,13 @@ def test_scattered_values_are_the_values_taken_through_the_permutation(values, t
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(st.lists(st.one_of(st.none(), st.text("ab\u00e9\x00z", max_size=SHORT + 1)),
-                min_size=1, max_size=60), st.integers(0, 5), st.integers(0, 5))
+@given(
+    st.lists(
+        st.one_of(st.none(), st.text("ab\u00e9\x00z", max_size=SHORT + 1)), min_size=1, max_size=60
+    ),
+    st.integers(0, 5),
+    st.integers(0, 5),
+)
 def test_short_strings_are_numbered_as_dictionary_encode_numbers_them(values, head, tail):
     """The compiled encoding of a string column (read word by word where it can, byte by
     byte near the buffer's end) against Arrow's, on a slice of the column (offsets and

@@ -35,8 +35,10 @@ def _rows(con: matchsql.Connection, table: str) -> list[tuple]:
     return sorted((_label(r[0]), *r[1:]) for r in con.sql(QUERY.format(table=table)).fetchall())
 
 
-@pytest.mark.parametrize(("path", "threads", "workers"),
-                         [("auto", 1, 1), ("auto", 2, 1), ("reference", 1, 1), ("auto", 1, 2)])
+@pytest.mark.parametrize(
+    ("path", "threads", "workers"),
+    [("auto", 1, 1), ("auto", 2, 1), ("reference", 1, 1), ("auto", 1, 2)],
+)
 def test_nan_keys_are_one_partition(path: str, threads: int, workers: int) -> None:
     con = matchsql.connect(demo=False, threads=threads, execution_path=path)
     con.sql("SET batch_size = 7")

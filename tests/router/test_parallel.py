@@ -37,8 +37,11 @@ class EchoRun:
         if self.fail_on is not None and self.key == self.fail_on:
             raise LimitExceededError(f"partition {self.key} is too large")
         self.fed += batch.num_rows
-        return [pa.RecordBatch.from_pydict({"k": [self.key[0]] * batch.num_rows,
-                                            "v": batch.column("v").to_pylist()})]
+        return [
+            pa.RecordBatch.from_pydict(
+                {"k": [self.key[0]] * batch.num_rows, "v": batch.column("v").to_pylist()}
+            )
+        ]
 
     def finish(self):
         return [pa.RecordBatch.from_pydict({"k": [self.key[0]], "v": [-self.fed]})]
@@ -47,16 +50,16 @@ class EchoRun:
 def random_batches(seed: int, rows: int = 3000, batch_rows: int = 97) -> list[pa.RecordBatch]:
     rng = np.random.default_rng(seed)
     # Mostly short partitions, a few long ones.
-    sizes = np.where(rng.random(400) < 0.05, rng.integers(200, 900, 400),
-                     rng.integers(1, 30, 400))
+    sizes = np.where(rng.random(400) < 0.05, rng.integers(200, 900, 400), rng.integers(1, 30, 400))
     keys = np.repeat(np.arange(len(sizes)), sizes)[:rows]
     table = pa.table({"k": keys, "v": np.arange(len(keys))})
     return table.to_batches(batch_rows)
 
 
 def rows_of(batches) -> list[tuple]:
-    return [row for b in batches for row in zip(b.column("k").to_pylist(),
-                                               b.column("v").to_pylist())]
+    return [
+        row for b in batches for row in zip(b.column("k").to_pylist(), b.column("v").to_pylist())
+    ]
 
 
 def sequential(batches, new_run=EchoRun):
@@ -92,14 +95,15 @@ def test_error_in_a_partition_reaches_the_caller_unchanged():
     bad = keys[len(keys) // 2]
     before = [row for row in rows_of(sequential(batches)) if row[0] < bad]
     router = ParallelPartitionRouter(
-        ["k"], lambda key: EchoRun(key, fail_on=(bad,)), 2, chunk_rows=64)
+        ["k"], lambda key: EchoRun(key, fail_on=(bad,)), 2, chunk_rows=64
+    )
     got = []
     with pytest.raises(LimitExceededError, match=f"partition \\({bad},\\) is too large"):
         for batch in router.run(batches):
             got += rows_of([batch])
     # Rows of earlier partitions come first (those grouped with the failing
     # partition into one task are dropped with it); nothing after it.
-    assert got == before[:len(got)]
+    assert got == before[: len(got)]
 
 
 def test_a_huge_partition_streams_chunk_by_chunk():
@@ -116,15 +120,21 @@ def test_a_huge_partition_streams_chunk_by_chunk():
     assert first.column("v").to_pylist()[:10] == list(range(10))
     assert len(pulled) <= 10  # not the whole partition: at most a few chunks ahead
     rest = rows_of([first, *out])
-    assert rest == rows_of(sequential(
-        [pa.RecordBatch.from_pydict({"k": [7] * 10, "v": list(range(i * 10, i * 10 + 10))})
-         for i in range(200)]))
+    assert rest == rows_of(
+        sequential(
+            [
+                pa.RecordBatch.from_pydict({"k": [7] * 10, "v": list(range(i * 10, i * 10 + 10))})
+                for i in range(200)
+            ]
+        )
+    )
 
 
 def test_cancel_stops_the_workers_and_the_caller():
     cancel = Cancellation()
     router = ParallelPartitionRouter(
-        ["k"], lambda key: EchoRun(key, delay=0.05), 2, chunk_rows=10, cancel=cancel)
+        ["k"], lambda key: EchoRun(key, delay=0.05), 2, chunk_rows=10, cancel=cancel
+    )
     threading.Timer(0.2, cancel.cancel).start()
     start = time.perf_counter()
     with pytest.raises(ExecutionError, match="interrupted"):
@@ -138,8 +148,9 @@ def test_coalesce_keeps_rows_and_order():
     big = pa.RecordBatch.from_pydict({"v": list(range(20, 20_000))})
     out = coalesce([*small, big, *small])
     assert [b.num_rows for b in out] == [20, 19_980, 20]
-    assert sum((b.column("v").to_pylist() for b in out), []) == \
-        sum((b.column("v").to_pylist() for b in [*small, big, *small]), [])
+    assert sum((b.column("v").to_pylist() for b in out), []) == sum(
+        (b.column("v").to_pylist() for b in [*small, big, *small]), []
+    )
 
 
 # -- through SQL ------------------------------------------------------------------------
@@ -170,13 +181,13 @@ QUERIES = [
 @pytest.fixture(scope="module")
 def table() -> pa.Table:
     rng = np.random.default_rng(11)
-    sizes = np.where(rng.random(300) < 0.05, rng.integers(300, 1500, 300),
-                     rng.integers(1, 40, 300))
+    sizes = np.where(rng.random(300) < 0.05, rng.integers(300, 1500, 300), rng.integers(1, 40, 300))
     k = np.repeat(np.arange(len(sizes)), sizes)
     rng.shuffle(k)
     n = len(k)
-    return pa.table({"k": k, "g": rng.integers(0, 2, n), "ts": np.arange(n),
-                     "x": rng.integers(0, 5, n)})
+    return pa.table(
+        {"k": k, "g": rng.integers(0, 2, n), "ts": np.arange(n), "x": rng.integers(0, 5, n)}
+    )
 
 
 def connect(table: pa.Table, **options) -> matchsql.Connection:
@@ -221,8 +232,9 @@ def test_sql_error_in_a_partition_surfaces(table):
 
 def test_sql_interrupt_stops_a_parallel_query():
     con = matchsql.connect(demo=False, threads=2, execution_path="reference")
-    con.sql("CREATE TABLE big AS SELECT i % 50 AS k, i AS ts, random() AS p "
-            "FROM range(2000000) r(i)")
+    con.sql(
+        "CREATE TABLE big AS SELECT i % 50 AS k, i AS ts, random() AS p FROM range(2000000) r(i)"
+    )
     sql = """SELECT count(*) FROM big MATCH_RECOGNIZE(PARTITION BY k ORDER BY ts
              MEASURES FIRST(p) AS f ALL ROWS PER MATCH PATTERN (A B+) DEFINE B AS p < PREV(p))"""
     _assert_interrupted(con, sql, after=0.5, within=20)
@@ -241,8 +253,10 @@ def _assert_interrupted(con: matchsql.Connection, sql: str, after: float, within
 @pytest.mark.parametrize("threads", [1, 2])
 def test_sql_interrupt_stops_the_input_sort(threads):
     con = matchsql.connect(demo=False, threads=threads)
-    con.sql("CREATE VIEW big AS SELECT (i * 7919) % 1000 AS k, -i AS ts, i % 10 AS p "
-            "FROM range(30000000) r(i)")
+    con.sql(
+        "CREATE VIEW big AS SELECT (i * 7919) % 1000 AS k, -i AS ts, i % 10 AS p "
+        "FROM range(30000000) r(i)"
+    )
     sql = """SELECT count(*) FROM big MATCH_RECOGNIZE(PARTITION BY k ORDER BY ts
              MEASURES FIRST(p) AS f ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS p < PREV(p))"""
     _assert_interrupted(con, sql, after=0.3, within=5)
@@ -263,14 +277,20 @@ def test_planner_spreads_only_partitions_worth_a_thread(table):
 
     con = connect(table, threads=2)
     # Row-local on the DFA: too short per partition unless batched; registers: spread.
-    assert partition_threads(_spec(con, QUERIES[0]), con.config) == \
-        (2, "partitions spread over 2 threads")
+    assert partition_threads(_spec(con, QUERIES[0]), con.config) == (
+        2,
+        "partitions spread over 2 threads",
+    )
     unbatched = QUERIES[0].replace("COUNT(*) AS c", "PREV(x) AS px")
     assert partition_threads(_spec(con, unbatched), con.config)[0] == 1
-    assert partition_threads(_spec(con, QUERIES[1]), con.config) == \
-        (2, "partitions spread over 2 threads")
-    assert partition_threads(_spec(con, QUERIES[3]), con.config) == \
-        (1, "no PARTITION BY: one partition")
+    assert partition_threads(_spec(con, QUERIES[1]), con.config) == (
+        2,
+        "partitions spread over 2 threads",
+    )
+    assert partition_threads(_spec(con, QUERIES[3]), con.config) == (
+        1,
+        "no PARTITION BY: one partition",
+    )
     con.config.threads = 1
     assert partition_threads(_spec(con, QUERIES[1]), con.config)[0] == 1
     con.config.threads = 2
@@ -285,8 +305,10 @@ def test_input_reader_errors_carry_no_traceback():
     # embeds a Python traceback; the user sees a plain message.
     from matchsql.session.matching import _reader_error
 
-    text = ("INTERRUPT Error: Interrupted!. Detail: Python exception: Traceback (most recent "
-            "call last):\n  File \"x.py\", line 1, in f\nOSError: INTERRUPT Error: Interrupted!")
+    text = (
+        "INTERRUPT Error: Interrupted!. Detail: Python exception: Traceback (most recent "
+        'call last):\n  File "x.py", line 1, in f\nOSError: INTERRUPT Error: Interrupted!'
+    )
     assert _reader_error(OSError(text)).message == "statement interrupted"
     other = _reader_error(OSError("Invalid Input Error: bad\nDetail: Python exception: Traceback"))
     assert "Traceback" not in other.message and other.message.endswith("Invalid Input Error: bad")
@@ -299,8 +321,11 @@ def test_whole_partitions_of_one_batch_reach_whole_as_one_slice():
 
     def whole(rows, bounds):
         seen.append((rows, bounds.tolist()))
-        return [pa.RecordBatch.from_pydict({"k": rows.column("k").to_pylist(),
-                                            "v": rows.column("v").to_pylist()})]
+        return [
+            pa.RecordBatch.from_pydict(
+                {"k": rows.column("k").to_pylist(), "v": rows.column("v").to_pylist()}
+            )
+        ]
 
     first = pa.RecordBatch.from_pydict({"k": [1, 1, 2, 3, 3], "v": [0, 1, 2, 3, 4]})
     second = pa.RecordBatch.from_pydict({"k": [4, 5], "v": [5, 6]})

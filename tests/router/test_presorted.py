@@ -33,9 +33,12 @@ from matchsql.router.presorted import (
     partition_codes,
 )
 
-SETTINGS = settings(max_examples=int(os.environ.get("PRESORTED_EXAMPLES", "150")), deadline=None,
-                    derandomize=not os.environ.get("PRESORTED_EXAMPLES"),
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("PRESORTED_EXAMPLES", "150")),
+    deadline=None,
+    derandomize=not os.environ.get("PRESORTED_EXAMPLES"),
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 PARTITION_TYPES = {"str": pa.string(), "int": pa.int64()}
 ORDER_TYPES = {"int": pa.int32(), "float": pa.float64(), "ts": pa.timestamp("us")}
@@ -63,15 +66,20 @@ def tables(draw):
     okinds = draw(st.lists(st.sampled_from(sorted(ORDER_TYPES)), min_size=1, max_size=2))
     nparts = draw(st.sampled_from([0, 1, 2, 5]))  # 0: no PARTITION BY
     part = st.one_of(st.none(), st.integers(0, 4)) if nparts else st.none()
-    rows = draw(st.lists(st.tuples(part, *[st.one_of(st.none(), st.integers(0, 9))
-                                           for _ in okinds]), min_size=n, max_size=n))
-    keys = [OrderKey(f"k{i}", draw(st.booleans()), draw(st.booleans()))
-            for i in range(len(okinds))]
+    rows = draw(
+        st.lists(
+            st.tuples(part, *[st.one_of(st.none(), st.integers(0, 9)) for _ in okinds]),
+            min_size=n,
+            max_size=n,
+        )
+    )
+    keys = [OrderKey(f"k{i}", draw(st.booleans()), draw(st.booleans())) for i in range(len(okinds))]
     columns = {"p": pa.array([_part_value(pkind, r[0]) for r in rows], PARTITION_TYPES[pkind])}
     for i, kind in enumerate(okinds):
         values = [_order_value(kind, r[i + 1]) for r in rows]
-        columns[f"k{i}"] = pa.array(values, pa.float64() if kind == "float" else pa.int64()) \
-            .cast(ORDER_TYPES[kind])
+        columns[f"k{i}"] = pa.array(values, pa.float64() if kind == "float" else pa.int64()).cast(
+            ORDER_TYPES[kind]
+        )
     columns["id"] = pa.array(range(n), pa.int64())
     table = pa.table(columns)
     mode = draw(st.sampled_from(["sorted", "almost", "unsorted"]))
@@ -107,8 +115,11 @@ def _sql(query: str, data: pa.Table) -> pa.Table:
 
 
 def _order_sql(keys: list[OrderKey]) -> str:
-    return ", ".join(f"{k.column} {'DESC' if k.descending else 'ASC'} "
-                     f"NULLS {'FIRST' if k.nulls_first else 'LAST'}" for k in keys)
+    return ", ".join(
+        f"{k.column} {'DESC' if k.descending else 'ASC'} "
+        f"NULLS {'FIRST' if k.nulls_first else 'LAST'}"
+        for k in keys
+    )
 
 
 def _norm(v):
@@ -139,16 +150,19 @@ def _per_partition(table: pa.Table, partition_by: list[str], keys: list[OrderKey
 def _partitions_in_order(table: pa.Table, partition_by: list[str], keys: list[OrderKey]) -> bool:
     """Whether each partition's rows, in table order, have the key sequence DuckDB's sort
     gives that partition."""
-    return _per_partition(table, partition_by, keys) == \
-        _per_partition(_duckdb_sorted(table, partition_by, keys), partition_by, keys)
+    return _per_partition(table, partition_by, keys) == _per_partition(
+        _duckdb_sorted(table, partition_by, keys), partition_by, keys
+    )
 
 
 @contextmanager
 def compiled_from(rows: int):
     """The grouping's compiled passes from ``rows`` rows on (0: always, as on large
     inputs; the tests' small tables otherwise take numpy's passes)."""
-    with patch("matchsql.router.grouping.COMPILED_FROM_ROWS", rows), \
-            patch("matchsql.router.presorted.COMPILED_FROM_ROWS", rows):
+    with (
+        patch("matchsql.router.grouping.COMPILED_FROM_ROWS", rows),
+        patch("matchsql.router.presorted.COMPILED_FROM_ROWS", rows),
+    ):
         yield
 
 
@@ -193,19 +207,23 @@ def test_the_order_check_alone_says_whether_each_partition_is_in_order(case):
     DuckDB's sort."""
     table, partition_by, keys = case
     for compiled in (False, True):
-        assert in_order(table, partition_by, keys, compiled) == \
-            _partitions_in_order(table, partition_by, keys)
+        assert in_order(table, partition_by, keys, compiled) == _partitions_in_order(
+            table, partition_by, keys
+        )
 
 
-@pytest.mark.parametrize("ts,descending,ok", [
-    ([1, 2, 3, 4, 5, 6], False, True),  # in order as a whole
-    ([1, 2, 2, 2, 5, 9], False, True),  # ties
-    ([9, 5, 2, 2, 2, 1], True, True),
-    ([1, 5, 2, 4, 6, 3], False, True),  # not as a whole, but within each partition
-    ([1, 5, 3, 4, 2, 6], False, False),  # b (rows 1 and 4): 5 then 2
-    ([4, 2, 3, 1, 5, 6], False, False),  # a (rows 0 and 3): 4 then 1
-    ([1, 2, 3, 4, 5, 6], True, False),
-])
+@pytest.mark.parametrize(
+    "ts,descending,ok",
+    [
+        ([1, 2, 3, 4, 5, 6], False, True),  # in order as a whole
+        ([1, 2, 2, 2, 5, 9], False, True),  # ties
+        ([9, 5, 2, 2, 2, 1], True, True),
+        ([1, 5, 2, 4, 6, 3], False, True),  # not as a whole, but within each partition
+        ([1, 5, 3, 4, 2, 6], False, False),  # b (rows 1 and 4): 5 then 2
+        ([4, 2, 3, 1, 5, 6], False, False),  # a (rows 0 and 3): 4 then 1
+        ([1, 2, 3, 4, 5, 6], True, False),
+    ],
+)
 def test_the_order_check_of_one_key_without_nulls(ts, descending, ok):
     """Partitions a b c a b c: in order as a whole (answered without numbering the
     partitions), or partition by partition."""
@@ -221,8 +239,9 @@ def test_partition_grouping_without_order_by_is_stable(case):
         return
     rows = grouped(table, partition_by, [])
     assert rows is not None
-    reference = _sql("SELECT * FROM (SELECT *, row_number() OVER () AS pos FROM data) "
-                     "ORDER BY p, pos", table)
+    reference = _sql(
+        "SELECT * FROM (SELECT *, row_number() OVER () AS pos FROM data) ORDER BY p, pos", table
+    )
     assert rows.column("id").to_pylist() == reference.column("id").to_pylist()
 
 
@@ -248,14 +267,17 @@ def test_grouped_input_keeps_its_rows_without_a_copy():
     assert grouped(table, ["p"], [OrderKey("k")]) is table
 
 
-@pytest.mark.parametrize("descending,nulls_first,values,ok", [
-    (False, False, [1, 2, None], True),
-    (False, False, [None, 1, 2], False),
-    (False, True, [None, 1, 2], True),
-    (True, False, [2, 1, None], True),
-    (True, False, [1, 2], False),
-    (True, True, [None, 2, 2, 1], True),
-])
+@pytest.mark.parametrize(
+    "descending,nulls_first,values,ok",
+    [
+        (False, False, [1, 2, None], True),
+        (False, False, [None, 1, 2], False),
+        (False, True, [None, 1, 2], True),
+        (True, False, [2, 1, None], True),
+        (True, False, [1, 2], False),
+        (True, True, [None, 2, 2, 1], True),
+    ],
+)
 def test_null_placement_and_direction(descending, nulls_first, values, ok):
     table = pa.table({"k": pa.array(values, pa.int64())})
     assert (grouped(table, [], [OrderKey("k", descending, nulls_first)]) is not None) is ok
@@ -276,8 +298,13 @@ def test_grouped_batches_are_the_sorted_rows_in_small_batches(key_type):
     n = 500
     parts = rng.integers(0, 7, n)
     keys = [None if p == 6 else (p * 11 if key_type == pa.int32() else f"s{p}é") for p in parts]
-    table = pa.table({"p": pa.array(keys, key_type), "k": pa.array(np.arange(n) * 3),
-                      "x": pa.array(rng.integers(0, 100, n))})
+    table = pa.table(
+        {
+            "p": pa.array(keys, key_type),
+            "k": pa.array(np.arange(n) * 3),
+            "x": pa.array(rng.integers(0, 100, n)),
+        }
+    )
     batches = list(grouped_batches(table, ["p"], [OrderKey("k")], 37))
     assert max(b.num_rows for b in batches) == 37 and sum(b.num_rows for b in batches) == n
     assert all(b.schema.equals(table.schema) for b in batches)
@@ -286,57 +313,99 @@ def test_grouped_batches_are_the_sorted_rows_in_small_batches(key_type):
     assert got.column("p").to_pylist() == expected.column("p").to_pylist()
     assert got.column("k").to_pylist() == expected.column("k").to_pylist()
     assert got.column("x").to_pylist() == expected.column("x").to_pylist()
-    table = table.slice(0, n - 1).append_column("q", pa.array(parts[:n - 1]))
+    table = table.slice(0, n - 1).append_column("q", pa.array(parts[: n - 1]))
     assert grouped_batches(table, ["p", "q"], [OrderKey("k", descending=True)], 37) is None
 
 
 def test_grouped_batches_keep_columns_whose_names_repeat():
     """A join's input may repeat a column name: every column is still taken by position."""
     table = pa.Table.from_arrays(
-        [pa.array(["b", "a", "b", "a"]), pa.array([1, 2, 3, 4]), pa.array([9, 8, 7, 6]),
-         pa.array(["x", "y", "z", "w"])], names=["p", "k", "x", "x"])
+        [
+            pa.array(["b", "a", "b", "a"]),
+            pa.array([1, 2, 3, 4]),
+            pa.array([9, 8, 7, 6]),
+            pa.array(["x", "y", "z", "w"]),
+        ],
+        names=["p", "k", "x", "x"],
+    )
     rows = pa.Table.from_batches(list(grouped_batches(table, ["p"], [OrderKey("k")], 3)))
     assert rows.schema.names == ["p", "k", "x", "x"]
     assert [c.to_pylist() for c in rows.columns] == [
-        ["a", "a", "b", "b"], [2, 4, 1, 3], [8, 6, 9, 7], ["y", "w", "x", "z"]]
+        ["a", "a", "b", "b"],
+        [2, 4, 1, 3],
+        [8, 6, 9, 7],
+        ["y", "w", "x", "z"],
+    ]
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.one_of(st.none(), st.sampled_from(["b", "a", "é", ""])),
-                          st.one_of(st.none(), st.integers(-2, 2))), max_size=40),
-       st.booleans())
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.sampled_from(["b", "a", "é", ""])),
+            st.one_of(st.none(), st.integers(-2, 2)),
+        ),
+        max_size=40,
+    ),
+    st.booleans(),
+)
 def test_two_partition_keys_are_rebuilt_with_their_values(rows, runs):
     # Rows in time order (k), partitions interleaved or (runs) stored one after another:
     # the grouped key columns, rebuilt from their distinct values, hold DuckDB's rows.
     if runs:
         rows = sorted(rows, key=lambda r: (r[0] is None, r[0] or "", r[1] is None, r[1] or 0))
-    table = pa.table({"p": pa.array([r[0] for r in rows], pa.string()),
-                      "q": pa.array([r[1] for r in rows], pa.int8()),
-                      "k": pa.array(range(len(rows)), pa.int64())})
+    table = pa.table(
+        {
+            "p": pa.array([r[0] for r in rows], pa.string()),
+            "q": pa.array([r[1] for r in rows], pa.int8()),
+            "k": pa.array(range(len(rows)), pa.int64()),
+        }
+    )
     got = grouped(table, ["p", "q"], [OrderKey("k")])
     assert got is not None and got.schema == table.schema
     expected = _sql("SELECT * FROM data ORDER BY p, q, k", table)
     assert got.to_pylist() == expected.to_pylist()
 
 
-_STRINGS = ["b", "a", "", "é", "abcdefg", "abcdefgh", "abcdefg\x00", "\x00", "a\x00",
-            "a long partition key"]
+_STRINGS = [
+    "b",
+    "a",
+    "",
+    "é",
+    "abcdefg",
+    "abcdefgh",
+    "abcdefg\x00",
+    "\x00",
+    "a\x00",
+    "a long partition key",
+]
 
 
 @SETTINGS
-@given(st.lists(st.one_of(st.none(), st.sampled_from(_STRINGS)), min_size=1, max_size=60),
-       st.integers(0, 5), st.booleans(), st.sampled_from([pa.string(), pa.large_string()]))
+@given(
+    st.lists(st.one_of(st.none(), st.sampled_from(_STRINGS)), min_size=1, max_size=60),
+    st.integers(0, 5),
+    st.booleans(),
+    st.sampled_from([pa.string(), pa.large_string()]),
+)
 def test_string_partition_codes_are_duckdbs_dense_rank(values, cut, chunked, type_):
     """Strings of up to 7 bytes are encoded by a compiled pass (with a NUL byte, the empty
     string and a longer string that makes it give up in between): each row's code is
     its partition's rank in DuckDB's ORDER BY, NULL last, on sliced and chunked input."""
     column = pa.array(["pad"] * cut + values, type_).slice(cut)
     if chunked and len(values) > 1:
-        column = pa.chunked_array([column.slice(0, len(values) // 2),
-                                   column.slice(len(values) // 2)])
+        column = pa.chunked_array(
+            [column.slice(0, len(values) // 2), column.slice(len(values) // 2)]
+        )
     table = pa.table({"p": column, "id": pa.array(range(len(values)))})
-    expected = _sql("SELECT dense_rank() OVER (ORDER BY p NULLS LAST) - 1 AS r, id FROM data "
-                    "ORDER BY id", table).column("r").to_pylist()
+    expected = (
+        _sql(
+            "SELECT dense_rank() OVER (ORDER BY p NULLS LAST) - 1 AS r, id FROM data ORDER BY id",
+            table,
+        )
+        .column("r")
+        .to_pylist()
+    )
     for rows in (0, None):  # the compiled pass, then Arrow's dictionary_encode
         with compiled_from(rows) if rows is not None else nullcontext():
             codes, count = partition_codes(table, ["p"])
@@ -352,15 +421,17 @@ def test_more_distinct_short_strings_than_partitions_are_counted_by_arrow(monkey
 
 def test_unread_columns_come_as_nulls_only_where_rows_are_regrouped():
     table = pa.table({"p": ["b", "a", "b", "a"], "k": [1, 2, 3, 4], "x": [9, 8, 7, 6]})
-    rows = pa.Table.from_batches(list(grouped_batches(table, ["p"], [OrderKey("k")], 3,
-                                                      frozenset({"k"}))))
+    rows = pa.Table.from_batches(
+        list(grouped_batches(table, ["p"], [OrderKey("k")], 3, frozenset({"k"})))
+    )
     assert rows.schema == table.schema
     assert rows.column("p").to_pylist() == ["a", "a", "b", "b"]
     assert rows.column("x").to_pylist() == [8, 6, 9, 7]
     assert rows.column("k").null_count == 4  # checked in order, then not taken
     ordered = table.take([1, 3, 0, 2])  # grouped already: the rows as they are
-    rows = pa.Table.from_batches(list(grouped_batches(ordered, ["p"], [OrderKey("k")], 3,
-                                                      frozenset({"k"}))))
+    rows = pa.Table.from_batches(
+        list(grouped_batches(ordered, ["p"], [OrderKey("k")], 3, frozenset({"k"})))
+    )
     assert rows.equals(ordered)
 
 
@@ -381,8 +452,7 @@ def test_batches_are_cut_where_partitions_end(sizes, batch_size):
     # a batch ends at a partition end whenever one lies in its second half
     for start, stop in cuts[:-1]:
         if stop not in ends:
-            assert not any(start + max(batch_size // 2, 1) <= e <= start + batch_size
-                           for e in ends)
+            assert not any(start + max(batch_size // 2, 1) <= e <= start + batch_size for e in ends)
 
 
 @pytest.mark.parametrize("kind", ["str", "int"])
@@ -392,8 +462,11 @@ def test_grouping_on_two_threads_is_the_grouping_on_one(kind) -> None:
     rng = np.random.default_rng(5)
     n = 300_000
     keys = rng.integers(0, 700, n)
-    column = pa.array([None if k % 97 == 0 else f"s{k}" for k in keys.tolist()]) \
-        if kind == "str" else pa.array(np.where(keys % 97 == 0, None, keys).tolist(), pa.int64())
+    column = (
+        pa.array([None if k % 97 == 0 else f"s{k}" for k in keys.tolist()])
+        if kind == "str"
+        else pa.array(np.where(keys % 97 == 0, None, keys).tolist(), pa.int64())
+    )
     table = pa.table({"p": column, "ts": np.arange(n), "v": rng.random(n)})
     one = grouped_rows(table, ["p"], [OrderKey("ts")])
     two = grouped_rows(table, ["p"], [OrderKey("ts")], threads=2)

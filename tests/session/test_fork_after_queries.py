@@ -30,7 +30,8 @@ print(codes, child.exitcode)
 
 
 def test_children_forked_after_duckdb_answered_a_define_start_cleanly() -> None:
-    done = subprocess.run([sys.executable, "-c", _CHILDREN], capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILDREN], capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["[0,", "0,", "0]", "0"], done.stdout + done.stderr[-2000:]

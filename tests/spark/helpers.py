@@ -48,5 +48,3 @@ def with_order(query: str) -> str:
     if "PARTITION BY symbol" in query:
         return query.replace("PARTITION BY symbol", "PARTITION BY symbol ORDER BY ts")
     return query.replace("MATCH_RECOGNIZE(\n", "MATCH_RECOGNIZE(\n  ORDER BY ts\n", 1)
-
-

@@ -98,27 +98,52 @@ def test_output_schema_is_the_embedded_schema(spark, trade_data, trade_frame) ->
     con.sql("CREATE TABLE trade AS SELECT * FROM trade_input")
     result = con.sql(query)
     assert df.columns == result.columns
-    assert [f.dataType.simpleString() for f in df.schema] == \
-        ["string", "timestamp_ntz", "string", "double", "bigint", "double", "bigint"]
+    assert [f.dataType.simpleString() for f in df.schema] == [
+        "string",
+        "timestamp_ntz",
+        "string",
+        "double",
+        "bigint",
+        "double",
+        "bigint",
+    ]
     assert canonical(rows(df)) == canonical(result.fetchall())
 
 
 def test_refuses_a_query_over_another_table(trade_frame) -> None:
     with pytest.raises(matchsql.SemanticError, match="DataFrame is named"):
-        match_recognize(trade_frame, "SELECT * FROM other MATCH_RECOGNIZE (ORDER BY ts "
-                        "PATTERN (A))", table="trade")
+        match_recognize(
+            trade_frame,
+            "SELECT * FROM other MATCH_RECOGNIZE (ORDER BY ts PATTERN (A))",
+            table="trade",
+        )
 
 
 # Pattern semantics are covered case by case without Spark (test_plan); these
 # are the cases where Spark's part matters: grouping, sorting, types, output
 # shapes, the outer statement, end of partition.
 SPARK_CASES = [
-    "end_anchor_after_star", "unmatched_rows", "skip_to_last_subset",
-    "measure_next_past_partition", "dates", "timestamps_with_interval", "decimals_sum",
-    "end_anchor_per_partition", "partition_by_two_columns", "partition_null_key",
-    "order_by_desc", "order_by_nulls_first", "order_by_nulls_last", "order_by_desc_partitioned",
-    "outer_where", "outer_group_by_classifier", "table_alias_qualifies", "count_star_over_match",
-    "all_rows_select_star_shape", "v_shape_trino_example", "all_matches_with_all_rows",
+    "end_anchor_after_star",
+    "unmatched_rows",
+    "skip_to_last_subset",
+    "measure_next_past_partition",
+    "dates",
+    "timestamps_with_interval",
+    "decimals_sum",
+    "end_anchor_per_partition",
+    "partition_by_two_columns",
+    "partition_null_key",
+    "order_by_desc",
+    "order_by_nulls_first",
+    "order_by_nulls_last",
+    "order_by_desc_partitioned",
+    "outer_where",
+    "outer_group_by_classifier",
+    "table_alias_qualifies",
+    "count_star_over_match",
+    "all_rows_select_star_shape",
+    "v_shape_trino_example",
+    "all_matches_with_all_rows",
     "empty_matches_empty_table",
 ]
 CASES = {c.name: c for c in ALL_CASES}
@@ -150,7 +175,8 @@ FUNCTIONS_QUERY = (
     "MEASURES concat_ws('/', lower(FIRST(symbol)), strftime(LAST(ts), '%H:%M:%S')) AS tag, "
     "median(B.price) AS med, string_agg(CAST(round(price) AS VARCHAR), ',' ORDER BY ts) AS ps "
     "ONE ROW PER MATCH PATTERN (A B+) "
-    "DEFINE B AS round(B.price, 0) < round(PREV(B.price), 0) AND length(upper(symbol)) > 0)")
+    "DEFINE B AS round(B.price, 0) < round(PREV(B.price), 0) AND length(upper(symbol)) > 0)"
+)
 
 
 def test_duckdb_functions(spark, trade_data, trade_frame) -> None:

@@ -31,8 +31,10 @@ from .helpers import canonical, trades
 pytest.importorskip("pyspark")  # state snapshots use the cloudpickle shipped with pyspark
 
 SCHEMA = pa.schema([("p", pa.string()), ("id", pa.int32()), ("v", pa.string())])
-MR = ("MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES MATCH_NUMBER() AS mn "
-      "PATTERN (A B+) DEFINE A AS v = 'a', B AS v = 'b')")
+MR = (
+    "MATCH_RECOGNIZE (PARTITION BY p ORDER BY id MEASURES MATCH_NUMBER() AS mn "
+    "PATTERN (A B+) DEFINE A AS v = 'a', B AS v = 'b')"
+)
 
 
 # -- shapes ---------------------------------------------------------------------------
@@ -57,15 +59,18 @@ def test_table_name_is_case_insensitive() -> None:
     assert build_plan(f"SELECT * FROM S {MR}", "s", SCHEMA).table == "s"
 
 
-@pytest.mark.parametrize("query, message", [
-    (f"SELECT * FROM t {MR}", "DataFrame is named"),
-    (f"SELECT * FROM s {MR} JOIN s AS x ON true", "only table"),
-    (f"WITH c AS (SELECT 1) SELECT * FROM s {MR}", "CTEs"),
-    (f"SELECT * FROM s {MR} WHERE mn IN (SELECT 1)", "subqueries"),
-    (f"SELECT * FROM (SELECT * FROM s) {MR}", "plain table name"),
-    (f"SELECT * FROM s {MR} UNION ALL SELECT * FROM s {MR}", "exactly one"),
-    ("SELECT * FROM s", "exactly one"),
-])
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        (f"SELECT * FROM t {MR}", "DataFrame is named"),
+        (f"SELECT * FROM s {MR} JOIN s AS x ON true", "only table"),
+        (f"WITH c AS (SELECT 1) SELECT * FROM s {MR}", "CTEs"),
+        (f"SELECT * FROM s {MR} WHERE mn IN (SELECT 1)", "subqueries"),
+        (f"SELECT * FROM (SELECT * FROM s) {MR}", "plain table name"),
+        (f"SELECT * FROM s {MR} UNION ALL SELECT * FROM s {MR}", "exactly one"),
+        ("SELECT * FROM s", "exactly one"),
+    ],
+)
 def test_unsupported_shapes_are_refused(query: str, message: str) -> None:
     with pytest.raises(matchsql.Error, match=message):
         build_plan(query, "s", SCHEMA)
@@ -132,8 +137,11 @@ def executor_side(con: matchsql.Connection, case, table_name: str) -> list[tuple
             mask = pa.array([True] * table.num_rows)
             for name, value in key.items():
                 column = table.column(name)
-                same = pc.is_null(column) if value is None else pc.fill_null(
-                    pc.equal(column, pa.scalar(value, column.type)), False)
+                same = (
+                    pc.is_null(column)
+                    if value is None
+                    else pc.fill_null(pc.equal(column, pa.scalar(value, column.type)), False)
+                )
                 mask = pc.and_(mask, same)
             groups.append(table.filter(mask))
     parts = [run_group(plan, None, g) for g in groups]
@@ -177,17 +185,20 @@ def test_most_conformance_cases_run_under_spark() -> None:
 # -- streaming state ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("query", [
-    "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
-    "MEASURES MATCH_NUMBER() AS m, FIRST(A.price) AS a, LAST(D.ts) AS d "
-    "ALL MATCHES AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+ C* D+) "
-    "DEFINE B AS B.price < A.price AND B.price <= PREV(B.price), "
-    "C AS C.price > B.price AND C.price >= PREV(C.price) AND C.price <= A.price, "
-    "D AS D.price > PREV(D.price) AND D.price > A.price)",
-    "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts DESC "
-    "MEASURES CLASSIFIER() AS c, RUNNING COUNT(*) AS n ALL ROWS PER MATCH WITH UNMATCHED ROWS "
-    "PATTERN (U+ D{2,}?) DEFINE U AS price > NEXT(price), D AS price < PREV(price))",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+        "MEASURES MATCH_NUMBER() AS m, FIRST(A.price) AS a, LAST(D.ts) AS d "
+        "ALL MATCHES AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+ C* D+) "
+        "DEFINE B AS B.price < A.price AND B.price <= PREV(B.price), "
+        "C AS C.price > B.price AND C.price >= PREV(C.price) AND C.price <= A.price, "
+        "D AS D.price > PREV(D.price) AND D.price > A.price)",
+        "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts DESC "
+        "MEASURES CLASSIFIER() AS c, RUNNING COUNT(*) AS n ALL ROWS PER MATCH WITH UNMATCHED ROWS "
+        "PATTERN (U+ D{2,}?) DEFINE U AS price > NEXT(price), D AS price < PREV(price))",
+    ],
+)
 def test_state_steps_equal_one_run(query: str) -> None:
     """Micro-batches of random size, shuffled, with a snapshot/restore after each."""
     from matchsql.spark.state import step
@@ -198,8 +209,9 @@ def test_state_steps_equal_one_run(query: str) -> None:
     descending = "DESC" in query
     whole = run_group(plan, None, part)
     rng = random.Random(7)
-    ordered = part.take(pc.sort_indices(
-        part, sort_keys=[("ts", "descending" if descending else "ascending")]))
+    ordered = part.take(
+        pc.sort_indices(part, sort_keys=[("ts", "descending" if descending else "ascending")])
+    )
     state, outputs, start = None, [], 0
     while start < ordered.num_rows:
         size = rng.randint(1, 120)
@@ -220,13 +232,16 @@ def test_state_rejects_rows_older_than_the_last_batch() -> None:
     from matchsql.spark.state import step
 
     data = trades(200, 1, seed=1)
-    plan = build_plan("SELECT * FROM trade MATCH_RECOGNIZE (ORDER BY ts "
-                      "MEASURES MATCH_NUMBER() AS m PATTERN (A B+) "
-                      "DEFINE B AS price < PREV(price))", "trade", data.schema)
+    plan = build_plan(
+        "SELECT * FROM trade MATCH_RECOGNIZE (ORDER BY ts "
+        "MEASURES MATCH_NUMBER() AS m PATTERN (A B+) "
+        "DEFINE B AS price < PREV(price))",
+        "trade",
+        data.schema,
+    )
     first = step(plan, None, None, data.slice(100), end=False, out_schema=plan.output_schema())
     with pytest.raises(ExecutionError, match="ORDER BY order across micro-batches"):
-        step(plan, None, first.state, data.slice(0, 10), end=False,
-             out_schema=plan.output_schema())
+        step(plan, None, first.state, data.slice(0, 10), end=False, out_schema=plan.output_schema())
 
 
 @pytest.mark.parametrize("path", ["reference", "auto"])
@@ -237,10 +252,13 @@ def test_snapshot_leaves_the_shared_lowering_out(path: str) -> None:
 
     config = Config(execution_path=path)
     data = trades(300, 1, seed=2)
-    plan = build_plan("SELECT * FROM trade MATCH_RECOGNIZE (ORDER BY ts "
-                      "MEASURES MATCH_NUMBER() AS m, AVG(B.price) AS b PATTERN (A B+ C) "
-                      "DEFINE B AS price < PREV(price), C AS price > A.price)",
-                      "trade", data.schema)
+    plan = build_plan(
+        "SELECT * FROM trade MATCH_RECOGNIZE (ORDER BY ts "
+        "MEASURES MATCH_NUMBER() AS m, AVG(B.price) AS b PATTERN (A B+ C) "
+        "DEFINE B AS price < PREV(price), C AS price > A.price)",
+        "trade",
+        data.schema,
+    )
     matcher = new_matcher(plan, (), config)
     batch = data.to_batches()[0]
     matcher.feed(batch.slice(0, 150))
@@ -248,8 +266,9 @@ def test_snapshot_leaves_the_shared_lowering_out(path: str) -> None:
     assert type(restored) is type(matcher)
     assert all(a is b for a, b in zip(_roots(restored), _roots(matcher)))  # shared, not copied
     rest = batch.slice(150)
-    assert [b.to_pylist() for b in restored.feed(rest) + restored.finish()] == \
-        [b.to_pylist() for b in matcher.feed(rest) + matcher.finish()]
+    assert [b.to_pylist() for b in restored.feed(rest) + restored.finish()] == [
+        b.to_pylist() for b in matcher.feed(rest) + matcher.finish()
+    ]
 
 
 def test_deterministic_order_depends_only_on_the_rows() -> None:
@@ -265,8 +284,10 @@ def test_end_marker_rows_end_the_key_and_are_not_matched() -> None:
 
     from matchsql.spark.stream import _duration_ms, _rows_and_end
 
-    frames = [pd.DataFrame({"id": [1, 2], "eos": [False, None]}),
-              pd.DataFrame({"id": [3], "eos": [True]})]
+    frames = [
+        pd.DataFrame({"id": [1, 2], "eos": [False, None]}),
+        pd.DataFrame({"id": [3], "eos": [True]}),
+    ]
     rows_, end = _rows_and_end(iter(frames), "eos")
     assert end and rows_.column_names == ["id"] and rows_.column("id").to_pylist() == [1, 2]
     rows_, end = _rows_and_end(iter(frames[:1]), "eos")
@@ -277,10 +298,19 @@ def test_end_marker_rows_end_the_key_and_are_not_matched() -> None:
         _duration_ms(0)
 
 
-@pytest.mark.parametrize("order", [
-    "i", "i DESC", "i NULLS FIRST", "i DESC NULLS LAST", "s DESC, i", "f, s DESC NULLS FIRST",
-    "t DESC NULLS FIRST, i ASC NULLS LAST", "d, s",
-])
+@pytest.mark.parametrize(
+    "order",
+    [
+        "i",
+        "i DESC",
+        "i NULLS FIRST",
+        "i DESC NULLS LAST",
+        "s DESC, i",
+        "f, s DESC NULLS FIRST",
+        "t DESC NULLS FIRST, i ASC NULLS LAST",
+        "d, s",
+    ],
+)
 def test_arrow_sort_is_duckdb_sort(order: str) -> None:
     """The worker's pyarrow fast path orders key columns exactly as DuckDB does."""
     import dataclasses
@@ -295,17 +325,29 @@ def test_arrow_sort_is_duckdb_sort(order: str) -> None:
     def maybe(value):
         return None if rng.random() < 0.15 else value
 
-    table = pa.table({
-        "i": pa.array([maybe(rng.randint(-5, 5)) for _ in range(n)], pa.int64()),
-        "s": pa.array([maybe(rng.choice(["a", "B", "é", "ab", "", "Z"])) for _ in range(n)]),
-        "f": pa.array([maybe(rng.choice([-1.5, 0.0, 2.25, float("inf")])) for _ in range(n)]),
-        "t": pa.array([maybe(dt.datetime(2024, 1, 1) + dt.timedelta(seconds=rng.randint(0, 9)))
-                       for _ in range(n)], pa.timestamp("us")),
-        "d": pa.array([maybe(Decimal(rng.randint(-9, 9)) / 4) for _ in range(n)],
-                      pa.decimal128(6, 2)),
-    })
-    plan = build_plan(f"SELECT * FROM r MATCH_RECOGNIZE (ORDER BY {order} "
-                      "MEASURES MATCH_NUMBER() AS m PATTERN (A))", "r", table.schema)
+    table = pa.table(
+        {
+            "i": pa.array([maybe(rng.randint(-5, 5)) for _ in range(n)], pa.int64()),
+            "s": pa.array([maybe(rng.choice(["a", "B", "é", "ab", "", "Z"])) for _ in range(n)]),
+            "f": pa.array([maybe(rng.choice([-1.5, 0.0, 2.25, float("inf")])) for _ in range(n)]),
+            "t": pa.array(
+                [
+                    maybe(dt.datetime(2024, 1, 1) + dt.timedelta(seconds=rng.randint(0, 9)))
+                    for _ in range(n)
+                ],
+                pa.timestamp("us"),
+            ),
+            "d": pa.array(
+                [maybe(Decimal(rng.randint(-9, 9)) / 4) for _ in range(n)], pa.decimal128(6, 2)
+            ),
+        }
+    )
+    plan = build_plan(
+        f"SELECT * FROM r MATCH_RECOGNIZE (ORDER BY {order} "
+        "MEASURES MATCH_NUMBER() AS m PATTERN (A))",
+        "r",
+        table.schema,
+    )
     assert plan.arrow_sort is not None
     keys = [name for name, _, _ in plan.arrow_sort]
     fast = sort_rows(plan, table).select(keys).to_pylist()

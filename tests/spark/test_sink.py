@@ -35,8 +35,7 @@ def live_stream(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("MATCHSQL_RUNTIME_DIR", str(runtime))
     con = matchsql.connect(demo=False)
     name = f"trades_{uuid.uuid4().hex[:8]}"
-    con.sql(f"CREATE STREAM {name} (symbol VARCHAR, price DOUBLE, volume BIGINT, "
-            "ts TIMESTAMP)")
+    con.sql(f"CREATE STREAM {name} (symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP)")
     yield con, name
     con.sql(f"DROP STREAM IF EXISTS {name}")
     con.close()
@@ -66,9 +65,14 @@ def test_micro_batch_retries_do_not_duplicate(spark, tmp_path: Path, live_stream
 
     def start():
         df = source.stream(spark).drop("eos")
-        return write_stream(df, stream=name, database=None, order_by="ts",
-                            checkpoint_location=str(checkpoint),
-                            trigger={"availableNow": True})
+        return write_stream(
+            df,
+            stream=name,
+            database=None,
+            order_by="ts",
+            checkpoint_location=str(checkpoint),
+            trigger={"availableNow": True},
+        )
 
     for i in range(0, 900, 300):
         source.add(data.slice(i, 300))
@@ -97,8 +101,7 @@ def test_micro_batch_retries_do_not_duplicate(spark, tmp_path: Path, live_stream
     assert got.equals(data.select(got.schema.names).cast(got.schema))
 
 
-def test_live_stream_feeds_a_continuous_match_recognize(spark, tmp_path: Path,
-                                                         live_stream) -> None:
+def test_live_stream_feeds_a_continuous_match_recognize(spark, tmp_path: Path, live_stream) -> None:
     from matchsql.spark import write_stream
 
     con, name = live_stream
@@ -106,14 +109,20 @@ def test_live_stream_feeds_a_continuous_match_recognize(spark, tmp_path: Path,
     source = FileSource(tmp_path, data)
     for i in range(0, 900, 300):
         source.add(data.slice(i, 300))
-    writer = write_stream(source.stream(spark).drop("eos"), stream=name, order_by="ts",
-                          checkpoint_location=str(tmp_path / "checkpoint"),
-                          trigger={"availableNow": True})
+    writer = write_stream(
+        source.stream(spark).drop("eos"),
+        stream=name,
+        order_by="ts",
+        checkpoint_location=str(tmp_path / "checkpoint"),
+        trigger={"availableNow": True},
+    )
     writer.await_termination()
     writer.close()
-    query = ("SELECT * FROM {t} MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
-             "MEASURES MATCH_NUMBER() AS m, FIRST(A.price) AS p "
-             "PATTERN (A B+ C) DEFINE B AS price < PREV(price), C AS price > A.price)")
+    query = (
+        "SELECT * FROM {t} MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+        "MEASURES MATCH_NUMBER() AS m, FIRST(A.price) AS p "
+        "PATTERN (A B+ C) DEFINE B AS price < PREV(price), C AS price > A.price)"
+    )
     got = con.sql(query.format(t=name)).fetchall()
     expected = embedded("trade", data, query.format(t="trade"))
     assert len(expected) > 10

@@ -64,15 +64,23 @@ class FileSource:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         schema = self.data.schema.append(pa.field("eos", pa.bool_()))
-        return (spark.readStream.schema(from_arrow_schema(schema))
-                .option("maxFilesPerTrigger", 1).parquet(str(self.dir)))
+        return (
+            spark.readStream.schema(from_arrow_schema(schema))
+            .option("maxFilesPerTrigger", 1)
+            .parquet(str(self.dir))
+        )
 
 
 def run_available(df, out: Path, checkpoint: Path):
     """Process everything available now, then stop (a bounded run of a streaming query)."""
-    query = (df.writeStream.format("parquet").option("path", str(out))
-             .option("checkpointLocation", str(checkpoint)).outputMode("append")
-             .trigger(availableNow=True).start())
+    query = (
+        df.writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination()
     return query
 
@@ -85,8 +93,9 @@ def test_restart_from_checkpoint_neither_loses_nor_duplicates(spark, tmp_path: P
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
 
     def start():
-        return match_recognize_stream(source.stream(spark), query, input_order="ts",
-                                      end_marker="eos")
+        return match_recognize_stream(
+            source.stream(spark), query, input_order="ts", end_marker="eos"
+        )
 
     for chunk in chunks[:2]:
         source.add(chunk)
@@ -116,16 +125,17 @@ def test_restart_from_checkpoint_neither_loses_nor_duplicates(spark, tmp_path: P
 
 def test_stream_without_partition_by_and_outer_projection(spark, tmp_path: Path) -> None:
     data = trades(1200, 3, seed=12)
-    query = DEJAVU["Q3"].replace("SELECT *", "SELECT matchno").rstrip().rstrip(";") + \
-        " WHERE matchno % 3 = 0"
+    query = (
+        DEJAVU["Q3"].replace("SELECT *", "SELECT matchno").rstrip().rstrip(";")
+        + " WHERE matchno % 3 = 0"
+    )
     source = FileSource(tmp_path, data)
     for i in range(0, data.num_rows, 400):
         source.add(data.slice(i, 400))
     source.add_end_markers(["MSFT"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SinglePartitionWarning)
-        df = match_recognize_stream(source.stream(spark), query, input_order="ts",
-                                    end_marker="eos")
+        df = match_recognize_stream(source.stream(spark), query, input_order="ts", end_marker="eos")
     run_available(df, tmp_path / "out", tmp_path / "checkpoint")
     got = rows(spark.read.parquet(str(tmp_path / "out")))
     expected = embedded("trade", data, query)
@@ -157,8 +167,7 @@ def test_stream_output_types_survive_the_state_operator(spark, tmp_path: Path) -
     df = match_recognize_stream(source.stream(spark), query, end_marker="eos")
     run_available(df, tmp_path / "out", tmp_path / "checkpoint")
     out = spark.read.parquet(str(tmp_path / "out"))
-    assert out.columns == ["symbol", "ts", "m", "c", "t0", "avg_price", "last_b", "price",
-                           "volume"]
+    assert out.columns == ["symbol", "ts", "m", "c", "t0", "avg_price", "last_b", "price", "volume"]
     got = rows(out)
     expected = embedded("trade", data, query)
     assert len(got) == data.num_rows  # every row: matched or unmatched

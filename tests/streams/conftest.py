@@ -42,9 +42,14 @@ class ProducerProcess:
 
     def __init__(self, code: str, *args: str) -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        self.proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args],
-                                     env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(code), *args],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     def wait(self, timeout: float = WAIT_S) -> int:
         try:
@@ -169,8 +174,9 @@ def scratch_fs(tmp_path):
         path = path or tmp_path / f"fs{len(made)}"
         path.mkdir(parents=True, exist_ok=True)
         mounted = os.geteuid() == 0
-        if mounted and not _mount("-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs",
-                                  str(path)):
+        if mounted and not _mount(
+            "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)
+        ):
             pytest.skip("cannot mount a tmpfs here (a read-only directory needs one as root)")
         made.append(ScratchFs(path, mounted))
         return made[-1]

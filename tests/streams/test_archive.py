@@ -82,8 +82,7 @@ def test_hybrid_query_equals_one_shot_at_random_splits(con, spawn, tmp_path, wor
     rng = random.Random(5)
     for number, split in enumerate(sorted(rng.sample(range(1, rows), 2))):
         name = f"trades{number}"
-        con.sql(TRADES.replace("trades", name)
-                + f" WITH (archive = '{tmp_path / name}/')")
+        con.sql(TRADES.replace("trades", name) + f" WITH (archive = '{tmp_path / name}/')")
         code = PRODUCE_RANGE.replace('"trades"', f'"{name}"')
         query = QUERY.format(source=name)
         # A first query consumes (and so archives) the first `split` rows...
@@ -105,16 +104,20 @@ def test_archive_table_with_an_outer_duckdb_query(con, spawn):
     """The archive is appended to while DuckDB pulls the match stream (no deadlock)."""
     con.sql(TRADES + " WITH (archive = 'hist')")
     assert spawn(PRODUCE_SYNTHETIC, "2500", "100").wait() == 0
-    counted = bounded(con.sql(f"SELECT count(*) FROM ({QUERY.format(source='trades')})")
-                      .fetchall, timeout=60)
+    counted = bounded(
+        con.sql(f"SELECT count(*) FROM ({QUERY.format(source='trades')})").fetchall, timeout=60
+    )
     assert counted == [(len(one_shot(con, 2500)),)]
-    assert con.sql("SELECT count(*), min(_seq), max(_seq) FROM hist").fetchall() == \
-        [(2500, 0, 2499)]
+    assert con.sql("SELECT count(*), min(_seq), max(_seq) FROM hist").fetchall() == [
+        (2500, 0, 2499)
+    ]
 
 
 def test_recreated_stream_continues_the_archive(con, spawn):
-    query = ("SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i ONE ROW PER MATCH "
-             "PATTERN (A) DEFINE A AS TRUE)")
+    query = (
+        "SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i ONE ROW PER MATCH "
+        "PATTERN (A) DEFINE A AS TRUE)"
+    )
     write = """
         import sys
         from matchsql.storage import Producer
@@ -131,8 +134,9 @@ def test_recreated_stream_continues_the_archive(con, spawn):
     rows = bounded(con.sql(query).fetchall)  # 100 archived, then 50 live
     assert tail.wait() == 0
     assert [r[0] for r in rows] == list(range(150))
-    assert con.sql("SELECT _seq, i FROM ticks_history ORDER BY _seq").fetchall() == \
-        [(k, k) for k in range(150)]
+    assert con.sql("SELECT _seq, i FROM ticks_history ORDER BY _seq").fetchall() == [
+        (k, k) for k in range(150)
+    ]
     con.sql("DROP STREAM ticks")
     with pytest.raises(StreamError, match="other columns"):
         con.sql("CREATE STREAM ticks (j VARCHAR) WITH (archive = 'ticks_history')")

@@ -11,14 +11,22 @@ import sys
 from matchsql.cli.shell import Shell
 from tests.streams.conftest import ROOT, WAIT_S, bounded
 
-COUNT_QUERY = ("SELECT * FROM trades MATCH_RECOGNIZE(MEASURES A.volume AS v ONE ROW PER MATCH "
-               "PATTERN (A) DEFINE A AS TRUE)")
+COUNT_QUERY = (
+    "SELECT * FROM trades MATCH_RECOGNIZE(MEASURES A.volume AS v ONE ROW PER MATCH "
+    "PATTERN (A) DEFINE A AS TRUE)"
+)
 
 
 def produce(*args: str) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-m", "matchsql", "produce", *args], env=env,
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "matchsql", "produce", *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_produce_synthetic(con):
@@ -32,8 +40,9 @@ def test_produce_synthetic(con):
 
 def test_produce_from_csv(con, tmp_path):
     path = tmp_path / "t.csv"
-    path.write_text("symbol,price,volume,ts\nA,1.5,100,2006-01-03 09:30:00\n"
-                    "B,2.5,200,2006-01-03 09:30:01\n")
+    path.write_text(
+        "symbol,price,volume,ts\nA,1.5,100,2006-01-03 09:30:00\nB,2.5,200,2006-01-03 09:30:01\n"
+    )
     con.sql("CREATE STREAM trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP)")
     proc = produce("trades", "--from", str(path))
     rows = bounded(con.sql(COUNT_QUERY).fetchall)
@@ -44,14 +53,17 @@ def test_produce_from_csv(con, tmp_path):
 
 def test_produce_progress_bar(con):
     con.sql("CREATE STREAM trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP)")
-    proc = produce("trades", "--synthetic", "--count", "20000", "--rate", "40k/s",
-                   "--progress", "on")
+    proc = produce(
+        "trades", "--synthetic", "--count", "20000", "--rate", "40k/s", "--progress", "on"
+    )
     rows = bounded(con.sql(COUNT_QUERY).fetchall)
     _, err = proc.communicate(timeout=WAIT_S)
     assert proc.returncode == 0, err
     assert len(rows) == 20000
     bar = err.replace("\r", "\n").splitlines()
-    assert any(re.match(r"trades: 100%\|.*\| 20\.0k/20\.0k \[.*rows/s\]", line) for line in bar), err
+    assert any(re.match(r"trades: 100%\|.*\| 20\.0k/20\.0k \[.*rows/s\]", line) for line in bar), (
+        err
+    )
     # Not on a terminal and not asked for: no bar.
     con.sql("DROP STREAM trades")
     con.sql("CREATE STREAM trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP)")

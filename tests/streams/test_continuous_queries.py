@@ -18,17 +18,20 @@ from tests.streams.conftest import WAIT_S
 COLUMNS = [("k", "BIGINT"), ("i", "BIGINT"), ("v", "DOUBLE")]
 SCHEMA = pa.schema([("k", pa.int64()), ("i", pa.int64()), ("v", pa.float64())])
 # Rising runs per partition: a match may span many batches (and checkpoints).
-PATTERN = ("MATCH_RECOGNIZE(PARTITION BY k ORDER BY i MEASURES FIRST(A.i) AS s, LAST(B.i) AS e,"
-           " MATCH_NUMBER() AS m ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
-           "PATTERN (A B+) DEFINE B AS B.v > PREV(B.v))")
+PATTERN = (
+    "MATCH_RECOGNIZE(PARTITION BY k ORDER BY i MEASURES FIRST(A.i) AS s, LAST(B.i) AS e,"
+    " MATCH_NUMBER() AS m ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+    "PATTERN (A B+) DEFINE B AS B.v > PREV(B.v))"
+)
 SINK = "CREATE TABLE IF NOT EXISTS sink (k BIGINT, s BIGINT, e BIGINT, m BIGINT)"
 
 
 def data(start: int, stop: int) -> pa.Table:
     """Deterministic tuples: 5 partitions, values that rise and fall irregularly."""
     i = list(range(start, stop))
-    return pa.table({"k": [x % 5 for x in i], "i": i, "v": [(x * 7919 % 1000) / 10 for x in i]},
-                    schema=SCHEMA)
+    return pa.table(
+        {"k": [x % 5 for x in i], "i": i, "v": [(x * 7919 % 1000) / 10 for x in i]}, schema=SCHEMA
+    )
 
 
 def expected(stop: int) -> list[tuple]:
@@ -67,16 +70,19 @@ def wait_state(con, name: str, state: str) -> dict:
 def db(tmp_path):
     """A file database whose stream 'ticks' (Parquet archive) is owned by this process."""
     path = str(tmp_path / "cq.duckdb")
-    create_stream(duckdb.connect(), path, "ticks", COLUMNS, SCHEMA,
-                  archive=str(tmp_path / "hist") + "/")
+    create_stream(
+        duckdb.connect(), path, "ticks", COLUMNS, SCHEMA, archive=str(tmp_path / "hist") + "/"
+    )
     return path
 
 
 def test_matches_reach_the_sink_once_and_the_query_finishes_at_end_of_stream(db):
     con = matchsql.connect(db)
     con.sql(SINK)
-    con.sql(f"CREATE CONTINUOUS QUERY rising WITH (checkpoint_rows = 3000) AS "
-            f"INSERT INTO sink SELECT * FROM ticks {PATTERN}")
+    con.sql(
+        f"CREATE CONTINUOUS QUERY rising WITH (checkpoint_rows = 3000) AS "
+        f"INSERT INTO sink SELECT * FROM ticks {PATTERN}"
+    )
     write(db, 0, 20000)
     row = wait_state(con, "rising", "finished")
     assert sink_rows(con) == expected(20000)
@@ -89,8 +95,9 @@ def test_matches_reach_the_sink_once_and_the_query_finishes_at_end_of_stream(db)
 def test_python_api_stop_and_resume(db):
     con = matchsql.connect(db)
     con.sql(SINK)
-    con.create_continuous_query("rising", f"INSERT INTO sink SELECT * FROM ticks {PATTERN}",
-                                checkpoint_interval=0.05)
+    con.create_continuous_query(
+        "rising", f"INSERT INTO sink SELECT * FROM ticks {PATTERN}", checkpoint_interval=0.05
+    )
     producer = Producer.open("ticks", database=db, name="p")
     producer.write_batch(data(0, 7000), batch_id=0)
     deadline = time.monotonic() + WAIT_S
@@ -138,8 +145,9 @@ def test_kill_9_resumes_from_the_checkpoint_on_the_next_start(db, spawn, path):
     second = spawn(CQ_PROCESS, db, PATTERN, path)
     assert second.wait() == 0, second.output()
     con = matchsql.connect(db)
-    row = con.sql("SELECT checkpoints, snapshot IS NOT NULL FROM __matchsql_continuous_queries"
-                  ).fetchall()[0]
+    row = con.sql(
+        "SELECT checkpoints, snapshot IS NOT NULL FROM __matchsql_continuous_queries"
+    ).fetchall()[0]
     assert row[0] >= 2 and row[1]  # it did checkpoint (and resume from a checkpoint)
     assert sink_rows(con) == expected(25000)
     con.close()
@@ -148,8 +156,9 @@ def test_kill_9_resumes_from_the_checkpoint_on_the_next_start(db, spawn, path):
 def test_a_checkpoint_resumed_on_another_path_fails_with_a_clear_error(db):
     con = matchsql.connect(db, execution_path="reference")
     con.sql(SINK)
-    con.create_continuous_query("rising", f"INSERT INTO sink SELECT * FROM ticks {PATTERN}",
-                                checkpoint_rows=1000)
+    con.create_continuous_query(
+        "rising", f"INSERT INTO sink SELECT * FROM ticks {PATTERN}", checkpoint_rows=1000
+    )
     producer = Producer.open("ticks", database=db, name="p")
     producer.write_batch(data(0, 3000), batch_id=0)
     deadline = time.monotonic() + WAIT_S
@@ -160,8 +169,9 @@ def test_a_checkpoint_resumed_on_another_path_fails_with_a_clear_error(db):
     con.close()
     con = matchsql.connect(db, execution_path="registers")
     con.resume_continuous_query("rising")
-    while (row := con.sql("SELECT state, error FROM __matchsql_continuous_queries"
-                          ).fetchall()[0])[0] != "failed":
+    while (row := con.sql("SELECT state, error FROM __matchsql_continuous_queries").fetchall()[0])[
+        0
+    ] != "failed":
         assert time.monotonic() < deadline, row
         time.sleep(0.02)
     assert "does not fit this plan" in row[1] and "execution_path" in row[1]
@@ -169,17 +179,29 @@ def test_a_checkpoint_resumed_on_another_path_fails_with_a_clear_error(db):
     con.close()
 
 
-@pytest.mark.parametrize(("statement", "error", "message"), [
-    ("CREATE CONTINUOUS QUERY q AS SELECT 1", ParseError, "a continuous query is INSERT"),
-    ("CREATE CONTINUOUS QUERY q WITH (checkpoint_every = 1) AS INSERT INTO sink SELECT 1",
-     ParseError, "unknown continuous query option 'checkpoint_every'"),
-    ("CREATE CONTINUOUS QUERY q WITH (checkpoint_rows = 1.5) AS INSERT INTO sink SELECT 1",
-     ParseError, "checkpoint_rows must be 0 \\(none\\) or a whole number of tuples"),
-    ("CREATE CONTINUOUS QUERY q AS INSERT INTO sink SELECT * FROM sink",
-     SemanticError, "one MATCH_RECOGNIZE"),
-    ("RESUME CONTINUOUS QUERY nope", CatalogError, "continuous query 'nope' does not exist"),
-    ("DROP CONTINUOUS QUERY nope", CatalogError, "continuous query 'nope' does not exist"),
-])
+@pytest.mark.parametrize(
+    ("statement", "error", "message"),
+    [
+        ("CREATE CONTINUOUS QUERY q AS SELECT 1", ParseError, "a continuous query is INSERT"),
+        (
+            "CREATE CONTINUOUS QUERY q WITH (checkpoint_every = 1) AS INSERT INTO sink SELECT 1",
+            ParseError,
+            "unknown continuous query option 'checkpoint_every'",
+        ),
+        (
+            "CREATE CONTINUOUS QUERY q WITH (checkpoint_rows = 1.5) AS INSERT INTO sink SELECT 1",
+            ParseError,
+            "checkpoint_rows must be 0 \\(none\\) or a whole number of tuples",
+        ),
+        (
+            "CREATE CONTINUOUS QUERY q AS INSERT INTO sink SELECT * FROM sink",
+            SemanticError,
+            "one MATCH_RECOGNIZE",
+        ),
+        ("RESUME CONTINUOUS QUERY nope", CatalogError, "continuous query 'nope' does not exist"),
+        ("DROP CONTINUOUS QUERY nope", CatalogError, "continuous query 'nope' does not exist"),
+    ],
+)
 def test_statement_errors(db, statement, error, message):
     con = matchsql.connect(db)
     con.sql(SINK)
@@ -201,17 +223,21 @@ def test_a_stream_without_an_archive_is_refused(tmp_path):
 
 #: DuckDB's parts of a query (a hidden input column, a measure over the match's results and
 #: a DuckDB aggregate) through checkpoints: the one-time query's rows.
-FUNCTIONS = ("MATCH_RECOGNIZE(PARTITION BY k ORDER BY i MEASURES FIRST(A.i) AS s, "
-             "concat_ws('-', CAST(FIRST(A.i) AS VARCHAR), CAST(LAST(B.i) AS VARCHAR)) AS span, "
-             "median(B.v) AS med ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
-             "PATTERN (A B+) DEFINE B AS round(B.v) > round(PREV(B.v)))")
+FUNCTIONS = (
+    "MATCH_RECOGNIZE(PARTITION BY k ORDER BY i MEASURES FIRST(A.i) AS s, "
+    "concat_ws('-', CAST(FIRST(A.i) AS VARCHAR), CAST(LAST(B.i) AS VARCHAR)) AS span, "
+    "median(B.v) AS med ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+    "PATTERN (A B+) DEFINE B AS round(B.v) > round(PREV(B.v)))"
+)
 
 
 def test_duckdb_functions_through_checkpoints(db):
     con = matchsql.connect(db)
     con.sql("CREATE TABLE sink (k BIGINT, s BIGINT, span VARCHAR, med DOUBLE)")
-    con.sql(f"CREATE CONTINUOUS QUERY fns WITH (checkpoint_rows = 3000) AS "
-            f"INSERT INTO sink SELECT * FROM ticks {FUNCTIONS}")
+    con.sql(
+        f"CREATE CONTINUOUS QUERY fns WITH (checkpoint_rows = 3000) AS "
+        f"INSERT INTO sink SELECT * FROM ticks {FUNCTIONS}"
+    )
     write(db, 0, 12000)
     row = wait_state(con, "fns", "finished")
     table = data(0, 12000)  # noqa: F841 - read by the query below

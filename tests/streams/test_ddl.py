@@ -21,8 +21,10 @@ def _segment_file(name: str) -> str:
 
 
 def test_create_show_drop(con):
-    con.sql("CREATE STREAM trades (symbol VARCHAR(8), price DECIMAL(10,2), volume BIGINT, "
-            "ts TIMESTAMP) WITH (capacity = 5000, on_full = 'spill')")
+    con.sql(
+        "CREATE STREAM trades (symbol VARCHAR(8), price DECIMAL(10,2), volume BIGINT, "
+        "ts TIMESTAMP) WITH (capacity = 5000, on_full = 'spill')"
+    )
     rows = con.sql("SHOW STREAMS").fetchall()
     assert len(rows) == 1
     name, columns, capacity, on_full = rows[0][:4]
@@ -48,18 +50,28 @@ def test_schema_comes_from_duckdb(con):
     assert pa.types.is_timestamp(schema.types[3])
 
 
-@pytest.mark.parametrize("sql, error, text", [
-    ("CREATE STREAM s (a NOTATYPE)", SemanticError, "unknown or invalid type"),
-    ("CREATE STREAM s (a INT, a INT)", ParseError, "appears twice"),
-    ("CREATE STREAM s (_seq INT)", ParseError, "reserved"),
-    ("CREATE STREAM s (a INT) WITH (speed = 3)", ParseError, "unknown stream option"),
-    ("CREATE STREAM s (a INT) WITH (on_full = 'drop')", ParseError, "'block' or 'spill'"),
-    ("CREATE STREAM s (a INT) WITH (capacity = 0)", ParseError,
-     "capacity is a whole number of tuples from 1"),
-    ("CREATE STREAM s (a INT) WITH (archive_filter = 'a > 1')", SemanticError, "needs an archive"),
-    ("CREATE STREAM s (a INT", ParseError, "expected"),
-    ("DROP STREAM nosuch", CatalogError, "does not exist"),
-])
+@pytest.mark.parametrize(
+    "sql, error, text",
+    [
+        ("CREATE STREAM s (a NOTATYPE)", SemanticError, "unknown or invalid type"),
+        ("CREATE STREAM s (a INT, a INT)", ParseError, "appears twice"),
+        ("CREATE STREAM s (_seq INT)", ParseError, "reserved"),
+        ("CREATE STREAM s (a INT) WITH (speed = 3)", ParseError, "unknown stream option"),
+        ("CREATE STREAM s (a INT) WITH (on_full = 'drop')", ParseError, "'block' or 'spill'"),
+        (
+            "CREATE STREAM s (a INT) WITH (capacity = 0)",
+            ParseError,
+            "capacity is a whole number of tuples from 1",
+        ),
+        (
+            "CREATE STREAM s (a INT) WITH (archive_filter = 'a > 1')",
+            SemanticError,
+            "needs an archive",
+        ),
+        ("CREATE STREAM s (a INT", ParseError, "expected"),
+        ("DROP STREAM nosuch", CatalogError, "does not exist"),
+    ],
+)
 def test_ddl_errors(con, sql, error, text):
     with pytest.raises(error, match=text):
         con.sql(sql)
@@ -88,14 +100,17 @@ def test_unknown_stream_for_producer():
 def test_stale_stream_of_a_crashed_owner_is_reclaimed(spawn, tmp_path):
     # A database file of its own, so that its registry entry is this test's alone.
     database = str(tmp_path / "own.duckdb")
-    owner = spawn("""
+    owner = spawn(
+        """
         import os, sys, matchsql
         con = matchsql.connect(sys.argv[1], demo=False)
         con.sql("CREATE STREAM orphan (a INT)")
         print(matchsql.storage.catalog.Catalog(sys.argv[1]).require("orphan").segment,
               flush=True)
         os._exit(0)  # no clean-up: like a crash
-    """, database)
+    """,
+        database,
+    )
     assert owner.wait() == 0
     segment = owner.output().strip()
     # The segment is left behind by the "crash"; any process's orphan sweep (another

@@ -19,8 +19,10 @@ from tests.streams.conftest import bounded, stream_word
 
 TICKS = "CREATE STREAM ticks (i BIGINT)"
 # One output row per tuple, so a query's rows are exactly the tuples it was given.
-EVERY_TUPLE = ("SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i ONE ROW PER MATCH "
-               "PATTERN (A) DEFINE A AS TRUE)")
+EVERY_TUPLE = (
+    "SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i ONE ROW PER MATCH "
+    "PATTERN (A) DEFINE A AS TRUE)"
+)
 WRITE = """
     import sys
     from matchsql.storage import Producer
@@ -90,8 +92,11 @@ def test_the_archive_is_owner_only(con, spawn, tmp_path):
 def test_a_read_only_archive_path_is_a_clean_error(con, scratch_fs):
     fs = scratch_fs()
     fs.readonly()
-    with pytest.raises(StreamError, match=f"cannot create the archive of stream 'ticks' at "
-                       f"{fs.path}/hist: (Read-only file system|Permission denied)"):
+    with pytest.raises(
+        StreamError,
+        match=f"cannot create the archive of stream 'ticks' at "
+        f"{fs.path}/hist: (Read-only file system|Permission denied)",
+    ):
         con.sql(TICKS + f" WITH (archive = '{fs.path}/hist/')")
 
 
@@ -104,8 +109,11 @@ def test_an_archive_that_cannot_be_written_loses_nothing(con, spawn, scratch_fs,
     if fault == "read-only":
         fs.readonly()
     cause = "No space left on device" if filler else "(Read-only file system|Permission denied)"
-    with pytest.raises(StreamError, match=f"cannot append to the archive of stream 'ticks' at "
-                       f"{fs.path}/hist/part-0+.parquet: {cause}"):
+    with pytest.raises(
+        StreamError,
+        match=f"cannot append to the archive of stream 'ticks' at "
+        f"{fs.path}/hist/part-0+.parquet: {cause}",
+    ):
         delivered(con)
     if filler:
         filler.unlink()
@@ -125,8 +133,11 @@ def test_a_spill_directory_that_cannot_be_written_loses_nothing(con, scratch_fs,
         fs.readonly()
     producer = Producer.open("ticks")
     cause = "No space left on device" if filler else "(Read-only file system|Permission denied)"
-    with pytest.raises(StreamWriteError, match=f"cannot write spill file {fs.path}/0+100.parquet:"
-                       f" {cause}; the first 100 of the batch's 1000 rows were written") as err:
+    with pytest.raises(
+        StreamWriteError,
+        match=f"cannot write spill file {fs.path}/0+100.parquet:"
+        f" {cause}; the first 100 of the batch's 1000 rows were written",
+    ) as err:
         producer.write_batch(ticks(0, 1000), batch_id=1)
     assert err.value.rows_written == 100
     assert [p.name for p in fs.path.iterdir() if p.name != "filler"] == []  # no partial file

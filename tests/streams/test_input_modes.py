@@ -52,9 +52,13 @@ def test_default_is_pull_and_unknown_mode_is_refused():
 
 
 DEJAVU_ROWS = 1500
-DEJAVU_MODES = [("pull", 0, "most_tuples"), ("push", 0, "most_tuples"),
-                ("adaptive", 1, "most_tuples"), ("adaptive", 10, "total_pressure"),
-                ("adaptive", "'auto'", "per_partition")]
+DEJAVU_MODES = [
+    ("pull", 0, "most_tuples"),
+    ("push", 0, "most_tuples"),
+    ("adaptive", 1, "most_tuples"),
+    ("adaptive", 10, "total_pressure"),
+    ("adaptive", "'auto'", "per_partition"),
+]
 
 
 @pytest.mark.parametrize("name", sorted(DEJAVU))

@@ -18,16 +18,24 @@ SCHEMA = pa.schema([("k", pa.int64()), ("i", pa.int64()), ("v", pa.float64())])
 
 def test_continuous_query_table_is_not_listed(tmp_path) -> None:
     path = str(tmp_path / "cq.duckdb")
-    create_stream(duckdb.connect(), path, "ticks", [("k", "BIGINT"), ("i", "BIGINT"),
-                                                    ("v", "DOUBLE")], SCHEMA,
-                  archive=str(tmp_path / "hist") + "/")
+    create_stream(
+        duckdb.connect(),
+        path,
+        "ticks",
+        [("k", "BIGINT"), ("i", "BIGINT"), ("v", "DOUBLE")],
+        SCHEMA,
+        archive=str(tmp_path / "hist") + "/",
+    )
     con = matchsql.connect(path)
     con.sql("CREATE TABLE sink (k BIGINT, n BIGINT)")
-    con.sql("CREATE CONTINUOUS QUERY q AS INSERT INTO sink SELECT * FROM ticks "
-            "MATCH_RECOGNIZE (PARTITION BY k ORDER BY i MEASURES count(*) AS n "
-            "PATTERN (A B+) DEFINE B AS v > PREV(v))")
-    stored = [r[0] for r in con.duckdb.sql("SELECT table_name FROM information_schema.tables"
-                                           ).fetchall()]
+    con.sql(
+        "CREATE CONTINUOUS QUERY q AS INSERT INTO sink SELECT * FROM ticks "
+        "MATCH_RECOGNIZE (PARTITION BY k ORDER BY i MEASURES count(*) AS n "
+        "PATTERN (A B+) DEFINE B AS v > PREV(v))"
+    )
+    stored = [
+        r[0] for r in con.duckdb.sql("SELECT table_name FROM information_schema.tables").fetchall()
+    ]
     assert "__matchsql_continuous_queries" in stored  # it is there, only not listed
     assert con.tables() == ["sink"]
     assert read_catalog(con, read_words(con)).tables == ["sink"]

@@ -90,8 +90,9 @@ def test_rows_arrive_before_end_of_stream_and_dollar_waits(con, spawn, tmp_path)
     assert first.to_pylist() == [{"first_i": 0, "last_i": 2, "cls": "B"}]
     assert not gate.exists()  # the producer is still attached: the row came before the end
     late: list = []
-    reader = threading.Thread(target=lambda: late.extend(b.to_pylist() for b in batches),
-                              daemon=True)
+    reader = threading.Thread(
+        target=lambda: late.extend(b.to_pylist() for b in batches), daemon=True
+    )
     reader.start()
     reader.join(0.5)
     assert late == []  # C+ $ must wait for the end of the stream
@@ -112,8 +113,10 @@ def test_producer_death_ends_the_query_within_a_second(con, spawn):
         print(time.monotonic(), flush=True)
         os._exit(3)  # dies without close()
     """)
-    result = con.sql("SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i ONE ROW PER MATCH "
-                     "PATTERN (A) DEFINE A AS A.price > 0)")
+    result = con.sql(
+        "SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i ONE ROW PER MATCH "
+        "PATTERN (A) DEFINE A AS A.price > 0)"
+    )
     rows: list = []
 
     def consume() -> None:
@@ -139,8 +142,10 @@ def test_wait_for_a_new_producer(con, spawn):
         p.write_batch({"price": [1.0], "i": [0]})
         os._exit(1)
     """)
-    result = con.sql("SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i ONE ROW PER MATCH "
-                     "PATTERN (A) DEFINE A AS A.price > 0)")
+    result = con.sql(
+        "SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i ONE ROW PER MATCH "
+        "PATTERN (A) DEFINE A AS A.price > 0)"
+    )
     assert first.wait() == 1
     batches = result.fetch_batches()
     assert bounded(lambda: next(batches), timeout=20).to_pylist() == [{"i": 0}]
@@ -157,16 +162,23 @@ def test_wait_for_a_new_producer(con, spawn):
 
 def test_interrupt_stops_a_blocked_query(con):
     con.sql("CREATE STREAM ticks (price DOUBLE)")
-    result = con.sql("SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.price AS p "
-                     "ONE ROW PER MATCH PATTERN (A) DEFINE A AS TRUE)")
+    result = con.sql(
+        "SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.price AS p "
+        "ONE ROW PER MATCH PATTERN (A) DEFINE A AS TRUE)"
+    )
     threading.Timer(0.3, con.interrupt).start()
     with pytest.raises(ExecutionError, match="interrupted"):
         bounded(result.fetchall, timeout=10)
     # the stream is free again for the next query
     threading.Timer(0.3, con.interrupt).start()
     with pytest.raises(ExecutionError, match="interrupted"):
-        bounded(con.sql("SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.price AS p "
-                        "ONE ROW PER MATCH PATTERN (A) DEFINE A AS TRUE)").fetchall, timeout=10)
+        bounded(
+            con.sql(
+                "SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.price AS p "
+                "ONE ROW PER MATCH PATTERN (A) DEFINE A AS TRUE)"
+            ).fetchall,
+            timeout=10,
+        )
 
 
 def test_per_row_writes_and_idempotent_batch_ids(con, spawn):
@@ -184,8 +196,12 @@ def test_per_row_writes_and_idempotent_batch_ids(con, spawn):
             assert not p.write_batch(batch(1), batch_id=1)  # an older one: skipped
             assert p.write_batch(batch(3), batch_id=3)
     """)
-    rows = bounded(con.sql("SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i "
-                           "ONE ROW PER MATCH PATTERN (A) DEFINE A AS TRUE)").fetchall)
+    rows = bounded(
+        con.sql(
+            "SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i "
+            "ONE ROW PER MATCH PATTERN (A) DEFINE A AS TRUE)"
+        ).fetchall
+    )
     assert producer.wait() == 0, producer.output()
     assert [r[0] for r in rows] == [0, 1, 2, 3, 4, 100, 101, 102, 200, 201, 202, 300, 301, 302]
 
@@ -202,8 +218,12 @@ def test_batch_id_survives_a_producer_restart(con, spawn):
     """
     assert spawn(code, "1", "2", "3").wait() == 0
     assert spawn(code, "3", "4", "9").wait() == 0  # 3 was already written by the first one
-    rows = bounded(con.sql("SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i "
-                           "ONE ROW PER MATCH PATTERN (A) DEFINE A AS TRUE)").fetchall)
+    rows = bounded(
+        con.sql(
+            "SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i "
+            "ONE ROW PER MATCH PATTERN (A) DEFINE A AS TRUE)"
+        ).fetchall
+    )
     assert [r[0] for r in rows] == [1, 2, 3, 4, 9]
 
 
@@ -222,8 +242,12 @@ def test_full_stream_blocks_the_writer(con, spawn):
     """)
     assert producer.wait() == 0
     assert "stayed full" in producer.output()
-    rows = bounded(con.sql("SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i "
-                           "ONE ROW PER MATCH PATTERN (A) DEFINE A AS TRUE)").fetchall)
+    rows = bounded(
+        con.sql(
+            "SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i "
+            "ONE ROW PER MATCH PATTERN (A) DEFINE A AS TRUE)"
+        ).fetchall
+    )
     assert [r[0] for r in rows] == list(range(100))
 
 
@@ -237,8 +261,10 @@ def test_slow_query_with_small_blocking_queue_loses_nothing(con, spawn):
 
 def test_drop_while_reading_ends_the_query(con):
     con.sql("CREATE STREAM ticks (i BIGINT)")
-    result = con.sql("SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i "
-                     "ONE ROW PER MATCH PATTERN (A) DEFINE A AS TRUE)")
+    result = con.sql(
+        "SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i "
+        "ONE ROW PER MATCH PATTERN (A) DEFINE A AS TRUE)"
+    )
     import matchsql
 
     other = matchsql.connect(demo=False)
@@ -258,14 +284,21 @@ def test_file_database_namespace(spawn, tmp_path):
         other = matchsql.connect(demo=False)  # in memory: another namespace
         assert other.sql("SHOW STREAMS").fetchall() == []
         other.close()
-        producer = spawn("""
+        producer = spawn(
+            """
             import sys
             from matchsql.storage import Producer
             with Producer.open("ticks", database=sys.argv[1]) as p:
                 p.write_batch({"i": [1, 2]})
-        """, str(path))
-        rows = bounded(con.sql("SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i "
-                               "ONE ROW PER MATCH PATTERN (A) DEFINE A AS TRUE)").fetchall)
+        """,
+            str(path),
+        )
+        rows = bounded(
+            con.sql(
+                "SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i "
+                "ONE ROW PER MATCH PATTERN (A) DEFINE A AS TRUE)"
+            ).fetchall
+        )
         assert producer.wait() == 0
         assert rows == [(1,), (2,)]
     finally:

@@ -16,8 +16,10 @@ from matchsql.storage.catalog import Catalog
 from matchsql.storage.shm_ring import W_TAIL_SEQ, Ring
 from tests.streams.conftest import WAIT_S, bounded, stream_word
 
-EVERY_TUPLE = ("SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i ONE ROW PER MATCH "
-               "PATTERN (A) DEFINE A AS TRUE)")
+EVERY_TUPLE = (
+    "SELECT * FROM ticks MATCH_RECOGNIZE(MEASURES A.i AS i ONE ROW PER MATCH "
+    "PATTERN (A) DEFINE A AS TRUE)"
+)
 WRITE = """
     import sys
     from matchsql.storage import Producer
@@ -57,10 +59,13 @@ def wait_for_readers(name: str, count: int) -> None:
         time.sleep(0.01)
 
 
-@pytest.mark.parametrize(("readers", "on_full", "archive"),
-                         [(2, "block", False), (3, "spill", False), (4, "block", True)])
+@pytest.mark.parametrize(
+    ("readers", "on_full", "archive"),
+    [(2, "block", False), (3, "spill", False), (4, "block", True)],
+)
 def test_readers_in_several_processes_each_see_every_tuple_once(
-        con, spawn, tmp_path, readers, on_full, archive):
+    con, spawn, tmp_path, readers, on_full, archive
+):
     options = f"capacity = 3000, on_full = '{on_full}'"
     if archive:
         options += f", archive = '{tmp_path / 'hist'}/'"
@@ -82,9 +87,13 @@ def test_two_readers_in_one_process_each_see_every_tuple(con, spawn):
     con.sql("CREATE STREAM ticks (i BIGINT) WITH (capacity = 2000)")
     other = matchsql.connect(demo=False)
     got: dict[str, list[int]] = {}
-    threads = [threading.Thread(target=lambda c=c, k=k: got.update(
-        {k: [r[0] for r in c.sql(EVERY_TUPLE).fetchall()]}), daemon=True)
-        for k, c in (("a", con), ("b", other))]
+    threads = [
+        threading.Thread(
+            target=lambda c=c, k=k: got.update({k: [r[0] for r in c.sql(EVERY_TUPLE).fetchall()]}),
+            daemon=True,
+        )
+        for k, c in (("a", con), ("b", other))
+    ]
     for thread in threads:
         thread.start()
     wait_for_readers("ticks", 2)
@@ -100,8 +109,9 @@ def test_the_slowest_reader_holds_the_ring(con, spawn):
     slow = Ring.attach(Catalog(None).require("ticks").segment)
     try:
         slow.add_reader("ticks", "idle")  # registered, never reads: holds every tuple
-        fast = threading.Thread(target=lambda: bounded(
-            lambda: con.sql(EVERY_TUPLE).fetchall()), daemon=True)
+        fast = threading.Thread(
+            target=lambda: bounded(lambda: con.sql(EVERY_TUPLE).fetchall()), daemon=True
+        )
         fast.start()
         wait_for_readers("ticks", 2)
         assert spawn(WRITE, "0", "3000").wait() == 0

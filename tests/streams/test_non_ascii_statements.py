@@ -18,15 +18,19 @@ COLUMNS = [("k", "VARCHAR"), ("i", "BIGINT"), ("v", "DOUBLE")]
 
 
 def pattern(word: str) -> str:
-    return (f"MATCH_RECOGNIZE (PARTITION BY k ORDER BY i MEASURES '{word}' AS w, "
-            f"count(*) AS n ONE ROW PER MATCH PATTERN (A B+) "
-            f"DEFINE B AS v > PREV(v) AND k <> '{word}')")
+    return (
+        f"MATCH_RECOGNIZE (PARTITION BY k ORDER BY i MEASURES '{word}' AS w, "
+        f"count(*) AS n ONE ROW PER MATCH PATTERN (A B+) "
+        f"DEFINE B AS v > PREV(v) AND k <> '{word}')"
+    )
 
 
 @pytest.mark.parametrize("word", WORDS)
 def test_create_stream_after_a_statement_with_non_ascii_text(con, word: str) -> None:
-    con.sql(f"SELECT '{word}' AS before; CREATE STREAM s (\"prix_{word}\" VARCHAR, x INT); "
-            f"SELECT '{word}' AS after")
+    con.sql(
+        f"SELECT '{word}' AS before; CREATE STREAM s (\"prix_{word}\" VARCHAR, x INT); "
+        f"SELECT '{word}' AS after"
+    )
     assert [row[0] for row in con.sql("SHOW STREAMS").fetchall()] == ["s"]
     con.sql(f"SELECT '{word}'; DROP STREAM s")
     assert con.sql("SHOW STREAMS").fetchall() == []
@@ -35,17 +39,22 @@ def test_create_stream_after_a_statement_with_non_ascii_text(con, word: str) -> 
 @pytest.mark.parametrize("word", WORDS)
 def test_continuous_query_with_non_ascii_text(tmp_path, word: str) -> None:
     path = str(tmp_path / "cq.duckdb")
-    create_stream(duckdb.connect(), path, "ticks", COLUMNS, SCHEMA,
-                  archive=str(tmp_path / "hist") + "/")
+    create_stream(
+        duckdb.connect(), path, "ticks", COLUMNS, SCHEMA, archive=str(tmp_path / "hist") + "/"
+    )
     con = matchsql.connect(path)
     con.sql("CREATE TABLE sink (k VARCHAR, w VARCHAR, n BIGINT)")
-    con.sql(f"SELECT '{word}' AS x; CREATE CONTINUOUS QUERY q AS INSERT INTO sink "
-            f"SELECT * FROM ticks {pattern(word)} WHERE w <> '{word}{word}'")
+    con.sql(
+        f"SELECT '{word}' AS x; CREATE CONTINUOUS QUERY q AS INSERT INTO sink "
+        f"SELECT * FROM ticks {pattern(word)} WHERE w <> '{word}{word}'"
+    )
     assert [row[0] for row in con.sql("SHOW CONTINUOUS QUERIES").fetchall()] == ["q"]
     with pytest.raises(CatalogError) as caught:
-        con.sql(f"SELECT '{word}';\nCREATE CONTINUOUS QUERY r AS INSERT INTO sink SELECT * "
-                f"FROM ticks {pattern(word).replace('PREV(v)', 'PREV(vv)')}")
+        con.sql(
+            f"SELECT '{word}';\nCREATE CONTINUOUS QUERY r AS INSERT INTO sink SELECT * "
+            f"FROM ticks {pattern(word).replace('PREV(v)', 'PREV(vv)')}"
+        )
     err = caught.value
-    assert err.sql.splitlines()[err.line - 1][err.column - 1:].startswith("vv)")
+    assert err.sql.splitlines()[err.line - 1][err.column - 1 :].startswith("vv)")
     con.sql(f"SELECT '{word}'; DROP CONTINUOUS QUERY q")
     con.close()

@@ -41,27 +41,38 @@ def loose_umask():
 
 
 def test_database_log_checkpoint_archive_spill_and_registry_are_owner_only(
-        tmp_path, runtime_dir, loose_umask):
+    tmp_path, runtime_dir, loose_umask
+):
     database = str(tmp_path / "db.duckdb")
     con = matchsql.connect(database)
     assert mode(database) == 0o600
     con.sql("CREATE TABLE sink (k BIGINT, s BIGINT, e BIGINT)")
-    con.sql(f"CREATE STREAM ticks (k BIGINT, v DOUBLE) WITH (capacity = 64, "
-            f"on_full = 'spill', archive = '{tmp_path}/archive/')")
+    con.sql(
+        f"CREATE STREAM ticks (k BIGINT, v DOUBLE) WITH (capacity = 64, "
+        f"on_full = 'spill', archive = '{tmp_path}/archive/')"
+    )
     assert os.path.exists(database + ".wal")
     assert mode(database + ".wal") == 0o600
-    con.sql("CREATE CONTINUOUS QUERY up WITH (checkpoint_rows = 100) AS INSERT INTO sink "
-            "SELECT * FROM ticks MATCH_RECOGNIZE(PARTITION BY k ORDER BY v MEASURES "
-            "FIRST(A.v)::BIGINT AS s, LAST(B.v)::BIGINT AS e ONE ROW PER MATCH "
-            "PATTERN (A B+) DEFINE B AS B.v > PREV(B.v))")
+    con.sql(
+        "CREATE CONTINUOUS QUERY up WITH (checkpoint_rows = 100) AS INSERT INTO sink "
+        "SELECT * FROM ticks MATCH_RECOGNIZE(PARTITION BY k ORDER BY v MEASURES "
+        "FIRST(A.v)::BIGINT AS s, LAST(B.v)::BIGINT AS e ONE ROW PER MATCH "
+        "PATTERN (A B+) DEFINE B AS B.v > PREV(B.v))"
+    )
     with Producer.open("ticks", database=database, name="p") as producer:
         for low in range(0, 2000, 100):
-            producer.write_batch(pa.table({"k": [i % 3 for i in range(low, low + 100)],
-                                           "v": [float(i) for i in range(low, low + 100)]},
-                                          schema=SCHEMA), batch_id=low)
+            producer.write_batch(
+                pa.table(
+                    {
+                        "k": [i % 3 for i in range(low, low + 100)],
+                        "v": [float(i) for i in range(low, low + 100)],
+                    },
+                    schema=SCHEMA,
+                ),
+                batch_id=low,
+            )
         deadline = time.monotonic() + WAIT_S
-        while con.sql("SELECT checkpoints FROM __matchsql_continuous_queries"
-                      ).fetchall()[0][0] < 3:
+        while con.sql("SELECT checkpoints FROM __matchsql_continuous_queries").fetchall()[0][0] < 3:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         if os.path.exists(database + ".wal"):
@@ -84,8 +95,9 @@ def test_an_existing_database_keeps_its_mode(tmp_path, runtime_dir):
     assert mode(database) == 0o640
 
 
-def test_the_registry_is_created_owner_only_under_xdg_runtime_dir(tmp_path, monkeypatch,
-                                                                   loose_umask):
+def test_the_registry_is_created_owner_only_under_xdg_runtime_dir(
+    tmp_path, monkeypatch, loose_umask
+):
     monkeypatch.delenv("MATCHSQL_RUNTIME_DIR")
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     assert runtime_dir() == tmp_path / "matchsql"
@@ -110,8 +122,11 @@ def test_a_registry_that_is_a_link_or_writable_by_others_is_refused(tmp_path, mo
     registry.unlink()
     registry.mkdir()
     os.chmod(registry, 0o777)
-    with pytest.raises(StreamError, match=r"writable by other users \(mode 777\).*"
-                                          "MATCHSQL_RUNTIME_DIR"):
+    with pytest.raises(
+        StreamError,
+        match=r"writable by other users \(mode 777\).*"
+        "MATCHSQL_RUNTIME_DIR",
+    ):
         con.sql("CREATE STREAM s (a BIGINT)")
     os.chmod(registry, 0o755)  # readable by others, not writable: made owner-only
     con.sql("CREATE STREAM s (a BIGINT)")
@@ -157,8 +172,11 @@ def test_an_archive_others_can_write_to_is_refused(tmp_path):
     shared.mkdir()
     os.chmod(shared, 0o777)
     con = matchsql.connect(demo=False)
-    with pytest.raises(StreamError, match=r"archive of stream 's' .* is writable by other "
-                                          r"users \(mode 777\)"):
+    with pytest.raises(
+        StreamError,
+        match=r"archive of stream 's' .* is writable by other "
+        r"users \(mode 777\)",
+    ):
         con.sql(f"CREATE STREAM s (k BIGINT) WITH (archive = '{shared}/')")
     link = tmp_path / "link"
     link.symlink_to(shared)
@@ -200,8 +218,10 @@ def test_each_new_stream_gets_a_segment_name_nobody_can_guess(runtime_dir):
     assert len(names) == 3
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
-                    reason="needs root and setpriv to run as a second user")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"),
+    reason="needs root and setpriv to run as a second user",
+)
 def test_a_second_user_cannot_read_the_database_or_its_log(loose_umask):
     shared = Path(tempfile.mkdtemp(prefix="matchsql-shared-"))
     try:
@@ -211,9 +231,19 @@ def test_a_second_user_cannot_read_the_database_or_its_log(loose_umask):
         con.sql("CREATE TABLE secret AS SELECT 42 AS answer")
         for path in (database, database + ".wal"):
             reader = subprocess.run(
-                ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                 sys.executable, "-c", f"open({path!r}, 'rb').read(1)"],
-                capture_output=True, text=True, timeout=WAIT_S)
+                [
+                    "setpriv",
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    sys.executable,
+                    "-c",
+                    f"open({path!r}, 'rb').read(1)",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=WAIT_S,
+            )
             assert reader.returncode != 0 and "PermissionError" in reader.stderr, path
         con.close()
     finally:

@@ -40,9 +40,14 @@ sys.exit(code)
 
 
 def start(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", MEASURED, *args],
-                            env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", MEASURED, *args],
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
@@ -153,8 +158,9 @@ def test_produce_reads_a_csv_file_block_by_block_with_the_streams_types(con, tmp
     start = dt.datetime(2006, 1, 3, 9, 30)
     for i in range(rows):
         price = f"{i % 90 + 10}" if i < rows // 2 else f"{i % 90 + 10}.25"
-        lines.append(f"SYM{i % 7},{price},{100 * (i % 5 + 1)},"
-                     f"{start + dt.timedelta(microseconds=i)}")
+        lines.append(
+            f"SYM{i % 7},{price},{100 * (i % 5 + 1)},{start + dt.timedelta(microseconds=i)}"
+        )
     path = tmp_path / "trades.csv"
     path.write_text("\n".join(lines) + "\n")
     assert path.stat().st_size > CSV_BLOCK_BYTES  # more than one block
@@ -174,8 +180,11 @@ def test_produce_refuses_bad_arguments_and_files_cleanly(con, tmp_path):
         (["--synthetic", "--count", "-1"], 2, "--count: must be at least 0, got -1"),
         (["--synthetic", "--batch-rows", "0"], 2, "--batch-rows: must be at least 1"),
         (["--synthetic", "--seed", "x"], 2, "--seed: not a whole number: 'x'"),
-        (["--synthetic", "--count", str(10**15)], 1, "cannot generate 1000000000000000 "
-                                                    "synthetic trades: at most"),
+        (
+            ["--synthetic", "--count", str(10**15)],
+            1,
+            "cannot generate 1000000000000000 synthetic trades: at most",
+        ),
         (["--from", str(tmp_path / "none.parquet")], 1, "cannot read"),
     ]:
         done = produce("trades", *args)
@@ -199,5 +208,6 @@ def test_produce_into_a_spill_stream_stops_at_its_limit_and_says_what_went_in(co
     # The command ended the stream: a reader gets exactly what it wrote, in order.
     got = bounded(con.sql(ROWS).fetchall)
     assert len(got) == written
-    assert [row[3] for row in got] == \
-        synthetic_trades(400_000, 50, 0).column("ts").to_pylist()[:written]
+    assert [row[3] for row in got] == synthetic_trades(400_000, 50, 0).column("ts").to_pylist()[
+        :written
+    ]

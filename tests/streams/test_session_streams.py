@@ -20,8 +20,10 @@ PRODUCE = """
         for batch in synthetic_trades(int(sys.argv[1]), 5, 7).to_batches(max_chunksize=500):
             producer.write_batch(batch)
 """
-RISES = ("SELECT {select} FROM {source} MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
-         "MEASURES count(*) AS n PATTERN (A B+) DEFINE B AS price > PREV(price)){rest}")
+RISES = (
+    "SELECT {select} FROM {source} MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+    "MEASURES count(*) AS n PATTERN (A B+) DEFINE B AS price > PREV(price)){rest}"
+)
 
 
 def table_of(con, rows: int) -> str:
@@ -59,8 +61,9 @@ def test_an_aggregate_over_a_stream_match_starts_when_read(con, spawn):
     producer = spawn(PRODUCE, "4000")
     live = bounded(result.fetchall)
     assert producer.wait() == 0
-    expected = con.sql(RISES.format(select="count(*)", source=table_of(con, 4000),
-                                    rest="")).fetchall()
+    expected = con.sql(
+        RISES.format(select="count(*)", source=table_of(con, 4000), rest="")
+    ).fetchall()
     assert live == expected and live[0][0] > 0
     assert result.stats["records"] == 4000
     assert result.stats["result"] == live[0][0]  # one row per match
@@ -69,6 +72,7 @@ def test_an_aggregate_over_a_stream_match_starts_when_read(con, spawn):
 
 def test_show_streams_says_ended_once_the_producer_closed(con, spawn):
     con.sql(TRADES)
+
     def is_ended() -> bool:
         rows = [row for row in con.sql("SHOW STREAMS").fetchall() if row[0] == "trades"]
         return rows[0][-1]
@@ -84,7 +88,9 @@ def test_show_streams_says_ended_once_the_producer_closed(con, spawn):
 @pytest.mark.parametrize("select", ["*", "count(*)"])
 def test_no_output_column_over_a_stream_is_a_semantic_error(con, select):
     con.sql(TRADES)
-    query = (f"SELECT {select} FROM trades MATCH_RECOGNIZE (ORDER BY ts PATTERN (A B+) "
-             "DEFINE B AS price > PREV(price))")
+    query = (
+        f"SELECT {select} FROM trades MATCH_RECOGNIZE (ORDER BY ts PATTERN (A B+) "
+        "DEFINE B AS price > PREV(price))"
+    )
     with pytest.raises(matchsql.SemanticError, match="no columns"):
         con.sql(query)

@@ -37,8 +37,9 @@ def ticks(start: int, stop: int) -> pa.Table:
     """Tuples ``i`` = start..stop-1 with a random column, so spill files do not compress
     to nothing (each 10,000 tuples take about 80 KB)."""
     random = np.random.default_rng(start).integers(0, 1 << 62, stop - start)
-    return pa.table({"i": pa.array(range(start, stop), pa.int64()),
-                     "r": pa.array(random, pa.int64())})
+    return pa.table(
+        {"i": pa.array(range(start, stop), pa.int64()), "r": pa.array(random, pa.int64())}
+    )
 
 
 def show(con) -> dict:
@@ -70,8 +71,7 @@ def write_until_done(producer: Producer, table: pa.Table, batch_id: int) -> None
             time.sleep(0.02)
 
 
-def test_the_default_is_a_quarter_of_the_free_space_and_is_recorded(con, runtime_dir,
-                                                                    scratch_fs):
+def test_the_default_is_a_quarter_of_the_free_space_and_is_recorded(con, runtime_dir, scratch_fs):
     fs = scratch_fs(runtime_dir)  # the registry, and so the spill directory, on a small disk
     if not fs.mounted:
         pytest.skip("a disk of known free space needs a tmpfs mount (root)")
@@ -99,10 +99,18 @@ def test_a_block_stream_has_no_spill_limit(con):
     assert json.loads(registry_entry().read_text())["max_spill"] is None
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("262144", 262_144), ("1e6", 1_000_000), ("256 KiB", 262_144), ("2MB", 2_000_000),
-    ("'1.5 GiB'", 1_610_612_736), ("65535.5", 65_536), ("'1 EiB'", MAX_SPILL_MAX),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("262144", 262_144),
+        ("1e6", 1_000_000),
+        ("256 KiB", 262_144),
+        ("2MB", 2_000_000),
+        ("'1.5 GiB'", 1_610_612_736),
+        ("65535.5", 65_536),
+        ("'1 EiB'", MAX_SPILL_MAX),
+    ],
+)
 def test_an_explicit_max_spill(con, value, expected):
     con.sql(TICKS + f" WITH (on_full = 'spill', max_spill = {value})")
     row = show(con)
@@ -110,17 +118,20 @@ def test_an_explicit_max_spill(con, value, expected):
     assert Catalog(None).require("ticks").max_spill == expected
 
 
-@pytest.mark.parametrize("value, message", [
-    ("1e400", "max_spill = 1e400 is too large: it rounds to infinity; " + RANGE),
-    ("0.4", "max_spill = 0.4 rounds to 0 bytes; " + RANGE),
-    ("1e-400", "max_spill = 1e-400 rounds to 0 bytes; " + RANGE),
-    ("65535", "max_spill = 65535 is out of range; " + RANGE),
-    ("2e18", "max_spill = 2e18 is out of range; " + RANGE),
-    ("-5", "max_spill takes a number of bytes; " + RANGE),
-    ("'lots'", "max_spill = 'lots' is not a size; " + RANGE),
-    ("'3 parsecs'", "max_spill = '3 parsecs' is not a size; " + RANGE),
-    ("'0 GB'", "max_spill = 0 GB rounds to 0 bytes; " + RANGE),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("1e400", "max_spill = 1e400 is too large: it rounds to infinity; " + RANGE),
+        ("0.4", "max_spill = 0.4 rounds to 0 bytes; " + RANGE),
+        ("1e-400", "max_spill = 1e-400 rounds to 0 bytes; " + RANGE),
+        ("65535", "max_spill = 65535 is out of range; " + RANGE),
+        ("2e18", "max_spill = 2e18 is out of range; " + RANGE),
+        ("-5", "max_spill takes a number of bytes; " + RANGE),
+        ("'lots'", "max_spill = 'lots' is not a size; " + RANGE),
+        ("'3 parsecs'", "max_spill = '3 parsecs' is not a size; " + RANGE),
+        ("'0 GB'", "max_spill = 0 GB rounds to 0 bytes; " + RANGE),
+    ],
+)
 def test_a_max_spill_out_of_its_range_is_a_parse_error_at_the_value(con, value, message):
     sql = TICKS + f" WITH (on_full = 'spill', max_spill = {value})"
     with pytest.raises(ParseError, match=message) as err:
@@ -129,18 +140,32 @@ def test_a_max_spill_out_of_its_range_is_a_parse_error_at_the_value(con, value, 
     assert con.sql("SHOW STREAMS").fetchall() == []
 
 
-@pytest.mark.parametrize("options, message, at", [
-    ("on_full = 'spill', max_spill = 1e6, max_spill = 2e6",
-     "max_spill is given twice", "max_spill = 2e6"),
-    ("capacity = 10, on_full = 'spill', capacity = 20",
-     "capacity is given twice", "capacity = 20"),
-    ("max_spill = 1e6", "max_spill bounds the spill files of an on_full = 'spill' stream",
-     "max_spill"),
-    ("on_full = 'block', max_spill = 1e6", "this stream blocks when full and never spills",
-     "max_spill"),
-])
-def test_duplicate_options_and_a_limit_without_spill_are_parse_errors(con, options, message,
-                                                                      at):
+@pytest.mark.parametrize(
+    "options, message, at",
+    [
+        (
+            "on_full = 'spill', max_spill = 1e6, max_spill = 2e6",
+            "max_spill is given twice",
+            "max_spill = 2e6",
+        ),
+        (
+            "capacity = 10, on_full = 'spill', capacity = 20",
+            "capacity is given twice",
+            "capacity = 20",
+        ),
+        (
+            "max_spill = 1e6",
+            "max_spill bounds the spill files of an on_full = 'spill' stream",
+            "max_spill",
+        ),
+        (
+            "on_full = 'block', max_spill = 1e6",
+            "this stream blocks when full and never spills",
+            "max_spill",
+        ),
+    ],
+)
+def test_duplicate_options_and_a_limit_without_spill_are_parse_errors(con, options, message, at):
     sql = TICKS + f" WITH ({options})"
     with pytest.raises(ParseError, match=message) as err:
         con.sql(sql)
@@ -148,22 +173,47 @@ def test_duplicate_options_and_a_limit_without_spill_are_parse_errors(con, optio
     assert con.sql("SHOW STREAMS").fetchall() == []
 
 
-@pytest.mark.parametrize("value, message", [
-    (0.3, "rounds to 0 bytes"), (float("inf"), "rounds to infinity"),
-    pytest.param(10**400, "rounds to infinity", id="10**400"),
-    (100, "out of range"), (True, "takes a number of bytes"), ("1 lightyear", "not a size"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (0.3, "rounds to 0 bytes"),
+        (float("inf"), "rounds to infinity"),
+        pytest.param(10**400, "rounds to infinity", id="10**400"),
+        (100, "out of range"),
+        (True, "takes a number of bytes"),
+        ("1 lightyear", "not a size"),
+    ],
+)
 def test_the_python_api_checks_max_spill_too(value, message):
     with pytest.raises(StreamError, match=message):
-        create_stream(duckdb.connect(), None, "ticks", [("i", "BIGINT"), ("r", "BIGINT")],
-                      SCHEMA, on_full="spill", max_spill=value)
+        create_stream(
+            duckdb.connect(),
+            None,
+            "ticks",
+            [("i", "BIGINT"), ("r", "BIGINT")],
+            SCHEMA,
+            on_full="spill",
+            max_spill=value,
+        )
     with pytest.raises(StreamError, match="never spills"):
-        create_stream(duckdb.connect(), None, "ticks", [("i", "BIGINT"), ("r", "BIGINT")],
-                      SCHEMA, max_spill=1 << 20)
+        create_stream(
+            duckdb.connect(),
+            None,
+            "ticks",
+            [("i", "BIGINT"), ("r", "BIGINT")],
+            SCHEMA,
+            max_spill=1 << 20,
+        )
     assert Catalog(None).get("ticks") is None
-    definition = create_stream(duckdb.connect(), None, "ticks", [("i", "BIGINT"),
-                                                                 ("r", "BIGINT")],
-                               SCHEMA, on_full="spill", max_spill="1 MiB")
+    definition = create_stream(
+        duckdb.connect(),
+        None,
+        "ticks",
+        [("i", "BIGINT"), ("r", "BIGINT")],
+        SCHEMA,
+        on_full="spill",
+        max_spill="1 MiB",
+    )
     assert definition is not None and definition.max_spill == 1 << 20
 
 
@@ -177,10 +227,13 @@ def test_a_write_past_the_limit_fails_and_a_reader_catching_up_loses_nothing(con
     assert 10_000 < written < 60_000  # the ring (10,000 tuples), then some spill files
     assert err.value.message.startswith(
         "stream 'ticks' reached its spill limit, max_spill = 262,144 bytes (256 KiB): "
-        "readers still need ")
-    assert ("a reader must catch up with the stream (spill files go as they are read), or "
-            "create the stream again with a larger max_spill; the first "
-            f"{written} of the batch's 60000 rows were written") in err.value.message
+        "readers still need "
+    )
+    assert (
+        "a reader must catch up with the stream (spill files go as they are read), or "
+        "create the stream again with a larger max_spill; the first "
+        f"{written} of the batch's 60000 rows were written"
+    ) in err.value.message
     # What was written is published, whole, within the limit; nothing else is on disk.
     files = spill_files()
     assert sum(p.stat().st_size for p in files) <= 262_144
@@ -206,8 +259,8 @@ def drained_while_writing(con, producer: Producer, data: pa.Table) -> list[tuple
     """A reader drains the stream while the rest of batch 1 is written; what it read."""
     got: list[tuple[int, int]] = []
     reader = threading.Thread(
-        target=lambda: got.extend(bounded(con.sql("SELECT i, r FROM ticks").fetchall)),
-        daemon=True)
+        target=lambda: got.extend(bounded(con.sql("SELECT i, r FROM ticks").fetchall)), daemon=True
+    )
     reader.start()
     write_until_done(producer, data, batch_id=1)
     producer.close()
@@ -230,15 +283,19 @@ def test_a_frame_larger_than_the_limit_is_spilled_in_smaller_files(con):
 
 
 def test_a_tuple_larger_than_the_limit_says_so(con):
-    con.sql("CREATE STREAM ticks (s VARCHAR) WITH (capacity = 1, on_full = 'spill', "
-            "max_spill = 64 KiB)")
+    con.sql(
+        "CREATE STREAM ticks (s VARCHAR) WITH (capacity = 1, on_full = 'spill', max_spill = 64 KiB)"
+    )
     noise = np.random.default_rng(0).integers(0, 1 << 62, 20_000).tobytes().hex()
     with Producer.open("ticks") as producer:
         producer.write_batch({"s": ["small"]})  # the ring holds one tuple
-        with pytest.raises(StreamWriteError, match=r"a tuple of stream 'ticks' takes [\d,]+ "
-                           r"bytes in a spill file, more than its max_spill = 65,536 bytes "
-                           r"\(64 KiB\); create the stream again with a larger max_spill; "
-                           "none of the batch's 1 rows was written"):
+        with pytest.raises(
+            StreamWriteError,
+            match=r"a tuple of stream 'ticks' takes [\d,]+ "
+            r"bytes in a spill file, more than its max_spill = 65,536 bytes "
+            r"\(64 KiB\); create the stream again with a larger max_spill; "
+            "none of the batch's 1 rows was written",
+        ):
             producer.write_batch({"s": [noise]})
     assert con.sql("SELECT s FROM ticks").fetchall() == [("small",)]
 

@@ -28,13 +28,28 @@ def test_plain_values_round_trip_with_their_shared_references():
     state = {
         (): [None, True, 3, -0.5, 2**80, "é", b"\x00\x80", bytearray(b"ab"), complex(1, 2)],
         ("k", 1): (shared, shared, {1, 2}, frozenset({"a"}), deque([1, 2], maxlen=5)),
-        "arrays": [np.arange(6, dtype=np.int32).reshape(2, 3), np.zeros(0, bool),
-                   np.float64(2.5), np.array(["2024-01-01"], "datetime64[us]")],
-        "arrow": [batch, pa.Table.from_batches([batch]), batch.schema, batch.schema.field(1),
-                  pa.int16(), pa.array([1.5, None]), pa.chunked_array([[1], [2, 3]])],
-        "values": [Decimal("12.340"), datetime.date(2024, 2, 29),
-                   datetime.datetime(2024, 1, 1, 12, 30, 1, 5), datetime.timedelta(seconds=3),
-                   datetime.time(1, 2, 3)],
+        "arrays": [
+            np.arange(6, dtype=np.int32).reshape(2, 3),
+            np.zeros(0, bool),
+            np.float64(2.5),
+            np.array(["2024-01-01"], "datetime64[us]"),
+        ],
+        "arrow": [
+            batch,
+            pa.Table.from_batches([batch]),
+            batch.schema,
+            batch.schema.field(1),
+            pa.int16(),
+            pa.array([1.5, None]),
+            pa.chunked_array([[1], [2, 3]]),
+        ],
+        "values": [
+            Decimal("12.340"),
+            datetime.date(2024, 2, 29),
+            datetime.datetime(2024, 1, 1, 12, 30, 1, 5),
+            datetime.timedelta(seconds=3),
+            datetime.time(1, 2, 3),
+        ],
     }
     back = state_format.loads(state_format.dumps(state))
     assert back[()][:8] == state[()][:8] and back[()][8] == complex(1, 2)
@@ -62,15 +77,15 @@ def test_declared_classes_round_trip_and_tokens_are_fresh():
 
 def test_plan_objects_are_written_as_paths():
     plan_object = object()
-    blob = state_format.dumps([plan_object, 1], lambda obj: ("spec", 2) if obj is plan_object
-                              else None)
+    blob = state_format.dumps(
+        [plan_object, 1], lambda obj: ("spec", 2) if obj is plan_object else None
+    )
     assert state_format.loads(blob, {("spec", 2): "resolved"}.__getitem__) == ["resolved", 1]
     with pytest.raises(SnapshotError, match="refers to a plan object"):
         state_format.loads(blob)
 
 
-@pytest.mark.parametrize("value", [object(), lambda: 1, np.array([None], object), print,
-                                   type])
+@pytest.mark.parametrize("value", [object(), lambda: 1, np.array([None], object), print, type])
 def test_what_is_not_data_is_not_written(value):
     with pytest.raises(SnapshotError, match="snapshot"):
         state_format.dumps({"x": value})
@@ -89,28 +104,37 @@ class _Payload:
         return open, (self.path, "w")
 
 
-@pytest.mark.parametrize(("blob", "message"), [
-    (b"", "not a matchsql snapshot"),
-    (b"MSQLSNAP\x01", "not a matchsql snapshot"),
-    (b"PAR1" + b"\x00" * 40, "not a matchsql snapshot"),
-    (reseal(b"[1]")[:-1], "truncated or damaged"),
-    (reseal(b"[1]").replace(b"[1]", b"[2]"), "truncated or damaged"),
-    (HEAD.pack(b"MSQLSNAP", 2, 0, 0, 0), "format version 2; this matchsql reads version 1"),
-    (reseal(b"[1"), "not valid JSON"),
-    (reseal(b'{"object":"os.system","id":0,"state":["echo"]}'),
-     "'os.system', which is not a matcher state class"),
-    (reseal(b'{"fresh":"subprocess.Popen","id":0}'), "not a matcher state class"),
-    (reseal(b'{"method":"__init__","self":{"fresh":"matchsql.cancel.Cancellation","id":0}}'),
-     "not a method of a matcher state class"),
-    (reseal(b'{"ndarray":"O","shape":[1],"data":0,"id":0}', [b"\x00" * 8]), "dtype 'O'"),
-    (reseal(b'{"ndarray":"<i8","shape":[2],"data":0,"id":0}', [b"\x00" * 8]),
-     "does not fit its 8 bytes"),
-    (reseal(b'{"bytes":3}'), "buffer 3 it does not hold"),
-    (reseal(b'{"ref":7}'), "refers to object 7 before it is defined"),
-    (reseal(b'{"list":[],"id":0,"x":1}' + b"x"), "not valid JSON"),
-    (reseal(b'{"arrow":"table","data":0,"id":0}', [b"junk"]), "damaged Arrow data"),
-    (reseal(b"[" * 100000 + b"]" * 100000), "snapshot"),
-])
+@pytest.mark.parametrize(
+    ("blob", "message"),
+    [
+        (b"", "not a matchsql snapshot"),
+        (b"MSQLSNAP\x01", "not a matchsql snapshot"),
+        (b"PAR1" + b"\x00" * 40, "not a matchsql snapshot"),
+        (reseal(b"[1]")[:-1], "truncated or damaged"),
+        (reseal(b"[1]").replace(b"[1]", b"[2]"), "truncated or damaged"),
+        (HEAD.pack(b"MSQLSNAP", 2, 0, 0, 0), "format version 2; this matchsql reads version 1"),
+        (reseal(b"[1"), "not valid JSON"),
+        (
+            reseal(b'{"object":"os.system","id":0,"state":["echo"]}'),
+            "'os.system', which is not a matcher state class",
+        ),
+        (reseal(b'{"fresh":"subprocess.Popen","id":0}'), "not a matcher state class"),
+        (
+            reseal(b'{"method":"__init__","self":{"fresh":"matchsql.cancel.Cancellation","id":0}}'),
+            "not a method of a matcher state class",
+        ),
+        (reseal(b'{"ndarray":"O","shape":[1],"data":0,"id":0}', [b"\x00" * 8]), "dtype 'O'"),
+        (
+            reseal(b'{"ndarray":"<i8","shape":[2],"data":0,"id":0}', [b"\x00" * 8]),
+            "does not fit its 8 bytes",
+        ),
+        (reseal(b'{"bytes":3}'), "buffer 3 it does not hold"),
+        (reseal(b'{"ref":7}'), "refers to object 7 before it is defined"),
+        (reseal(b'{"list":[],"id":0,"x":1}' + b"x"), "not valid JSON"),
+        (reseal(b'{"arrow":"table","data":0,"id":0}', [b"junk"]), "damaged Arrow data"),
+        (reseal(b"[" * 100000 + b"]" * 100000), "snapshot"),
+    ],
+)
 def test_bytes_that_are_no_snapshot_are_refused(blob, message):
     with pytest.raises(SnapshotError, match=message.replace("(", r"\(")):
         state_format.loads(blob)

@@ -11,10 +11,12 @@ import pytest
 from tests.streams.conftest import bounded
 from tests.streams.test_session_streams import PRODUCE, TRADES, table_of
 
-QUERY = ("SELECT * FROM {source} MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
-         "MEASURES concat_ws('/', lower(FIRST(symbol)), strftime(LAST(ts), '%H:%M:%S')) AS tag, "
-         "median(B.price) AS med, count(*) AS n ONE ROW PER MATCH PATTERN (A B+) "
-         "DEFINE B AS round(B.price, 0) < round(PREV(B.price), 0) AND length(symbol) > 0)")
+QUERY = (
+    "SELECT * FROM {source} MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+    "MEASURES concat_ws('/', lower(FIRST(symbol)), strftime(LAST(ts), '%H:%M:%S')) AS tag, "
+    "median(B.price) AS med, count(*) AS n ONE ROW PER MATCH PATTERN (A B+) "
+    "DEFINE B AS round(B.price, 0) < round(PREV(B.price), 0) AND length(symbol) > 0)"
+)
 
 
 @pytest.mark.parametrize("mode", ["pull", "push"])

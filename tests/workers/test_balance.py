@@ -44,11 +44,15 @@ def test_bucket_hash_is_stable() -> None:
 
 def test_rebalancing_keeps_rows_and_shows_in_show_workers() -> None:
     """A few huge partitions and many small ones; an eager rebalancer moves buckets."""
-    query = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-             "FIRST(ts) AS s, COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B+ C) "
-             "DEFINE B AS v > PREV(v), C AS v < PREV(v))")
-    setup = ("CREATE TABLE t AS SELECT CASE WHEN i % 10 < 6 THEN i % 4 ELSE i % 400 END AS p, "
-             "i AS ts, hash(i) % 997 AS v FROM range(400000) r(i)")
+    query = (
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+        "FIRST(ts) AS s, COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B+ C) "
+        "DEFINE B AS v > PREV(v), C AS v < PREV(v))"
+    )
+    setup = (
+        "CREATE TABLE t AS SELECT CASE WHEN i % 10 < 6 THEN i % 4 ELSE i % 400 END AS p, "
+        "i AS ts, hash(i) % 997 AS v FROM range(400000) r(i)"
+    )
     single = matchsql.connect(demo=False, batch_size=2_048)
     con = matchsql.connect(demo=False, workers=2, batch_size=2_048)
     try:
@@ -75,8 +79,10 @@ def test_rebalancing_keeps_rows_and_shows_in_show_workers() -> None:
 
 def test_known_buckets_spread_largest_first() -> None:
     owner = spread({1: 900, 2: 500, 3: 400, 4: 100, 5: 100}, 2)
-    loads = [sum(rows for b, rows in {1: 900, 2: 500, 3: 400, 4: 100, 5: 100}.items()
-                 if owner[b] == w) for w in range(2)]
+    loads = [
+        sum(rows for b, rows in {1: 900, 2: 500, 3: 400, 4: 100, 5: 100}.items() if owner[b] == w)
+        for w in range(2)
+    ]
     assert owner[1] == 0 and owner[2] == 1 and owner[3] == 1  # 900 | 500 + 400
     assert sorted(loads) == [1000, 1000]
     assert spread({}, 3) == {}
@@ -92,7 +98,8 @@ def test_new_buckets_spread_on_top_of_the_rows_routed_so_far() -> None:
 
 @given(st.lists(st.integers(0, 5_000), min_size=1, max_size=300), st.integers(1, 64))
 def test_range_buckets_are_runs_of_consecutive_partitions_of_about_equal_rows(
-        rows: list[int], buckets: int) -> None:
+    rows: list[int], buckets: int
+) -> None:
     bucket = in_ranges(np.array(rows), buckets)
     assert len(bucket) == len(rows)
     assert ((0 <= bucket) & (bucket < buckets)).all()

@@ -70,9 +70,11 @@ def test_workers_setting_and_show_workers() -> None:
         assert con.sql("SELECT current_setting('workers')").fetchall() == [(os.cpu_count(),)]
         con.sql("SET workers = 2")
         con.sql("CREATE TABLE t AS SELECT i % 10 AS p, i AS ts FROM range(100) r(i)")
-        rows = con.sql("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
-                       "MEASURES COUNT(*) AS n ONE ROW PER MATCH PATTERN (A+) "
-                       "DEFINE A AS true)").fetchall()
+        rows = con.sql(
+            "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
+            "MEASURES COUNT(*) AS n ONE ROW PER MATCH PATTERN (A+) "
+            "DEFINE A AS true)"
+        ).fetchall()
         assert sorted(rows) == [(p, 10) for p in range(10)]
         show = con.sql("SHOW WORKERS").arrow().to_pylist()
         assert [r["worker"] for r in show] == [0, 1]

@@ -55,8 +55,10 @@ def test_killed_worker_resumes_from_the_checkpoint_exactly_once(db, victim: int)
     con = matchsql.connect(db, workers=2)
     try:
         con.sql(SINK)
-        con.sql(f"CREATE CONTINUOUS QUERY rising WITH (checkpoint_rows = 1500) AS "
-                f"INSERT INTO sink SELECT * FROM ticks {PATTERN}")
+        con.sql(
+            f"CREATE CONTINUOUS QUERY rising WITH (checkpoint_rows = 1500) AS "
+            f"INSERT INTO sink SELECT * FROM ticks {PATTERN}"
+        )
         with Producer.open("ticks", database=db, name="p") as producer:
             _write(producer, 0, 9000)
             _wait_position(con, "rising", 6000)
@@ -76,8 +78,11 @@ def test_killed_worker_resumes_from_the_checkpoint_exactly_once(db, victim: int)
         assert _lost_and_duplicated(got, want) == (0, 0)
         assert got == want
         assert row["matches"] == len(want)
-        assert pid not in [w.pid for w in con._executor.workers.pool.workers] \
-            if con._executor.workers.pool is not None else True
+        assert (
+            pid not in [w.pid for w in con._executor.workers.pool.workers]
+            if con._executor.workers.pool is not None
+            else True
+        )
     finally:
         con.close()
 
@@ -87,8 +92,10 @@ def test_killed_worker_fails_a_query_without_checkpoints_clearly(db) -> None:  #
     con = matchsql.connect(db, workers=2)
     try:
         con.sql(SINK)
-        con.sql(f"CREATE CONTINUOUS QUERY rising WITH (checkpoint_interval = 0) AS "
-                f"INSERT INTO sink SELECT * FROM ticks {PATTERN}")
+        con.sql(
+            f"CREATE CONTINUOUS QUERY rising WITH (checkpoint_interval = 0) AS "
+            f"INSERT INTO sink SELECT * FROM ticks {PATTERN}"
+        )
         with Producer.open("ticks", database=db, name="p") as producer:
             _write(producer, 0, 3000)
             deadline = time.monotonic() + WAIT_S

@@ -62,27 +62,36 @@ def test_conformance_case_on_workers(two_workers, case: Case) -> None:
 # -- random queries -------------------------------------------------------------------------
 
 PATTERNS = ["A B+", "A B* C", "(A | B)+ C", "A+ B{1,3}", "A B? C+", "A{2} B*"]
-DEFINES = ["v > PREV(v)", "v < PREV(v)", "v % 3 = 0", "v >= 50", "v < 30",
-           "v > FIRST(A.v)", "COUNT(*) < 4"]
-MEASURES = ["MATCH_NUMBER() AS mn, FIRST(ts) AS s, LAST(ts) AS e, COUNT(*) AS n",
-            "CLASSIFIER() AS c, SUM(v) AS total, LAST(v) - FIRST(v) AS d"]
+DEFINES = [
+    "v > PREV(v)",
+    "v < PREV(v)",
+    "v % 3 = 0",
+    "v >= 50",
+    "v < 30",
+    "v > FIRST(A.v)",
+    "COUNT(*) < 4",
+]
+MEASURES = [
+    "MATCH_NUMBER() AS mn, FIRST(ts) AS s, LAST(ts) AS e, COUNT(*) AS n",
+    "CLASSIFIER() AS c, SUM(v) AS total, LAST(v) - FIRST(v) AS d",
+]
 
 
 def _random_query(rng: random.Random) -> str:
     pattern = rng.choice(PATTERNS)
     names = sorted({ch for ch in pattern if ch.isalpha()})
-    defines = ", ".join(f"{n} AS {rng.choice(DEFINES[:5] if n == 'A' else DEFINES)}"
-                        for n in names)
+    defines = ", ".join(f"{n} AS {rng.choice(DEFINES[:5] if n == 'A' else DEFINES)}" for n in names)
     rows = rng.choice(["ONE ROW PER MATCH", "ALL ROWS PER MATCH"])
     after = rng.choice(["PAST LAST ROW", "TO NEXT ROW"])
     measures = rng.choice(MEASURES)
-    return (f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
-            f"MEASURES {measures} {rows} AFTER MATCH SKIP {after} "
-            f"PATTERN ({pattern}) DEFINE {defines})")
+    return (
+        f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
+        f"MEASURES {measures} {rows} AFTER MATCH SKIP {after} "
+        f"PATTERN ({pattern}) DEFINE {defines})"
+    )
 
 
-def _random_table(con: matchsql.Connection, rng: random.Random,
-                  interleaved: bool = False) -> None:
+def _random_table(con: matchsql.Connection, rng: random.Random, interleaved: bool = False) -> None:
     """Table ``t`` of partitions of mixed sizes, stored partition by partition or, with
     ``interleaved``, in time order with the partitions mixed (a feed: the engine groups
     it itself, and the workers take their rows from the shared grouped input)."""
@@ -92,8 +101,10 @@ def _random_table(con: matchsql.Connection, rng: random.Random,
         key = f"k{p}" if p % 7 else None  # NULL keys form one partition of their own
         # ts unique within every partition (the NULL one gathers several p): rows tied in
         # ORDER BY may come in any order, in SQL and in DuckDB's sort alike.
-        rows += [(key, ts * 1000 + p if interleaved else p * 1000 + ts, rng.randint(0, 99))
-                 for ts in range(size)]
+        rows += [
+            (key, ts * 1000 + p if interleaved else p * 1000 + ts, rng.randint(0, 99))
+            for ts in range(size)
+        ]
     if interleaved:
         rows.sort(key=lambda row: row[1])
     con.sql("DROP TABLE IF EXISTS t")
@@ -156,9 +167,11 @@ def test_nan_and_null_keys_same_rows(connections, mode: str, rows_per_match: str
         con.sql("DROP TABLE IF EXISTS t")
         con.sql("CREATE TABLE t (p DOUBLE, ts INTEGER, v INTEGER)")
         con.duckdb.executemany("INSERT INTO t VALUES (?, ?, ?)", rows)
-    query = (f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-             f"MATCH_NUMBER() AS mn, COUNT(*) AS n, LAST(v) AS lv {rows_per_match} "
-             f"PATTERN (A B+) DEFINE B AS v > PREV(v))")
+    query = (
+        f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+        f"MATCH_NUMBER() AS mn, COUNT(*) AS n, LAST(v) AS lv {rows_per_match} "
+        f"PATTERN (A B+) DEFINE B AS v > PREV(v))"
+    )
     expected = _rows(connections[1], query, 65_536)
     assert any(row[0] != row[0] for row in expected)  # the NaN partition has matches
     assert any(row[0] is None for row in expected)
@@ -199,9 +212,11 @@ def test_migrations_move_open_state(connections, mode: str) -> None:
     con = connections[2]
     _random_table(con, random.Random(7))
     _random_table(connections[1], random.Random(7))
-    query = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-             "FIRST(ts) AS s, LAST(ts) AS e ALL ROWS PER MATCH PATTERN (A B*) "
-             "DEFINE B AS v >= 10)")
+    query = (
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+        "FIRST(ts) AS s, LAST(ts) AS e ALL ROWS PER MATCH PATTERN (A B*) "
+        "DEFINE B AS v >= 10)"
+    )
     expected = _rows(connections[1], query, 3)
     session = con._executor.workers
     session.policy_factory = lambda: RandomMigrations(3, rate=1.0)
@@ -216,9 +231,11 @@ def test_migrations_on_each_matcher_kind(connections, path: str) -> None:
     _mode(connections, "sorted")  # open runs move only where partitions arrive in pieces
     _random_table(connections[1], random.Random(11))
     _random_table(connections[2], random.Random(11))
-    query = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-             "MATCH_NUMBER() AS mn, FIRST(ts) AS s, LAST(ts) AS e ONE ROW PER MATCH "
-             "PATTERN (A B+ C?) DEFINE B AS v > FIRST(A.v) - 40, C AS v < PREV(v))")
+    query = (
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+        "MATCH_NUMBER() AS mn, FIRST(ts) AS s, LAST(ts) AS e ONE ROW PER MATCH "
+        "PATTERN (A B+ C?) DEFINE B AS v > FIRST(A.v) - 40, C AS v < PREV(v))"
+    )
     for con in (connections[1], connections[2]):
         con.sql(f"SET execution_path = {path}")
     try:
@@ -237,11 +254,13 @@ def test_nested_match_recognize(connections) -> None:
     them has the pool, the other runs in the connection's process; same rows."""
     for n in (1, 2):
         _random_table(connections[n], random.Random(21))
-    query = ("SELECT * FROM (SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
-             "MEASURES FIRST(ts) AS s, LAST(v) AS lv ONE ROW PER MATCH PATTERN (A B+) "
-             "DEFINE B AS v > PREV(v))) MATCH_RECOGNIZE (PARTITION BY p ORDER BY s "
-             "MEASURES COUNT(*) AS n, LAST(s) AS last_s ONE ROW PER MATCH PATTERN (X Y*) "
-             "DEFINE Y AS lv >= PREV(lv))")
+    query = (
+        "SELECT * FROM (SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
+        "MEASURES FIRST(ts) AS s, LAST(v) AS lv ONE ROW PER MATCH PATTERN (A B+) "
+        "DEFINE B AS v > PREV(v))) MATCH_RECOGNIZE (PARTITION BY p ORDER BY s "
+        "MEASURES COUNT(*) AS n, LAST(s) AS last_s ONE ROW PER MATCH PATTERN (X Y*) "
+        "DEFINE Y AS lv >= PREV(lv))"
+    )
     _mode(connections, "scatter")
     expected = _rows(connections[1], query, 16)
     assert expected
@@ -251,11 +270,13 @@ def test_nested_match_recognize(connections) -> None:
 
 def test_duckdb_functions_on_workers():
     """Derived input columns, DuckDB's measures and aggregates: the rows of workers = 1."""
-    query = ("SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
-             "MEASURES concat_ws('/', lower(FIRST(symbol)), strftime(LAST(ts), '%H:%M')) AS tag, "
-             "median(B.price) AS med, string_agg(CAST(round(price) AS VARCHAR), ',') AS ps "
-             "ONE ROW PER MATCH PATTERN (A B+) "
-             "DEFINE B AS round(B.price, 0) < round(PREV(B.price), 0) AND length(symbol) > 0)")
+    query = (
+        "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+        "MEASURES concat_ws('/', lower(FIRST(symbol)), strftime(LAST(ts), '%H:%M')) AS tag, "
+        "median(B.price) AS med, string_agg(CAST(round(price) AS VARCHAR), ',') AS ps "
+        "ONE ROW PER MATCH PATTERN (A B+) "
+        "DEFINE B AS round(B.price, 0) < round(PREV(B.price), 0) AND length(symbol) > 0)"
+    )
     one = matchsql.connect()
     two = matchsql.connect(workers=2)
     try:

@@ -21,15 +21,19 @@ import matchsql
 from matchsql.errors import ExecutionError, LimitExceededError
 from matchsql.workers.balance import Load
 
-QUERY = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-         "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS v >= PREV(v))")
+QUERY = (
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+    "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS v >= PREV(v))"
+)
 
 
 @pytest.fixture()
 def con():
     con = matchsql.connect(demo=False, workers=2, batch_size=1_000)
-    con.sql("CREATE TABLE t AS SELECT i % 300 AS p, i AS ts, hash(i) % 1000 AS v "
-            "FROM range(300000) r(i)")
+    con.sql(
+        "CREATE TABLE t AS SELECT i % 300 AS p, i AS ts, hash(i) % 1000 AS v "
+        "FROM range(300000) r(i)"
+    )
     yield con
     con.close()
 
@@ -73,8 +77,10 @@ def test_killed_worker_fails_the_query_clearly(con, victim: int) -> None:
 
 def test_matcher_error_in_a_worker_keeps_its_class(con) -> None:
     con.sql("SET max_buffered_rows = 50")
-    query = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-             "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B* C) DEFINE C AS v < -5000)")
+    query = (
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+        "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B* C) DEFINE C AS v < -5000)"
+    )
     with pytest.raises(LimitExceededError):
         con.sql(query).fetchall()
     con.sql("SET max_buffered_rows = 50000")
@@ -82,8 +88,10 @@ def test_matcher_error_in_a_worker_keeps_its_class(con) -> None:
 
 
 def test_interrupt_stops_the_workers(con) -> None:
-    slow = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-            "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B* C) DEFINE C AS v < -5000)")
+    slow = (
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+        "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B* C) DEFINE C AS v < -5000)"
+    )
     con.sql("SET execution_path = reference")  # slow enough to be caught running
     con.sql(QUERY).fetchall()  # the pool is up
     pids = [w.pid for w in con._executor.workers.pool.workers]
@@ -104,8 +112,10 @@ def test_interrupt_stops_the_workers(con) -> None:
 def test_an_interrupted_pool_is_replaced_before_the_next_query(con) -> None:
     """The killed pool's successor starts right after the interrupt, on a helper thread:
     the next query takes it (started already) instead of starting processes itself."""
-    slow = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-            "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B* C) DEFINE C AS v < -5000)")
+    slow = (
+        "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+        "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B* C) DEFINE C AS v < -5000)"
+    )
     expected = con.sql(QUERY).fetchall()
     session = con._executor.workers
     old = [w.pid for w in session.pool.workers]
@@ -190,8 +200,9 @@ def test_workers_exit_when_their_router_is_killed(tmp_path) -> None:
     seconds, rather than living on as orphans."""
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=str(root))
-    router = subprocess.Popen([sys.executable, "-c", ORPHAN], env=env, cwd=root,
-                              stdout=subprocess.PIPE, text=True)
+    router = subprocess.Popen(
+        [sys.executable, "-c", ORPHAN], env=env, cwd=root, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert router.stdout is not None
         pids = [int(pid) for pid in router.stdout.readline().split()]

@@ -19,8 +19,15 @@ from tests.workers.test_streams import PRODUCE, QUERIES, TRADES, one_shot
 ROWS, CHUNK, SYMBOLS = 6000, 500, 30
 
 
-def live(spawn, workers: int, mode: str, u: int, rule: str, query: str,  # noqa: F811
-         injector: RandomMigrations | None = None) -> tuple[list[tuple], dict, object, list]:
+def live(
+    spawn,  # noqa: F811
+    workers: int,
+    mode: str,
+    u: int,
+    rule: str,
+    query: str,
+    injector: RandomMigrations | None = None,
+) -> tuple[list[tuple], dict, object, list]:
     con = matchsql.connect(demo=False, workers=workers, batch_size=300)
     try:
         if injector is not None:
@@ -40,11 +47,16 @@ def live(spawn, workers: int, mode: str, u: int, rule: str, query: str,  # noqa:
         con.close()
 
 
-@pytest.mark.parametrize("mode,u,rule", [("push", 0, "most_tuples"),
-                                         ("adaptive", 2, "most_tuples"),
-                                         ("adaptive", 0, "total_pressure")])
-def test_push_and_adaptive_on_workers_equal_one_process(spawn, mode: str, u: int,  # noqa: F811
-                                                       rule: str) -> None:
+@pytest.mark.parametrize(
+    "mode,u,rule",
+    [("push", 0, "most_tuples"), ("adaptive", 2, "most_tuples"), ("adaptive", 0, "total_pressure")],
+)
+def test_push_and_adaptive_on_workers_equal_one_process(
+    spawn,  # noqa: F811
+    mode: str,
+    u: int,
+    rule: str,
+) -> None:
     query = QUERIES[0]
     single, single_stats, _, _ = live(spawn, 1, mode, u, rule, query)
     rows, stats, router, show = live(spawn, 2, mode, u, rule, query)
@@ -69,8 +81,9 @@ def test_random_migrations_under_push_input(spawn, seed: int) -> None:  # noqa: 
     mode = ("push", "adaptive")[seed % 2]
     query = QUERIES[seed % len(QUERIES)]
     injector = RandomMigrations(seed, rate=1.0)
-    rows, stats, router, show = live(spawn, 2 + seed % 2, mode, seed, "most_tuples", query,
-                                     injector)
+    rows, stats, router, show = live(
+        spawn, 2 + seed % 2, mode, seed, "most_tuples", query, injector
+    )
     assert isinstance(router, StreamRouter)
     assert router.migrations and any(m.open_partitions for m in router.migrations)
     assert rows == one_shot(query, ROWS, SYMBOLS) and rows

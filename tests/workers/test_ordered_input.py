@@ -19,10 +19,12 @@ import matchsql.session.matching as matching
 from matchsql.session import ordered_input
 from matchsql.workers.balance import RandomMigrations
 
-QUERY = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-         "MATCH_NUMBER() AS mn, CLASSIFIER() AS c, FIRST(x) AS fx, LAST(x) AS lx "
-         "ALL ROWS PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B*) "
-         "DEFINE B AS v >= PREV(v))")
+QUERY = (
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+    "MATCH_NUMBER() AS mn, CLASSIFIER() AS c, FIRST(x) AS fx, LAST(x) AS lx "
+    "ALL ROWS PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B*) "
+    "DEFINE B AS v >= PREV(v))"
+)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +46,9 @@ def opened(monkeypatch) -> list[tuple[str, ordered_input.InputQueries]]:
             def opening(sql):
                 seen.append((sql, queries))
                 return open_input(sql)
+
             return original(queries, opening, *rest)
+
         return spy
 
     monkeypatch.setattr(matching, "input_batches", spying(ordered_input.input_batches))
@@ -119,8 +123,10 @@ def test_one_row_out_of_order_late_in_the_input_falls_back(cons, opened, mode) -
     _mode(cons, mode)
     rows = _time_ordered(random.Random(3), 3000, 10)
     late = [i for i in range(2500, 2990) if rows[i][0] == rows[-1][0]][0]
-    rows[late], rows[-1] = (*rows[late][:1], rows[-1][1], *rows[late][2:]), \
-        (*rows[-1][:1], rows[late][1], *rows[-1][2:])  # swap two ts of one partition
+    rows[late], rows[-1] = (
+        (*rows[late][:1], rows[-1][1], *rows[late][2:]),
+        (*rows[-1][:1], rows[late][1], *rows[-1][2:]),
+    )  # swap two ts of one partition
     _table(cons, rows, "ORDER BY x")
     expected = _rows(cons[1])
     opened.clear()
@@ -138,9 +144,11 @@ def test_ties_keep_input_order_as_one_process(cons, opened, mode) -> None:
     _mode(cons, mode)
     rows = _time_ordered(random.Random(4), 2000, 12, ties=True)
     _table(cons, rows, "ORDER BY x")
-    query = ("SELECT p, x FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
-             "MEASURES MATCH_NUMBER() AS mn ALL ROWS PER MATCH PATTERN (A B*) "
-             "DEFINE B AS v >= PREV(v))")
+    query = (
+        "SELECT p, x FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts "
+        "MEASURES MATCH_NUMBER() AS mn ALL ROWS PER MATCH PATTERN (A B*) "
+        "DEFINE B AS v >= PREV(v))"
+    )
     one = _rows(cons[1], query, 5)
     opened.clear()
     two = _rows(cons[2], query, 5)
@@ -154,8 +162,9 @@ def test_ties_keep_input_order_as_one_process(cons, opened, mode) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("seed", range(3))
-def test_random_migrations_on_the_unsorted_path_stay_exact(cons, opened, seed: int,
-                                                           mode: str) -> None:
+def test_random_migrations_on_the_unsorted_path_stay_exact(
+    cons, opened, seed: int, mode: str
+) -> None:
     _mode(cons, mode)
     rng = random.Random(50 + seed)
     rows = _time_ordered(rng, 4000, rng.choice([30, 90, 200]))

@@ -59,12 +59,19 @@ def alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
-@pytest.mark.parametrize(("moment", "delay"), [("running", 0.5), ("starting", 0.0),
-                                               ("starting", 0.4)])
+@pytest.mark.parametrize(
+    ("moment", "delay"), [("running", 0.5), ("starting", 0.0), ("starting", 0.4)]
+)
 def test_workers_die_with_a_killed_query_process(moment, delay):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(CHILD), moment], env=env,
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(CHILD), moment],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
         deadline = time.monotonic() + WAIT_S

@@ -31,8 +31,10 @@ from tests.streams.test_continuous_queries import (  # noqa: F401 - db is a fixt
     db,
 )
 
-QUERY = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-         "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS v >= PREV(v))")
+QUERY = (
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+    "COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS v >= PREV(v))"
+)
 
 
 def _mine() -> list[str]:
@@ -61,7 +63,8 @@ def _exits_with_3(tmp_path) -> str:
 
 @pytest.mark.parametrize("interpreter", ["exits", "missing"])
 def test_a_pool_that_cannot_start_says_why_and_frees_its_segments(
-        tmp_path, broken_interpreter, interpreter):
+    tmp_path, broken_interpreter, interpreter
+):
     path = _exits_with_3(tmp_path) if interpreter == "exits" else str(tmp_path / "no-python")
     broken_interpreter(path)
     con = matchsql.connect(demo=False, workers=2)
@@ -73,8 +76,10 @@ def test_a_pool_that_cannot_start_says_why_and_frees_its_segments(
         if interpreter == "exits":
             assert message == "worker process 0 did not start: exited with code 3", message
         else:
-            assert message.startswith("worker process 0 did not start: exited with code 255 "
-                                      f"(cannot run {path}: No such file or directory)"), message
+            assert message.startswith(
+                "worker process 0 did not start: exited with code 255 "
+                f"(cannot run {path}: No such file or directory)"
+            ), message
         assert _mine() == []
     con.close()
 
@@ -84,15 +89,20 @@ def test_a_worker_killed_while_starting_is_named_with_its_signal(tmp_path, broke
     script.write_text("#!/bin/sh\nkill -9 $$\n")
     script.chmod(0o700)
     broken_interpreter(str(script))
-    with pytest.raises(WorkerStartError,
-                       match=r"^worker process 0 did not start: killed by signal 9 \(SIGKILL\)$"):
+    with pytest.raises(
+        WorkerStartError, match=r"^worker process 0 did not start: killed by signal 9 \(SIGKILL\)$"
+    ):
         WorkerPool(2)
     assert _mine() == []
 
 
 def test_segments_of_dead_owners_are_swept_and_live_ones_kept():
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     pid = int(dead.stdout)
     orphan = segments.create(f"{segments.PREFIX}{pid}-123-feedbeef-i0", 4096)
     live = segments.create(segments.new_name(segments.pool_prefix(), "i"), 4096)
@@ -120,27 +130,34 @@ def _wait_not_running(con) -> dict:
 
 
 def test_a_query_whose_pool_never_starts_fails_with_the_cause(
-        db, tmp_path, broken_interpreter, monkeypatch):  # noqa: F811
+    db,
+    tmp_path,
+    broken_interpreter,
+    monkeypatch,  # noqa: F811
+):
     monkeypatch.setattr(continuous, "MAX_RESTARTS", 2)
     broken_interpreter(_exits_with_3(tmp_path))
     con = matchsql.connect(db, workers=2)
     try:
         con.sql(SINK)
-        con.sql(f"CREATE CONTINUOUS QUERY rising WITH (checkpoint_rows = 500) AS "
-                f"INSERT INTO sink SELECT * FROM ticks {PATTERN}")
+        con.sql(
+            f"CREATE CONTINUOUS QUERY rising WITH (checkpoint_rows = 500) AS "
+            f"INSERT INTO sink SELECT * FROM ticks {PATTERN}"
+        )
         row = _wait_not_running(con)
         assert row["state"] == "failed"
-        assert row["error"] == ("worker processes died 3 times (the last: worker process 0 "
-                                "did not start: exited with code 3); the query stopped at its "
-                                "last checkpoint"), row
+        assert row["error"] == (
+            "worker processes died 3 times (the last: worker process 0 "
+            "did not start: exited with code 3); the query stopped at its "
+            "last checkpoint"
+        ), row
         assert Ring.attach(Catalog(db).require("ticks").segment).readers() == []
         assert _mine() == []
     finally:
         con.close()
 
 
-def test_a_thread_that_dies_unexpectedly_fails_the_query_and_leaves_the_stream(
-        db, monkeypatch):  # noqa: F811
+def test_a_thread_that_dies_unexpectedly_fails_the_query_and_leaves_the_stream(db, monkeypatch):  # noqa: F811
     def broken(self):
         raise EOFError
 
@@ -150,8 +167,10 @@ def test_a_thread_that_dies_unexpectedly_fails_the_query_and_leaves_the_stream(
     con = matchsql.connect(db)
     try:
         con.sql(SINK)
-        con.sql(f"CREATE CONTINUOUS QUERY rising WITH (checkpoint_rows = 500) AS "
-                f"INSERT INTO sink SELECT * FROM ticks {PATTERN}")
+        con.sql(
+            f"CREATE CONTINUOUS QUERY rising WITH (checkpoint_rows = 500) AS "
+            f"INSERT INTO sink SELECT * FROM ticks {PATTERN}"
+        )
         row = _wait_not_running(con)
         assert (row["state"], row["error"]) == ("failed", "internal error (EOFError): no detail")
         assert Ring.attach(Catalog(db).require("ticks").segment).readers() == []

@@ -19,12 +19,16 @@ from matchsql.workers import wire
 from matchsql.workers.frames import pack
 from matchsql.workers.router import WorkerRouter
 
-QUERY = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-         "MATCH_NUMBER() AS mn, COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B+) "
-         "DEFINE B AS v > PREV(v))")
+QUERY = (
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+    "MATCH_NUMBER() AS mn, COUNT(*) AS n ONE ROW PER MATCH PATTERN (A B+) "
+    "DEFINE B AS v > PREV(v))"
+)
 # 30 partitions of 50 rows, stored by partition: batches of 64 rows cut most of them.
-SETUP = ("CREATE TABLE t AS SELECT 'k' || lpad((i // 50)::VARCHAR, 2, '0') AS p, i AS ts, "
-         "(i * 7919) % 23 AS v FROM range(1500) r(i)")
+SETUP = (
+    "CREATE TABLE t AS SELECT 'k' || lpad((i // 50)::VARCHAR, 2, '0') AS p, i AS ts, "
+    "(i * 7919) % 23 AS v FROM range(1500) r(i)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +80,11 @@ def test_without_the_rule_partitions_are_cut(cons, monkeypatch) -> None:
 
 def test_a_partition_longer_than_a_message_still_goes_in_pieces(cons, monkeypatch) -> None:
     single, con = cons
-    monkeypatch.setattr(WorkerRouter.__init__, "__kwdefaults__",
-                        {**WorkerRouter.__init__.__kwdefaults__, "chunk_rows": 40})
+    monkeypatch.setattr(
+        WorkerRouter.__init__,
+        "__kwdefaults__",
+        {**WorkerRouter.__init__.__kwdefaults__, "chunk_rows": 40},
+    )
     rows, sent = _entries(con, monkeypatch)
     assert rows == single.sql(QUERY).fetchall()
     # 50-row partitions, 40-row messages: every partition is cut at least once
@@ -129,9 +136,11 @@ def test_runs_of_done_partitions_pass_on_whole_whenever_the_merge_is_asked() -> 
     """The merge asked after every answer (as the router does) gives the rows in partition
     order: a run of done partitions goes on at once, one still open at a run's end holds
     the partitions after it back until its last rows come."""
-    answers = [(1, [(3, 1, True), (4, 1, True), (5, 2, False)], [30, 40, 50, 51]),
-               (0, [(0, 1, True), (1, 1, True), (2, 1, True)], [0, 10, 20]),
-               (1, [(5, 1, True), (6, 1, True), (7, 1, True)], [52, 60, 70])]
+    answers = [
+        (1, [(3, 1, True), (4, 1, True), (5, 2, False)], [30, 40, 50, 51]),
+        (0, [(0, 1, True), (1, 1, True), (2, 1, True)], [0, 10, 20]),
+        (1, [(5, 1, True), (6, 1, True), (7, 1, True)], [52, 60, 70]),
+    ]
     router = _bare_router(8)
     got, after = [], []
     for index, entries, values in answers:

@@ -22,13 +22,15 @@ from tests.fsm.specs import make_spec
 def _feed(rng: random.Random, n: int, parts: int, nulls: bool = True) -> pa.Table:
     """Rows in time order, partitions mixed (string and integer keys, some NULL)."""
     keys = [rng.randrange(parts) for _ in range(n)]
-    return pa.table({
-        "s": pa.array([None if nulls and k % 5 == 0 else f"k{k}" for k in keys]),
-        "ts": pa.array(range(n), pa.int64()),
-        "i": pa.array([k % 3 for k in keys], pa.int32()),
-        "v": pa.array([rng.random() if rng.random() > 0.1 else None for _ in range(n)]),
-        "unread": pa.array([rng.randrange(9) for _ in range(n)], pa.int64()),
-    })
+    return pa.table(
+        {
+            "s": pa.array([None if nulls and k % 5 == 0 else f"k{k}" for k in keys]),
+            "ts": pa.array(range(n), pa.int64()),
+            "i": pa.array([k % 3 for k in keys], pa.int32()),
+            "v": pa.array([rng.random() if rng.random() > 0.1 else None for _ in range(n)]),
+            "unread": pa.array([rng.randrange(9) for _ in range(n)], pa.int64()),
+        }
+    )
 
 
 @pytest.mark.parametrize("place", [False, True])
@@ -90,8 +92,10 @@ def test_runs_of_rows_are_taken_by_where_their_partitions_end(seed: int) -> None
             got = taken.gather(starts, stops, None)
             for name in keys + ["ts", "v"]:
                 assert got.column(name).to_pylist() == [
-                    value for a, b in zip(starts, stops)
-                    for value in expected.column(name).slice(a, b - a).to_pylist()], name
+                    value
+                    for a, b in zip(starts, stops)
+                    for value in expected.column(name).slice(a, b - a).to_pylist()
+                ], name
         del taken, got
     finally:
         attached.release()
@@ -101,13 +105,17 @@ def test_runs_of_rows_are_taken_by_where_their_partitions_end(seed: int) -> None
 def _time_ordered(con, rows: int, parts: int, seed: int = 0) -> None:
     """Table ``t``: ``rows`` rows in time order, ``parts`` partitions mixed."""
     con.sql("DROP TABLE IF EXISTS t")
-    con.sql(f"CREATE TABLE t AS SELECT 'k' || (hash(i + {seed}) % {parts}) AS p, "
-            f"i::INTEGER AS ts, (hash(i * 7 + {seed}) % 100)::INTEGER AS v FROM range({rows}) r(i)")
+    con.sql(
+        f"CREATE TABLE t AS SELECT 'k' || (hash(i + {seed}) % {parts}) AS p, "
+        f"i::INTEGER AS ts, (hash(i * 7 + {seed}) % 100)::INTEGER AS v FROM range({rows}) r(i)"
+    )
 
 
-QUERY = ("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
-         "MATCH_NUMBER() AS mn, FIRST(ts) AS s, LAST(v) AS lv ALL ROWS PER MATCH "
-         "PATTERN (A B+) DEFINE B AS v > PREV(v))")
+QUERY = (
+    "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
+    "MATCH_NUMBER() AS mn, FIRST(ts) AS s, LAST(v) AS lv ALL ROWS PER MATCH "
+    "PATTERN (A B+) DEFINE B AS v > PREV(v))"
+)
 
 
 @pytest.fixture(scope="module")
@@ -152,8 +160,7 @@ def test_no_room_in_shared_memory_sends_the_rows_through_the_rings(cons, monkeyp
 
 def test_a_worker_lets_go_of_a_replaced_segment() -> None:
     small = grouped_rows(_feed(random.Random(3), 500, 9, nulls=False), ["s"], [OrderKey("ts")])
-    large = grouped_rows(_feed(random.Random(4), 90_000, 9, nulls=False), ["s"],
-                         [OrderKey("ts")])
+    large = grouped_rows(_feed(random.Random(4), 90_000, 9, nulls=False), ["s"], [OrderKey("ts")])
     assert isinstance(small, GroupedRows) and isinstance(large, GroupedRows)
     arena, attached = RowsArena(), Attached()
     try:
@@ -166,8 +173,7 @@ def test_a_worker_lets_go_of_a_replaced_segment() -> None:
         assert bigger is not None and bigger.name != layout.name
         rows = attached.rows(bigger)
         assert list(attached._segments) == [bigger.name]  # the old mapping is closed
-        whole = rows.gather(np.array([0]), np.array([large.num_rows]),
-                            np.array([0]))
+        whole = rows.gather(np.array([0]), np.array([large.num_rows]), np.array([0]))
         assert whole.num_rows == large.num_rows
         del rows  # the columns read in place: the segment closes once they are gone
     finally:
@@ -188,11 +194,14 @@ class _Recorder:
 def test_answers_to_takes_wait_for_a_flush_and_keep_their_order() -> None:
     """A worker keeps its answers to "take" messages until it flushes (no message
     waiting, or one of another kind), then sends them in the order of the takes."""
-    table = pa.table({"p": pa.array([1, 2, 1, 2, 1, 2], pa.int64()),
-                      "id": pa.array(range(6), pa.int64()),
-                      "v": pa.array([1.0, 5.0, 2.0, 4.0, 3.0, 6.0])})
-    spec = make_spec(table.to_pylist(), "A B+", define={"B": "v > PREV(v)"},
-                     partition_by=["p"])
+    table = pa.table(
+        {
+            "p": pa.array([1, 2, 1, 2, 1, 2], pa.int64()),
+            "id": pa.array(range(6), pa.int64()),
+            "v": pa.array([1.0, 5.0, 2.0, 4.0, 3.0, 6.0]),
+        }
+    )
+    spec = make_spec(table.to_pylist(), "A B+", define={"B": "v > PREV(v)"}, partition_by=["p"])
     rows = grouped_rows(table, ["p"], [OrderKey("id")])
     assert isinstance(rows, GroupedRows)
     query = Query(0, spec, Config())

@@ -66,8 +66,11 @@ def one_shot(query: str, rows: int, symbols: int) -> list[tuple]:
 
 @pytest.mark.parametrize("workers", [2, 3])
 @pytest.mark.parametrize("number", range(len(QUERIES)))
-def test_continuous_query_on_workers_equals_one_shot(spawn, workers: int,  # noqa: F811
-                                                    number: int) -> None:
+def test_continuous_query_on_workers_equals_one_shot(
+    spawn,  # noqa: F811
+    workers: int,
+    number: int,
+) -> None:
     query = QUERIES[number]
     con = matchsql.connect(demo=False, workers=workers, batch_size=300)
     try:
@@ -113,9 +116,18 @@ def _routers(seed: int, query: str, schema: pa.Schema, pool: WorkerPool):
     def new_run(key: tuple):
         return new_partition_matcher(spec, key, config, live=True)
 
-    return (HashPartitionRouter(spec.partition_by, new_run),
-            StreamRouter(pool, spec, config, Cancellation(), new_run, live=True,
-                         policy=RandomMigrations(seed, rate=0.5)))
+    return (
+        HashPartitionRouter(spec.partition_by, new_run),
+        StreamRouter(
+            pool,
+            spec,
+            config,
+            Cancellation(),
+            new_run,
+            live=True,
+            policy=RandomMigrations(seed, rate=0.5),
+        ),
+    )
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -131,17 +143,22 @@ def test_batches_in_flight_give_the_rows_of_one_process_in_its_order(seed: int) 
     pool = WorkerPool(2)
     try:
         single, workers = _routers(seed, query, table.schema, pool)
-        expected = [row for batch in batches for out in single.route(batch)
-                    for row in out.to_pylist()]
+        expected = [
+            row for batch in batches for out in single.route(batch) for row in out.to_pylist()
+        ]
         expected += [row for out in single.finish() for row in out.to_pylist()]
         got, flights = [], []
         for i, batch in enumerate(batches):
-            got += [row for out in workers.route(batch, more=i + 1 < len(batches))
-                    for row in out.to_pylist()]
+            got += [
+                row
+                for out in workers.route(batch, more=i + 1 < len(batches))
+                for row in out.to_pylist()
+            ]
             flights.append(workers.in_flight)
             if i == 0:  # the first batch's buckets were placed together, largest first
-                assert abs(workers.routed[0] - workers.routed[1]) <= \
-                    max(workers.bucket_rows.values())
+                assert abs(workers.routed[0] - workers.routed[1]) <= max(
+                    workers.bucket_rows.values()
+                )
         got += [row for out in workers.finish() for row in out.to_pylist()]
         assert flights[:-1] == [1] * (len(batches) - 1) and flights[-1] == 0
         assert workers.migrations and any(m.open_partitions for m in workers.migrations)

@@ -45,8 +45,13 @@ _NUMERIC_OPS = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Abs)
 
 def _plain(t: pa.DataType) -> bool:
     """Types whose Arrow operations give the reference's values."""
-    return ((pa.types.is_integer(t) and t != pa.uint64()) or pa.types.is_floating(t)
-            or pa.types.is_string(t) or pa.types.is_boolean(t) or pa.types.is_null(t))
+    return (
+        (pa.types.is_integer(t) and t != pa.uint64())
+        or pa.types.is_floating(t)
+        or pa.types.is_string(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_null(t)
+    )
 
 
 def _numeric(v: Value) -> bool:
@@ -179,6 +184,7 @@ class ArgumentCompiler(RowLocalCompiler):
             if n == 0 and not all(_numeric(o(cols, 0)) for o in operands):
                 raise TypeError(f"{describe(node)} over non-numeric values")
             return term(cols, n)
+
         return checked
 
     def pointer(self, node: Pointer) -> Term:
@@ -228,6 +234,7 @@ class ArgumentCompiler(RowLocalCompiler):
                 return arrays[-1]
             names = [str(i) for i in range(len(conds))]
             return pc.case_when(pa.StructArray.from_arrays(conds, names=names), *arrays)
+
         return case
 
     def concat(self, node: exp.DPipe) -> Term:
@@ -239,8 +246,10 @@ class ArgumentCompiler(RowLocalCompiler):
             for v in (a, b):
                 if not (pa.types.is_string(v.type) or pa.types.is_null(v.type)):
                     raise TypeError("|| over non-string values")
-            return pc.binary_join_element_wise(_full(a.cast(pa.string()), n),
-                                               _full(b.cast(pa.string()), n), "")
+            return pc.binary_join_element_wise(
+                _full(a.cast(pa.string()), n), _full(b.cast(pa.string()), n), ""
+            )
+
         return pipe
 
     def cast(self, node: exp.Cast) -> Term:
@@ -250,12 +259,15 @@ class ArgumentCompiler(RowLocalCompiler):
         target = node.to.this
         kinds: dict[exp.DataType.Type, Callable[[pa.DataType], pa.DataType | None]] = {
             exp.DataType.Type.BOOLEAN: lambda t: pa.bool_() if pa.types.is_boolean(t) else None,
-            exp.DataType.Type.VARCHAR: lambda t: pa.string() if pa.types.is_integer(t)
-            or pa.types.is_string(t) else None,
-            exp.DataType.Type.TEXT: lambda t: pa.string() if pa.types.is_integer(t)
-            or pa.types.is_string(t) else None,
-            exp.DataType.Type.BIGINT: lambda t: pa.int64() if pa.types.is_integer(t)
-            and t != pa.uint64() else None,
+            exp.DataType.Type.VARCHAR: lambda t: (
+                pa.string() if pa.types.is_integer(t) or pa.types.is_string(t) else None
+            ),
+            exp.DataType.Type.TEXT: lambda t: (
+                pa.string() if pa.types.is_integer(t) or pa.types.is_string(t) else None
+            ),
+            exp.DataType.Type.BIGINT: lambda t: (
+                pa.int64() if pa.types.is_integer(t) and t != pa.uint64() else None
+            ),
         }
         rule = kinds.get(target)
         if rule is None:
@@ -269,6 +281,7 @@ class ArgumentCompiler(RowLocalCompiler):
             if to is None:
                 raise TypeError(f"CAST of {v.type} to {node.to.sql()}")
             return v.cast(to)
+
         return cast
 
 

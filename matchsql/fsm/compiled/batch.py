@@ -75,16 +75,18 @@ class WholePartitions:
         self.skip_mask = np.zeros(max(nv, 1), np.uint8)
         for v in plan.query.skip_vars or ():
             self.skip_mask[plan.variables.index(v)] = 1
-        (self.code, self.consts, self.spans, self.set_mask, self.obs_last,
-         self.obs_first) = plan.registers.arrays()
+        (self.code, self.consts, self.spans, self.set_mask, self.obs_last, self.obs_first) = (
+            plan.registers.arrays()
+        )
         # Workspace capacities: each call allocates its own workspace (calls may run on
         # several threads at once), starting at the largest size a call needed so far.
         self.caps = np.array([64, 512, 256, 4096, 4096, 16384], np.int64)
         self.no_stats = (np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros((4, 1), np.int64))
         self._kernel: Dispatcher | None = None  # the thread VM variant (attempts_kernel)
 
-    def match(self, batch: pa.RecordBatch, bounds: np.ndarray,
-              cancel: Cancellation | None = None) -> list[pa.RecordBatch]:
+    def match(
+        self, batch: pa.RecordBatch, bounds: np.ndarray, cancel: Cancellation | None = None
+    ) -> list[pa.RecordBatch]:
         """The output of the complete partitions ``batch[bounds[i]:bounds[i + 1]]``.
 
         ``bounds`` starts at 0 and ends at ``batch.num_rows``. Calls for several
@@ -92,9 +94,9 @@ class WholePartitions:
         """
         return self.match_counted(batch, bounds, cancel)[0]
 
-    def match_counted(self, batch: pa.RecordBatch, bounds: np.ndarray,
-                      cancel: Cancellation | None = None
-                      ) -> tuple[list[pa.RecordBatch], np.ndarray]:
+    def match_counted(
+        self, batch: pa.RecordBatch, bounds: np.ndarray, cancel: Cancellation | None = None
+    ) -> tuple[list[pa.RecordBatch], np.ndarray]:
         """:meth:`match`, and how many of its output rows each partition has (one row per
         match, partition after partition): a worker hands its partitions' matches back
         by these counts rather than finding each one's rows by its key again."""
@@ -110,8 +112,9 @@ class WholePartitions:
         columns[EDGES] = PartitionEdges(bounds)
         labels = label_input(plan, self.dfa, columns, n)
         cols, valid = register_columns(plan, columns, n)
-        viable = P.viable_starts(plan, labels, 0, cols, valid, bounds) \
-            if self.dfa is None else P.NONE
+        viable = (
+            P.viable_starts(plan, labels, 0, cols, valid, bounds) if self.dfa is None else P.NONE
+        )
         if len(viable):
             # Each partition's row 0 runs (``^``). Its last row's verdict, made with the
             # next partition's first row, is never read: the kernel reads ``viable`` only
@@ -125,12 +128,31 @@ class WholePartitions:
         params[K.K_COMPLETE] = 1
         conj = plan.registers.conjunct_table()
         if self._kernel is None and self.dfa is None:  # the same for every batch: chosen once
-            self._kernel = K.attempts_kernel(plan.program, conj[0], self.code, params,
-                                             self.no_stats[0], NO_WITHIN,
-                                             self.obs_last | self.obs_first)
+            self._kernel = K.attempts_kernel(
+                plan.program,
+                conj[0],
+                self.code,
+                params,
+                self.no_stats[0],
+                NO_WITHIN,
+                self.obs_last | self.obs_first,
+            )
         out = _Output(caps, cancel.check)
-        args = (plan, labels, viable, cols, valid, bounds, params, caps, work, out, found, flag,
-                width)
+        args = (
+            plan,
+            labels,
+            viable,
+            cols,
+            valid,
+            bounds,
+            params,
+            caps,
+            work,
+            out,
+            found,
+            flag,
+            width,
+        )
         if self.dfa is not None:
             self._run_dfa(*args)
         else:
@@ -152,21 +174,32 @@ class WholePartitions:
         first = 0
         while first < len(part_of):
             cancel.check()
-            stop = max(first + 1, int(np.searchsorted(ends, matches.offsets[first] + LABEL_BLOCK,
-                                                      "right")))
-            block = matches if first == 0 and stop >= len(part_of) else \
-                _block(matches, first, stop)
+            stop = max(
+                first + 1, int(np.searchsorted(ends, matches.offsets[first] + LABEL_BLOCK, "right"))
+            )
+            block = matches if first == 0 and stop >= len(part_of) else _block(matches, first, stop)
             expanded = expansion(self.spec, block)
             counts += np.bincount(part_of[first:stop][expanded.match], minlength=parts)
             outputs.append(output_batch(self.spec, self.plan.measures, block, rows, expanded))
             first = stop
         return outputs, counts
 
-
-    def _run_dfa(self, plan: CompiledPlan, labels: np.ndarray, viable: np.ndarray,
-                 cols: np.ndarray, valid: np.ndarray, bounds: np.ndarray, params: np.ndarray,
-                 caps: np.ndarray, work: tuple[np.ndarray, ...], out: _Output,
-                 found: np.ndarray, flag: np.ndarray, width: RowWidth) -> None:
+    def _run_dfa(
+        self,
+        plan: CompiledPlan,
+        labels: np.ndarray,
+        viable: np.ndarray,
+        cols: np.ndarray,
+        valid: np.ndarray,
+        bounds: np.ndarray,
+        params: np.ndarray,
+        caps: np.ndarray,
+        work: tuple[np.ndarray, ...],
+        out: _Output,
+        found: np.ndarray,
+        flag: np.ndarray,
+        width: RowWidth,
+    ) -> None:
         """Every partition through the DFA in one compiled loop (:func:`.dfa.dfa_partitions`),
         which comes back here only to grow the output or to raise an error."""
         next_partition(params)
@@ -174,20 +207,43 @@ class WholePartitions:
         parts = len(bounds) - 1
         while part < parts:
             out.free(caps)
-            status, nxt, mn, covered, err_row, part, out.records_used, out.labels_used = \
-                D.run_partitions(self.dfa, labels, self.skip_mask, params, out.records,
-                                 out.labels, flag, bounds, part, out.records_used,
-                                 out.labels_used, found)
+            status, nxt, mn, covered, err_row, part, out.records_used, out.labels_used = (
+                D.run_partitions(
+                    self.dfa,
+                    labels,
+                    self.skip_mask,
+                    params,
+                    out.records,
+                    out.labels,
+                    flag,
+                    bounds,
+                    part,
+                    out.records_used,
+                    out.labels_used,
+                    found,
+                )
+            )
             if status == K.ST_FULL:
                 self._grow(params, caps, nxt, mn, covered, int(err_row))
             elif status >= K.ST_THREADS:
                 raise_status(self.spec, self.config, width, int(status), int(err_row))
 
-    def _run_kernel(self, plan: CompiledPlan, labels: np.ndarray, viable: np.ndarray,
-                    cols: np.ndarray, valid: np.ndarray, bounds: np.ndarray,
-                    params: np.ndarray, caps: np.ndarray, work: tuple[np.ndarray, ...],
-                    out: _Output, found: np.ndarray, flag: np.ndarray,
-                    width: RowWidth) -> None:
+    def _run_kernel(
+        self,
+        plan: CompiledPlan,
+        labels: np.ndarray,
+        viable: np.ndarray,
+        cols: np.ndarray,
+        valid: np.ndarray,
+        bounds: np.ndarray,
+        params: np.ndarray,
+        caps: np.ndarray,
+        work: tuple[np.ndarray, ...],
+        out: _Output,
+        found: np.ndarray,
+        flag: np.ndarray,
+        width: RowWidth,
+    ) -> None:
         """Every partition through the kernel, in the compiled loop
         (:mod:`.partition_loop`), which comes back here only to grow an array or to
         raise an error."""
@@ -200,11 +256,34 @@ class WholePartitions:
         while part < parts:
             out.free(caps)
             status, nxt, mn, covered, err_row, part, out.records_used, out.labels_used = drive(
-                plan.program, labels, viable, NO_WITHIN, self.code, self.consts, self.spans,
-                *conj, cols, valid, self.set_mask, self.obs_last, self.obs_first,
-                self.skip_mask, params, *self.no_stats, *work, out.records, out.labels, flag,
-                bounds, part, out.records_used, out.labels_used, caps[K.W_RECORDS],
-                caps[K.W_LABELS], found)
+                plan.program,
+                labels,
+                viable,
+                NO_WITHIN,
+                self.code,
+                self.consts,
+                self.spans,
+                *conj,
+                cols,
+                valid,
+                self.set_mask,
+                self.obs_last,
+                self.obs_first,
+                self.skip_mask,
+                params,
+                *self.no_stats,
+                *work,
+                out.records,
+                out.labels,
+                flag,
+                bounds,
+                part,
+                out.records_used,
+                out.labels_used,
+                caps[K.W_RECORDS],
+                caps[K.W_LABELS],
+                found,
+            )
             if status == NEED_SPACE:
                 continue
             if status == K.ST_FULL:
@@ -214,8 +293,9 @@ class WholePartitions:
             elif status >= K.ST_THREADS:
                 raise_status(self.spec, self.config, width, status, err_row)
 
-    def _grow(self, params: np.ndarray, caps: np.ndarray, nxt: int, mn: int, covered: int,
-              full: int) -> None:
+    def _grow(
+        self, params: np.ndarray, caps: np.ndarray, nxt: int, mn: int, covered: int, full: int
+    ) -> None:
         """After ``K.ST_FULL``: resume the partition where the call stopped, with twice
         the room in the array ``full`` ran out of (kept for the next batches too)."""
         params[K.K_NEXT] = nxt
@@ -229,14 +309,20 @@ def _block(m: Matches, first: int, stop: int) -> Matches:
     """Matches ``first:stop`` of ``m`` (label offsets from the block's first label)."""
     lo = int(m.offsets[first])
     hi = int(m.offsets[stop - 1] + m.lengths[stop - 1])
-    return Matches(m.starts[first:stop], m.lengths[first:stop], m.numbers[first:stop],
-                   m.labels[lo:hi], m.offsets[first:stop] - lo, m.excluded[lo:hi])
+    return Matches(
+        m.starts[first:stop],
+        m.lengths[first:stop],
+        m.numbers[first:stop],
+        m.labels[lo:hi],
+        m.offsets[first:stop] - lo,
+        m.excluded[lo:hi],
+    )
 
 
 def _threads(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, ...]:
     """The kernel's working arrays but its outputs (:class:`_Output` holds those)."""
     sized = caps.copy()
-    sized[K.W_RECORDS:] = 1
+    sized[K.W_RECORDS :] = 1
     return K.workspace(sized, n_prog, n_vars)[:-2]
 
 
@@ -263,7 +349,7 @@ class _Output:
         need = self.records_used + int(caps[K.W_RECORDS])
         if need > len(self.records):
             grown = np.zeros((max(need, 2 * len(self.records)), 5), np.int64)
-            grown[:self.records_used] = self.records[:self.records_used]
+            grown[: self.records_used] = self.records[: self.records_used]
             self.records = grown
         need = self.labels_used + int(caps[K.W_LABELS])
         if need > len(self.labels):
@@ -276,7 +362,7 @@ class _Output:
                 hi = min(lo + COPY_LABELS, self.labels_used)
                 grown[lo:hi] = self.labels[lo:hi]
             self.labels = grown
-        return self.records[self.records_used:], self.labels[self.labels_used:]
+        return self.records[self.records_used :], self.labels[self.labels_used :]
 
     def wrote(self, n_rec: int, n_lab: int, first_row: int) -> None:
         if n_rec:
@@ -285,15 +371,23 @@ class _Output:
         self.labels_used += n_lab
 
     def matches(self) -> Matches:
-        records = self.records[:self.records_used]
+        records = self.records[: self.records_used]
         if not self.calls:  # the compiled loop's (partition_loop), shifted as written
-            return _CodedMatches(records[:, 1].copy(), records[:, 2].copy(),
-                                 records[:, 3].copy(), self.labels[:self.labels_used],
-                                 records[:, 4].copy())
+            return _CodedMatches(
+                records[:, 1].copy(),
+                records[:, 2].copy(),
+                records[:, 3].copy(),
+                self.labels[: self.labels_used],
+                records[:, 4].copy(),
+            )
         counts, firsts, label_starts = (np.array(c, np.int64) for c in zip(*self.calls))
-        return _CodedMatches(records[:, 1] + np.repeat(firsts, counts), records[:, 2].copy(),
-                             records[:, 3].copy(), self.labels[:self.labels_used],
-                             records[:, 4] + np.repeat(label_starts, counts))
+        return _CodedMatches(
+            records[:, 1] + np.repeat(firsts, counts),
+            records[:, 2].copy(),
+            records[:, 3].copy(),
+            self.labels[: self.labels_used],
+            records[:, 4] + np.repeat(label_starts, counts),
+        )
 
 
 class _CodedMatches(Matches):
@@ -301,8 +395,14 @@ class _CodedMatches(Matches):
     measure reads them: most ONE ROW PER MATCH measures (MATCH_NUMBER, a column of the
     last row, COUNT(*)) never do, and decoding is a pass over every matched row."""
 
-    def __init__(self, starts: np.ndarray, lengths: np.ndarray, numbers: np.ndarray,
-                 codes: np.ndarray, offsets: np.ndarray) -> None:
+    def __init__(
+        self,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+        numbers: np.ndarray,
+        codes: np.ndarray,
+        offsets: np.ndarray,
+    ) -> None:
         self.starts, self.lengths, self.numbers, self.offsets = starts, lengths, numbers, offsets
         self._codes = codes
         self._labels: np.ndarray | None = None

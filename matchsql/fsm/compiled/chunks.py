@@ -149,13 +149,19 @@ def pool(threads: int) -> ThreadPoolExecutor:
         found = _pools.get(threads)
         if found is None:
             found = _pools[threads] = ThreadPoolExecutor(
-                threads, thread_name_prefix="matchsql-chunk")
+                threads, thread_name_prefix="matchsql-chunk"
+            )
         return found
 
 
-def match_chunks(call: WindowCall, chunk_starts: list[int], stop: int,
-                 submit: Callable[..., Future] | None = None, first_step: int = FIRST_STEP,
-                 check: Callable[[], None] | None = None) -> Run:
+def match_chunks(
+    call: WindowCall,
+    chunk_starts: list[int],
+    stop: int,
+    submit: Callable[..., Future] | None = None,
+    first_step: int = FIRST_STEP,
+    check: Callable[[], None] | None = None,
+) -> Run:
     """The sequential run from ``chunk_starts[0]`` up to ``stop``, from speculative runs of
     the chunks (on ``submit``'s threads; inline without it) and the fix-up, whose re-runs
     start with ``first_step`` rows; ``check`` as in :func:`joined`."""
@@ -193,10 +199,17 @@ def match_chunks(call: WindowCall, chunk_starts: list[int], stop: int,
         k = on_chain(a)
         if k >= 0:
             guess = guesses[k]
-            keep(pieces, guess, int(np.searchsorted(guess.records[:, 1], a, "left")),
-                  len(guess.records))
-            if k == len(guesses) - 1 and guess.status < K.ST_THREADS and \
-                    (finals[k] or guess.status == K.ST_DONE):
+            keep(
+                pieces,
+                guess,
+                int(np.searchsorted(guess.records[:, 1], a, "left")),
+                len(guess.records),
+            )
+            if (
+                k == len(guesses) - 1
+                and guess.status < K.ST_THREADS
+                and (finals[k] or guess.status == K.ST_DONE)
+            ):
                 return joined(guess, pieces, check)
             a, step = guess.stop, first_step
             continue
@@ -266,7 +279,7 @@ def joined(last: Run, pieces: list, check: Callable[[], None] | None = None) -> 
         for lo in range(0, len(lab), COPY_LABELS):
             if check is not None:
                 check()
-            part = lab[lo:lo + COPY_LABELS]
-            labels[at:at + len(part)] = part
+            part = lab[lo : lo + COPY_LABELS]
+            labels[at : at + len(part)] = part
             at += len(part)
     return Run(last.status, last.next_start, last.err_row, records, labels)

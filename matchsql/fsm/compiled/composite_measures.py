@@ -46,9 +46,11 @@ def is_composite(node: exp.Expression) -> bool:
     return not isinstance(node, (*_PARTS, Const)) and bool(_parts(node))
 
 
-def composite(spec: MatchSpec, node: exp.Expression,
-              part: Callable[[exp.Expression], tuple[Part, pa.DataType]]
-              ) -> tuple[Part, pa.DataType]:
+def composite(
+    spec: MatchSpec,
+    node: exp.Expression,
+    part: Callable[[exp.Expression], tuple[Part, pa.DataType]],
+) -> tuple[Part, pa.DataType]:
     """``node`` computed from its parts (each compiled by ``part``); raises Unsupported
     where a part or the operator tree is not computed column-wise exactly."""
     tree = node.copy()
@@ -63,4 +65,5 @@ def composite(spec: MatchSpec, node: exp.Expression,
     def evaluate(*args: Any) -> pa.Array:
         columns = {key: fn(*args) for key, fn in fns.items()}
         return argument.evaluate(columns, len(next(iter(columns.values()))))
+
     return evaluate, argument.type

@@ -80,8 +80,12 @@ class Dfa:
         return self.trans.shape[0]
 
 
-def build(prog: np.ndarray, conditioned: list[bool], limit_threads: int = MAX_STATE_THREADS,
-          max_states: int = MAX_STATES) -> Dfa | None:
+def build(
+    prog: np.ndarray,
+    conditioned: list[bool],
+    limit_threads: int = MAX_STATE_THREADS,
+    max_states: int = MAX_STATES,
+) -> Dfa | None:
     """The DFA of program array ``prog``, or None when it is not applicable or too big.
 
     ``conditioned[v]``: variable ``v`` has a row-local condition (else it is
@@ -99,8 +103,10 @@ def build(prog: np.ndarray, conditioned: list[bool], limit_threads: int = MAX_ST
         bits[v] = k
     n_syms = 1 << len(cond_vars)
     var_of = prog[:, 1].tolist()
-    code_of = [int(prog[pc, 1]) * 2 + int(prog[pc, 2]) if ops[pc] == K.P_LABEL else -1
-               for pc in range(len(ops))]
+    code_of = [
+        int(prog[pc, 1]) * 2 + int(prog[pc, 2]) if ops[pc] == K.P_LABEL else -1
+        for pc in range(len(ops))
+    ]
     target = prog[:, 3].tolist()
     alt = prog[:, 4].tolist()
     slot = prog[:, 5].tolist()
@@ -179,8 +185,11 @@ def build(prog: np.ndarray, conditioned: list[bool], limit_threads: int = MAX_ST
                 key = sym & mask
                 got = memo.get(key)
                 if got is None:
-                    sources = [(i, pc + 1) for i, (pc, _) in enumerate(state)
-                               if bits[var_of[pc]] < 0 or (key >> int(bits[var_of[pc]])) & 1]
+                    sources = [
+                        (i, pc + 1)
+                        for i, (pc, _) in enumerate(state)
+                        if bits[var_of[pc]] < 0 or (key >> int(bits[var_of[pc]])) & 1
+                    ]
                     nxt, srcs, done = closure(sources, False)
                     got = memo[key] = (intern(nxt), -1 if done is None else done, srcs)
                 row_t[sym], row_d[sym], row_s[sym] = got
@@ -205,20 +214,30 @@ def build(prog: np.ndarray, conditioned: list[bool], limit_threads: int = MAX_ST
         for sym in range(n_syms):
             src_off[sid, sym] = len(flat)
             flat.extend(src_rows[sid][sym])
-    seeds_arr = np.array([seeds[0][0], seeds[1][0], int(seeds[0][1]), int(seeds[1][1])],
-                         np.int64)
+    seeds_arr = np.array([seeds[0][0], seeds[1][0], int(seeds[0][1]), int(seeds[1][1])], np.int64)
     trans = np.array(trans_rows, np.int32).reshape(n_states, n_syms)
     done = np.array(done_rows, np.int32).reshape(n_states, n_syms)
     step = (trans << DONE_BITS) | (done + 1)
     # Two-row prefilter of attempts: seed -> s1 -> s2 dead, no DONE on the way.
     seed = int(seeds_arr[1])
     t1, d1 = trans[seed], done[seed]
-    dead2 = ((d1 < 0)[:, None] & ((t1 == 0)[:, None]
-                                 | ((trans[t1] == 0) & (done[t1] < 0)))).astype(np.uint8)
+    dead2 = ((d1 < 0)[:, None] & ((t1 == 0)[:, None] | ((trans[t1] == 0) & (done[t1] < 0)))).astype(
+        np.uint8
+    )
     if seeds_arr[3]:
         dead2[:] = 0
-    return Dfa(trans, done, src_off, np.array(flat if flat else [0], np.int32), lab,
-               seeds_arr, step, dead2, bits, max(len(s) for s in states))
+    return Dfa(
+        trans,
+        done,
+        src_off,
+        np.array(flat if flat else [0], np.int32),
+        lab,
+        seeds_arr,
+        step,
+        dead2,
+        bits,
+        max(len(s) for s in states),
+    )
 
 
 class _TooBig(Exception):
@@ -286,16 +305,34 @@ def symbols(dfa: Dfa, rl: np.ndarray) -> np.ndarray:
     return out
 
 
-def run(dfa: Dfa, sym: np.ndarray, skip_mask: np.ndarray, params: np.ndarray,
-        records: np.ndarray, labels: np.ndarray, cancel: np.ndarray) -> tuple:
+def run(
+    dfa: Dfa,
+    sym: np.ndarray,
+    skip_mask: np.ndarray,
+    params: np.ndarray,
+    records: np.ndarray,
+    labels: np.ndarray,
+    cancel: np.ndarray,
+) -> tuple:
     """:func:`run_dfa` over ``dfa``'s tables; same result tuple as ``run_attempts``."""
-    return run_dfa(dfa.step, dfa.dead2, dfa.src_off, dfa.src, dfa.lab, dfa.seeds, sym,
-                   skip_mask, params, records, labels, cancel)
+    return run_dfa(
+        dfa.step,
+        dfa.dead2,
+        dfa.src_off,
+        dfa.src,
+        dfa.lab,
+        dfa.seeds,
+        sym,
+        skip_mask,
+        params,
+        records,
+        labels,
+        cancel,
+    )
 
 
 @njit(cache=True, nogil=True)
-def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, records, labels,
-            cancel):
+def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, records, labels, cancel):
     """Decide match attempts from ``params[K_NEXT]``, as :func:`.kernel.run_attempts` does.
 
     ``sym`` is ``uint8[rows]`` (:func:`symbols`); ``params`` and the outputs
@@ -471,19 +508,62 @@ def run_dfa(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, recor
     return status, next_start, match_number, covered, err_row, n_rec, n_lab
 
 
-def run_partitions(dfa: Dfa, sym: np.ndarray, skip_mask: np.ndarray, params: np.ndarray,
-                   records: np.ndarray, labels: np.ndarray, cancel: np.ndarray,
-                   bounds: np.ndarray, part: int, rec_used: int, lab_used: int,
-                   found: np.ndarray) -> tuple:
+def run_partitions(
+    dfa: Dfa,
+    sym: np.ndarray,
+    skip_mask: np.ndarray,
+    params: np.ndarray,
+    records: np.ndarray,
+    labels: np.ndarray,
+    cancel: np.ndarray,
+    bounds: np.ndarray,
+    part: int,
+    rec_used: int,
+    lab_used: int,
+    found: np.ndarray,
+) -> tuple:
     """:func:`dfa_partitions` over ``dfa``'s tables."""
-    return dfa_partitions(dfa.step, dfa.dead2, dfa.src_off, dfa.src, dfa.lab, dfa.seeds, sym,
-                          skip_mask, params, records, labels, cancel, bounds, part, rec_used,
-                          lab_used, found)
+    return dfa_partitions(
+        dfa.step,
+        dfa.dead2,
+        dfa.src_off,
+        dfa.src,
+        dfa.lab,
+        dfa.seeds,
+        sym,
+        skip_mask,
+        params,
+        records,
+        labels,
+        cancel,
+        bounds,
+        part,
+        rec_used,
+        lab_used,
+        found,
+    )
 
 
 @njit(cache=True, nogil=True)
-def dfa_partitions(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params, records,
-                   labels, cancel, bounds, part, rec_used, lab_used, found):
+def dfa_partitions(
+    step,
+    dead2,
+    src_off,
+    src,
+    lab,
+    seeds,
+    sym,
+    skip_mask,
+    params,
+    records,
+    labels,
+    cancel,
+    bounds,
+    part,
+    rec_used,
+    lab_used,
+    found,
+):
     """:func:`run_dfa` over partitions ``part``, ``part + 1``, ... (rows ``bounds[i]`` to
     ``bounds[i + 1]`` of ``sym``) of a complete batch, in one call.
 
@@ -505,8 +585,19 @@ def dfa_partitions(step, dead2, src_off, src, lab, seeds, sym, skip_mask, params
         params[K.K_ROWS] = b - a
         params[K.K_LIMIT] = b - a
         status, nxt, mn, covered, err_row, n_rec, n_lab = run_dfa(
-            step, dead2, src_off, src, lab, seeds, sym[a:b], skip_mask, params,
-            records[rec_used:], labels[lab_used:], cancel)
+            step,
+            dead2,
+            src_off,
+            src,
+            lab,
+            seeds,
+            sym[a:b],
+            skip_mask,
+            params,
+            records[rec_used:],
+            labels[lab_used:],
+            cancel,
+        )
         close_call(records, rec_used, n_rec, a, lab_used, found, part)
         rec_used += n_rec
         lab_used += n_lab

@@ -60,8 +60,16 @@ from matchsql.errors import LimitExceededError
 # (fresh numba cache): they use no closures, ``with`` blocks, literal_unroll, inlined
 # functions or array expressions. Dead branch pruning stays: it removes the code of the
 # features a kernel variant leaves out (:func:`attempts_kernel`) before typing.
-_SKIPPED = (WithLifting, InlineClosureLikes, MakeFunctionToJitFunction, InlineInlinables,
-            LiteralUnroll, GenericRewrites, RewriteSemanticConstants, NopythonRewrites)
+_SKIPPED = (
+    WithLifting,
+    InlineClosureLikes,
+    MakeFunctionToJitFunction,
+    InlineInlinables,
+    LiteralUnroll,
+    GenericRewrites,
+    RewriteSemanticConstants,
+    NopythonRewrites,
+)
 
 
 class KernelCompiler(CompilerBase):
@@ -110,8 +118,9 @@ CJ_WIDTH = 12
 # grows them and calls again (the kernel stops at an attempt boundary).
 # ST_CANCELLED: the statement's cancel flag was seen set (matchsql.cancel). ST_SPAN: an
 # attempt (open since ``err_row``) would read more than ``params[K_MAX_SPAN]`` rows.
-(ST_DONE, ST_WAIT, ST_FULL, ST_THREADS, ST_SKIP_ABSENT, ST_SKIP_FIRST, ST_CANCELLED,
- ST_SPAN) = range(8)
+(ST_DONE, ST_WAIT, ST_FULL, ST_THREADS, ST_SKIP_ABSENT, ST_SKIP_FIRST, ST_CANCELLED, ST_SPAN) = (
+    range(8)
+)
 
 # Kernels read the cancel flag once per this many steps (a power of two).
 CANCEL_EVERY = 4096
@@ -121,8 +130,22 @@ W_THREADS, W_SEEN, W_STACK, W_ARENA, W_RECORDS, W_LABELS = range(6)
 
 # Parameter slots. K_STEPS is written: the kernels add the rows their attempts read (a
 # measure of work that tests can bound, unlike seconds).
-(K_ROWS, K_BASE, K_LIMIT, K_COMPLETE, K_NEXT, K_MN, K_COVERED, K_ALL_ENDS, K_SKIP,
- K_MAX_THREADS, K_UNMATCHED, K_MAX_SPAN, K_STEPS, K_PARAMS) = range(14)
+(
+    K_ROWS,
+    K_BASE,
+    K_LIMIT,
+    K_COMPLETE,
+    K_NEXT,
+    K_MN,
+    K_COVERED,
+    K_ALL_ENDS,
+    K_SKIP,
+    K_MAX_THREADS,
+    K_UNMATCHED,
+    K_MAX_SPAN,
+    K_STEPS,
+    K_PARAMS,
+) = range(14)
 
 SKIP_PAST, SKIP_NEXT, SKIP_FIRST, SKIP_LAST = range(4)
 
@@ -130,8 +153,17 @@ SKIP_PAST, SKIP_NEXT, SKIP_FIRST, SKIP_LAST = range(4)
 # register conditions run by the stack interpreter (_condition), running aggregates,
 # Go4Risk statistics, ALL MATCHES, SKIP TO a variable, WITH UNMATCHED ROWS, WITHIN, ``$``.
 # Compile-time constants: True here, in the kernel that has them all.
-FEATURES = ("F_STACK", "F_AGG", "F_STATS", "F_ENDS", "F_SKIPTO", "F_UNMATCHED", "F_WITHIN",
-            "F_ANCHOR", "F_MEMO")
+FEATURES = (
+    "F_STACK",
+    "F_AGG",
+    "F_STATS",
+    "F_ENDS",
+    "F_SKIPTO",
+    "F_UNMATCHED",
+    "F_WITHIN",
+    "F_ANCHOR",
+    "F_MEMO",
+)
 F_STACK = F_AGG = F_STATS = F_ENDS = F_SKIPTO = F_UNMATCHED = F_WITHIN = F_ANCHOR = True
 F_MEMO = True  # the dead ends (MEMO_EVERY)
 # The conditions as one function compiled for the query's shape (``shape_condition``)
@@ -142,8 +174,29 @@ F_SHAPE = False
 
 
 @njit(cache=True, nogil=True, error_model="numpy", pipeline_class=KernelCompiler)
-def _condition(code, fconst, lo, hi, cols, valid, set_mask, lp, fp, reg, var, row, start,
-               n_rows, base, complete, match_number, sv, sn, acc, abase):
+def _condition(
+    code,
+    fconst,
+    lo,
+    hi,
+    cols,
+    valid,
+    set_mask,
+    lp,
+    fp,
+    reg,
+    var,
+    row,
+    start,
+    n_rows,
+    base,
+    complete,
+    match_number,
+    sv,
+    sn,
+    acc,
+    abase,
+):
     """Evaluate register bytecode ``code[lo:hi]``; True only when the result is TRUE.
 
     ``acc[abase:]`` are the thread's running-aggregate slots, which C_FOLD updates in
@@ -475,19 +528,53 @@ def workspace(caps: np.ndarray, n_prog: int, n_vars: int) -> tuple[np.ndarray, .
         raise LimitExceededError(
             f"the compiled matcher would need {registers / (1 << 30):,.1f} GiB of registers "
             f"for {t:,} live threads of a pattern with {nv:,} variables; use fewer pattern "
-            "variables or lower max_threads")
-    return (np.zeros((2, 5, t), np.int64), np.full((2, t + 1, nv), -1, np.int64),
-            np.full((2, t + 1, nv), -1, np.int64), np.zeros((3, int(caps[W_SEEN])), np.int64),
-            np.zeros((2, max(n_prog, 1)), np.int64), np.zeros((3, int(caps[W_STACK])), np.int64),
-            np.zeros((2, int(caps[W_ARENA])), np.int64),
-            np.zeros((int(caps[W_RECORDS]), 5), np.int64),
-            np.zeros(int(caps[W_LABELS]), np.int16))
+            "variables or lower max_threads"
+        )
+    return (
+        np.zeros((2, 5, t), np.int64),
+        np.full((2, t + 1, nv), -1, np.int64),
+        np.full((2, t + 1, nv), -1, np.int64),
+        np.zeros((3, int(caps[W_SEEN])), np.int64),
+        np.zeros((2, max(n_prog, 1)), np.int64),
+        np.zeros((3, int(caps[W_STACK])), np.int64),
+        np.zeros((2, int(caps[W_ARENA])), np.int64),
+        np.zeros((int(caps[W_RECORDS]), 5), np.int64),
+        np.zeros(int(caps[W_LABELS]), np.int16),
+    )
 
 
-def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, conj_spans, cols,
-                 valid, set_mask, obs_last,
-                 obs_first, skip_mask, params, stat_state, stat_kind, stat, th, lp, fp, seen,
-                 seen_pc, stack, arena, records, labels, cancel):
+def _run_attempts(
+    prog,
+    rl,
+    viable,
+    wend,
+    code,
+    fconst,
+    spans,
+    conj,
+    cconst,
+    conj_spans,
+    cols,
+    valid,
+    set_mask,
+    obs_last,
+    obs_first,
+    skip_mask,
+    params,
+    stat_state,
+    stat_kind,
+    stat,
+    th,
+    lp,
+    fp,
+    seen,
+    seen_pc,
+    stack,
+    arena,
+    records,
+    labels,
+    cancel,
+):
     """Decide match attempts from ``params[K_NEXT]`` until the rows run out.
 
     ``prog`` is ``int64[n, 6]`` (op, var, excluded, target, alt, slot); ``rl``
@@ -618,8 +705,9 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
         memo_heads[k] = -1
     memo_pend = np.empty(memo_slots + 1, np.int64)
     memo_pend[0] = 0
-    memo_arena = np.empty(memo_slots * (5 + 8 * n_obs + 4 * acc_w) + 1024 if memo_from >= 0
-                          else 1, np.int64)
+    memo_arena = np.empty(
+        memo_slots * (5 + 8 * n_obs + 4 * acc_w) + 1024 if memo_from >= 0 else 1, np.int64
+    )
     memo_arena[0] = 1
     accb = end_stamp  # the accumulators' bits (none without F_AGG: never read)
     if F_AGG:
@@ -685,8 +773,13 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                     status = ST_SPAN
                     err_row = start
                     break
-                if F_MEMO and memo_from >= 0 and pos & (MEMO_EVERY - 1) == 0 \
-                        and pos - start >= memo_from and n_cur <= MEMO_THREADS:
+                if (
+                    F_MEMO
+                    and memo_from >= 0
+                    and pos & (MEMO_EVERY - 1) == 0
+                    and pos - start >= memo_from
+                    and n_cur <= MEMO_THREADS
+                ):
                     # Dead ends (the rule: see :data:`MEMO_EVERY`). The live threads as a
                     # snapshot at the arena's end (a register no condition reads: 0).
                     m_width = 2 + 2 * n_obs + acc_w
@@ -708,11 +801,13 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                             for q in range(n_obs):
                                 u = obs[q]
                                 memo_arena[m_o + 2 + q] = lp[cur, m_reg, u] if obs_last[u] else 0
-                                memo_arena[m_o + 2 + n_obs + q] = \
+                                memo_arena[m_o + 2 + n_obs + q] = (
                                     fp[cur, m_reg, u] if obs_first[u] else 0
+                                )
                             for q in range(acc_w):
-                                memo_arena[m_o + 2 + 2 * n_obs + q] = \
-                                    accb[cur * acc_side + m_reg * acc_w + q]
+                                memo_arena[m_o + 2 + 2 * n_obs + q] = accb[
+                                    cur * acc_side + m_reg * acc_w + q
+                                ]
                         # Each thread among those of the dead end recorded at ``pos``?
                         m_old = memo_heads[pos // MEMO_EVERY]
                         m_dead = m_old >= 0
@@ -721,8 +816,10 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                             for j in range(memo_arena[m_old + 1]):
                                 m_found = True
                                 for q in range(m_width):
-                                    if memo_arena[m_at + 2 + i * m_width + q] != \
-                                            memo_arena[m_old + 2 + j * m_width + q]:
+                                    if (
+                                        memo_arena[m_at + 2 + i * m_width + q]
+                                        != memo_arena[m_old + 2 + j * m_width + q]
+                                    ):
                                         m_found = False
                                         break
                                 if m_found:
@@ -787,8 +884,9 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                     k = conj_spans[var, 1] if F_SHAPE else conj_spans[var, 0]
                     if F_SHAPE:
                         if ok:
-                            ok = shape_condition(var, pos, start, n_rows, base, cols, valid,
-                                                 lp, fp, cur, r0)
+                            ok = shape_condition(
+                                var, pos, start, n_rows, base, cols, valid, lp, fp, cur, r0
+                            )
                     while ok and k < conj_spans[var, 1]:
                         if conj[k, 0] == CJ_COMPARE:
                             a = 0.0
@@ -812,8 +910,18 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                                         if kind == R_LAST or kind == R_FIRST:
                                             last = lp[cur, r0, arg]
                                             first = fp[cur, r0, arg]
-                                        rr = load_row(kind, arg, off, var, last, first,
-                                                      pos, start, n_rows, base)
+                                        rr = load_row(
+                                            kind,
+                                            arg,
+                                            off,
+                                            var,
+                                            last,
+                                            first,
+                                            pos,
+                                            start,
+                                            n_rows,
+                                            base,
+                                        )
                                     c = conj[k, j + 1]
                                     if rr < 0 or valid[c, rr] == 0:
                                         ok = False
@@ -824,10 +932,29 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                                 else:
                                     ok = compare(conj[k, 1], a, x)
                         elif F_STACK:
-                            ok = _condition(code, fconst, conj[k, 1], conj[k, 2], cols, valid,
-                                            set_mask, lp[cur], fp[cur], r0, var, pos, start,
-                                            n_rows, base, complete, match_number, sv, sn, acc,
-                                            abase)
+                            ok = _condition(
+                                code,
+                                fconst,
+                                conj[k, 1],
+                                conj[k, 2],
+                                cols,
+                                valid,
+                                set_mask,
+                                lp[cur],
+                                fp[cur],
+                                r0,
+                                var,
+                                pos,
+                                start,
+                                n_rows,
+                                base,
+                                complete,
+                                match_number,
+                                sv,
+                                sn,
+                                acc,
+                                abase,
+                            )
                         k += 1
                     if F_STATS and counting:
                         st = stat_state[pc]
@@ -877,8 +1004,9 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
                             fp[nxt, n_pool, u] = fp[cur, r0, u]
                         if F_AGG:
                             for q in range(acc_w):
-                                acc[nxt * acc_side + n_pool * acc_w + q] = \
-                                    acc[cur * acc_side + r0 * acc_w + q]
+                                acc[nxt * acc_side + n_pool * acc_w + q] = acc[
+                                    cur * acc_side + r0 * acc_w + q
+                                ]
                 else:
                     continue  # no ``$`` in the program: nothing waits for the end
                 reg0 = n_pool
@@ -1160,16 +1288,22 @@ def _run_attempts(prog, rl, viable, wend, code, fconst, spans, conj, cconst, con
     return status, next_start, match_number, covered, err_row, n_rec, n_lab
 
 
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy", "pipeline_class": KernelCompiler,
-        "no_cfunc_wrapper": True}
+_JIT = {
+    "cache": True,
+    "nogil": True,
+    "error_model": "numpy",
+    "pipeline_class": KernelCompiler,
+    "no_cfunc_wrapper": True,
+}
 # The kernel with every feature: the reference for the variants, and what tests call.
 run_attempts = njit(**_JIT)(_run_attempts)
 _variants: dict[tuple[bool, ...], Dispatcher] = {}
 _variants_lock = threading.Lock()
 
 
-def dead_ends_may_help(prog: np.ndarray, code: np.ndarray, conj: np.ndarray,
-                       observed: np.ndarray) -> bool:
+def dead_ends_may_help(
+    prog: np.ndarray, code: np.ndarray, conj: np.ndarray, observed: np.ndarray
+) -> bool:
     """Whether two attempts' threads can ever be equal (the dead ends, :data:`MEMO_EVERY`).
 
     Not where a condition reads the start row (:func:`memo_horizon`), nor where every
@@ -1184,17 +1318,28 @@ def dead_ends_may_help(prog: np.ndarray, code: np.ndarray, conj: np.ndarray,
     closure = prog[:, P_CLOSURE:]
     if prog.shape[1] <= P_CLOSURE or closure[0, 0] < 0:
         return True  # no closure table: the seed's reach is not listed
-    firsts = closure[0, 1:1 + closure[0, 0]]
+    firsts = closure[0, 1 : 1 + closure[0, 0]]
     if (prog[firsts, 0] != P_LABEL).any():
         return True  # the seed reaches DONE: empty matches
-    later = {int(prog[pc, 1]) for origin in range(1, len(prog)) if closure[origin, 0] >= 0
-             for pc in closure[origin, 1:1 + closure[origin, 0]] if prog[pc, 0] == P_LABEL}
+    later = {
+        int(prog[pc, 1])
+        for origin in range(1, len(prog))
+        if closure[origin, 0] >= 0
+        for pc in closure[origin, 1 : 1 + closure[origin, 0]]
+        if prog[pc, 0] == P_LABEL
+    }
     return not all(observed[v] and v not in later for v in prog[firsts, 1].tolist())
 
 
-def attempts_kernel(prog: np.ndarray, conj: np.ndarray, code: np.ndarray,
-                    params: np.ndarray, stat_state: np.ndarray, wend: np.ndarray,
-                    observed: np.ndarray) -> Dispatcher:
+def attempts_kernel(
+    prog: np.ndarray,
+    conj: np.ndarray,
+    code: np.ndarray,
+    params: np.ndarray,
+    stat_state: np.ndarray,
+    wend: np.ndarray,
+    observed: np.ndarray,
+) -> Dispatcher:
     """The variant of :func:`run_attempts` for these arguments: compiled without the
     features (:data:`FEATURES`) they do not use, so that a query's first run compiles
     only what it needs (a cold start compiles, and caches, that variant alone).
@@ -1209,21 +1354,38 @@ def attempts_kernel(prog: np.ndarray, conj: np.ndarray, code: np.ndarray,
     TO, unmatched rows, WITHIN, ``$``) take the full kernel.
     """
     stack = bool((conj[:, 0] == CJ_STACK).any() or (code[:, 0] == C_FOLD).any())
-    if len(stat_state) or int(params[K_SKIP]) in (SKIP_FIRST, SKIP_LAST) or \
-            params[K_UNMATCHED] or len(wend) or (prog[:, 0] == P_ENDANCHOR).any():
+    if (
+        len(stat_state)
+        or int(params[K_SKIP]) in (SKIP_FIRST, SKIP_LAST)
+        or params[K_UNMATCHED]
+        or len(wend)
+        or (prog[:, 0] == P_ENDANCHOR).any()
+    ):
         return run_attempts
-    key = (stack, stack, False, bool(params[K_ALL_ENDS]), False, False, False, False,
-           dead_ends_may_help(prog, code, conj, observed))
+    key = (
+        stack,
+        stack,
+        False,
+        bool(params[K_ALL_ENDS]),
+        False,
+        False,
+        False,
+        False,
+        dead_ends_may_help(prog, code, conj, observed),
+    )
     with _variants_lock:
         kernel = _variants.get(key)
         if kernel is None:
             namespace = dict(globals())
             namespace.update(zip(FEATURES, key))
-            name = "run_attempts_" + "_".join(
-                f.lower()[2:] for f, on in zip(FEATURES, key) if on) if any(key) \
+            name = (
+                "run_attempts_" + "_".join(f.lower()[2:] for f, on in zip(FEATURES, key) if on)
+                if any(key)
                 else "run_attempts_lean"
-            fn = types.FunctionType(_run_attempts.__code__, namespace, name,
-                                    _run_attempts.__defaults__)
+            )
+            fn = types.FunctionType(
+                _run_attempts.__code__, namespace, name, _run_attempts.__defaults__
+            )
             fn.__qualname__ = name  # the numba cache names its files by it
             fn.__doc__ = _run_attempts.__doc__
             kernel = _variants[key] = njit(**_JIT)(fn)

@@ -41,8 +41,16 @@ from matchsql.fsm.program import Op, Program
 from matchsql.plan.bound import AggregateCall, Const, MatchNumberRef, Pointer, describe
 from matchsql.plan.spec import MatchSpec
 
-_OPS = [Op.LABEL, Op.SPLIT, Op.JUMP, Op.BEGIN_ITER, Op.END_ITER, Op.START_ANCHOR,
-        Op.END_ANCHOR, Op.DONE]
+_OPS = [
+    Op.LABEL,
+    Op.SPLIT,
+    Op.JUMP,
+    Op.BEGIN_ITER,
+    Op.END_ITER,
+    Op.START_ANCHOR,
+    Op.END_ANCHOR,
+    Op.DONE,
+]
 
 
 # Register conditions as conjuncts with fused comparisons (RegisterCode.conjunct_table);
@@ -64,8 +72,14 @@ def program_array(program: Program) -> np.ndarray:
     ids = {v: i for i, v in enumerate(program.variables)}
     out = np.zeros((max(len(program), 1), 6), np.int64)
     for pc, ins in enumerate(program.instructions):
-        out[pc] = (_OPS.index(ins.op), ids.get(ins.var, -1) if ins.var else -1,
-                   int(ins.excluded), ins.target, ins.alt, ins.slot)
+        out[pc] = (
+            _OPS.index(ins.op),
+            ids.get(ins.var, -1) if ins.var else -1,
+            int(ins.excluded),
+            ins.target,
+            ins.alt,
+            ins.slot,
+        )
     return np.hstack([out, closure_table(out)])
 
 
@@ -105,7 +119,7 @@ def closure_table(prog: np.ndarray) -> np.ndarray:
     table = np.full((n, width), -1, np.int64)
     for origin, found in rows.items() if usable else ():
         table[origin, 0] = len(found)
-        table[origin, 1:1 + len(found)] = found
+        table[origin, 1 : 1 + len(found)] = found
     return table
 
 
@@ -121,8 +135,12 @@ def _terminals(prog: np.ndarray, origin: int) -> list[int] | None:
         if (pc, fl) in visited:
             continue
         visited.add((pc, fl))
-        op, target, alt, slot = (int(prog[pc, 0]), int(prog[pc, 3]), int(prog[pc, 4]),
-                                 int(prog[pc, 5]))
+        op, target, alt, slot = (
+            int(prog[pc, 0]),
+            int(prog[pc, 3]),
+            int(prog[pc, 4]),
+            int(prog[pc, 5]),
+        )
         if op in (K.P_LABEL, K.P_DONE):
             if pc not in seen:
                 seen.add(pc)
@@ -224,8 +242,9 @@ class RegisterCode:
         obs_first = np.array([v in self.obs_first for v in self.variables] or [False], np.uint8)
         return code, consts, spans, masks, obs_last, obs_first
 
-    def conjunct_table(self, fused: bool | None = None
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def conjunct_table(
+        self, fused: bool | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(conj, cconst, conj_spans)``: the conditions as the kernel evaluates them.
 
         ``conj_spans[v]`` is variable ``v``'s range of rows in ``conj``
@@ -253,14 +272,15 @@ class RegisterCode:
         fold_spans = self.fold_spans()
         for v, (lo, hi) in enumerate(self.spans):
             first = len(rows)
-            ranges = self.terms[v] if fused and v < len(self.terms) else \
-                ([(lo, hi)] if hi > lo else [])
+            ranges = (
+                self.terms[v] if fused and v < len(self.terms) else ([(lo, hi)] if hi > lo else [])
+            )
             fa, fb = (int(x) for x in fold_spans[v])
             if fb > fa:
                 rows.append([K.CJ_STACK, fa, fb] + [0] * (K.CJ_WIDTH - 3))
                 consts.append((0.0, 0.0))
             for a, b in ranges:
-                row, values = self._conjunct(a, b) if fused else ([K.CJ_STACK, a, b], (0., 0.))
+                row, values = self._conjunct(a, b) if fused else ([K.CJ_STACK, a, b], (0.0, 0.0))
                 rows.append(row + [0] * (K.CJ_WIDTH - len(row)))
                 consts.append(values)
             spans[v] = (first, len(rows))
@@ -297,11 +317,23 @@ class RegisterCode:
 
 
 _BINARY = {exp.Add: K.C_ADD, exp.Sub: K.C_SUB, exp.Mul: K.C_MUL, exp.Div: K.C_DIV}
-_AGGREGATES = {"count": K.A_COUNT, "count_star": K.A_COUNT, "sum": K.A_SUM, "avg": K.A_AVG,
-               "min": K.A_MIN, "max": K.A_MAX}
+_AGGREGATES = {
+    "count": K.A_COUNT,
+    "count_star": K.A_COUNT,
+    "sum": K.A_SUM,
+    "avg": K.A_AVG,
+    "min": K.A_MIN,
+    "max": K.A_MAX,
+}
 assert set(_AGGREGATES) == REGISTER_AGGREGATES
-_COMPARE = {exp.LT: K.C_LT, exp.LTE: K.C_LE, exp.GT: K.C_GT, exp.GTE: K.C_GE,
-            exp.EQ: K.C_EQ, exp.NEQ: K.C_NE}
+_COMPARE = {
+    exp.LT: K.C_LT,
+    exp.LTE: K.C_LE,
+    exp.GT: K.C_GT,
+    exp.GTE: K.C_GE,
+    exp.EQ: K.C_EQ,
+    exp.NEQ: K.C_NE,
+}
 
 
 class RegisterCompiler:
@@ -365,8 +397,9 @@ class RegisterCompiler:
         self.out.spans.append((n, n))
         self.out.terms.append([])
 
-    def put(self, op: int, a: int = 0, b: int = 0, c: int = 0, d: int = 0,
-            value: float = 0.0) -> None:
+    def put(
+        self, op: int, a: int = 0, b: int = 0, c: int = 0, d: int = 0, value: float = 0.0
+    ) -> None:
         self.out.code.append((op, a, b, c, d))
         self.out.consts.append(value)
 
@@ -427,8 +460,11 @@ class RegisterCompiler:
                 raise Unsupported("arithmetic on non-numeric values")
             self.put(K.C_NEG if isinstance(node, exp.Neg) else K.C_ABS)
             return "num"
-        if isinstance(node, exp.Is) and isinstance(node.expression, Const) \
-                and node.expression.value is None:
+        if (
+            isinstance(node, exp.Is)
+            and isinstance(node.expression, Const)
+            and node.expression.value is None
+        ):
             self.emit(node.this)
             self.put(K.C_ISNULL)
             return "bool"
@@ -459,8 +495,10 @@ class RegisterCompiler:
                 raise Unsupported(f"{describe(node)}: a FILTER that is not boolean")
             if node.function == "count_star":
                 self.put(K.C_CONST, value=1.0)
-            elif len(node.expressions) != 1 or \
-                    self.emit(node.expressions[0]) not in ("num", "null"):
+            elif len(node.expressions) != 1 or self.emit(node.expressions[0]) not in (
+                "num",
+                "null",
+            ):
                 raise Unsupported(f"{describe(node)} over non-numeric values")
             self.put(K.C_FOLD, s, _AGGREGATES[node.function], int(filtered))
             body = (node.vars, self.out.code, self.out.consts)
@@ -493,8 +531,7 @@ class RegisterCompiler:
 
     def group(self, node: exp.Expression) -> pa.DataType | None:
         """The code group of a pointer to a column read through codes, else None."""
-        if isinstance(node, Pointer) and node.column is not None and \
-                node.column in self.types:
+        if isinstance(node, Pointer) and node.column is not None and node.column in self.types:
             return O.group_of(self.types[node.column])
         return None
 
@@ -511,8 +548,7 @@ class RegisterCompiler:
                     raise Unsupported("too many literals in conditions that read other rows")
                 found.append(value)
             self.put(K.C_CONST)
-            self.literal_slots.append((self.out.consts, len(self.out.consts) - 1, group,
-                                       value))
+            self.literal_slots.append((self.out.consts, len(self.out.consts) - 1, group, value))
             return
         kind = self.emit(node)
         if kind not in ("null", f"ord:{group}"):
@@ -534,9 +570,11 @@ class RegisterCompiler:
             raise Unsupported(f"{node.text} in a condition that reads other rows")
         if at.aggregated != self.in_aggregate:
             # an aggregate's argument reads the row it visits, which its fold code runs at
-            raise Unsupported(f"{node.text}: a row other than the aggregated one inside an "
-                              "aggregate" if self.in_aggregate else
-                              f"{node.text} in a condition that reads other rows")
+            raise Unsupported(
+                f"{node.text}: a row other than the aggregated one inside an aggregate"
+                if self.in_aggregate
+                else f"{node.text} in a condition that reads other rows"
+            )
         if at.aggregated:
             self.put(K.C_LOAD, self.column(node.column), K.R_CUR, 0, 0)
             return
@@ -572,9 +610,11 @@ class RegisterCompiler:
             elif O.group_of(t) is not None:
                 self.out.encodings[name] = O.group_of(t)
             else:
-                raise Unsupported(f"column {name} of type {t} in a condition that reads "
-                                  "other rows (numbers, booleans, strings, dates, times, "
-                                  "timestamps and decimals only)")
+                raise Unsupported(
+                    f"column {name} of type {t} in a condition that reads "
+                    "other rows (numbers, booleans, strings, dates, times, "
+                    "timestamps and decimals only)"
+                )
         if name not in self.out.columns:
             self.out.columns.append(name)
         return self.out.columns.index(name)

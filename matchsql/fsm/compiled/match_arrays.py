@@ -34,9 +34,16 @@ class Matches:
         un = self.unmatched
 
         def part(sl: slice, labels: slice, shift: int) -> Matches:
-            return Matches(self.starts[sl], self.lengths[sl], self.numbers[sl],
-                           self.labels[labels], self.offsets[sl] - shift,
-                           None if ex is None else ex[labels], None if un is None else un[sl])
+            return Matches(
+                self.starts[sl],
+                self.lengths[sl],
+                self.numbers[sl],
+                self.labels[labels],
+                self.offsets[sl] - shift,
+                None if ex is None else ex[labels],
+                None if un is None else un[sl],
+            )
+
         return part(slice(None, k), slice(None, at), 0), part(slice(k, None), slice(at, None), at)
 
 

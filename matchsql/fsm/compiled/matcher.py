@@ -66,8 +66,12 @@ from matchsql.plan.binder import bind
 from matchsql.plan.spec import MatchSpec, RowsPerMatch, SkipMode
 from matchsql.state_format import state_class
 
-_SKIP = {SkipMode.PAST_LAST_ROW: K.SKIP_PAST, SkipMode.TO_NEXT_ROW: K.SKIP_NEXT,
-         SkipMode.TO_FIRST: K.SKIP_FIRST, SkipMode.TO_LAST: K.SKIP_LAST}
+_SKIP = {
+    SkipMode.PAST_LAST_ROW: K.SKIP_PAST,
+    SkipMode.TO_NEXT_ROW: K.SKIP_NEXT,
+    SkipMode.TO_FIRST: K.SKIP_FIRST,
+    SkipMode.TO_LAST: K.SKIP_LAST,
+}
 MAX_LOOPS = 62  # loop flags live in one int64 per thread
 #: Labels of matches pended (and later output) as one block; see CompiledMatcher._records.
 LABEL_BLOCK = 1 << 20
@@ -122,15 +126,29 @@ class CompiledPlan:
         else:
             try:
                 measures = RunningMeasureCompiler(spec, variables).compile_all()
-                notes.append("output: column-wise rows (running measures as cumulative "
-                             "operations over the labels)" + (
-                                 "; unmatched rows with NULL measures"
-                                 if spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED
-                                 else ""))
+                notes.append(
+                    "output: column-wise rows (running measures as cumulative "
+                    "operations over the labels)"
+                    + (
+                        "; unmatched rows with NULL measures"
+                        if spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED
+                        else ""
+                    )
+                )
             except Unsupported as exc:
                 notes.append(f"output: reference evaluator per row ({exc})")
-        return cls(spec, query, path, variables, program_array(query.program), row_terms,
-                   regs.out, measures, notes, within)
+        return cls(
+            spec,
+            query,
+            path,
+            variables,
+            program_array(query.program),
+            row_terms,
+            regs.out,
+            measures,
+            notes,
+            within,
+        )
 
 
 #: Windows (match attempts) whose Go4Risk statistics are counted in full before the
@@ -155,9 +173,14 @@ class CompiledMatcher:
     _vm_plain: Any = None
     _counted_at = 0.0
 
-    def __init__(self, plan: CompiledPlan, partition_key: tuple = (),
-                 config: Config | None = None, cancel: Cancellation | None = None,
-                 gather: bool = False) -> None:
+    def __init__(
+        self,
+        plan: CompiledPlan,
+        partition_key: tuple = (),
+        config: Config | None = None,
+        cancel: Cancellation | None = None,
+        gather: bool = False,
+    ) -> None:
         self.plan = plan
         self.cancel = cancel or Cancellation()
         self.spec = plan.spec
@@ -182,14 +205,14 @@ class CompiledMatcher:
         self.lookback = q.lookback
         self.builder: OutputBuilder | None = None
         if plan.measures is None:
-            self.builder = OutputBuilder(self.spec, [m.fn for m in q.measures],
-                                         self.cancel.check)
+            self.builder = OutputBuilder(self.spec, [m.fn for m in q.measures], self.cancel.check)
         nv = len(plan.variables)
         self.skip_mask = np.zeros(max(nv, 1), np.uint8)
         for v in q.skip_vars or ():
             self.skip_mask[plan.variables.index(v)] = 1
-        (self.code, self.consts, self.spans, self.set_mask, self.obs_last,
-         self.obs_first) = plan.registers.arrays()
+        (self.code, self.consts, self.spans, self.set_mask, self.obs_last, self.obs_first) = (
+            plan.registers.arrays()
+        )
         self.conj = plan.registers.conjunct_table()
         self.caps = np.array([64, 512, 256, 4096, 4096, 16384], np.int64)
         self.work = K.workspace(self.caps, len(plan.program), nv)
@@ -199,8 +222,11 @@ class CompiledMatcher:
         # Long stretches of rows split into chunks matched on several threads (chunks.py).
         self.splittable = C.unsplittable(self.spec, self.code, plan.within) is None
         # Rows the split runs gather first (C.gather_rows); 0: every batch is matched.
-        self.gather = C.gather_rows(self.config.split_rows, self.config.threads) \
-            if self.splittable and gather else 0
+        self.gather = (
+            C.gather_rows(self.config.split_rows, self.config.threads)
+            if self.splittable and gather
+            else 0
+        )
         # Go4Risk statistics, off (empty) until observe() is called.
         self.stat_state = np.zeros(0, np.int64)
         self.stat_kind = np.zeros(0, np.uint8)
@@ -243,8 +269,13 @@ class CompiledMatcher:
         """Totals of decided attempts: ``(in, out, windows, matched windows, current state)``."""
         n = self.stat.shape[1] - 1
         stat = self.stat
-        return stat[0, :n].copy(), stat[1, :n].copy(), int(stat[0, n]), int(stat[1, n]), \
-            int(stat[2, n])
+        return (
+            stat[0, :n].copy(),
+            stat[1, :n].copy(),
+            int(stat[0, n]),
+            int(stat[1, n]),
+            int(stat[2, n]),
+        )
 
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         if batch.num_rows:
@@ -284,9 +315,12 @@ class CompiledMatcher:
         self.table = table
         n = table.num_rows
         if self.next_start < self.count and n:
-            columns = {name: table.column(name).chunk(0) if table.column(name).num_chunks
-                       else pa.array([], table.schema.field(name).type)
-                       for name in table.column_names}
+            columns = {
+                name: table.column(name).chunk(0)
+                if table.column(name).num_chunks
+                else pa.array([], table.schema.field(name).type)
+                for name in table.column_names
+            }
             counting = self._statistics_now()
             dfa = self.dfa if not len(counting) else None  # statistics: the VM counts
             params = kernel_params(self.spec, self.config, self.width)
@@ -294,22 +328,35 @@ class CompiledMatcher:
             params[K.K_BASE] = self.base
             params[K.K_LIMIT] = n if self.complete else max(0, n - self.ahead)
             params[K.K_COMPLETE] = int(self.complete)
-            starts = C.cuts(self.next_start - self.base, int(params[K.K_LIMIT]),
-                            self.config.split_rows, self.config.threads) \
-                if self.splittable and not len(counting) else [0]
+            starts = (
+                C.cuts(
+                    self.next_start - self.base,
+                    int(params[K.K_LIMIT]),
+                    self.config.split_rows,
+                    self.config.threads,
+                )
+                if self.splittable and not len(counting)
+                else [0]
+            )
             if len(starts) > 1:
                 status, err_row = self._split(starts, dfa, columns, params)
             else:
                 labels = label_input(plan, dfa, columns, n)
                 cols, valid = register_columns(plan, columns, n)
                 # Statistics count every attempt, so none may be skipped.
-                viable = P.NONE if dfa is not None or len(counting) \
+                viable = (
+                    P.NONE
+                    if dfa is not None or len(counting)
                     else P.viable_starts(plan, labels, self.base, cols, valid)
-                wend = within_ends(self.spec, plan.within,
-                                   columns[self.spec.order_by[0]]) if plan.within is not None \
+                )
+                wend = (
+                    within_ends(self.spec, plan.within, columns[self.spec.order_by[0]])
+                    if plan.within is not None
                     else NO_WITHIN
-                status, err_row = self._sequential(dfa, labels, viable, wend, cols, valid,
-                                                   params, counting)
+                )
+                status, err_row = self._sequential(
+                    dfa, labels, viable, wend, cols, valid, params, counting
+                )
                 self.steps += int(params[K.K_STEPS])
             if status >= K.ST_THREADS:
                 self._raise(int(status), int(err_row) + self.base)
@@ -331,10 +378,17 @@ class CompiledMatcher:
         self._counted_at = now
         return self.stat_state
 
-    def _sequential(self, dfa: D.Dfa | None, labels: np.ndarray, viable: np.ndarray,
-                    wend: np.ndarray, cols: np.ndarray, valid: np.ndarray,
-                    params: np.ndarray, counting: np.ndarray = NO_STATISTICS
-                    ) -> tuple[int, int]:
+    def _sequential(
+        self,
+        dfa: D.Dfa | None,
+        labels: np.ndarray,
+        viable: np.ndarray,
+        wend: np.ndarray,
+        cols: np.ndarray,
+        valid: np.ndarray,
+        params: np.ndarray,
+        counting: np.ndarray = NO_STATISTICS,
+    ) -> tuple[int, int]:
         """Decide the attempts from ``next_start`` on this thread; the kernel's
         ``(status, err_row)``."""
         plan = self.plan
@@ -344,7 +398,8 @@ class CompiledMatcher:
             params[K.K_MN] = self.match_number
             params[K.K_COVERED] = self.covered - self.base
             status, nxt, mn, covered, err_row, n_rec, n_lab = self._kernel(
-                dfa, labels, viable, wend, cols, valid, params, self.work, counting)
+                dfa, labels, viable, wend, cols, valid, params, self.work, counting
+            )
             self._records(self.work[-2][:n_rec], self.work[-1][:n_lab])
             self.next_start = int(nxt) + self.base
             self.match_number = int(mn)
@@ -354,31 +409,64 @@ class CompiledMatcher:
             self.caps[int(err_row)] *= 2
             self.work = K.workspace(self.caps, len(plan.program), nv)
 
-    def _kernel(self, dfa: D.Dfa | None, labels: np.ndarray, viable: np.ndarray,
-                wend: np.ndarray, cols: np.ndarray, valid: np.ndarray, params: np.ndarray,
-                work: tuple, counting: np.ndarray = NO_STATISTICS) -> tuple:
+    def _kernel(
+        self,
+        dfa: D.Dfa | None,
+        labels: np.ndarray,
+        viable: np.ndarray,
+        wend: np.ndarray,
+        cols: np.ndarray,
+        valid: np.ndarray,
+        params: np.ndarray,
+        work: tuple,
+        counting: np.ndarray = NO_STATISTICS,
+    ) -> tuple:
         """One call of the DFA (row-local) or else the thread VM over ``work``, the
         sequential run's and each chunk's alike: ``(status, next, match number, covered,
         err_row, records, labels)``."""
         if dfa is not None:
-            return D.run(dfa, labels, self.skip_mask, params, work[-2], work[-1],
-                         self.cancel.flag)
+            return D.run(dfa, labels, self.skip_mask, params, work[-2], work[-1], self.cancel.flag)
         vm = self._vm if len(counting) else self._vm_plain
         if vm is None:
-            vm = K.attempts_kernel(self.plan.program, self.conj[0], self.code, params,
-                                   counting, wend, self.obs_last | self.obs_first)
+            vm = K.attempts_kernel(
+                self.plan.program,
+                self.conj[0],
+                self.code,
+                params,
+                counting,
+                wend,
+                self.obs_last | self.obs_first,
+            )
             if len(counting):
                 self._vm = vm
             else:
                 self._vm_plain = vm
         return vm(
-            self.plan.program, labels, viable, wend, self.code, self.consts, self.spans,
-            *self.conj, cols, valid, self.set_mask, self.obs_last, self.obs_first,
-            self.skip_mask, params, counting, self.stat_kind, self.stat, *work,
-            self.cancel.flag)
+            self.plan.program,
+            labels,
+            viable,
+            wend,
+            self.code,
+            self.consts,
+            self.spans,
+            *self.conj,
+            cols,
+            valid,
+            self.set_mask,
+            self.obs_last,
+            self.obs_first,
+            self.skip_mask,
+            params,
+            counting,
+            self.stat_kind,
+            self.stat,
+            *work,
+            self.cancel.flag,
+        )
 
-    def _split(self, starts: list[int], dfa: D.Dfa | None, columns: dict,
-               params: np.ndarray) -> tuple[int, int]:
+    def _split(
+        self, starts: list[int], dfa: D.Dfa | None, columns: dict, params: np.ndarray
+    ) -> tuple[int, int]:
         """Decide the attempts from ``starts[0]`` in chunks on the chunk pool
         (:func:`chunks.match_chunks`); the kernel's ``(status, err_row)``."""
 
@@ -386,21 +474,34 @@ class CompiledMatcher:
             return self._window(start, limit, dfa, columns, params, final)
 
         # Tiny chunks (tests) re-run in tiny steps, so that the fix-up re-synchronises.
-        run = C.match_chunks(window, starts, int(params[K.K_LIMIT]),
-                             C.pool(self.config.threads).submit,
-                             min(C.FIRST_STEP, self.config.split_rows), check=self.cancel.check)
+        run = C.match_chunks(
+            window,
+            starts,
+            int(params[K.K_LIMIT]),
+            C.pool(self.config.threads).submit,
+            min(C.FIRST_STEP, self.config.split_rows),
+            check=self.cancel.check,
+        )
         records = run.records
         if len(records):
             records[:, 3] = self.match_number + np.arange(1, len(records) + 1)
             self.match_number += len(records)
-            self.covered = max(self.covered,
-                               int((records[:, 1] + records[:, 2]).max()) - 1 + self.base)
+            self.covered = max(
+                self.covered, int((records[:, 1] + records[:, 2]).max()) - 1 + self.base
+            )
         self._records(records, run.labels)
         self.next_start = run.next_start + self.base
         return run.status, run.err_row
 
-    def _window(self, start: int, limit: int, dfa: D.Dfa | None, columns: dict,
-                params: np.ndarray, final: bool = True) -> C.Run:
+    def _window(
+        self,
+        start: int,
+        limit: int,
+        dfa: D.Dfa | None,
+        columns: dict,
+        params: np.ndarray,
+        final: bool = True,
+    ) -> C.Run:
         """The kernel from buffer row ``start`` with look-ahead limit ``limit``, over the
         rows it can read, as the sequential run reads its buffer: from ``lookback`` rows
         before ``start`` to ``ahead`` rows past ``limit``. The DEFINE terms are evaluated
@@ -420,15 +521,19 @@ class CompiledMatcher:
         rows = {name: column.slice(w0, w1 - w0) for name, column in columns.items()}
         lab = label_input(self.plan, dfa, rows, w1 - w0)
         cols, valid = register_columns(self.plan, rows, w1 - w0)
-        via = P.NONE if dfa is not None else \
-            P.viable_starts(self.plan, lab, self.base + w0, cols, valid)
+        via = (
+            P.NONE
+            if dfa is not None
+            else P.viable_starts(self.plan, lab, self.base + w0, cols, valid)
+        )
         caps = self.caps.copy()
         nv = len(self.plan.variables)
         work = K.workspace(caps, len(self.plan.program), nv)
         pieces: list[tuple[np.ndarray, np.ndarray]] = []
         while True:
             status, nxt, mn, covered, err_row, n_rec, n_lab = self._kernel(
-                dfa, lab, via, NO_WITHIN, cols, valid, p, work)
+                dfa, lab, via, NO_WITHIN, cols, valid, p, work
+            )
             if n_rec:
                 records = work[-2][:n_rec].copy()
                 records[:, 1] += w0
@@ -443,8 +548,11 @@ class CompiledMatcher:
         err = int(err_row) + w0 if status >= K.ST_THREADS and err_row >= 0 else int(err_row)
         if status == K.ST_DONE and w1 < n:
             status = K.ST_WAIT  # the window's rows ran out, not the buffer's
-        return C.joined(C.Run(int(status), int(nxt) + w0, err, C.NO_RECORDS, C.NO_LABELS),
-                        pieces, self.cancel.check)
+        return C.joined(
+            C.Run(int(status), int(nxt) + w0, err, C.NO_RECORDS, C.NO_LABELS),
+            pieces,
+            self.cancel.check,
+        )
 
     def _raise(self, status: int, start: int) -> None:
         raise_status(self.spec, self.config, self.width, status, start)
@@ -463,8 +571,7 @@ class CompiledMatcher:
             lo = 0
             while lo < len(records):
                 self.cancel.check()
-                hi = max(lo + 1, int(np.searchsorted(ends, records[lo, 4] + LABEL_BLOCK,
-                                                     "right")))
+                hi = max(lo + 1, int(np.searchsorted(ends, records[lo, 4] + LABEL_BLOCK, "right")))
                 self._matches(records[lo:hi], labels)
                 lo = hi
             return
@@ -476,9 +583,15 @@ class CompiledMatcher:
             if kind == 1:
                 self.pending.append(UnmatchedRow(start + self.base))
                 continue
-            codes = labels[offset:offset + length].tolist()
-            self.pending.append(MatchRecord(start + self.base, [names[c // 2] for c in codes],
-                                            [bool(c & 1) for c in codes], number))
+            codes = labels[offset : offset + length].tolist()
+            self.pending.append(
+                MatchRecord(
+                    start + self.base,
+                    [names[c // 2] for c in codes],
+                    [bool(c & 1) for c in codes],
+                    number,
+                )
+            )
 
     def _matches(self, records: np.ndarray, labels: np.ndarray) -> None:
         """Pend ``records`` (matches, and unmatched rows as empty matches marked
@@ -489,11 +602,18 @@ class CompiledMatcher:
         unmatched = records[:, 0] == 1
         lengths = np.where(unmatched, 0, records[:, 2])
         first = int(records[0, 4])
-        codes = labels[first:first + int(lengths.sum())]
-        self.pending.append(Matches(
-            starts=records[:, 1] + self.base, lengths=lengths, numbers=records[:, 3].copy(),
-            labels=(codes >> 1).astype(np.int64), offsets=records[:, 4] - first,
-            excluded=(codes & 1).astype(bool), unmatched=unmatched if unmatched.any() else None))
+        codes = labels[first : first + int(lengths.sum())]
+        self.pending.append(
+            Matches(
+                starts=records[:, 1] + self.base,
+                lengths=lengths,
+                numbers=records[:, 3].copy(),
+                labels=(codes >> 1).astype(np.int64),
+                offsets=records[:, 4] - first,
+                excluded=(codes & 1).astype(bool),
+                unmatched=unmatched if unmatched.any() else None,
+            )
+        )
 
     # -- output and memory ---------------------------------------------------------------
 
@@ -592,14 +712,20 @@ def register_columns(plan: CompiledPlan, columns: dict, n: int) -> tuple[np.ndar
             if arr.null_count:
                 valid[c] = arr.is_valid().to_numpy(zero_copy_only=False)
             continue
-        cols[c] = arr.to_numpy(zero_copy_only=False).astype(np.float64, copy=False) \
-            if arr.null_count == 0 else \
-            arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
+        cols[c] = (
+            arr.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+            if arr.null_count == 0
+            else arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.float64)
+        )
         if arr.null_count:
             valid[c] = arr.is_valid().to_numpy(zero_copy_only=False)
     for group, members in coded.items():
-        codes = O.encode([columns[regs.columns[c]] for c in members], group,
-                         regs.literals.get(group, ()), group in regs.ordered)
+        codes = O.encode(
+            [columns[regs.columns[c]] for c in members],
+            group,
+            regs.literals.get(group, ()),
+            group in regs.ordered,
+        )
         for c, values in zip(members, codes):
             cols[c] = values
     return cols, valid
@@ -620,8 +746,7 @@ def kernel_params(spec: MatchSpec, config: Config, width: RowWidth) -> np.ndarra
     return params
 
 
-def raise_status(spec: MatchSpec, config: Config, width: RowWidth, status: int,
-                 start: int) -> None:
+def raise_status(spec: MatchSpec, config: Config, width: RowWidth, status: int, start: int) -> None:
     """Raise the error of kernel status ``status`` (>= ST_THREADS) for the attempt at
     partition row ``start`` (0-based), of a partition of rows ``width`` wide."""
     if status == K.ST_CANCELLED:
@@ -632,16 +757,19 @@ def raise_status(spec: MatchSpec, config: Config, width: RowWidth, status: int,
         raise LimitExceededError(
             f"row pattern matching needs more than max_threads={config.max_threads} "
             f"live threads for the match attempt at partition row {start + 1}; simplify "
-            "the pattern or raise the limit with SET max_threads = ...")
+            "the pattern or raise the limit with SET max_threads = ..."
+        )
     where = "FIRST" if spec.skip is SkipMode.TO_FIRST else "LAST"
     if status == K.ST_SKIP_ABSENT:
         raise ExecutionError(
             f"AFTER MATCH SKIP TO {where} {spec.skip_variable} failed: the pattern "
-            f"variable is not present in the match starting at partition row {start + 1}")
+            f"variable is not present in the match starting at partition row {start + 1}"
+        )
     raise ExecutionError(
         f"AFTER MATCH SKIP TO {where} {spec.skip_variable} failed: it would skip "
         f"to the first row of the match (partition row {start + 1}), which would "
-        "find the same match again")
+        "find the same match again"
+    )
 
 
 @state_class

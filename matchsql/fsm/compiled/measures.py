@@ -66,8 +66,7 @@ class MeasureCompiler:
             fn, natural = self.compile_one(bind(m.expr, self.spec))
             if natural != m.type:
                 if not fits(natural, m.type):
-                    raise Unsupported(f"measure {m.name}: computed as {natural}, "
-                                      f"declared {m.type}")
+                    raise Unsupported(f"measure {m.name}: computed as {natural}, declared {m.type}")
                 fn = _cast(fn, m.type, f"measure {m.name}")
             out.append(fn)
         return out
@@ -82,7 +81,8 @@ class MeasureCompiler:
 
     def measure(self, node: exp.Expression) -> tuple[Measure, pa.DataType]:
         direct = segment_aggregate(self.spec, self.variables, node) or constant_measure(
-            self.spec, node)
+            self.spec, node
+        )
         if direct is not None:
             return direct.final, direct.type
         if is_composite(node):
@@ -94,9 +94,9 @@ class MeasureCompiler:
 
             def classifier(m: Matches, rows: Rows) -> pa.Array:
                 at = np.where(m.lengths > 0, m.offsets + m.lengths - 1, -1)
-                codes = np.where(at >= 0, m.labels[np.maximum(at, 0)] if len(m.labels)
-                                 else -1, -1)
+                codes = np.where(at >= 0, m.labels[np.maximum(at, 0)] if len(m.labels) else -1, -1)
                 return pa.array(names[codes], pa.string())
+
             return classifier, pa.string()
         locate, column = self.locator(node)
         ctype = self.types[column]
@@ -106,9 +106,12 @@ class MeasureCompiler:
             rel = at - rows.base
             missing = at < 0
             idx = pa.array(np.where(missing, 0, rel), pa.int64(), mask=missing)
-            return rows.table.column(column).take(idx).combine_chunks() \
-                if isinstance(rows.table.column(column), pa.ChunkedArray) \
+            return (
+                rows.table.column(column).take(idx).combine_chunks()
+                if isinstance(rows.table.column(column), pa.ChunkedArray)
                 else rows.table.column(column).take(idx)
+            )
+
         return gather, ctype
 
     def target(self, node: exp.Expression) -> tuple[int, str, np.ndarray | None, bool, int]:
@@ -134,6 +137,7 @@ class MeasureCompiler:
                 pick = segment_nth_of(m, ids, last, k)
                 at = np.where(pick >= 0, m.starts + (pick - m.offsets), -1)
             return _moved(at, delta, rows)
+
         return locate, column
 
 
@@ -159,8 +163,9 @@ def expansion(spec: MatchSpec, m: Matches) -> Expansion:
     return Expansion.of(m, spec.rows_per_match is not RowsPerMatch.ALL_OMIT_EMPTY)
 
 
-def output_batch(spec: MatchSpec, measures: list, m: Matches, rows: Rows,
-                 expanded: Expansion | None = None) -> pa.RecordBatch:
+def output_batch(
+    spec: MatchSpec, measures: list, m: Matches, rows: Rows, expanded: Expansion | None = None
+) -> pa.RecordBatch:
     """The output rows of the complete matches ``m``, in the spec's output shape:
     ONE ROW PER MATCH (``measures`` from :class:`MeasureCompiler`, a row per match) or
     ALL ROWS PER MATCH (from :class:`RunningMeasureCompiler`; the rows of
@@ -205,7 +210,8 @@ class RunningMeasureCompiler(MeasureCompiler):
             whole, natural = self.measure(node)
             return (lambda m, e, rows: whole(m, rows).take(pa.array(e.match))), natural
         direct = segment_aggregate(self.spec, self.variables, node) or constant_measure(
-            self.spec, node)
+            self.spec, node
+        )
         if direct is not None:
             return direct.running, direct.type
         if isinstance(node, MatchNumberRef):
@@ -217,6 +223,7 @@ class RunningMeasureCompiler(MeasureCompiler):
                 at = np.where(e.pos >= 0, m.offsets[e.match] + e.pos, -1)
                 codes = m.labels[np.maximum(at, 0)] if len(m.labels) else np.zeros(len(at), int)
                 return pa.array(names[np.where(at >= 0, codes, -1)], pa.string())
+
             return classifier, pa.string()
         locate, column = self.running_locator(node)
 
@@ -226,6 +233,7 @@ class RunningMeasureCompiler(MeasureCompiler):
             idx = pa.array(np.where(missing, 0, at - rows.base), pa.int64(), mask=missing)
             values = rows.table.column(column).take(idx)
             return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
         return gather, self.types[column]
 
     def running_locator(self, node: exp.Expression):
@@ -246,6 +254,7 @@ class RunningMeasureCompiler(MeasureCompiler):
                 pick = np.where(label >= 0, pick, -1)
                 at = np.where(pick >= 0, start + (pick - m.offsets[e.match]), -1)
             return _moved(at, delta, rows)
+
         return locate, column
 
 
@@ -279,5 +288,10 @@ def _finals(node: exp.Expression) -> set[bool | None]:
 
 def _plain_classifier(node: exp.Expression) -> bool:
     """``CLASSIFIER()``: the label of the current (ONE ROW: the last) row."""
-    return isinstance(node, Pointer) and node.classifier and node.position.vars is None \
-        and node.position.current and not node.position.physical
+    return (
+        isinstance(node, Pointer)
+        and node.classifier
+        and node.position.vars is None
+        and node.position.current
+        and not node.position.physical
+    )

@@ -63,8 +63,11 @@ _NO_DATA = np.zeros(1, np.uint8)
 def group_of(t: pa.DataType) -> pa.DataType | None:
     """The type whose values share a dictionary with a column of type ``t`` (strings of
     any width share one), or None when the kernel cannot compare ``t`` through codes."""
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or \
-            getattr(pa.types, "is_string_view", lambda _: False)(t):
+    if (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or getattr(pa.types, "is_string_view", lambda _: False)(t)
+    ):
         return pa.large_string()
     if pa.types.is_temporal(t) and not pa.types.is_interval(t) or pa.types.is_decimal(t):
         return t
@@ -92,8 +95,12 @@ def literal_codes(literals: Sequence[Any], group: pa.DataType) -> dict[Any, floa
     return {values[k]: (i + 1) * GAP for i, k in enumerate(order)}
 
 
-def encode(arrays: Sequence[pa.Array | pa.ChunkedArray], group: pa.DataType,
-           literals: Sequence[Any], ordered: bool) -> list[np.ndarray]:
+def encode(
+    arrays: Sequence[pa.Array | pa.ChunkedArray],
+    group: pa.DataType,
+    literals: Sequence[Any],
+    ordered: bool,
+) -> list[np.ndarray]:
     """``float64`` codes of each array's values (0 where NULL: the caller keeps the
     validity), one dictionary for all of them and the group's ``literals`` (their
     codes as :func:`literal_codes` gives them); in the values' order where
@@ -126,13 +133,14 @@ def encode(arrays: Sequence[pa.Array | pa.ChunkedArray], group: pa.DataType,
     codes = code[indices]
     out, at0 = [], 0
     for p in parts:
-        out.append(codes[at0:at0 + len(p)])
+        out.append(codes[at0 : at0 + len(p)])
         at0 += len(p)
     return out
 
 
-def _codes(entries: pa.Array, ordered: bool, at: np.ndarray | None = None,
-           lits: pa.Array | None = None) -> np.ndarray:
+def _codes(
+    entries: pa.Array, ordered: bool, at: np.ndarray | None = None, lits: pa.Array | None = None
+) -> np.ndarray:
     """``float64`` code of each distinct value in ``entries``; ``at``: the entries of the
     (distinct) literals ``lits``, whose codes are fixed (see the module docstring)."""
     m = len(entries)
@@ -163,10 +171,14 @@ def _short_codes(parts: Sequence[pa.Array]) -> list[np.ndarray] | None:
     for p in parts:
         validity, offsets, data = p.buffers()
         width = np.int64 if pa.types.is_large_string(p.type) else np.int32
-        at = np.frombuffer(offsets, width, len(p) + 1, p.offset * width().itemsize) \
-            if len(p) else np.zeros(1, width)
-        bits = np.frombuffer(validity, np.uint8) if validity is not None and p.null_count \
-            else _NO_BITS
+        at = (
+            np.frombuffer(offsets, width, len(p) + 1, p.offset * width().itemsize)
+            if len(p)
+            else np.zeros(1, width)
+        )
+        bits = (
+            np.frombuffer(validity, np.uint8) if validity is not None and p.null_count else _NO_BITS
+        )
         codes = np.empty(len(p), np.float64)
         chars = np.frombuffer(data, np.uint8) if data is not None and data.size else _NO_DATA
         if not _pack(at, chars, bits, p.offset, codes):
@@ -176,8 +188,9 @@ def _short_codes(parts: Sequence[pa.Array]) -> list[np.ndarray] | None:
 
 
 @njit(cache=True, nogil=True)
-def _pack(offsets: np.ndarray, data: np.ndarray, bits: np.ndarray, bit_offset: int,
-          codes: np.ndarray) -> bool:
+def _pack(
+    offsets: np.ndarray, data: np.ndarray, bits: np.ndarray, bit_offset: int, codes: np.ndarray
+) -> bool:
     """Each string's code, ``(bytes << 3 | length) + 1`` with its bytes big-endian and
     zero-padded to :data:`SHORT` (the length tells ``"a"`` from ``"a\\0"``), 0 where NULL
     (``bits``, Arrow's validity bitmap from bit ``bit_offset``; empty: no NULLs); False,

@@ -82,7 +82,7 @@ def _build(plan) -> tuple[D.Dfa | None, SecondRow | None]:
     refine = np.zeros(max(len(local), 1), np.uint8)
     for v in range(len(local)):
         # the comparisons are evaluated (MATCH_NUMBER, say, is never one of them)
-        refine[v] = (conj[spans[v, 0]:spans[v, 1], 0] == K.CJ_COMPARE).any()
+        refine[v] = (conj[spans[v, 0] : spans[v, 1], 0] == K.CJ_COMPARE).any()
     if refine.any():
         dfa = D.dfa_for(plan.program, [c or bool(r) for c, r in zip(local, refine)])
         if dfa is not None and dfa.dead2.any():
@@ -101,9 +101,14 @@ def _build(plan) -> tuple[D.Dfa | None, SecondRow | None]:
     return dfa, None
 
 
-def viable_starts(plan, rl: np.ndarray, base: int, cols: np.ndarray | None = None,
-                  valid: np.ndarray | None = None,
-                  bounds: np.ndarray | None = None) -> np.ndarray:
+def viable_starts(
+    plan,
+    rl: np.ndarray,
+    base: int,
+    cols: np.ndarray | None = None,
+    valid: np.ndarray | None = None,
+    bounds: np.ndarray | None = None,
+) -> np.ndarray:
     """``uint8[rows]``: 0 where an attempt over the rows ``rl`` (the row-local truth
     table, its first row partition row ``base``) cannot match; :data:`NONE` when
     nothing can be ruled out. The last row is always viable (its next row is not
@@ -125,8 +130,19 @@ def viable_starts(plan, rl: np.ndarray, base: int, cols: np.ndarray | None = Non
         if bounds is None:
             bounds = np.array([0, n], np.int64)
         conj, cconst, conj_spans = plan.registers.conjunct_table(fused=True)
-        second_sym = _refine(dfa.bits, sym, second.need, conj, cconst, conj_spans, cols,
-                             valid, second.first, bounds, base)
+        second_sym = _refine(
+            dfa.bits,
+            sym,
+            second.need,
+            conj,
+            cconst,
+            conj_spans,
+            cols,
+            valid,
+            second.first,
+            bounds,
+            base,
+        )
     # dead2[sym[s], second_sym[s]] through a flat index: a third of the 2-D gather's time
     width = dfa.dead2.shape[1]
     pair = sym[:-1].astype(np.uint16 if width <= 256 else np.int64) * width + second_sym
@@ -136,9 +152,19 @@ def viable_starts(plan, rl: np.ndarray, base: int, cols: np.ndarray | None = Non
     return viable
 
 
-def _refine(bits: np.ndarray, sym: np.ndarray, need: np.ndarray, conj: np.ndarray,
-            cconst: np.ndarray, conj_spans: np.ndarray, cols: np.ndarray, valid: np.ndarray,
-            first: int, bounds: np.ndarray, base: int) -> np.ndarray:
+def _refine(
+    bits: np.ndarray,
+    sym: np.ndarray,
+    need: np.ndarray,
+    conj: np.ndarray,
+    cconst: np.ndarray,
+    conj_spans: np.ndarray,
+    cols: np.ndarray,
+    valid: np.ndarray,
+    first: int,
+    bounds: np.ndarray,
+    base: int,
+) -> np.ndarray:
     """The second row's symbol of the attempt from each row ``s`` (all but the last):
     ``sym[s + 1]`` less the bits of the variables ``need`` names whose register
     conjuncts fail for a thread that mapped row ``s`` to variable ``first``.
@@ -186,8 +212,11 @@ def _refine(bits: np.ndarray, sym: np.ndarray, need: np.ndarray, conj: np.ndarra
                 delta = shift + int(conj[k, j + 4])
                 if partitions and delta not in (0, 1) and edges[0] is None:
                     sizes = np.diff(bounds)
-                    edges = (np.repeat(bounds[:-1], sizes)[:-1],
-                             np.repeat(bounds[1:], sizes)[:-1], np.arange(m, dtype=np.int64))
+                    edges = (
+                        np.repeat(bounds[:-1], sizes)[:-1],
+                        np.repeat(bounds[1:], sizes)[:-1],
+                        np.arange(m, dtype=np.int64),
+                    )
                 inside = (None, None, None) if delta in (0, 1) else edges
                 sides.append(_operand(cols[c], valid[c], delta, m, base, *inside))
             else:
@@ -201,26 +230,33 @@ def _refine(bits: np.ndarray, sym: np.ndarray, need: np.ndarray, conj: np.ndarra
     return sym2
 
 
-def _operand(col: np.ndarray, valid: np.ndarray, delta: int, m: int, base: int,
-             lo: np.ndarray | None, hi: np.ndarray | None,
-             rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def _operand(
+    col: np.ndarray,
+    valid: np.ndarray,
+    delta: int,
+    m: int,
+    base: int,
+    lo: np.ndarray | None,
+    hi: np.ndarray | None,
+    rows: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``(values, usable)`` of row ``s + delta`` for the starts ``s < m``: usable where that
     row exists in the start's partition (``lo``/``hi``: each start's partition's first
     row and end, None: one partition of all rows, whose first is partition row ``base``)
     and holds a value; values elsewhere are arbitrary."""
     n = len(col)
     if lo is None and 0 <= delta and base + delta >= 0 and m + delta <= n:
-        return col[delta:m + delta], valid[delta:m + delta] != 0  # every row exists: views
+        return col[delta : m + delta], valid[delta : m + delta] != 0  # every row exists: views
     values = np.zeros(m, np.float64)
     usable = np.zeros(m, bool)
     first = max(0, -delta)  # starts whose row s + delta is within 0 .. n - 1
     last = min(m, n - delta)
     if last > first:
-        values[first:last] = col[first + delta:last + delta]
-        usable[first:last] = valid[first + delta:last + delta] != 0
+        values[first:last] = col[first + delta : last + delta]
+        usable[first:last] = valid[first + delta : last + delta] != 0
     if lo is None:
         if base + delta < 0:  # row s + delta before the partition's first row
-            usable[:min(m, -(base + delta))] = False
+            usable[: min(m, -(base + delta))] = False
     else:
         at = rows + delta
         usable &= (at >= lo) & (at < hi) & (at - lo + base >= 0)
@@ -245,8 +281,14 @@ def _shift(kind: int, arg: int, var: int, first: int) -> int | None:
     return arg if arg <= 1 else None  # R_FORTH: FIRST(x, arg)
 
 
-_COMPARISONS = {K.C_LT: "less", K.C_LE: "less_equal", K.C_GT: "greater",
-                K.C_GE: "greater_equal", K.C_EQ: "equal", K.C_NE: "not_equal"}
+_COMPARISONS = {
+    K.C_LT: "less",
+    K.C_LE: "less_equal",
+    K.C_GT: "greater",
+    K.C_GE: "greater_equal",
+    K.C_EQ: "equal",
+    K.C_NE: "not_equal",
+}
 
 
 def _compare(op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -76,6 +76,7 @@ class PartitionEdges:
             self._masks[delta] = mask
         return mask
 
+
 _NULL = pa.scalar(None, pa.bool_())
 _NUMPY_COMPARE = {kind: getattr(np, name) for kind, name in COMPARISON_NAMES.items()}
 _ARITH = {exp.Add: "add_checked", exp.Sub: "subtract_checked", exp.Mul: "multiply_checked"}
@@ -131,8 +132,7 @@ class RowLocalCompiler:
         try:
             result = fn(empty, 0)
         except (pa.ArrowException, TypeError, ValueError) as exc:
-            raise Unsupported(f"cannot evaluate {describe(term)} column-wise: "
-                              f"{exc}") from None
+            raise Unsupported(f"cannot evaluate {describe(term)} column-wise: {exc}") from None
         if not (pa.types.is_boolean(result.type) or pa.types.is_null(result.type)):
             raise Unsupported(f"{describe(term)} is not a boolean condition")
         fast = self.numeric_comparison(term, fn)
@@ -181,8 +181,11 @@ class RowLocalCompiler:
         if isinstance(node, Pointer):
             return self.pointer(node)
         if type(node) in COMPARISON_NAMES:  # in DuckDB's order: NaN greatest
-            return self.call(partial(compare_columns, ARROW, COMPARISON_NAMES[type(node)]),
-                             node.this, node.expression)
+            return self.call(
+                partial(compare_columns, ARROW, COMPARISON_NAMES[type(node)]),
+                node.this,
+                node.expression,
+            )
         if type(node) in _ARITH:
             return self.call(_ARITH[type(node)], node.this, node.expression, widen=True)
         if isinstance(node, exp.Div):
@@ -193,6 +196,7 @@ class RowLocalCompiler:
                 if pa.types.is_null(a.type) or pa.types.is_null(b.type):
                     return _NULL
                 return pc.divide(a.cast(pa.float64()), b.cast(pa.float64()))
+
             return divide
         if isinstance(node, exp.And | exp.Or):
             name = "and_kleene" if isinstance(node, exp.And) else "or_kleene"
@@ -206,8 +210,11 @@ class RowLocalCompiler:
         if isinstance(node, exp.Abs):
             inner = self.node(node.this)
             return lambda cols, n: pc.abs_checked(_widen(inner(cols, n)))
-        if isinstance(node, exp.Is) and isinstance(node.expression, Const) \
-                and node.expression.value is None:
+        if (
+            isinstance(node, exp.Is)
+            and isinstance(node.expression, Const)
+            and node.expression.value is None
+        ):
             inner = self.node(node.this)
 
             def is_null(cols: Columns, n: int) -> Value:
@@ -215,6 +222,7 @@ class RowLocalCompiler:
                 if isinstance(v, pa.Scalar):
                     return pa.scalar(not v.is_valid)
                 return pc.is_null(v)
+
             return is_null
         if isinstance(node, exp.Between):
             low = exp.GTE(this=node.this.copy(), expression=node.args["low"].copy())
@@ -231,8 +239,14 @@ class RowLocalCompiler:
     def boolean(self, v: Value) -> Value:
         return _NULL if pa.types.is_null(v.type) else v
 
-    def call(self, op: str | Callable[[Value, Value], Value], left_node: exp.Expression,
-             right_node: exp.Expression, widen: bool = False, booleans: bool = False) -> Term:
+    def call(
+        self,
+        op: str | Callable[[Value, Value], Value],
+        left_node: exp.Expression,
+        right_node: exp.Expression,
+        widen: bool = False,
+        booleans: bool = False,
+    ) -> Term:
         """``op`` (an Arrow compute function's name, or a function) over the two operands."""
         left, right = self.node(left_node), self.node(right_node)
         fn = getattr(pc, op) if isinstance(op, str) else op
@@ -244,15 +258,20 @@ class RowLocalCompiler:
                 a, b = self.boolean(a), self.boolean(b)
                 if not (boolean(a.type) and boolean(b.type)):
                     raise TypeError("AND/OR over non-boolean values")
-            elif pa.types.is_null(a.type) or pa.types.is_null(b.type) or a.type == pa.null() \
-                    or (isinstance(a, pa.Scalar) and not a.is_valid and a.type == pa.bool_()) \
-                    or (isinstance(b, pa.Scalar) and not b.is_valid and b.type == pa.bool_()):
+            elif (
+                pa.types.is_null(a.type)
+                or pa.types.is_null(b.type)
+                or a.type == pa.null()
+                or (isinstance(a, pa.Scalar) and not a.is_valid and a.type == pa.bool_())
+                or (isinstance(b, pa.Scalar) and not b.is_valid and b.type == pa.bool_())
+            ):
                 return _NULL
             if widen:
                 a, b = _widen(a), _widen(b)
             if isinstance(a, pa.Scalar) and isinstance(b, pa.Scalar):
                 a = pa.array([a.as_py()] * n, type=a.type)
             return fn(a, b)
+
         return apply
 
     def pointer(self, node: Pointer) -> Term:
@@ -275,8 +294,10 @@ class RowLocalCompiler:
 def _numpy_numeric(type_: pa.DataType) -> bool:
     """Types numpy compares as Arrow does: integers (not uint64, which would meet int64
     as float64 in numpy) and 32/64-bit floats."""
-    return (pa.types.is_integer(type_) and type_ != pa.uint64()) \
-        or type_ in (pa.float32(), pa.float64())
+    return (pa.types.is_integer(type_) and type_ != pa.uint64()) or type_ in (
+        pa.float32(),
+        pa.float64(),
+    )
 
 
 class Operand:
@@ -323,8 +344,9 @@ class NumericComparison:
         return out
 
 
-def _side(cols: Columns, side: Operand, lo: int, hi: int) \
-        -> tuple[np.ndarray | np.generic | None, np.ndarray | None]:
+def _side(
+    cols: Columns, side: Operand, lo: int, hi: int
+) -> tuple[np.ndarray | np.generic | None, np.ndarray | None]:
     """``(values, valid)`` of rows ``[lo, hi)`` of ``side`` (valid None: no NULLs);
     values None where a NaN needs the Arrow route."""
     if side.column is None:
@@ -334,14 +356,16 @@ def _side(cols: Columns, side: Operand, lo: int, hi: int) \
         array = array.combine_chunks()
     if hi <= lo:
         return np.zeros(0), None
-    values = np.frombuffer(array.buffers()[1], dtype=array.type.to_pandas_dtype(),
-                           count=len(array) + array.offset)[array.offset:]
-    values = values[lo + side.delta:hi + side.delta]
+    values = np.frombuffer(
+        array.buffers()[1], dtype=array.type.to_pandas_dtype(), count=len(array) + array.offset
+    )[array.offset :]
+    values = values[lo + side.delta : hi + side.delta]
     valid = None
     if array.null_count:
-        valid = array.is_valid().to_numpy(zero_copy_only=False)[lo + side.delta:hi + side.delta]
-    if values.dtype.kind == "f" and bool(np.isnan(values[valid] if valid is not None
-                                                  else values).any()):
+        valid = array.is_valid().to_numpy(zero_copy_only=False)[lo + side.delta : hi + side.delta]
+    if values.dtype.kind == "f" and bool(
+        np.isnan(values[valid] if valid is not None else values).any()
+    ):
         return None, None
     return values, valid
 

@@ -52,17 +52,28 @@ __all__ = ["SegmentAggregate", "fits", "segment_aggregate"]
 _COUNTS = frozenset({"count", "count_star", "count_if"})
 _EXTREMES = frozenset({"min", "max", "arg_min", "arg_max"})
 _BOOLEAN_ARGS = frozenset({"count_if", "bool_and", "bool_or"})
-_KINDS = _COUNTS | _EXTREMES | _BOOLEAN_ARGS | {
-    "sum", "avg", "any_value", "arbitrary", "list", "string_agg"}
+_KINDS = (
+    _COUNTS
+    | _EXTREMES
+    | _BOOLEAN_ARGS
+    | {"sum", "avg", "any_value", "arbitrary", "list", "string_agg"}
+)
 _DECIMAL_SUM = pa.decimal128(38, 0)  # DuckDB's HUGEINT, as Arrow exports it
 
 
 def _ordered(t: pa.DataType) -> bool:
     """Types whose Arrow order is the reference's (floats with NaN ranked apart, see
     :meth:`Segments.extreme`)."""
-    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_string(t)
-            or pa.types.is_large_string(t) or pa.types.is_date(t) or pa.types.is_timestamp(t)
-            or pa.types.is_boolean(t))
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_boolean(t)
+    )
 
 
 def _boolean(t: pa.DataType) -> bool:
@@ -76,7 +87,8 @@ def fits(natural: pa.DataType, declared: pa.DataType) -> bool:
         return True
     if pa.types.is_integer(natural):
         return pa.types.is_integer(declared) or (
-            pa.types.is_decimal(declared) and declared.scale == 0)
+            pa.types.is_decimal(declared) and declared.scale == 0
+        )
     if pa.types.is_list(natural) and pa.types.is_list(declared):
         return fits(natural.value_type, declared.value_type)
     return False
@@ -100,8 +112,7 @@ class SegmentAggregate:
         labels of that label's match up to and including it."""
         if len(m.labels) == 0:
             if self.kind in _COUNTS:
-                return lambda idx: cast_exact(pa.array(np.zeros(len(idx), np.int64)),
-                                              self.type)
+                return lambda idx: cast_exact(pa.array(np.zeros(len(idx), np.int64)), self.type)
             return lambda idx: pa.nulls(len(idx), self.type)
         inputs = LabelledRows(m, rows, self.variables)
         values = [a(inputs) for a in self.args]
@@ -181,21 +192,25 @@ def _check_types(node: AggregateCall, kind: str, args: list[Argument]) -> None:
         raise Unsupported(f"{describe(node)}: a NULL-typed argument")
     t = args[0].type if args else None
     if kind in ("sum", "avg") and not (
-            (pa.types.is_integer(t) and t != pa.uint64()) or pa.types.is_floating(t)):
+        (pa.types.is_integer(t) and t != pa.uint64()) or pa.types.is_floating(t)
+    ):
         raise Unsupported(f"{describe(node)}: column-wise SUM/AVG over {t}")
     if kind in ("min", "max") and not _ordered(t):
         raise Unsupported(f"{describe(node)}: column-wise MIN/MAX over {t}")
     if kind in ("arg_min", "arg_max") and (len(args) != 2 or not _ordered(args[1].type)):
-        raise Unsupported(f"{describe(node)}: column-wise {kind} key over "
-                          f"{args[1].type if len(args) == 2 else 'nothing'}")
+        raise Unsupported(
+            f"{describe(node)}: column-wise {kind} key over "
+            f"{args[1].type if len(args) == 2 else 'nothing'}"
+        )
     if kind in _BOOLEAN_ARGS and not _boolean(t):
         raise Unsupported(f"{describe(node)}: {kind} over {t}")
     if kind == "string_agg" and not (pa.types.is_string(t) or pa.types.is_integer(t)):
         raise Unsupported(f"{describe(node)}: column-wise string_agg over {t}")
 
 
-def segment_aggregate(spec: MatchSpec, variables: list[str],
-                      node: exp.Expression) -> SegmentAggregate | None:
+def segment_aggregate(
+    spec: MatchSpec, variables: list[str], node: exp.Expression
+) -> SegmentAggregate | None:
     """The column-wise form of bound aggregate ``node``: a whole measure of ``spec``
     (then with the measure's declared type) or part of one (with the type it computes);
     None when ``node`` is no aggregate (the caller decides what else to try). Raises
@@ -221,8 +236,9 @@ def segment_aggregate(spec: MatchSpec, variables: list[str],
         raise Unsupported(f"{describe(node)}: a FILTER condition that is not boolean")
     _check_types(node, kind, args)
     natural = _natural(kind, args)
-    declared, name = (measure.type, measure.name) if measure is not None \
-        else (natural, describe(node))
+    declared, name = (
+        (measure.type, measure.name) if measure is not None else (natural, describe(node))
+    )
     if not fits(natural, declared):
         raise Unsupported(f"measure {name}: computed as {natural}, declared {declared}")
     members = node.vars

@@ -30,12 +30,20 @@ from numba import njit
 from matchsql.errors import ExecutionError
 from matchsql.fsm.compiled.match_arrays import Matches
 
-__all__ = ["Evaluate", "Segments", "cast_exact", "running_nth", "segment_nth", "segment_nth_of",
-           "segment_pick", "true_mask"]
+__all__ = [
+    "Evaluate",
+    "Segments",
+    "cast_exact",
+    "running_nth",
+    "segment_nth",
+    "segment_nth_of",
+    "segment_pick",
+    "true_mask",
+]
 
 Evaluate = Callable[[np.ndarray], pa.Array]  # label indexes (-1: none) -> results
 # Below this bound an int64 prefix sum cannot overflow and a float64 of it is exact.
-_EXACT = 2 ** 53
+_EXACT = 2**53
 
 
 def segment_pick(m: Matches, mask: np.ndarray, last: bool) -> np.ndarray:
@@ -88,8 +96,14 @@ def segment_nth_of(m: Matches, ids: np.ndarray, last: bool, k: int) -> np.ndarra
 
 
 @njit(cache=True, nogil=True)
-def _nth_of(labels: np.ndarray, offsets: np.ndarray, lengths: np.ndarray,
-            wanted: np.ndarray, last: bool, k: int) -> np.ndarray:
+def _nth_of(
+    labels: np.ndarray,
+    offsets: np.ndarray,
+    lengths: np.ndarray,
+    wanted: np.ndarray,
+    last: bool,
+    k: int,
+) -> np.ndarray:
     """Per match, the index of its k-th last/first label whose variable is ``wanted``
     (a table by variable id), -1 where it has at most k."""
     out = np.full(offsets.shape[0], -1, np.int64)
@@ -162,12 +176,14 @@ class Segments:
         def evaluate(idx: np.ndarray) -> pa.Array:
             c, t = self.upto(counts, idx), self.upto(trues, idx)
             return pa.array(t == c if every else t > 0, pa.bool_(), mask=c == 0)
+
         return evaluate
 
     # -- sums --------------------------------------------------------------------------------
 
-    def sum(self, values: pa.Array, mask: np.ndarray, average: bool,
-            total_type: pa.DataType) -> Evaluate:
+    def sum(
+        self, values: pa.Array, mask: np.ndarray, average: bool, total_type: pa.DataType
+    ) -> Evaluate:
         """SUM (as ``total_type``) or AVG (a double) of the non-NULL masked values: integers
         as exact prefix sums (Python integers past 2**53), floats added in row order from
         each match's first row, as the reference adds (a difference of prefix sums would
@@ -175,8 +191,9 @@ class Segments:
         mask = mask & _valid(values)
         counts = np.cumsum(mask, dtype=np.int64)
         if pa.types.is_floating(values.type):
-            sums = _running_float_sums(np.asarray(values.fill_null(0.0), dtype=np.float64),
-                                       mask, self.first)
+            sums = _running_float_sums(
+                np.asarray(values.fill_null(0.0), dtype=np.float64), mask, self.first
+            )
 
             def floats(idx: np.ndarray) -> pa.Array:
                 count = self.upto(counts, idx)
@@ -184,6 +201,7 @@ class Segments:
                 if average:
                     total = total / np.maximum(count, 1)
                 return pa.array(total, pa.float64(), mask=count == 0)
+
             return floats
         raw = np.where(mask, np.asarray(values.fill_null(0), dtype=np.int64), 0)
         exact = int(np.abs(raw).max()) * self.n < _EXACT
@@ -196,19 +214,21 @@ class Segments:
             if not exact:  # Python integers: exact at any size
                 pairs = zip(total.tolist(), count.tolist(), strict=True)
                 if average:  # DuckDB (and the reference) divide the sum as a double
-                    return pa.array([float(t) / c if c else None for t, c in pairs],
-                                    pa.float64())
-                return pa.array([decimal.Decimal(int(t)) if c else None for t, c in pairs],
-                                total_type)
+                    return pa.array([float(t) / c if c else None for t, c in pairs], pa.float64())
+                return pa.array(
+                    [decimal.Decimal(int(t)) if c else None for t, c in pairs], total_type
+                )
             if average:
                 return pa.array(total / np.maximum(count, 1), pa.float64(), mask=empty)
             return pa.array(total, pa.int64(), mask=empty).cast(total_type)
+
         return integers
 
     # -- picks -------------------------------------------------------------------------------
 
-    def extreme(self, keys: pa.Array, values: pa.Array, mask: np.ndarray,
-                largest: bool) -> Evaluate:
+    def extreme(
+        self, keys: pa.Array, values: pa.Array, mask: np.ndarray, largest: bool
+    ) -> Evaluate:
         """The value at the row of the greatest (``largest``) or least non-NULL masked
         key; among equal keys the first row, as the reference keeps it (MIN/MAX pass the
         key itself as ``values``, max_by/min_by the other argument).
@@ -228,8 +248,9 @@ class Segments:
             nan = pc.fill_null(pc.is_nan(keys), False)
             columns = {"nan": nan, "k": pc.if_else(nan, 0.0, keys), "i": columns["i"]}
             sort_keys = [("nan", direction), *sort_keys]
-        order = np.asarray(pc.sort_indices(pa.table(columns), sort_keys=sort_keys),
-                           dtype=np.int64)  # label index by rank
+        order = np.asarray(
+            pc.sort_indices(pa.table(columns), sort_keys=sort_keys), dtype=np.int64
+        )  # label index by rank
         score = np.empty(n, np.int64)
         score[order] = np.arange(1, n + 1, dtype=np.int64)
         base = self.match_of * (n + 1)
@@ -240,6 +261,7 @@ class Segments:
             none = got == 0
             at = order[np.where(none, 0, got - 1)]
             return values.take(pa.array(at, pa.int64(), mask=none))
+
         return evaluate
 
     def first_value(self, values: pa.Array, mask: np.ndarray) -> Evaluate:
@@ -250,6 +272,7 @@ class Segments:
             f = np.where(idx >= 0, first[self.match_of[np.maximum(idx, 0)]], -1)
             none = (f < 0) | (f > idx)
             return values.take(pa.array(np.where(none, 0, f), pa.int64(), mask=none))
+
         return evaluate
 
     def lists(self, values: pa.Array, mask: np.ndarray, list_type: pa.DataType) -> Evaluate:
@@ -266,13 +289,15 @@ class Segments:
             offsets = np.zeros(len(idx) + 1, np.int64)
             np.cumsum(c, out=offsets[1:])
             total = int(offsets[-1])
-            if total >= 2 ** 31:
+            if total >= 2**31:
                 raise ExecutionError(f"array_agg result of {total} values is too large")
             shift = np.repeat(offsets[:-1] - self.before(counts, idx), c)
             taken = compact.take(pa.array(np.arange(total, dtype=np.int64) - shift))
             taken = cast_exact(taken, item)
-            return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), taken,
-                                            type=list_type, mask=pa.array(c == 0))
+            return pa.ListArray.from_arrays(
+                pa.array(offsets.astype(np.int32)), taken, type=list_type, mask=pa.array(c == 0)
+            )
+
         return evaluate
 
 
@@ -299,8 +324,9 @@ def true_mask(values: pa.Array) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _running_float_sums(values: np.ndarray, mask: np.ndarray,
-                        first: np.ndarray) -> np.ndarray:  # pragma: no cover (compiled)
+def _running_float_sums(
+    values: np.ndarray, mask: np.ndarray, first: np.ndarray
+) -> np.ndarray:  # pragma: no cover (compiled)
     """Per label: the sum of the masked values of its match up to it, added in order."""
     out = np.empty(len(values), np.float64)
     total = 0.0

@@ -77,8 +77,11 @@ def order_values(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     t = column.type
     if pa.types.is_timestamp(t) or pa.types.is_date32(t):
         column = column.cast(pa.int64() if pa.types.is_timestamp(t) else pa.int32())
-    valid = np.ones(len(column), np.uint8) if not column.null_count else \
-        np.asarray(column.is_valid().to_numpy(zero_copy_only=False), np.uint8)
+    valid = (
+        np.ones(len(column), np.uint8)
+        if not column.null_count
+        else np.asarray(column.is_valid().to_numpy(zero_copy_only=False), np.uint8)
+    )
     values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.float64)
     return values, valid
 

@@ -15,8 +15,10 @@ from matchsql.snapshot import PlanIndex
 from tests.property.strategies import SCHEMA, spec_of
 
 # A+ greedy pushes one frame per row it takes: a 12-row run needs 12 frames.
-SQL = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS c, LAST(id) AS e "
-       "ONE ROW PER MATCH PATTERN (A+ B) DEFINE A AS x > 0, B AS x = 0)")
+SQL = (
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS c, LAST(id) AS e "
+    "ONE ROW PER MATCH PATTERN (A+ B) DEFINE A AS x > 0, B AS x = 0)"
+)
 ROWS = [{"id": i, "x": 0 if i in (12, 15) else 1, "y": 0} for i in range(16)]
 
 
@@ -71,8 +73,10 @@ def test_live_streams_stay_on_cpu_under_auto() -> None:
     assert gpu_path(spec_of(SQL), config, live=True) is None
 
 
-WITHIN_SQL = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS c "
-              "ONE ROW PER MATCH PATTERN (A B* C) WITHIN 3 DEFINE A AS x > 0, C AS y > 0)")
+WITHIN_SQL = (
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS c "
+    "ONE ROW PER MATCH PATTERN (A B* C) WITHIN 3 DEFINE A AS x > 0, C AS y > 0)"
+)
 
 
 def test_within_bounds_the_rows_a_live_partition_holds() -> None:
@@ -85,14 +89,15 @@ def test_within_bounds_the_rows_a_live_partition_holds() -> None:
     matcher = new_partition_matcher(spec_of(WITHIN_SQL), (), config, live=True)
     held = []
     for a in range(0, 100, 10):
-        assert matcher.feed(pa.RecordBatch.from_pylist(rows[a:a + 10], schema=SCHEMA)) == []
+        assert matcher.feed(pa.RecordBatch.from_pylist(rows[a : a + 10], schema=SCHEMA)) == []
         held.append(matcher.buffered_rows)
     assert max(held) <= 4
-    unbounded = new_partition_matcher(spec_of(WITHIN_SQL.replace(" WITHIN 3", "")), (),
-                                      config, live=True)
+    unbounded = new_partition_matcher(
+        spec_of(WITHIN_SQL.replace(" WITHIN 3", "")), (), config, live=True
+    )
     with pytest.raises(LimitExceededError, match="max_buffered_rows"):
         for a in range(0, 100, 10):
-            unbounded.feed(pa.RecordBatch.from_pylist(rows[a:a + 10], schema=SCHEMA))
+            unbounded.feed(pa.RecordBatch.from_pylist(rows[a : a + 10], schema=SCHEMA))
 
 
 def test_live_matcher_survives_a_checkpoint() -> None:
@@ -103,8 +108,13 @@ def test_live_matcher_survives_a_checkpoint() -> None:
     spec = spec_of(SQL)
     matcher = new_partition_matcher(spec, (), config, live=True)
     assert matcher.feed(pa.RecordBatch.from_pylist(ROWS[:5], schema=SCHEMA)) == []
-    index = PlanIndex({"spec": spec, "config": config,
-                       "template": new_partition_matcher(spec, (), config, live=True)})
+    index = PlanIndex(
+        {
+            "spec": spec,
+            "config": config,
+            "template": new_partition_matcher(spec, (), config, live=True),
+        }
+    )
     restored = index.loads(index.dumps({(): matcher}))[()]
     assert isinstance(restored, LiveGpuMatcher) and restored.buffered_rows == 5
     out = restored.feed(pa.RecordBatch.from_pylist(ROWS[5:], schema=SCHEMA))
@@ -115,8 +125,10 @@ def test_live_string_codes_hold_across_batches() -> None:
     """A string column travels as codes; a code given in one batch means the same string in
     the next (PREV compares rows of two batches)."""
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
-    sql = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS f, LAST(id) AS l "
-           "ONE ROW PER MATCH PATTERN (A B+) DEFINE A AS v = 'a', B AS v = PREV(v) OR v = 'b')")
+    sql = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS f, LAST(id) AS l "
+        "ONE ROW PER MATCH PATTERN (A B+) DEFINE A AS v = 'a', B AS v = PREV(v) OR v = 'b')"
+    )
     config = Config()
     config.gpu = "on"
     matcher = new_partition_matcher(spec_of(sql, schema), (), config, live=True)
@@ -130,8 +142,9 @@ def test_live_string_codes_hold_across_batches() -> None:
     # is B by its own letter: ids 1-4. Equal codes across the batches make row 2 a B.
     assert [tuple(r.values()) for b in out for r in b.to_pylist()] == [(1, 4)]
     rows = [{"id": i, "v": c} for i, c in enumerate(letters)]
-    matcher = new_partition_matcher(spec_of(sql.replace("v = 'b'", "v = 'c'"), schema), (),
-                                    config, live=True)
+    matcher = new_partition_matcher(
+        spec_of(sql.replace("v = 'b'", "v = 'c'"), schema), (), config, live=True
+    )
     out = []
     for a, b in ((0, 2), (2, 5), (5, 9)):
         out += matcher.feed(pa.RecordBatch.from_pylist(rows[a:b], schema=schema))
@@ -141,9 +154,11 @@ def test_live_string_codes_hold_across_batches() -> None:
     assert [tuple(r.values()) for b in out for r in b.to_pylist()] == [(1, 3)]
 
 
-RING_SQL = ("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS f, LAST(id) AS l, "
-            "SUM(x) AS s ONE ROW PER MATCH PATTERN (A B+ C) DEFINE B AS x > PREV(x) AND "
-            "y >= A.y, C AS SUM(x) > 2 * COUNT(*) AND y IS NOT NULL)")
+RING_SQL = (
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(id) AS f, LAST(id) AS l, "
+    "SUM(x) AS s ONE ROW PER MATCH PATTERN (A B+ C) DEFINE B AS x > PREV(x) AND "
+    "y >= A.y, C AS SUM(x) > 2 * COUNT(*) AND y IS NOT NULL)"
+)
 
 
 @pytest.mark.parametrize("capacity", [1, 8, 16])
@@ -152,8 +167,10 @@ def test_live_ring_wraps_many_times(capacity: int, monkeypatch: pytest.MonkeyPat
     rows and one PREV row) wrap around the buffer's end again and again, the ring doubles
     when a batch does not fit, and every batch's output is the CPU path's."""
     monkeypatch.setattr(R, "FIRST_CAPACITY", capacity)
-    rows = [{"id": i, "x": (i * 7) % 5 if i % 11 else None, "y": i % 3 if i % 13 else None}
-            for i in range(400)]
+    rows = [
+        {"id": i, "x": (i * 7) % 5 if i % 11 else None, "y": i % 3 if i % 13 else None}
+        for i in range(400)
+    ]
     config = Config()
     config.gpu = "on"
     matcher = new_partition_matcher(spec_of(RING_SQL), (), config, live=True)
@@ -163,7 +180,7 @@ def test_live_ring_wraps_many_times(capacity: int, monkeypatch: pytest.MonkeyPat
     cpu = new_partition_matcher(spec_of(RING_SQL), (), config_cpu, live=True)
     got, want = [], []
     for a in range(0, 400, 5):
-        batch = pa.RecordBatch.from_pylist(rows[a:a + 5], schema=SCHEMA)
+        batch = pa.RecordBatch.from_pylist(rows[a : a + 5], schema=SCHEMA)
         got += [tuple(r.values()) for b in matcher.feed(batch) for r in b.to_pylist()]
         want += [tuple(r.values()) for b in cpu.feed(batch) for r in b.to_pylist()]
     got += [tuple(r.values()) for b in matcher.finish() for r in b.to_pylist()]

@@ -25,9 +25,16 @@ from tests.property.strategies import spec_of
 #: Conditions whose DuckDB parts are numeric columns, which the device reads: a function
 #: of one row next to a read of another (``x + length(s) > PREV(x)``), or functions of
 #: two rows compared in registers (``length(B.s) > length(A.s)``).
-NUMERIC = ["length(B.s) > length(A.s)", "x + length(s) > PREV(x)", "year(B.d) >= year(A.d)",
-           "hash(s) % 3 = PREV(x)", "x > PREV(x)", "COUNT(*) <= 2",
-           "strlen(s) * 2 <= FIRST(x) + 1", "month(d) - 1 < x"]
+NUMERIC = [
+    "length(B.s) > length(A.s)",
+    "x + length(s) > PREV(x)",
+    "year(B.d) >= year(A.d)",
+    "hash(s) % 3 = PREV(x)",
+    "x > PREV(x)",
+    "COUNT(*) <= 2",
+    "strlen(s) * 2 <= FIRST(x) + 1",
+    "month(d) - 1 < x",
+]
 
 
 def test_gpu_agrees_with_functions() -> None:

@@ -20,18 +20,49 @@ from matchsql.gpu.matcher import GpuMatcher
 from matchsql.planner import new_partition_matcher
 from tests.property.strategies import fed_in_splits, partitions, queries, spec_of
 
-SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-ROW_LOCAL = ["x > PREV(x)", "x = 1", "x IS NULL", "y >= 2", "NEXT(x) IS NOT NULL AND NEXT(x) > x",
-             "x <> PREV(x, 2)", "x BETWEEN 1 AND 2", "NOT (x > y)", "-x < y - 2",
-             "x * 2 > y OR y IS NULL", "x / 2 <= 1", "x IN (1, 3)", "y NOT IN (0, NULL)",
-             "x IN (y, PREV(y))"]
-REGISTERS = ["x > A.x", "x >= FIRST(x)", "LAST(B.x) < x", "FIRST(A.x) IS NULL OR x <> A.x",
-             "COUNT(*) <= 3", "x + FIRST(y) > LAST(U.x)", "ABS(x - A.x) BETWEEN 1 AND 2",
-             "x = LAST(x, 1)", "FIRST(x, 1) < y", "NOT (y > PREV(A.x))",
-             "SUM(x) < 5", "SUM(A.x) <= y + 2", "AVG(U.y) >= 1", "MIN(x) = x", "MAX(B.y) < 3",
-             "COUNT(A.*) < 2", "COUNT(U.x) <= 2", "SUM(x * y) FILTER (WHERE y > 0) < 4",
-             "MIN(A.x) IS NULL OR MAX(A.x) - MIN(A.x) <= 1"]
+SETTINGS = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+ROW_LOCAL = [
+    "x > PREV(x)",
+    "x = 1",
+    "x IS NULL",
+    "y >= 2",
+    "NEXT(x) IS NOT NULL AND NEXT(x) > x",
+    "x <> PREV(x, 2)",
+    "x BETWEEN 1 AND 2",
+    "NOT (x > y)",
+    "-x < y - 2",
+    "x * 2 > y OR y IS NULL",
+    "x / 2 <= 1",
+    "x IN (1, 3)",
+    "y NOT IN (0, NULL)",
+    "x IN (y, PREV(y))",
+]
+REGISTERS = [
+    "x > A.x",
+    "x >= FIRST(x)",
+    "LAST(B.x) < x",
+    "FIRST(A.x) IS NULL OR x <> A.x",
+    "COUNT(*) <= 3",
+    "x + FIRST(y) > LAST(U.x)",
+    "ABS(x - A.x) BETWEEN 1 AND 2",
+    "x = LAST(x, 1)",
+    "FIRST(x, 1) < y",
+    "NOT (y > PREV(A.x))",
+    "SUM(x) < 5",
+    "SUM(A.x) <= y + 2",
+    "AVG(U.y) >= 1",
+    "MIN(x) = x",
+    "MAX(B.y) < 3",
+    "COUNT(A.*) < 2",
+    "COUNT(U.x) <= 2",
+    "SUM(x * y) FILTER (WHERE y > 0) < 4",
+    "MIN(A.x) IS NULL OR MAX(A.x) - MIN(A.x) <= 1",
+]
 WITHIN = ["", "", " WITHIN 0", " WITHIN 1", " WITHIN 3"]
 
 
@@ -43,12 +74,13 @@ def _gpu_query(sql: str, a: str, b: str, within: str = "") -> str:
     head = head.replace("ALL MATCHES", "").replace(" WITH UNMATCHED ROWS", "")
     begin = head.index("PATTERN (") + len("PATTERN (")
     end = head.index("\n", begin) - 1
-    head = f"{head[:begin]}({head[begin:end]}) | A B){within}{head[end + 1:]}"
+    head = f"{head[:begin]}({head[begin:end]}) | A B){within}{head[end + 1 :]}"
     return f"{head}DEFINE A AS {a}, B AS {b}\n)"
 
 
-def _run(spec, rows: list[dict], splits: list[int], gpu: str, live: bool = False,
-         path: str = "auto"):
+def _run(
+    spec, rows: list[dict], splits: list[int], gpu: str, live: bool = False, path: str = "auto"
+):
     config = Config()
     config.gpu = gpu
     config.execution_path = path
@@ -99,8 +131,7 @@ def test_random_registers(sql: str, rows: list[dict], data: st.DataObject) -> No
     assume(got[0] != "n/a")
     assert got == _run(spec, rows, [], "off"), _gpu_query(sql, a, b, within)
     if within:  # WITHIN on the compiled CPU paths is checked against the reference too
-        assert got == _run(spec, rows, [], "off", path="reference"), _gpu_query(sql, a, b,
-                                                                                 within)
+        assert got == _run(spec, rows, [], "off", path="reference"), _gpu_query(sql, a, b, within)
 
 
 @SETTINGS
