@@ -2,7 +2,7 @@
 
 A streaming key's partition arrives in pieces, one per micro-batch. Between
 micro-batches the key's matcher lives in Spark's checkpointed state store as
-bytes (:func:`snapshot_matcher`), next to the last row fed to it, so that:
+bytes (:func:`matchsql.snapshot.snapshot_matcher`), next to the last row fed to it, so that:
 
 * a restarted query resumes every key exactly where its last committed
   micro-batch left it: Spark re-runs an uncommitted micro-batch against the
@@ -26,6 +26,7 @@ import pyarrow as pa
 from matchsql import state_format
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
+from matchsql.snapshot import restore_like, snapshot_matcher
 from matchsql.spark.plan import MatchPlan
 from matchsql.spark.worker import (
     as_table,
@@ -121,71 +122,9 @@ def _read_ipc(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(io.BytesIO(bytes(data))).read_all()
 
 
-# -- matcher snapshots ----------------------------------------------------------------
-#
-# A matcher refers to its query's lowering (compiled pattern, DEFINE and
-# MEASURES closures, kernels), which is the same for every key and holds
-# closures that cannot be stored. A snapshot therefore replaces every object
-# reachable from that lowering by its path, and restoring resolves the paths
-# against this worker's lowering (taken from a fresh matcher of the plan).
-# What remains is the key's data: buffered rows, live threads, pending
-# matches, counters, written in matchsql's snapshot format
-# (:mod:`matchsql.state_format`): Spark's state store is on disk, and loading
-# it builds data only, never runs anything the bytes name.
-
-_PLAIN = (int, float, complex, str, bytes, bool, type(None), tuple, frozenset)
-_SHARED_ATTRIBUTES = ("query", "plan", "spec", "config")  # the plan (ReferenceMatcher.query,
-# CompiledMatcher.plan), the analysed query and the settings: the same for every key
-_DEPTH = 4
-
-
-def _roots(matcher: Any) -> list[Any]:
-    return [getattr(matcher, name, None) for name in _SHARED_ATTRIBUTES]
-
-
-def _shared_objects(roots: list[Any]) -> dict[int, tuple[tuple, Any]]:
-    """``id(obj) -> (path, obj)`` for the objects reachable from ``roots`` within a few
-    steps (a path is a tuple of integers and strings)."""
-    shared: dict[int, tuple[tuple, Any]] = {}
-
-    def visit(obj: Any, path: tuple, depth: int) -> None:
-        if isinstance(obj, _PLAIN) or isinstance(obj, type) or id(obj) in shared:
-            return
-        shared[id(obj)] = (path, obj)
-        if depth == 0:
-            return
-        if isinstance(obj, dict):
-            items = [(("k", k), v) for k, v in obj.items() if isinstance(k, (str, int))]
-        elif isinstance(obj, list):
-            items = [(("k", i), v) for i, v in enumerate(obj)]
-        elif hasattr(obj, "__dict__"):
-            items = [(("a", k), v) for k, v in vars(obj).items()]
-        else:
-            return
-        for step_, value in items:
-            visit(value, (*path, step_), depth - 1)
-
-    for index, root in enumerate(roots):
-        if root is not None:
-            visit(root, (index,), _DEPTH)
-    return shared
-
-
-def snapshot_matcher(matcher: Any, plain_first: bool = False) -> bytes:
-    """The matcher's state as snapshot bytes, without its query's (shared) lowering.
-    (``plain_first`` is accepted for the callers that once chose a pickler.)"""
-    del plain_first
-    shared = _shared_objects(_roots(matcher))
-
-    def plan_path(obj: Any) -> tuple | None:
-        found = shared.get(id(obj))
-        return found[0] if found is not None and found[1] is obj else None
-
-    return state_format.dumps(matcher, plan_path)
-
-
 def restore_matcher(plan: MatchPlan, data: bytes, config: Config | None = None) -> Any:
-    """Rebuild a matcher from :func:`snapshot_matcher` bytes, on this worker's lowering."""
+    """Rebuild a matcher from :func:`~matchsql.snapshot.snapshot_matcher` bytes, on this
+    worker's plan of the query."""
     try:
         matcher = restore_like(new_matcher(plan, (), config), data)
     except state_format.SnapshotError as exc:
@@ -195,20 +134,3 @@ def restore_matcher(plan: MatchPlan, data: bytes, config: Config | None = None) 
     if matcher is None:
         raise ExecutionError("corrupt matcher state in the Spark state store")
     return matcher
-
-
-def restore_like(template: Any, data: bytes) -> Any:
-    """The matcher of :func:`snapshot_matcher` bytes on ``template``'s lowering (a fresh
-    matcher of the same query in this process); None when the bytes hold another kind."""
-    paths = {path: obj for path, obj in _shared_objects(_roots(template)).values()}
-
-    def resolve(path: tuple) -> Any:
-        try:
-            return paths[path]
-        except (KeyError, TypeError):
-            raise state_format.SnapshotError(
-                f"the matcher state refers to {path}, which this query's lowering does not have"
-            ) from None
-
-    matcher = state_format.loads(data, resolve)
-    return matcher if type(matcher) is type(template) else None

@@ -20,7 +20,7 @@ from matchsql.plan.spec import MatchSpec
 from matchsql.planner import new_partition_matcher, whole_partitions
 from matchsql.router.partitions import PartitionRun, feed_last
 from matchsql.router.presorted import GroupedRows
-from matchsql.spark.state import restore_like, snapshot_matcher
+from matchsql.snapshot import restore_like, snapshot_matcher
 from matchsql.workers.balance import charge
 from matchsql.workers.channel import RingWriter
 from matchsql.workers.frames import Packed, unpack
@@ -159,7 +159,7 @@ class Query:
         state = []
         for number, (_, key, run) in moving.items():
             del self.runs[number]
-            state.append((number, key, snapshot_matcher(run, plain_first=True)))
+            state.append((number, key, snapshot_matcher(run)))
         return dumps((bucket, state))
 
     def restore(self, payload: bytes) -> list[int]:

@@ -47,7 +47,7 @@ from matchsql.plan.spec import MatchSpec
 from matchsql.router.hashed import HashPartitionRouter, KeyGroups
 from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import PartitionRun, RunFactory, range_positions
-from matchsql.spark.state import restore_like, snapshot_matcher
+from matchsql.snapshot import restore_like, snapshot_matcher
 from matchsql.workers.balance import Policy, least_loaded, rows_per_bucket, spread
 from matchsql.workers.frames import Packed, unpack
 from matchsql.workers.pool import WorkerPool
@@ -293,7 +293,7 @@ class StreamRouter(WorkerRouter):
             index = self.owner.get(bucket)
             if index is None:
                 index = self.owner[bucket] = least_loaded(self._load())
-            per[index].append((key, bucket, snapshot_matcher(run, plain_first=True)))
+            per[index].append((key, bucket, snapshot_matcher(run)))
         self.partitions = len(self.first)
         for index, state in per.items():
             self._post(index, "load", dumps(state))

@@ -30,7 +30,7 @@ from matchsql.errors import Error
 from matchsql.plan.spec import MatchSpec
 from matchsql.planner import new_partition_matcher
 from matchsql.router.partitions import PartitionRun
-from matchsql.spark.state import restore_like, snapshot_matcher
+from matchsql.snapshot import restore_like, snapshot_matcher
 from matchsql.workers.balance import charge
 from matchsql.workers.channel import RingWriter
 from matchsql.workers.frames import Packed, unpack
@@ -69,17 +69,13 @@ class Streamed:
             moving = [key for key, (bucket, _) in self.runs.items() if bucket == extra]
             for key in moving:
                 self.counting.pop(key, None)
-            state = [
-                (key, extra, snapshot_matcher(self.runs.pop(key)[1], plain_first=True))
-                for key in moving
-            ]
+            state = [(key, extra, snapshot_matcher(self.runs.pop(key)[1])) for key in moving]
             writer.send("state", dumps((extra, state)), extra)
         elif kind == "restore":
             self._load(loads(payload)[1])
         elif kind == "dump":
             state = [
-                (key, bucket, snapshot_matcher(run, plain_first=True))
-                for key, (bucket, run) in self.runs.items()
+                (key, bucket, snapshot_matcher(run)) for key, (bucket, run) in self.runs.items()
             ]
             writer.send("dump", dumps(state), extra)
         elif kind == "load":

@@ -247,7 +247,8 @@ def test_state_rejects_rows_older_than_the_last_batch() -> None:
 @pytest.mark.parametrize("path", ["reference", "auto"])
 def test_snapshot_leaves_the_shared_lowering_out(path: str) -> None:
     from matchsql.config import Config
-    from matchsql.spark.state import _roots, restore_matcher, snapshot_matcher
+    from matchsql.snapshot import matcher_plan, snapshot_matcher
+    from matchsql.spark.state import restore_matcher
     from matchsql.spark.worker import new_matcher
 
     config = Config(execution_path=path)
@@ -264,7 +265,9 @@ def test_snapshot_leaves_the_shared_lowering_out(path: str) -> None:
     matcher.feed(batch.slice(0, 150))
     restored = restore_matcher(plan, snapshot_matcher(matcher), config)
     assert type(restored) is type(matcher)
-    assert all(a is b for a, b in zip(_roots(restored), _roots(matcher)))  # shared, not copied
+    shared = matcher_plan(matcher)
+    assert shared and matcher_plan(restored).keys() == shared.keys()
+    assert all(matcher_plan(restored)[name] is obj for name, obj in shared.items())  # not copied
     rest = batch.slice(150)
     assert [b.to_pylist() for b in restored.feed(rest) + restored.finish()] == [
         b.to_pylist() for b in matcher.feed(rest) + matcher.finish()
