@@ -8,12 +8,11 @@ The pipeline of one continuous query::
           |
           +--> Archive.append (every tuple consumed, filtered, with its _seq)
 
-Handover: the reader claims the stream *before* the history is read, so no
-other reader can consume tuples in between; the history ends at the last
-archived sequence number ``k`` and live tuples with a sequence number <= k
-are skipped. The matcher runs see one uninterrupted sequence, so a match that
-spans the boundary is found once, exactly as in a one-shot query over the
-concatenation.
+Handover (:class:`~matchsql.storage.live_source.LiveSource`, the rule's one
+home): the history ends at the last archived sequence number ``k`` and live
+tuples up to ``k`` are skipped. The matcher runs see one uninterrupted
+sequence, so a match that spans the boundary is found once, exactly as in a
+one-shot query over the concatenation.
 
 The archive is the stream's log: the ring frees a tuple only once the
 archive holds it durably (its writer, one of the readers, flushes when a
@@ -26,8 +25,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -40,9 +39,8 @@ from matchsql.router.hashed import HashPartitionRouter
 from matchsql.router.partitions import RunFactory
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.live_reader import LiveReader
+from matchsql.storage.live_source import LiveSource
 from matchsql.storage.shm_ring import W_HEAD_SEQ
-
-T = TypeVar("T")
 
 
 def continuous_batches(
@@ -81,26 +79,22 @@ def continuous_batches(
         cancelled=lambda: stop.is_set() or cancelled(),
         max_rows=batch_rows,
     )
-    archive = reader.take_archive(con)
-    cursor = con.cursor() if archive is not None else None
+    source = LiveSource(reader, con, batch_rows)
     push: PushInput | None = None
     try:
         reader.open()
         if router is None:
             router = HashPartitionRouter(partition_by, new_run)
-        next_seq = 0
-        if archive is not None and cursor is not None:
-            if history:
-                # ``more``: another history batch follows, so a router of worker
-                # processes may keep this one in flight (the last one it answers).
-                for (last, batch), more in _with_more(archive.history(cursor, batch_rows)):
-                    next_seq = last + 1
-                    yield from router.route(derive(batch) if derive else batch, more=more)
-                    if cancelled():
-                        raise ExecutionError("statement interrupted")
-            else:
-                next_seq = archive.last_seq(cursor) + 1
-        live = live_batches(reader, next_seq)
+        if history:
+            # ``more``: another history batch follows, so a router of worker
+            # processes may keep this one in flight (the last one it answers).
+            for batch, more in source.history():
+                yield from router.route(derive(batch) if derive else batch, more=more)
+                if cancelled():
+                    raise ExecutionError("statement interrupted")
+        else:
+            source.skip_history()
+        live = source.live()
         if derive is not None:
             live = ((derive(batch), enqueued) for batch, enqueued in live)
         if options.mode == "pull":
@@ -149,43 +143,9 @@ def continuous_batches(
                 options.stats.update(metrics.row())
                 options.stats["input_mode"] = options.mode
         finally:
-            if cursor is not None:
-                cursor.close()
+            source.close()
             if push is None or not push.thread.is_alive():
                 reader.close()
-
-
-def live_batches(reader: LiveReader, next_seq: int) -> Iterator[tuple[pa.RecordBatch, int]]:
-    """Live tuples from ``next_seq`` on (those before it were read as archived history).
-
-    Yields ``(batch, enqueue_sum_ns)``: the sum of the batch's tuples' enqueue
-    instants (monotonic ns), for the latency metric.
-    """
-    while (item := reader.read()) is not None:
-        first, batch = item
-        enqueue_sum_ns = reader.last_enqueue_sum_ns
-        if first + batch.num_rows <= next_seq:
-            continue  # already archived (and read as history)
-        if first < next_seq:
-            rows = batch.num_rows
-            batch = batch.slice(next_seq - first)
-            first = next_seq
-            enqueue_sum_ns = enqueue_sum_ns * batch.num_rows // rows  # rows * mean enqueue
-        next_seq = first + batch.num_rows
-        yield batch, enqueue_sum_ns
-
-
-_END: Any = object()  # no item (an iterator's end: items may be None)
-
-
-def _with_more(items: Iterable[T]) -> Iterator[tuple[T, bool]]:
-    """``(item, whether another item follows)`` for each item, one item read ahead."""
-    iterator = iter(items)
-    previous = next(iterator, _END)
-    while previous is not _END:
-        item = next(iterator, _END)
-        yield previous, item is not _END
-        previous = item
 
 
 def _counted(metrics: InputMetrics, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

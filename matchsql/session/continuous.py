@@ -68,7 +68,6 @@ import pyarrow as pa
 from sqlglot import exp
 
 import matchsql.snapshot as snapshot
-from matchsql.adaptive.continuous import live_batches
 from matchsql.cancel import Cancellation
 from matchsql.compiled_query import CompiledMatch, compile_match
 from matchsql.config import is_internal
@@ -100,6 +99,7 @@ from matchsql.router.hashed import HashPartitionRouter
 from matchsql.storage import faults, liveness, permissions
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.live_reader import LiveReader
+from matchsql.storage.live_source import LiveSource
 from matchsql.storage.shm_ring import W_HEAD_SEQ, W_TAIL_SEQ, Ring
 from matchsql.workers.pool import WorkerLost
 
@@ -634,7 +634,7 @@ class _Runner:
         # A checkpoint falls between batches: checkpoint_rows bounds a batch too.
         batch_rows = min(config.batch_size, self.every_rows or config.batch_size)
         self._router = None
-        cursor = history = reader = None
+        cursor = history = reader = source = None
         try:
             cursor = self._cursor = con.cursor()
             history = con.cursor()
@@ -645,26 +645,24 @@ class _Runner:
                 max_rows=batch_rows,
                 label=f"cq {self.name}",
             )
-            archive = reader.take_archive(history)
+            source = LiveSource(reader, history, batch_rows)
             reader.open()
             reader.on_wait = self._maybe_checkpoint
             router = self._router = self._new_router()
             if self.saved:
                 router.runs = self.plan.index.loads(self.saved)
-            start = self.position
-            if not self.checkpointing:
-                start = max(start, reader.next_seq)  # nothing to replay from: at most once
-            next_seq = start
-            if archive is not None and self.checkpointing:
-                for last, batch in archive.history(history, batch_rows, since=start):
+            source.next_seq = self.position
+            if self.checkpointing:  # the checkpoint's position on, from the stream's log
+                for batch, _ in source.history():
                     self.replayed += batch.num_rows
-                    self._feed(batch, last + 1)
+                    self._feed(batch, source.next_seq)
                     if self._halt.is_set():
                         raise ExecutionError("statement interrupted")
-                next_seq = max(next_seq, self.position)
-            self.position = next_seq  # live batches continue from there without a gap
-            for batch, enqueue_sum_ns in live_batches(reader, next_seq):
-                self._feed(batch, self.position + batch.num_rows)
+            else:  # nothing to replay from: at most once
+                source.next_seq = max(source.next_seq, reader.next_seq)
+            self.position = source.next_seq  # live batches continue from there without a gap
+            for batch, enqueue_sum_ns in source.live():
+                self._feed(batch, source.next_seq)
                 if self.latencies_ns is not None:  # enqueue to processed (and checkpointed)
                     self.latencies_ns.append(
                         time.monotonic_ns() - enqueue_sum_ns // max(1, batch.num_rows)
@@ -693,6 +691,9 @@ class _Runner:
             if hasattr(self._router, "close"):  # worker processes: the pool is free again
                 with contextlib.suppress(Exception):
                     self._router.close()
+            if source is not None:
+                with contextlib.suppress(Exception):
+                    source.close()
             for c in (history, cursor):
                 if c is not None:
                     with contextlib.suppress(Exception):

@@ -25,7 +25,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 import matchsql.planner as planner  # by module: tests stand in for its functions
-from matchsql.adaptive.continuous import continuous_batches, live_batches
+from matchsql.adaptive.continuous import continuous_batches
 from matchsql.adaptive.modes import InputOptions
 from matchsql.adaptive.statistics import Sliding
 from matchsql.cancel import Cancellation
@@ -40,6 +40,7 @@ from matchsql.session.query_shape import direct_select
 from matchsql.storage.archive import normalize_filter
 from matchsql.storage.catalog import Catalog, StreamDef
 from matchsql.storage.live_reader import LiveReader
+from matchsql.storage.live_source import LiveSource
 from matchsql.storage.shm_ring import Ring
 from matchsql.storage.streams import (
     create_stream,
@@ -185,20 +186,12 @@ class StreamStatements:
             cancelled=lambda: cancel.cancelled,
             max_rows=config.batch_size,
         )
-        archive = reader.take_archive(self.executor.con)
-        cursor = self.executor.con.cursor() if archive is not None else None
+        source = LiveSource(reader, self.executor.con, config.batch_size)
         try:
             reader.open()
-            next_seq = 0
-            if archive is not None and cursor is not None:
-                for last, batch in archive.history(cursor, config.batch_size):
-                    next_seq = last + 1
-                    yield batch
-            for batch, _ in live_batches(reader, next_seq):
-                yield batch
+            yield from source.batches()
         finally:
-            if cursor is not None:
-                cursor.close()
+            source.close()
             reader.close()
 
     def schema_of_stream(self, definition: StreamDef) -> pa.Schema:
