@@ -26,17 +26,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from matchsql.adaptive.metrics import InputMetrics
 from matchsql.adaptive.modes import InputOptions
-from matchsql.adaptive.push import LocalRuns, PushInput
+from matchsql.adaptive.push import LocalRuns, PushInput, PushRuns, WorkerRuns
 from matchsql.errors import ExecutionError
 from matchsql.router.hashed import HashPartitionRouter
 from matchsql.router.partitions import RunFactory
+from matchsql.router.protocol import LiveRouter
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.live_reader import LiveReader
 from matchsql.storage.live_source import LiveSource
@@ -54,7 +54,7 @@ def continuous_batches(
     on_producer_death: str = "error",
     history: bool = True,
     input_options: InputOptions | None = None,
-    router: Any = None,
+    workers: WorkerRuns | None = None,
     derive: Callable[[pa.RecordBatch], pa.RecordBatch] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Match batches of a query over ``definition``'s stream, as soon as they are final.
@@ -62,10 +62,10 @@ def continuous_batches(
     ``input_options`` picks pull (the default, the query thread reads the
     store), push or adaptive input (a push thread reads; see
     :mod:`matchsql.adaptive.push`) and receives the query's input metrics.
-    ``router`` replaces the in-process hash router (worker processes:
+    ``workers`` replaces the in-process hash router (worker processes:
     :class:`matchsql.workers.stream.StreamRouter`, which is also its own
-    :class:`~matchsql.adaptive.push.PushRuns`); it is closed at the end. The
-    input mode is only how this router's input is read: history and live
+    :class:`~matchsql.adaptive.push.PushRuns`). The router is closed at the end.
+    The input mode is only how this router's input is read: history and live
     tuples reach the same runs, wherever they live. ``derive`` adds the query's derived
     columns to each batch read (history and live) before it is routed.
     """
@@ -81,10 +81,15 @@ def continuous_batches(
     )
     source = LiveSource(reader, con, batch_rows)
     push: PushInput | None = None
+    # The runs: in this thread unless ``workers`` holds them.
+    local: HashPartitionRouter | None = None
+    router: LiveRouter
+    if workers is None:
+        router = local = HashPartitionRouter(partition_by, new_run)
+    else:
+        router = workers
     try:
         reader.open()
-        if router is None:
-            router = HashPartitionRouter(partition_by, new_run)
         if history:
             # ``more``: another history batch follows, so a router of worker
             # processes may keep this one in flight (the last one it answers).
@@ -106,11 +111,16 @@ def continuous_batches(
                 # A backlog: the next batch is at hand, this one may stay in flight.
                 yield from _counted(metrics, router.route(batch, more=queued > 0))
                 if sampling:
-                    metrics.routed(_held(router), queued, batch.num_rows)
+                    metrics.routed(router.buffered_rows, queued, batch.num_rows)
             yield from _counted(metrics, router.finish())
         else:
             # The runs of the history (if any) go on with the live tuples.
-            runs = LocalRuns(router) if isinstance(router, HashPartitionRouter) else router
+            runs: PushRuns
+            if local is not None:
+                runs = LocalRuns(local)
+            else:
+                assert workers is not None
+                runs = workers
             # (batch, enqueue_sum_ns) pairs: PushInput records the latency when the
             # query thread takes a batch from an InputHolder (its first selection).
             push = PushInput(
@@ -132,8 +142,7 @@ def continuous_batches(
             yield from _counted(metrics, push.batches())  # ends with every run's finish
     finally:
         try:
-            if router is not None and hasattr(router, "close"):
-                router.close()
+            router.close()
             if push is not None:
                 stop.set()  # wakes a push thread blocked in reader.read()
                 push.close()
@@ -158,11 +167,3 @@ def _counted(metrics: InputMetrics, batches: Iterator[pa.RecordBatch]) -> Iterat
 def _queued(reader: LiveReader) -> int:
     """Tuples published to the store but not yet read: two shared-memory words."""
     return max(0, reader.ring.word(W_HEAD_SEQ) - reader.next_seq)
-
-
-def _held(router: Any) -> int:
-    """Tuples the pull-mode runs still hold (their InputHolders); a router of worker
-    processes counts them from its workers' answers (reading its runs would fetch them)."""
-    if not isinstance(router, HashPartitionRouter):
-        return int(router.buffered_rows)
-    return sum(int(getattr(run, "buffered_rows", 0)) for run in router.runs.values())

@@ -71,6 +71,7 @@ from matchsql.adaptive.switch import (
 from matchsql.fsm.matcher import Matcher, StateCounts
 from matchsql.fsm.states import StateKind, StateSpec
 from matchsql.router.hashed import HashPartitionRouter
+from matchsql.router.protocol import LiveRouter
 
 WAIT_S = 0.05  # longest sleep of either thread between checks for cancellation and races
 JOIN_S = 5.0
@@ -130,6 +131,11 @@ class PushRuns(Protocol):
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         """End of stream: every run finishes."""
+
+
+class WorkerRuns(LiveRouter, PushRuns, Protocol):
+    """A live router whose runs live elsewhere (worker processes), which is its own
+    :class:`PushRuns`: pushed tuples reach the same runs as routed ones."""
 
 
 class LocalRuns:

@@ -24,6 +24,7 @@ from matchsql.router.partitions import (
     keys_of,
     range_positions,
 )
+from matchsql.router.protocol import RoutesBatches
 
 
 @dataclass
@@ -36,7 +37,7 @@ class KeyGroups:
     counts: np.ndarray  # rows of each group
 
 
-class HashPartitionRouter:
+class HashPartitionRouter(RoutesBatches):
     """Routes unsorted batches to one long-lived run per partition key."""
 
     def __init__(self, keys: list[str], new_run: RunFactory) -> None:
@@ -47,6 +48,10 @@ class HashPartitionRouter:
     @property
     def partitions(self) -> int:
         return len(self.runs)
+
+    @property
+    def buffered_rows(self) -> int:
+        return sum(int(getattr(run, "buffered_rows", 0)) for run in self.runs.values())
 
     def _run(self, key: tuple) -> PartitionRun:
         run = self.runs.get(key)

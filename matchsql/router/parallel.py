@@ -81,6 +81,9 @@ class ParallelPartitionRouter:
         # must be this router's own token (the runs of ``new_run`` watch the same one).
         self.cancel = cancel or Cancellation()
 
+    def close(self) -> None:
+        """Nothing to give back: :meth:`run` shuts its thread pool down as it ends."""
+
     def run(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Yield the output batches of all partitions of ``batches``, in sequential order."""
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix="matchsql-partition")

@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from matchsql.router.protocol import RoutesBatches
+
 
 class PartitionRun(Protocol):
     def feed(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]: ...
@@ -36,7 +38,7 @@ def feed_last(run: PartitionRun, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
 WholeRuns = Callable[[pa.RecordBatch, np.ndarray], list[pa.RecordBatch]]
 
 
-class SortedPartitionRouter:
+class SortedPartitionRouter(RoutesBatches):
     """Routes batches sorted by ``keys`` to per-partition runs created by ``new_run``.
 
     ``whole``, when given, matches the partitions that start and end inside
@@ -59,7 +61,12 @@ class SortedPartitionRouter:
         self._held: tuple[pa.RecordBatch, np.ndarray, tuple] | None = None
         self.partitions = 0
 
-    def route(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+    @property
+    def buffered_rows(self) -> int:
+        held = self._held[0].num_rows if self._held is not None else 0
+        return held + int(getattr(self._run, "buffered_rows", 0))
+
+    def route(self, batch: pa.RecordBatch, more: bool = False) -> Iterator[pa.RecordBatch]:
         """Feed ``batch``; yield every output batch that became final.
 
         Every piece but the batch's last ends its partition (the next piece has

@@ -688,7 +688,7 @@ class _Runner:
             if reader is not None:  # its ring position goes: no producer waits for it
                 with contextlib.suppress(Exception):
                     reader.close()
-            if hasattr(self._router, "close"):  # worker processes: the pool is free again
+            if self._router is not None:  # worker processes: the pool is free again
                 with contextlib.suppress(Exception):
                     self._router.close()
             if source is not None:

@@ -242,7 +242,7 @@ class StreamStatements:
             cancelled=lambda: cancel.cancelled,
             on_producer_death=config.on_producer_death,
             input_options=options,
-            router=router,
+            workers=router,
             derive=derive_input(spec),
         )
         project = project_result(spec)

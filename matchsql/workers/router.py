@@ -215,6 +215,10 @@ class WorkerRouter:
         messages' worth unless given."""
         return self._max_queued_rows or 4 * self.chunk_rows
 
+    def close(self) -> None:
+        """Nothing to give back here: the pool's owner (:mod:`matchsql.workers.session`)
+        keeps or replaces it by how :meth:`run` ended."""
+
     # -- the query --------------------------------------------------------------------
 
     def run(

@@ -47,6 +47,7 @@ from matchsql.plan.spec import MatchSpec
 from matchsql.router.hashed import HashPartitionRouter, KeyGroups
 from matchsql.router.parallel import coalesce
 from matchsql.router.partitions import PartitionRun, RunFactory, range_positions
+from matchsql.router.protocol import RoutesBatches
 from matchsql.snapshot import restore_like, snapshot_matcher
 from matchsql.workers.balance import Policy, least_loaded, rows_per_bucket, spread
 from matchsql.workers.frames import Packed, unpack
@@ -68,7 +69,7 @@ class Sent(NamedTuple):
     owners: np.ndarray
 
 
-class StreamRouter(WorkerRouter):
+class StreamRouter(RoutesBatches, WorkerRouter):
     """A continuous query's partitions on the pool's workers."""
 
     def __init__(
