@@ -36,7 +36,7 @@ from matchsql.errors import Error
 
 def _produce(argv: list[str]) -> int:
     # The producer (numpy, the stream writer): loaded for this subcommand only (start-up).
-    from matchsql.storage.produce_cli import main as produce
+    from matchsql.cli.produce import main as produce
 
     return produce(argv)
 

@@ -57,9 +57,9 @@ from matchsql.cli.experiment_recommend import (
 )
 from matchsql.cli.experiment_runs import AUTO, COLUMNS, Bench, Run
 from matchsql.cli.experiment_saturation import Saturation, SearchFailed, grid_around
+from matchsql.cli.produce import _rate
 from matchsql.progress_bar import note, progress_bar
 from matchsql.storage.permissions import make_private_dirs, owner_only_file
-from matchsql.storage.produce_cli import _rate
 
 __all__ = [
     "COLUMNS",

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from matchsql.config import Config
 from matchsql.fsm.compiled.within import NO_BOUND, _ends, outside
-from matchsql.fsm.oracle import Oracle
 from matchsql.planner import new_partition_matcher
+from matchsql.testing.oracle import Oracle
 from tests.property.strategies import SCHEMA, spec_of
 
 SETTINGS = settings(

@@ -10,7 +10,7 @@ two SUBSET variables, CLASSIFIER/MATCH_NUMBER; every output mode and AFTER
 MATCH SKIP; PARTITION BY over several partitions or none; NULLs in every
 column. Each partition runs on every execution path (a path that does not
 apply says so and is skipped), fed in random batches, and must give the
-brute-force oracle's rows (:mod:`matchsql.fsm.oracle`), or an error of the
+brute-force oracle's rows (:mod:`matchsql.testing.oracle`), or an error of the
 same class.
 
 CI runs a few dozen derandomised examples. The long run the issue asks for::
@@ -31,10 +31,10 @@ from hypothesis import strategies as st
 import matchsql
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
-from matchsql.fsm.oracle import Oracle
 from matchsql.plan.pattern import Exclusion, PatternNode
 from matchsql.plan.spec import MatchSpec
 from matchsql.planner import new_partition_matcher
+from matchsql.testing.oracle import Oracle
 
 from .strategies import CONDITIONS, ROWS, as_result, spec_of, with_derived
 from .test_navigation_oracle import full_patterns, label_targets, navigation, numeric_targets

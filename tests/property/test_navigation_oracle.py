@@ -4,7 +4,7 @@ Measures nest PREV/NEXT around FIRST/LAST with offsets, under RUNNING and
 FINAL, over columns, pattern variables, the subset U and CLASSIFIER(); the
 queries use random patterns, output modes and skips from the shared
 strategies. The oracle resolves navigation by its own rules
-(:mod:`matchsql.fsm.oracle_navigation`), so this is a real second opinion
+(:mod:`matchsql.testing.oracle_navigation`), so this is a real second opinion
 for the reference evaluator as well as for the compiled measures.
 
 A longer run (the issue asks for thousands of queries)::
@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import matchsql
-from matchsql.fsm.oracle import Oracle
 from matchsql.plan.pattern import Concatenation, Label, PatternNode, Quantified
+from matchsql.testing.oracle import Oracle
 from tests.paths.test_random_paths import _run as run_path
 
 from .strategies import (

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import matchsql
-from matchsql.fsm.oracle import Oracle
 from matchsql.fsm.reference import ReferenceMatcher
+from matchsql.testing.oracle import Oracle
 from tests.fsm.specs import expr
 
 from .strategies import ROWS, SCHEMA, SKIPS, partitions, patterns, queries, spec_of, values

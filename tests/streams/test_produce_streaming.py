@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from matchsql.cli.produce import CSV_BLOCK_BYTES
 from matchsql.storage.demo import (
     EXACT_ROWS,
     SCHEMA,
@@ -22,7 +23,6 @@ from matchsql.storage.demo import (
     synthetic_trade_batches,
     synthetic_trades,
 )
-from matchsql.storage.produce_cli import CSV_BLOCK_BYTES
 from tests.streams.conftest import ROOT, WAIT_S, bounded
 
 TRADES = "CREATE STREAM trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP)"
@@ -30,7 +30,7 @@ ROWS = "SELECT symbol, price, volume, ts FROM trades"
 # The producer runs in a process of its own, which reports its peak resident memory.
 MEASURED = """
 import sys
-from matchsql.storage.produce_cli import main
+from matchsql.cli.produce import main
 code = main(sys.argv[1:])
 with open("/proc/self/status") as status:
     peak = next(line for line in status if line.startswith("VmHWM:"))

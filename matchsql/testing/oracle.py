@@ -19,7 +19,7 @@ match. The order is encoded directly in the recursion:
 
 Each row's DEFINE condition is evaluated with RUNNING semantics. Which row
 every value reference reads (navigation, CLASSIFIER) is decided by the
-oracle's own :mod:`matchsql.fsm.oracle_navigation`; operators, functions and
+oracle's own :mod:`matchsql.testing.oracle_navigation`; operators, functions and
 aggregates come from the shared value library. Independent here are the
 matching, skipping, output and navigation logic. The cost is
 exponential in the worst case, so the oracle is for tiny partitions only.
@@ -46,7 +46,6 @@ import pyarrow as pa
 from matchsql.errors import ExecutionError, LimitExceededError
 from matchsql.expr.rows import ListRows, MatchView
 from matchsql.fsm.compiled.within import outside
-from matchsql.fsm.oracle_navigation import OracleExpression
 from matchsql.plan.pattern import (
     Alternation,
     Anchor,
@@ -60,6 +59,7 @@ from matchsql.plan.pattern import (
     Quantified,
 )
 from matchsql.plan.spec import MatchSpec, RowsPerMatch, SkipMode
+from matchsql.testing.oracle_navigation import OracleExpression
 
 __all__ = ["Oracle", "run_oracle", "run_oracle_partitions"]
 
