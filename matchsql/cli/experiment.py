@@ -57,7 +57,7 @@ from matchsql.cli.experiment_recommend import (
 )
 from matchsql.cli.experiment_runs import AUTO, COLUMNS, Bench, Run
 from matchsql.cli.experiment_saturation import Saturation, SearchFailed, grid_around
-from matchsql.cli.produce import _rate
+from matchsql.cli.produce import parse_rate
 from matchsql.progress_bar import note, progress_bar
 from matchsql.storage.permissions import make_private_dirs, owner_only_file
 
@@ -144,7 +144,7 @@ def _list(text: str, allowed: Sequence[str] | None = None, upper: bool = False) 
 
 
 def _rates(text: str) -> list[float]:
-    return [_rate(w) for w in _list(text)]
+    return [parse_rate(w) for w in _list(text)]
 
 
 def _us(text: str) -> list[int | str]:
@@ -195,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--saturation",
-        type=_rate,
+        type=parse_rate,
         metavar="RATE",
         help="skip the saturation search: pull saturates at RATE",
     )

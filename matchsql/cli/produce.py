@@ -36,7 +36,7 @@ SYNTHETIC_COUNT = 1_000_000
 CSV_BLOCK_BYTES = 1 << 20  # bytes of CSV text parsed at a time
 
 
-def _rate(text: str) -> float:
+def parse_rate(text: str) -> float:
     value = text.strip().lower().removesuffix("/s")
     multiplier = 1
     for suffix, factor in (("k", 1_000), ("m", 1_000_000)):
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument(
         "--synthetic", action="store_true", help="synthetic trades (symbol, price, volume, ts)"
     )
-    parser.add_argument("--rate", type=_rate, metavar="N/s", help="rows per second")
+    parser.add_argument("--rate", type=parse_rate, metavar="N/s", help="rows per second")
     parser.add_argument("--count", type=_whole(0), metavar="N", help="stop after N rows")
     parser.add_argument("--symbols", type=_whole(1), default=50, help="symbols of --synthetic")
     parser.add_argument("--seed", type=_whole(0), default=0, help="seed of --synthetic")
