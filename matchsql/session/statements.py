@@ -298,16 +298,15 @@ def classify(piece: Piece) -> Statement:
         return ShowStats(text, offset)
     if head == ("SHOW", "WORKERS") and len(found) == 2:
         return ShowWorkers(text, offset)
-    if head[:2] in _STREAM_HEADS:
-        # The statement's own parser (the matchsql dialect's tokenizer: loaded for it only).
-        from matchsql.grammar.stream_ddl import parse_stream_statement
+    if head[:2] in _STREAM_HEADS or head in _CONTINUOUS_HEADS:
+        # The matchsql dialect (sqlglot) parses them: loaded for such statements only
+        # (start-up), not to dodge an import cycle.
+        from matchsql.grammar.statements import parsed
 
-        return StreamDdl(text, offset, parse_stream_statement(text))
-    if head in _CONTINUOUS_HEADS:
-        # As above: the matchsql dialect's tokenizer, for these statements only.
-        from matchsql.grammar.continuous_ddl import parse_continuous_statement
-
-        return ContinuousDdl(text, offset, parse_continuous_statement(text))
+        node = parsed(text)[0]
+        if head[:2] in _STREAM_HEADS:
+            return StreamDdl(text, offset, node)
+        return ContinuousDdl(text, offset, node)
     setting = _setting(text, offset, found, words)
     if setting is not None:
         return setting
