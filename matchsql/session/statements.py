@@ -17,8 +17,17 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from matchsql.config import Config
-from matchsql.grammar.sqltext import char_offsets, pieces
+from matchsql.grammar.sqltext import pieces
+from matchsql.session.duckdb_tokens import (
+    OPERATOR,
+    STRING,
+    Token,
+    duckdb_tokens,
+    leading_words,
+    tokens,
+)
 from matchsql.session.literals import literal
+from matchsql.session.view_statement import CreateView, create_view, view_words
 
 if TYPE_CHECKING:  # their parsers load the matchsql dialect: only where such a statement is
     from matchsql.grammar.continuous_ddl import ContinuousStatement
@@ -47,59 +56,6 @@ __all__ = [
     "replace_settings",
     "split",
 ]
-
-_OPERATOR = duckdb.token_type.operator
-_WORDS = (duckdb.token_type.keyword, duckdb.token_type.identifier)
-_COMMENT = duckdb.token_type.comment
-_STRING = duckdb.token_type.string_const
-
-
-@dataclass(frozen=True)
-class Token:
-    start: int
-    end: int  # exclusive; the blanks up to the next token are not part of it
-    kind: duckdb.token_type
-    text: str
-
-    @property
-    def word(self) -> str | None:
-        """The upper-cased word of an unquoted keyword or name; None for anything else."""
-        if self.kind in _WORDS and not self.text.startswith('"'):
-            return self.text.upper()
-        return None
-
-
-def duckdb_tokens(sql: str) -> list[tuple[int, duckdb.token_type]]:
-    """DuckDB's tokens of ``sql``: each one's start, as a character offset (DuckDB
-    counts UTF-8 bytes), and its kind."""
-    found = duckdb.tokenize(sql)
-    return list(
-        zip(
-            char_offsets(sql, [start for start, _ in found]),
-            [kind for _, kind in found],
-            strict=True,
-        )
-    )
-
-
-def tokens(sql: str) -> list[Token]:
-    """DuckDB's tokens of ``sql``, comments left out (its tokenizer never fails)."""
-    found = duckdb_tokens(sql)
-    out: list[Token] = []
-    for i, (start, kind) in enumerate(found):
-        if kind == _COMMENT:
-            continue
-        end = found[i + 1][0] if i + 1 < len(found) else len(sql)
-        text = sql[start:end].rstrip()
-        if kind in _WORDS and not text.startswith('"'):
-            # A word ends where its letters do ("a.b", "f(x)" are several tokens).
-            stop = 0
-            while stop < len(text) and (text[stop].isalnum() or text[stop] in "_$"):
-                stop += 1
-            text = text[:stop] or text
-        out.append(Token(start, start + len(text), kind, text))
-    return out
-
 
 # -- the statement kinds ------------------------------------------------------------------
 
@@ -212,7 +168,11 @@ class Deallocate(Statement):
 @dataclass(frozen=True)
 class DefineView(Statement):
     """``CREATE [OR REPLACE] [TEMP] VIEW ...``: matchsql stores it where its query has a
-    MATCH_RECOGNIZE (see matchsql.session.views), DuckDB otherwise."""
+    MATCH_RECOGNIZE (see matchsql.session.views), DuckDB otherwise. ``view``: its parts
+    (matchsql.session.view_statement); None where they are not where matchsql looks, and
+    DuckDB runs it."""
+
+    view: CreateView | None = None
 
 
 # -- splitting ------------------------------------------------------------------------------
@@ -244,7 +204,7 @@ def split(text: str, con: duckdb.DuckDBPyConnection) -> list[Piece]:
         cuts = [
             start
             for start, kind in duckdb_tokens(text)
-            if kind == _OPERATOR and text.startswith(";", start)
+            if kind == OPERATOR and text.startswith(";", start)
         ]
         found = pieces(text, cuts)
         if len(found) == len(extracted):
@@ -292,7 +252,7 @@ def classify(piece: Piece) -> Statement:
     """The kind of ``piece``, with its parts (errors located in ``piece.text``)."""
     text, offset = piece.text, piece.offset
     found = tokens(text)
-    words = _leading_words(found)
+    words = leading_words(found)
     head = tuple(words[:3])
     if head == ("SHOW", "STATS") and len(found) == 2:
         return ShowStats(text, offset)
@@ -320,8 +280,9 @@ def classify(piece: Piece) -> Statement:
     if first == ["DEALLOCATE"] and len(words) > 1:
         name = words[2] if words[1] == "PREPARE" and len(words) > 2 else words[1]
         return Deallocate(text, offset, name.lower())
-    if _defines_view(words):
-        return DefineView(text, offset)
+    view_head = view_words(words)
+    if view_head is not None:
+        return DefineView(text, offset, create_view(text, found, view_head))
     return query(text, offset, piece.type, found, words)
 
 
@@ -335,7 +296,7 @@ def query(
 ) -> Query:
     """The :class:`Query` kind of ``text``: plain SQL, or one matchsql runs."""
     found = tokens(text) if found is None else found
-    words = _leading_words(found) if words is None else words
+    words = leading_words(found) if words is None else words
     head = tuple(words[:3])
     # MATCH_RECOGNIZE is a reserved word: DuckDB would take ``t MATCH_RECOGNIZE`` for an
     # alias, matchsql reports the missing clause. A statement that DuckDB's parser
@@ -353,15 +314,6 @@ def query(
     if explained:
         return ExplainMatch(text, offset, head, kind, expanded, explained, match, windowed, analyze)
     return MatchQuery(text, offset, head, kind, expanded, explained, match, windowed)
-
-
-def _leading_words(found: list[Token]) -> list[str]:
-    words: list[str] = []
-    for token in found[:6]:
-        if token.word is None:
-            break
-        words.append(token.word)
-    return words
 
 
 def _windowed(found: list[Token]) -> bool:
@@ -398,14 +350,6 @@ def _setting(text: str, offset: int, found: list[Token], words: list[str]) -> St
     return None
 
 
-def _defines_view(words: list[str]) -> bool:
-    if words[:1] != ["CREATE"]:
-        return False
-    i = 1 + 2 * (words[1:3] == ["OR", "REPLACE"])
-    i += words[i : i + 1] in (["TEMP"], ["TEMPORARY"])
-    return words[i : i + 1] == ["VIEW"]
-
-
 def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
@@ -422,7 +366,7 @@ def replace_settings(sql: str, values: dict[str, object]) -> str:
         if (
             name.text.lower() == "current_setting"
             and left.text == "("
-            and arg.kind == _STRING
+            and arg.kind == STRING
             and arg.text.startswith("'")
             and right.text == ")"
         ):
