@@ -17,12 +17,10 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from matchsql.config import Config
-from matchsql.grammar.sqltext import pieces
+from matchsql.grammar.sqltext import split_script
 from matchsql.session.duckdb_tokens import (
-    OPERATOR,
     STRING,
     Token,
-    duckdb_tokens,
     leading_words,
     tokens,
 )
@@ -188,31 +186,22 @@ class Piece:
 
 
 def split(text: str, con: duckdb.DuckDBPyConnection) -> list[Piece]:
-    """The statements of ``text``, split once.
+    """The statements of ``text``, split once, by matchsql's one splitter
+    (:func:`matchsql.grammar.sqltext.split_script`: no parser is loaded for it).
 
-    DuckDB's parser first: it accepts plain SQL (and the matchsql statements
-    shaped like DuckDB's, SET, SHOW) and gives each statement's type. It
-    rejects MATCH_RECOGNIZE and the stream and continuous query statements;
-    only then is the matchsql dialect's splitter loaded, which keeps ``;``
-    inside a PATTERN's ``$`` right.
+    DuckDB's parser adds each statement's type where it accepts the whole text
+    (plain SQL, and the matchsql statements shaped like DuckDB's, SET, SHOW)
+    and finds as many statements; it rejects MATCH_RECOGNIZE and the stream
+    and continuous query statements, whose pieces then have no type.
     """
+    found = split_script(text)
     try:
         extracted = con.extract_statements(text)
     except duckdb.Error:
         extracted = None
-    if extracted is not None:
-        cuts = [
-            start
-            for start, kind in duckdb_tokens(text)
-            if kind == OPERATOR and text.startswith(";", start)
-        ]
-        found = pieces(text, cuts)
-        if len(found) == len(extracted):
-            return [Piece(t, o, s.type) for (t, o), s in zip(found, extracted)]
-    # The matchsql dialect (sqlglot): loaded only for text DuckDB's parser rejects (start-up).
-    from matchsql.grammar.statements import split_statements
-
-    return [Piece(t, o) for t, o in split_statements(text)]
+    if extracted is not None and len(extracted) == len(found):
+        return [Piece(s.source, s.source_offset, e.type) for s, e in zip(found, extracted)]
+    return [Piece(s.source, s.source_offset) for s in found]
 
 
 # -- classifying ----------------------------------------------------------------------------
