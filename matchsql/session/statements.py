@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from matchsql.config import Config
-from matchsql.grammar.sqltext import split_script
+from matchsql.grammar.sqltext import split_statements
 from matchsql.session.duckdb_tokens import (
     STRING,
     Token,
@@ -187,21 +187,21 @@ class Piece:
 
 def split(text: str, con: duckdb.DuckDBPyConnection) -> list[Piece]:
     """The statements of ``text``, split once, by matchsql's one splitter
-    (:func:`matchsql.grammar.sqltext.split_script`: no parser is loaded for it).
+    (:func:`matchsql.grammar.sqltext.split_statements`: no parser is loaded for it).
 
     DuckDB's parser adds each statement's type where it accepts the whole text
     (plain SQL, and the matchsql statements shaped like DuckDB's, SET, SHOW)
     and finds as many statements; it rejects MATCH_RECOGNIZE and the stream
     and continuous query statements, whose pieces then have no type.
     """
-    found = split_script(text)
+    found = split_statements(text)
     try:
         extracted = con.extract_statements(text)
     except duckdb.Error:
         extracted = None
     if extracted is not None and len(extracted) == len(found):
-        return [Piece(s.source, s.source_offset, e.type) for s, e in zip(found, extracted)]
-    return [Piece(s.source, s.source_offset) for s in found]
+        return [Piece(t, o, s.type) for (t, o), s in zip(found, extracted)]
+    return [Piece(t, o) for t, o in found]
 
 
 # -- classifying ----------------------------------------------------------------------------
