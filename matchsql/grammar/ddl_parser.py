@@ -72,7 +72,7 @@ class DdlParser:
     if t.TYPE_CHECKING:  # what the sqlglot parser this mixes into provides
         sql: str
         _curr: Token
-        _prev: Token
+        _index: int
         _tokens: list[Token]
         _chunks: list[list[Token]]
         _chunk_index: int
@@ -82,8 +82,6 @@ class DdlParser:
         def raise_error(self, message: str, token: Token | None = None) -> None: ...
         def _parse_create(self) -> exp.Expr: ...
         def _parse_drop(self) -> exp.Expr: ...
-
-        _index: int
 
     #: SHOW's statements here, by the words after SHOW (merged into ``SHOW_PARSERS``).
     DDL_SHOW_PARSERS: t.ClassVar = {
