@@ -1,4 +1,5 @@
-"""Statements of named continuous queries (their execution: :mod:`matchsql.session.continuous`).
+"""The nodes of the named continuous queries' statements, and the rules of their options
+(their execution: :mod:`matchsql.session.continuous`).
 
     CREATE CONTINUOUS QUERY [IF NOT EXISTS] name
         [WITH (checkpoint_interval = <seconds>, checkpoint_rows = <tuples>)]
@@ -9,20 +10,18 @@
     SHOW CONTINUOUS QUERIES
 
 Like the stream statements these are recognised by their first words and
-parsed over the matchsql tokenizer; the body after ``AS`` is kept as text
-(with its offset, so errors in it point into the whole statement) and
-analysed when the query is created.
+read by the matchsql dialect's parser (:mod:`matchsql.grammar.ddl_parser`);
+the body after ``AS`` is kept as text (with its offset, so errors in it point
+into the whole statement) and analysed when the query is created. The option
+rules live here because the Python API checks the same values.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
-from sqlglot.tokens import TokenType
-
-from matchsql.grammar.stream_ddl import _Parser
+from sqlglot import exp
 
 OPTIONS = ("checkpoint_interval", "checkpoint_rows")
 #: Each option is 0 (none) or within (lowest, highest); a checkpoint more often than every
@@ -69,113 +68,58 @@ NAME_RULE = "a continuous query name is a letter or '_' followed by up to 62 let
 
 
 def valid_name(name: str) -> bool:
+    """Whether ``name`` is a valid continuous query name (:data:`NAME_RULE`)."""
     return _QUERY_NAME.match(name) is not None
 
 
-@dataclass
-class CreateContinuousQuery:
-    name: str
-    body: str  # the INSERT statement after AS
-    body_offset: int  # where the body starts in the statement
-    options: dict[str, float] = field(default_factory=dict)
-    if_not_exists: bool = False
+class CreateContinuousQuery(exp.Expression):
+    """``CREATE CONTINUOUS QUERY``: ``this`` the name; ``body`` the INSERT statement after
+    AS, as written, and ``body_offset`` where it starts in the statement; ``options``
+    ``(key, value)`` pairs (a tuple: sqlglot hashes a node by its arguments)."""
+
+    arg_types = {
+        "this": True,
+        "body": True,
+        "body_offset": True,
+        "options": False,
+        "if_not_exists": False,
+    }
+
+    @property
+    def body(self) -> str:
+        return self.args["body"]
+
+    @property
+    def body_offset(self) -> int:
+        return self.args["body_offset"]
+
+    @property
+    def options(self) -> dict[str, float]:
+        return dict(self.args.get("options") or ())
+
+    @property
+    def if_not_exists(self) -> bool:
+        return bool(self.args.get("if_not_exists"))
 
 
-@dataclass
-class ContinuousQueryAction:
-    """RESUME, STOP or DROP of one query."""
+class ContinuousQueryAction(exp.Expression):
+    """RESUME, STOP or DROP of one query: ``this`` its name, ``action`` resume, stop or drop."""
 
-    action: str  # resume | stop | drop
-    name: str
-    if_exists: bool = False
+    arg_types = {"this": True, "action": True, "if_exists": False}
+
+    @property
+    def action(self) -> str:
+        return self.args["action"]
+
+    @property
+    def if_exists(self) -> bool:
+        return bool(self.args.get("if_exists"))
 
 
-@dataclass
-class ShowContinuousQueries:
-    pass
+class ShowContinuousQueries(exp.Expression):
+    """``SHOW CONTINUOUS QUERIES``."""
+
+    arg_types = {}
 
 
 ContinuousStatement = CreateContinuousQuery | ContinuousQueryAction | ShowContinuousQueries
-
-
-def parse_continuous_statement(sql: str) -> ContinuousStatement:
-    """Parse one continuous-query statement (classified by matchsql.session.statements)."""
-    return _ContinuousParser(sql).continuous()
-
-
-class _ContinuousParser(_Parser):
-    def continuous(self) -> ContinuousStatement:
-        if self.word("SHOW"):
-            self.expect_word("CONTINUOUS")
-            self.expect_word("QUERIES")
-            self.end()
-            return ShowContinuousQueries()
-        for action in ("RESUME", "STOP", "DROP"):
-            if self.word(action):
-                self.expect_word("CONTINUOUS")
-                self.expect_word("QUERY")
-                if_exists = action == "DROP" and self.word("IF")
-                if if_exists:
-                    self.expect_word("EXISTS")
-                name = self.query_name()
-                self.end()
-                return ContinuousQueryAction(action.lower(), name, if_exists)
-        self.expect_word("CREATE")
-        self.expect_word("CONTINUOUS")
-        self.expect_word("QUERY")
-        if_not_exists = self.word("IF")
-        if if_not_exists:
-            self.expect_word("NOT")
-            self.expect_word("EXISTS")
-        name = self.query_name()
-        options = self.cq_options() if self.word("WITH") else {}
-        as_token = self.peek()
-        if not self.word("AS"):
-            raise self.error("expected AS and the query's INSERT INTO ... SELECT statement")
-        body = self.peek()
-        if body is None or body.text.upper() != "INSERT":
-            raise self.error(
-                "a continuous query is INSERT INTO <table> SELECT ... FROM "
-                "<stream> MATCH_RECOGNIZE (...)",
-                body,
-            )
-        start = as_token.end + 1 if as_token is not None else 0
-        return CreateContinuousQuery(name, self.sql[start:], start, options, if_not_exists)
-
-    def query_name(self) -> str:
-        token = self.peek()
-        name = self.name("a continuous query name")
-        if not valid_name(name):
-            raise self.error(NAME_RULE, token)
-        return name
-
-    def cq_options(self) -> dict[str, float]:
-        self.expect(TokenType.L_PAREN, "'(' and continuous query options")
-        options: dict[str, float] = {}
-        while True:
-            token = self.peek()
-            key = self.name("an option name").lower()
-            if key not in OPTIONS:
-                raise self.error(
-                    f"unknown continuous query option {key!r}; known: {', '.join(OPTIONS)}", token
-                )
-            if key in options:
-                raise self.error(f"{key} is given twice", token)
-            self.expect(TokenType.EQ, "'='")
-            value = self.peek()
-            if value is None or value.token_type != TokenType.NUMBER:
-                raise self.error(
-                    f"{key} is a number ({'seconds' if 'interval' in key else 'tuples'}"
-                    ", 0 for none)",
-                    value,
-                )
-            self.i += 1
-            try:
-                options[key] = check_option(key, value.text)
-            except ValueError as rule:
-                raise self.error(f"{key} must be {rule}, got {value.text}", value) from None
-            if self.peek() is not None and self.peek().token_type == TokenType.COMMA:
-                self.i += 1
-                continue
-            self.expect(TokenType.R_PAREN, "',' or ')'")
-            return options

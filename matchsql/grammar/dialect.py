@@ -46,8 +46,10 @@ from sqlglot.errors import ErrorLevel, TokenError
 from sqlglot.generators.duckdb import DuckDBGenerator
 from sqlglot.parsers.duckdb import DuckDBParser
 from sqlglot.tokens import Token, TokenType
+from sqlglot.trie import new_trie
 
 from matchsql.errors import SemanticError
+from matchsql.grammar.ddl_parser import DdlParser
 from matchsql.grammar.nodes import (
     FROM_TEXT,
     MatchRecognizeTable,
@@ -92,8 +94,17 @@ def variable_sql(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-class MatchSQLParser(WindowPatternParser, DuckDBParser):
-    """DuckDB's parser plus MATCH_RECOGNIZE table factors and row pattern windows."""
+class MatchSQLParser(DdlParser, WindowPatternParser, DuckDBParser):
+    """DuckDB's parser plus MATCH_RECOGNIZE table factors, row pattern windows and the
+    stream and continuous query statements (:mod:`matchsql.grammar.ddl_parser`)."""
+
+    STATEMENT_PARSERS: t.ClassVar = {
+        **DuckDBParser.STATEMENT_PARSERS,
+        TokenType.CREATE: lambda self: self._parse_create_ddl(),
+        TokenType.DROP: lambda self: self._parse_drop_ddl(),
+    }
+    SHOW_PARSERS: t.ClassVar = {**DuckDBParser.SHOW_PARSERS, **DdlParser.DDL_SHOW_PARSERS}
+    SHOW_TRIE: t.ClassVar = new_trie(key.split(" ") for key in SHOW_PARSERS)
 
     QUERY_MODIFIER_PARSERS: t.ClassVar = {
         key: value

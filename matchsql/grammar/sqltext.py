@@ -1,9 +1,11 @@
 """Statement boundaries in SQL text, found by a small lexer instead of a parser.
 
 The REPL must decide after every Enter whether the buffer holds a finished
-statement, and a script runner must say which statement failed. Both need
-to know where statements end even when the text is not valid SQL yet (or
-never will be), so this is a tolerant scan: a ``;`` ends a statement unless
+statement, a script runner must say which statement failed, and a session
+runs a text one statement at a time. All need to know where statements end
+even when the text is not valid SQL yet (or never will be), or is not SQL
+that DuckDB's or sqlglot's parser knows (MATCH_RECOGNIZE, CREATE STREAM), so
+this is a tolerant scan: a ``;`` ends a statement unless
 it sits inside a string (``'...'``, ``E'...'``, ``$tag$...$tag$``), a quoted
 identifier (``"..."``) or a comment (``--``, ``/* */``). Everything else,
 ``MATCH_RECOGNIZE`` included, is opaque text here, except a ``PATTERN ( ... )``
@@ -16,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from matchsql.errors import ParseError
+from matchsql.grammar.kept_texts import kept_per_text
 
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)?\$")
 # ``PATTERN (``: a row pattern body, where ``$`` is the end anchor, not a dollar quote.
@@ -26,9 +29,11 @@ _PATTERN_OPEN = re.compile(r"PATTERN\s*\(", re.IGNORECASE)
 class Statement:
     """One statement of a script: its text (without the ``;``) and where it starts."""
 
-    text: str
-    offset: int  # character offset of the first non-blank character in the script
+    text: str  # from its code on: the comments before it left out
+    offset: int  # character offset of the first character of code in the script
     line: int  # 1-based line of that character
+    source: str = ""  # as written: the comments before its code kept
+    source_offset: int = 0  # character offset of its first non-blank character
 
 
 @dataclass
@@ -155,10 +160,18 @@ def _strip_comments(text: str) -> str:
 def split_script(text: str) -> list[Statement]:
     """The statements of ``text``, in order; the last one may lack its ``;``.
 
-    Blank statements (only whitespace or comments) are dropped. An
-    unterminated string or comment runs to the end of the text, where the
-    engine reports it.
+    This is matchsql's one statement splitter: the session's statements (whose
+    kinds DuckDB's parser adds where it accepts the text), the shell's and the
+    REPL's all come from here, so no two parts of matchsql can disagree on
+    where a statement ends. Blank statements (only whitespace or comments) are
+    dropped. An unterminated string or comment runs to the end of the text,
+    where the engine reports it. A text split lately is not scanned again
+    (:mod:`matchsql.grammar.kept_texts`).
     """
+    return list(_kept_split(text))
+
+
+def _split(text: str) -> tuple[Statement, ...]:
     scan = _scan(text)
     statements: list[Statement] = []
     start = 0
@@ -166,11 +179,27 @@ def split_script(text: str) -> list[Statement]:
         chunk = text[start:end]
         if not is_blank(chunk):
             offset = start + _code_start(chunk)
+            source_offset = start + len(chunk) - len(chunk.lstrip())
             statements.append(
-                Statement(text[offset:end].rstrip(), offset, text.count("\n", 0, offset) + 1)
+                Statement(
+                    text[offset:end].rstrip(),
+                    offset,
+                    text.count("\n", 0, offset) + 1,
+                    text[source_offset:end].rstrip(),
+                    source_offset,
+                )
             )
         start = end + 1
-    return statements
+    return tuple(statements)
+
+
+_kept_split = kept_per_text(_split)
+
+
+def split_statements(text: str) -> list[tuple[str, int]]:
+    """Each statement of ``text`` as written (the comments before its code kept, no
+    ``;``) and the offset where it starts: :func:`split_script`'s statements."""
+    return [(statement.source, statement.source_offset) for statement in split_script(text)]
 
 
 def _code_start(text: str) -> int:
@@ -273,19 +302,4 @@ def char_offsets(text: str, byte_offsets: list[int]) -> list[int]:
         last_char += len(data[last_byte:offset].decode("utf-8", "surrogatepass"))
         last_byte = offset
         out.append(last_char)
-    return out
-
-
-def pieces(sql: str, cuts: list[int]) -> list[tuple[str, int]]:
-    """Split ``sql`` at the separator offsets ``cuts`` (its ``;``), trimming whitespace;
-    blank pieces are dropped. Each piece with the offset where it starts."""
-    out: list[tuple[str, int]] = []
-    begin = 0
-    for end in [*cuts, len(sql)]:
-        chunk = sql[begin:end]
-        stripped = chunk.strip()
-        if stripped and not is_blank(stripped):
-            lead = len(chunk) - len(chunk.lstrip())
-            out.append((stripped, begin + lead))
-        begin = end + 1
     return out

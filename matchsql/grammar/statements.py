@@ -1,4 +1,5 @@
-"""Statement-level entry points: split a script, parse it, render trees back.
+"""Statement-level entry points: tokenize a statement, parse it, render trees back
+(statements are split by :func:`matchsql.grammar.sqltext.split_script`).
 
 Every sqlglot exception is turned into a :class:`matchsql.errors.ParseError`
 carrying the exact character offset, so callers only ever see matchsql errors.
@@ -6,7 +7,6 @@ carrying the exact character offset, so callers only ever see matchsql errors.
 
 from __future__ import annotations
 
-import functools
 import threading
 
 from sqlglot import exp
@@ -17,18 +17,9 @@ from sqlglot.tokens import Token, TokenType
 from matchsql.deep import MAX_CHAIN, MAX_NESTING, nested_too_deeply
 from matchsql.errors import ParseError
 from matchsql.grammar.dialect import MatchSQL, new_parser
-from matchsql.grammar.sqltext import pieces, split_script
+from matchsql.grammar.kept_texts import KEPT_TEXT_CHARS, KEPT_TEXTS, kept_per_text
 
-__all__ = ["known_depth", "parse", "parsed", "split_statements", "to_sql", "tokenize"]
-
-#: Texts whose statements and trees are kept: a statement run again (a dashboard's, a
-#: REPL's history, a benchmark's) is neither split nor parsed again. Its planning runs
-#: in one process however many workers match it, so the 0.5-1 ms this saves per
-#: statement is serial time saved (1M rows of 500 partitions: planning is a fifth of a
-#: two-worker statement).
-KEPT_TEXTS = 64
-#: ... of at most this many characters (a long script is not held).
-KEPT_TEXT_CHARS = 1 << 16
+__all__ = ["known_depth", "parse", "parsed", "to_sql", "tokenize"]
 
 
 def tokenize(sql: str) -> list[Token]:
@@ -56,28 +47,7 @@ def parse(sql: str) -> list[exp.Expr]:
 def parsed(sql: str) -> tuple[exp.Expr, ...]:
     """The trees of :func:`parse`, shared: for a caller that only reads them (a copy of a
     short statement's tree costs about what parsing it again does), never to be changed."""
-    if len(sql) > KEPT_TEXT_CHARS:
-        return _last_long(sql, _parse)
     return _kept_parse(sql)
-
-
-_long: dict[object, tuple[str, tuple]] = {}  # per function: the last long text, its answer
-_long_lock = threading.Lock()
-
-
-def _last_long(sql: str, work):
-    """``work(sql)`` for a text longer than :data:`KEPT_TEXT_CHARS`, kept for that text
-    alone: a statement is split and parsed several times while it runs (a 170,000
-    character pattern took 0.7 s a parse), and one long text at a time is what a
-    kept answer may cost."""
-    with _long_lock:
-        kept = _long.get(work)
-    if kept is not None and kept[0] == sql:
-        return kept[1]
-    answer = work(sql)
-    with _long_lock:
-        _long[work] = (sql, answer)
-    return answer
 
 
 def known_depth(sql: str) -> int | None:
@@ -107,8 +77,7 @@ def _parse(sql: str) -> tuple[exp.Expr, ...]:
     return tuple(tree for tree in trees if tree is not None)
 
 
-# Errors are not kept (lru_cache keeps returns only): a bad text is parsed each time.
-_kept_parse = functools.lru_cache(maxsize=KEPT_TEXTS)(_parse)
+_kept_parse = kept_per_text(_parse)
 _depths: dict[str, int] = {}  # the depth of each text parsed lately (oldest first)
 _depths_lock = threading.Lock()
 
@@ -202,34 +171,3 @@ def _friendly(message: str) -> str:
 def to_sql(expr: exp.Expr) -> str:
     """Render ``expr`` in the matchsql dialect (``parse(to_sql(e))`` gives ``e`` back)."""
     return MatchSQL().generate(expr, copy=True)
-
-
-def split_statements(sql: str) -> list[tuple[str, int]]:
-    """Each statement's text (without its ``;``) and the offset where it starts.
-
-    Splitting uses the tokenizer so that ``;`` inside strings, quoted
-    identifiers and comments does not separate statements. Statements that
-    sqlglot cannot parse are still split correctly; if even tokenizing fails
-    (e.g. an unterminated string), a small scanner with the same quoting
-    rules takes over so that DuckDB can report the real error.
-    """
-    if len(sql) > KEPT_TEXT_CHARS:
-        return list(_last_long(sql, _split))
-    return list(_kept_split(sql))
-
-
-def _split(sql: str) -> tuple[tuple[str, int], ...]:
-    try:
-        tokens = MatchSQL().tokenizer().tokenize(sql)
-    except TokenError:
-        return tuple(_split_by_scanning(sql))
-    cuts = [tok.start for tok in tokens if tok.token_type == TokenType.SEMICOLON]
-    return tuple(pieces(sql, cuts))
-
-
-_kept_split = functools.lru_cache(maxsize=KEPT_TEXTS)(_split)
-
-
-def _split_by_scanning(sql: str) -> list[tuple[str, int]]:
-    """Fallback splitter for text the tokenizer rejects."""
-    return [(statement.text, statement.offset) for statement in split_script(sql)]

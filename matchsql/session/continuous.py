@@ -226,7 +226,14 @@ class ContinuousQueries:
                 checked[key] = check_option(key, value)
             except ValueError as rule:
                 raise SemanticError(f"{key} must be {rule}, got {value!r}") from None
-        self.create(CreateContinuousQuery(name, body, 0, checked, if_not_exists), body)
+        node = CreateContinuousQuery(
+            this=name,
+            body=body,
+            body_offset=0,
+            options=tuple(checked.items()),
+            if_not_exists=if_not_exists,
+        )
+        self.create(node, body)
 
     def resume(self, name: str) -> None:
         row = self._require(name)

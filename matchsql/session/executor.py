@@ -76,6 +76,24 @@ _CHANGES_CATALOG = frozenset(
     {"CREATE", "DROP", "ALTER", "COMMENT", "ATTACH", "DETACH", "USE", "ROLLBACK", "IMPORT"}
 )
 _MISSING_TABLE = re.compile(r"Table with name (.+?) does not exist!")
+
+
+def missing_table(exc: duckdb.CatalogException) -> str | None:
+    """The table name whose absence ``exc`` reports; None for any other catalog error.
+
+    The exception's type (``duckdb.CatalogException``, caught by type) says that
+    a catalog entry is missing; which one only its text says: DuckDB's Python
+    exceptions carry nothing but the message (no entry name, no error subtype),
+    and asking DuckDB which tables a statement reads (``get_table_names``) would
+    also list those that exist, CTEs' names and the tables of a missing function's
+    arguments. So the name is read from DuckDB's message (``Table with name X does
+    not exist!``); a message that does not match only means that no variable or
+    stream stands in for the table, and DuckDB's own error is raised.
+    """
+    found = _MISSING_TABLE.search(str(exc))
+    return None if found is None else found.group(1)
+
+
 #: Settings that are matchsql's only: DuckDB knows ``threads`` itself.
 _OWN_SETTINGS = frozenset(Config.names()) - {"threads"}
 _ROW_STATEMENTS = {
@@ -463,10 +481,9 @@ class Executor:
     ) -> bool:
         """Register what the table name that ``exc`` misses stands for: the caller's variable,
         else a live stream (added to ``live``); False if neither."""
-        missing = _MISSING_TABLE.search(str(exc))
-        if missing is None:
+        name = missing_table(exc)
+        if name is None:
             return False
-        name = missing.group(1)
         if name in self._scans or name in live:
             return False
         value = lookup(self.scope, name)

@@ -71,7 +71,7 @@ from matchsql.session.query_shape import (
     prefix_limit,
 )
 from matchsql.session.scope import lookup
-from matchsql.session.statement_text import bind_texts, bind_values, create_view, split_arguments
+from matchsql.session.statement_text import bind_texts, bind_values, split_arguments
 from matchsql.session.statements import (
     READS_TABLES,
     DefineView,
@@ -196,7 +196,7 @@ class MatchRunner:
     def define_view(self, statement: DefineView, views: dict[str, str]):
         """CREATE VIEW: stored here when its query (views expanded) has a MATCH_RECOGNIZE,
         checked by preparing it (not reading it); else DuckDB's."""
-        create = create_view(statement.text)
+        create = statement.view
         if create is not None:
             text = expand(create.query, views)
             body = query(" " * create.query_offset + text, statement.offset)

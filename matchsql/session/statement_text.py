@@ -1,46 +1,23 @@
-"""Text-level pieces of the session layer: a statement's leading keywords, parameters
-bound into MATCH_RECOGNIZE statements, and the parts of CREATE VIEW / PREPARE / EXECUTE.
+"""Parameters bound into MATCH_RECOGNIZE statements, and EXECUTE's values.
 
-sqlglot parses PREPARE, EXECUTE and EXPLAIN ANALYZE as opaque commands (and
-logs a warning when it does), so these statements are taken apart here, by
-the tokenizer of the matchsql dialect (strings, quoted names and comments
-are single tokens, never split), and the statement inside goes on alone.
+DuckDB binds the parameters of the statements it runs; a statement matchsql
+runs gets its ``?``, ``$1`` and ``$name`` replaced by literals here, before it
+is parsed. Both read the tokens of the matchsql dialect, whose strings,
+quoted names and comments are single tokens: a ``?`` or ``,`` inside them
+never counts.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlglot.tokens import Token, TokenType
 
-from matchsql.errors import ParseError, SemanticError
+from matchsql.errors import SemanticError
 from matchsql.grammar.statements import tokenize
 from matchsql.session.literals import literal
-
-_WORD = re.compile(r"[A-Za-z_]+")
-#: Whitespace and comments (an unterminated block comment runs to the end).
-_BLANK = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$))*", re.DOTALL)
-
-
-def leading_words(statement: str, count: int) -> list[str]:
-    """The first ``count`` words of ``statement`` (upper case), after leading comments.
-
-    Only keywords are looked at, so no string or quoted name can come before
-    them; the scan stops at the first thing that is not a word.
-    """
-    words: list[str] = []
-    i = _BLANK.match(statement).end()
-    while len(words) < count:
-        match = _WORD.match(statement, i)
-        if match is None:
-            break
-        words.append(match.group(0).upper())
-        i = _BLANK.match(statement, match.end()).end()
-    return words
-
 
 # -- parameters ---------------------------------------------------------------------
 
@@ -129,74 +106,7 @@ def bind_values(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> str:
     return bind_texts(sql, [literal(v) for v in params])
 
 
-# -- statement parts ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CreateView:
-    """``CREATE [OR REPLACE] [TEMP] VIEW [IF NOT EXISTS] name [(columns)] AS query``."""
-
-    name: str  # as written, quotes and all
-    replace: bool
-    temporary: bool
-    if_not_exists: bool
-    columns: str | None  # the column list as written, parentheses included
-    query: str
-    query_offset: int
-
-
-def create_view(statement: str) -> CreateView | None:
-    """The parts of a CREATE VIEW statement; None for any other statement."""
-    words = leading_words(statement, 6)
-    i = 1
-    if words[:1] != ["CREATE"]:
-        return None
-    replace = words[1:3] == ["OR", "REPLACE"]
-    i += 2 * replace
-    temporary = words[i : i + 1] in (["TEMP"], ["TEMPORARY"])
-    i += temporary
-    if words[i : i + 1] != ["VIEW"]:
-        return None
-    try:
-        tokens = tokenize(statement)
-    except ParseError:
-        return None
-    # Tokens: CREATE [OR REPLACE] [TEMP] VIEW ... then the name up to "(" or AS.
-    at = i + 1
-    if_not_exists = [t.text.upper() for t in tokens[at : at + 3]] == ["IF", "NOT", "EXISTS"]
-    at += 3 * if_not_exists
-    depth = 0
-    name_end = None
-    columns_start = columns_end = None
-    for j in range(at, len(tokens)):
-        token = tokens[j]
-        if token.token_type == TokenType.L_PAREN:
-            if depth == 0 and name_end is None:
-                name_end = j
-                columns_start = token.start
-            depth += 1
-        elif token.token_type == TokenType.R_PAREN:
-            depth -= 1
-            if depth == 0 and columns_start is not None and columns_end is None:
-                columns_end = token.end + 1
-        elif depth == 0 and token.token_type == TokenType.ALIAS:
-            if name_end is None:
-                name_end = j
-            if name_end == at or j + 1 >= len(tokens):
-                return None
-            name = statement[tokens[at].start : tokens[name_end - 1].end + 1]
-            query_offset = tokens[j + 1].start
-            columns = statement[columns_start:columns_end] if columns_start is not None else None
-            return CreateView(
-                name,
-                replace,
-                temporary,
-                if_not_exists,
-                columns,
-                statement[query_offset:],
-                query_offset,
-            )
-    return None
+# -- EXECUTE's values ---------------------------------------------------------------
 
 
 def split_arguments(text: str) -> list[str]:

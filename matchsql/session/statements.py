@@ -17,8 +17,15 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from matchsql.config import Config
-from matchsql.grammar.sqltext import char_offsets, pieces
+from matchsql.grammar.sqltext import split_statements
+from matchsql.session.duckdb_tokens import (
+    STRING,
+    Token,
+    leading_words,
+    tokens,
+)
 from matchsql.session.literals import literal
+from matchsql.session.view_statement import CreateView, create_view, view_words
 
 if TYPE_CHECKING:  # their parsers load the matchsql dialect: only where such a statement is
     from matchsql.grammar.continuous_ddl import ContinuousStatement
@@ -47,59 +54,6 @@ __all__ = [
     "replace_settings",
     "split",
 ]
-
-_OPERATOR = duckdb.token_type.operator
-_WORDS = (duckdb.token_type.keyword, duckdb.token_type.identifier)
-_COMMENT = duckdb.token_type.comment
-_STRING = duckdb.token_type.string_const
-
-
-@dataclass(frozen=True)
-class Token:
-    start: int
-    end: int  # exclusive; the blanks up to the next token are not part of it
-    kind: duckdb.token_type
-    text: str
-
-    @property
-    def word(self) -> str | None:
-        """The upper-cased word of an unquoted keyword or name; None for anything else."""
-        if self.kind in _WORDS and not self.text.startswith('"'):
-            return self.text.upper()
-        return None
-
-
-def duckdb_tokens(sql: str) -> list[tuple[int, duckdb.token_type]]:
-    """DuckDB's tokens of ``sql``: each one's start, as a character offset (DuckDB
-    counts UTF-8 bytes), and its kind."""
-    found = duckdb.tokenize(sql)
-    return list(
-        zip(
-            char_offsets(sql, [start for start, _ in found]),
-            [kind for _, kind in found],
-            strict=True,
-        )
-    )
-
-
-def tokens(sql: str) -> list[Token]:
-    """DuckDB's tokens of ``sql``, comments left out (its tokenizer never fails)."""
-    found = duckdb_tokens(sql)
-    out: list[Token] = []
-    for i, (start, kind) in enumerate(found):
-        if kind == _COMMENT:
-            continue
-        end = found[i + 1][0] if i + 1 < len(found) else len(sql)
-        text = sql[start:end].rstrip()
-        if kind in _WORDS and not text.startswith('"'):
-            # A word ends where its letters do ("a.b", "f(x)" are several tokens).
-            stop = 0
-            while stop < len(text) and (text[stop].isalnum() or text[stop] in "_$"):
-                stop += 1
-            text = text[:stop] or text
-        out.append(Token(start, start + len(text), kind, text))
-    return out
-
 
 # -- the statement kinds ------------------------------------------------------------------
 
@@ -212,7 +166,11 @@ class Deallocate(Statement):
 @dataclass(frozen=True)
 class DefineView(Statement):
     """``CREATE [OR REPLACE] [TEMP] VIEW ...``: matchsql stores it where its query has a
-    MATCH_RECOGNIZE (see matchsql.session.views), DuckDB otherwise."""
+    MATCH_RECOGNIZE (see matchsql.session.views), DuckDB otherwise. ``view``: its parts
+    (matchsql.session.view_statement); None where they are not where matchsql looks, and
+    DuckDB runs it."""
+
+    view: CreateView | None = None
 
 
 # -- splitting ------------------------------------------------------------------------------
@@ -228,31 +186,22 @@ class Piece:
 
 
 def split(text: str, con: duckdb.DuckDBPyConnection) -> list[Piece]:
-    """The statements of ``text``, split once.
+    """The statements of ``text``, split once, by matchsql's one splitter
+    (:func:`matchsql.grammar.sqltext.split_statements`: no parser is loaded for it).
 
-    DuckDB's parser first: it accepts plain SQL (and the matchsql statements
-    shaped like DuckDB's, SET, SHOW) and gives each statement's type. It
-    rejects MATCH_RECOGNIZE and the stream and continuous query statements;
-    only then is the matchsql dialect's splitter loaded, which keeps ``;``
-    inside a PATTERN's ``$`` right.
+    DuckDB's parser adds each statement's type where it accepts the whole text
+    (plain SQL, and the matchsql statements shaped like DuckDB's, SET, SHOW)
+    and finds as many statements; it rejects MATCH_RECOGNIZE and the stream
+    and continuous query statements, whose pieces then have no type.
     """
+    found = split_statements(text)
     try:
         extracted = con.extract_statements(text)
     except duckdb.Error:
         extracted = None
-    if extracted is not None:
-        cuts = [
-            start
-            for start, kind in duckdb_tokens(text)
-            if kind == _OPERATOR and text.startswith(";", start)
-        ]
-        found = pieces(text, cuts)
-        if len(found) == len(extracted):
-            return [Piece(t, o, s.type) for (t, o), s in zip(found, extracted)]
-    # The matchsql dialect (sqlglot): loaded only for text DuckDB's parser rejects (start-up).
-    from matchsql.grammar.statements import split_statements
-
-    return [Piece(t, o) for t, o in split_statements(text)]
+    if extracted is not None and len(extracted) == len(found):
+        return [Piece(t, o, s.type) for (t, o), s in zip(found, extracted)]
+    return [Piece(t, o) for t, o in found]
 
 
 # -- classifying ----------------------------------------------------------------------------
@@ -292,22 +241,21 @@ def classify(piece: Piece) -> Statement:
     """The kind of ``piece``, with its parts (errors located in ``piece.text``)."""
     text, offset = piece.text, piece.offset
     found = tokens(text)
-    words = _leading_words(found)
+    words = leading_words(found)
     head = tuple(words[:3])
     if head == ("SHOW", "STATS") and len(found) == 2:
         return ShowStats(text, offset)
     if head == ("SHOW", "WORKERS") and len(found) == 2:
         return ShowWorkers(text, offset)
-    if head[:2] in _STREAM_HEADS:
-        # The statement's own parser (the matchsql dialect's tokenizer: loaded for it only).
-        from matchsql.grammar.stream_ddl import parse_stream_statement
+    if head[:2] in _STREAM_HEADS or head in _CONTINUOUS_HEADS:
+        # The matchsql dialect (sqlglot) parses them: loaded for such statements only
+        # (start-up), not to dodge an import cycle.
+        from matchsql.grammar.statements import parsed
 
-        return StreamDdl(text, offset, parse_stream_statement(text))
-    if head in _CONTINUOUS_HEADS:
-        # As above: the matchsql dialect's tokenizer, for these statements only.
-        from matchsql.grammar.continuous_ddl import parse_continuous_statement
-
-        return ContinuousDdl(text, offset, parse_continuous_statement(text))
+        node = parsed(text)[0]
+        if head[:2] in _STREAM_HEADS:
+            return StreamDdl(text, offset, node)
+        return ContinuousDdl(text, offset, node)
     setting = _setting(text, offset, found, words)
     if setting is not None:
         return setting
@@ -321,8 +269,9 @@ def classify(piece: Piece) -> Statement:
     if first == ["DEALLOCATE"] and len(words) > 1:
         name = words[2] if words[1] == "PREPARE" and len(words) > 2 else words[1]
         return Deallocate(text, offset, name.lower())
-    if _defines_view(words):
-        return DefineView(text, offset)
+    view_head = view_words(words)
+    if view_head is not None:
+        return DefineView(text, offset, create_view(text, found, view_head))
     return query(text, offset, piece.type, found, words)
 
 
@@ -336,7 +285,7 @@ def query(
 ) -> Query:
     """The :class:`Query` kind of ``text``: plain SQL, or one matchsql runs."""
     found = tokens(text) if found is None else found
-    words = _leading_words(found) if words is None else words
+    words = leading_words(found) if words is None else words
     head = tuple(words[:3])
     # MATCH_RECOGNIZE is a reserved word: DuckDB would take ``t MATCH_RECOGNIZE`` for an
     # alias, matchsql reports the missing clause. A statement that DuckDB's parser
@@ -354,15 +303,6 @@ def query(
     if explained:
         return ExplainMatch(text, offset, head, kind, expanded, explained, match, windowed, analyze)
     return MatchQuery(text, offset, head, kind, expanded, explained, match, windowed)
-
-
-def _leading_words(found: list[Token]) -> list[str]:
-    words: list[str] = []
-    for token in found[:6]:
-        if token.word is None:
-            break
-        words.append(token.word)
-    return words
 
 
 def _windowed(found: list[Token]) -> bool:
@@ -399,14 +339,6 @@ def _setting(text: str, offset: int, found: list[Token], words: list[str]) -> St
     return None
 
 
-def _defines_view(words: list[str]) -> bool:
-    if words[:1] != ["CREATE"]:
-        return False
-    i = 1 + 2 * (words[1:3] == ["OR", "REPLACE"])
-    i += words[i : i + 1] in (["TEMP"], ["TEMPORARY"])
-    return words[i : i + 1] == ["VIEW"]
-
-
 def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
@@ -423,7 +355,7 @@ def replace_settings(sql: str, values: dict[str, object]) -> str:
         if (
             name.text.lower() == "current_setting"
             and left.text == "("
-            and arg.kind == _STRING
+            and arg.kind == STRING
             and arg.text.startswith("'")
             and right.text == ")"
         ):

@@ -27,8 +27,8 @@ from sqlglot import exp
 from matchsql.errors import ParseError, SemanticError
 from matchsql.grammar.statements import parse
 from matchsql.session.literals import quote
-from matchsql.session.statement_text import CreateView
 from matchsql.session.view_catalog import MARKER, STUB_MESSAGE, mentions
+from matchsql.session.view_statement import CreateView
 
 #: Views nested deeper than this are taken for a view that refers to itself.
 MAX_DEPTH = 32

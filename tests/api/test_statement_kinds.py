@@ -11,7 +11,7 @@ import pytest
 
 import matchsql
 from matchsql.grammar.continuous_ddl import ContinuousQueryAction, ShowContinuousQueries
-from matchsql.grammar.statements import split_statements
+from matchsql.grammar.sqltext import split_statements
 from matchsql.grammar.stream_ddl import CreateStream, DropStream, ShowStreamReaders, ShowStreams
 from matchsql.session.executor import HANDLERS
 from matchsql.session.statements import (

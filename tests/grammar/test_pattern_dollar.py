@@ -13,8 +13,8 @@ import sqlglot
 import matchsql
 from matchsql.grammar.dialect import MatchSQL
 from matchsql.grammar.nodes import MatchRecognizeTable
-from matchsql.grammar.sqltext import is_complete, open_construct, split_script
-from matchsql.grammar.statements import parse, split_statements
+from matchsql.grammar.sqltext import is_complete, open_construct, split_script, split_statements
+from matchsql.grammar.statements import parse
 from matchsql.plan.pattern import Anchor, AnchorKind, Label
 
 

@@ -1,5 +1,5 @@
-"""split_statements: tokenizer-based, robust to text sqlglot cannot parse; parse of a text
-seen before."""
+"""split_statements: the one splitter's statements as written, robust to text no parser
+takes; parse of a text seen before."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 from sqlglot import exp
 
 from matchsql.errors import ParseError
-from matchsql.grammar.statements import parse, split_statements
+from matchsql.grammar.sqltext import split_statements
+from matchsql.grammar.statements import parse
 
 
 def texts(sql: str) -> list[str]:
