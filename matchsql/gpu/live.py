@@ -120,9 +120,9 @@ class LiveGpuMatcher(DeviceStatistics):
         self.launches += 1
         self.cancel.check()
         full = [np.full(n, fill, np.int64) for fill in (S.NO_MATCH, -1, -1, S.S_OK)]
-        for whole, part in zip(full, got):
+        for whole, part in zip(full, got):  # a live query keeps one end per start
             whole[begin:] = part
-        st, row, kept = S.resolve(*full, self.skip_mode, begin)
+        st, row, kept, _ = S.resolve(*full, full[0], self.skip_mode, False, begin)
         if st == S.ST_RETRY:
             raise ExecutionError(
                 f"the GPU path could not decide the match attempt at partition row "

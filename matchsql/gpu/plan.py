@@ -34,7 +34,7 @@ from matchsql.fsm.compiled.matcher import CompiledPlan
 from matchsql.gpu.columns import DeviceTerm, compile_term, is_row_local
 from matchsql.plan.binder import bind
 from matchsql.plan.bound import Pointer
-from matchsql.plan.spec import MatchSpec, RowsPerMatch
+from matchsql.plan.spec import MatchSpec
 
 
 @dataclass
@@ -103,14 +103,18 @@ def _is_text(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
-def unsupported(spec: MatchSpec, plan: CompiledPlan | None, why_no_plan: str) -> str | None:
-    """Why the GPU path cannot run ``spec`` (None: it can)."""
+def unsupported(
+    spec: MatchSpec, plan: CompiledPlan | None, why_no_plan: str, live: bool = False
+) -> str | None:
+    """Why the GPU path cannot run ``spec`` (None: it can); ``live``: for a continuous
+    query (a launch per batch)."""
     if plan is None:
         return why_no_plan
-    if spec.all_matches or spec.incremental:
-        return "ALL MATCHES / INCREMENTAL keep every end of an attempt"
-    if spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED:
-        return "WITH UNMATCHED ROWS is output per row"
+    if live and (spec.all_ends or spec.with_unmatched):
+        return (
+            "ALL MATCHES / INCREMENTAL and WITH UNMATCHED ROWS run on the GPU path in "
+            "one-time queries only, not in a continuous query"
+        )
     if plan.measures is None:
         return "the measures are evaluated per match on the CPU"
     try:
