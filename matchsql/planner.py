@@ -132,7 +132,7 @@ def gpu_path(spec: MatchSpec, config: Config, live: bool = False) -> PathChoice 
     if config.gpu == "off" or (config.gpu == "auto" and config.execution_path != "auto"):
         return None  # under 'auto', SET execution_path forces a CPU path
     _, plan, why_not = _plan(spec)
-    why = gpu_plan.unsupported(spec, plan, why_not, live)
+    why = gpu_plan.unsupported(spec, plan, why_not)
     if config.gpu == "auto" and (why is not None or live):
         return None  # decided without loading numba.cuda
     found = device.detect()

@@ -158,7 +158,7 @@ class GpuMatcher(DeviceStatistics):
         self.cancel.check()
         skip_mode = int(kernel_params(self.spec, self.config, width)[K_SKIP])
         st, row, kept, lone = S.resolve(
-            ends, firsts, lasts, status, his, skip_mode, self.spec.with_unmatched, 0
+            ends, firsts, lasts, status, his, skip_mode, self.spec.with_unmatched, 0, -1
         )
         if st == S.ST_RETRY:
             return None

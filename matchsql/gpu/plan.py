@@ -103,18 +103,10 @@ def _is_text(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t)
 
 
-def unsupported(
-    spec: MatchSpec, plan: CompiledPlan | None, why_no_plan: str, live: bool = False
-) -> str | None:
-    """Why the GPU path cannot run ``spec`` (None: it can); ``live``: for a continuous
-    query (a launch per batch)."""
+def unsupported(spec: MatchSpec, plan: CompiledPlan | None, why_no_plan: str) -> str | None:
+    """Why the GPU path cannot run ``spec`` (None: it can)."""
     if plan is None:
         return why_no_plan
-    if live and (spec.all_ends or spec.with_unmatched):
-        return (
-            "ALL MATCHES / INCREMENTAL and WITH UNMATCHED ROWS run on the GPU path in "
-            "one-time queries only, not in a continuous query"
-        )
     if plan.measures is None:
         return "the measures are evaluated per match on the CPU"
     try:

@@ -34,16 +34,17 @@ ST_RETRY, ST_WAIT = 100, 101
 
 
 @njit(cache=True, nogil=True)
-def resolve(ends, firsts, lasts, status, his, skip_mode, unmatched, begin):
+def resolve(ends, firsts, lasts, status, his, skip_mode, unmatched, begin, covered):
     """``(status, error row, kept starts, unmatched rows)`` of the sequential SKIP rule
     from row ``begin``; ``his[s]``: the last end of start ``s``'s matches (its preferred
-    match's unless every end is kept); ``unmatched``: collect the unmatched rows."""
+    match's unless every end is kept); ``unmatched``: collect the unmatched rows, those
+    after ``covered`` (the last row of the matches before ``begin``) that no match
+    covers."""
     n = ends.shape[0]
     kept = np.empty(n, np.int64)
     lone = np.empty(n if unmatched else 0, np.int64)
     k = 0
     u = 0
-    covered = begin - 1
     s = begin
     while s < n:
         if status[s] == S_SPAN:

@@ -2,8 +2,7 @@
 
 Q1-Q4 (:mod:`matchsql.queries`) keep every end of an attempt (ALL MATCHES);
 under ``SET gpu = 'on'`` in numba's simulator they must run on the device
-(no partition falls back to the CPU matcher) and give the CPU paths' rows. A
-continuous query's GPU path does not take them, and says so.
+(no partition falls back to the CPU matcher) and give the CPU paths' rows.
 """
 
 from __future__ import annotations
@@ -12,11 +11,8 @@ import numpy as np
 import pytest
 
 import matchsql
-from matchsql.config import Config
 from matchsql.gpu.matcher import GpuMatcher
-from matchsql.planner import gpu_path
 from matchsql.queries import DEJAVU
-from tests.property.strategies import spec_of
 
 
 def _trade(con: matchsql.Connection) -> None:
@@ -64,15 +60,3 @@ def test_all_matches_keeps_more_than_the_preferred_match(device_only: None) -> N
     preferred_only = DEJAVU["Q3"].replace("  ALL MATCHES\n", "")
     assert preferred_only != DEJAVU["Q3"]
     assert len(_rows(preferred_only, "on")) < len(_rows(DEJAVU["Q3"], "on"))
-
-
-def test_continuous_query_refuses_every_end() -> None:
-    spec = spec_of(
-        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS n ALL MATCHES "
-        "PATTERN (A+) DEFINE A AS x > 0)"
-    )
-    config = Config()
-    config.gpu = "on"
-    with pytest.raises(matchsql.Error, match="one-time queries only"):
-        gpu_path(spec, config, live=True)
-    assert gpu_path(spec, config, live=False) is not None

@@ -69,8 +69,7 @@ WITHIN = ["", "", " WITHIN 0", " WITHIN 1", " WITHIN 3"]
 def _gpu_query(sql: str, a: str, b: str, within: str = "", each: bool = False) -> str:
     """``sql`` with DEFINEs ``a``/``b`` and in a shape the GPU path takes: A and B
     declared (SUBSET U names both) by an alternative; ``within`` (e.g. ``WITHIN 2``)
-    follows the pattern. Without ``each``, no ALL MATCHES and no unmatched rows
-    (a live stream's GPU path takes neither)."""
+    follows the pattern. Without ``each``, no ALL MATCHES and no unmatched rows."""
     head, _, _ = sql.rpartition("DEFINE")
     if not each:
         head = head.replace("ALL MATCHES", "").replace(" WITH UNMATCHED ROWS", "")
@@ -177,3 +176,5 @@ def test_random_each(sql: str, rows: list[dict], data: st.DataObject) -> None:
     assume(got[0] != "n/a")
     assert got == _run(spec, rows, [], "off"), query
     assert got == _run(spec, rows, [], "off", path="reference"), query
+    splits = data.draw(st.lists(st.integers(0, len(rows)), max_size=4))
+    assert _run(spec, rows, splits, "on", live=True) == got, query  # a launch per batch
