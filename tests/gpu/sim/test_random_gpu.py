@@ -79,6 +79,14 @@ def _gpu_query(sql: str, a: str, b: str, within: str = "", each: bool = False) -
     return f"{head}DEFINE A AS {a}, B AS {b}\n)"
 
 
+def _maybe_descending(sql: str, rows: list[dict], data: st.DataObject) -> tuple[str, list[dict]]:
+    """``sql`` and ``rows`` as drawn, or under ``ORDER BY id DESC`` with the rows latest
+    first (the matchers take their input sorted): WITHIN is measured along either order."""
+    if not data.draw(st.booleans()):
+        return sql, rows
+    return sql.replace("ORDER BY id", "ORDER BY id DESC", 1), rows[::-1]
+
+
 def _run(
     spec, rows: list[dict], splits: list[int], gpu: str, live: bool = False, path: str = "auto"
 ):
@@ -123,6 +131,7 @@ def test_random_registers(sql: str, rows: list[dict], data: st.DataObject) -> No
     if data.draw(st.booleans()):
         a = f"{a} AND {data.draw(st.sampled_from(ROW_LOCAL))}"
     within = data.draw(st.sampled_from(WITHIN))
+    sql, rows = _maybe_descending(sql, rows, data)
     try:
         spec = spec_of(_gpu_query(sql, a, b, within))
     except matchsql.Error:
@@ -163,6 +172,7 @@ def test_random_each(sql: str, rows: list[dict], data: st.DataObject) -> None:
     b = data.draw(st.sampled_from(REGISTERS + ROW_LOCAL))
     within = data.draw(st.sampled_from(WITHIN))
     mode = data.draw(st.sampled_from(["ALL MATCHES", "INCREMENTAL MATCH", ""]))
+    sql, rows = _maybe_descending(sql, rows, data)
     if "ALL MATCHES" not in sql:
         sql = sql.replace("  PATTERN (", f"  {mode}\n  PATTERN (", 1)
     query = _gpu_query(sql, a, b, within, each=True)
