@@ -107,6 +107,11 @@ BODIES: tuple[tuple[str, str], ...] = (
         "WITHIN INTERVAL '1' HOUR DEFINE B AS B.price > A.price",
     ),
     (
+        "WITHIN over a float column (the float form of the bound's end rows)",
+        "PARTITION BY k ORDER BY price MEASURES COUNT(*) AS n ONE ROW PER MATCH "
+        "PATTERN (A B+) WITHIN 0.5 DEFINE B AS B.price > A.price",
+    ),
+    (
         "full kernel through the partition loop (SKIP TO FIRST)",
         "PARTITION BY k ORDER BY ts MEASURES LAST(B.price) AS b ONE ROW PER MATCH "
         "AFTER MATCH SKIP TO FIRST B PATTERN (A B{1,3} C) "

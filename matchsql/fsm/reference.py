@@ -67,7 +67,7 @@ from matchsql.fsm.vm import (
     Test,
     history_lists,
 )
-from matchsql.plan.spec import MatchSpec, RowsPerMatch, SkipMode
+from matchsql.plan.spec import MatchSpec, SkipMode
 from matchsql.state_format import state_class
 
 
@@ -199,8 +199,8 @@ class ReferenceMatcher:
         self.output = OutputBuilder(
             self.spec, [m.fn for m in self.query.measures], self.cancel.check
         )
-        self.all_ends = self.spec.all_matches or self.spec.incremental
-        self.with_unmatched = self.spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED
+        self.all_ends = self.spec.all_ends
+        self.with_unmatched = self.spec.with_unmatched
         self.match_number = 0  # number of the last reported match
         self.next_start = 0  # where the next match attempt starts
         self.attempt: Attempt | None = None

@@ -22,7 +22,18 @@ of the running aggregates, :meth:`~matchsql.fsm.compiled.lowering.RegisterCode.
 assembled`) runs on the live accumulators before its conditions, as on the CPU.
 
 A thread writes its preferred end (or :data:`NO_MATCH`), the first and last
-row its path mapped to a SKIP TO variable, and a status. A second launch over
+row its path mapped to a SKIP TO variable, and a status. With ``each`` (ALL
+MATCHES / INCREMENTAL: every end of an attempt, as the CPU paths' ``all_ends``)
+the walk goes on past the first ``DONE`` through every path: the first path to
+reach an end row is the preferred match ending there (the walk takes paths in
+preference order); a per-thread bitmap (``seen``) marks the ends found, and
+the thread writes how many (``out_count``), their rows in all (``out_total``)
+and the last (``out_hi``). A second launch over
+the kept starts, each given its slots by an exclusive scan of those counts,
+copies each new end's labels from the thread's current path (``path``: the
+rows before a backtracked frame still hold its prefix's labels) and records
+``(end, label offset)`` per match (``rec``), in the order the ends were found.
+Without ``each``, a second launch over
 the starts the sequential SKIP rule kept writes the labels of their matches
 (``label_off[i]``: the slots of thread ``i``'s match); a depth-first walk
 rewrites a row's label on every path through it, and the last path through it
@@ -56,6 +67,8 @@ NO_MATCH = -2
 # stream: the start is decided on a later batch).
 S_OK, S_SPAN, S_STACK, S_STEPS, S_WAIT = range(5)
 FRAME = 5  # pc, loop flags, row, first and last SKIP TO row
+#: Per-thread bytes besides the stack under ``each``: the ends bitmap and the path's labels.
+EACH_BYTES_PER_FRAME = 1 + 8
 
 #: The register bytecode interpreter of the CPU kernel, compiled for the device.
 condition = cuda.jit(device=True)(K._condition.py_func)
@@ -94,6 +107,13 @@ def walk(
     base,
     fspans,
     acc,
+    each,
+    seen,
+    path,
+    out_count,
+    out_total,
+    out_hi,
+    rec,
 ):
     """One thread per entry of ``starts``; see the module docstring.
 
@@ -105,6 +125,11 @@ def walk(
     reports ``S_WAIT``. Row ``k`` of the arrays is partition row ``base + k``.
     ``fspans[v]`` is variable ``v``'s fold code; ``acc`` (``float64[starts, (frames + 1)
     * w]``) the accumulators, ``w`` floats per register slot (the slots of ``lp``).
+    Under ``each`` (every end of an attempt) ``seen`` (``uint8[starts, frames + 1]``)
+    marks the match lengths found, ``path`` (``int64[starts, frames]``) holds the
+    current path's labels, and a writing launch puts thread ``i``'s labels from
+    ``label_off[i, 0]`` and its ``(end, label offset)`` records from row
+    ``label_off[i, 1]`` of ``rec``; a match longer than the stack reports ``S_STACK``.
     """
     i = cuda.grid(1)
     if i >= starts.shape[0]:
@@ -134,7 +159,18 @@ def walk(
     first = -1
     last = -1
     found = False
-    while sp > 0 and not found and status == S_OK:
+    count = 0
+    total = 0
+    hi = NO_MATCH
+    lcur = 0
+    mcur = 0
+    if each:
+        for k in range(cap + 1):
+            seen[i, k] = 0
+        if write_labels:
+            lcur = label_off[i, 0]
+            mcur = label_off[i, 1]
+    while sp > 0 and not (found and not each) and status == S_OK:
         sp -= 1
         pc = stack[i, sp, 0]
         fl = stack[i, sp, 1]
@@ -220,7 +256,13 @@ def walk(
                     lp[i, live, var] = pos
                     if fp[i, live, var] < 0:
                         fp[i, live, var] = pos
-                if write_labels:
+                if each:
+                    if pos - s >= cap:
+                        status = S_STACK  # the ends bitmap and the path grow with the stack
+                        break
+                    if write_labels:
+                        path[i, pos - s] = var * 2 + prog[pc, 2]
+                elif write_labels:
                     # A path the walk abandons later may run past the match's end: its
                     # labels there are not written (the next match's slots follow).
                     k = label_off[i, 0] + pos - s
@@ -274,10 +316,26 @@ def walk(
                     break
                 pc += 1
             elif op == P_DONE:
-                end = pos - 1
-                first = fi
-                last = la
-                found = True
+                if not found:
+                    end = pos - 1
+                    first = fi
+                    last = la
+                    found = True
+                if each:
+                    k = pos - s  # the match's length (0: empty), at most cap
+                    if seen[i, k] == 0:
+                        seen[i, k] = 1
+                        count += 1
+                        total += k
+                        if pos - 1 > hi:
+                            hi = pos - 1
+                        if write_labels:
+                            for q in range(k):
+                                labels[lcur + q] = path[i, q]
+                            rec[mcur, 0] = pos - 1
+                            rec[mcur, 1] = lcur
+                            mcur += 1
+                            lcur += k
                 break
             else:
                 break
@@ -285,3 +343,10 @@ def walk(
     out_first[i] = first
     out_last[i] = last
     out_status[i] = status
+    if not each and found:
+        count = 1
+        total = end - s + 1 if end >= s else 0
+        hi = end
+    out_count[i] = count if status == S_OK else 0
+    out_total[i] = total if status == S_OK else 0
+    out_hi[i] = hi if status == S_OK else NO_MATCH

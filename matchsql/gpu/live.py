@@ -9,7 +9,8 @@ start not decided yet is walked at once. A walk that
 needs a row that has not arrived (or a row whose ``NEXT`` is not known yet)
 reports ``S_WAIT``; the sequential SKIP scan (:mod:`matchsql.gpu.skip`) keeps
 the starts before the first waiting one, and the next batch resumes there.
-Matches whose measures read rows past the ones held wait the same way. With
+Matches whose measures read rows past the ones held wait the same way (under ALL
+MATCHES, a start's matches wait for its last end's). With
 WITHIN an attempt ends at its bound, so the held rows follow the bound, not
 the stream.
 """
@@ -29,9 +30,16 @@ from matchsql.fsm.compiled.matcher import CompiledPlan, kernel_params, raise_sta
 from matchsql.fsm.compiled.measures import output_batch
 from matchsql.fsm.compiled.within import within_ends
 from matchsql.gpu import skip as S
-from matchsql.gpu.matcher import DeviceStatistics, decide, device_input, matches_of
+from matchsql.gpu.matcher import (
+    DeviceStatistics,
+    decide,
+    device_input,
+    every_match,
+    matches_of,
+)
 from matchsql.gpu.plan import gpu_plan
 from matchsql.gpu.ring import DeviceRing
+from matchsql.gpu.selection import add_unmatched
 from matchsql.state_format import state_class
 
 
@@ -39,6 +47,10 @@ from matchsql.state_format import state_class
 class LiveGpuMatcher(DeviceStatistics):
     """One live partition on the GPU path (the :class:`~matchsql.fsm.matcher.Matcher`
     contract); see the module docstring."""
+
+    #: The last row of a match output so far (WITH UNMATCHED ROWS); a class default, so
+    #: that a snapshot taken before it was kept restores with none.
+    covered = -1
 
     def __init__(
         self,
@@ -119,16 +131,24 @@ class LiveGpuMatcher(DeviceStatistics):
         got = decide(inp, starts, self.config)
         self.launches += 1
         self.cancel.check()
-        full = [np.full(n, fill, np.int64) for fill in (S.NO_MATCH, -1, -1, S.S_OK)]
+        fills = (S.NO_MATCH, -1, -1, S.S_OK, 0, 0, S.NO_MATCH)
+        full = [np.full(n, fill, np.int64) for fill in fills]
         for whole, part in zip(full, got):
             whole[begin:] = part
-        st, row, kept = S.resolve(*full, self.skip_mode, begin)
+        ends, firsts, lasts, status, counts, totals, his = full
+        st, row, kept, lone = S.resolve(
+            ends,
+            firsts,
+            lasts,
+            status,
+            his,
+            self.skip_mode,
+            self.spec.with_unmatched,
+            begin,
+            self.covered - self.base,
+        )
         if st == S.ST_RETRY:
-            raise ExecutionError(
-                f"the GPU path could not decide the match attempt at partition row "
-                f"{self.base + int(row) + 1} within its stack budget; SET gpu = 'off' runs "
-                "this continuous query on a CPU path"
-            )
+            self._no_budget(int(row))
         if st not in (ST_DONE, S.ST_WAIT):
             raise_status(
                 self.spec,
@@ -138,25 +158,41 @@ class LiveGpuMatcher(DeviceStatistics):
                 self.base + int(row),
             )
         resume = int(row)
-        ends = full[0]
         if not self.complete and len(kept):
             # Measures may read NEXT rows past a match: such a match waits, and so does
             # everything after it (it is decided again, with the same result, later).
-            ready = ends[kept] + q.measure_ahead < n
+            ready = his[kept] + q.measure_ahead < n
             if not ready.all():
                 cut = int(np.argmin(ready))
                 resume = int(kept[cut])
                 kept = kept[:cut]
+                lone = lone[lone < resume]
         out: list[pa.RecordBatch] = []
-        if len(kept):
-            matches = matches_of(inp, kept, ends, self.config, self.match_number)
+        if len(kept) or len(lone):
+            if inp.each and len(kept):
+                matches = every_match(inp, kept, counts, totals, self.config, self.match_number)
+                if matches is None:
+                    self._no_budget(int(kept[0]))
+            else:
+                matches = matches_of(inp, kept, ends, self.config, self.match_number)
+            matches = add_unmatched(matches, lone)
             matches.starts += self.base
-            self.match_number += len(kept)
+            self.match_number += int(np.count_nonzero(matches.numbers))
+            if len(kept):
+                self.covered = max(self.covered, self.base + int(his[kept].max()))
             rows = Rows(self.table, self.base, self.count, self.complete)
             out.append(output_batch(self.spec, self.plan.measures, matches, rows))
         self.next_start = self.base + resume
         self._release()
         return out
+
+    def _no_budget(self, row: int) -> None:
+        """Raise: the device could not decide the attempt at held row ``row``."""
+        raise ExecutionError(
+            f"the GPU path could not decide the match attempt at partition row "
+            f"{self.base + row + 1} within its stack budget; SET gpu = 'off' runs "
+            "this continuous query on a CPU path"
+        )
 
     def _release(self) -> None:
         """Drop the rows before the oldest one an attempt or a PREV can still read."""

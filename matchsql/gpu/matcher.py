@@ -9,7 +9,12 @@ decides every candidate start at once, evaluating the terms that read other
 rows of the match in-thread; the sequential SKIP rule picks the
 starts the CPU paths attempt (:mod:`matchsql.gpu.skip`); a second launch over
 those writes the matches' labels; the measures are the CPU paths' column-wise
-code (:func:`matchsql.fsm.compiled.measures.output_batch`).
+code (:func:`matchsql.fsm.compiled.measures.output_batch`). Under ALL MATCHES /
+INCREMENTAL the walks keep every end of an attempt: the first launch counts
+each start's matches and label rows, an exclusive scan over the kept starts'
+counts gives each its slots, and the second launch writes them
+(:mod:`matchsql.gpu.selection` orders them as the CPU paths do); WITH
+UNMATCHED ROWS comes from the SKIP scan.
 
 Where the device cannot decide a kept start (its stack or step budget ran
 out even after growing the stack), or the partition is too small for the
@@ -44,6 +49,7 @@ from matchsql.fsm.compiled.within import within_ends
 from matchsql.fsm.matcher import StateCounts
 from matchsql.fsm.states import StateSpec
 from matchsql.gpu import kernels as G
+from matchsql.gpu import selection
 from matchsql.gpu import skip as S
 from matchsql.gpu.columns import device_columns, truth
 from matchsql.gpu.device import array_module, to_kernel
@@ -146,20 +152,30 @@ class GpuMatcher(DeviceStatistics):
             else None,
             span=max_rows(self.config, width),
         )
-        ends, firsts, lasts, status = decide(inp, np.arange(n, dtype=np.int64), self.config)
+        ends, firsts, lasts, status, counts, totals, his = decide(
+            inp, np.arange(n, dtype=np.int64), self.config
+        )
         self.cancel.check()
         skip_mode = int(kernel_params(self.spec, self.config, width)[K_SKIP])
-        st, row, kept = S.resolve(ends, firsts, lasts, status, skip_mode)
+        st, row, kept, lone = S.resolve(
+            ends, firsts, lasts, status, his, skip_mode, self.spec.with_unmatched, 0, -1
+        )
         if st == S.ST_RETRY:
             return None
         if st != ST_DONE:
             raise_status(
                 self.spec, self.config, width, ST_SPAN if st == ST_SPAN else int(st), int(row)
             )
+        if inp.each and len(kept):
+            matches = every_match(inp, kept, counts, totals, self.config, 0)
+            if matches is None:
+                return None
+        else:
+            matches = matches_of(inp, kept, ends, self.config, 0)
+        matches = selection.add_unmatched(matches, lone)
         self.ran_on = "gpu"
-        if not len(kept):
+        if not len(matches.starts):
             return []
-        matches = matches_of(inp, kept, ends, self.config, 0)
         return [output_batch(self.spec, self.plan.measures, matches, Rows(table, 0, n, True))]
 
 
@@ -183,6 +199,7 @@ class DeviceInput:
     fspans: object = None  # each variable's fold code (running aggregates)
     acc_w: int = 0  # accumulator floats per register slot
     span: int = 1  # rows one attempt may read (buffer_limit.max_rows)
+    each: bool = False  # every end of an attempt (ALL MATCHES / INCREMENTAL)
 
 
 def device_input(
@@ -243,6 +260,7 @@ def device_input(
         put(gp.registers.fold_spans()),
         2 * gp.registers.n_acc,
         span,
+        plan.spec.all_ends,
     )
 
 
@@ -264,7 +282,7 @@ def matches_of(
 ) -> Matches:
     """The kept starts' matches, their labels written by a second launch."""
     lengths = np.maximum(ends[kept] - kept + 1, 0)
-    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    offsets = selection.exclusive_scan(lengths)
     codes = labels_of(inp, kept, lengths, offsets, config)
     return Matches(
         starts=kept.copy(),
@@ -284,6 +302,7 @@ def _launch(
     labels,
     label_off,
     write: bool,
+    rec,
 ) -> tuple[np.ndarray, ...]:
     m = len(starts)
     stack = cuda.device_array((m, frames, G.FRAME), np.int64)
@@ -293,7 +312,9 @@ def _launch(
     sv = cuda.device_array((m, inp.code_len + 1), np.float64)
     sn = cuda.device_array((m, inp.code_len + 1), np.int64)
     acc = cuda.device_array((m, slots * max(inp.acc_w, 1)), np.float64)
-    out = [cuda.device_array(m, np.int64) for _ in range(4)]
+    seen = cuda.device_array((m, frames + 1) if inp.each else (1, 1), np.uint8)
+    path = cuda.device_array((m, frames) if inp.each and write else (1, 1), np.int64)
+    out = [cuda.device_array(m, np.int64) for _ in range(7)]
     # A block no wider than the starts: the simulator runs every thread of a block.
     width = max(1, min(THREADS_PER_BLOCK, m))
     blocks = (m + width - 1) // width
@@ -309,7 +330,7 @@ def _launch(
             inp.span,
             max_steps,
             stack,
-            *out,
+            *out[:4],
             labels,
             label_off,
             write,
@@ -325,41 +346,79 @@ def _launch(
             inp.base,
             inp.fspans,
             acc,
+            inp.each,
+            seen,
+            path,
+            *out[4:],
+            rec,
         )
         cuda.synchronize()
     return tuple(get(a) for a in out)
 
 
 def decide(
-    inp: DeviceInput, starts: np.ndarray, config: Config, labels=None, label_off=None
+    inp: DeviceInput, starts: np.ndarray, config: Config, labels=None, label_off=None, rec=None
 ) -> tuple[np.ndarray, ...]:
-    """``(ends, firsts, lasts, status)`` of every start, in chunks that keep the stacks
-    under :data:`STACK_BYTES`, growing the stack of the starts that ran out of it."""
-    ends = np.full(len(starts), G.NO_MATCH, np.int64)
-    firsts = np.full(len(starts), -1, np.int64)
-    lasts = np.full(len(starts), -1, np.int64)
-    status = np.zeros(len(starts), np.int64)
-    todo = np.arange(len(starts))
+    """``(ends, firsts, lasts, status, counts, totals, his)`` of every start (its
+    preferred end, SKIP TO rows, status, how many matches, their rows in all, the last
+    end), in chunks that keep the stacks under :data:`STACK_BYTES`, growing the stack
+    of the starts that ran out of it. With ``labels``, the launch writes them (and,
+    under ``each``, the match records ``rec``) at ``label_off``."""
+    m = len(starts)
+    ends = np.full(m, G.NO_MATCH, np.int64)
+    firsts = np.full(m, -1, np.int64)
+    lasts = np.full(m, -1, np.int64)
+    status = np.zeros(m, np.int64)
+    counts = np.zeros(m, np.int64)
+    totals = np.zeros(m, np.int64)
+    his = np.full(m, G.NO_MATCH, np.int64)
+    todo = np.arange(m)
     frames = STACK_FRAMES
     write = labels is not None
     dummy = cuda.device_array(1, np.int64)
     no_slots = cuda.device_array((1, 2), np.int64)
+    rec = rec if rec is not None else cuda.device_array((1, 2), np.int64)
     while len(todo):
         per_start = frames * (G.FRAME + (2 * inp.n_vars + inp.acc_w if inp.regs else 0)) * 8
+        per_start += frames * G.EACH_BYTES_PER_FRAME if inp.each else 0
         chunk = max(1, STACK_BYTES // per_start)
         for a in range(0, len(todo), chunk):
             idx = todo[a : a + chunk]
             off = put(label_off[idx]) if write else no_slots
-            e, f, la, st = _launch(
-                inp, starts[idx], config, frames, labels if write else dummy, off, write
+            got = _launch(
+                inp, starts[idx], config, frames, labels if write else dummy, off, write, rec
             )
-            ends[idx], firsts[idx], lasts[idx], status[idx] = e, f, la, st
+            for whole, part in zip((ends, firsts, lasts, status, counts, totals, his), got):
+                whole[idx] = part
         todo = todo[status[todo] == G.S_STACK]
         if frames >= MAX_STACK_FRAMES:
             status[todo] = G.S_STEPS
             break
         frames *= 2
-    return ends, firsts, lasts, status
+    return ends, firsts, lasts, status, counts, totals, his
+
+
+def every_match(
+    inp: DeviceInput,
+    kept: np.ndarray,
+    counts: np.ndarray,
+    totals: np.ndarray,
+    config: Config,
+    first_number: int,
+) -> Matches | None:
+    """Every end of the kept starts' attempts (``counts``/``totals``: each start's
+    matches and label rows, from the counting launch): an exclusive scan of the
+    counts places each start's labels and records, a second launch writes them.
+    None where that launch could not decide a start (its stack or step budget)."""
+    n_rec, n_lab = counts[kept], totals[kept]
+    slots = np.stack([selection.exclusive_scan(n_lab), selection.exclusive_scan(n_rec)], axis=1)
+    labels = cuda.device_array(max(int(n_lab.sum()), 1), np.int64)
+    rec = cuda.device_array((max(int(n_rec.sum()), 1), 2), np.int64)
+    status = decide(inp, kept, config, labels, slots, rec)[3]
+    if (status != G.S_OK).any():
+        return None
+    records = get(rec)[: int(n_rec.sum())]
+    return selection.every_end(kept, n_rec, records, get(labels), first_number)
 
 
 def labels_of(

@@ -34,7 +34,7 @@ from matchsql.fsm.compiled.matcher import CompiledPlan
 from matchsql.gpu.columns import DeviceTerm, compile_term, is_row_local
 from matchsql.plan.binder import bind
 from matchsql.plan.bound import Pointer
-from matchsql.plan.spec import MatchSpec, RowsPerMatch
+from matchsql.plan.spec import MatchSpec
 
 
 @dataclass
@@ -107,10 +107,6 @@ def unsupported(spec: MatchSpec, plan: CompiledPlan | None, why_no_plan: str) ->
     """Why the GPU path cannot run ``spec`` (None: it can)."""
     if plan is None:
         return why_no_plan
-    if spec.all_matches or spec.incremental:
-        return "ALL MATCHES / INCREMENTAL keep every end of an attempt"
-    if spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED:
-        return "WITH UNMATCHED ROWS is output per row"
     if plan.measures is None:
         return "the measures are evaluated per match on the CPU"
     try:

@@ -142,6 +142,17 @@ class MatchSpec:
     memo: PlanMemo = field(default_factory=PlanMemo, init=False, repr=False, compare=False)
 
     @property
+    def all_ends(self) -> bool:
+        """Does an attempt keep every end it reaches (ALL MATCHES or INCREMENTAL MATCH),
+        not only its preferred match?"""
+        return self.all_matches or self.incremental
+
+    @property
+    def with_unmatched(self) -> bool:
+        """Are the rows no match covers output too (WITH UNMATCHED ROWS)?"""
+        return self.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED
+
+    @property
     def variables(self) -> list[str]:
         """Primary pattern variables, in order of first appearance in PATTERN."""
         return self.pattern.variables()

@@ -84,7 +84,7 @@ class Oracle:
             name: OracleExpression(expr, spec) for name, expr in spec.defines.items()
         }
         self.measures = [OracleExpression(m.expr, spec) for m in spec.measures]
-        self.all_matches = spec.all_matches or spec.incremental
+        self.all_matches = spec.all_ends
         self.schema = spec.output_schema()
 
     # -- public ------------------------------------------------------------------------------

@@ -23,6 +23,9 @@ T = table(
     "id INTEGER, ts INTEGER, price INTEGER",
     [(1, 1, 5), (2, 2, 6), (3, 4, 7), (4, 7, 8), (5, 8, 1), (6, 9, 2), (7, 10, 3), (8, 15, 4)],
 )
+BIG = table(
+    "t", "id INTEGER, ts BIGINT", [(i, 2**60 + k) for i, k in enumerate((0, 1, 2, 3, 5), 1)]
+)
 M = "FIRST(id) AS f, LAST(id) AS l, COUNT(*) AS c"
 
 
@@ -177,6 +180,35 @@ CASES: list[Case] = [
         "Latest first: 10:30 is not A. From 10:12 (A), B takes 10:11, 10:10 and 10:04 (8 "
         "minutes earlier); 10:00 is 12 minutes earlier, past the bound, though its v would "
         "be B: ids 5-2. The next attempt, at 10:00, is not A.",
+        tags=("within",),
+    ),
+    Case(
+        "within_bigint_keys_above_float_precision",
+        BIG,
+        q("t", "PATTERN (A+) WITHIN 1 DEFINE A AS TRUE"),
+        [(1, 2, 2), (3, 4, 2), (5, 5, 1)],
+        "ts is 2**60 + 0, 1, 2, 3, 5 (ids 1-5): one float64 for the first four. From id 1, "
+        "id 2 is 1 after (inside), id 3 is 2 after: ids 1-2. From id 3: id 4 inside, id 5 "
+        "3 after: ids 3-4. Then id 5 alone.",
+        tags=("within",),
+    ),
+    Case(
+        "within_bigint_keys_above_float_precision_descending",
+        BIG,
+        q("t", "PATTERN (A+) WITHIN 1 DEFINE A AS TRUE", order="ts DESC"),
+        [(2, 1, 2), (4, 3, 2), (5, 5, 1)],
+        "In ts DESC order: ids 5 4 3 2 1 at 2**60 + 5, 3, 2, 1, 0. From id 5, id 4 is 2 "
+        "below: id 5 alone. From id 4: id 3 is 1 below (inside), id 2 is 2 below: ids 4-3. "
+        "From id 2: id 1 inside: ids 2-1.",
+        tags=("within",),
+    ),
+    Case(
+        "within_bigint_span_past_int64_range",
+        table("t", "id INTEGER, ts BIGINT", [(1, -(2**63)), (2, 2**63 - 1)]),
+        q("t", "PATTERN (A+) WITHIN 9223372036854775807 DEFINE A AS TRUE"),
+        [(1, 1, 1), (2, 2, 1)],
+        "The keys are 2**64 - 1 apart, one more than the bound (the largest BIGINT): two "
+        "matches of one row.",
         tags=("within",),
     ),
     Case(

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from matchsql.config import Config
-from matchsql.fsm.compiled.within import NO_BOUND, _ends, outside
+from matchsql.fsm.compiled.within import NO_BOUND, _ends, outside, within_ends
 from matchsql.planner import new_partition_matcher
 from matchsql.testing.oracle import Oracle
 from tests.property.strategies import SCHEMA, spec_of
@@ -60,10 +60,41 @@ def test_kernel_ends_follow_the_rule(drawn: tuple) -> None:
     column = keyed + [None] * nulls
     vals = np.array([0.0 if v is None else v for v in column], np.float64)
     valid = np.array([v is not None for v in column], np.uint8)
-    got = _ends(vals, valid, float(bound))
+    got = _ends(vals, valid, float(bound), False)
     for s, first in enumerate(column):
         past = [r for r in range(s + 1, len(column)) if outside(first, column[r], bound)]
         assert got[s] == (past[0] if past else NO_BOUND), (column, s)
+
+
+int64s = st.integers(-(2**63), 2**63 - 1)
+integer_columns = st.tuples(
+    st.lists(st.one_of(int64s, st.integers(2**60, 2**60 + 6), st.integers(-3, 3)), max_size=10),
+    st.integers(0, 2),
+    st.booleans(),
+    st.one_of(st.integers(0, 4), st.integers(0, 2**63 - 1)),
+)
+
+
+@SETTINGS
+@given(integer_columns)
+def test_kernel_ends_over_integers_follow_the_exact_rule(drawn: tuple) -> None:
+    """Integer keys are measured exactly (Python's ints in :func:`outside`): keys above
+    2**53, and spans past int64's range, which float64 would round or int64 wrap."""
+    values, nulls, descending, bound = drawn
+    column = sorted(values, reverse=descending) + [None] * nulls
+    keys = pa.array(column, pa.int64())
+    got = within_ends(spec_of(SQL.format(order="", skip="PAST LAST ROW", bound=1)), bound, keys)
+    for s, first in enumerate(column):
+        past = [r for r in range(s + 1, len(column)) if outside(first, column[r], bound)]
+        assert got[s] == (past[0] if past else NO_BOUND), (column, s, bound)
+
+
+def test_keys_above_two_to_the_53_are_apart() -> None:
+    """2**60 and 2**60 + 1 are one float64; WITHIN 1 from 2**60 keeps + 1 and cuts + 2."""
+    keys = pa.array([2**60 + k for k in range(4)], pa.int64())
+    spec = spec_of(SQL.format(order="", skip="PAST LAST ROW", bound=1))
+    assert within_ends(spec, 1.0, keys).tolist() == [2, 3, NO_BOUND, NO_BOUND]
+    assert within_ends(spec, 1.0, keys.cast(pa.uint64())).tolist() == [2, 3, NO_BOUND, NO_BOUND]
 
 
 SQL = (

@@ -277,7 +277,7 @@ def for_matcher(plan, config) -> tuple[Dfa | None, str]:
         return None, "DEFINE reads registers"
     if config.execution_path == "registers":
         return None, "forced by SET execution_path = 'registers'"
-    if spec.all_matches or spec.incremental:
+    if spec.all_ends:
         return None, "ALL MATCHES"
     if plan.within is not None:
         return None, "WITHIN ends attempts by time"

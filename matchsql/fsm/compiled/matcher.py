@@ -736,10 +736,10 @@ def kernel_params(spec: MatchSpec, config: Config, width: RowWidth) -> np.ndarra
     attempt may read, on the partition's row ``width``); the caller sets rows, base,
     limit, completeness and where to resume."""
     params = np.zeros(K.K_PARAMS, np.int64)
-    params[K.K_ALL_ENDS] = int(spec.all_matches or spec.incremental)
+    params[K.K_ALL_ENDS] = int(spec.all_ends)
     params[K.K_SKIP] = _SKIP[spec.skip]
     params[K.K_MAX_THREADS] = config.max_threads
-    params[K.K_UNMATCHED] = int(spec.rows_per_match is RowsPerMatch.ALL_WITH_UNMATCHED)
+    params[K.K_UNMATCHED] = int(spec.with_unmatched)
     # An attempt may read at most the rows the buffer limit allows: a runaway one stops
     # there (ST_SPAN) instead of running to the partition's end from every start row.
     params[K.K_MAX_SPAN] = max_rows(config, width)

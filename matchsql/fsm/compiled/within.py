@@ -18,12 +18,20 @@ kernels get, per start, the first row past the bound as an array
 on that key, so the row only moves forward) and end the attempt there. Rows
 whose bound lies past the rows held get :data:`NO_BOUND`: the attempt waits
 for more rows as it would without WITHIN.
+
+The array form is exact where :func:`outside` is: integer, date and timestamp
+columns are measured as int64 in the column's units (a BIGINT key above 2**53,
+or a nanosecond timestamp, has no exact float64; measured as float64 the
+compiled paths put rows 1 apart at the same value and let a match run past
+the bound the reference keeps), the bound as the whole units it allows; float
+columns as float64, as Python measures them.
 """
 
 from __future__ import annotations
 
 import datetime
 import decimal
+import math
 from typing import Any
 
 import numpy as np
@@ -72,8 +80,13 @@ def within_bound(spec: MatchSpec) -> float | None:
     raise Unsupported(f"WITHIN over a {t} column")
 
 
+_INT64_MAX = (1 << 63) - 1
+
+
 def order_values(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """``(values, valid)`` of the ORDER BY column as float64 in its own units."""
+    """``(values, valid)`` of the ORDER BY column in its own units: int64 for an
+    integer, date or timestamp column (exact; UBIGINT shifted by 2**63, which keeps
+    every difference), float64 for a float one."""
     t = column.type
     if pa.types.is_timestamp(t) or pa.types.is_date32(t):
         column = column.cast(pa.int64() if pa.types.is_timestamp(t) else pa.int32())
@@ -82,34 +95,60 @@ def order_values(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         if not column.null_count
         else np.asarray(column.is_valid().to_numpy(zero_copy_only=False), np.uint8)
     )
-    values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False).astype(np.float64)
-    return values, valid
+    values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False)
+    if values.dtype == np.uint64:
+        return values.view(np.int64) ^ np.int64(-(1 << 63)), valid
+    if np.issubdtype(values.dtype, np.integer):
+        return values.astype(np.int64), valid
+    return values.astype(np.float64), valid
+
+
+def _as_bound(bound: float, values: np.ndarray) -> float | int:
+    """``bound`` in the type of ``values``: for int64 values the whole units it allows
+    (a difference of whole units is past ``bound`` exactly when past its floor)."""
+    if values.dtype != np.int64:
+        return float(bound)
+    return min(math.floor(bound), _INT64_MAX) if bound == bound else _INT64_MAX
 
 
 @njit(cache=True, nogil=True)
-def _past(a, b, bound):
-    """:func:`outside` over float64 values (both valid)."""
+def _past(a, b, bound, ints):
+    """:func:`outside` over two valid values: float64 ones, or (``ints``) int64 ones
+    with an int64 ``bound``, measured without overflow (machine code may assume a
+    signed difference never wraps, so none is computed that could)."""
     if a == b or (a != a and b != b):
         return False
-    return not abs(a - b) <= bound
+    if a != a or b != b:
+        return True  # NaN lies above every bound
+    hi = a if a > b else b
+    lo = b if a > b else a
+    if ints and lo < 0 <= hi:
+        # hi - lo may not fit in int64: past when hi alone is, else compare via hi - bound
+        # (both in [0, max], so it fits)
+        return hi > bound or lo < hi - bound
+    return not hi - lo <= bound
 
 
 @njit(cache=True, nogil=True)
-def _ends(values, valid, bound):
+def _ends(values, valid, bound, ints):
     n = values.shape[0]
     out = np.empty(n, np.int64)
+    if n == 0:
+        return out
     monotone = True  # the valid values are sorted (either way): the end only moves forward
     direction = 0
-    last = np.nan
+    seen = False
+    last = values[0]
     for r in range(n):
         if valid[r] and values[r] == values[r]:  # NaN sorts at one end: apart from others
-            if last == last and values[r] != last:
+            if seen and values[r] != last:
                 d = 1 if values[r] > last else -1
                 if direction == 0:
                     direction = d
                 elif d != direction:
                     monotone = False
             last = values[r]
+            seen = True
     r = 0
     for s in range(n):
         out[s] = NO_BOUND
@@ -117,7 +156,7 @@ def _ends(values, valid, bound):
             continue
         if not monotone or r <= s:
             r = s + 1
-        while r < n and not (valid[r] and _past(values[s], values[r], bound)):
+        while r < n and not (valid[r] and _past(values[s], values[r], bound, ints)):
             r += 1
         if r < n:
             out[s] = r
@@ -130,4 +169,4 @@ def within_ends(spec: MatchSpec, bound: float | None, column: pa.Array) -> np.nd
     if bound is None:
         return np.zeros(0, np.int64)
     values, valid = order_values(column)
-    return _ends(values, valid, bound)
+    return _ends(values, valid, _as_bound(bound, values), values.dtype == np.int64)

@@ -66,16 +66,25 @@ REGISTERS = [
 WITHIN = ["", "", " WITHIN 0", " WITHIN 1", " WITHIN 3"]
 
 
-def _gpu_query(sql: str, a: str, b: str, within: str = "") -> str:
-    """``sql`` with DEFINEs ``a``/``b`` and in a shape the GPU path takes: no ALL MATCHES,
-    no unmatched rows, and A and B declared (SUBSET U names both) by an alternative;
-    ``within`` (e.g. ``WITHIN 2``) follows the pattern."""
+def _gpu_query(sql: str, a: str, b: str, within: str = "", each: bool = False) -> str:
+    """``sql`` with DEFINEs ``a``/``b`` and in a shape the GPU path takes: A and B
+    declared (SUBSET U names both) by an alternative; ``within`` (e.g. ``WITHIN 2``)
+    follows the pattern. Without ``each``, no ALL MATCHES and no unmatched rows."""
     head, _, _ = sql.rpartition("DEFINE")
-    head = head.replace("ALL MATCHES", "").replace(" WITH UNMATCHED ROWS", "")
+    if not each:
+        head = head.replace("ALL MATCHES", "").replace(" WITH UNMATCHED ROWS", "")
     begin = head.index("PATTERN (") + len("PATTERN (")
     end = head.index("\n", begin) - 1
     head = f"{head[:begin]}({head[begin:end]}) | A B){within}{head[end + 1 :]}"
     return f"{head}DEFINE A AS {a}, B AS {b}\n)"
+
+
+def _maybe_descending(sql: str, rows: list[dict], data: st.DataObject) -> tuple[str, list[dict]]:
+    """``sql`` and ``rows`` as drawn, or under ``ORDER BY id DESC`` with the rows latest
+    first (the matchers take their input sorted): WITHIN is measured along either order."""
+    if not data.draw(st.booleans()):
+        return sql, rows
+    return sql.replace("ORDER BY id", "ORDER BY id DESC", 1), rows[::-1]
 
 
 def _run(
@@ -122,6 +131,7 @@ def test_random_registers(sql: str, rows: list[dict], data: st.DataObject) -> No
     if data.draw(st.booleans()):
         a = f"{a} AND {data.draw(st.sampled_from(ROW_LOCAL))}"
     within = data.draw(st.sampled_from(WITHIN))
+    sql, rows = _maybe_descending(sql, rows, data)
     try:
         spec = spec_of(_gpu_query(sql, a, b, within))
     except matchsql.Error:
@@ -151,3 +161,30 @@ def test_random_live_stream(sql: str, rows: list[dict], data: st.DataObject) -> 
     got = _run(spec, rows, splits, "on", live=True)
     assume(got[0] != "n/a")
     assert got == _run(spec, rows, [], "off"), _gpu_query(sql, a, b, within)
+
+
+@SETTINGS
+@given(sql=queries(), rows=partitions, data=st.data())
+def test_random_each(sql: str, rows: list[dict], data: st.DataObject) -> None:
+    """ALL MATCHES / INCREMENTAL MATCH (every end of an attempt) and WITH UNMATCHED
+    ROWS on the GPU path give the compiled CPU path's rows and the reference's."""
+    a = data.draw(st.sampled_from(REGISTERS + ROW_LOCAL))
+    b = data.draw(st.sampled_from(REGISTERS + ROW_LOCAL))
+    within = data.draw(st.sampled_from(WITHIN))
+    mode = data.draw(st.sampled_from(["ALL MATCHES", "INCREMENTAL MATCH", ""]))
+    sql, rows = _maybe_descending(sql, rows, data)
+    if "ALL MATCHES" not in sql:
+        sql = sql.replace("  PATTERN (", f"  {mode}\n  PATTERN (", 1)
+    query = _gpu_query(sql, a, b, within, each=True)
+    try:
+        spec = spec_of(query)
+    except matchsql.Error:
+        assume(False)
+        return
+    assume(spec.all_ends or spec.with_unmatched)
+    got = _run(spec, rows, data.draw(st.lists(st.integers(0, len(rows)), max_size=3)), "on")
+    assume(got[0] != "n/a")
+    assert got == _run(spec, rows, [], "off"), query
+    assert got == _run(spec, rows, [], "off", path="reference"), query
+    splits = data.draw(st.lists(st.integers(0, len(rows)), max_size=4))
+    assert _run(spec, rows, splits, "on", live=True) == got, query  # a launch per batch

@@ -1,0 +1,132 @@
+"""The device kernel compiles to PTX for the argument types the launches give it.
+
+numba's simulator runs the kernels as Python, so it accepts code the CUDA
+target rejects (a type it cannot unify, a call it cannot lower). Here the
+real target compiles :func:`matchsql.gpu.kernels.walk` for every signature the
+host code launches it with: the launches run against host arrays (the
+``numba.cuda`` calls of the launch replaced by numpy), the kernel launch only
+records its arguments, and each distinct signature is compiled to PTX for
+``sm_90`` by NVVM. No GPU or driver is needed, only numba-cuda and NVVM
+(``pip install numba-cuda nvidia-cuda-nvcc-cu12``); elsewhere, and under the
+simulator, the test is skipped.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from types import SimpleNamespace
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from numba import cuda, typeof
+from numba import types as nb_types
+
+from matchsql.config import Config
+from matchsql.fsm.compiled.matcher import CompiledPlan
+from matchsql.gpu import kernels as G
+from matchsql.gpu import matcher as M
+from matchsql.queries import Q1
+from tests.property.strategies import spec_of
+
+CC = (9, 0)  # the PTX target: sm_90 (H100/H200)
+WALK = G.walk  # the kernel itself: the tests replace the module's attribute by a recorder
+
+SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+TRADE = pa.schema(
+    [("symbol", pa.string()), ("price", pa.float64()), ("volume", pa.int64()), ("ts", pa.int64())]
+)
+ROW_LOCAL = (
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES COUNT(*) AS c ONE ROW PER MATCH "
+    "PATTERN (A B+) WITHIN 3 DEFINE B AS x > PREV(x))"
+)
+
+
+class _Host(np.ndarray):
+    """A host array standing in for a device array (``copy_to_host`` is a copy)."""
+
+    def copy_to_host(self) -> np.ndarray:
+        return np.asarray(self).copy()
+
+
+@pytest.fixture
+def launches(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    """The argument lists of the kernel launches made while the test runs."""
+    if SIMULATED or importlib.util.find_spec("numba_cuda") is None:
+        pytest.skip("needs numba-cuda (not the simulator): pip install numba-cuda")
+    try:
+        cuda.compile_ptx(lambda a: None, (nb_types.int64[::1],), cc=CC)
+    except Exception as exc:  # no NVVM: nvidia-cuda-nvcc-cu12 is not installed
+        pytest.skip(f"NVVM is not available: {exc}")
+    recorded: list[tuple] = []
+
+    class Recorder:
+        def __getitem__(self, grid: tuple) -> object:
+            return lambda *args: recorded.append(args)
+
+    monkeypatch.setattr(cuda, "to_device", lambda a: np.array(a).view(_Host))
+    monkeypatch.setattr(
+        cuda, "device_array", lambda shape, dtype: np.zeros(shape, dtype).view(_Host)
+    )
+    monkeypatch.setattr(cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(G, "walk", Recorder())
+    # A device function called by the kernel is compiled for the current device's
+    # compute capability; without a driver there is none, so name the target's.
+    dispatcher = importlib.import_module("numba.cuda.dispatcher")
+    if hasattr(dispatcher, "get_current_device"):
+        monkeypatch.setattr(
+            dispatcher, "get_current_device", lambda: SimpleNamespace(compute_capability=CC)
+        )
+    return recorded
+
+
+def _launch_all(plan: CompiledPlan, table: pa.Table, within: np.ndarray | None) -> None:
+    """Every launch the host code makes for ``plan``: deciding and writing labels (and,
+    under ALL MATCHES, counting and writing every end). The recorded launches write
+    nothing: every start reads as decided, ending at row 0."""
+    n = table.num_rows
+    inp = M.device_input(plan, table, 0, n, n, True, within, span=1000)
+    starts = np.arange(n, dtype=np.int64)
+    got = M.decide(inp, starts, Config())
+    if inp.each:
+        one = np.ones(1, np.int64)  # start 0's one match, of one row
+        M.every_match(inp, starts[:1], one, one, Config(), 0)
+    else:
+        M.matches_of(inp, starts, np.maximum(got[0], starts), Config(), 0)
+
+
+def _compile(recorded: list[tuple]) -> set[str]:
+    """Each distinct signature of the ``recorded`` launches compiled to PTX."""
+    signatures = {
+        tuple(typeof(np.asarray(a)) if isinstance(a, np.ndarray) else typeof(a) for a in args)
+        for args in recorded
+    }
+    assert signatures
+    out = set()
+    for sig in signatures:
+        ptx, result = cuda.compile_ptx(WALK.py_func, sig, cc=CC)
+        assert ".entry" in ptx and str(result) == "none"
+        out.add(str(sig))
+    return out
+
+
+def test_walk_compiles_for_all_matches_with_registers(launches: list[tuple]) -> None:
+    plan = CompiledPlan.build(spec_of(Q1.rstrip().rstrip(";"), TRADE))
+    prices = [10.0, 8.0, 7.0, 9.0, 12.0, 11.0, 13.0]
+    table = pa.table(
+        {"symbol": ["S"] * 7, "price": prices, "volume": [1] * 7, "ts": list(range(7))},
+        schema=TRADE,
+    )
+    _launch_all(plan, table, None)
+    assert len(launches) == 2  # the counting launch and the writing one
+    assert _compile(launches)
+
+
+def test_walk_compiles_for_row_local_terms_and_within(launches: list[tuple]) -> None:
+    plan = CompiledPlan.build(spec_of(ROW_LOCAL))
+    table = pa.table({"id": [0, 1, 2, 3], "x": [1, 2, 3, 1], "y": [0, 0, 0, 0]})
+    table = table.cast(pa.schema([("id", pa.int32()), ("x", pa.int32()), ("y", pa.int32())]))
+    _launch_all(plan, table, np.array([3, 4, 4, 4], np.int64))
+    assert len(launches) == 2  # deciding, writing the labels
+    assert _compile(launches)
