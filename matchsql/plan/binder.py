@@ -14,6 +14,7 @@ per query, not once per backend or partition.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from sqlglot import exp
 
@@ -166,7 +167,7 @@ class Binder:
 
     def rebuild(self, node: exp.Expression, ctx: _Context) -> exp.Expression:
         """An operator or function: the same class over bound arguments."""
-        args = {}
+        args: dict[str, Any] = {}
         for key, value in node.args.items():
             if isinstance(value, exp.Expression):
                 args[key] = self.bind(value, ctx) if _is_value(key, node) else value.copy()
@@ -373,7 +374,7 @@ def source_text(node: exp.Expression) -> str:
     if isinstance(node, exp.Literal) and not node.is_string:
         return str(node.this)  # the common leaf, without a copy and a generator (1,000 measures)
 
-    def plain(n: exp.Expression) -> exp.Expression:
+    def plain(n: exp.Expr) -> exp.Expr:
         if isinstance(n, Navigation):
             args = (
                 [n.this] if n.args.get("offset") is None else [n.this, exp.Literal.number(n.offset)]
@@ -396,7 +397,7 @@ def source_text(node: exp.Expression) -> str:
         if replacement is not n:
             n.replace(replacement)
     try:
-        text = root.this.sql(dialect="duckdb")
+        text: str = root.this.sql(dialect="duckdb")
     except ValueError:
         return type(node).__name__.upper()
     for word in ("RUNNING", "FINAL"):  # shown as written: keyword, not a call
