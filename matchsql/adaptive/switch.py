@@ -122,7 +122,8 @@ class PerPartitionRule:
     :class:`TotalPressureRule`. The push thread reads one store in arrival order, so it
     cannot go on for the holders that ask for data while holding back another's tuples;
     waiting for every holder to drain (the strictest reading) left the matchers idle
-    behind the last full holder: Q4 at 3M tuples/s lost a third of its throughput. With tuples spread evenly, every holder's own bound is watched,
+    behind the last full holder: Q4 at 3M tuples/s lost a third of its throughput. With tuples
+    spread evenly, every holder's own bound is watched,
     where :class:`MostTuplesRule` watches one holder that looks no fuller than the rest.
     The room is that of the holder closest to its bound, scaled by its share of the
     routed tuples.

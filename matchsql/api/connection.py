@@ -149,7 +149,8 @@ class Connection:
         checkpoint_rows: int | None = None,
         if_not_exists: bool = False,
     ) -> None:
-        """``CREATE CONTINUOUS QUERY name WITH (...) AS insert_sql`` (see matchsql.session.continuous)."""
+        """``CREATE CONTINUOUS QUERY name WITH (...) AS insert_sql`` (see
+        matchsql.session.continuous)."""
         options = {
             k: v
             for k, v in (

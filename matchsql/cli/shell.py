@@ -241,7 +241,8 @@ class Shell:
                     kept = None
             yield batch
         if kept is not None:
-            import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+            # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+            import pyarrow as pa
 
             self.last_result = pa.Table.from_batches(kept, schema=schema)
 

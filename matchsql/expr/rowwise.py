@@ -421,7 +421,7 @@ class _Compiler:
 
         return evaluate
 
-    # -- operators -----------------------------------------------------------------------------------
+    # -- operators ---------------------------------------------------------------------------------
 
     def binary(self, node: exp.Expression, fn: Callable[[Any, Any], Any]) -> _Fn:
         left = self.compile(node.this)

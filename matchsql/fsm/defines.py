@@ -342,8 +342,8 @@ def _reader(name: str, at: Locator) -> Factory:
 #
 # Each comparison: NULL if either side is NULL; two int/float values compare
 # with the value library's number tests (sc.COMPARISONS: the same order as
-# sc.compare's sign, NaN greatest and equal to itself); anything else goes through sc.compare, which coerces types and
-# raises on incomparable ones. Both sides are always evaluated, left first,
+# sc.compare's sign, NaN greatest and equal to itself); anything else goes through sc.compare, which
+# coerces types and raises on incomparable ones. Both sides are always evaluated, left first,
 # like the general evaluator. The ``_num`` variants are used when both sides
 # are statically int/float (numeric columns and literals) and skip the type
 # test.

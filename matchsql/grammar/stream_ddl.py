@@ -10,8 +10,8 @@
     SHOW STREAM READERS [name]      one row per reader: cursor, lag, archive writer
 
 These are not DuckDB statements: the session classifies them by their
-first words (matchsql.session.statements) and they are parsed here over the matchsql tokenizer (errors point at the
-offending token). Column types are kept as written and validated later by
+first words (matchsql.session.statements) and they are parsed here over the matchsql tokenizer
+(errors point at the offending token). Column types are kept as written and validated later by
 asking DuckDB (``CAST(NULL AS type)``), so every DuckDB type name works and
 the stream's Arrow schema is exactly what DuckDB would produce.
 """

@@ -130,10 +130,10 @@ def _wait_not_running(con) -> dict:
 
 
 def test_a_query_whose_pool_never_starts_fails_with_the_cause(
-    db,
+    db,  # noqa: F811
     tmp_path,
     broken_interpreter,
-    monkeypatch,  # noqa: F811
+    monkeypatch,
 ):
     monkeypatch.setattr(continuous, "MAX_RESTARTS", 2)
     broken_interpreter(_exits_with_3(tmp_path))
