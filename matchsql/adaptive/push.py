@@ -52,7 +52,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 import pyarrow as pa
 
@@ -103,7 +103,7 @@ RULES: dict[str, Callable[[], PartitionRule]] = {
 
 #: What ``next_batch`` yields: a batch with the sum over its rows of their
 #: enqueue times (``time.monotonic_ns``), or a bare batch (enqueue unknown).
-Pushed = tuple[pa.RecordBatch, int] | pa.RecordBatch
+Pushed: TypeAlias = tuple[pa.RecordBatch, int] | pa.RecordBatch
 
 
 @dataclass

@@ -257,7 +257,7 @@ class ArgumentCompiler(RowLocalCompiler):
         to a wider integer or to text, text to text."""
         inner = self.node(node.this)
         target = node.to.this
-        kinds: dict[exp.DataType.Type, Callable[[pa.DataType], pa.DataType | None]] = {
+        kinds: dict[exp.DType, Callable[[pa.DataType], pa.DataType | None]] = {
             exp.DataType.Type.BOOLEAN: lambda t: pa.bool_() if pa.types.is_boolean(t) else None,
             exp.DataType.Type.VARCHAR: lambda t: (
                 pa.string() if pa.types.is_integer(t) or pa.types.is_string(t) else None

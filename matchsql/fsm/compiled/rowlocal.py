@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -39,7 +40,7 @@ from matchsql.plan.bound import Const, Pointer, describe
 from matchsql.plan.spec import MatchSpec
 
 Columns = dict[str, pa.Array]
-Value = pa.Array | pa.Scalar
+Value: TypeAlias = pa.Array | pa.Scalar
 Term = Callable[[Columns, int], Value]
 
 EDGES = "\0partition edges"  # Columns key of a PartitionEdges when rows span partitions
