@@ -52,7 +52,14 @@ def falls_behind(row: dict) -> str | None:
     rate, achieved = number(row.get("rate")), number(row.get("producer_rate"))
     produced, elapsed = number(row.get("produced")), number(row.get("time"))
     records, latency = number(row.get("records")), number(row.get("latency"))
-    if None in (rate, achieved, produced, elapsed, records) or not achieved:
+    if (
+        rate is None
+        or achieved is None
+        or produced is None
+        or elapsed is None
+        or records is None
+        or not achieved
+    ):
         return "failed"
     if achieved < KEEP_UP_SHARE * rate:
         return "producer"

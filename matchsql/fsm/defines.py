@@ -224,11 +224,11 @@ class _DefineCompiler:
 
     def pointer(self, node: Pointer) -> _Code:
         at = node.position
-        if node.classifier or not at.current or at.final:
+        name = node.column  # None: the row's label (CLASSIFIER)
+        if name is None or not at.current or at.final:
             raise _Unsupported  # labels, FIRST/LAST offsets; FINAL is an error in DEFINE
         anchor = self.last_of(at.vars)
         where = anchor[:-1] + (anchor[-1] + at.physical,)
-        name = node.column
         operand: _Operand | None = None
         if where[0] == "cur" and where[-1] <= 0:
             operand = (_ROW, name, 0, where[-1], None)

@@ -65,7 +65,7 @@ ANONYMOUS_AGGREGATES: dict[str, str] = {
 }
 
 
-def is_aggregate(node: exp.Expression) -> bool:
+def is_aggregate(node: exp.Expr) -> bool:
     """Is ``node`` an aggregate over the rows of a pattern variable (with its FILTER)?"""
     if isinstance(node, exp.Filter) or (
         isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AggFunc)
