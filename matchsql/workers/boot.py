@@ -23,6 +23,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Any
 
 from matchsql.workers import segments
 
@@ -31,7 +32,7 @@ PR_SET_PDEATHSIG = 1
 ORPHAN_CHECK_S = 0.25
 
 
-def start(parent: int, prefix: str, *args: object) -> None:
+def start(parent: int, prefix: str, *args: Any) -> None:
     """The target of a spawned worker: guard, then import and run the worker's loop
     (``prefix``: the pool's segment names; ``args`` go to the loop)."""
     _death_signal(signal.SIGKILL)
