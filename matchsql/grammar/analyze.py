@@ -27,7 +27,7 @@ from matchsql.grammar.subqueries import fold_subqueries
 from matchsql.grammar.typer import ExpressionTyper
 from matchsql.plan.binder import column_candidates
 from matchsql.plan.pattern import Exclusion, PatternNode
-from matchsql.plan.spec import MatchSpec, Measure, RowsPerMatch, SkipMode
+from matchsql.plan.spec import MatchSpec, Measure, RowsPerMatch, SkipMode, WithinBound
 
 __all__ = ["analyze"]
 
@@ -335,7 +335,7 @@ class _Analyzer:
 
     # -- time bound and alias ------------------------------------------------
 
-    def within(self, order_by: list[str]) -> object | None:
+    def within(self, order_by: list[str]) -> WithinBound | None:
         bound = self.node.args.get("within")
         if bound is None:
             return None

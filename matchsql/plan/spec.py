@@ -10,6 +10,8 @@ unless quoted.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import functools
 from dataclasses import dataclass, field
 from enum import Enum
@@ -19,6 +21,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.plan.pattern import PatternNode
+
+#: A WITHIN bound: an interval, or a number in the ORDER BY column's units.
+WithinBound = datetime.timedelta | int | float | decimal.Decimal
 
 
 @functools.lru_cache(maxsize=4096)
@@ -125,7 +130,7 @@ class MatchSpec:
     defines: dict[str, exp.Expression] = field(default_factory=dict)
     all_matches: bool = False
     incremental: bool = False
-    within: object | None = None  # datetime.timedelta or a number, in ORDER BY units
+    within: WithinBound | None = None  # in ORDER BY units
     #: derived column -> its DuckDB SQL over the input row: the parts of DEFINE and
     #: MEASURES that read one row, computed by DuckDB (see matchsql.grammar.pushdown).
     #: They are the last fields of ``columns`` and never part of the output.

@@ -190,10 +190,10 @@ class ArgumentCompiler(RowLocalCompiler):
     def pointer(self, node: Pointer) -> Term:
         if not node.position.aggregated:
             raise Unsupported(f"{node.text} reads a row other than the aggregated one")
-        if node.classifier:
+        name = node.column
+        if name is None:  # CLASSIFIER
             self.columns.add(CLASSIFIER)
             return lambda cols, n: cols[CLASSIFIER]
-        name = node.column
         if not self.bare and not _plain(self.types[name]):
             raise Unsupported(f"{node.text} of type {self.types[name]} inside an expression")
         self.columns.add(name)

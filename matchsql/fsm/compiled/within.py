@@ -23,7 +23,6 @@ for more rows as it would without WITHIN.
 from __future__ import annotations
 
 import datetime
-import decimal
 from typing import Any
 
 import numpy as np
@@ -66,8 +65,6 @@ def within_bound(spec: MatchSpec) -> float | None:
             return seconds / 86400.0
         raise Unsupported(f"WITHIN over a {t} column")
     if pa.types.is_integer(t) or pa.types.is_floating(t):
-        if isinstance(bound, decimal.Decimal):
-            return float(bound)
         return float(bound)
     raise Unsupported(f"WITHIN over a {t} column")
 
