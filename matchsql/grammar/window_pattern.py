@@ -72,7 +72,7 @@ class WindowPatternParser:
             and self._curr.token_type == TokenType.OVER
             and not getattr(self, "_mr_depth", 0)
         ):
-            return self._parse_window(this)  # type: ignore[attr-defined]
+            return self._parse_window(this)
         return this
 
     def _parse_window(self, this: exp.Expr | None, alias: bool = False) -> exp.Expr | None:

@@ -368,7 +368,7 @@ def _is_value(key: str, node: exp.Expression) -> bool:
     return True
 
 
-def source_text(node: exp.Expression) -> str:
+def source_text(node: exp.Expr) -> str:
     """SQL text of an unbound node, for messages (DuckDB's generator does not know the
     row pattern functions, so they are shown as the function calls they were written as)."""
     if isinstance(node, exp.Literal) and not node.is_string:

@@ -15,7 +15,7 @@ import decimal
 import functools
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 from sqlglot import exp
@@ -59,6 +59,13 @@ class SkipMode(Enum):
     TO_NEXT_ROW = "TO NEXT ROW"
     TO_FIRST = "TO FIRST"
     TO_LAST = "TO LAST"  # ``SKIP TO v`` means ``SKIP TO LAST v``
+
+
+def as_expression(node: exp.Expr) -> exp.Expression:
+    """``node`` as the plan holds it: sqlglot types its tree functions (``transform``,
+    ``replace``) over the base class ``Expr``, of which every node class it makes is an
+    ``Expression`` (the other subclasses are mixins)."""
+    return cast(exp.Expression, node)
 
 
 @dataclass(frozen=True)
