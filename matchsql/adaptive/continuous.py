@@ -36,8 +36,8 @@ from matchsql.adaptive.metrics import InputMetrics
 from matchsql.adaptive.modes import InputOptions
 from matchsql.adaptive.push import LocalRuns, PushInput
 from matchsql.errors import ExecutionError
+from matchsql.fsm.matcher import Matcher
 from matchsql.router.hashed import HashPartitionRouter
-from matchsql.router.partitions import RunFactory
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.live_reader import LiveReader
 from matchsql.storage.shm_ring import W_HEAD_SEQ
@@ -48,7 +48,7 @@ T = TypeVar("T")
 def continuous_batches(
     definition: StreamDef,
     partition_by: list[str],
-    new_run: RunFactory,
+    new_run: Callable[[tuple], Matcher],
     *,
     con: duckdb.DuckDBPyConnection,
     batch_rows: int,

@@ -141,7 +141,7 @@ class LocalRuns:
 
     take_all = False
 
-    def __init__(self, router: HashPartitionRouter) -> None:
+    def __init__(self, router: HashPartitionRouter[Matcher]) -> None:
         self.router = router
         self._observing: tuple[Sequence[StateSpec], Sequence[int]] | None = None
         self._counting: dict[tuple, bool] = {}

@@ -38,7 +38,7 @@ class PartitionView:
 
     key: object
     routed: int
-    unprocessed: int
+    unprocessed: float  # in the unit of the holders' bounds
     r_bound: int
 
 
@@ -105,7 +105,8 @@ class TotalPressureRule:
     """
 
     def pressure(self, views: Iterable[PartitionView]) -> Pressure:
-        unprocessed = bound = count = 0
+        unprocessed: float = 0
+        bound = count = 0
         for view in views:
             unprocessed += view.unprocessed
             bound += view.r_bound
