@@ -35,7 +35,7 @@ LATENCY_SHARE = 0.1  # of the run's duration
 def number(value: object) -> float | None:
     """A CSV cell or a metric as a float; None when empty or not a number."""
     try:
-        return float(value)  # type: ignore[arg-type]
+        return float(value)  # type: ignore[arg-type]  # anything: what float refuses is None
     except (TypeError, ValueError):
         return None
 

@@ -236,6 +236,7 @@ def _running(
                 return state
             return add(state, value(view, row))
 
+        # called only where _whole_history(view): the labels are a history, which folds
         return finish(view.labels.fold(token, initial, step))  # type: ignore[attr-defined]
 
     return evaluate

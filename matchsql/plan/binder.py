@@ -267,11 +267,12 @@ class Binder:
         condition = self.bind(where, inner) if where is not None else None
         if isinstance(node, exp.Count):
             return self.count(node, ctx, inner, condition, text)
+        function: str | None
         if isinstance(node, exp.Anonymous):
             function = ANONYMOUS_AGGREGATES[node.name.lower()]
             args = list(node.expressions)
         else:
-            function = AGGREGATE_NAMES.get(type(node))  # type: ignore[assignment]
+            function = AGGREGATE_NAMES.get(type(node))
             if function is None:
                 raise SemanticError(
                     f"aggregate {node.key.upper()} is not supported in row pattern recognition"
