@@ -29,8 +29,15 @@ run: warm
 test: warm
 	$(VENV)/bin/ruff check matchsql tests bench examples
 	$(VENV)/bin/ruff format --check matchsql tests bench examples
+	$(VENV)/bin/mypy
 	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup tests
 	$(VENV)/bin/mkdocs build --strict --site-dir $(SITE)
+
+# The checks of `make test` that need no test run (and what pre-commit runs on a commit).
+lint: $(STAMP)
+	$(VENV)/bin/ruff check matchsql tests bench examples
+	$(VENV)/bin/ruff format --check matchsql tests bench examples
+	$(VENV)/bin/mypy
 
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --site-dir $(SITE)

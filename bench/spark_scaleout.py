@@ -10,7 +10,8 @@ path) over the same rows: ``--data trades`` (default) the synthetic trades
 events`` the short-partition event data of :mod:`bench.events` (``--symbols``
 aircraft) and its queries. The embedded engine reads a DuckDB table; Spark reads
 the same rows from a Parquet file and runs :func:`matchsql.spark.match_recognize`
-(the rows hash-partitioned by key, each task matching all of its keys). The queries' implicit input order is written as ``ORDER BY ts`` on
+(the rows hash-partitioned by key, each task matching all of its keys). The queries' implicit input
+order is written as ``ORDER BY ts`` on
 both sides, so the results must be equal; the table says whether they are
 (row counts). Spark's session start-up and a warm-up run of each query on
 5,000 rows (Python workers start, import matchsql, compile the query's

@@ -21,6 +21,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 _KEYED = re.compile(r"sources-[0-9a-f]{16}")
@@ -63,7 +64,7 @@ def use_keyed_cache() -> str:
     if _chosen is None:
         _chosen = keyed_directory(os.environ.get("NUMBA_CACHE_DIR"), sources_key())
         os.environ["NUMBA_CACHE_DIR"] = _chosen
-        config = sys.modules.get("numba.core.config")
+        config: Any = sys.modules.get("numba.core.config")
         if config is not None:  # numba read its environment already: tell it directly
             config.CACHE_DIR = _chosen
     return _chosen

@@ -11,6 +11,10 @@ from typing import Any
 from matchsql.errors import Error
 
 
+def _buffered_bytes_default() -> int:
+    return default_max_buffered_bytes()  # defined below, with the sizes it reads
+
+
 @dataclass
 class Config:
     """Limits and knobs of one connection.
@@ -26,7 +30,7 @@ class Config:
     # (matchsql/buffer_limit.py): an attempt that would hold more fails, which also
     # stops a pattern that never decides. The default is a share of the machine's
     # memory (default_max_buffered_bytes).
-    max_buffered_bytes: int = field(default_factory=lambda: default_max_buffered_bytes())
+    max_buffered_bytes: int = field(default_factory=_buffered_bytes_default)
     # An extra bound on the same rows by their number; 0 (the default) sets none.
     max_buffered_rows: int = 0
     # Automaton instructions a row pattern may expand to (bounded quantifiers

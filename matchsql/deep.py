@@ -19,7 +19,8 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from types import FrameType
+from typing import TypeVar, cast
 
 from matchsql.errors import Error
 
@@ -87,13 +88,13 @@ def run_deep(fn: Callable[[], T], levels: int | None = None) -> T:
     else:
         ok, value = _on_deep_thread(fn)
     if ok:
-        return value  # type: ignore[return-value]
-    raise value.with_traceback(None) if isinstance(value, Error) else value
+        return cast(T, value)
+    raise value.with_traceback(None) if isinstance(value, Error) else cast(BaseException, value)
 
 
 def _on_deep_thread(fn: Callable[[], T]) -> tuple[bool, object]:
     """:func:`_outcome` of ``fn`` on a kept big-stack thread, under the raised limit."""
-    outcome: list = []
+    outcome: list[tuple[bool, object]] = []
     _enter()
     try:
         thread = _DeepThread.take()
@@ -116,7 +117,8 @@ def _on_deep_thread(fn: Callable[[], T]) -> tuple[bool, object]:
 
 def _frames_in_use() -> int:
     """The frames on the calling thread's stack (a walk up it: a few microseconds)."""
-    frames, frame = 0, sys._getframe(1)
+    frames = 0
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         frames += 1
         frame = frame.f_back

@@ -24,8 +24,8 @@ Paths (docs/execution.md has them for users, docs/architecture.md the layers aro
 * ``reference``: everything else (and the oracle of both).
 
 On top of these, ``config.gpu`` picks the GPU column path (:mod:`matchsql.gpu`)
-for the queries it takes (:func:`matchsql.gpu.plan.unsupported`): ``'on'`` forces it, ``'auto'`` takes it
-on a real CUDA device for partitions whose estimated work reaches
+for the queries it takes (:func:`matchsql.gpu.plan.unsupported`): ``'on'`` forces it, ``'auto'``
+takes it on a real CUDA device for partitions whose estimated work reaches
 ``gpu_min_work`` (never on the simulator, which is for tests), ``'off'`` never.
 
 The planner sits above the engine (:mod:`matchsql.fsm`) and the GPU path

@@ -31,7 +31,7 @@ _LEAVES = (str, bytes, int, float, complex, bool, type(None), range, types.Modul
 _MAX_OBJECTS = 200_000
 
 
-def _children(obj: object):
+def _children(obj: object) -> list[tuple[object, object]]:
     """(step, child) pairs in a deterministic order (no sets: their order varies)."""
     if isinstance(obj, (list, tuple)):
         return list(enumerate(obj))
@@ -39,7 +39,7 @@ def _children(obj: object):
         return [(("key", repr(k)), v) for k, v in obj.items() if isinstance(k, (str, int, tuple))]
     if isinstance(obj, (np.ndarray, types.FunctionType, types.BuiltinFunctionType)):
         return []
-    found = []
+    found: list[tuple[object, object]] = []
     state = getattr(obj, "__dict__", None)
     if isinstance(state, dict):
         found.extend((("attr", k), v) for k, v in state.items())
@@ -65,7 +65,9 @@ def plan_paths(roots: Mapping[str, object]) -> dict[tuple, object]:
     (breadth first, so the same plan built twice gives the same paths)."""
     paths: dict[tuple, object] = {}
     seen: set[int] = set()
-    queue = deque(((name,), obj) for name, obj in roots.items())
+    queue: deque[tuple[tuple[object, ...], object]] = deque(
+        ((name,), obj) for name, obj in roots.items()
+    )
     while queue and len(paths) < _MAX_OBJECTS:
         path, obj = queue.popleft()
         if isinstance(obj, _LEAVES) or id(obj) in seen or _opaque(obj):

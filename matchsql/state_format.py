@@ -127,7 +127,7 @@ class _Encoder:
         node["id"] = number
         return node
 
-    def _scalar(self, obj: Any) -> dict:
+    def _scalar(self, obj: Any) -> dict[str, Any] | bool | int | float:
         if isinstance(obj, np.generic):
             value = np.asarray(obj)
             self._check_dtype(value.dtype)
@@ -440,7 +440,7 @@ class _Decoder:
         raise SnapshotError(f"the snapshot holds an unknown Arrow kind {kind!r}")
 
     def _instance(self, node: dict) -> Any:
-        cls = _class(node["object"])
+        cls: Any = _class(node["object"])  # its own __new__, if it has one
         obj = self._keep(node, cls.__new__(cls))
         state = self.decode(node.get("state"))
         if hasattr(cls, "__setstate__"):
@@ -473,7 +473,7 @@ def _method_name(cls: type, name: Any) -> str:
     return name
 
 
-def _class(name: Any) -> type:
+def _class(name: Any) -> type[Any]:
     cls = _CLASSES.get(name) if isinstance(name, str) else None
     if cls is None:
         raise SnapshotError(

@@ -34,8 +34,8 @@ from matchsql.adaptive.metrics import InputMetrics
 from matchsql.adaptive.modes import InputOptions
 from matchsql.adaptive.push import LocalRuns, PushInput, PushRuns, WorkerRuns
 from matchsql.errors import ExecutionError
+from matchsql.fsm.matcher import Matcher
 from matchsql.router.hashed import HashPartitionRouter
-from matchsql.router.partitions import RunFactory
 from matchsql.router.protocol import LiveRouter
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.live_reader import LiveReader
@@ -46,7 +46,7 @@ from matchsql.storage.shm_ring import W_HEAD_SEQ
 def continuous_batches(
     definition: StreamDef,
     partition_by: list[str],
-    new_run: RunFactory,
+    new_run: Callable[[tuple], Matcher],
     *,
     con: duckdb.DuckDBPyConnection,
     batch_rows: int,

@@ -52,7 +52,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 import pyarrow as pa
 
@@ -104,7 +104,7 @@ RULES: dict[str, Callable[[], PartitionRule]] = {
 
 #: What ``next_batch`` yields: a batch with the sum over its rows of their
 #: enqueue times (``time.monotonic_ns``), or a bare batch (enqueue unknown).
-Pushed = tuple[pa.RecordBatch, int] | pa.RecordBatch
+Pushed: TypeAlias = tuple[pa.RecordBatch, int] | pa.RecordBatch
 
 
 @dataclass
@@ -147,7 +147,7 @@ class LocalRuns:
 
     take_all = False
 
-    def __init__(self, router: HashPartitionRouter) -> None:
+    def __init__(self, router: HashPartitionRouter[Matcher]) -> None:
         self.router = router
         self._observing: tuple[Sequence[StateSpec], Sequence[int]] | None = None
         self._counting: dict[tuple, bool] = {}

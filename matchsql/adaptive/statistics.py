@@ -33,7 +33,7 @@ Reading of the thesis where it is ambiguous (tests pin each choice):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
@@ -81,7 +81,7 @@ class StateStatistics:
             counts.tuples_out += 1
 
     def load(
-        self, ins: Sequence[int], outs: Sequence[int], windows: int, matches: int, current: int
+        self, ins: Iterable[int], outs: Iterable[int], windows: int, matches: int, current: int
     ) -> None:
         """Replace every count with a matcher's running totals (see ``state_counts``)."""
         for counts, tuples_in, tuples_out in zip(self._counts, ins, outs):

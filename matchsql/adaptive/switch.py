@@ -38,7 +38,7 @@ class PartitionView:
 
     key: object
     routed: int
-    unprocessed: int
+    unprocessed: float  # in the unit of the holders' bounds
     r_bound: int
 
 
@@ -105,7 +105,8 @@ class TotalPressureRule:
     """
 
     def pressure(self, views: Iterable[PartitionView]) -> Pressure:
-        unprocessed = bound = count = 0
+        unprocessed: float = 0
+        bound = count = 0
         for view in views:
             unprocessed += view.unprocessed
             bound += view.r_bound
@@ -122,7 +123,8 @@ class PerPartitionRule:
     :class:`TotalPressureRule`. The push thread reads one store in arrival order, so it
     cannot go on for the holders that ask for data while holding back another's tuples;
     waiting for every holder to drain (the strictest reading) left the matchers idle
-    behind the last full holder: Q4 at 3M tuples/s lost a third of its throughput. With tuples spread evenly, every holder's own bound is watched,
+    behind the last full holder: Q4 at 3M tuples/s lost a third of its throughput. With tuples
+    spread evenly, every holder's own bound is watched,
     where :class:`MostTuplesRule` watches one holder that looks no fuller than the rest.
     The room is that of the holder closest to its bound, scaled by its share of the
     routed tuples.

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
+from duckdb import DuckDBPyConnection
 
 from matchsql.allocator import keep_freed_memory
 from matchsql.config import Config, is_internal
@@ -59,12 +60,12 @@ class Connection:
             self._executor.continuous.resume_interrupted()
 
     @property
-    def duckdb(self) -> duckdb.DuckDBPyConnection:
+    def duckdb(self) -> DuckDBPyConnection:
         """The DuckDB connection underneath, for anything matchsql does not wrap."""
         self._build_demo()
         return self._duckdb
 
-    def raw_cursor(self) -> duckdb.DuckDBPyConnection:
+    def raw_cursor(self) -> DuckDBPyConnection:
         """A new DuckDB cursor on this database that, unlike :attr:`duckdb`, does not
         build the demo table: for helper queries that read no table of the user's
         (the shell renders values as text with one)."""
@@ -149,7 +150,8 @@ class Connection:
         checkpoint_rows: int | None = None,
         if_not_exists: bool = False,
     ) -> None:
-        """``CREATE CONTINUOUS QUERY name WITH (...) AS insert_sql`` (see matchsql.session.continuous)."""
+        """``CREATE CONTINUOUS QUERY name WITH (...) AS insert_sql`` (see
+        matchsql.session.continuous)."""
         options = {
             k: v
             for k, v in (
@@ -171,7 +173,9 @@ class Connection:
 
     def continuous_queries(self) -> Result:
         """``SHOW CONTINUOUS QUERIES``: name, state, position, lag, last checkpoint, ..."""
-        return self.sql("SHOW CONTINUOUS QUERIES")
+        result = self.sql("SHOW CONTINUOUS QUERIES")
+        assert result is not None  # a SHOW statement has rows
+        return result
 
     def close(self) -> None:
         self._executor.close()

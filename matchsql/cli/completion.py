@@ -118,7 +118,7 @@ class SqlCompleter(Completer):
             relation = _aliases(document.text).get(owner.lower(), owner.lower())
             yield from _matching(catalog.columns.get(relation, []), prefix, "column")
             return
-        prefix = _PREFIX.search(before).group(0)  # type: ignore[union-attr]
+        prefix = _PREFIX.search(before).group(0)  # type: ignore[union-attr]  # matches "" at least
         if not prefix:
             return
         named = _unique(

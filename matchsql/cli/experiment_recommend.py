@@ -100,7 +100,8 @@ def summarise(rows: Iterable[dict]) -> list[Summary]:
 
 
 def unfinished(rows: Iterable[dict]) -> list[Setting]:
-    """The settings none of whose runs finished (a time-out, an error): they keep up with nothing."""
+    """The settings none of whose runs finished (a time-out, an error): they keep up with
+    nothing."""
     finished = {setting_of(r) for r in rows if r.get("status", "ok") == "ok"}
     return list(dict.fromkeys(s for s in map(setting_of, rows) if s not in finished))
 

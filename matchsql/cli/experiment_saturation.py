@@ -97,6 +97,7 @@ def find_saturation(
     kept, fell, why = _bracket(behind, nice_rate(start), floor, cap)
     if kept is None or fell is None:
         rate = kept if kept is not None else fell
+        assert rate is not None  # _bracket finds a rate kept or one fallen behind
         return Saturation(rate, kept, fell, why, trace)
     for _ in range(steps):
         middle = nice_rate(math.sqrt(kept * fell))

@@ -35,7 +35,7 @@ LATENCY_SHARE = 0.1  # of the run's duration
 def number(value: object) -> float | None:
     """A CSV cell or a metric as a float; None when empty or not a number."""
     try:
-        return float(value)  # type: ignore[arg-type]
+        return float(value)  # type: ignore[arg-type]  # anything: what float refuses is None
     except (TypeError, ValueError):
         return None
 
@@ -52,7 +52,14 @@ def falls_behind(row: dict) -> str | None:
     rate, achieved = number(row.get("rate")), number(row.get("producer_rate"))
     produced, elapsed = number(row.get("produced")), number(row.get("time"))
     records, latency = number(row.get("records")), number(row.get("latency"))
-    if None in (rate, achieved, produced, elapsed, records) or not achieved:
+    if (
+        rate is None
+        or achieved is None
+        or produced is None
+        or elapsed is None
+        or records is None
+        or not achieved
+    ):
         return "failed"
     if achieved < KEEP_UP_SHARE * rate:
         return "producer"

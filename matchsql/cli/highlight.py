@@ -32,8 +32,8 @@ _FUNCTIONS = frozenset(MATCH_RECOGNIZE_FUNCTIONS)
 class MatchSqlLexer(SqlLexer):
     """SQL with MATCH_RECOGNIZE's words highlighted as keywords and functions.
 
-    Also: a dot-command line is not SQL and stays plain; whitespace is left unstyled (so typed text is not cut up by colour
-    codes), and the rest of a string still being typed reads as a string
+    Also: a dot-command line is not SQL and stays plain; whitespace is left unstyled (so typed text
+    is not cut up by colour codes), and the rest of a string still being typed reads as a string
     (Pygments shows its opening quote as an error and its words as names).
     """
 

@@ -156,7 +156,8 @@ class Shell:
                 boxed = mode in ("box", "duckbox") and not self.keep_last
                 result = self.con.sql(sql, as_relation=True) if boxed else self.con.sql(sql)
                 relation = result.take_relation() if result is not None and boxed else None
-                if relation is not None:  # plain SQL: DuckDB draws the text, no Arrow
+                # plain SQL: DuckDB draws the text, no Arrow
+                if result is not None and relation is not None:
                     self.last_result = None
                     try:
                         outcome["text"] = (
@@ -241,7 +242,8 @@ class Shell:
                     kept = None
             yield batch
         if kept is not None:
-            import pyarrow as pa  # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+            # pyarrow (with numpy): loaded when rows are read as Arrow (start-up)
+            import pyarrow as pa
 
             self.last_result = pa.Table.from_batches(kept, schema=schema)
 

@@ -117,7 +117,7 @@ def agg_count_if(values: Sequence[Any]) -> int:
 
 
 def agg_string_agg(pairs: Sequence[tuple[Any, Any]]) -> Any:
-    present = [(scalars.to_str(v), sep) for v, sep in pairs if v is not None]
+    present = [(scalars.as_text(v), sep) for v, sep in pairs if v is not None]
     if not present:
         return None
     out = present[0][0]

@@ -52,12 +52,14 @@ COMPARISON_NAMES: dict[type, str] = {
 
 def number_lt(a: Any, b: Any) -> bool:
     """``a < b`` for two int/float values in DuckDB's order (``x != x``: x is NaN)."""
-    return a < b or (b != b and a == a)
+    less: bool = a < b or (b != b and a == a)
+    return less
 
 
 def number_gt(a: Any, b: Any) -> bool:
     """``a > b`` for two int/float values in DuckDB's order (see :func:`number_lt`)."""
-    return a > b or (a != a and b == b)
+    greater: bool = a > b or (a != a and b == b)
+    return greater
 
 
 #: Comparison name -> its test on two int/float values, from the two above.

@@ -47,7 +47,7 @@ class ListRows:
     """A :class:`RowSource` over a list of dicts or an Arrow table (for oracles and tests)."""
 
     def __init__(
-        self, rows: Sequence[dict] | pa.Table | pa.RecordBatch, complete: bool = True
+        self, rows: Sequence[dict[str, Any]] | pa.Table | pa.RecordBatch, complete: bool = True
     ) -> None:
         if isinstance(rows, pa.Table | pa.RecordBatch):
             rows = rows.to_pylist()
@@ -111,7 +111,8 @@ def last_row(view: MatchView, vars_: VarSet, k: int, final: bool) -> int | None:
         if found is not None:
             rows, exhaustive = found
             if k < len(rows):
-                return rows[-1 - k]
+                row: int = rows[-1 - k]
+                return row
             if exhaustive:
                 return None
     for idx, label in _backward(view.labels, n):

@@ -101,7 +101,7 @@ def _log(*args: Any) -> Any:
     return math.log(x) / math.log(base) if base > 0 and x > 0 and base != 1 else None
 
 
-def _floor_ceil(fn: Callable[[float], int]) -> Callable[[Any], Any]:
+def _floor_ceil(fn: Callable[[Any], int]) -> Callable[[Any], Any]:
     def apply(v: Any) -> Any:
         if isinstance(v, int):
             return v
@@ -113,7 +113,8 @@ def _floor_ceil(fn: Callable[[float], int]) -> Callable[[Any], Any]:
 
 
 def _sign(v: Any) -> int:
-    return (v > 0) - (v < 0)
+    sign: int = (v > 0) - (v < 0)
+    return sign
 
 
 def _strpos(text: str, sub: str) -> int:
@@ -121,7 +122,7 @@ def _strpos(text: str, sub: str) -> int:
 
 
 def _concat(*args: Any) -> str:
-    return "".join(sc.to_str(a) for a in args if a is not None)
+    return "".join(sc.as_text(a) for a in args if a is not None)
 
 
 def _regexp(text: str, pattern: str) -> bool:
@@ -219,7 +220,8 @@ def _running(
     only that row's columns, not its label (``CLASSIFIER``), whose answer may
     change as the match grows.
     """
-    fold = agg.FOLDS.get(agg.REDUCERS.get(call.function))
+    reducer = agg.REDUCERS.get(call.function)
+    fold = None if reducer is None else agg.FOLDS.get(reducer)
     if fold is None or call.distinct or any(p.classifier for p in pointers(call)):
         return None
     vars_ = call.vars
@@ -234,6 +236,7 @@ def _running(
                 return state
             return add(state, value(view, row))
 
+        # called only where _whole_history(view): the labels are a history, which folds
         return finish(view.labels.fold(token, initial, step))  # type: ignore[attr-defined]
 
     return evaluate
@@ -285,7 +288,9 @@ class _Compiler:
         test = sc.COMPARISONS.get(type(node))
         if test is not None:
             return self.comparison(node, test[1])
-        handler = getattr(self, "on_" + type(node).__name__.lower(), None)
+        handler: Callable[[exp.Expression], _Fn] | None = getattr(
+            self, "on_" + type(node).__name__.lower(), None
+        )
         if handler is not None:
             return handler(node)
         if type(node) in _SCALARS:
@@ -417,7 +422,7 @@ class _Compiler:
 
         return evaluate
 
-    # -- operators -----------------------------------------------------------------------------------
+    # -- operators ---------------------------------------------------------------------------------
 
     def binary(self, node: exp.Expression, fn: Callable[[Any, Any], Any]) -> _Fn:
         left = self.compile(node.this)
@@ -515,7 +520,7 @@ class _Compiler:
         value = self.compile(node.this)
         pattern = self.compile(node.expression)
         esc = self.compile(escape) if escape is not None else (lambda view, row: None)
-        cache: dict[tuple[str, str | None], re.Pattern] = {}
+        cache: dict[tuple[str, str | None], re.Pattern[str]] = {}
 
         def like(view: MatchView, row: Any) -> Any:
             v, p = value(view, row), pattern(view, row)
@@ -623,7 +628,7 @@ class _Compiler:
 
         def pipe(view: MatchView, row: Any) -> Any:
             a, b = left(view, row), right(view, row)
-            return None if a is None or b is None else sc.to_str(a) + sc.to_str(b)
+            return None if a is None or b is None else sc.as_text(a) + sc.as_text(b)
 
         return pipe
 

@@ -86,7 +86,8 @@ def _shift(v: dt.date, delta: Any, sign: int) -> dt.date:
         delta = dt.timedelta(days=delta.days, microseconds=delta.micros)
     if not isinstance(v, dt.datetime) and (delta.seconds or delta.microseconds):
         v = _as_datetime(v)
-    return v + delta if sign > 0 else v - delta
+    shifted: dt.date = v + delta if sign > 0 else v - delta
+    return shifted
 
 
 def _is_interval(v: Any) -> bool:
@@ -200,7 +201,7 @@ def neg(a: Any) -> Any:
     return -a
 
 
-def _arith(op, a: Any, b: Any, symbol: str) -> Any:
+def _arith(op: Callable[[Any, Any], Any], a: Any, b: Any, symbol: str) -> Any:
     try:
         return op(a, b)
     except TypeError:
@@ -300,7 +301,8 @@ def truth(v: Any) -> bool | None:
     if v is None or isinstance(v, bool):
         return v
     if is_number(v):
-        return v != 0
+        nonzero: bool = v != 0
+        return nonzero
     if isinstance(v, str):
         return to_bool(v)
     raise ExecutionError(f"{_type_name(v)} value {v!r} used as a condition")
@@ -442,7 +444,12 @@ def to_decimal(v: Any, scale: int | None) -> Decimal | None:
 
 
 def to_str(v: Any) -> str | None:
-    if v is None or isinstance(v, str):
+    return None if v is None else as_text(v)
+
+
+def as_text(v: Any) -> str:
+    """:func:`to_str` of a value that is not NULL."""
+    if isinstance(v, str):
         return v
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -558,7 +565,7 @@ def parse_interval(text: str) -> Any:
 # -- strings and dates ----------------------------------------------------------------
 
 
-def like_regex(pattern: str, case_insensitive: bool, escape: str | None = None) -> re.Pattern:
+def like_regex(pattern: str, case_insensitive: bool, escape: str | None = None) -> re.Pattern[str]:
     """Translate a SQL LIKE pattern (``%``, ``_``) to an anchored regex."""
     out = []
     chars = iter(pattern)

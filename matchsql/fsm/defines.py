@@ -224,11 +224,11 @@ class _DefineCompiler:
 
     def pointer(self, node: Pointer) -> _Code:
         at = node.position
-        if node.classifier or not at.current or at.final:
+        name = node.column  # None: the row's label (CLASSIFIER)
+        if name is None or not at.current or at.final:
             raise _Unsupported  # labels, FIRST/LAST offsets; FINAL is an error in DEFINE
         anchor = self.last_of(at.vars)
         where = anchor[:-1] + (anchor[-1] + at.physical,)
-        name = node.column
         operand: _Operand | None = None
         if where[0] == "cur" and where[-1] <= 0:
             operand = (_ROW, name, 0, where[-1], None)
@@ -342,8 +342,8 @@ def _reader(name: str, at: Locator) -> Factory:
 #
 # Each comparison: NULL if either side is NULL; two int/float values compare
 # with the value library's number tests (sc.COMPARISONS: the same order as
-# sc.compare's sign, NaN greatest and equal to itself); anything else goes through sc.compare, which coerces types and
-# raises on incomparable ones. Both sides are always evaluated, left first,
+# sc.compare's sign, NaN greatest and equal to itself); anything else goes through sc.compare, which
+# coerces types and raises on incomparable ones. Both sides are always evaluated, left first,
 # like the general evaluator. The ``_num`` variants are used when both sides
 # are statically int/float (numeric columns and literals) and skip the type
 # test.

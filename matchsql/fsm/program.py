@@ -21,6 +21,7 @@ import itertools
 import math
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TypeAlias
 
 from matchsql.config import MAX_PATTERN_SIZE
 from matchsql.errors import LimitExceededError, SemanticError
@@ -144,6 +145,9 @@ class IRStar:
     greedy: bool
 
 
+IRNode: TypeAlias = IRLabel | IRAnchor | IRSeq | IRChoice | IROptional | IRStar
+
+
 def lower(node: PatternNode, excluded: bool = False):
     """Desugar a pattern AST into IR (see the module docstring for the rules)."""
     if isinstance(node, Label):
@@ -172,13 +176,14 @@ def lower(node: PatternNode, excluded: bool = False):
                 offset=node.offset,
             )
         required = [body] * node.min
+        tail: list[IRNode]
         if node.max is None:
             tail = [IRStar(body, node.greedy)]
         else:
             # x{0,k} = (x (x (...)?)?)? : nested optionals keep preference
             # per iteration exactly as a counted loop would.
             tail = []
-            optional = None
+            optional: IROptional | None = None
             for _ in range(node.max - node.min):
                 inner = body if optional is None else IRSeq((body, optional))
                 optional = IROptional(inner, node.greedy)
@@ -243,7 +248,7 @@ class _Emitter:
             # in a loop keeps emission depth independent of k. Every split of
             # the chain skips to its end.
             splits = []
-            link = ir
+            link: IROptional | None = ir
             while link is not None:
                 splits.append(self.put(Instruction(Op.SPLIT)))
                 link = self._emit_link(link)
@@ -340,7 +345,7 @@ def check_pattern_size(
     """Refuse a pattern whose program would exceed ``limit`` instructions, before building it."""
     limit = min(limit, MAX_PROGRAM_SIZE)
     if program_size(pattern, sql) > limit:
-        raise SemanticError(_too_large(limit), sql=sql, offset=pattern.offset)
+        raise SemanticError(_too_large(limit), sql=sql, offset=getattr(pattern, "offset", None))
 
 
 def check_first_rows(pattern: PatternNode, max_threads: int, sql: str | None = None) -> None:
@@ -355,7 +360,7 @@ def check_first_rows(pattern: PatternNode, max_threads: int, sql: str | None = N
             f"a match attempt may begin with any of {starts:,} pattern variables; simplify "
             "the pattern or raise the limit with SET max_threads = ...",
             sql=sql,
-            offset=pattern.offset,
+            offset=getattr(pattern, "offset", None),  # every node's dataclass has its own
         )
 
 

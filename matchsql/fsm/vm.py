@@ -110,7 +110,7 @@ class HistorySequence(Sequence):
             self._history = None
         return self._list
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         return self._items()[index]
 
     def __iter__(self) -> Iterator:
@@ -217,7 +217,7 @@ class HistoryLabels(Sequence[str]):
             self._list = labels
         return self._list
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         if (
             self._list is None
             and isinstance(index, int)
@@ -383,8 +383,8 @@ class Chain:
     def __init__(self, parent: Chain | None, entry: Any) -> None:
         self.parent = parent
         self.entry = entry
-        self.length = 1 if parent is None else parent.length + 1
-        self._hash = hash((None if parent is None else parent._hash, entry))
+        self.length: int = 1 if parent is None else parent.length + 1
+        self._hash: int = hash((None if parent is None else parent._hash, entry))
 
     def __hash__(self) -> int:
         return self._hash
@@ -677,7 +677,7 @@ class Attempt:
                     info = fill(pc)
                 if info is None:
                     continue  # a thread waiting at ``$`` dies: a row follows
-                var, excluded, index, advance, leaves = info  # type: ignore[misc]
+                var, excluded, index, advance, leaves = info
                 test = tests[index]
                 if test is not None and not test(history, key, row):
                     continue

@@ -12,9 +12,9 @@ Values are ``(data, null)`` pairs: ``null`` is a boolean mask or None (no
 NULL). String columns travel as integer codes: one code table per partition
 (held with its device columns, under :data:`CODES`) gives every distinct
 string, column value or constant alike, its own code, so ``=``, ``<>`` and IN
-are exact on the codes; ordering strings is not evaluated here. The rules are the column-wise CPU terms' (:mod:`matchsql.fsm.compiled.
-rowlocal`), so both paths give the same truth: integers stay int64 (an
-overflow is an error, as Arrow's checked kernels make it), ``/`` divides as
+are exact on the codes; ordering strings is not evaluated here. The rules are the column-wise CPU
+terms' (:mod:`matchsql.fsm.compiled.rowlocal`), so both paths give the same truth: integers
+stay int64 (an overflow is an error, as Arrow's checked kernels make it), ``/`` divides as
 float64, AND/OR are Kleene's, a NULL condition is false. Which terms come here
 is decided by the support table (:mod:`matchsql.expr.support`, backend
 ``gpu``); a node outside it raises :class:`~matchsql.fsm.compiled.lowering.

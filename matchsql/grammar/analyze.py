@@ -27,7 +27,14 @@ from matchsql.grammar.subqueries import fold_subqueries
 from matchsql.grammar.typer import ExpressionTyper
 from matchsql.plan.binder import column_candidates
 from matchsql.plan.pattern import Exclusion, PatternNode
-from matchsql.plan.spec import MatchSpec, Measure, RowsPerMatch, SkipMode
+from matchsql.plan.spec import (
+    MatchSpec,
+    Measure,
+    RowsPerMatch,
+    SkipMode,
+    WithinBound,
+    as_expression,
+)
 
 __all__ = ["analyze"]
 
@@ -131,7 +138,9 @@ class _Analyzer:
             name: push.rewrite(expr, frozenset({((), None), ((), name.upper())}))
             for name, expr in defines.items()
         }
-        measures = [dataclasses.replace(m, expr=push.rewrite(m.expr)) for m in measures]
+        measures = [
+            dataclasses.replace(m, expr=as_expression(push.rewrite(m.expr))) for m in measures
+        ]
         wide = (
             typer
             if not push.fields
@@ -141,7 +150,7 @@ class _Analyzer:
             wide, push, unmatched=rows is RowsPerMatch.ALL_WITH_UNMATCHED
         ).run(measures)
         in_define = DefineAggregates(wide, push)
-        defines = {name: in_define.rewrite(expr) for name, expr in defines.items()}
+        rewritten = {name: as_expression(in_define.rewrite(e)) for name, e in defines.items()}
         columns = pa.schema([*self.schema, *push.fields])  # the split may derive more
 
         spec = MatchSpec(
@@ -155,7 +164,7 @@ class _Analyzer:
             skip_variable=skip_var,
             initial=self.node.args.get("initial") is not False,
             subsets=subsets,
-            defines=defines,
+            defines=rewritten,
             all_matches=bool(self.node.args.get("all_matches")),
             incremental=self.node.args.get("match_mode") == "INCREMENTAL",
             within=self.within(order_by),
@@ -235,8 +244,8 @@ class _Analyzer:
 
     def defines(self, checker: ExpressionChecker, typer: ExpressionTyper) -> dict[str, exp.Expr]:
         out: dict[str, exp.Expr] = {}
+        define: VariableDef
         for define in self.node.args.get("define") or []:
-            define: VariableDef
             name = define.this.name
             if name not in self.variables:
                 raise self.error(
@@ -314,8 +323,8 @@ class _Analyzer:
             taken.update({c.lower(): "an input column" for c in self.schema.names})
         seen: set[str] = set()
         out: list[Measure] = []
+        measure: MeasureDef
         for measure in self.node.args.get("measures") or []:
-            measure: MeasureDef
             alias = measure.args["alias"]
             name = alias.name
             if name.lower() in seen:
@@ -330,12 +339,19 @@ class _Analyzer:
             checker.check(measure.this, in_define=False)
             resolved = self.resolve_columns(measure.this)
             field, duckdb_type = typer.typed(resolved)
-            out.append(Measure(name=name, expr=resolved, type=field.type, duckdb_type=duckdb_type))
+            out.append(
+                Measure(
+                    name=name,
+                    expr=as_expression(resolved),
+                    type=field.type,
+                    duckdb_type=duckdb_type,
+                )
+            )
         return out
 
     # -- time bound and alias ------------------------------------------------
 
-    def within(self, order_by: list[str]) -> object | None:
+    def within(self, order_by: list[str]) -> WithinBound | None:
         bound = self.node.args.get("within")
         if bound is None:
             return None

@@ -42,7 +42,7 @@ class _Scope:
     """What encloses the node being checked."""
 
     navigation: Navigation | None = None
-    aggregate: exp.AggFunc | None = None
+    aggregate: exp.Expr | None = None
 
 
 class ExpressionChecker:

@@ -137,7 +137,7 @@ class MatchSQLParser(DdlParser, WindowPatternParser, DuckDBParser):
         if token is not None and token.token_type == TokenType.SENTINEL:
             token = None  # at the end of the text
         self.last_error_token = token
-        super().raise_error(message, token)  # type: ignore[arg-type]
+        super().raise_error(message, token)
 
     # -- table factors -----------------------------------------------------
 
@@ -172,8 +172,13 @@ class MatchSQLParser(DdlParser, WindowPatternParser, DuckDBParser):
     def _enter_mr(self) -> None:
         depth = getattr(self, "_mr_depth", 0)
         if depth == 0:
-            self.FUNCTION_PARSERS = {**type(self).FUNCTION_PARSERS, **self.MR_FUNCTION_PARSERS}
-            self.NO_PAREN_FUNCTION_PARSERS = {
+            # This parser's own tables while inside MATCH_RECOGNIZE, over the class's (which
+            # every parser shares); _leave_mr deletes them again.
+            self.FUNCTION_PARSERS = {  # type: ignore[misc]
+                **type(self).FUNCTION_PARSERS,
+                **self.MR_FUNCTION_PARSERS,
+            }
+            self.NO_PAREN_FUNCTION_PARSERS = {  # type: ignore[misc]
                 **type(self).NO_PAREN_FUNCTION_PARSERS,
                 **self.MR_NO_PAREN_FUNCTION_PARSERS,
             }

@@ -34,7 +34,7 @@ from matchsql.grammar.pushdown import PushDown, lambda_variable, native
 from matchsql.grammar.typer import ExpressionTyper
 from matchsql.plan.binder import source_text
 from matchsql.plan.row_functions import Classifier, MatchNumber, Navigation, PatternSemantics
-from matchsql.plan.spec import Measure, ResultMeasure, quoted
+from matchsql.plan.spec import Measure, ResultMeasure, as_expression, quoted
 
 __all__ = ["HIDDEN_MEASURE_PREFIX", "MeasureSplit"]
 
@@ -142,5 +142,5 @@ class MeasureSplit:
         if name is None:
             name = self._by_text[text] = f"{HIDDEN_MEASURE_PREFIX}{len(self.hidden)}"
             type_ = self.typer.arrow_type(primitive)  # before the rewrite's new columns
-            self.hidden.append(Measure(name, self.push.rewrite(primitive), type_))
+            self.hidden.append(Measure(name, as_expression(self.push.rewrite(primitive)), type_))
         return name

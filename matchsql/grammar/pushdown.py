@@ -313,6 +313,7 @@ class PushDown:
             self.columns[name] = candidate.sql
             self.fields.append(pa.field(name, type_))
         read = candidate.read.copy()
+        # a candidate's read is a column or a navigation chain down to one (_chain not None)
         column = read if isinstance(read, exp.Column) else _chain(read)[1]  # type: ignore[index]
         column.set("this", exp.to_identifier(name, quoted=True))
         return read

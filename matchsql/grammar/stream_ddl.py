@@ -15,7 +15,8 @@ first words (matchsql.session.statements) and the matchsql dialect's parser
 reads them (:mod:`matchsql.grammar.ddl_parser`; errors point at the offending
 token) into the nodes below. The rules live here, not in the parser, because
 the Python API and the stream storage check the same values. Column types
-are kept as written and validated later by asking DuckDB (``CAST(NULL AS type)``), so every DuckDB type name works and
+are kept as written and validated later by asking DuckDB
+(``CAST(NULL AS type)``), so every DuckDB type name works and
 the stream's Arrow schema is exactly what DuckDB would produce.
 """
 

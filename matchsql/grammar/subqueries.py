@@ -278,7 +278,8 @@ def folded_in(value: exp.Expr, values: list[object], text: str, kind: str) -> ex
 def visible_ctes(node: exp.Expr) -> list[exp.CTE]:
     """CTEs that the input of ``node`` may reference, outermost first."""
     visible: list[exp.CTE] = []
-    child, parent = node, node.parent
+    child: exp.Expr | None = node
+    parent = node.parent
     while parent is not None:
         if isinstance(parent, exp.With):
             # ``node`` sits inside one of these CTEs: only the earlier ones are

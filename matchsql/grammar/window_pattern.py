@@ -52,19 +52,47 @@ class PatternWindow(exp.Expression):
     }
 
 
-class WindowPatternParser:
+if t.TYPE_CHECKING:
+    from sqlglot.parser import Parser
+
+    class _Host(Parser):
+        """What the mixin uses of the class it is mixed into: sqlglot's parser and the
+        MATCH_RECOGNIZE clause parsers of :class:`matchsql.grammar.dialect.MatchSQLParser`."""
+
+        sql: str
+
+        def _enter_mr(self) -> None:
+            raise NotImplementedError
+
+        def _leave_mr(self) -> None:
+            raise NotImplementedError
+
+        def _parse_skip(self, node: t.Any) -> None:
+            raise NotImplementedError
+
+        def _parse_row_pattern(self) -> exp.Expression:
+            raise NotImplementedError
+
+        def _parse_measure(self) -> exp.Expression:
+            raise NotImplementedError
+
+        def _parse_subset(self) -> exp.Expression:
+            raise NotImplementedError
+
+        def _parse_defines(self) -> list[t.Any]:
+            raise NotImplementedError
+
+else:
+    _Host = object
+
+
+class WindowPatternParser(_Host):
     """Parser mixin of the matchsql dialect: named windows with row pattern recognition
     and measure calls ``m OVER w``. Relies on the MATCH_RECOGNIZE clause parsers of
     the class it is mixed into."""
 
-    _curr: Token | None
-    _prev: Token
-    _tokens: list[Token]
-    _index: int
-    sql: str
-
     def _parse_column(self) -> exp.Expr | None:
-        this = super()._parse_column()  # type: ignore[misc]
+        this = super()._parse_column()
         # ``measure OVER w``: a bare name called over a window (DuckDB knows no such form).
         if (
             isinstance(this, exp.Column)
@@ -72,7 +100,7 @@ class WindowPatternParser:
             and self._curr.token_type == TokenType.OVER
             and not getattr(self, "_mr_depth", 0)
         ):
-            return self._parse_window(this)  # type: ignore[attr-defined]
+            return self._parse_window(this)
         return this
 
     def _parse_window(self, this: exp.Expr | None, alias: bool = False) -> exp.Expr | None:
@@ -89,32 +117,30 @@ class WindowPatternParser:
                 sql=self.sql,
                 offset=token.start,
             )
-        return super()._parse_window(this, alias)  # type: ignore[misc]
+        return super()._parse_window(this, alias)
 
     def _parse_named_window(self) -> exp.Expr | None:
         index = self._index
-        name = self._parse_id_var()  # type: ignore[attr-defined]
-        if name is None or not self._match(TokenType.ALIAS) or not self._is_pattern_window():  # type: ignore[attr-defined]
-            self._retreat(index)  # type: ignore[attr-defined]
-            return super()._parse_named_window()  # type: ignore[misc]
+        name = self._parse_id_var()
+        if name is None or not self._match(TokenType.ALIAS) or not self._is_pattern_window():
+            self._retreat(index)
+            return super()._parse_named_window()
         start = self._curr
-        self._advance()  # type: ignore[attr-defined]
+        self._advance()
         node = PatternWindow(this=name)
         node.update_positions(start)
-        partition, order = self._parse_partition_and_order()  # type: ignore[attr-defined]
+        partition, order = self._parse_partition_and_order()
         if partition:
             node.set("partition_by", partition)
         if order is not None:
             node.set("order", order)
-        self._enter_mr()  # type: ignore[attr-defined]
+        self._enter_mr()
         try:
             self._parse_window_pattern_clauses(node)
         finally:
-            self._leave_mr()  # type: ignore[attr-defined]
-        if not self._match(TokenType.R_PAREN):  # type: ignore[attr-defined]
-            self.raise_error(  # type: ignore[attr-defined]
-                "Expecting ) to close the window with row pattern recognition"
-            )
+            self._leave_mr()
+        if not self._match(TokenType.R_PAREN):
+            self.raise_error("Expecting ) to close the window with row pattern recognition")
         return node
 
     def _is_pattern_window(self, ahead: int = 0) -> bool:
@@ -141,27 +167,25 @@ class WindowPatternParser:
         return False
 
     def _parse_window_pattern_clauses(self, node: PatternWindow) -> None:
-        match_seq = self._match_text_seq  # type: ignore[attr-defined]
+        match_seq = self._match_text_seq
         if match_seq("MEASURES"):
-            node.set("measures", self._parse_csv(self._parse_measure))  # type: ignore[attr-defined]
+            node.set("measures", self._parse_csv(self._parse_measure))
         self._refuse_rows_per_match()
         node.set("end", self._parse_pattern_frame())
         self._refuse_rows_per_match()
         if match_seq("AFTER", "MATCH", "SKIP"):
-            self._parse_skip(node)  # type: ignore[attr-defined]
+            self._parse_skip(node)
         if match_seq("INITIAL"):
             node.set("initial", True)
         elif match_seq("SEEK"):
             node.set("initial", False)
         if not match_seq("PATTERN"):
-            self.raise_error(  # type: ignore[attr-defined]
-                "Expecting PATTERN in the window with row pattern recognition"
-            )
-        node.set("pattern", self._parse_row_pattern())  # type: ignore[attr-defined]
+            self.raise_error("Expecting PATTERN in the window with row pattern recognition")
+        node.set("pattern", self._parse_row_pattern())
         if match_seq("SUBSET"):
-            node.set("subsets", self._parse_csv(self._parse_subset))  # type: ignore[attr-defined]
+            node.set("subsets", self._parse_csv(self._parse_subset))
         if match_seq("DEFINE"):
-            node.set("define", self._parse_defines())  # type: ignore[attr-defined]
+            node.set("define", self._parse_defines())
 
     def _refuse_rows_per_match(self) -> None:
         token = self._curr
@@ -187,10 +211,10 @@ class WindowPatternParser:
                 offset=token.start if token is not None else len(self.sql.rstrip()),
             )
         kind = token.text.upper()
-        self._advance()  # type: ignore[attr-defined]
-        between = self._match(TokenType.BETWEEN)  # type: ignore[attr-defined]
-        start = self._parse_window_spec()  # type: ignore[attr-defined]
-        end = self._parse_window_spec() if self._match(TokenType.AND) else None  # type: ignore[attr-defined]
+        self._advance()
+        between = self._match(TokenType.BETWEEN)
+        start = self._parse_window_spec()
+        end = self._parse_window_spec() if self._match(TokenType.AND) else None
         if kind != "ROWS" or not between or start["value"] != "CURRENT ROW" or end is None:
             raise SemanticError(
                 f"the frame of a window with row pattern recognition must be ROWS BETWEEN "
@@ -200,11 +224,12 @@ class WindowPatternParser:
                 offset=token.start,
             )
         value, side = end["value"], end["side"]
+        following = isinstance(side, str) and side.upper() == "FOLLOWING"
         if value == "CURRENT ROW" and side is None:
             result: str | exp.Expr = "CURRENT ROW"
-        elif value == "UNBOUNDED" and (side or "").upper() == "FOLLOWING":
+        elif value == "UNBOUNDED" and following:
             result = "UNBOUNDED"
-        elif isinstance(value, exp.Expr) and (side or "").upper() == "FOLLOWING":
+        elif isinstance(value, exp.Expr) and following:
             result = value
         else:
             raise SemanticError(
@@ -213,9 +238,9 @@ class WindowPatternParser:
                 sql=self.sql,
                 offset=token.start,
             )
-        if self._match_text_seq("EXCLUDE"):  # type: ignore[attr-defined]
+        if self._match_text_seq("EXCLUDE"):
             where = self._prev
-            if not self._match_text_seq("NO", "OTHERS"):  # type: ignore[attr-defined]
+            if not self._match_text_seq("NO", "OTHERS"):
                 raise SemanticError(
                     "the only frame exclusion allowed with row pattern recognition is "
                     "EXCLUDE NO OTHERS",

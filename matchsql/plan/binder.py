@@ -14,6 +14,7 @@ per query, not once per backend or partition.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from sqlglot import exp
 
@@ -64,7 +65,7 @@ ANONYMOUS_AGGREGATES: dict[str, str] = {
 }
 
 
-def is_aggregate(node: exp.Expression) -> bool:
+def is_aggregate(node: exp.Expr) -> bool:
     """Is ``node`` an aggregate over the rows of a pattern variable (with its FILTER)?"""
     if isinstance(node, exp.Filter) or (
         isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AggFunc)
@@ -166,7 +167,7 @@ class Binder:
 
     def rebuild(self, node: exp.Expression, ctx: _Context) -> exp.Expression:
         """An operator or function: the same class over bound arguments."""
-        args = {}
+        args: dict[str, Any] = {}
         for key, value in node.args.items():
             if isinstance(value, exp.Expression):
                 args[key] = self.bind(value, ctx) if _is_value(key, node) else value.copy()
@@ -266,11 +267,12 @@ class Binder:
         condition = self.bind(where, inner) if where is not None else None
         if isinstance(node, exp.Count):
             return self.count(node, ctx, inner, condition, text)
+        function: str | None
         if isinstance(node, exp.Anonymous):
             function = ANONYMOUS_AGGREGATES[node.name.lower()]
             args = list(node.expressions)
         else:
-            function = AGGREGATE_NAMES.get(type(node))  # type: ignore[assignment]
+            function = AGGREGATE_NAMES.get(type(node))
             if function is None:
                 raise SemanticError(
                     f"aggregate {node.key.upper()} is not supported in row pattern recognition"
@@ -367,13 +369,13 @@ def _is_value(key: str, node: exp.Expression) -> bool:
     return True
 
 
-def source_text(node: exp.Expression) -> str:
+def source_text(node: exp.Expr) -> str:
     """SQL text of an unbound node, for messages (DuckDB's generator does not know the
     row pattern functions, so they are shown as the function calls they were written as)."""
     if isinstance(node, exp.Literal) and not node.is_string:
         return str(node.this)  # the common leaf, without a copy and a generator (1,000 measures)
 
-    def plain(n: exp.Expression) -> exp.Expression:
+    def plain(n: exp.Expr) -> exp.Expr:
         if isinstance(n, Navigation):
             args = (
                 [n.this] if n.args.get("offset") is None else [n.this, exp.Literal.number(n.offset)]
@@ -396,7 +398,7 @@ def source_text(node: exp.Expression) -> str:
         if replacement is not n:
             n.replace(replacement)
     try:
-        text = root.this.sql(dialect="duckdb")
+        text: str = root.this.sql(dialect="duckdb")
     except ValueError:
         return type(node).__name__.upper()
     for word in ("RUNNING", "FINAL"):  # shown as written: keyword, not a call

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlglot import exp
 
@@ -69,15 +69,19 @@ class Pointer(exp.Expression):
 
     @property
     def position(self) -> Position:
-        return self.args["position"]
+        position: Position = self.args["position"]
+        return position
 
     @property
     def classifier(self) -> bool:
         return self.args.get("column") is None
 
+    # The source text shadows sqlglot's ``Expression.text(key)``, which is never called on
+    # a bound node (their arguments are not identifiers).
     @property
-    def text(self) -> str:
-        return self.args.get("text") or (self.column or "CLASSIFIER()")
+    def text(self) -> str:  # type: ignore[override]
+        text: str = self.args.get("text") or (self.column or "CLASSIFIER()")
+        return text
 
 
 class Const(exp.Expression):
@@ -119,13 +123,13 @@ class ValueSet:
     def __len__(self) -> int:
         return len(self.values) + self.null + self.nan
 
-    def __deepcopy__(self, memo: dict) -> ValueSet:
+    def __deepcopy__(self, memo: dict[int, Any]) -> ValueSet:
         return self  # immutable: sqlglot copies expressions often, never this set
 
-    def __getstate__(self) -> tuple:
+    def __getstate__(self) -> tuple[frozenset[Any], type | None, bool, bool]:
         return self.values, self.kind, self.null, self.nan
 
-    def __setstate__(self, state: tuple) -> None:
+    def __setstate__(self, state: tuple[frozenset[Any], type | None, bool, bool]) -> None:
         self.values, self.kind, self.null, self.nan = state
 
 
@@ -142,7 +146,7 @@ def folded_values(node: exp.Expression) -> ValueSet | None:
 class MatchNumberRef(exp.Expression):
     """``MATCH_NUMBER()``: the match's number in its partition, from 1."""
 
-    arg_types: dict = {}
+    arg_types: ClassVar[dict[str, bool]] = {}
 
 
 #: :attr:`AggregateCall.function` of an aggregate that DuckDB computes.
@@ -174,7 +178,8 @@ class AggregateCall(exp.Expression):
 
     @property
     def function(self) -> str:
-        return self.args["function"]
+        function: str = self.args["function"]
+        return function
 
     @property
     def vars(self) -> VarSet:
@@ -192,9 +197,12 @@ class AggregateCall(exp.Expression):
     def final(self) -> bool | None:
         return self.args.get("final")
 
+    # The source text shadows sqlglot's ``Expression.text(key)``, which is never called on
+    # a bound node (their arguments are not identifiers).
     @property
-    def text(self) -> str:
-        return self.args.get("text") or self.function
+    def text(self) -> str:  # type: ignore[override]
+        text: str = self.args.get("text") or self.function
+        return text
 
     @property
     def query(self) -> str | None:

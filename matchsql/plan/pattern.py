@@ -10,6 +10,7 @@ part in equality.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -24,7 +25,7 @@ class PatternNode:
     def children(self) -> tuple[PatternNode, ...]:
         return ()
 
-    def walk(self):
+    def walk(self) -> Iterator[PatternNode]:
         """Yield this node and all descendants, depth first, left to right."""
         yield self
         for child in self.children():

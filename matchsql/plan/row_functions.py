@@ -10,6 +10,8 @@ builds them) and the binder (which resolves them) depend on them.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from sqlglot import exp
 
 NAVIGATION_KINDS = ("PREV", "NEXT", "FIRST", "LAST")
@@ -26,14 +28,16 @@ class Navigation(exp.Expression):
 
     @property
     def kind(self) -> str:
-        return self.args["kind"]
+        kind: str = self.args["kind"]
+        return kind
 
     @property
     def offset(self) -> int:
         offset = self.args.get("offset")
         if offset is None:
             return 1 if self.kind in ("PREV", "NEXT") else 0
-        return offset
+        given: int = offset
+        return given
 
     @property
     def physical(self) -> bool:
@@ -63,7 +67,7 @@ class Classifier(exp.Expression):
 class MatchNumber(exp.Expression):
     """``MATCH_NUMBER()``: sequential number of the match in its partition, from 1."""
 
-    arg_types: dict = {}
+    arg_types: ClassVar[dict[str, bool]] = {}
 
 
 class DuckDBAggregate(exp.Expression):
@@ -77,4 +81,5 @@ class DuckDBAggregate(exp.Expression):
 
     @property
     def query(self) -> str:
-        return self.args["sql"]
+        query: str = self.args["sql"]
+        return query

@@ -10,15 +10,20 @@ unless quoted.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import functools
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.plan.pattern import PatternNode
+
+#: A WITHIN bound: an interval, or a number in the ORDER BY column's units.
+WithinBound = datetime.timedelta | int | float | decimal.Decimal
 
 
 @functools.lru_cache(maxsize=4096)
@@ -54,6 +59,13 @@ class SkipMode(Enum):
     TO_NEXT_ROW = "TO NEXT ROW"
     TO_FIRST = "TO FIRST"
     TO_LAST = "TO LAST"  # ``SKIP TO v`` means ``SKIP TO LAST v``
+
+
+def as_expression(node: exp.Expr) -> exp.Expression:
+    """``node`` as the plan holds it: sqlglot types its tree functions (``transform``,
+    ``replace``) over the base class ``Expr``, of which every node class it makes is an
+    ``Expression`` (the other subclasses are mixins)."""
+    return cast(exp.Expression, node)
 
 
 @dataclass(frozen=True)
@@ -125,7 +137,7 @@ class MatchSpec:
     defines: dict[str, exp.Expression] = field(default_factory=dict)
     all_matches: bool = False
     incremental: bool = False
-    within: object | None = None  # datetime.timedelta or a number, in ORDER BY units
+    within: WithinBound | None = None  # in ORDER BY units
     #: derived column -> its DuckDB SQL over the input row: the parts of DEFINE and
     #: MEASURES that read one row, computed by DuckDB (see matchsql.grammar.pushdown).
     #: They are the last fields of ``columns`` and never part of the output.

@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import pyarrow as pa
 
@@ -62,6 +62,10 @@ def match_column(schema: pa.Schema, match: str | None) -> str:
     )
 
 
+@overload
+def _column(table: pa.Table, name: str, role: str) -> str: ...
+@overload
+def _column(table: pa.Table, name: None, role: str) -> None: ...
 def _column(table: pa.Table, name: str | None, role: str) -> str | None:
     if name is None:
         return None
@@ -145,8 +149,8 @@ def plot_matches(
     the first ones; the title says so. ``backend`` is forced when given ("Agg" for files
     without a display).
     """
-    x = _column(table, x, "x")  # type: ignore[assignment]
-    y = _column(table, y, "y")  # type: ignore[assignment]
+    x = _column(table, x, "x")
+    y = _column(table, y, "y")
     names = [_column(table, name, "by") for name in _names(by)]
     match = match_column(table.schema, match)
     check_match_numbers(table, match)
@@ -157,11 +161,11 @@ def plot_matches(
         matplotlib.use(backend, force=True)
     pyplot = importlib.import_module("matplotlib.pyplot")
 
-    keys = _partitions(table, names)  # type: ignore[arg-type]
+    keys = _partitions(table, names)
     partitions = list(dict.fromkeys(keys))
     drawn = partitions[:MAX_LINES]
     figure, axes = pyplot.subplots(figsize=(10, 4.8))
-    spans = match_spans(table, x, match, names)  # type: ignore[arg-type]
+    spans = match_spans(table, x, match, names)
     for part in drawn:
         rows = table if not names else table.filter(pa.array([key == part for key in keys]))
         xs, ys = (
@@ -197,7 +201,7 @@ def plot_matches(
     )
     axes.grid(True, alpha=0.3)
     if names:
-        axes.legend(title=", ".join(names), fontsize="small")  # type: ignore[arg-type]
+        axes.legend(title=", ".join(names), fontsize="small")
     if pa.types.is_temporal(table.schema.field(x).type):
         figure.autofmt_xdate()
     figure.tight_layout()

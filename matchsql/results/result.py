@@ -15,7 +15,7 @@ second full read instead of returning nothing.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -271,7 +271,7 @@ class Result:
         y: str,
         *,
         match: str | None = None,
-        by: str | None = None,
+        by: str | list[str] | None = None,
         path: str | None = None,
         title: str | None = None,
     ):
@@ -390,7 +390,7 @@ class RelationSource:
 class BatchSource:
     """The part of a RecordBatchReader that Result uses, over a generator it can close."""
 
-    def __init__(self, schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> None:
+    def __init__(self, schema: pa.Schema, batches: Generator[pa.RecordBatch]) -> None:
         self.schema = schema
         self._batches = batches
 

@@ -30,6 +30,7 @@ import bisect
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TypeVar
 
 import numpy as np
@@ -394,9 +395,7 @@ class CountingSort:
                 np.empty(0, np.int64) if grouped else perm,
             )
         count_codes(codes, count, 0, 0)  # compiled (or loaded) here: see in_threads
-        counted = in_threads(
-            [lambda lo=lo, hi=hi: count_codes(codes, count, lo, hi) for lo, hi in parts]
-        )
+        counted = in_threads([partial(count_codes, codes, count, lo, hi) for lo, hi in parts])
         starts = np.zeros(count + 1, np.int64)
         np.cumsum(sum(counts for counts, _, _ in counted), out=starts[1:])
         fills = []
@@ -419,13 +418,12 @@ class CountingSort:
         if self._perm is None:
             perm = np.empty(len(self.codes), np.int64)
             scatter_rows(self.codes, 0, 0, np.zeros(0, np.int64), perm)  # see in_threads
+
+            def scatter(lo: int, hi: int, fill: np.ndarray) -> None:
+                scatter_rows(self.codes, lo, hi, fill.copy(), perm)
+
             in_threads(
-                [
-                    lambda lo=lo, hi=hi, fill=fill: scatter_rows(
-                        self.codes, lo, hi, fill.copy(), perm
-                    )
-                    for (lo, hi), fill in zip(self.parts, self.fills)
-                ]
+                [partial(scatter, lo, hi, fill) for (lo, hi), fill in zip(self.parts, self.fills)]
             )
             self._perm = perm
         return self._perm
@@ -457,12 +455,7 @@ class CountingSort:
 
         if chunks:  # compiled (or loaded) here: see in_threads
             scatter_values(self.codes, 0, 0, self.fills[0].copy(), chunks[0], out, 0)
-        in_threads(
-            [
-                lambda lo=lo, hi=hi, fill=fill: span(lo, hi, fill)
-                for (lo, hi), fill in zip(self.parts, self.fills)
-            ]
-        )
+        in_threads([partial(span, lo, hi, fill) for (lo, hi), fill in zip(self.parts, self.fills)])
 
 
 def parallel_in_order(
@@ -485,7 +478,7 @@ def parallel_in_order(
     pairs_in_order(values, nulls, nulls_first, none, none)
     checked = in_threads(
         [
-            lambda lo=lo, hi=hi: span_in_order(codes, count, values, nulls, nulls_first, lo, hi)
+            partial(span_in_order, codes, count, values, nulls, nulls_first, lo, hi)
             for lo, hi in parts
         ]
     )

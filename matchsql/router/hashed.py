@@ -9,8 +9,9 @@ Arrow/numpy rather than Python.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -18,7 +19,6 @@ import pyarrow.compute as pc
 
 from matchsql.router.partitions import (
     PartitionRun,
-    RunFactory,
     group_order,
     key_at,
     keys_of,
@@ -37,13 +37,18 @@ class KeyGroups:
     counts: np.ndarray  # rows of each group
 
 
-class HashPartitionRouter(RoutesBatches):
+#: The runs a router makes: a :class:`PartitionRun`, or (for push input) a whole
+#: :class:`~matchsql.fsm.matcher.Matcher`.
+R = TypeVar("R", bound=PartitionRun)
+
+
+class HashPartitionRouter(RoutesBatches, Generic[R]):
     """Routes unsorted batches to one long-lived run per partition key."""
 
-    def __init__(self, keys: list[str], new_run: RunFactory) -> None:
+    def __init__(self, keys: list[str], new_run: Callable[[tuple], R]) -> None:
         self.keys = keys
         self.new_run = new_run
-        self.runs: dict[tuple, PartitionRun] = {}
+        self.runs: dict[tuple, R] = {}
 
     @property
     def partitions(self) -> int:
@@ -53,7 +58,7 @@ class HashPartitionRouter(RoutesBatches):
     def buffered_rows(self) -> int:
         return sum(int(getattr(run, "buffered_rows", 0)) for run in self.runs.values())
 
-    def _run(self, key: tuple) -> PartitionRun:
+    def _run(self, key: tuple) -> R:
         run = self.runs.get(key)
         if run is None:
             run = self.runs[key] = self.new_run(key)

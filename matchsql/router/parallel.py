@@ -32,8 +32,9 @@ the remaining tasks are cancelled, and running ones stop at their next piece.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -100,7 +101,9 @@ class ParallelPartitionRouter:
         last: Future | None = None
         opened = False
 
-        def submit(fn, *args) -> Iterator[pa.RecordBatch]:
+        def submit(
+            fn: Callable[..., list[pa.RecordBatch]], *args: Any
+        ) -> Generator[pa.RecordBatch, None, Future]:
             future = pool.submit(fn, *args)
             pending.append(future)
             # Hand back what is ready; wait only while too much is in flight.
@@ -204,6 +207,7 @@ class ParallelPartitionRouter:
             return coalesce(self.whole(rows, bounds))
         out: list[pa.RecordBatch] = []
         for key, spans, _ in work:
+            assert key is not None  # keyless groups are matched whole, above
             run = self.new_run(key)
             pieces = [_slice(span) for span in spans]
             for piece in pieces[:-1]:

@@ -28,8 +28,9 @@ None and the caller sorts.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -108,18 +109,17 @@ def _partition_encoding(
         dictionary, has_null = distinct.dictionary, distinct.has_null
         # Codes in 16 bits where they fit (MAX_PARTITIONS): the grouping's passes read
         # them several times, and on large inputs memory traffic is their cost.
-        rank = np.empty(len(dictionary) + 1, _code_type(len(dictionary) + 1))
+        rank: np.ndarray = np.empty(len(dictionary) + 1, _code_type(len(dictionary) + 1))
         ascending = pc.sort_indices(dictionary)
         rank[np.asarray(ascending, np.int64)] = np.arange(len(dictionary))
         rank[len(dictionary)] = len(dictionary)  # NULL (index -1 or len): after every value
         width = len(dictionary) + (1 if has_null else 0)
         column_codes = distinct.codes(rank)
-        if len(heads) != n:
-            column_codes = (
-                np.zeros(n, rank.dtype)
-                if len(heads) == 1
-                else np.repeat(column_codes, np.diff(np.append(starts, n)))
-            )
+        if len(heads) == 1 and n != 1:
+            column_codes = np.zeros(n, rank.dtype)
+        elif len(heads) != n:
+            assert starts is not None  # the heads are the runs' first rows
+            column_codes = np.repeat(column_codes, np.diff(np.append(starts, n)))
         values[name] = (
             pa.concat_arrays([dictionary.take(ascending), pa.nulls(1, column.type)]),
             column_codes,
@@ -158,12 +158,10 @@ class _Distinct:
             return table[self.spans[0][2]]
         rows = self.spans[-1][1]
         out = np.empty(rows, table.dtype)
-        calls = []
+        calls: list[Callable[[], None]] = []
         for lo, _, indices, numbers in self.spans:
             mapped = table if numbers is None else table[np.append(numbers, -1)]
-            calls.append(
-                lambda lo=lo, indices=indices, mapped=mapped: remap_codes(indices, mapped, out, lo)
-            )
+            calls.append(partial(remap_codes, indices, mapped, out, lo))
         remap_codes(self.spans[0][2][:0], table, out, 0)  # compiled here: see in_threads
         in_threads(calls)
         return out
@@ -178,11 +176,11 @@ def _distinct(column: pa.Array, threads: int = 1, compiled: bool = False) -> _Di
     buffers = _string_buffers(column.slice(0, 0))
     if buffers is not None:  # compiled (or loaded) here: see in_threads
         short_string_codes(*buffers, MAX_PARTITIONS)
-    return _joined(
-        in_threads(
-            [lambda lo=lo, hi=hi: _distinct_span(column.slice(lo, hi - lo)) for lo, hi in parts]
-        )
-    )
+    return _joined(in_threads([partial(_distinct_slice, column, lo, hi) for lo, hi in parts]))
+
+
+def _distinct_slice(column: pa.Array, lo: int, hi: int) -> tuple[pa.Array, np.ndarray, bool]:
+    return _distinct_span(column.slice(lo, hi - lo))
 
 
 def _distinct_span(column: pa.Array, compiled: bool = False) -> tuple[pa.Array, np.ndarray, bool]:
@@ -500,6 +498,7 @@ class GroupedRows:
         order, and take its rows from there from now on."""
         assert self.sort is not None
         column = self.columns[i]
+        assert column is not None  # placeable
         chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
         self.sort.scatter(
             [
@@ -553,10 +552,11 @@ class GroupedRows:
                 arrays.append(
                     pa.Array.from_buffers(field_.type, total, [None, pa.py_buffer(values)])
                 )
-            elif self.columns[i] is None:
-                arrays.append(pa.nulls(total, field_.type))
             else:
-                arrays.append(self.column(i).take(taken))
+                column = self.column(i)  # None: a column of NULLs
+                arrays.append(
+                    pa.nulls(total, field_.type) if column is None else column.take(taken)
+                )
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     def _key_column(
@@ -595,7 +595,7 @@ class GroupedRows:
 
 
 #: Integer types of the widths whose values :meth:`GroupedRows.place` moves.
-_WIDTHS = {
+_WIDTHS: dict[int, np.dtype] = {
     64: np.dtype(np.int64),
     32: np.dtype(np.int32),
     16: np.dtype(np.int16),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from collections import ChainMap
 from collections.abc import Mapping
+from types import FrameType
 from typing import Any
 
 #: Classes DuckDB scans, by top-level module: what a FROM may name as a variable.
@@ -35,7 +36,7 @@ EMPTY: Mapping[str, Any] = {}
 
 def caller_scope() -> Mapping[str, Any]:
     """Local then global variables of the innermost frame outside the matchsql package."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "matchsql":
         frame = frame.f_back
     if frame is None:

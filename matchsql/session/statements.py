@@ -12,7 +12,7 @@ quoted names and comments are single tokens, so ``'match_recognize'`` or
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import duckdb
 
@@ -254,8 +254,9 @@ def classify(piece: Piece) -> Statement:
 
         node = parsed(text)[0]
         if head[:2] in _STREAM_HEADS:
-            return StreamDdl(text, offset, node)
-        return ContinuousDdl(text, offset, node)
+            # what the dialect parses these heads as
+            return StreamDdl(text, offset, cast("StreamStatement", node))
+        return ContinuousDdl(text, offset, cast("ContinuousStatement", node))
     setting = _setting(text, offset, found, words)
     if setting is not None:
         return setting

@@ -303,7 +303,7 @@ def _blocks(rows: int, symbols: int, seed: int, block_rows: int) -> Iterator[pa.
 # pa.array() on Python or numpy input imports pandas (0.4 s) to check for
 # pandas types; building from buffers keeps REPL startup fast.
 def _column(type_: pa.DataType, values: np.ndarray, dtype: type) -> pa.Array:
-    data = np.ascontiguousarray(values, dtype=dtype)
+    data: np.ndarray = np.ascontiguousarray(values, dtype=dtype)
     return pa.Array.from_buffers(type_, len(data), [None, pa.py_buffer(data)])
 
 

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from matchsql.storage.files import io_error, make_private_dirs, write_bytes_atomically
 
 
-def size_text(size: int) -> str:
+def size_text(size: float) -> str:
     """``size`` bytes for people: ``512 KiB``, ``1.5 GiB``."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if size < 1024 or unit == "PiB":

@@ -181,6 +181,7 @@ class _Run:
         if mode is SkipMode.TO_NEXT_ROW:
             return start + 1
         target = self.spec.skip_variable
+        assert target is not None  # SKIP TO FIRST/LAST names a variable
         members = set(self.spec.subsets.get(target, (target,)))
         hits = [start + k for k, (label, _) in enumerate(path) if label in members]
         if not hits:

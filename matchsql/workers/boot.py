@@ -7,8 +7,8 @@ It asks the kernel to SIGKILL the worker when the thread that started it
 ends (Linux's ``PR_SET_PDEATHSIG``): that thread waits in the pool's
 start-up until every worker greets it, and the death signal is cleared as
 the worker greets (:func:`started`, just before its greeting), because a pool
-outlives the thread that made it (a continuous query's, a spare pool's). From then on a thread of the worker
-watches the router's pid (:func:`watch_parent`), even while the main thread
+outlives the thread that made it (a continuous query's, a spare pool's). From then on a thread of
+the worker watches the router's pid (:func:`watch_parent`), even while the main thread
 is inside a long match. A worker whose router died removes the pool's
 shared-memory segments as it goes (the router cannot any more; see
 :mod:`.segments`).
@@ -23,6 +23,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Any
 
 from matchsql.workers import segments
 
@@ -31,7 +32,7 @@ PR_SET_PDEATHSIG = 1
 ORPHAN_CHECK_S = 0.25
 
 
-def start(parent: int, prefix: str, *args: object) -> None:
+def start(parent: int, prefix: str, *args: Any) -> None:
     """The target of a spawned worker: guard, then import and run the worker's loop
     (``prefix``: the pool's segment names; ``args`` go to the loop)."""
     _death_signal(signal.SIGKILL)

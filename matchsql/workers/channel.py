@@ -36,11 +36,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from matchsql.workers import segments
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 
 @runtime_checkable
@@ -98,11 +101,15 @@ class RingWriter:
         """Copy ``payload`` into the ring (a :class:`Writable` writes itself there) and
         send its notice; ``idle`` runs while waiting."""
         extra = _plain_extra(extra)
-        writable = _writable(payload)
-        if payload is not None and not writable:
+        if payload is None:
+            length = 0
+        elif _writable(payload):
+            length = payload.size
+        else:
             payload = memoryview(payload).cast("B")  # bytes as bytes, whatever the exporter
-        length = 0 if payload is None else (payload.size if writable else len(payload))
+            length = len(payload)
         if length > self.capacity // 2:
+            assert payload is not None  # it has bytes
             seg = segments.create(segments.new_name(self.prefix, "b"), max(1, length))
             _put(seg.buf, 0, length, payload)
             name = seg.name
@@ -138,6 +145,7 @@ class RingWriter:
                 ),
                 idle,
             )
+            assert payload is not None  # it has bytes
             _put(self.shm.buf, _HEADER + pos, length, payload)
             self._written = end
         else:
@@ -157,7 +165,7 @@ class RingWriter:
 
     def close(self) -> None:
         """Release and unlink the segment (the reader's mapping stays valid until it closes)."""
-        self._words = None
+        self._words = None  # type: ignore[assignment]  # closed: no use after this
         try:
             self.shm.close()
         except BufferError:
@@ -185,7 +193,7 @@ def _plain_extra(extra: Any, nested: bool = False) -> Any:
     raise TypeError(f"a notice's extra holds a {kind.__name__}: it belongs in the payload")
 
 
-def _writable(payload: object) -> bool:
+def _writable(payload: object) -> TypeIs[Writable]:
     """``isinstance(payload, Writable)`` without the Protocol's check of every member
     (slow enough to show in the router's profile: it runs at every message)."""
     return hasattr(type(payload), "write_into")
@@ -238,7 +246,7 @@ class RingReader:
 
     def close(self, unlink: bool = False) -> None:
         """Detach; ``unlink`` also frees the segment (its writer died without doing so)."""
-        self._words = None
+        self._words = None  # type: ignore[assignment]  # closed: no use after this
         try:
             self.shm.close()
         except BufferError:

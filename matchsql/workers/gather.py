@@ -83,7 +83,7 @@ class Gather:
         elif kind == "wave":
             self.wave(extra, writer)
 
-    def snapshot(self, bucket: int) -> bytes:
+    def snapshot(self, bucket: int) -> memoryview:
         """The bucket's buffered rows; they leave this worker."""
         if not self.held:
             return pack([bucket], [])

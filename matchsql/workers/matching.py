@@ -86,6 +86,7 @@ class Query:
                 )
                 out.extend(produced)
             for number, key, offset, count in group if len(group) == 1 else ():
+                assert rows is not None  # a group's partitions have rows in the message
                 emit(number, feed_last(self.new_run(key), rows.slice(offset, count)), True)
             group.clear()
 
@@ -98,7 +99,10 @@ class Query:
                 group.append((number, key, start, count))
                 continue
             flush()
-            piece = rows.slice(start, count) if count else None
+            piece = None
+            if count:
+                assert rows is not None  # the entry's rows came with it
+                piece = rows.slice(start, count)
             run = held[2] if held is not None else self.new_run(key)
             if last:
                 self.runs.pop(number, None)

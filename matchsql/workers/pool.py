@@ -228,9 +228,11 @@ class WorkerPool:
         atexit.unregister(self.kill)
         for worker in self.workers:
             if worker.started and worker.proc.exitcode is None:
+                pid = worker.proc.pid  # None: its launch failed
                 try:
-                    os.kill(worker.proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, TypeError):
+                    if pid is not None:
+                        os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
                     pass
         for worker in self.workers:
             if worker.started:
@@ -265,7 +267,8 @@ class _SpawnPopen(popen_spawn_posix.Popen):
 
     def _launch(self, process_obj: mp.process.BaseProcess) -> None:
         try:
-            super()._launch(process_obj)
+            # multiprocessing's own launch step, which typeshed does not declare
+            super()._launch(process_obj)  # type: ignore[misc]
         except BrokenPipeError:
             if getattr(self, "pid", None) is None or getattr(self, "sentinel", None) is None:
                 raise

@@ -41,8 +41,9 @@ import select
 import time
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -230,13 +231,14 @@ class WorkerRouter:
         payload = query_payload(self.spec, self.config)
         for index in range(len(self.workers)):
             self._post(index, "query", payload)
-        shareable = isinstance(source, GroupedRows) and all(
-            source.schema.get_field_index(name) in source.keys for name in self.spec.partition_by
+        grouped = source if isinstance(source, GroupedRows) else None
+        shareable = grouped is not None and all(
+            grouped.schema.get_field_index(name) in grouped.keys for name in self.spec.partition_by
         )
-        layout = self.pool.arena.put(source) if shareable else None
-        if layout is not None:
+        layout = self.pool.arena.put(grouped) if grouped is not None and shareable else None
+        if grouped is not None and layout is not None:
             self.shared = True
-            yield from self._route_shared(source, layout)
+            yield from self._route_shared(grouped, layout)
         elif isinstance(source, GroupedRows):
             yield from self._route(source.batches(self.chunk_rows))
         elif isinstance(source, pa.Table):
@@ -362,7 +364,7 @@ class WorkerRouter:
             else:
                 # The run's rows as one piece, on its first partition (a message lists
                 # its pieces in order, and the partitions' rows tell where each ends).
-                items: list[tuple[tuple, Sequence]] = []
+                items: list[tuple[tuple, Any]] = []  # (entry, its pieces: spans or none)
                 before = begin
                 for number in range(run, end):
                     items.append(((number, bucket, keys[number], ends[number] - before, True), ()))
@@ -372,7 +374,7 @@ class WorkerRouter:
                 begin = before
             run = end
 
-    def _add_run(self, bucket: int, items: list[tuple[tuple, Sequence]], rows: int) -> None:
+    def _add_run(self, bucket: int, items: list[tuple[tuple, Any]], rows: int) -> None:
         """:meth:`_add` of whole partitions of ``bucket`` (not moving), all at once: ``rows``
         in all."""
         self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + rows

@@ -18,6 +18,7 @@ an unreserved page would have killed the process with SIGBUS on first touch.
 
 from __future__ import annotations
 
+import builtins
 import os
 from dataclasses import dataclass, fields
 
@@ -57,7 +58,7 @@ class SharedLayout:
         return dumps(tuple(getattr(self, f.name) for f in fields(self)))
 
     @classmethod
-    def of(cls, payload: bytes) -> SharedLayout:
+    def of(cls, payload: builtins.bytes) -> SharedLayout:
         """The layout of a :meth:`bytes` message."""
         values = loads(payload)
         if (
@@ -116,8 +117,8 @@ class RowsArena:
             target = np.ndarray(perm_rows, np.int64, shm.buf, perm_offset)
             target[:] = rows.perm
             del target  # no export of the segment may outlive the write
-        for i, at, dtype in placed:
-            rows.place(i, np.ndarray(rows.num_rows, np.dtype(dtype), shm.buf, at))
+        for i, at, code in placed:
+            rows.place(i, np.ndarray(rows.num_rows, np.dtype(code), shm.buf, at))
         return SharedLayout(
             shm.name,
             shm.size,

@@ -27,9 +27,9 @@ import pyarrow as pa
 
 from matchsql.config import Config
 from matchsql.errors import Error
+from matchsql.fsm.matcher import Matcher
 from matchsql.plan.spec import MatchSpec
 from matchsql.planner import new_partition_matcher
-from matchsql.router.partitions import PartitionRun
 from matchsql.snapshot import restore_like, snapshot_matcher
 from matchsql.workers.balance import charge
 from matchsql.workers.channel import RingWriter
@@ -47,7 +47,7 @@ class Streamed:
         self.config = config
         self.live = live
         self.schema = spec.output_schema()
-        self.runs: dict[tuple, tuple[int, PartitionRun]] = {}  # key -> (bucket, run)
+        self.runs: dict[tuple, tuple[int, Matcher]] = {}  # key -> (bucket, run)
         self.failed = False
         self.rows = 0
         self.busy_ns = 0
@@ -55,7 +55,7 @@ class Streamed:
         self.observing: tuple | None = None  # (states, label_state) of adaptive input
         self.counting: dict[tuple, bool] = {}  # per key: whether its run counts per tuple
 
-    def _new(self, key: tuple) -> PartitionRun:
+    def _new(self, key: tuple) -> Matcher:
         return new_partition_matcher(self.spec, key, self.config, live=self.live)
 
     def serve(self, writer: RingWriter, kind: str, payload: bytes, extra: Any) -> None:
@@ -138,7 +138,7 @@ class Streamed:
         joined = [pa.concat_batches(batches)] if len(batches) > 1 else batches
         writer.send(kind, Packed(entries, joined, schema), (seq, self.rows))
 
-    def _counting(self, key: tuple, run: PartitionRun) -> bool:
+    def _counting(self, key: tuple, run: Matcher) -> bool:
         """Whether ``key``'s run counts statistics (asked once per run, when observing)."""
         if self.observing is None:
             return False

@@ -4,8 +4,8 @@ Each query below would run for minutes: ``(A | B)+ C`` under AFTER MATCH SKIP
 TO NEXT ROW scans from every start row to the end of its partition, with a C
 that never holds (on the row-local DFA, C holds on the last rows: an attempt
 that would fail is decided at the first dead end an earlier attempt met, so
-there every attempt is made to find a match at the end instead). The interrupt must end the statement on every path
-(reference VM, registers kernel, row-local DFA), with one and two threads,
+there every attempt is made to find a match at the end instead). The interrupt must end the
+statement on every path (reference VM, registers kernel, row-local DFA), with one and two threads,
 and leave no worker thread or kernel running: the process's CPU time stays
 flat once the statement has failed. The bound on the latency here is loose
 for a loaded CI machine; ``python -m bench.interrupt`` measures it.

@@ -17,7 +17,8 @@ ALL_ROWS = """SELECT * FROM {src} MATCH_RECOGNIZE(PARTITION BY k ORDER BY ts
   MEASURES CLASSIFIER() AS cls ALL ROWS PER MATCH PATTERN (a b+) DEFINE b AS x > PREV(x))"""
 
 NO_ORDER = """SELECT * FROM {src} MATCH_RECOGNIZE(PARTITION BY k
-  MEASURES FIRST(ts) AS s, LAST(ts) AS e ONE ROW PER MATCH PATTERN (a b+) DEFINE b AS x > PREV(x))"""
+  MEASURES FIRST(ts) AS s, LAST(ts) AS e ONE ROW PER MATCH
+  PATTERN (a b+) DEFINE b AS x > PREV(x))"""
 
 
 @pytest.fixture(params=[1, 2], ids=["threads=1", "threads=2"])

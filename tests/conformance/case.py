@@ -150,7 +150,8 @@ def all_query(
 
 
 def one(spec: str) -> list[tuple]:
-    """``"1:1-2 2:4-4 3:-"`` -> ``[(1, 1, 2), (2, 4, 4), (3, None, None)]`` (``-`` = empty match)."""
+    """``"1:1-2 2:4-4 3:-"`` -> ``[(1, 1, 2), (2, 4, 4), (3, None, None)]``
+    (``-`` = empty match)."""
     out: list[tuple] = []
     for token in spec.split():
         mn, span = token.split(":")

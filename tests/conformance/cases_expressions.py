@@ -106,7 +106,8 @@ def define_all(
     *,
     subset: str = "",
 ) -> Case:
-    """ALL ROWS PER MATCH over ``numbers(xs)``: ``(id, mn, classifier)``; ``labels`` like ``"1A 2B | 4A"``."""
+    """ALL ROWS PER MATCH over ``numbers(xs)``: ``(id, mn, classifier)``; ``labels`` like
+    ``"1A 2B | 4A"``."""
     query = (
         "SELECT id, mn, cls FROM t MATCH_RECOGNIZE (\n"
         "  ORDER BY id\n"

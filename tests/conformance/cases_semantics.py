@@ -182,7 +182,7 @@ DOLLAR_ANCHOR = [
     ),
 ]
 
-# -- CLASSIFIER() and MATCH_NUMBER() inside aggregates -----------------------------------------------
+# -- CLASSIFIER() and MATCH_NUMBER() inside aggregates ---------------------------------------------
 
 TWO_PAIRS = numbers([1, 2, 3, 4])
 
@@ -340,7 +340,7 @@ CLASSIFIER_MATCH_NUMBER_AGGREGATES = [
     ),
 ]
 
-# -- uncorrelated subqueries ---------------------------------------------------------------------------
+# -- uncorrelated subqueries -----------------------------------------------------------------------
 
 OTHER = table("o", "y INTEGER", "(8), (10)")
 OTHER_NULL = table("o", "y INTEGER", "(8), (NULL)")

@@ -568,7 +568,8 @@ def _seed_cases() -> list[Case]:
     # 10 5 8 4 7 6 9 11 12 5 (rows 1-10). From row 1: A=10, B=5 (<10, <=10), B=8? 8 <= 5
     # fails; C=8? 8 > 5, 8 >= 5, 8 <= 10: C; 4: C? no (4 < 8); D? no. Dead end -> row 3 as D?
     # 8 > 5 but 8 > 10 fails. So from row 1 no path. From row 2: A=5, B=4? row 3 is 8: no.
-    # Row 3: A=8, B=4 (<8, <=8); 7: B? 7 <= 4 no; C: 7 > 4, 7 >= 4, 7 <= 8: C; 6: C? no; D? 6 > 7 no.
+    # Row 3: A=8, B=4 (<8, <=8); 7: B? 7 <= 4 no; C: 7 > 4, 7 >= 4, 7 <= 8: C; 6: C? no;
+    #   D? 6 > 7 no.
     #   from B=4: 7 as D? 7 > 8 no. Dead.
     # Row 4: A=4, B=7? no. Row 5: A=7, B=6 (<7, <=7); 9: C? 9 <= 7 no; D: 9 > 6, 9 > 7: D
     #   (end 7); 11: D (end 8); 12: D (end 9); 5: no. Ends 7, 8, 9.

@@ -2,7 +2,8 @@
 
 The dead-end rule of the thread VM (the comment at
 :data:`matchsql.fsm.compiled.kernel.MEMO_EVERY`) compares states every MEMO_EVERY
-rows, so the property suite's short partitions never reach it. Here partitions have several times that many rows, and the patterns keep
+rows, so the property suite's short partitions never reach it. Here partitions have several times
+that many rows, and the patterns keep
 attempts open for long: ``C`` (undefined, always true) under a greedy or reluctant
 quantifier reads on past every match, to the end or to a ``$``; the conditions are
 the compiled paths' (registers, running aggregates, the start row, MATCH_NUMBER()).

@@ -163,9 +163,10 @@ def test_another_user_reads_and_writes_nothing_of_a_running_continuous_query(sha
                     f"attempt('read log', lambda: open({str(database) + '.wal'!r}, 'rb').read(1))",
                     f"attempt('list archive', lambda: os.listdir({str(archive)!r}))",
                     f"attempt('read archive part', lambda: open({files[0]!r}, 'rb').read(1))",
-                    f"attempt('replace archive part', lambda: open({files[0]!r}, 'wb').write(b'x'))",
-                    f"attempt('add archive part', lambda: open({str(archive / 'part-9.parquet')!r}, "
-                    "'wb').write(b'x'))",
+                    f"attempt('replace archive part', lambda: open({files[0]!r}, 'wb')"
+                    ".write(b'x'))",
+                    "attempt('add archive part', lambda: open("
+                    f"{str(archive / 'part-9.parquet')!r}, 'wb').write(b'x'))",
                     f"attempt('list registry', lambda: os.listdir({str(shared / 'registry')!r}))",
                     f"attempt('list spill', lambda: os.listdir({str(spill)!r}))",
                     f"attempt('write registry entry', lambda: open("

@@ -190,10 +190,10 @@ class ArgumentCompiler(RowLocalCompiler):
     def pointer(self, node: Pointer) -> Term:
         if not node.position.aggregated:
             raise Unsupported(f"{node.text} reads a row other than the aggregated one")
-        if node.classifier:
+        name = node.column
+        if name is None:  # CLASSIFIER
             self.columns.add(CLASSIFIER)
             return lambda cols, n: cols[CLASSIFIER]
-        name = node.column
         if not self.bare and not _plain(self.types[name]):
             raise Unsupported(f"{node.text} of type {self.types[name]} inside an expression")
         self.columns.add(name)
@@ -257,7 +257,7 @@ class ArgumentCompiler(RowLocalCompiler):
         to a wider integer or to text, text to text."""
         inner = self.node(node.this)
         target = node.to.this
-        kinds: dict[exp.DataType.Type, Callable[[pa.DataType], pa.DataType | None]] = {
+        kinds: dict[exp.DType, Callable[[pa.DataType], pa.DataType | None]] = {
             exp.DataType.Type.BOOLEAN: lambda t: pa.bool_() if pa.types.is_boolean(t) else None,
             exp.DataType.Type.VARCHAR: lambda t: (
                 pa.string() if pa.types.is_integer(t) or pa.types.is_string(t) else None

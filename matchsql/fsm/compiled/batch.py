@@ -71,6 +71,8 @@ class WholePartitions:
         self.spec = plan.spec
         self.config = config
         self.dfa = D.for_matcher(plan, config)[0]
+        assert plan.measures is not None  # see unsupported()
+        self.measures: list[Callable[..., pa.Array]] = plan.measures
         nv = len(plan.variables)
         self.skip_mask = np.zeros(max(nv, 1), np.uint8)
         for v in plan.query.skip_vars or ():
@@ -163,7 +165,7 @@ class WholePartitions:
         rows = Rows(pa.Table.from_batches([batch]), 0, batch.num_rows, True)
         matches = out.matches()
         if not self.spec.rows_per_match.all_rows:  # a row per match
-            return [output_batch(self.spec, self.plan.measures, matches, rows)], found
+            return [output_batch(self.spec, self.measures, matches, rows)], found
         # ALL ROWS PER MATCH: a row per matched row, output in blocks of about LABEL_BLOCK
         # rows with the cancellation checked between (SKIP TO NEXT ROW makes hundreds of
         # millions of them out of one batch).
@@ -180,7 +182,7 @@ class WholePartitions:
             block = matches if first == 0 and stop >= len(part_of) else _block(matches, first, stop)
             expanded = expansion(self.spec, block)
             counts += np.bincount(part_of[first:stop][expanded.match], minlength=parts)
-            outputs.append(output_batch(self.spec, self.plan.measures, block, rows, expanded))
+            outputs.append(output_batch(self.spec, self.measures, block, rows, expanded))
             first = stop
         return outputs, counts
 
@@ -202,6 +204,7 @@ class WholePartitions:
     ) -> None:
         """Every partition through the DFA in one compiled loop (:func:`.dfa.dfa_partitions`),
         which comes back here only to grow the output or to raise an error."""
+        assert self.dfa is not None
         next_partition(params)
         part = 0
         parts = len(bounds) - 1
@@ -315,7 +318,7 @@ def _block(m: Matches, first: int, stop: int) -> Matches:
         m.numbers[first:stop],
         m.labels[lo:hi],
         m.offsets[first:stop] - lo,
-        m.excluded[lo:hi],
+        None if m.excluded is None else m.excluded[lo:hi],
     )
 
 
@@ -355,13 +358,13 @@ class _Output:
         if need > len(self.labels):
             # Under SKIP TO NEXT ROW a batch's labels reach hundreds of millions: copied in
             # slices (one copy held an interrupt for 180 ms), the zeros mapped lazily.
-            grown = np.zeros(max(need, 2 * len(self.labels)), np.int16)
+            labels = np.zeros(max(need, 2 * len(self.labels)), np.int16)
             for lo in range(0, self.labels_used, COPY_LABELS):
                 if self.check is not None:
                     self.check()
                 hi = min(lo + COPY_LABELS, self.labels_used)
-                grown[lo:hi] = self.labels[lo:hi]
-            self.labels = grown
+                labels[lo:hi] = self.labels[lo:hi]
+            self.labels = labels
         return self.records[self.records_used :], self.labels[self.labels_used :]
 
     def wrote(self, n_rec: int, n_lab: int, first_row: int) -> None:
@@ -408,14 +411,15 @@ class _CodedMatches(Matches):
         self._labels: np.ndarray | None = None
         self._excluded: np.ndarray | None = None
 
-    @property  # type: ignore[override]
-    def labels(self) -> np.ndarray:
+    # Matches' fields, decoded from the codes when first read
+    @property
+    def labels(self) -> np.ndarray:  # type: ignore[override]
         if self._labels is None:
             self._labels = (self._codes >> 1).astype(np.int64)
         return self._labels
 
-    @property  # type: ignore[override]
-    def excluded(self) -> np.ndarray:
+    @property
+    def excluded(self) -> np.ndarray:  # type: ignore[override]
         if self._excluded is None:
             self._excluded = (self._codes & 1).astype(bool)
         return self._excluded

@@ -31,7 +31,8 @@ Part = Callable[..., pa.Array]  # (m, rows) or (m, e, rows) -> one value per out
 
 def _parts(node: exp.Expression) -> list[exp.Expression]:
     """The part nodes of ``node``, outermost only (an aggregate's own pointers are its)."""
-    out, pending = [], [node]
+    out: list[exp.Expression] = []
+    pending = [node]
     while pending:
         n = pending.pop()
         if isinstance(n, _PARTS):

@@ -54,6 +54,7 @@ def constant_measure(spec: MatchSpec, node: exp.Expression) -> ConstantMeasure |
     if declared is None:
         return None
     try:
+        # a constant reads no match: its evaluator is called without a view
         value = evaluator(node)(None)  # type: ignore[arg-type]
         return ConstantMeasure(pa.scalar(value, type=declared))
     except (Error, pa.ArrowException, TypeError, ValueError, OverflowError) as exc:

@@ -599,9 +599,9 @@ def _run_attempts(
     one tuple in, and one out when it leaves: a singleton whose condition
     holds, a star whose condition fails. Like the thesis' FSM, which follows
     one path, a row is counted at the most preferred thread's state only,
-    and at the next thread's state too when it left a star there. ``stat`` is ``int64[2, states + 1]``
-    of running totals (row 0 in, row 1 out; column ``states`` of row 0 counts
-    windows, of row 1 windows that matched) plus a scratch pair of rows
+    and at the next thread's state too when it left a star there. ``stat`` is
+    ``int64[2, states + 1]`` of running totals (row 0 in, row 1 out; column ``states`` of
+    row 0 counts windows, of row 1 windows that matched) plus a scratch pair of rows
     (``stat[2:4]``) for the open attempt, committed when it is decided, so an
     attempt re-run after more rows arrive is counted once. The return's
     ``err_row`` slot carries no information for ST_DONE/ST_WAIT; the open

@@ -316,7 +316,12 @@ class RegisterCode:
         return not self.code and not self.obs_last and not self.obs_first
 
 
-_BINARY = {exp.Add: K.C_ADD, exp.Sub: K.C_SUB, exp.Mul: K.C_MUL, exp.Div: K.C_DIV}
+_BINARY: dict[type[exp.Expression], int] = {
+    exp.Add: K.C_ADD,
+    exp.Sub: K.C_SUB,
+    exp.Mul: K.C_MUL,
+    exp.Div: K.C_DIV,
+}
 _AGGREGATES = {
     "count": K.A_COUNT,
     "count_star": K.A_COUNT,
@@ -326,7 +331,7 @@ _AGGREGATES = {
     "max": K.A_MAX,
 }
 assert set(_AGGREGATES) == REGISTER_AGGREGATES
-_COMPARE = {
+_COMPARE: dict[type[exp.Expression], int] = {
     exp.LT: K.C_LT,
     exp.LTE: K.C_LE,
     exp.GT: K.C_GT,
@@ -435,8 +440,7 @@ class RegisterCompiler:
             self.put(K.C_AGG, self.slot(node), _AGGREGATES[node.function])
             return "num"
         if isinstance(node, Pointer):
-            self.load(node)
-            return self.kind(node.column)
+            return self.kind(self.load(node))
         if type(node) in _BINARY:
             self.numeric(node.this, node.expression)
             self.put(_BINARY[type(node)])
@@ -490,8 +494,9 @@ class RegisterCompiler:
         self.out.code, self.out.consts = [], []
         self.in_aggregate = True
         try:
-            filtered = node.condition is not None
-            if filtered and self.emit(node.condition) not in ("bool", "null"):
+            condition = node.condition
+            filtered = condition is not None
+            if condition is not None and self.emit(condition) not in ("bool", "null"):
                 raise Unsupported(f"{describe(node)}: a FILTER that is not boolean")
             if node.function == "count_star":
                 self.put(K.C_CONST, value=1.0)
@@ -563,10 +568,12 @@ class RegisterCompiler:
 
     # -- row references -------------------------------------------------------------------
 
-    def load(self, node: Pointer) -> None:
-        """One register load: the row the pointer names, as the kernel's row kinds say it."""
+    def load(self, node: Pointer) -> str:
+        """One register load: the row the pointer names, as the kernel's row kinds say it;
+        the column it reads."""
         at = node.position
-        if node.classifier:
+        name = node.column
+        if name is None:
             raise Unsupported(f"{node.text} in a condition that reads other rows")
         if at.aggregated != self.in_aggregate:
             # an aggregate's argument reads the row it visits, which its fold code runs at
@@ -576,11 +583,11 @@ class RegisterCompiler:
                 else f"{node.text} in a condition that reads other rows"
             )
         if at.aggregated:
-            self.put(K.C_LOAD, self.column(node.column), K.R_CUR, 0, 0)
-            return
+            self.put(K.C_LOAD, self.column(name), K.R_CUR, 0, 0)
+            return name
         if at.final:
             raise Unsupported("FINAL inside DEFINE")
-        col = self.column(node.column)
+        col = self.column(name)
         members, k = at.vars, at.offset
         if not at.first:
             if members is None or self.var in members:
@@ -601,6 +608,7 @@ class RegisterCompiler:
                 kind, s = K.R_FIRST, self.set_id(members)
                 self.out.obs_first |= members
         self.put(K.C_LOAD, col, kind, s, at.physical)
+        return name
 
     def column(self, name: str) -> int:
         t = self.types[name]

@@ -197,7 +197,8 @@ class CompiledMatcher:
         self.match_number = 0
         self.covered = -1
         self.steps = 0  # rows read by the attempts of sequential kernel runs (K_STEPS)
-        self.pending: list[Matches | tuple] = []  # decided, waiting for NEXT rows of measures
+        # decided, waiting for NEXT rows of measures
+        self.pending: list[Matches | MatchRecord | UnmatchedRow] = []
         self.output: list[pa.RecordBatch] = []
         q = plan.query
         self.ahead = q.define_ahead
@@ -653,6 +654,7 @@ class CompiledMatcher:
 
     def _emit_columns(self, m: Matches) -> None:
         rows = Rows(self.table, self.base, self.count, self.complete)
+        assert self.plan.measures is not None  # column-wise output only
         self.output.append(output_batch(self.spec, self.plan.measures, m, rows))
 
     def _take(self) -> list[pa.RecordBatch]:

@@ -60,7 +60,7 @@ class MeasureCompiler:
         self.variables = variables
         self.types = {f.name: f.type for f in spec.columns}
 
-    def compile_all(self) -> list:
+    def compile_all(self) -> list[Callable[..., pa.Array]]:
         out = []
         for m in self.spec.measures:
             fn, natural = self.compile_one(bind(m.expr, self.spec))
@@ -71,7 +71,9 @@ class MeasureCompiler:
             out.append(fn)
         return out
 
-    def compile_one(self, node: exp.Expression) -> tuple[Measure, pa.DataType]:
+    def compile_one(self, node: exp.Expression) -> tuple[Callable[..., pa.Array], pa.DataType]:
+        """The measure's function (:data:`Measure`; :data:`RunningMeasure` in a subclass for
+        ALL ROWS PER MATCH) and the type it computes."""
         return self.measure(node)
 
     def ids(self, members: frozenset[str] | None) -> np.ndarray | None:
@@ -117,11 +119,12 @@ class MeasureCompiler:
     def target(self, node: exp.Expression) -> tuple[int, str, np.ndarray | None, bool, int]:
         """What a value measure reads: ``(PREV/NEXT shift, column, variable ids or None
         for all rows, LAST (else FIRST), logical offset)``."""
-        if not isinstance(node, Pointer) or node.classifier or node.position.aggregated:
+        column = node.column if isinstance(node, Pointer) else None  # None: CLASSIFIER
+        if not isinstance(node, Pointer) or column is None or node.position.aggregated:
             raise Unsupported(f"measure {describe(node)}")
         at = node.position
         ids = self.ids(at.vars)
-        return at.physical, node.column, ids, not at.first, at.offset
+        return at.physical, column, ids, not at.first, at.offset
 
     def locator(self, node: exp.Expression) -> tuple[Locate, str]:
         """The row a value measure reads, and the column it reads there."""

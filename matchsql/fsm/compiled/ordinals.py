@@ -206,7 +206,7 @@ def _pack(
         n = offsets[i + 1] - lo
         if n > SHORT:
             return False
-        key = 0  # below 2**51: an int64 (a uint64 converts to float more slowly)
+        key: int | np.int64 = 0  # below 2**51: an int64 (a uint64 converts to float more slowly)
         for j in range(SHORT):
             key = key << 8 | (np.int64(data[lo + j]) if j < n else 0)
         codes[i] = float(key << 3 | n) + 1.0

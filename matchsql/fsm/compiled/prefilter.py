@@ -198,7 +198,8 @@ def _refine(
         for k in range(int(conj_spans[v, 0]), int(conj_spans[v, 1])):
             if conj[k, 0] != K.CJ_COMPARE:
                 continue  # taken as TRUE: the check stays a necessary condition
-            sides = []
+            # (values, usable): a constant's value has no mask
+            sides: list[tuple[np.ndarray | np.float64, np.ndarray | None]] = []
             for side in range(2):
                 j = 2 + 5 * side
                 if conj[k, j] == 0:
@@ -258,6 +259,7 @@ def _operand(
         if base + delta < 0:  # row s + delta before the partition's first row
             usable[: min(m, -(base + delta))] = False
     else:
+        assert rows is not None and hi is not None  # given with lo
         at = rows + delta
         usable &= (at >= lo) & (at < hi) & (at - lo + base >= 0)
     return values, usable
@@ -291,6 +293,6 @@ _COMPARISONS = {
 }
 
 
-def _compare(op: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _compare(op: int, a: np.ndarray | np.float64, b: np.ndarray | np.float64) -> np.ndarray:
     """``a op b`` element-wise in DuckDB's order of numbers (:func:`.kernel.compare`)."""
     return compare_columns(array_ops(np), _COMPARISONS[op], a, b)

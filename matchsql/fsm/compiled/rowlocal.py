@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -39,7 +40,7 @@ from matchsql.plan.bound import Const, Pointer, describe
 from matchsql.plan.spec import MatchSpec
 
 Columns = dict[str, pa.Array]
-Value = pa.Array | pa.Scalar
+Value: TypeAlias = pa.Array | pa.Scalar
 Term = Callable[[Columns, int], Value]
 
 EDGES = "\0partition edges"  # Columns key of a PartitionEdges when rows span partitions
@@ -79,7 +80,11 @@ class PartitionEdges:
 
 _NULL = pa.scalar(None, pa.bool_())
 _NUMPY_COMPARE = {kind: getattr(np, name) for kind, name in COMPARISON_NAMES.items()}
-_ARITH = {exp.Add: "add_checked", exp.Sub: "subtract_checked", exp.Mul: "multiply_checked"}
+_ARITH: dict[type[exp.Expression], str] = {
+    exp.Add: "add_checked",
+    exp.Sub: "subtract_checked",
+    exp.Mul: "multiply_checked",
+}
 
 
 def _widen(v: Value) -> Value:
@@ -147,10 +152,10 @@ class RowLocalCompiler:
         op = _NUMPY_COMPARE.get(type(term))
         if op is None:
             return None
-        operands = [self.numeric_operand(side) for side in (term.this, term.expression)]
-        if None in operands or all(o.column is None for o in operands):
+        left, right = self.numeric_operand(term.this), self.numeric_operand(term.expression)
+        if left is None or right is None or (left.column is None and right.column is None):
             return None
-        return NumericComparison(op, operands[0], operands[1], fn)
+        return NumericComparison(op, left, right, fn)
 
     def numeric_operand(self, node: exp.Expression) -> Operand | None:
         """A numeric column read at a fixed offset, or a numeric constant; else None."""
@@ -230,7 +235,7 @@ class RowLocalCompiler:
             return self.node(exp.And(this=low, expression=high))
         if isinstance(node, exp.In) and node.expressions and node.args.get("query") is None:
             tests = [exp.EQ(this=node.this.copy(), expression=e.copy()) for e in node.expressions]
-            tree = tests[0]
+            tree: exp.Expression = tests[0]
             for t in tests[1:]:
                 tree = exp.Or(this=tree, expression=t)
             return self.node(tree)
@@ -277,13 +282,13 @@ class RowLocalCompiler:
     def pointer(self, node: Pointer) -> Term:
         """A column of the tested row, shifted by its PREV/NEXT offset."""
         at = node.position
-        if node.classifier or at.aggregated or at.final:
+        name = node.column  # None: CLASSIFIER
+        if name is None or at.aggregated or at.final:
             raise Unsupported(f"{node.text} is not evaluated column-wise")
         if not at.current:
             raise Unsupported(f"{node.text} reads other rows of the match")
         if at.vars is not None and self.var not in at.vars:
             raise Unsupported(f"{node.text} reads the last row of another variable")
-        name = node.column
         self.columns.add(name)
         delta = at.physical
         if not delta:

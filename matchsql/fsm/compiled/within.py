@@ -30,7 +30,6 @@ columns as float64, as Python measures them.
 from __future__ import annotations
 
 import datetime
-import decimal
 import math
 from typing import Any
 
@@ -74,8 +73,6 @@ def within_bound(spec: MatchSpec) -> float | None:
             return seconds / 86400.0
         raise Unsupported(f"WITHIN over a {t} column")
     if pa.types.is_integer(t) or pa.types.is_floating(t):
-        if isinstance(bound, decimal.Decimal):
-            return float(bound)
         return float(bound)
     raise Unsupported(f"WITHIN over a {t} column")
 
