@@ -71,6 +71,10 @@ class StatementHost(Protocol):
 
     def unregister(self, view: str) -> None: ...
 
+    def watch(self, cursor: duckdb.DuckDBPyConnection) -> Callable[[], None]:
+        """Let an interrupt stop ``cursor``'s queries until the returned function is called."""
+        ...
+
 
 class MatchStatements(Protocol):
     """What a row pattern window needs of the MATCH_RECOGNIZE runner: its host, and a
