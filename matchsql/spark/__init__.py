@@ -55,6 +55,7 @@ import os
 import sys
 
 from matchsql.spark.batch import SinglePartitionWarning, match_recognize
+from matchsql.spark.executors import ExecutorSetupError
 from matchsql.spark.plan import AS_READ, MatchPlan, build_plan
 from matchsql.spark.sink import LiveStreamWriter, write_stream
 from matchsql.spark.stream import match_recognize_stream
@@ -63,6 +64,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 __all__ = [
     "AS_READ",
+    "ExecutorSetupError",
     "LiveStreamWriter",
     "MatchPlan",
     "SinglePartitionWarning",

@@ -1,0 +1,135 @@
+"""The executors' Python: can Spark's Python workers import what the matcher needs?
+
+The matcher runs in the Python workers that Spark starts on every executor, with the
+interpreter that ``PYSPARK_PYTHON`` (``spark.pyspark.python``) names *there*. Where that
+interpreter lacks matchsql (or pyarrow, or another dependency), the first task fails
+while Spark unpickles the function, and the user reads ``ModuleNotFoundError`` at the
+bottom of a long Python-in-Java stack trace, only when the result is first used, long
+after ``match_recognize`` returned. So before the first query of a Spark application
+(per session, per worker interpreter), :func:`check_executors` runs one small job: a
+plain Python UDF, which needs neither matchsql nor pyarrow and works over Spark Connect,
+imports on the executors what the tasks import. A failure is raised on the driver, at
+the call, as an :class:`ExecutorSetupError` that says what is missing on which
+interpreter, and how to ship matchsql to the executors.
+
+The probe is a closure over a tuple of module names, so cloudpickle sends it by value:
+unpickling it on an executor needs only the standard library.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import sys
+from typing import TYPE_CHECKING, Any
+
+from matchsql.errors import ExecutionError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+# What a task imports: the worker module (and through it matchsql's matchers, DuckDB,
+# numpy, numba, sqlglot), and the Arrow and pandas that Spark's Arrow UDFs hand over.
+REQUIRED = ("pyarrow", "pandas", "matchsql.spark.worker")
+
+HOW_TO_SHIP = (
+    "Every executor's Python needs matchsql and its dependencies (pyarrow, pandas, numpy, "
+    "duckdb, numba, sqlglot), in the same Python minor version as the driver. Either "
+    "install them into the executors' Python (PYSPARK_PYTHON / spark.pyspark.python names "
+    "it), or ship them with the application: a packed virtualenv (venv-pack -o env.tar.gz; "
+    "spark-submit --archives env.tar.gz#env --conf spark.pyspark.python=./env/bin/python), "
+    "or, where the dependencies are on the executors already, matchsql's wheel "
+    "(pip wheel --no-deps <matchsql source>; spark-submit --py-files matchsql-*.whl, or "
+    "spark.sparkContext.addPyFile / spark.addArtifacts(..., pyfile=True) in a running "
+    "session). See 'Shipping matchsql to a cluster' in docs/spark.md."
+)
+
+_checked: set[tuple] = set()  # sessions (and worker interpreters) whose executors passed
+
+
+class ExecutorSetupError(ExecutionError):
+    """Spark's Python workers cannot import matchsql or a dependency of it."""
+
+
+def check_executors(spark: SparkSession) -> None:
+    """Raise :class:`ExecutorSetupError` unless the executors' Python imports matchsql's
+    worker side; one small job the first time per session and worker interpreter."""
+    key = _session_key(spark)
+    if key in _checked:
+        return
+    problems = _probe(spark)
+    if problems:
+        raise ExecutorSetupError(
+            "Spark's Python workers cannot run matchsql: "
+            + "; ".join(problems)
+            + ". "
+            + HOW_TO_SHIP
+        )
+    _checked.add(key)
+
+
+def _session_key(spark: Any) -> tuple:
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        return ("connect", getattr(spark, "session_id", id(spark)))
+    context = spark.sparkContext
+    return ("classic", context.applicationId, context.pythonExec)
+
+
+def probe_function(modules: tuple[str, ...]):
+    """The UDF body: imports ``modules`` on the executor and reports, as JSON, the
+    interpreter and what failed to import (a closure, so it travels by value)."""
+
+    def probe(_: Any) -> str:
+        missing = {}
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except Exception as exc:  # an ImportError, or a module that fails on import
+                missing[name] = f"{type(exc).__name__}: {exc}"
+        version = ".".join(map(str, sys.version_info[:3]))
+        return json.dumps({"python": sys.executable, "version": version, "missing": missing})
+
+    return probe
+
+
+def _probe(spark: SparkSession) -> list[str]:
+    """What the executors lack, one line per interpreter that lacks something."""
+    from pyspark.sql import functions as F
+
+    tasks = _parallelism(spark)
+    check = F.udf(probe_function(REQUIRED), "string", useArrow=False)
+    try:
+        found = (
+            spark.range(0, tasks, 1, tasks)
+            .select(check(F.col("id")).alias("report"))
+            .distinct()
+            .collect()
+        )
+    except Exception as exc:  # the workers did not start, or could not unpickle the probe
+        return [f"the probe job failed ({_cause(exc)})"]
+    problems = []
+    for (text,) in found:
+        report = json.loads(text)
+        if report["missing"]:
+            lacks = ", ".join(f"{name} ({why})" for name, why in sorted(report["missing"].items()))
+            problems.append(f"{report['python']} (Python {report['version']}) lacks {lacks}")
+    return problems
+
+
+def _cause(exc: BaseException) -> str:
+    """The line of a Spark error that says why, not its stack trace."""
+    text = str(exc)
+    missing = re.search(r"No module named '[^']+'", text)
+    if missing:
+        return missing.group(0)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:500] if lines else type(exc).__name__
+
+
+def _parallelism(spark: SparkSession) -> int:
+    """Enough probe tasks to reach every executor of a small cluster (Spark spreads them)."""
+    try:
+        return max(1, min(64, int(spark.sparkContext.defaultParallelism)))
+    except Exception:  # Spark Connect has no SparkContext
+        return max(1, min(64, int(spark.conf.get("spark.sql.shuffle.partitions") or 2)))

@@ -1,0 +1,159 @@
+"""The driver program of the cluster tests, run in a process of its own:
+
+    python -m tests.spark.cluster_client classic spark://127.0.0.1:PORT OUT_DIR
+    python -m tests.spark.cluster_client connect sc://127.0.0.1:PORT OUT_DIR
+
+Why a separate process: a Python process holds one SparkContext (the test process
+already has the local one), and a Spark Connect session switches pyspark into remote
+mode for the whole process (``SPARK_CONNECT_MODE_ENABLED``), which the local session's
+tests must not see. The program runs the queries and writes each result as an Arrow
+file into ``OUT_DIR``; the tests compare them with the embedded engine's rows.
+"""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bench.queries import DEJAVU
+from matchsql.spark import ExecutorSetupError, match_recognize, match_recognize_stream
+from tests.spark.cluster import executor_conf
+from tests.spark.helpers import FileSource, frame, run_available, trades
+
+# Bounded queries: partitioned by key (mapInArrow over the hash partitions), and one with
+# an outer statement (Spark SQL over the matches, which works differently over Connect).
+BATCH = {
+    "Q4": DEJAVU["Q4"],
+    "outer": """
+        SELECT m.symbol, m.mn, m.first_ts, m.low FROM trade MATCH_RECOGNIZE (
+          PARTITION BY symbol ORDER BY ts
+          MEASURES MATCH_NUMBER() AS mn, FIRST(A.ts) AS first_ts, MIN(B.price) AS low
+          PATTERN (A B{2,} C)
+          DEFINE B AS price < PREV(price), C AS price > A.price
+        ) AS m
+        WHERE m.mn % 2 = 1 AND m.symbol <> '{x}'""",
+}
+STREAM = DEJAVU["Q4"]
+
+
+def batch_data() -> pa.Table:
+    return trades(4000, 5, seed=3)
+
+
+def stream_data() -> pa.Table:
+    return trades(1200, 3, seed=11)
+
+
+def write(table: pa.Table, path: Path) -> None:
+    with pa.ipc.new_file(path, table.schema) as writer:
+        writer.write_table(table)
+
+
+def read(path: Path) -> pa.Table:
+    with pa.ipc.open_file(path) as reader:
+        return reader.read_all()
+
+
+def run_batch(spark, out: Path) -> None:
+    df = frame(spark, batch_data())
+    for name, query in BATCH.items():
+        write(match_recognize(df, query, input_order="ts").toArrow(), out / f"batch-{name}.arrow")
+
+
+def run_stream(spark, out: Path) -> None:
+    data = stream_data()
+    source = FileSource(out, data)
+    for start in range(0, data.num_rows, 400):
+        source.add(data.slice(start, 400))
+    source.add_end_markers(pc.unique(data["symbol"]).to_pylist())
+    df = match_recognize_stream(source.stream(spark), STREAM, input_order="ts", end_marker="eos")
+    run_available(df, out / "stream-out", out / "checkpoint")
+    write(spark.read.parquet(str(out / "stream-out")).toArrow(), out / "stream.arrow")
+
+
+def python_without_matchsql(root: Path) -> Path:
+    """An interpreter that has this one's packages (pyspark, pyarrow, ...) but not
+    matchsql: a bare virtualenv whose .pth file adds this site-packages directory (the
+    editable install of matchsql is a .pth there, which a path added so is not read),
+    started with -E so that the PYTHONPATH the executors get does not bring it back."""
+    env_dir = root / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    site = subprocess.run(
+        [
+            str(env_dir / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    Path(site, "shared.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    wrapper = root / "python-without-matchsql"
+    wrapper.write_text(f'#!/bin/sh\nexec "{env_dir}/bin/python" -E "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return wrapper
+
+
+def run_missing(spark, out: Path) -> None:
+    """The executors' Python lacks matchsql: the call must fail with matchsql's error."""
+    context = spark.sparkContext
+    original = context.pythonExec
+    context.pythonExec = str(python_without_matchsql(out))
+    try:
+        match_recognize(frame(spark, batch_data()), BATCH["Q4"], input_order="ts").count()
+    except ExecutorSetupError as exc:
+        (out / "missing.txt").write_text(f"ExecutorSetupError\n{exc}")
+    except Exception as exc:
+        (out / "missing.txt").write_text(f"{type(exc).__name__}\n{exc}")
+    else:
+        (out / "missing.txt").write_text("no error")
+    finally:
+        context.pythonExec = original
+
+
+def main(argv: list[str]) -> None:
+    from pyspark.sql import SparkSession
+
+    mode, url, out_dir = argv
+    out = Path(out_dir)
+    t0 = time.monotonic()
+
+    def lap(what):
+        with open(out / "timings.txt", "a") as f:
+            f.write(f"{what} {time.monotonic() - t0:.1f}\n")
+
+    if mode == "classic":
+        spark = (
+            SparkSession.builder.master(url)
+            .appName("matchsql-cluster-tests")
+            .config(map=executor_conf())
+            .getOrCreate()
+        )
+        spark.sparkContext.setLogLevel("ERROR")
+        lap("session")
+        run_batch(spark, out)
+        lap("batch")
+        run_stream(spark, out)
+        lap("stream")
+        run_missing(spark, out)
+        lap("missing")
+    elif mode == "connect":
+        spark = SparkSession.builder.remote(url).getOrCreate()
+        lap("session")
+        run_batch(spark, out)
+        lap("batch")
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

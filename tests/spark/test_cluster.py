@@ -1,0 +1,110 @@
+"""matchsql on real Spark clusters: a standalone master with two workers, and Spark Connect.
+
+The local tests run everything in one JVM (``local[2]``), where the executors' Python is
+the test's own. Here the executors are separate JVMs started by standalone workers,
+whose Python workers find matchsql only because the application ships it
+(``spark.executorEnv.PYTHONPATH``), and the Connect client talks to a server over gRPC
+with DataFrame APIs only. A driver program in its own process
+(:mod:`tests.spark.cluster_client`) runs the queries; the rows must be the embedded
+engine's. One cluster for the module, started in ~10 s; every process it started is
+killed at the end, also when a test fails.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from . import cluster_client as client
+from .cluster import SOURCE_ROOT, base_env, connect_server, standalone_cluster
+from .conftest import _spark_available
+from .helpers import canonical, embedded, table_rows, with_order
+
+pytestmark = [pytest.mark.xdist_group("spark")]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    reason = _spark_available()
+    if reason:
+        pytest.skip(f"Spark tests need Java and pyspark >= 4: {reason}")
+    with standalone_cluster(workers=2) as running:
+        yield running
+
+
+def drive(mode: str, url: str, out: Path) -> Path:
+    """Run the driver program against ``url``; its results land in ``out``."""
+    env = base_env(out)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(SOURCE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    env["PYSPARK_PYTHON"] = sys.executable
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.spark.cluster_client", mode, url, str(out)],
+        cwd=SOURCE_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    print(
+        done.stderr.count("\n"),
+        (out / "timings.txt").read_text() if (out / "timings.txt").exists() else "",
+    )
+    assert done.returncode == 0, (
+        f"{mode} driver failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def classic(cluster, tmp_path_factory) -> Path:
+    return drive("classic", cluster.master, tmp_path_factory.mktemp("classic"))
+
+
+@pytest.fixture(scope="module")
+def connect(cluster, tmp_path_factory) -> Path:
+    with connect_server(cluster.master, cluster.root) as server:
+        return drive("connect", server.url, tmp_path_factory.mktemp("connect"))
+
+
+def check_batch(out: Path) -> None:
+    data = client.batch_data()
+    for name, query in client.BATCH.items():
+        got = table_rows(client.read(out / f"batch-{name}.arrow"))
+        expected = embedded("trade", data, query if "ORDER BY" in query else with_order(query))
+        assert len(expected) > 20, name
+        assert canonical(got) == canonical(expected), name
+
+
+def test_batch_on_standalone_cluster(classic: Path) -> None:
+    check_batch(classic)
+
+
+def test_stream_on_standalone_cluster(classic: Path) -> None:
+    """Key state in the state store of executors in other JVMs: the rows are the
+    embedded engine's once every key's end marker has arrived."""
+    got = table_rows(client.read(classic / "stream.arrow"))
+    expected = embedded("trade", client.stream_data(), with_order(client.STREAM))
+    assert len(expected) > 20
+    assert len(got) == len(expected)
+    assert canonical(got) == canonical(expected)
+
+
+def test_executors_without_matchsql_get_a_clear_error(classic: Path) -> None:
+    """Executors whose Python lacks matchsql: matchsql's error at the call, naming the
+    interpreter and what it lacks, and how to ship matchsql; no Java stack trace."""
+    kind, message = (classic / "missing.txt").read_text().split("\n", 1)
+    assert kind == "ExecutorSetupError", message[-3000:]
+    assert "python-without-matchsql" in message or "bare-venv" in message
+    assert "lacks matchsql.spark.worker" in message
+    assert "--py-files" in message and "--archives" in message
+    assert "at org.apache" not in message and "Traceback" not in message
+
+
+def test_batch_over_spark_connect(connect: Path) -> None:
+    check_batch(connect)
