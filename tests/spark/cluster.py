@@ -1,7 +1,7 @@
-"""Real Spark processes for the cluster tests: a standalone master with two workers, and a
-Spark Connect server, each started in the foreground by ``spark-class`` so that the test
-owns its process and kills it at the end (``start-master.sh`` and friends daemonize, and
-a failed test would leave them running).
+"""Real Spark processes for the cluster tests: a standalone master with two workers, each
+started in the foreground by ``spark-class`` so that the test owns its process and kills
+it at the end (``start-master.sh`` and friends daemonize, and a failed test would leave
+them running).
 
 Everything listens on 127.0.0.1 at ports chosen free; logs, work and event directories
 are under one temporary directory that goes at the end. The JVMs are small (256 MB for
@@ -17,7 +17,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -33,6 +32,10 @@ SPARK_HOME = Path(pyspark.__file__).parent
 SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"
 # The directory that holds the matchsql package being tested (a worktree, or a checkout).
 SOURCE_ROOT = Path(matchsql.__file__).resolve().parent.parent
+
+
+# Short-lived JVMs on a small shared machine: the quick compiler only, one GC thread.
+JAVA_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def free_port() -> int:
@@ -56,6 +59,7 @@ def base_env(root: Path) -> dict[str, str]:
         SPARK_LOCAL_IP="127.0.0.1",
         SPARK_LOG_DIR=str(root / "logs"),
         SPARK_DAEMON_MEMORY="256m",
+        SPARK_DAEMON_JAVA_OPTS=JAVA_OPTS,
     )
     return env
 
@@ -195,6 +199,8 @@ def executor_conf(source_root: Path = SOURCE_ROOT) -> dict[str, str]:
         "spark.cores.max": "2",
         "spark.executor.cores": "1",
         "spark.executor.memory": "512m",
+        "spark.executor.extraJavaOptions": JAVA_OPTS,
+        "spark.driver.extraJavaOptions": JAVA_OPTS,
         "spark.driver.memory": "768m",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -205,39 +211,3 @@ def executor_conf(source_root: Path = SOURCE_ROOT) -> dict[str, str]:
     if os.environ.get("NUMBA_CACHE_DIR"):  # the compiled kernels, where the tests keep them
         conf["spark.executorEnv.NUMBA_CACHE_DIR"] = os.environ["NUMBA_CACHE_DIR"]
     return conf
-
-
-@dataclass
-class Connect:
-    url: str
-
-
-@contextlib.contextmanager
-def connect_server(master: str, root: Path) -> Iterator[Connect]:
-    """A Spark Connect server (the bundled spark-connect jar) whose driver runs against
-    ``master``, in the foreground of its own process group, until the block ends."""
-    processes = Processes(root)
-    env = base_env(root)
-    env["PYSPARK_PYTHON"] = sys.executable
-    env.pop("SPARK_DAEMON_MEMORY")  # the server is a driver: spark.driver.memory sizes it
-    jars = sorted((SPARK_HOME / "jars").glob("spark-connect_*.jar"))
-    if not jars:
-        raise RuntimeError(f"no spark-connect jar under {SPARK_HOME / 'jars'}")
-    port = free_port()
-    settings = {
-        **executor_conf(),
-        "spark.connect.grpc.binding.port": str(port),
-        "spark.connect.grpc.binding.address": "127.0.0.1",
-        "spark.pyspark.python": sys.executable,
-    }
-    args = ["org.apache.spark.deploy.SparkSubmit", "--master", master]
-    args += ["--driver-memory", settings["spark.driver.memory"]]
-    for key, value in settings.items():
-        args += ["--conf", f"{key}={value}"]
-    args += ["--class", "org.apache.spark.sql.connect.service.SparkConnectServer", str(jars[0])]
-    try:
-        processes.start("connect", args, env)
-        wait_until("the Connect server", lambda: listening(port), processes, timeout=120)
-        yield Connect(f"sc://127.0.0.1:{port}")
-    finally:
-        processes.stop()

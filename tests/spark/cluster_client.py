@@ -1,7 +1,12 @@
 """The driver program of the cluster tests, run in a process of its own:
 
     python -m tests.spark.cluster_client classic spark://127.0.0.1:PORT OUT_DIR
-    python -m tests.spark.cluster_client connect sc://127.0.0.1:PORT OUT_DIR
+
+runs the bounded and the streaming queries on the standalone cluster, serves Spark
+Connect from the same driver and runs the bounded queries again through a Connect client
+(``python -m tests.spark.cluster_client connect sc://127.0.0.1:PORT DIR``, a process of
+its own), then checks the error when the executors' Python lacks matchsql. Results go to
+``OUT_DIR/classic`` and ``OUT_DIR/connect``.
 
 Why a separate process: a Python process holds one SparkContext (the test process
 already has the local one), and a Spark Connect session switches pyspark into remote
@@ -24,7 +29,7 @@ import pyarrow.compute as pc
 
 from bench.queries import DEJAVU
 from matchsql.spark import ExecutorSetupError, match_recognize, match_recognize_stream
-from tests.spark.cluster import executor_conf
+from tests.spark.cluster import executor_conf, free_port
 from tests.spark.helpers import FileSource, frame, run_available, trades
 
 # Bounded queries: partitioned by key (mapInArrow over the hash partitions), and one with
@@ -124,34 +129,47 @@ def main(argv: list[str]) -> None:
 
     mode, url, out_dir = argv
     out = Path(out_dir)
-    t0 = time.monotonic()
+    started = time.monotonic()
 
-    def lap(what):
+    def lap(what: str) -> None:
         with open(out / "timings.txt", "a") as f:
-            f.write(f"{what} {time.monotonic() - t0:.1f}\n")
+            f.write(f"{mode} {what} {time.monotonic() - started:.1f} s\n")
 
-    if mode == "classic":
-        spark = (
-            SparkSession.builder.master(url)
-            .appName("matchsql-cluster-tests")
-            .config(map=executor_conf())
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
-        lap("session")
-        run_batch(spark, out)
-        lap("batch")
-        run_stream(spark, out)
-        lap("stream")
-        run_missing(spark, out)
-        lap("missing")
-    elif mode == "connect":
+    if mode == "connect":
         spark = SparkSession.builder.remote(url).getOrCreate()
-        lap("session")
         run_batch(spark, out)
         lap("batch")
-    else:
+        spark.stop()
+        return
+    if mode != "classic":
         raise SystemExit(f"unknown mode {mode!r}")
+    connect_port = free_port()
+    spark = (
+        SparkSession.builder.master(url)
+        .appName("matchsql-cluster-tests")
+        .config(map=executor_conf())
+        # This driver also serves Spark Connect (the server's plugin, from the bundled
+        # spark-connect jar): the Connect client below uses the same executors, where a
+        # server of its own would start a driver and two executors more.
+        .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+        .config("spark.connect.grpc.binding.port", str(connect_port))
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    lap("session")
+    run_batch(spark, out / "classic")
+    lap("batch")
+    run_stream(spark, out / "classic")
+    lap("stream")
+    connect_out = out / "connect"
+    subprocess.run(
+        [sys.executable, "-m", "tests.spark.cluster_client", "connect"]
+        + [f"sc://127.0.0.1:{connect_port}", str(connect_out)],
+        check=True,
+    )
+    lap("connect")
+    run_missing(spark, out / "classic")
+    lap("missing")
     spark.stop()
 
 

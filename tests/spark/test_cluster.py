@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from . import cluster_client as client
-from .cluster import SOURCE_ROOT, base_env, connect_server, standalone_cluster
+from .cluster import SOURCE_ROOT, base_env, standalone_cluster
 from .conftest import _spark_available
 from .helpers import canonical, embedded, table_rows, with_order
 
@@ -36,40 +36,30 @@ def cluster():
         yield running
 
 
-def drive(mode: str, url: str, out: Path) -> Path:
-    """Run the driver program against ``url``; its results land in ``out``."""
+@pytest.fixture(scope="module")
+def results(cluster, tmp_path_factory) -> Path:
+    """Run the driver program against the cluster; its results land in the returned
+    directory (``classic/``: classic pyspark, ``connect/``: through Spark Connect)."""
+    out = tmp_path_factory.mktemp("cluster")
+    for sub in ("classic", "connect"):
+        (out / sub).mkdir()
     env = base_env(out)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(SOURCE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     )
     env["PYSPARK_PYTHON"] = sys.executable
     done = subprocess.run(
-        [sys.executable, "-m", "tests.spark.cluster_client", mode, url, str(out)],
+        [sys.executable, "-m", "tests.spark.cluster_client", "classic", cluster.master, str(out)],
         cwd=SOURCE_ROOT,
         env=env,
         capture_output=True,
         text=True,
         timeout=400,
     )
-    print(
-        done.stderr.count("\n"),
-        (out / "timings.txt").read_text() if (out / "timings.txt").exists() else "",
-    )
-    assert done.returncode == 0, (
-        f"{mode} driver failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
-    )
+    timings = out / "timings.txt"
+    print(timings.read_text() if timings.exists() else "")
+    assert done.returncode == 0, f"driver failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
     return out
-
-
-@pytest.fixture(scope="module")
-def classic(cluster, tmp_path_factory) -> Path:
-    return drive("classic", cluster.master, tmp_path_factory.mktemp("classic"))
-
-
-@pytest.fixture(scope="module")
-def connect(cluster, tmp_path_factory) -> Path:
-    with connect_server(cluster.master, cluster.root) as server:
-        return drive("connect", server.url, tmp_path_factory.mktemp("connect"))
 
 
 def check_batch(out: Path) -> None:
@@ -81,24 +71,24 @@ def check_batch(out: Path) -> None:
         assert canonical(got) == canonical(expected), name
 
 
-def test_batch_on_standalone_cluster(classic: Path) -> None:
-    check_batch(classic)
+def test_batch_on_standalone_cluster(results: Path) -> None:
+    check_batch(results / "classic")
 
 
-def test_stream_on_standalone_cluster(classic: Path) -> None:
+def test_stream_on_standalone_cluster(results: Path) -> None:
     """Key state in the state store of executors in other JVMs: the rows are the
     embedded engine's once every key's end marker has arrived."""
-    got = table_rows(client.read(classic / "stream.arrow"))
+    got = table_rows(client.read(results / "classic" / "stream.arrow"))
     expected = embedded("trade", client.stream_data(), with_order(client.STREAM))
     assert len(expected) > 20
     assert len(got) == len(expected)
     assert canonical(got) == canonical(expected)
 
 
-def test_executors_without_matchsql_get_a_clear_error(classic: Path) -> None:
+def test_executors_without_matchsql_get_a_clear_error(results: Path) -> None:
     """Executors whose Python lacks matchsql: matchsql's error at the call, naming the
     interpreter and what it lacks, and how to ship matchsql; no Java stack trace."""
-    kind, message = (classic / "missing.txt").read_text().split("\n", 1)
+    kind, message = (results / "classic" / "missing.txt").read_text().split("\n", 1)
     assert kind == "ExecutorSetupError", message[-3000:]
     assert "python-without-matchsql" in message or "bare-venv" in message
     assert "lacks matchsql.spark.worker" in message
@@ -106,5 +96,6 @@ def test_executors_without_matchsql_get_a_clear_error(classic: Path) -> None:
     assert "at org.apache" not in message and "Traceback" not in message
 
 
-def test_batch_over_spark_connect(connect: Path) -> None:
-    check_batch(connect)
+def test_batch_over_spark_connect(results: Path) -> None:
+    """A Connect client (DataFrame APIs over gRPC, no SparkContext) gets the same rows."""
+    check_batch(results / "connect")
