@@ -5,7 +5,8 @@
 runs the bounded and the streaming queries on the standalone cluster, serves Spark
 Connect from the same driver and runs the bounded queries again through a Connect client
 (``python -m tests.spark.cluster_client connect sc://127.0.0.1:PORT DIR``, a process of
-its own), then checks the error when the executors' Python lacks matchsql. Results go to
+its own), then checks the error when the executors' Python lacks matchsql, and that shipping
+matchsql as a zip (``addPyFile``, what ``--py-files`` does) cures it. Results go to
 ``OUT_DIR/classic`` and ``OUT_DIR/connect``.
 
 Why a separate process: a Python process holds one SparkContext (the test process
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import zipfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -29,7 +31,7 @@ import pyarrow.compute as pc
 
 from bench.queries import DEJAVU
 from matchsql.spark import ExecutorSetupError, match_recognize, match_recognize_stream
-from tests.spark.cluster import executor_conf, free_port
+from tests.spark.cluster import SOURCE_ROOT, executor_conf, free_port
 from tests.spark.helpers import FileSource, frame, run_available, trades
 
 # Bounded queries: partitioned by key (mapInArrow over the hash partitions), and one with
@@ -107,19 +109,37 @@ def python_without_matchsql(root: Path) -> Path:
     return wrapper
 
 
+def matchsql_zip(root: Path) -> Path:
+    """matchsql's package as a zip archive, what a wheel of it holds (a wheel is a zip,
+    but Spark puts only .zip, .egg and .jar files on the workers' path)."""
+    path = root / "matchsql.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for file in sorted((SOURCE_ROOT / "matchsql").rglob("*")):
+            if file.is_file() and "__pycache__" not in file.parts:
+                archive.write(file, file.relative_to(SOURCE_ROOT).as_posix())
+    return path
+
+
 def run_missing(spark, out: Path) -> None:
-    """The executors' Python lacks matchsql: the call must fail with matchsql's error."""
+    """The executors' Python lacks matchsql: the call must fail with matchsql's error;
+    once matchsql is shipped to them as a zip (``addPyFile``, as ``--py-files`` does),
+    the same call works."""
     context = spark.sparkContext
     original = context.pythonExec
     context.pythonExec = str(python_without_matchsql(out))
+    df = frame(spark, batch_data())
     try:
-        match_recognize(frame(spark, batch_data()), BATCH["Q4"], input_order="ts").count()
-    except ExecutorSetupError as exc:
-        (out / "missing.txt").write_text(f"ExecutorSetupError\n{exc}")
-    except Exception as exc:
-        (out / "missing.txt").write_text(f"{type(exc).__name__}\n{exc}")
-    else:
-        (out / "missing.txt").write_text("no error")
+        try:
+            match_recognize(df, BATCH["Q4"], input_order="ts").count()
+        except ExecutorSetupError as exc:
+            (out / "missing.txt").write_text(f"ExecutorSetupError\n{exc}")
+        except Exception as exc:
+            (out / "missing.txt").write_text(f"{type(exc).__name__}\n{exc}")
+        else:
+            (out / "missing.txt").write_text("no error")
+        context.addPyFile(str(matchsql_zip(out)))
+        shipped = match_recognize(df, BATCH["Q4"], input_order="ts")
+        write(shipped.toArrow(), out / "shipped.arrow")
     finally:
         context.pythonExec = original
 

@@ -96,6 +96,14 @@ def test_executors_without_matchsql_get_a_clear_error(results: Path) -> None:
     assert "at org.apache" not in message and "Traceback" not in message
 
 
+def test_matchsql_shipped_as_a_zip_runs_there(results: Path) -> None:
+    """The same executors' Python, with matchsql's package added as a zip (addPyFile,
+    what spark-submit --py-files does): the query runs, with the embedded engine's rows."""
+    got = table_rows(client.read(results / "classic" / "shipped.arrow"))
+    expected = embedded("trade", client.batch_data(), with_order(client.BATCH["Q4"]))
+    assert canonical(got) == canonical(expected)
+
+
 def test_batch_over_spark_connect(results: Path) -> None:
     """A Connect client (DataFrame APIs over gRPC, no SparkContext) gets the same rows."""
     check_batch(results / "connect")
