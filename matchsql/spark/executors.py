@@ -107,7 +107,7 @@ def _probe(spark: SparkSession) -> list[str]:
             .collect()
         )
     except Exception as exc:  # the workers did not start, or could not unpickle the probe
-        return [f"the probe job failed ({_cause(exc)})"]
+        return [f"the probe job failed ({cause(exc)})"]
     problems = []
     for (text,) in found:
         report = json.loads(text)
@@ -117,14 +117,26 @@ def _probe(spark: SparkSession) -> list[str]:
     return problems
 
 
-def _cause(exc: BaseException) -> str:
+# Lines of a Spark error that say why the Python workers failed, most telling first.
+_CAUSES = (
+    re.compile(r"No module named '[^']+'"),
+    re.compile(r"Cannot run program \"[^\"]*\"[^\n]*"),
+    re.compile(r"\[PYTHON_VERSION_MISMATCH\][^\n]*"),
+)
+
+
+def cause(exc: BaseException | str) -> str:
     """The line of a Spark error that says why, not its stack trace."""
     text = str(exc)
-    missing = re.search(r"No module named '[^']+'", text)
-    if missing:
-        return missing.group(0)
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1][:500] if lines else type(exc).__name__
+    for pattern in _CAUSES:
+        found = pattern.search(text)
+        if found:
+            return found.group(0).strip()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("at ", "...", "Caused by")):
+            return line[:300]
+    return type(exc).__name__ if isinstance(exc, BaseException) else "unknown error"
 
 
 def _parallelism(spark: SparkSession) -> int:

@@ -18,10 +18,8 @@ file into ``OUT_DIR``; the tests compare them with the embedded engine's rows.
 
 from __future__ import annotations
 
-import stat
 import subprocess
 import sys
-import sysconfig
 import time
 import zipfile
 from pathlib import Path
@@ -32,7 +30,7 @@ import pyarrow.compute as pc
 from bench.queries import DEJAVU
 from matchsql.spark import ExecutorSetupError, match_recognize, match_recognize_stream
 from tests.spark.cluster import SOURCE_ROOT, executor_conf, free_port
-from tests.spark.helpers import FileSource, frame, run_available, trades
+from tests.spark.helpers import FileSource, frame, python_without_matchsql, run_available, trades
 
 # Bounded queries: partitioned by key (mapInArrow over the hash partitions), and one with
 # an outer statement (Spark SQL over the matches, which works differently over Connect).
@@ -83,30 +81,6 @@ def run_stream(spark, out: Path) -> None:
     df = match_recognize_stream(source.stream(spark), STREAM, input_order="ts", end_marker="eos")
     run_available(df, out / "stream-out", out / "checkpoint")
     write(spark.read.parquet(str(out / "stream-out")).toArrow(), out / "stream.arrow")
-
-
-def python_without_matchsql(root: Path) -> Path:
-    """An interpreter that has this one's packages (pyspark, pyarrow, ...) but not
-    matchsql: a bare virtualenv whose .pth file adds this site-packages directory (the
-    editable install of matchsql is a .pth there, which a path added so is not read),
-    started with -E so that the PYTHONPATH the executors get does not bring it back."""
-    env_dir = root / "bare-venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
-    site = subprocess.run(
-        [
-            str(env_dir / "bin" / "python"),
-            "-c",
-            "import sysconfig; print(sysconfig.get_path('purelib'))",
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    Path(site, "shared.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    wrapper = root / "python-without-matchsql"
-    wrapper.write_text(f'#!/bin/sh\nexec "{env_dir}/bin/python" -E "$@"\n')
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    return wrapper
 
 
 def matchsql_zip(root: Path) -> Path:

@@ -4,6 +4,10 @@ a file source for streams (also used by the cluster tests' client process)."""
 from __future__ import annotations
 
 import os
+import stat
+import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 
 import pyarrow as pa
@@ -110,3 +114,28 @@ def run_available(df, out: Path, checkpoint: Path):
     )
     query.awaitTermination()
     return query
+
+
+def python_without_matchsql(root: Path) -> Path:
+    """An interpreter that has this one's packages (pyspark, pyarrow, ...) but not
+    matchsql: a bare virtualenv whose .pth file adds this site-packages directory (the
+    editable install of matchsql is a .pth there, which a path added so is not read),
+    started with -I so that neither the PYTHONPATH the executors get nor the working
+    directory (a checkout, in local mode) brings it back."""
+    env_dir = root / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    site = subprocess.run(
+        [
+            str(env_dir / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    Path(site, "shared.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    wrapper = root / "python-without-matchsql"
+    wrapper.write_text(f'#!/bin/sh\nexec "{env_dir}/bin/python" -I "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return wrapper

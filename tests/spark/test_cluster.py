@@ -90,8 +90,10 @@ def test_executors_without_matchsql_get_a_clear_error(results: Path) -> None:
     interpreter and what it lacks, and how to ship matchsql; no Java stack trace."""
     kind, message = (results / "classic" / "missing.txt").read_text().split("\n", 1)
     assert kind == "ExecutorSetupError", message[-3000:]
-    assert "python-without-matchsql" in message or "bare-venv" in message
-    assert "lacks matchsql.spark.worker" in message
+    assert "bare-venv/bin/python (Python " in message  # the executors' interpreter
+    assert (
+        "lacks matchsql.spark.worker (ModuleNotFoundError: No module named 'matchsql')" in message
+    )
     assert "--py-files" in message and "--archives" in message
     assert "at org.apache" not in message and "Traceback" not in message
 
