@@ -12,7 +12,9 @@ killed at the end, also when a test fails.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -48,17 +50,23 @@ def results(cluster, tmp_path_factory) -> Path:
         [str(SOURCE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     )
     env["PYSPARK_PYTHON"] = sys.executable
-    done = subprocess.run(
+    driver = subprocess.Popen(
         [sys.executable, "-m", "tests.spark.cluster_client", "classic", cluster.master, str(out)],
         cwd=SOURCE_ROOT,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=400,
+        start_new_session=True,  # its group holds its JVM and its Connect client too
     )
+    try:
+        stdout, stderr = driver.communicate(timeout=400)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(driver.pid, signal.SIGKILL)  # whatever is left of it, also on a timeout
     timings = out / "timings.txt"
-    print(timings.read_text() if timings.exists() else "")
-    assert done.returncode == 0, f"driver failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    print(timings.read_text() if timings.exists() else "")  # shown with pytest -s
+    assert driver.returncode == 0, f"driver failed:\n{stdout[-3000:]}\n{stderr[-6000:]}"
     return out
 
 
