@@ -39,10 +39,12 @@ HOW_TO_SHIP = (
     "install them into the executors' Python (PYSPARK_PYTHON / spark.pyspark.python names "
     "it), or ship them with the application: a packed virtualenv (venv-pack -o env.tar.gz; "
     "spark-submit --archives env.tar.gz#env --conf spark.pyspark.python=./env/bin/python), "
-    "or, where the dependencies are on the executors already, matchsql's wheel "
-    "(pip wheel --no-deps <matchsql source>; spark-submit --py-files matchsql-*.whl, or "
-    "spark.sparkContext.addPyFile / spark.addArtifacts(..., pyfile=True) in a running "
-    "session). See 'Shipping matchsql to a cluster' in docs/spark.md."
+    "or, where the dependencies are on the executors already, matchsql's package as a zip "
+    "(pip wheel --no-deps <matchsql source>, and copy the wheel to matchsql.zip: Spark puts "
+    ".zip files on the workers' path, not .whl; spark-submit --py-files matchsql.zip, or "
+    "in a running session spark.sparkContext.addPyFile('matchsql.zip'), over Spark Connect "
+    "spark.addArtifacts('matchsql.zip', pyfile=True)). See 'Shipping matchsql to a "
+    "cluster' in docs/spark.md."
 )
 
 _checked: set[tuple] = set()  # sessions (and worker interpreters) whose executors passed
