@@ -13,7 +13,10 @@ the call, as an :class:`ExecutorSetupError` that says what is missing on which
 interpreter, and how to ship matchsql to the executors.
 
 The probe is a closure over a tuple of module names, so cloudpickle sends it by value:
-unpickling it on an executor needs only the standard library.
+unpickling it on an executor needs only the standard library. It checks the executors
+its tasks land on (one task per core of the default parallelism); an executor that
+joins later (dynamic allocation, a replaced node) is not checked, and a task there that
+lacks matchsql fails as before, with ``No module named 'matchsql'`` in the error.
 """
 
 from __future__ import annotations
