@@ -49,7 +49,7 @@ matchsql and pyarrow, and failed inside a Java stack trace. On a cluster the
 executors' interpreter is whatever ``PYSPARK_PYTHON`` names there: the first query of a
 session checks that it imports matchsql (:mod:`matchsql.spark.executors`) and raises
 :class:`ExecutorSetupError`, with how to ship matchsql, where it does not. Over Spark
-Connect the same functions work (DataFrame APIs only). pyspark (>= 4.0) is imported
+Connect both query functions work (they use DataFrame APIs only). pyspark (>= 4.0) is imported
 only when one of these is called, so ``import matchsql`` stays fast.
 """
 

@@ -3,7 +3,7 @@
     python -m tests.spark.cluster_client classic spark://127.0.0.1:PORT OUT_DIR
 
 runs the bounded and the streaming queries on the standalone cluster, serves Spark
-Connect from the same driver and runs the bounded queries again through a Connect client
+Connect from the same driver and runs the queries again through a Connect client
 (``python -m tests.spark.cluster_client connect sc://127.0.0.1:PORT DIR``, a process of
 its own), then checks the error when the executors' Python lacks matchsql, and that shipping
 matchsql as a zip (``addPyFile``, what ``--py-files`` does) cures it. Results go to
@@ -137,6 +137,8 @@ def main(argv: list[str]) -> None:
         spark = SparkSession.builder.remote(url).getOrCreate()
         run_batch(spark, out)
         lap("batch")
+        run_stream(spark, out)
+        lap("stream")
         spark.stop()
         return
     if mode != "classic":

@@ -83,14 +83,18 @@ def test_batch_on_standalone_cluster(results: Path) -> None:
     check_batch(results / "classic")
 
 
-def test_stream_on_standalone_cluster(results: Path) -> None:
-    """Key state in the state store of executors in other JVMs: the rows are the
-    embedded engine's once every key's end marker has arrived."""
-    got = table_rows(client.read(results / "classic" / "stream.arrow"))
+def check_stream(out: Path) -> None:
+    got = table_rows(client.read(out / "stream.arrow"))
     expected = embedded("trade", client.stream_data(), with_order(client.STREAM))
     assert len(expected) > 20
     assert len(got) == len(expected)
     assert canonical(got) == canonical(expected)
+
+
+def test_stream_on_standalone_cluster(results: Path) -> None:
+    """Key state in the state store of executors in other JVMs: the rows are the
+    embedded engine's once every key's end marker has arrived."""
+    check_stream(results / "classic")
 
 
 def test_executors_without_matchsql_get_a_clear_error(results: Path) -> None:
@@ -117,3 +121,8 @@ def test_matchsql_shipped_as_a_zip_runs_there(results: Path) -> None:
 def test_batch_over_spark_connect(results: Path) -> None:
     """A Connect client (DataFrame APIs over gRPC, no SparkContext) gets the same rows."""
     check_batch(results / "connect")
+
+
+def test_stream_over_spark_connect(results: Path) -> None:
+    """The streaming path (applyInPandasWithState, a file source and sink) over Connect."""
+    check_stream(results / "connect")
