@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import SparkSession
 
 from bench.queries import DEJAVU
 from matchsql.spark import ExecutorSetupError, match_recognize, match_recognize_stream
@@ -123,8 +124,6 @@ def run_missing(spark, out: Path) -> None:
 
 
 def main(argv: list[str]) -> None:
-    from pyspark.sql import SparkSession
-
     mode, url, out_dir = argv
     out = Path(out_dir)
     started = time.monotonic()

@@ -3,11 +3,13 @@
 The local tests run everything in one JVM (``local[2]``), where the executors' Python is
 the test's own. Here the executors are separate JVMs started by standalone workers,
 whose Python workers find matchsql only because the application ships it
-(``spark.executorEnv.PYTHONPATH``), and the Connect client talks to a server over gRPC
-with DataFrame APIs only. A driver program in its own process
-(:mod:`tests.spark.cluster_client`) runs the queries; the rows must be the embedded
-engine's. One cluster for the module, started in ~10 s; every process it started is
-killed at the end, also when a test fails.
+(``spark.executorEnv.PYTHONPATH``), and a Spark Connect client talks over gRPC, with
+DataFrame APIs only, to the Connect service of the same driver (SparkConnectPlugin: a
+server of its own would start a driver and two executors more, ~30 s on 2 cores). A
+driver program in its own process (:mod:`tests.spark.cluster_client`) runs the queries;
+the rows must be the embedded engine's. One cluster for the module, started in ~10 s;
+the module takes ~55 s on 2 busy cores. Every process it started is killed at the end,
+also when a test fails.
 """
 
 from __future__ import annotations
