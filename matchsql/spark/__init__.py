@@ -45,8 +45,12 @@ The Python workers must run an interpreter that has matchsql installed
 (``PYSPARK_PYTHON``). Where the user has not set it, importing this package sets
 it to this interpreter (a Spark context started afterwards hands it to its
 workers): Spark's default, the system ``python3``, lacks the virtualenv's
-matchsql and pyarrow, and failed inside a Java stack trace. pyspark (>= 4.0) is
-imported only when one of these is called, so ``import matchsql`` stays fast.
+matchsql and pyarrow, and failed inside a Java stack trace. On a cluster the
+executors' interpreter is whatever ``PYSPARK_PYTHON`` names there: the first query of a
+session checks that it imports matchsql (:mod:`matchsql.spark.executors`) and raises
+:class:`ExecutorSetupError`, with how to ship matchsql, where it does not. Over Spark
+Connect both query functions work (they use DataFrame APIs only). pyspark (>= 4.0) is imported
+only when one of these is called, so ``import matchsql`` stays fast.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ import os
 import sys
 
 from matchsql.spark.batch import SinglePartitionWarning, match_recognize
+from matchsql.spark.executors import ExecutorSetupError
 from matchsql.spark.plan import AS_READ, MatchPlan, build_plan
 from matchsql.spark.sink import LiveStreamWriter, write_stream
 from matchsql.spark.stream import match_recognize_stream
@@ -63,6 +68,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 __all__ = [
     "AS_READ",
+    "ExecutorSetupError",
     "LiveStreamWriter",
     "MatchPlan",
     "SinglePartitionWarning",

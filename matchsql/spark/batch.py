@@ -12,7 +12,6 @@ at about 10k rows/s. Keys of nested types are grouped by Spark instead (one
 
 from __future__ import annotations
 
-import itertools
 import logging
 import warnings
 from typing import TYPE_CHECKING
@@ -23,6 +22,7 @@ from matchsql.config import Config
 from matchsql.errors import SemanticError
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
+from matchsql.spark.executors import check_executors
 from matchsql.spark.plan import ALL_KEY, MATCHES_VIEW, ROW_ID, MatchPlan, build_plan
 from matchsql.spark.schema import (
     arrow_schema_of,
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 log = logging.getLogger("matchsql.spark")
-_views = itertools.count()
 
 
 class SinglePartitionWarning(UserWarning):
@@ -75,6 +74,7 @@ def match_recognize(
         input_order=input_order,
         config=settings,
     )
+    check_executors(df.sparkSession)
     source = df.withColumn(ROW_ID, _row_id()) if plan.row_id else df
     out_schema = plan.output_schema()
     returned = as_spark_arrow(out_schema, session_time_zone(df.sparkSession))
@@ -99,17 +99,17 @@ def match_recognize(
 
 
 def apply_outer(plan: MatchPlan, matches: DataFrame) -> DataFrame:
-    """Run the statement around the MATCH_RECOGNIZE (if any) in Spark SQL over ``matches``."""
+    """Run the statement around the MATCH_RECOGNIZE (if any) in Spark SQL over ``matches``.
+
+    The matches go in as a DataFrame argument of ``spark.sql`` rather than a temporary
+    view: over Spark Connect a SQL DataFrame is analysed again whenever it runs, so a
+    view dropped after the call would be gone by then (Connect sends the DataFrame's
+    plan with the statement; classic Spark registers and drops a view itself).
+    """
     if plan.outer_sql is None:
         return matches
-    spark = matches.sparkSession
-    view = f"{MATCHES_VIEW}_{next(_views)}"
-    matches.createOrReplaceTempView(view)
-    try:
-        # spark.sql analyses the statement at once, so the view can go right after.
-        return spark.sql(plan.outer_sql.replace(MATCHES_VIEW, view))
-    finally:
-        spark.catalog.dropTempView(view)
+    text = plan.outer_sql.replace("{", "{{").replace("}", "}}")  # literal braces
+    return matches.sparkSession.sql(text.replace(MATCHES_VIEW, "{matches}"), matches=matches)
 
 
 def _parallelism(df: DataFrame) -> int:

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from matchsql.config import Config
 from matchsql.errors import SemanticError
 from matchsql.spark.batch import _col, _table_name, _warn_single_task, _zero, apply_outer
+from matchsql.spark.executors import check_executors
 from matchsql.spark.plan import ALL_KEY, AS_READ, MatchPlan, build_plan
 from matchsql.spark.schema import (
     arrow_schema_of,
@@ -87,6 +88,7 @@ def match_recognize_stream(
     plan = build_plan(
         query, table or _table_name(query), schema, input_order=input_order, config=settings
     )
+    check_executors(df.sparkSession)
     out_schema = plan.output_schema()
     returned = as_spark_arrow(out_schema, session_time_zone(df.sparkSession))
     timeout_ms = _duration_ms(idle_timeout) if idle_timeout is not None else None

@@ -1,8 +1,17 @@
-"""Helpers shared by the Spark tests: DataFrames from Arrow, the embedded engine's rows."""
+"""Helpers shared by the Spark tests: DataFrames from Arrow, the embedded engine's rows,
+a file source for streams (also used by the cluster tests' client process)."""
 
 from __future__ import annotations
 
+import os
+import stat
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 import matchsql
 from matchsql.storage.demo import synthetic_trades
@@ -30,7 +39,11 @@ def embedded(name: str, table: pa.Table, query: str) -> list[tuple]:
 
 def rows(df) -> list[tuple]:
     """A Spark DataFrame's rows as tuples of the Python values DuckDB would give."""
-    table = df.toArrow()
+    return table_rows(df.toArrow())
+
+
+def table_rows(table: pa.Table) -> list[tuple]:
+    """An Arrow table's rows as tuples of Python values."""
     return [tuple(row.values()) for row in table.to_pylist()]
 
 
@@ -48,3 +61,81 @@ def with_order(query: str) -> str:
     if "PARTITION BY symbol" in query:
         return query.replace("PARTITION BY symbol", "PARTITION BY symbol ORDER BY ts")
     return query.replace("MATCH_RECOGNIZE(\n", "MATCH_RECOGNIZE(\n  ORDER BY ts\n", 1)
+
+
+class FileSource:
+    """A directory that receives the stream's input one Parquet file at a time."""
+
+    def __init__(self, root: Path, data: pa.Table) -> None:
+        self.dir = root / "in"
+        self.dir.mkdir()
+        self.data = data
+        self.files = 0
+
+    def add(self, table: pa.Table) -> None:
+        path = self.dir / f"part-{self.files:04d}.parquet"
+        pq.write_table(table.append_column("eos", pa.array([False] * table.num_rows)), path)
+        stamp = 1_700_000_000 + self.files  # file order = modification order
+        os.utime(path, (stamp, stamp))
+        self.files += 1
+
+    def add_end_markers(self, symbols: list[str]) -> None:
+        """One marker row per symbol: every key's partition ends."""
+        n = len(symbols)
+        columns = {f.name: pa.nulls(n, f.type) for f in self.data.schema}
+        columns["symbol"] = pa.array(symbols)
+        markers = pa.table(columns, schema=self.data.schema)
+        path = self.dir / f"part-{self.files:04d}.parquet"
+        pq.write_table(markers.append_column("eos", pa.array([True] * n)), path)
+        stamp = 1_700_000_000 + self.files
+        os.utime(path, (stamp, stamp))
+        self.files += 1
+
+    def stream(self, spark):
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        schema = self.data.schema.append(pa.field("eos", pa.bool_()))
+        return (
+            spark.readStream.schema(from_arrow_schema(schema))
+            .option("maxFilesPerTrigger", 1)
+            .parquet(str(self.dir))
+        )
+
+
+def run_available(df, out: Path, checkpoint: Path):
+    """Process everything available now, then stop (a bounded run of a streaming query)."""
+    query = (
+        df.writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .outputMode("append")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return query
+
+
+def python_without_matchsql(root: Path) -> Path:
+    """An interpreter that has this one's packages (pyspark, pyarrow, ...) but not
+    matchsql: a bare virtualenv whose .pth file adds this site-packages directory (the
+    editable install of matchsql is a .pth there, which a path added so is not read),
+    started with -I so that neither the PYTHONPATH the executors get nor the working
+    directory (a checkout, in local mode) brings it back."""
+    env_dir = root / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    site = subprocess.run(
+        [
+            str(env_dir / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    Path(site, "shared.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    wrapper = root / "python-without-matchsql"
+    wrapper.write_text(f'#!/bin/sh\nexec "{env_dir}/bin/python" -I "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return wrapper

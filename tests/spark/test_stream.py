@@ -11,78 +11,22 @@ embedded engine's result, with nothing lost and nothing twice.
 
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytest
 
 from bench.queries import DEJAVU
 from matchsql.spark import SinglePartitionWarning, match_recognize_stream
 
-from .helpers import canonical, embedded, rows, trades, with_order
+from .helpers import FileSource, canonical, embedded, rows, run_available, trades, with_order
 
 pytestmark = [
     pytest.mark.xdist_group("spark"),
     pytest.mark.filterwarnings("ignore::matchsql.spark.SinglePartitionWarning"),
     pytest.mark.filterwarnings("ignore::FutureWarning"),
 ]
-
-
-class FileSource:
-    """A directory that receives the stream's input one Parquet file at a time."""
-
-    def __init__(self, root: Path, data: pa.Table) -> None:
-        self.dir = root / "in"
-        self.dir.mkdir()
-        self.data = data
-        self.files = 0
-
-    def add(self, table: pa.Table) -> None:
-        path = self.dir / f"part-{self.files:04d}.parquet"
-        pq.write_table(table.append_column("eos", pa.array([False] * table.num_rows)), path)
-        stamp = 1_700_000_000 + self.files  # file order = modification order
-        os.utime(path, (stamp, stamp))
-        self.files += 1
-
-    def add_end_markers(self, symbols: list[str]) -> None:
-        """One marker row per symbol: every key's partition ends."""
-        n = len(symbols)
-        columns = {f.name: pa.nulls(n, f.type) for f in self.data.schema}
-        columns["symbol"] = pa.array(symbols)
-        markers = pa.table(columns, schema=self.data.schema)
-        path = self.dir / f"part-{self.files:04d}.parquet"
-        pq.write_table(markers.append_column("eos", pa.array([True] * n)), path)
-        stamp = 1_700_000_000 + self.files
-        os.utime(path, (stamp, stamp))
-        self.files += 1
-
-    def stream(self, spark):
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        schema = self.data.schema.append(pa.field("eos", pa.bool_()))
-        return (
-            spark.readStream.schema(from_arrow_schema(schema))
-            .option("maxFilesPerTrigger", 1)
-            .parquet(str(self.dir))
-        )
-
-
-def run_available(df, out: Path, checkpoint: Path):
-    """Process everything available now, then stop (a bounded run of a streaming query)."""
-    query = (
-        df.writeStream.format("parquet")
-        .option("path", str(out))
-        .option("checkpointLocation", str(checkpoint))
-        .outputMode("append")
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    return query
 
 
 def test_restart_from_checkpoint_neither_loses_nor_duplicates(spark, tmp_path: Path) -> None:
