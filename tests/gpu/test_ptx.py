@@ -6,7 +6,7 @@ real target compiles :func:`matchsql.gpu.kernels.walk` for every signature the
 host code launches it with: the launches run against host arrays (the
 ``numba.cuda`` calls of the launch replaced by numpy), the kernel launch only
 records its arguments, and each distinct signature is compiled to PTX for
-``sm_90`` by NVVM. No GPU or driver is needed, only numba-cuda and NVVM
+``sm_80`` and ``sm_90`` by NVVM. No GPU or driver is needed, only numba-cuda and NVVM
 (``pip install numba-cuda nvidia-cuda-nvcc-cu12``); elsewhere, and under the
 simulator, the test is skipped.
 """
@@ -30,7 +30,8 @@ from matchsql.gpu import matcher as M
 from matchsql.queries import Q1
 from tests.property.strategies import spec_of
 
-CC = (9, 0)  # the PTX target: sm_90 (H100/H200)
+#: The PTX targets: sm_80 (A100) and sm_90 (H100/H200).
+TARGETS = {"sm_80": (8, 0), "sm_90": (9, 0)}
 WALK = G.walk  # the kernel itself: the tests replace the module's attribute by a recorder
 
 SIMULATED = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
@@ -50,13 +51,19 @@ class _Host(np.ndarray):
         return np.asarray(self).copy()
 
 
+@pytest.fixture(params=sorted(TARGETS))
+def cc(request: pytest.FixtureRequest) -> tuple[int, int]:
+    """The compute capability the kernel is compiled for."""
+    return TARGETS[request.param]
+
+
 @pytest.fixture
-def launches(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+def launches(monkeypatch: pytest.MonkeyPatch, cc: tuple[int, int]) -> list[tuple]:
     """The argument lists of the kernel launches made while the test runs."""
     if SIMULATED or importlib.util.find_spec("numba_cuda") is None:
         pytest.skip("needs numba-cuda (not the simulator): pip install numba-cuda")
     try:
-        cuda.compile_ptx(lambda a: None, (nb_types.int64[::1],), cc=CC)
+        cuda.compile_ptx(lambda a: None, (nb_types.int64[::1],), cc=cc)
     except Exception as exc:  # no NVVM: nvidia-cuda-nvcc-cu12 is not installed
         pytest.skip(f"NVVM is not available: {exc}")
     recorded: list[tuple] = []
@@ -76,7 +83,7 @@ def launches(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     dispatcher = importlib.import_module("numba.cuda.dispatcher")
     if hasattr(dispatcher, "get_current_device"):
         monkeypatch.setattr(
-            dispatcher, "get_current_device", lambda: SimpleNamespace(compute_capability=CC)
+            dispatcher, "get_current_device", lambda: SimpleNamespace(compute_capability=cc)
         )
     return recorded
 
@@ -96,7 +103,7 @@ def _launch_all(plan: CompiledPlan, table: pa.Table, within: np.ndarray | None) 
         M.matches_of(inp, starts, np.maximum(got[0], starts), Config(), 0)
 
 
-def _compile(recorded: list[tuple]) -> set[str]:
+def _compile(recorded: list[tuple], cc: tuple[int, int]) -> set[str]:
     """Each distinct signature of the ``recorded`` launches compiled to PTX."""
     signatures = {
         tuple(typeof(np.asarray(a)) if isinstance(a, np.ndarray) else typeof(a) for a in args)
@@ -105,13 +112,16 @@ def _compile(recorded: list[tuple]) -> set[str]:
     assert signatures
     out = set()
     for sig in signatures:
-        ptx, result = cuda.compile_ptx(WALK.py_func, sig, cc=CC)
+        ptx, result = cuda.compile_ptx(WALK.py_func, sig, cc=cc)
+        assert f".target sm_{cc[0]}{cc[1]}" in ptx
         assert ".entry" in ptx and str(result) == "none"
         out.add(str(sig))
     return out
 
 
-def test_walk_compiles_for_all_matches_with_registers(launches: list[tuple]) -> None:
+def test_walk_compiles_for_all_matches_with_registers(
+    launches: list[tuple], cc: tuple[int, int]
+) -> None:
     plan = CompiledPlan.build(spec_of(Q1.rstrip().rstrip(";"), TRADE))
     prices = [10.0, 8.0, 7.0, 9.0, 12.0, 11.0, 13.0]
     table = pa.table(
@@ -120,13 +130,15 @@ def test_walk_compiles_for_all_matches_with_registers(launches: list[tuple]) -> 
     )
     _launch_all(plan, table, None)
     assert len(launches) == 2  # the counting launch and the writing one
-    assert _compile(launches)
+    assert _compile(launches, cc)
 
 
-def test_walk_compiles_for_row_local_terms_and_within(launches: list[tuple]) -> None:
+def test_walk_compiles_for_row_local_terms_and_within(
+    launches: list[tuple], cc: tuple[int, int]
+) -> None:
     plan = CompiledPlan.build(spec_of(ROW_LOCAL))
     table = pa.table({"id": [0, 1, 2, 3], "x": [1, 2, 3, 1], "y": [0, 0, 0, 0]})
     table = table.cast(pa.schema([("id", pa.int32()), ("x", pa.int32()), ("y", pa.int32())]))
     _launch_all(plan, table, np.array([3, 4, 4, 4], np.int64))
     assert len(launches) == 2  # deciding, writing the labels
-    assert _compile(launches)
+    assert _compile(launches, cc)
