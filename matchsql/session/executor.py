@@ -32,6 +32,7 @@ from matchsql.errors import (
 from matchsql.grammar.sqltext import check_text
 from matchsql.results.result import LazyReader, RelationSource, Result, table_result
 from matchsql.session.cleanups import run_all
+from matchsql.session.failure import StatementFailure
 from matchsql.session.host import Params
 from matchsql.session.scope import EMPTY, lookup
 from matchsql.session.statements import (
@@ -111,9 +112,9 @@ class Executor:
     def __init__(self, con: duckdb.DuckDBPyConnection, config: Config) -> None:
         self.con = con
         self.config = config
-        # The first matcher failure of the running statement: DuckDB only sees
-        # a failing Arrow stream, so the original error is kept here.
-        self.failures: list[Error] = []
+        # The running statement's first error inside its Arrow readers (DuckDB only
+        # sees a failing stream): new for each statement, as its cancellation is.
+        self.failure = StatementFailure()
         self._running = ""  # the last statement's text, if it has a MATCH_RECOGNIZE
         # DuckDB allows one open result per connection: a new statement closes
         # the previous statement's unfinished Result, as DuckDB's own API does.
@@ -260,6 +261,7 @@ class Executor:
             self._open_result.close()
             self._open_result = None
         self.cancellation = Cancellation()
+        self.failure = StatementFailure()
         if isinstance(statement, Query):
             statement = self._resolve(statement)
         result = HANDLERS[type(statement)](self, statement, params)
@@ -406,7 +408,7 @@ class Executor:
         ``before``, when given, runs just before DuckDB starts the statement (a row
         statement then starts on its first read, as with ``live``).
         """
-        self.failures.clear()
+        failure = self.failure  # this statement's, which its readers took too
         live = dict(live or {})
         while True:
             try:
@@ -418,10 +420,11 @@ class Executor:
                         before()
                     self.con.execute(sql, params)
                     run_all(cleanups)
-                    self._raise_failure()
+                    if failure.error is not None:
+                        raise self._located(failure.error)
                     return None
                 if live or before is not None:
-                    return self._deferred(sql, params, live, cleanups, stats, before)
+                    return self._deferred(sql, params, live, cleanups, stats, before, failure)
                 relation = self.con.sql(sql, params=params)
                 types = relation.types
                 if self._as_relation:
@@ -433,11 +436,11 @@ class Executor:
                 if self._register_missing(exc, cleanups, live):
                     continue
                 run_all(cleanups)
-                raise self.failure_or(exc) from None
+                raise self.failure_or(exc, failure) from None
             except duckdb.Error as exc:
                 run_all(cleanups)
-                raise self.failure_or(exc) from None
-        return Result(reader, on_close=cleanups, translate=self.failure_or, types=types)
+                raise self.failure_or(exc, failure) from None
+        return Result(reader, on_close=cleanups, translate=self.translator(failure), types=types)
 
     def _deferred(
         self,
@@ -446,7 +449,8 @@ class Executor:
         live: dict[str, pa.RecordBatchReader],
         cleanups: list[Callable[[], None]],
         stats: dict | None,
-        before: Callable[[], None] | None = None,
+        before: Callable[[], None] | None,
+        failure: StatementFailure,
     ) -> Result:
         """A Result whose statement runs on its first read (after ``before``): its columns
         come from running it over empty stand-ins of the ``live`` readers (a row statement
@@ -468,7 +472,7 @@ class Executor:
         return Result(
             LazyReader(schema, start),
             on_close=cleanups,
-            translate=self.failure_or,
+            translate=self.translator(failure),
             stats=stats,
             types=types,
         )
@@ -506,28 +510,41 @@ class Executor:
 
     # -- errors -------------------------------------------------------------------------------
 
-    def _raise_failure(self) -> None:
-        if self.failures:
-            raise self._located(self.failures[0])
+    def failure_or(
+        self,
+        exc: duckdb.Error | Error,
+        failure: StatementFailure | None = None,
+        running: str | None = None,
+    ) -> Error:
+        """The first reader error of the statement whose ``failure`` it is (the running
+        statement's by default), else ``exc`` as a matchsql error; located in ``running``
+        (by default the text of the running statement, see :meth:`_located`)."""
+        failure = self.failure if failure is None else failure
+        if failure.error is not None:
+            return self._located(failure.error, running)
+        return self._located(exc, running) if isinstance(exc, Error) else self.translate(exc)
 
-    def failure_or(self, exc: duckdb.Error | Error) -> Error:
-        """The statement's first matcher failure, else ``exc`` as a matchsql error."""
-        if self.failures:
-            return self._located(self.failures[0])
-        return self._located(exc) if isinstance(exc, Error) else self.translate(exc)
+    def translator(self, failure: StatementFailure) -> Callable[[duckdb.Error | Error], Error]:
+        """The ``translate`` of a Result of the running statement: read later (after the
+        next statement began, say), its errors are still its own statement's, located in
+        its own text."""
+        running = self._running
+        return lambda exc: self.failure_or(exc, failure, running)
 
-    def _located(self, err: Error) -> Error:
-        """``err`` pointed at the DEFINE or MEASURES expression of the statement last run
-        that raised it, where it has no position of its own (a division by zero, a value
-        that does not compare: the matchers' values know no positions)."""
-        if err.line is None and isinstance(err, ExecutionError) and self._running:
+    def _located(self, err: Error, running: str | None = None) -> Error:
+        """``err`` pointed at the DEFINE or MEASURES expression of the statement that
+        raised it (``running``; by default the statement last run), where it has no position
+        of its own (a division by zero, a value that does not compare: the matchers' values
+        know no positions)."""
+        text = self._running if running is None else running
+        if err.line is None and isinstance(err, ExecutionError) and text:
             # Only a MATCH_RECOGNIZE statement sets _running: the matchsql dialect that
             # parses it is loaded already (start-up).
             from matchsql.session.query_shape import runtime_offset
 
-            offset = runtime_offset(err.message, self._running)
+            offset = runtime_offset(err.message, text)
             if offset is not None:
-                err.located(self._running, offset)
+                err.located(text, offset)
         return err
 
     def watch(self, cursor: duckdb.DuckDBPyConnection) -> Callable[[], None]:

@@ -16,6 +16,7 @@ import duckdb
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import Error
+from matchsql.session.failure import StatementFailure
 from matchsql.session.statements import Statement
 
 if TYPE_CHECKING:
@@ -30,12 +31,13 @@ Params = Sequence[Any] | Mapping[str, Any] | None
 
 
 class StatementHost(Protocol):
-    """The executor's side of a statement: its connection, settings, failures and runners."""
+    """The executor's side of a statement: its connection, settings, failure and runners."""
 
     con: duckdb.DuckDBPyConnection
     config: Config
-    #: The first matcher failure of the running statement (DuckDB only sees a failing stream).
-    failures: list[Error]
+    #: The running statement's first error inside its readers (DuckDB only sees a failing
+    #: stream): a reader takes it when it is made, as it takes :attr:`cancellation`.
+    failure: StatementFailure
     #: Cursors running MATCH_RECOGNIZE inputs: an interrupt stops them too.
     cursors: set[duckdb.DuckDBPyConnection]
     #: The caller's variables while a statement runs (replacement scans).
@@ -65,7 +67,9 @@ class StatementHost(Protocol):
         kind: duckdb.StatementType | None = None,
     ) -> Any: ...
 
-    def failure_or(self, exc: duckdb.Error) -> Error: ...
+    def translator(self, failure: StatementFailure) -> Callable[[duckdb.Error | Error], Error]:
+        """The ``translate`` of a Result of the running statement, whose ``failure`` it is."""
+        ...
 
     def translate(self, exc: duckdb.Error) -> Error: ...
 

@@ -52,6 +52,7 @@ from matchsql.router.parallel import ParallelPartitionRouter, coalesce
 from matchsql.router.partitions import SortedPartitionRouter
 from matchsql.session import held, window_measures
 from matchsql.session.cleanups import run_all
+from matchsql.session.failure import StatementFailure
 from matchsql.session.host import Params, StatementHost
 from matchsql.session.ordered_input import (
     InputQueries,
@@ -351,14 +352,14 @@ class MatchRunner:
                 schema, batches = self._match_source(
                     nodes[0], statement, pending, cleanups, Reading(stops_early, limit)
                 )
-                rows = self._direct(batches)
+                rows = self._direct(batches, self.executor.failure)
                 if limit is not None:
                     rows = first_rows(rows, limit)
                 types = retyped_types(schema, self._retyped) if self._retyped else None
                 return Result(
                     BatchSource(schema, rows),
                     on_close=cleanups,
-                    translate=self.executor.failure_or,
+                    translate=self.executor.translator(self.executor.failure),
                     types=types,
                 )
             for node in reversed(nodes):  # innermost first: their outputs feed the outer ones
@@ -411,16 +412,19 @@ class MatchRunner:
         schema, batches = self._match_source(node, statement, pending, cleanups, reading)
         return pa.RecordBatchReader.from_batches(schema, batches)
 
-    def _direct(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """``batches`` raising the statement's matchsql error, as the DuckDB route does."""
-        self.executor.failures.clear()
+    @staticmethod
+    def _direct(
+        batches: Iterator[pa.RecordBatch], failure: StatementFailure
+    ) -> Iterator[pa.RecordBatch]:
+        """``batches`` raising the statement's matchsql error (``failure``, taken when the
+        statement ran), as the DuckDB route does."""
         try:
             yield from batches
         except Error:
             raise
         except (duckdb.Error, OSError, pa.ArrowException):
-            if self.executor.failures:
-                raise self.executor.failures[0] from None
+            if failure.error is not None:
+                raise failure.error from None
             raise
 
     def _match_source(
@@ -505,15 +509,18 @@ class MatchRunner:
                 presorted=queries.order if may_skip_sort(cursor) else None,
             )
         project = project_result(spec)
+        failure = self.executor.failure  # the statement's, even if its matches are read later
         if self._profiles is None:
             batches = self._match_batches(
-                compiled, plan, cursor, queries, scatter=scatter, reading=reading
+                compiled, plan, cursor, queries, failure, scatter=scatter, reading=reading
             )
         else:
             profile = MatchProfile(_path_name(plan), not spec.rows_per_match.all_rows)
             self._profiles[offset_of(node.this)] = profile
             batches = profile.output(
-                self._match_batches(compiled, plan, cursor, queries, profile, scatter, reading)
+                self._match_batches(
+                    compiled, plan, cursor, queries, failure, profile, scatter, reading
+                )
             )
         return spec.result_schema(), batches if project is None else project.batches(batches)
 
@@ -570,6 +577,7 @@ class MatchRunner:
         plan: planner.PhysicalPlan,
         cursor,
         queries: InputQueries,
+        failure: StatementFailure,
         profile: MatchProfile | None = None,
         scatter: ScatterPlan | None = None,
         reading: Reading = READ_ALL,
@@ -663,23 +671,20 @@ class MatchRunner:
                     yield from coalesce(list(router.route(batch)))
                 yield from coalesce(list(router.finish()))
         except Error as err:
-            self.executor.failures.append(err)
+            failure.record(err)
             raise
         except duckdb.Error as exc:
-            self.executor.failures.append(self.executor.translate(exc))
+            failure.record(self.executor.translate(exc))
             raise
         except (OSError, pa.ArrowException) as exc:
             # The input query's Arrow reader reports DuckDB errors (an interrupt of
             # the sort, say) as Arrow I/O errors whose text carries a traceback.
-            self.executor.failures.append(_reader_error(exc))
+            failure.record(_reader_error(exc))
             raise
         except MemoryError:
-            self.executor.failures.append(out_of_memory())
-            raise self.executor.failures[-1] from None
+            raise failure.record(out_of_memory()) from None
         except Exception as exc:  # a bug inside the engine: a one-line error, no traceback
-            err = internal_error(exc)
-            self.executor.failures.append(err)
-            raise err from exc
+            raise failure.record(internal_error(exc)) from exc
 
     # -- EXPLAIN of a statement with MATCH_RECOGNIZE --------------------------------
 

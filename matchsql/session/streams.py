@@ -36,6 +36,7 @@ from matchsql.grammar.stream_ddl import CreateStream, DropStream, ShowStreamRead
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.plan.spec import SkipMode
 from matchsql.results.result import BatchSource, Result, table_result
+from matchsql.session.failure import StatementFailure
 from matchsql.session.query_shape import direct_select
 from matchsql.storage.archive import normalize_filter
 from matchsql.storage.catalog import Catalog, StreamDef
@@ -174,7 +175,9 @@ class StreamStatements:
         """
         return pa.RecordBatchReader.from_batches(
             self.schema_of_stream(definition),
-            self._recording(self._rows(definition, self.executor.cancellation)),
+            self._recording(
+                self._rows(definition, self.executor.cancellation), self.executor.failure
+            ),
         )
 
     def _rows(self, definition: StreamDef, cancel: Cancellation) -> Iterator[pa.RecordBatch]:
@@ -227,6 +230,7 @@ class StreamStatements:
             config.adaptive_memory_budget,
         )
         cancel = self.executor.cancellation  # this statement's, even if read later
+        failure = self.executor.failure  # likewise
 
         def new_run(key: tuple):
             return planner.new_partition_matcher(spec, key, config, cancel, live=True)
@@ -248,14 +252,17 @@ class StreamStatements:
         project = project_result(spec)
         if project is not None:
             batches = project.batches(batches)
-        return _MatchReader(spec.result_schema(), self._recording(batches), stats)
+        return _MatchReader(spec.result_schema(), self._recording(batches, failure), stats)
 
-    def _recording(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """Keep the first error for the executor (DuckDB only sees a failing stream)."""
+    def _recording(
+        self, batches: Iterator[pa.RecordBatch], failure: StatementFailure
+    ) -> Iterator[pa.RecordBatch]:
+        """Keep the first error for the statement (DuckDB only sees a failing stream):
+        ``failure`` is the statement's, taken when it ran, not when it is read."""
         try:
             yield from batches
         except Error as err:
-            self.executor.failures.append(err)
+            failure.record(err)
             raise
 
     def direct_result(self, tree, nodes: list, statement: str):
