@@ -57,7 +57,7 @@ class Connection:
         self._executor = Executor(self._duckdb, self.config)
         if database != ":memory:" and not read_only:
             # Continuous queries whose process died go on from their last checkpoint.
-            self._executor.continuous.resume_interrupted()
+            self._executor.resume_interrupted_continuous()
 
     @property
     def duckdb(self) -> DuckDBPyConnection:
@@ -160,16 +160,16 @@ class Connection:
             )
             if v is not None
         }
-        self._executor.continuous.create_from(name, insert_sql, options, if_not_exists)
+        self._executor.create_continuous(name, insert_sql, options, if_not_exists)
 
     def resume_continuous_query(self, name: str) -> None:
-        self._executor.continuous.resume(name)
+        self._executor.resume_continuous(name)
 
     def stop_continuous_query(self, name: str) -> None:
-        self._executor.continuous.stop(name)
+        self._executor.stop_continuous(name)
 
     def drop_continuous_query(self, name: str, *, if_exists: bool = False) -> None:
-        self._executor.continuous.drop(name, if_exists=if_exists)
+        self._executor.drop_continuous(name, if_exists=if_exists)
 
     def continuous_queries(self) -> Result:
         """``SHOW CONTINUOUS QUERIES``: name, state, position, lag, last checkpoint, ..."""

@@ -201,6 +201,32 @@ class Executor:
         if self._workers is not None:
             self._workers.close()
 
+    # -- named continuous queries of the Python API --------------------------------------------
+    # The same as their statements (see matchsql.session.continuous); the API asks the
+    # executor, not the part of it that runs them.
+
+    def resume_interrupted_continuous(self) -> list[str]:
+        """Resume the continuous queries whose process died (on connect); their names."""
+        return self.continuous.resume_interrupted()
+
+    def create_continuous(
+        self, name: str, body: str, options: dict[str, float], if_not_exists: bool = False
+    ) -> None:
+        """``CREATE CONTINUOUS QUERY name WITH (options) AS body``."""
+        self.continuous.create_from(name, body, options, if_not_exists)
+
+    def resume_continuous(self, name: str) -> None:
+        """``RESUME CONTINUOUS QUERY name``."""
+        self.continuous.resume(name)
+
+    def stop_continuous(self, name: str) -> None:
+        """``STOP CONTINUOUS QUERY name``."""
+        self.continuous.stop(name)
+
+    def drop_continuous(self, name: str, *, if_exists: bool = False) -> None:
+        """``DROP CONTINUOUS QUERY [IF EXISTS] name``."""
+        self.continuous.drop(name, if_exists=if_exists)
+
     # -- statements ---------------------------------------------------------------------
 
     def run(
