@@ -4,7 +4,8 @@
 
 Plain SQL goes to DuckDB verbatim. What needs more is loaded on the first
 statement that needs it: MATCH_RECOGNIZE (:mod:`matchsql.session.matching`:
-sqlglot, the dialect, the matchers), streams, continuous queries and worker
+sqlglot, the dialect, the matchers), prepared statements of it
+(:mod:`matchsql.session.prepared`), streams, continuous queries and worker
 processes; so a session of plain SQL starts with DuckDB and little else.
 """
 
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from matchsql.compiled_query import CompiledQueries
     from matchsql.session.continuous import ContinuousQueries
     from matchsql.session.matching import MatchRunner
+    from matchsql.session.prepared import PreparedMatches
     from matchsql.session.streams import StreamStatements
     from matchsql.workers.session import WorkerSession
 
@@ -133,6 +135,7 @@ class Executor:
         # MATCH_RECOGNIZE views by lower-cased name (None: read the catalog again).
         self._view_cache: dict[str, str] | None = None
         self._matching: MatchRunner | None = None
+        self._prepared: PreparedMatches | None = None
         self._streams: StreamStatements | None = None
         self._continuous: ContinuousQueries | None = None
         self._workers: WorkerSession | None = None
@@ -151,6 +154,16 @@ class Executor:
 
             self._matching = MatchRunner(self)
         return self._matching
+
+    @property
+    def prepared(self) -> PreparedMatches:
+        """Prepared statements with a MATCH_RECOGNIZE (see matchsql.session.prepared)."""
+        if self._prepared is None:
+            # sqlglot and the dialect (views, arguments): loaded on the first PREPARE (start-up).
+            from matchsql.session.prepared import PreparedMatches
+
+            self._prepared = PreparedMatches(self)
+        return self._prepared
 
     @property
     def streams(self) -> StreamStatements:
@@ -387,19 +400,19 @@ class Executor:
     def _prepare(self, statement: Prepare, params: Params):
         """PREPARE: matchsql keeps a statement with a MATCH_RECOGNIZE (as text, its
         parameters bound by EXECUTE); DuckDB prepares any other."""
-        if self.matching.prepare(statement, self._views(statement.body)):
+        if self.prepared.prepare(statement, self._views(statement.body)):
             return None
         return self.run_duckdb(statement.text, [], params)
 
     def _execute(self, statement: Execute, params: Params):
-        if self._matching is not None and self._matching.prepared(statement.name):
-            return self._matching.execute(
+        if self._prepared is not None and self._prepared.prepared(statement.name):
+            return self._prepared.execute(
                 statement.name, statement.arguments, statement.text, statement.arguments_offset
             )
         return self.run_duckdb(statement.text, [], params)
 
     def _deallocate(self, statement: Deallocate, params: Params):
-        if self._matching is not None and self._matching.deallocate(statement.name):
+        if self._prepared is not None and self._prepared.deallocate(statement.name):
             return None
         return self.run_duckdb(statement.text, [], params)
 

@@ -1,5 +1,6 @@
 """MATCH_RECOGNIZE in a session: statements with MATCH_RECOGNIZE or row pattern windows,
-their EXPLAIN [ANALYZE], views over them and prepared statements of them.
+their EXPLAIN [ANALYZE] and views over them (prepared statements of them:
+:mod:`matchsql.session.prepared`).
 
 For each ``MATCH_RECOGNIZE`` table factor (innermost first) DuckDB computes
 the input relation sorted by the partition and order keys and streams it out
@@ -72,13 +73,12 @@ from matchsql.session.query_shape import (
     prefix_limit,
 )
 from matchsql.session.scope import lookup
-from matchsql.session.statement_text import bind_texts, bind_values, split_arguments
+from matchsql.session.statement_text import bind_values
 from matchsql.session.statements import (
     READS_TABLES,
     DefineView,
     ExplainMatch,
     MatchQuery,
-    Prepare,
     query,
 )
 from matchsql.session.temporary import temporary
@@ -162,8 +162,6 @@ class MatchRunner:
         # The result columns of the MATCH_RECOGNIZE compiled last whose DuckDB type is not
         # what DuckDB reads their Arrow form as (spec.retyped): cast back where read.
         self._retyped: dict[str, str] = {}
-        # PREPAREd statements with a MATCH_RECOGNIZE: lower-cased name -> text.
-        self._prepared: dict[str, str] = {}
         # EXPLAIN ANALYZE: the profile of each MATCH_RECOGNIZE, by its offset in the text.
         self._profiles: dict[int | None, MatchProfile] | None = None
 
@@ -213,32 +211,6 @@ class MatchRunner:
                     raise self.executor.translate(exc) from None
                 return None
         return self.executor.run_duckdb(statement.text, [])
-
-    def prepare(self, statement: Prepare, views: dict[str, str]) -> bool:
-        """PREPARE of a statement with a MATCH_RECOGNIZE: kept here as text (True); False
-        for one that DuckDB prepares itself."""
-        self._prepared.pop(statement.name, None)
-        body = expand(statement.body, views)
-        if not isinstance(query(body, 0), MatchQuery):
-            return False
-        self._prepared[statement.name] = " " * statement.body_offset + body
-        return True
-
-    def prepared(self, name: str) -> bool:
-        return name in self._prepared
-
-    def deallocate(self, name: str) -> bool:
-        return self._prepared.pop(name, None) is not None
-
-    def execute(self, name: str, arguments: str, text: str, at: int):
-        """EXECUTE of a statement prepared here: its parameters bound as literals."""
-        rest = arguments.strip()
-        if rest and not (rest.startswith("(") and rest.endswith(")")):
-            raise ParseError(
-                "EXECUTE takes its values in parentheses: EXECUTE name(v1, v2)", sql=text, offset=at
-            )
-        values = split_arguments(rest[1:-1]) if rest else []
-        return self.executor.dispatch(query(bind_texts(self._prepared[name], values), 0))
 
     # -- row pattern windows ----------------------------------------------------------
 
