@@ -1,6 +1,6 @@
 """MATCH_RECOGNIZE in a session: statements with MATCH_RECOGNIZE or row pattern windows,
-their EXPLAIN [ANALYZE] and views over them (prepared statements of them:
-:mod:`matchsql.session.prepared`).
+and views over them (their EXPLAIN [ANALYZE]: :mod:`matchsql.session.explain`; prepared
+statements of them: :mod:`matchsql.session.prepared`).
 
 For each ``MATCH_RECOGNIZE`` table factor (innermost first) DuckDB computes
 the input relation sorted by the partition and order keys and streams it out
@@ -53,6 +53,7 @@ from matchsql.router.parallel import ParallelPartitionRouter, coalesce
 from matchsql.router.partitions import SortedPartitionRouter
 from matchsql.session import held, window_measures
 from matchsql.session.cleanups import run_all
+from matchsql.session.explain import MatchExplain
 from matchsql.session.failure import StatementFailure
 from matchsql.session.host import Params, StatementHost
 from matchsql.session.ordered_input import (
@@ -154,7 +155,7 @@ class MatchRunner:
 
     def __init__(self, executor: StatementHost) -> None:
         self.executor = executor
-        # The objects the running statement's table names stand for (see _external_tables).
+        # The objects the running statement's table names stand for (see external_tables).
         self._scans: dict[str, tuple[Any, bool]] = {}
         # The input metrics of the running statement's first MATCH_RECOGNIZE over a
         # stream (None while there is none): its Result's stats.
@@ -163,7 +164,8 @@ class MatchRunner:
         # what DuckDB reads their Arrow form as (spec.retyped): cast back where read.
         self._retyped: dict[str, str] = {}
         # EXPLAIN ANALYZE: the profile of each MATCH_RECOGNIZE, by its offset in the text.
-        self._profiles: dict[int | None, MatchProfile] | None = None
+        self.profiles: dict[int | None, MatchProfile] | None = None
+        self._explain = MatchExplain(self)
 
     def finish(self) -> None:
         """The statement (all of ``run``'s text) ended: forget what it registered."""
@@ -185,8 +187,8 @@ class MatchRunner:
         # Parse and analysis recurse per nesting level: run_deep gives them room.
         if isinstance(statement, ExplainMatch):
             if statement.analyze:
-                return run_deep(lambda: self.explain_analyze(text, statement.head))
-            return run_deep(lambda: self.explain(text, statement.head))
+                return run_deep(lambda: self._explain.analyze(text, statement.head))
+            return run_deep(lambda: self._explain.explain(text, statement.head))
         return run_deep(lambda: self.run_match_recognize(text), known_depth(text))
 
     def expand(self, text: str, views: dict[str, str]) -> str:
@@ -244,7 +246,7 @@ class MatchRunner:
 
     # -- MATCH_RECOGNIZE ------------------------------------------------------------------
 
-    def _external_tables(self, tree, nodes: list) -> dict[str, tuple[Any, bool]]:
+    def external_tables(self, tree, nodes: list) -> dict[str, tuple[Any, bool]]:
         """What the statement's unqualified table names stand for when they are not in
         the database: the caller's data frames, and this connection's temporary tables
         and registered objects, which the cursors that run MATCH_RECOGNIZE inputs do
@@ -306,7 +308,7 @@ class MatchRunner:
         pending: dict[str, pa.RecordBatchReader] = {}
         try:
             nodes = list(tree.find_all(MatchRecognizeTable, bfs=False))
-            self._scans = self._external_tables(tree, nodes)
+            self._scans = self.external_tables(tree, nodes)
             for name, (value, outer) in self._scans.items():
                 if outer:
                     self.executor.con.register(name, value)
@@ -335,7 +337,7 @@ class MatchRunner:
                     types=types,
                 )
             for node in reversed(nodes):  # innermost first: their outputs feed the outer ones
-                view = f"__matchsql_matches_{next(_view_numbers)}"
+                view = self.view_name()
                 reading = Reading(stops_early, prefix_limit(tree, node))
                 self._retyped = {}
                 pending[view] = self._match_stream(node, statement, pending, cleanups, reading)
@@ -482,13 +484,13 @@ class MatchRunner:
             )
         project = project_result(spec)
         failure = self.executor.failure  # the statement's, even if its matches are read later
-        if self._profiles is None:
+        if self.profiles is None:
             batches = self._match_batches(
                 compiled, plan, cursor, queries, failure, scatter=scatter, reading=reading
             )
         else:
             profile = MatchProfile(_path_name(plan), not spec.rows_per_match.all_rows)
-            self._profiles[offset_of(node.this)] = profile
+            self.profiles[offset_of(node.this)] = profile
             batches = profile.output(
                 self._match_batches(
                     compiled, plan, cursor, queries, failure, profile, scatter, reading
@@ -527,6 +529,15 @@ class MatchRunner:
         if not narrow.spec.output_schema().equals(spec.output_schema()):
             return None
         return narrow, text.query([f.name for f in fields], derived=spec.derived)
+
+    def input_schema(self, cursor, node, statement: str) -> pa.Schema:
+        """The Arrow schema of ``node``'s input (for EXPLAIN, which runs nothing)."""
+        return self._schema_of(cursor, _input_query(node), node, statement)
+
+    @staticmethod
+    def view_name() -> str:
+        """A new name for the view of one MATCH_RECOGNIZE's matches."""
+        return f"__matchsql_matches_{next(_view_numbers)}"
 
     def _schema_of(self, cursor, input_sql: str, node, statement: str) -> pa.Schema:
         return self._typed_schema_of(cursor, input_sql, node, statement)[0]
@@ -657,94 +668,6 @@ class MatchRunner:
             raise failure.record(out_of_memory()) from None
         except Exception as exc:  # a bug inside the engine: a one-line error, no traceback
             raise failure.record(internal_error(exc)) from exc
-
-    # -- EXPLAIN of a statement with MATCH_RECOGNIZE --------------------------------
-
-    def explain(self, statement: str, offset: int):
-        """One row per line: for each MATCH_RECOGNIZE (innermost first) its chosen
-        execution path, why, and its automaton program (see matchsql/planner.py.explain)."""
-        lines = [
-            line for _, section in self._explain_sections(statement, offset) for line in section
-        ]
-        return table_result(pa.table({"explain": pa.array(lines, pa.string())}))
-
-    def _explain_sections(self, statement: str, offset: int) -> list[tuple[int | None, list[str]]]:
-        """EXPLAIN lines of each MATCH_RECOGNIZE, with its offset in ``statement``.
-
-        Inner MATCH_RECOGNIZEs are replaced by empty tables of their output
-        schema so that outer ones can be analysed without running anything.
-        """
-
-        query = " " * offset + statement[offset:]  # keep offsets valid for error messages
-        trees = parse(query)
-        if len(trees) != 1:
-            raise ParseError("expected one statement", sql=statement, offset=0)
-        cursor = self.executor.con.cursor()
-        sections: list[tuple[int | None, list[str]]] = []
-        try:
-            nodes = list(trees[0].find_all(MatchRecognizeTable, bfs=False))
-            self._scans = self._external_tables(trees[0], nodes)
-            for name, (value, _) in self._scans.items():
-                cursor.register(name, value)
-            for number, node in enumerate(reversed(nodes), 1):
-                key = offset_of(node.this)
-                stream = self.executor.streams.stream_of(node)
-                if stream is not None:
-                    schema = self.executor.streams.schema_of_stream(stream)
-                else:
-                    schema = self._schema_of(cursor, _input_query(node), node, query)
-                config = self.executor.config
-                compiled = compile_match(
-                    node,
-                    schema,
-                    sql=query,
-                    con=cursor,
-                    config=config,
-                    cache=self.executor.compiled,
-                    watch=self.executor.watch,
-                )
-                view = f"__matchsql_matches_{next(_view_numbers)}"
-                cursor.register(view, compiled.spec.result_schema().empty_table())
-                node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
-                lines = [f"-- MATCH_RECOGNIZE #{number} of {len(nodes)}"]
-                lines += compiled.explain(config).splitlines()
-                sections.append((key, lines))
-        finally:
-            cursor.close()
-        return sections
-
-    def explain_analyze(self, statement: str, offset: int):
-        """EXPLAIN ANALYZE: run the statement to its end, then the EXPLAIN lines of each
-        MATCH_RECOGNIZE with what it did (rows in, matches, time per stage) and the
-        statement's rows and time."""
-        sections = self._explain_sections(statement, offset)
-        query = " " * offset + statement[offset:]
-        self._profiles = {}
-        started = time.perf_counter()
-        rows = 0
-        try:
-            result = self.run_match_recognize(query)
-            for batch in result.fetch_batches():
-                rows += batch.num_rows
-            profiles = self._profiles
-        finally:
-            self._profiles = None
-        elapsed = time.perf_counter() - started
-        lines: list[str] = []
-        for key, section in sections:
-            lines += section
-            profile = profiles.get(key)
-            lines += (
-                profile.lines()
-                if profile is not None
-                else ["analyze: not profiled (live stream input)"]
-            )
-        lines += [
-            "-- statement",
-            f"analyze: rows {rows:,}",
-            f"analyze: total {elapsed * 1000:.3f} ms",
-        ]
-        return table_result(pa.table({"explain": pa.array(lines, pa.string())}))
 
 
 def _passed_retyped(spec, schema: pa.Schema, types: list[str]) -> dict[str, str]:
