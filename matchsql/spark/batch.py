@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.config import Config
@@ -24,6 +26,19 @@ from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
 from matchsql.spark.executors import check_executors
 from matchsql.spark.plan import ALL_KEY, MATCHES_VIEW, ROW_ID, MatchPlan, build_plan
+from matchsql.spark.ranges import (
+    COUNT,
+    KEY,
+    ORIGIN,
+    OVERLAP,
+    RANGE,
+    helper_fields,
+    match_ranges,
+    range_keys,
+    renumbered,
+    split_reason,
+    spread,
+)
 from matchsql.spark.schema import (
     arrow_schema_of,
     as_spark_arrow,
@@ -38,9 +53,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("matchsql.spark")
 
+OFFSET = "__matchsql_offset"
+
 
 class SinglePartitionWarning(UserWarning):
-    """The query has no PARTITION BY, so Spark runs it as one task."""
+    """The query has no PARTITION BY and cannot be cut into ORDER BY ranges (the
+    warning says why), so Spark runs it as one task."""
 
 
 def match_recognize(
@@ -51,6 +69,8 @@ def match_recognize(
     input_order: str | list[str] | None = None,
     config: Config | dict | None = None,
     partitions: int | None = None,
+    ranges: int | None = None,
+    overlap: int = OVERLAP,
 ) -> DataFrame:
     """Run ``query`` over ``df`` in Spark's executors; return the result as a DataFrame.
 
@@ -64,6 +84,12 @@ def match_recognize(
     Spark's default parallelism); it is fixed on purpose, because adaptive
     execution would otherwise merge a small input's shuffle partitions into
     one task, while the per-row matching cost is what needs spreading.
+
+    Without PARTITION BY the rows are cut into ``ranges`` ORDER BY ranges (default:
+    ``partitions``) matched in parallel, each reading ``overlap`` rows across its
+    boundaries to join the chain of attempts of its neighbour
+    (:mod:`matchsql.spark.ranges`); a query that cannot be split so runs as one task,
+    with a :class:`SinglePartitionWarning` that says why.
     """
     require_pyspark()
     settings = Config.from_options(config) if isinstance(config, dict) else config
@@ -90,12 +116,99 @@ def match_recognize(
             return apply_outer(plan, matches)
         grouped = source.groupBy(*keys)  # reuses the hash partitioning: one shuffle
     else:
-        _warn_single_task(plan)
+        count = ranges if ranges is not None else (partitions or _parallelism(df))
+        why = "ranges=1" if count <= 1 else split_reason(plan, settings or Config(), overlap)
+        if why is None:
+            return apply_outer(plan, _ranged(plan, settings, source, returned, count, overlap))
+        _warn_single_task(why)
         grouped = source.withColumn(ALL_KEY, _zero()).groupBy(ALL_KEY)
     matches = grouped.applyInArrow(
         group_function(plan, settings, returned), spark_schema_of(out_schema)
     )
     return apply_outer(plan, matches)
+
+
+def _ranged(
+    plan: MatchPlan,
+    settings: Config | None,
+    source: DataFrame,
+    returned: pa.Schema,
+    count: int,
+    overlap: int,
+) -> DataFrame:
+    """The query without PARTITION BY matched as ``count`` ORDER BY ranges (see
+    :mod:`matchsql.spark.ranges`): range partitioning, one shuffle that gives each range
+    its neighbours' head and tail, the matching, and MATCH_NUMBER() renumbered by the
+    matches of the ranges before."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    config = settings or Config()
+    assert plan.arrow_sort is not None  # split_reason checked it
+    order = [_ordered(name, way, nulls) for name, way, nulls in plan.arrow_sort]
+    ranged = source.repartitionByRange(count, *order).withColumn(ORIGIN, F.spark_partition_id())
+    time_zone = session_time_zone(source.sparkSession)
+    data = as_spark_arrow(arrow_schema_of(source), time_zone)
+    spread_arrow = pa.schema([f.with_nullable(True) for f in data] + helper_fields())
+    spread_spark = StructType(
+        [StructField(f.name, f.dataType, True) for f in source.schema.fields]
+        + [StructField(f.name, LongType(), True) for f in helper_fields()]
+    )
+    keys = range_keys(count)
+    spread_rows = ranged.mapInArrow(
+        _spread_function(plan, spread_arrow, keys, overlap), spread_spark
+    )
+    out_arrow = pa.schema(
+        [f.with_nullable(True) for f in returned] + helper_fields()[2:3] + helper_fields()[4:]
+    )
+    out_spark = spark_schema_of(out_arrow)
+    matched = spread_rows.repartition(count, _col(KEY)).mapInArrow(
+        _range_function(plan, config, overlap, out_arrow), out_spark
+    )
+    names = [_col(f.name) for f in returned]
+    numbers = renumbered(plan) or []
+    if not numbers:
+        return matched.where(_col(COUNT).isNull()).select(*names)
+    # The counts and the matches read the matching's output: checkpointed (lazily) so
+    # that it runs once, not once for each.
+    matched = matched.localCheckpoint(eager=False)
+    counts = matched.where(_col(COUNT).isNotNull()).select(_col(RANGE), _col(COUNT))
+    before = F.sum(_col(COUNT)).over(Window.orderBy(_col(RANGE))) - _col(COUNT)
+    offsets = counts.select(_col(RANGE), before.alias(OFFSET))
+    rows = matched.where(_col(COUNT).isNull()).join(F.broadcast(offsets), RANGE)
+    renamed = [
+        (_col(f.name) + _col(OFFSET)).cast(out_spark[f.name].dataType).alias(f.name)
+        if f.name in numbers
+        else _col(f.name)
+        for f in returned
+    ]
+    return rows.select(*renamed)
+
+
+def _ordered(name: str, way: str, nulls: str) -> Column:
+    column = _col(name)
+    if way == "ascending":
+        return column.asc_nulls_first() if nulls == "at_start" else column.asc_nulls_last()
+    return column.desc_nulls_first() if nulls == "at_start" else column.desc_nulls_last()
+
+
+def _spread_function(plan: MatchPlan, schema: pa.Schema, keys: list[int], overlap: int):
+    """The ``mapInArrow`` function of :func:`matchsql.spark.ranges.spread`."""
+
+    def spread_range(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return spread(plan, schema, keys, overlap, batches)
+
+    return spread_range
+
+
+def _range_function(plan: MatchPlan, config: Config, overlap: int, schema: pa.Schema):
+    """The ``mapInArrow`` function of :func:`matchsql.spark.ranges.match_ranges`."""
+
+    def match_range(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return match_ranges(plan, config, overlap, schema, batches)
+
+    return match_range
 
 
 def apply_outer(plan: MatchPlan, matches: DataFrame) -> DataFrame:
@@ -120,10 +233,10 @@ def _parallelism(df: DataFrame) -> int:
         return max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 200))
 
 
-def _warn_single_task(plan: MatchPlan) -> None:
+def _warn_single_task(why: str) -> None:
     message = (
-        "MATCH_RECOGNIZE without PARTITION BY cannot be split by key: "
-        "Spark runs it as a single task over all rows"
+        "MATCH_RECOGNIZE without PARTITION BY cannot be split into ORDER BY ranges "
+        f"({why}): Spark runs it as a single task over all rows"
     )
     log.warning(message)
     warnings.warn(message, SinglePartitionWarning, stacklevel=3)
