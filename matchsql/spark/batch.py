@@ -7,7 +7,9 @@ there (as DuckDB orders, so the order is the embedded engine's), then matched by
 embedded engine's matchers, short partitions many at a time. One plan and one set of
 matchers per task: one ``applyInArrow`` group per key planned and built them per key,
 at about 10k rows/s. Keys of nested types are grouped by Spark instead (one
-``applyInArrow`` group each). A query without PARTITION BY is one task.
+``applyInArrow`` group each). A query without PARTITION BY is cut into ORDER BY
+ranges matched in parallel (:mod:`matchsql.spark.ranges`), or, where it cannot be,
+runs as one task.
 """
 
 from __future__ import annotations
