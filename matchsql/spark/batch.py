@@ -33,10 +33,10 @@ from matchsql.spark.ranges import (
     KEY,
     ORIGIN,
     OVERLAP,
-    RANGE,
     helper_fields,
     match_ranges,
     range_keys,
+    renumber,
     renumbered,
     split_reason,
     spread,
@@ -54,8 +54,6 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 log = logging.getLogger("matchsql.spark")
-
-OFFSET = "__matchsql_offset"
 
 
 class SinglePartitionWarning(UserWarning):
@@ -142,7 +140,6 @@ def _ranged(
     :mod:`matchsql.spark.ranges`): range partitioning, one shuffle that gives each range
     its neighbours' head and tail, the matching, and MATCH_NUMBER() renumbered by the
     matches of the ranges before."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
 
@@ -161,31 +158,19 @@ def _ranged(
     spread_rows = ranged.mapInArrow(
         _spread_function(plan, spread_arrow, keys, overlap), spread_spark
     )
-    out_arrow = pa.schema(
-        [f.with_nullable(True) for f in returned] + helper_fields()[2:3] + helper_fields()[4:]
-    )
-    out_spark = spark_schema_of(out_arrow)
+    out_arrow = pa.schema([f.with_nullable(True) for f in returned] + helper_fields()[2:])
     matched = spread_rows.repartition(count, _col(KEY)).mapInArrow(
-        _range_function(plan, config, overlap, out_arrow), out_spark
+        _range_function(plan, config, overlap, keys, out_arrow), spark_schema_of(out_arrow)
     )
-    names = [_col(f.name) for f in returned]
     numbers = renumbered(plan) or []
     if not numbers:
-        return matched.where(_col(COUNT).isNull()).select(*names)
-    # The counts and the matches read the matching's output: checkpointed (lazily) so
-    # that it runs once, not once for each.
-    matched = matched.localCheckpoint(eager=False)
-    counts = matched.where(_col(COUNT).isNotNull()).select(_col(RANGE), _col(COUNT))
-    before = F.sum(_col(COUNT)).over(Window.orderBy(_col(RANGE))) - _col(COUNT)
-    offsets = counts.select(_col(RANGE), before.alias(OFFSET))
-    rows = matched.where(_col(COUNT).isNull()).join(F.broadcast(offsets), RANGE)
-    renamed = [
-        (_col(f.name) + _col(OFFSET)).cast(out_spark[f.name].dataType).alias(f.name)
-        if f.name in numbers
-        else _col(f.name)
-        for f in returned
-    ]
-    return rows.select(*renamed)
+        return matched.where(_col(COUNT).isNull()).select(*[_col(f.name) for f in returned])
+    # Each range's matches go to its task again, with every range's count: one more
+    # shuffle of the matches, where a join of the counts with the matches ran the
+    # matching twice (1M rows, Q1: 8.7 s against 4.8 s without the renumbering).
+    return matched.repartition(count, _col(KEY)).mapInArrow(
+        _renumber_function(numbers, returned), spark_schema_of(returned)
+    )
 
 
 def _ordered(name: str, way: str, nulls: str) -> Column:
@@ -204,13 +189,24 @@ def _spread_function(plan: MatchPlan, schema: pa.Schema, keys: list[int], overla
     return spread_range
 
 
-def _range_function(plan: MatchPlan, config: Config, overlap: int, schema: pa.Schema):
+def _range_function(
+    plan: MatchPlan, config: Config, overlap: int, keys: list[int], schema: pa.Schema
+):
     """The ``mapInArrow`` function of :func:`matchsql.spark.ranges.match_ranges`."""
 
     def match_range(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return match_ranges(plan, config, overlap, schema, batches)
+        return match_ranges(plan, config, overlap, keys, schema, batches)
 
     return match_range
+
+
+def _renumber_function(numbers: list[str], schema: pa.Schema):
+    """The ``mapInArrow`` function of :func:`matchsql.spark.ranges.renumber`."""
+
+    def renumber_range(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return renumber(numbers, schema, batches)
+
+    return renumber_range
 
 
 def apply_outer(plan: MatchPlan, matches: DataFrame) -> DataFrame:

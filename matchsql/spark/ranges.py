@@ -210,12 +210,15 @@ def match_ranges(
     plan: MatchPlan,
     config: Config,
     overlap: int,
+    keys: list[int],
     out_schema: pa.Schema,
     batches: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
     """The matches of each range among one task's rows (see the module docstring), in
-    ``out_schema`` (the query's output, then :data:`RANGE` and :data:`COUNT`), and one
-    row per range with the number of matches kept in :data:`COUNT`."""
+    ``out_schema`` (the query's output, then :data:`RANGE`, :data:`KEY` and
+    :data:`COUNT`), and for each range the number of matches kept in :data:`COUNT`, one
+    row sent to every range (``keys``: the ranges' shuffle keys) for
+    :func:`renumber`."""
     collected = [b for b in batches if b.num_rows]
     if not collected:
         return
@@ -228,20 +231,21 @@ def match_ranges(
         sizes[int(origin)] = int(count)
     for dest in sorted(set(counted.column(RANGE).to_pylist())):
         mine = rows.filter(pc.equal(rows.column(RANGE), dest))
-        yield from _match_range(plan, config, overlap, out_schema, int(dest), mine, sizes)
+        yield from _match_range(plan, config, overlap, keys, out_schema, int(dest), mine, sizes)
 
 
 def _match_range(
     plan: MatchPlan,
     config: Config,
     overlap: int,
+    keys: list[int],
     out_schema: pa.Schema,
     index: int,
     rows: pa.Table,
     sizes: dict[int, int],
 ) -> Iterator[pa.RecordBatch]:
     if not sizes.get(index):
-        yield _count_row(out_schema, index, 0)
+        yield _count_rows(out_schema, keys, index, 0)
         return
     rows = rows.take(pc.sort_indices(rows, [(ORIGIN, "ascending"), (SEQ, "ascending")]))
     origins = rows.column(ORIGIN).to_numpy()
@@ -285,8 +289,8 @@ def _match_range(
             _too_long(index, overlap)
         out = [b for b in produced if b.num_rows]
     for batch in results(plan, out):
-        yield _with_range(batch, out_schema, index)
-    yield _count_row(out_schema, index, len(kept))
+        yield _with_range(batch, out_schema, index, keys[index])
+    yield _count_rows(out_schema, keys, index, len(kept))
 
 
 def _check_boundary(
@@ -320,16 +324,57 @@ def _too_long(index: int, overlap: int) -> None:
     )
 
 
-def _with_range(batch: pa.RecordBatch, schema: pa.Schema, index: int) -> pa.RecordBatch:
+def _with_range(batch: pa.RecordBatch, schema: pa.Schema, index: int, key: int) -> pa.RecordBatch:
     n = batch.num_rows
-    data = pa.schema(list(schema)[:-2])
+    data = pa.schema(list(schema)[:-3])
     if batch.schema != data:
         batch = batch.cast(data)
-    columns = [*batch.columns, pa.array(np.full(n, index, np.int64)), pa.nulls(n, pa.int64())]
+    columns = [
+        *batch.columns,
+        pa.array(np.full(n, index, np.int64)),
+        pa.array(np.full(n, key, np.int64)),
+        pa.nulls(n, pa.int64()),
+    ]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def _count_row(schema: pa.Schema, index: int, count: int) -> pa.RecordBatch:
-    columns = [pa.nulls(1, field.type) for field in schema][:-2]
-    columns += [pa.array([index], pa.int64()), pa.array([count], pa.int64())]
+def _count_rows(schema: pa.Schema, keys: list[int], index: int, count: int) -> pa.RecordBatch:
+    n = len(keys)
+    columns = [pa.nulls(n, field.type) for field in schema][:-3]
+    columns += [
+        pa.array(np.full(n, index, np.int64)),
+        pa.array(np.asarray(keys, np.int64)),
+        pa.array(np.full(n, count, np.int64)),
+    ]
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def renumber(
+    numbers: list[str], schema: pa.Schema, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """One range's matches (the rows of :func:`match_ranges` sent to its task) with the
+    MATCH_NUMBER() columns ``numbers`` moved on by the matches of the ranges before, and
+    without the helper columns (``schema``: the query's output). Every task got every
+    range's count, so no second pass over the matches is needed."""
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
+        return
+    table = pa.Table.from_batches(collected)
+    is_count = pc.is_valid(table.column(COUNT))
+    counted = table.filter(is_count)
+    ranges = counted.column(RANGE).to_numpy()
+    sizes = np.zeros(int(ranges.max()) + 2 if len(ranges) else 1, np.int64)
+    sizes[ranges + 1] = counted.column(COUNT).to_numpy()
+    offsets = np.cumsum(sizes)  # offsets[i]: matches kept by the ranges before range i
+    rows = table.filter(pc.invert(is_count))
+    if not rows.num_rows:
+        return
+    shift = pa.array(offsets[rows.column(RANGE).to_numpy()])
+    columns = []
+    for field in schema:
+        column = rows.column(field.name)
+        if field.name in numbers:
+            column = pc.add(column.cast(pa.int64()), shift).cast(field.type)
+        columns.append(column)
+    out = pa.Table.from_arrays(columns, schema=schema)
+    yield from out.to_batches()
