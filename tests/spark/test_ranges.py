@@ -157,3 +157,32 @@ def test_empty_neighbour_is_a_clear_error(spark) -> None:
 
 def test_execution_error_is_matchsql_error() -> None:
     assert issubclass(ExecutionError, Exception)
+
+
+SHAPES = {
+    "skip to last": """SELECT * FROM trade MATCH_RECOGNIZE(ORDER BY ts
+        MEASURES MATCH_NUMBER() AS mn, COUNT(*) AS n ONE ROW PER MATCH
+        AFTER MATCH SKIP TO LAST B PATTERN (A B+ C)
+        DEFINE B AS B.price < PREV(B.price), C AS C.price > PREV(C.price, 2))""",
+    "empty matches": """SELECT * FROM trade MATCH_RECOGNIZE(ORDER BY ts
+        MEASURES MATCH_NUMBER() AS mn, COUNT(*) AS n ONE ROW PER MATCH
+        PATTERN (B*) DEFINE B AS B.price < PREV(B.price))""",
+    "all matches": """SELECT * FROM trade MATCH_RECOGNIZE(ORDER BY ts
+        MEASURES MATCH_NUMBER() AS mn, COUNT(*) AS n, LAST(C.volume) AS v
+        ALL ROWS PER MATCH AFTER MATCH SKIP TO NEXT ROW ALL MATCHES
+        PATTERN (A B{1,3} C) DEFINE B AS B.price < A.price, C AS C.price > A.price)""",
+    "no match number": """SELECT * FROM trade MATCH_RECOGNIZE(ORDER BY ts, symbol
+        MEASURES FIRST(A.price) AS p, NEXT(C.price, 2) AS later ONE ROW PER MATCH
+        PATTERN (A B+ C) DEFINE B AS B.price < PREV(B.price), C AS C.price > PREV(C.price))""",
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_pattern_shapes_across_ranges(trade_data, trade_frame, shape) -> None:
+    """SKIP TO a variable, empty matches, ALL MATCHES, NEXT in a measure, two ORDER BY
+    columns: six small ranges, rows equal to the embedded engine's."""
+    query = SHAPES[shape]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SinglePartitionWarning)
+        df = match_recognize(trade_frame, query, ranges=6, overlap=48)
+    _check(df, trade_data, query)
