@@ -16,9 +16,9 @@ both sides, so the results must be equal; the table says whether they are
 (row counts). Spark's session start-up and a warm-up run of each query on
 5,000 rows (Python workers start, import matchsql, compile the query's
 kernels) are not counted; everything from reading the Parquet file to the
-last match is. Q1/Q3 have no PARTITION BY,
-so Spark runs them as a single task: they show the cost of the Spark path
-without its parallelism.
+last match is. Q1/Q3 have no PARTITION BY: Spark matches them as ORDER BY
+ranges in parallel (:mod:`matchsql.spark.ranges`); ``--ranges 1`` runs them as one
+task, as before.
 """
 
 from __future__ import annotations
@@ -83,6 +83,13 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="time Spark only (the embedded run is serial and slow at 10M)",
     )
+    parser.add_argument(
+        "--ranges",
+        type=int,
+        default=None,
+        help="ORDER BY ranges of a query without PARTITION BY (1: one task, as before "
+        "issue 38; default: the Spark default parallelism)",
+    )
     args = parser.parse_args(argv)
 
     from matchsql.spark import SinglePartitionWarning, match_recognize
@@ -121,9 +128,9 @@ def main(argv: list[str] | None = None) -> None:
                 warnings.simplefilter("ignore", SinglePartitionWarning)
                 # Warm up: Python workers start, import matchsql and JIT-compile the
                 # query's kernels once per process; that is start-up, not throughput.
-                match_recognize(warm, query).count()
+                match_recognize(warm, query, ranges=args.ranges).count()
                 start = time.perf_counter()
-                spark_n = match_recognize(df, query).count()
+                spark_n = match_recognize(df, query, ranges=args.ranges).count()
                 spark_s = time.perf_counter() - start
             results.append((name, embedded_s, embedded_n, spark_s, spark_n))
             _print_row(args.rows, results[-1])

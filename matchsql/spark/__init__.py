@@ -3,8 +3,8 @@
 * :func:`match_recognize` (bounded) — ``match_recognize(df, "SELECT ... FROM
   trades MATCH_RECOGNIZE (...)")`` runs the embedded engine's matchers inside
   Spark's executors, each task matching all the PARTITION BY keys hashed to it
-  (``mapInArrow``), and returns a DataFrame with the schema the embedded engine
-  would give.
+  (``mapInArrow``) or, without PARTITION BY, one ORDER BY range, and returns a
+  DataFrame with the schema the embedded engine would give.
 * :func:`match_recognize_stream` (unbounded) — the same over a streaming
   DataFrame; each key's matcher state lives in Spark's checkpointed state
   store (``applyInPandasWithState``), so a restart from the checkpoint
@@ -32,10 +32,15 @@ Semantic choices, where Spark differs from a DuckDB table:
   order (DejaVu's Q1-Q4: ``input_order="ts"``) or is ``"as_read"`` (the order
   Spark reads the DataFrame in, via ``monotonically_increasing_id``; bounded
   only).
-* No PARTITION BY: the query cannot be split by key; it runs as one task
-  (one group holding every row) and says so with a
-  :class:`SinglePartitionWarning` and a log line. Rows are still the
-  embedded engine's.
+* No PARTITION BY: the rows are cut into ORDER BY ranges matched in parallel
+  (:mod:`matchsql.spark.ranges`); each range reads ``overlap`` rows of its
+  neighbours and checks, with the rule of the embedded engine's chunked runs, that
+  the chains of match attempts of two neighbouring ranges meet before their
+  boundary, and MATCH_NUMBER() is renumbered across ranges, so the rows are the
+  embedded engine's (a match reaching further across a boundary fails the query
+  with a clear error, never with a wrong row). A query that cannot be split so
+  (see :func:`matchsql.spark.ranges.split_reason`) runs as one task and says why
+  with a :class:`SinglePartitionWarning` and a log line.
 * End of a streaming partition: an ``end_marker`` column (rows where it is
   true end their key) and/or an ``idle_timeout``; see
   :mod:`matchsql.spark.stream`. Rows of a key must arrive in ORDER BY order

@@ -7,15 +7,19 @@ there (as DuckDB orders, so the order is the embedded engine's), then matched by
 embedded engine's matchers, short partitions many at a time. One plan and one set of
 matchers per task: one ``applyInArrow`` group per key planned and built them per key,
 at about 10k rows/s. Keys of nested types are grouped by Spark instead (one
-``applyInArrow`` group each). A query without PARTITION BY is one task.
+``applyInArrow`` group each). A query without PARTITION BY is cut into ORDER BY
+ranges matched in parallel (:mod:`matchsql.spark.ranges`), or, where it cannot be,
+runs as one task.
 """
 
 from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.config import Config
@@ -24,6 +28,19 @@ from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
 from matchsql.spark.executors import check_executors
 from matchsql.spark.plan import ALL_KEY, MATCHES_VIEW, ROW_ID, MatchPlan, build_plan
+from matchsql.spark.ranges import (
+    COUNT,
+    KEY,
+    ORIGIN,
+    OVERLAP,
+    helper_fields,
+    match_ranges,
+    range_keys,
+    renumber,
+    renumbered,
+    split_reason,
+    spread,
+)
 from matchsql.spark.schema import (
     arrow_schema_of,
     as_spark_arrow,
@@ -40,7 +57,8 @@ log = logging.getLogger("matchsql.spark")
 
 
 class SinglePartitionWarning(UserWarning):
-    """The query has no PARTITION BY, so Spark runs it as one task."""
+    """The query has no PARTITION BY and cannot be cut into ORDER BY ranges (the
+    warning says why), so Spark runs it as one task."""
 
 
 def match_recognize(
@@ -51,6 +69,8 @@ def match_recognize(
     input_order: str | list[str] | None = None,
     config: Config | dict | None = None,
     partitions: int | None = None,
+    ranges: int | None = None,
+    overlap: int = OVERLAP,
 ) -> DataFrame:
     """Run ``query`` over ``df`` in Spark's executors; return the result as a DataFrame.
 
@@ -64,6 +84,12 @@ def match_recognize(
     Spark's default parallelism); it is fixed on purpose, because adaptive
     execution would otherwise merge a small input's shuffle partitions into
     one task, while the per-row matching cost is what needs spreading.
+
+    Without PARTITION BY the rows are cut into ``ranges`` ORDER BY ranges (default:
+    ``partitions``) matched in parallel, each reading ``overlap`` rows across its
+    boundaries to join the chain of attempts of its neighbour
+    (:mod:`matchsql.spark.ranges`); a query that cannot be split so runs as one task,
+    with a :class:`SinglePartitionWarning` that says why.
     """
     require_pyspark()
     settings = Config.from_options(config) if isinstance(config, dict) else config
@@ -90,12 +116,97 @@ def match_recognize(
             return apply_outer(plan, matches)
         grouped = source.groupBy(*keys)  # reuses the hash partitioning: one shuffle
     else:
-        _warn_single_task(plan)
+        count = ranges if ranges is not None else (partitions or _parallelism(df))
+        why = "ranges=1" if count <= 1 else split_reason(plan, settings or Config(), overlap)
+        if why is None:
+            return apply_outer(plan, _ranged(plan, settings, source, returned, count, overlap))
+        _warn_single_task(why)
         grouped = source.withColumn(ALL_KEY, _zero()).groupBy(ALL_KEY)
     matches = grouped.applyInArrow(
         group_function(plan, settings, returned), spark_schema_of(out_schema)
     )
     return apply_outer(plan, matches)
+
+
+def _ranged(
+    plan: MatchPlan,
+    settings: Config | None,
+    source: DataFrame,
+    returned: pa.Schema,
+    count: int,
+    overlap: int,
+) -> DataFrame:
+    """The query without PARTITION BY matched as ``count`` ORDER BY ranges (see
+    :mod:`matchsql.spark.ranges`): range partitioning, one shuffle that gives each range
+    its neighbours' head and tail, the matching, and MATCH_NUMBER() renumbered by the
+    matches of the ranges before."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    config = settings or Config()
+    assert plan.arrow_sort is not None  # split_reason checked it
+    order = [_ordered(name, way, nulls) for name, way, nulls in plan.arrow_sort]
+    ranged = source.repartitionByRange(count, *order).withColumn(ORIGIN, F.spark_partition_id())
+    time_zone = session_time_zone(source.sparkSession)
+    data = as_spark_arrow(arrow_schema_of(source), time_zone)
+    spread_arrow = pa.schema([f.with_nullable(True) for f in data] + helper_fields())
+    spread_spark = StructType(
+        [StructField(f.name, f.dataType, True) for f in source.schema.fields]
+        + [StructField(f.name, LongType(), True) for f in helper_fields()]
+    )
+    keys = range_keys(count)
+    spread_rows = ranged.mapInArrow(
+        _spread_function(plan, spread_arrow, keys, overlap), spread_spark
+    )
+    out_arrow = pa.schema([f.with_nullable(True) for f in returned] + helper_fields()[2:])
+    matched = spread_rows.repartition(count, _col(KEY)).mapInArrow(
+        _range_function(plan, config, overlap, keys, out_arrow), spark_schema_of(out_arrow)
+    )
+    numbers = renumbered(plan) or []
+    if not numbers:
+        return matched.where(_col(COUNT).isNull()).select(*[_col(f.name) for f in returned])
+    # Each range's matches go to its task again, with every range's count: one more
+    # shuffle of the matches, where a join of the counts with the matches (two reads of
+    # the matching's output) ran the matching once for each read.
+    return matched.repartition(count, _col(KEY)).mapInArrow(
+        _renumber_function(numbers, returned), spark_schema_of(returned)
+    )
+
+
+def _ordered(name: str, way: str, nulls: str) -> Column:
+    column = _col(name)
+    if way == "ascending":
+        return column.asc_nulls_first() if nulls == "at_start" else column.asc_nulls_last()
+    return column.desc_nulls_first() if nulls == "at_start" else column.desc_nulls_last()
+
+
+def _spread_function(plan: MatchPlan, schema: pa.Schema, keys: list[int], overlap: int):
+    """The ``mapInArrow`` function of :func:`matchsql.spark.ranges.spread`."""
+
+    def spread_range(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return spread(plan, schema, keys, overlap, batches)
+
+    return spread_range
+
+
+def _range_function(
+    plan: MatchPlan, config: Config, overlap: int, keys: list[int], schema: pa.Schema
+):
+    """The ``mapInArrow`` function of :func:`matchsql.spark.ranges.match_ranges`."""
+
+    def match_range(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return match_ranges(plan, config, overlap, keys, schema, batches)
+
+    return match_range
+
+
+def _renumber_function(numbers: list[str], schema: pa.Schema):
+    """The ``mapInArrow`` function of :func:`matchsql.spark.ranges.renumber`."""
+
+    def renumber_range(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return renumber(numbers, schema, batches)
+
+    return renumber_range
 
 
 def apply_outer(plan: MatchPlan, matches: DataFrame) -> DataFrame:
@@ -120,10 +231,10 @@ def _parallelism(df: DataFrame) -> int:
         return max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 200))
 
 
-def _warn_single_task(plan: MatchPlan) -> None:
+def _warn_single_task(why: str) -> None:
     message = (
-        "MATCH_RECOGNIZE without PARTITION BY cannot be split by key: "
-        "Spark runs it as a single task over all rows"
+        "MATCH_RECOGNIZE without PARTITION BY cannot be split into ORDER BY ranges "
+        f"({why}): Spark runs it as a single task over all rows"
     )
     log.warning(message)
     warnings.warn(message, SinglePartitionWarning, stacklevel=3)

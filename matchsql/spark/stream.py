@@ -96,7 +96,7 @@ def match_recognize_stream(
     if plan.partition_by:
         grouped = df.groupBy(*[_col(name) for name in plan.partition_by])
     else:
-        _warn_single_task(plan)
+        _warn_single_task("a stream has no ORDER BY ranges: its rows arrive over time")
         grouped = df.withColumn(ALL_KEY, _zero()).groupBy(ALL_KEY)
     fn = state_function(plan, settings, returned, end_marker, timeout_ms)
     matches = grouped.applyInPandasWithState(

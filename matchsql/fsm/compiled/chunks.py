@@ -179,18 +179,16 @@ def match_chunks(
     for guess in guesses:
         if guess.status == K.ST_CANCELLED:
             return guess
-    covers = [_coverage(g) for g in guesses]
+    covers = [coverage(g) for g in guesses]
 
     def on_chain(c: int) -> int:
         """The chunk whose speculative chain holds row ``c``, or -1."""
         if c >= stop:
             return -1
         k = bisect_right(chunk_starts, c) - 1
-        if k < 0 or c >= guesses[k].stop:
+        if k < 0:
             return -1
-        starts, reach = covers[k]
-        i = int(np.searchsorted(starts, c, "left")) - 1
-        return k if i < 0 or reach[i] < c else -1
+        return k if bool(visited(guesses[k], covers[k], np.array([c]))[0]) else -1
 
     pieces: list[tuple[np.ndarray, np.ndarray]] = []
     a = chunk_starts[0]
@@ -234,7 +232,19 @@ def match_chunks(
         step *= 2
 
 
-def _coverage(run: Run) -> tuple[np.ndarray, np.ndarray]:
+def visited(run: Run, cover: tuple[np.ndarray, np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """Which of ``rows`` (at or past the run's start) its chain surely visits: below the
+    attempt it stopped at and inside none of its matches past the match's start
+    (``cover``: :func:`coverage` of ``run``; see the module docstring)."""
+    starts, reach = cover
+    i = np.searchsorted(starts, rows, "left") - 1
+    inside = np.zeros(len(rows), bool)
+    if len(starts):
+        inside = (i >= 0) & (reach[np.maximum(i, 0)] >= rows)
+    return (rows < run.stop) & ~inside
+
+
+def coverage(run: Run) -> tuple[np.ndarray, np.ndarray]:
     """``(starts, reach)``: the runs' record starts and the running maximum of their last
     rows, so that a row ``c`` lies inside an earlier-starting match iff the reach of the
     last record starting before ``c`` is at least ``c``."""

@@ -555,6 +555,54 @@ class CompiledMatcher:
             self.cancel.check,
         )
 
+    # -- one bounded range of a partition (matchsql.spark.ranges) ------------------------
+
+    def hold(self, table: pa.Table, complete: bool) -> None:
+        """Hold ``table``'s rows as this matcher's buffer without matching them
+        (``complete``: the partition ends with them), for :meth:`run_from` and
+        :meth:`output_records`: a Spark task decides its range of one long partition from the
+        attempt starts it chooses, as the chunks of a split run are decided."""
+        for batch in table.to_batches():
+            if batch.num_rows:
+                self._append(batch)
+        self.table = self.table.combine_chunks()
+        self.complete = complete
+
+    def run_from(self, start: int, first_row: int = 0) -> C.Run:
+        """The kernel's decisions from buffer row ``start`` on, over the buffer's rows
+        from ``first_row`` (rows before it are not read, as if the partition began
+        there): every attempt that reads no row past the look-ahead limit, as
+        :meth:`_window` decides a chunk's. Buffer rows in the result."""
+        n = self.table.num_rows
+        columns = {
+            name: self.table.column(name).chunk(0).slice(first_row)
+            for name in self.table.column_names
+        }
+        params = kernel_params(self.spec, self.config, self.width)
+        params[K.K_ROWS] = n - first_row
+        params[K.K_BASE] = self.base
+        limit = (n if self.complete else max(first_row, n - self.ahead)) - first_row
+        run = self._window(start - first_row, limit, self.dfa, columns, params)
+        records = run.records.copy()
+        records[:, 1] += first_row
+        err = run.err_row + first_row if run.err_row >= 0 else run.err_row
+        return C.Run(run.status, run.next_start + first_row, err, records, run.labels)
+
+    def output_records(
+        self, records: np.ndarray, labels: np.ndarray
+    ) -> tuple[list[pa.RecordBatch], bool]:
+        """The output of ``records`` (a run's, numbered here from 1 in order) and whether
+        all of it came out (False: a measure reads rows past the buffer)."""
+        records = records.copy()
+        records[:, 3] = np.arange(1, len(records) + 1)
+        self._records(records, labels)
+        self._emit_ready()
+        return self._take(), not self.pending
+
+    def raise_status(self, status: int, start: int) -> None:
+        """Raise the kernel's error ``status`` for the attempt at buffer row ``start``."""
+        self._raise(status, start + self.base)
+
     def _raise(self, status: int, start: int) -> None:
         raise_status(self.spec, self.config, self.width, status, start)
 
