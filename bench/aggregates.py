@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from matchsql.config import Config
-from matchsql.fsm.compiled.matcher import CompiledMatcher, CompiledPlan
+from matchsql.fsm.compiled.compiled_matcher import CompiledMatcher, CompiledPlan
 from matchsql.fsm.reference import CompiledQuery
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable

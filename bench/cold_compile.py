@@ -31,7 +31,7 @@ from bench.paths import FRESH_SETUP, QUERIES, engine_only, in_fresh_cache, spec_
 from matchsql.buffer_limit import RowWidth
 from matchsql.config import Config
 from matchsql.fsm.compiled import kernel as K
-from matchsql.fsm.compiled.matcher import NO_WITHIN, CompiledPlan, kernel_params
+from matchsql.fsm.compiled.compiled_matcher import NO_WITHIN, CompiledPlan, kernel_params
 from matchsql.storage.demo import synthetic_trades
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,7 +17,7 @@ on a loaded machine better than wall times do):
   (fsm/compiled/batch.py), and in it the DEFINE labels, the prefilter, the
   output (measures) and the kernel calls;
 * runs: partitions longer than a batch, matched batch by batch
-  (fsm/compiled/matcher.py), kernel included.
+  (fsm/compiled/compiled_matcher.py), kernel included.
 
 Stages nest (the export's line holds the order check of the first batch,
 which the order check's line counts too; ``whole: all`` holds the four other
@@ -37,8 +37,8 @@ from collections.abc import Callable, Iterator
 
 import matchsql
 from matchsql.fsm.compiled import batch as B
+from matchsql.fsm.compiled import compiled_matcher as M
 from matchsql.fsm.compiled import kernel as K
-from matchsql.fsm.compiled import matcher as M
 from matchsql.queries import DEJAVU
 from matchsql.router import parallel as RPar
 from matchsql.router import partitions as RP

@@ -23,7 +23,7 @@ import matchsql
 from bench.paths import spec_for
 from bench.queries import DEJAVU
 from matchsql.config import Config
-from matchsql.fsm.compiled.matcher import CompiledMatcher, CompiledPlan
+from matchsql.fsm.compiled.compiled_matcher import CompiledMatcher, CompiledPlan
 from matchsql.storage.demo import synthetic_trades
 
 

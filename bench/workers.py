@@ -37,7 +37,7 @@ Seven tables, all ratios between figures of this run:
    bucket's open state is matcher runs (in scatter mode it is buffered rows).
 4. **Continuous queries**: live-ordered batches (time order, all partitions
    mixed) through the hash router of ``workers = 1`` and the workers'
-   :class:`~matchsql.workers.stream.StreamRouter` with 2 workers (the
+   :class:`~matchsql.workers.stream_router.StreamRouter` with 2 workers (the
    stream's reader, the same for both, is left out). The batches are a
    backlog (each next one at hand: ``route(batch, more=True)``), so the
    workers' router keeps one batch in flight while it cuts the next.
@@ -92,11 +92,11 @@ from matchsql.router.hashed import HashPartitionRouter
 from matchsql.session import matching as matching_module
 from matchsql.session.ordered_input import InputQueries
 from matchsql.storage.demo import synthetic_trades
-from matchsql.workers import router as router_module
+from matchsql.workers import worker_router as router_module
 from matchsql.workers.balance import Load
 from matchsql.workers.pool import WorkerPool
-from matchsql.workers.router import BUCKETS, bucket_of
-from matchsql.workers.stream import StreamRouter
+from matchsql.workers.stream_router import StreamRouter
+from matchsql.workers.worker_router import BUCKETS, bucket_of
 
 #: The bench.paths queries with PARTITION BY (Q1 and Q3 match one partition: nothing to spread).
 PARTITIONED = {name: sql for name, sql in QUERIES.items() if "PARTITION BY" in sql}

@@ -24,7 +24,7 @@ Paths (docs/execution.md has them for users, docs/architecture.md the layers aro
 * ``reference``: everything else (and the oracle of both).
 
 On top of these, ``config.gpu`` picks the GPU column path (:mod:`matchsql.gpu`)
-for the queries it takes (:func:`matchsql.gpu.plan.unsupported`): ``'on'`` forces it, ``'auto'``
+for the queries it takes (:func:`matchsql.gpu.gpu_plan.unsupported`): ``'on'`` forces it, ``'auto'``
 takes it on a real CUDA device for partitions whose estimated work reaches
 ``gpu_min_work`` (never on the simulator, which is for tests), ``'off'`` never.
 
@@ -32,7 +32,7 @@ The planner sits above the engine (:mod:`matchsql.fsm`) and the GPU path
 (:mod:`matchsql.gpu`, itself built on the engine's lowering), so neither
 imports it. The session imports the planner only when a statement runs a
 MATCH_RECOGNIZE, so a session that runs none never loads numba; the GPU
-matchers (:mod:`matchsql.gpu.matcher`, :mod:`matchsql.gpu.live`), which load
+matchers (:mod:`matchsql.gpu.gpu_matcher`, :mod:`matchsql.gpu.gpu_live`), which load
 numba.cuda, an optional dependency, are imported where a query takes the GPU path.
 """
 
@@ -48,15 +48,14 @@ from matchsql.errors import ExecutionError
 from matchsql.fsm.compiled import batch as whole
 from matchsql.fsm.compiled.batch import WholePartitions
 from matchsql.fsm.compiled.chunks import unsplittable
+from matchsql.fsm.compiled.compiled_matcher import CompiledMatcher, CompiledPlan
 from matchsql.fsm.compiled.dfa import for_matcher
 from matchsql.fsm.compiled.lowering import Unsupported
-from matchsql.fsm.compiled.matcher import CompiledMatcher, CompiledPlan
 from matchsql.fsm.compiled.prefilter import relaxed_dfa, second_row
 from matchsql.fsm.matcher import Matcher
 from matchsql.fsm.program import compile_pattern
 from matchsql.fsm.reference import CompiledQuery, ReferenceMatcher
-from matchsql.gpu import device
-from matchsql.gpu import plan as gpu_plan
+from matchsql.gpu import device, gpu_plan
 from matchsql.plan.spec import MatchSpec
 
 PATHS = ("auto", "reference", "row_local", "registers")
@@ -175,8 +174,8 @@ def new_partition_matcher(
     (:func:`matchsql.fsm.compiled.chunks.gather_rows`)."""
     config = config or Config()
     if gpu_path(spec, config, live) is not None:
-        from matchsql.gpu.live import LiveGpuMatcher
-        from matchsql.gpu.matcher import GpuMatcher
+        from matchsql.gpu.gpu_live import LiveGpuMatcher
+        from matchsql.gpu.gpu_matcher import GpuMatcher
 
         if live:
             return LiveGpuMatcher(_compiled(spec), key, config, cancel)

@@ -151,7 +151,7 @@ class Connection:
         if_not_exists: bool = False,
     ) -> None:
         """``CREATE CONTINUOUS QUERY name WITH (...) AS insert_sql`` (see
-        matchsql.session.continuous)."""
+        matchsql.session.continuous_queries)."""
         options = {
             k: v
             for k, v in (

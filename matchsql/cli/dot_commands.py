@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from matchsql.cli.modes import MODES
+from matchsql.cli.output_modes import MODES
 from matchsql.cli.shell_host import ShellHost
 from matchsql.config import Config
 from matchsql.errors import Error

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TextIO
 
-from matchsql.cli.modes import render
+from matchsql.cli.output_modes import render
 
 if TYPE_CHECKING:
     import pyarrow as pa

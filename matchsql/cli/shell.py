@@ -25,7 +25,7 @@ import duckdb
 
 from matchsql.api.connection import Connection
 from matchsql.cli.dot_commands import run_dot_command
-from matchsql.cli.modes import render
+from matchsql.cli.output_modes import render
 from matchsql.cli.progress import DEFAULT_DELAY, Progress
 from matchsql.errors import Error
 from matchsql.grammar.sqltext import Statement, is_blank, is_complete, open_construct, split_script

@@ -40,7 +40,7 @@ rewrites a row's label on every path through it, and the last path through it
 is the preferred match's.
 The kernel is generic (program, truth columns and bytecode are arrays), so it
 is compiled once per process and shared by every query shape; the per-shape
-parts are the arrays, cached with the query's plan (:mod:`matchsql.gpu.plan`).
+parts are the arrays, cached with the query's plan (:mod:`matchsql.gpu.gpu_plan`).
 """
 
 from __future__ import annotations

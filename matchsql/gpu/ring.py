@@ -12,7 +12,7 @@ scan); reading the ring synchronises that stream. In numba's simulator numpy
 stands in for the device and the copies are plain assignments.
 
 Each batch is one launch over the ring (CDP's "delay until the terminator",
-:mod:`matchsql.gpu.live`): the kernels index rows contiguously, so where the
+:mod:`matchsql.gpu.gpu_live`): the kernels index rows contiguously, so where the
 held rows wrap around the buffer's end, :meth:`DeviceRing.column` joins the two
 pieces on the device (a device-to-device copy of the held rows, never a host
 transfer); otherwise it is a view.
@@ -34,10 +34,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from matchsql.fsm.compiled.matcher import register_columns
+from matchsql.fsm.compiled.compiled_matcher import register_columns
 from matchsql.gpu.columns import CODES, Columns, device_columns
 from matchsql.gpu.device import array_module
-from matchsql.gpu.plan import GpuPlan
+from matchsql.gpu.gpu_plan import GpuPlan
 from matchsql.gpu.timing import H2D, timed
 from matchsql.state_format import state_class
 
@@ -159,7 +159,7 @@ class DeviceRing:
 
     def register_arrays(self) -> tuple[Any, Any]:
         """``(values, valid)`` of the register columns over the held rows, as
-        :func:`~matchsql.fsm.compiled.matcher.register_columns` lays them out."""
+        :func:`~matchsql.fsm.compiled.compiled_matcher.register_columns` lays them out."""
         xp = array_module()
         if not self.registers:
             return xp.zeros((1, 1), np.float64), xp.ones((1, 1), np.uint8)

@@ -1,5 +1,5 @@
 """The nodes of the named continuous queries' statements, and the rules of their options
-(their execution: :mod:`matchsql.session.continuous`).
+(their execution: :mod:`matchsql.session.continuous_queries`).
 
     CREATE CONTINUOUS QUERY [IF NOT EXISTS] name
         [WITH (checkpoint_interval = <seconds>, checkpoint_rows = <tuples>)]

@@ -11,7 +11,7 @@ their values follow.
     SHOW STREAM READERS [name]      one row per reader: cursor, lag, archive writer
 
 These are not DuckDB statements: the session classifies them by their
-first words (matchsql.session.statements) and the matchsql dialect's parser
+first words (matchsql.session.statement_kinds) and the matchsql dialect's parser
 reads them (:mod:`matchsql.grammar.ddl_parser`; errors point at the offending
 token) into the nodes below. The rules live here, not in the parser, because
 the Python API and the stream storage check the same values. Column types

@@ -1,5 +1,5 @@
 """Runs a session's statements: each text split once, each statement classified once
-(:mod:`matchsql.session.statements`) and dispatched by its kind from one table,
+(:mod:`matchsql.session.statement_kinds`) and dispatched by its kind from one table,
 :data:`HANDLERS`.
 
 Plain SQL goes to DuckDB verbatim. What needs more is loaded on the first
@@ -36,7 +36,7 @@ from matchsql.session.cleanups import run_all
 from matchsql.session.failure import StatementFailure
 from matchsql.session.host import Params
 from matchsql.session.scope import EMPTY, lookup
-from matchsql.session.statements import (
+from matchsql.session.statement_kinds import (
     READS_TABLES,
     ContinuousDdl,
     Deallocate,
@@ -66,10 +66,10 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from matchsql.compiled_query import CompiledQueries
-    from matchsql.session.continuous import ContinuousQueries
+    from matchsql.session.continuous_queries import ContinuousQueries
     from matchsql.session.matching import MatchRunner
     from matchsql.session.prepared import PreparedMatches
-    from matchsql.session.streams import StreamStatements
+    from matchsql.session.stream_statements import StreamStatements
     from matchsql.workers.session import WorkerSession
 
 
@@ -167,20 +167,20 @@ class Executor:
 
     @property
     def streams(self) -> StreamStatements:
-        """Live-stream statements and inputs (see matchsql.session.streams)."""
+        """Live-stream statements and inputs (see matchsql.session.stream_statements)."""
         if self._streams is None:
             # The stream registry and the continuous router: loaded on first use (start-up).
-            from matchsql.session.streams import StreamStatements
+            from matchsql.session.stream_statements import StreamStatements
 
             self._streams = StreamStatements(self)
         return self._streams
 
     @property
     def continuous(self) -> ContinuousQueries:
-        """Named continuous queries (see matchsql.session.continuous)."""
+        """Named continuous queries (see matchsql.session.continuous_queries)."""
         if self._continuous is None:
             # The checkpointing machinery and the matchers: loaded on first use (start-up).
-            from matchsql.session.continuous import ContinuousQueries
+            from matchsql.session.continuous_queries import ContinuousQueries
 
             self._continuous = ContinuousQueries(self)
         return self._continuous
@@ -215,7 +215,7 @@ class Executor:
             self._workers.close()
 
     # -- named continuous queries of the Python API --------------------------------------------
-    # The same as their statements (see matchsql.session.continuous); the API asks the
+    # The same as their statements (see matchsql.session.continuous_queries); the API asks the
     # executor, not the part of it that runs them.
 
     def resume_interrupted_continuous(self) -> list[str]:

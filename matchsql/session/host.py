@@ -17,13 +17,13 @@ from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import Error
 from matchsql.session.failure import StatementFailure
-from matchsql.session.statements import Statement
+from matchsql.session.statement_kinds import Statement
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from matchsql.compiled_query import CompiledQueries
-    from matchsql.session.streams import StreamStatements
+    from matchsql.session.stream_statements import StreamStatements
     from matchsql.workers.session import WorkerSession
 
 #: The values of a statement's parameters (``?``, ``$1``, ``$name``).

@@ -74,18 +74,18 @@ from matchsql.session.query_shape import (
     prefix_limit,
 )
 from matchsql.session.scope import lookup
-from matchsql.session.statement_text import bind_values
-from matchsql.session.statements import (
+from matchsql.session.statement_kinds import (
     READS_TABLES,
     DefineView,
     ExplainMatch,
     MatchQuery,
     query,
 )
+from matchsql.session.statement_text import bind_values
 from matchsql.session.temporary import temporary
 from matchsql.session.views import create_stub, expand, view_query
-from matchsql.workers.plan import ScatterPlan
 from matchsql.workers.scatter import scatter_plan
+from matchsql.workers.scatter_plan import ScatterPlan
 
 _view_numbers = itertools.count()
 #: A statement that reads at most this many rows of a MATCH_RECOGNIZE (``SELECT * ...

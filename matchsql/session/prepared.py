@@ -16,8 +16,8 @@ from typing import Any
 
 from matchsql.errors import ParseError
 from matchsql.session.host import StatementHost
+from matchsql.session.statement_kinds import MatchQuery, Prepare, query
 from matchsql.session.statement_text import bind_texts, split_arguments
-from matchsql.session.statements import MatchQuery, Prepare, query
 from matchsql.session.views import expand
 
 

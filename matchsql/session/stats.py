@@ -1,7 +1,7 @@
 """``SHOW STATS``: the input metrics of the connection's last continuous query.
 
 A continuous query's :class:`~matchsql.api.connection.Result` carries ``stats``,
-a dict that :func:`matchsql.adaptive.continuous.continuous_batches` fills with
+a dict that :func:`matchsql.adaptive.continuous_input.continuous_batches` fills with
 :meth:`matchsql.adaptive.metrics.InputMetrics.row` when the query ends (or is
 closed). The executor keeps the last such dict (``Executor.last_stats``);
 ``SHOW STATS`` (and the shell's ``.stats``) turns it into a two-column table,

@@ -1,7 +1,7 @@
 """``CREATE [OR REPLACE] [TEMP] VIEW [IF NOT EXISTS] name [(columns)] AS query``: the one
 place that recognises the statement and takes it apart.
 
-The session classifies a statement once (matchsql.session.statements); a
+The session classifies a statement once (matchsql.session.statement_kinds); a
 CREATE VIEW comes out of it with its parts, read here over the same DuckDB
 tokens, so that nothing looks at its words a second time. matchsql stores
 the view where its query has a MATCH_RECOGNIZE (matchsql.session.views);

@@ -46,7 +46,7 @@ from matchsql.plan.row_functions import MatchNumber, Navigation
 from matchsql.plan.spec import RowsPerMatch, SkipMode
 from matchsql.planner import explain
 from matchsql.session.host import MatchStatements
-from matchsql.session.statements import query
+from matchsql.session.statement_kinds import query
 from matchsql.window_matching import (
     FIRST_ROW,
     LAST_ROW,

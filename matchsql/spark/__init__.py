@@ -43,7 +43,7 @@ Semantic choices, where Spark differs from a DuckDB table:
   with a :class:`SinglePartitionWarning` and a log line.
 * End of a streaming partition: an ``end_marker`` column (rows where it is
   true end their key) and/or an ``idle_timeout``; see
-  :mod:`matchsql.spark.stream`. Rows of a key must arrive in ORDER BY order
+  :mod:`matchsql.spark.spark_stream`. Rows of a key must arrive in ORDER BY order
   across micro-batches (any order within one); a late row fails the query.
 
 The Python workers must run an interpreter that has matchsql installed
@@ -63,11 +63,11 @@ from __future__ import annotations
 import os
 import sys
 
-from matchsql.spark.batch import SinglePartitionWarning, match_recognize
 from matchsql.spark.executors import ExecutorSetupError
-from matchsql.spark.plan import AS_READ, MatchPlan, build_plan
 from matchsql.spark.sink import LiveStreamWriter, write_stream
-from matchsql.spark.stream import match_recognize_stream
+from matchsql.spark.spark_batch import SinglePartitionWarning, match_recognize
+from matchsql.spark.spark_plan import AS_READ, MatchPlan, build_plan
+from matchsql.spark.spark_stream import match_recognize_stream
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 

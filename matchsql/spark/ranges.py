@@ -43,10 +43,10 @@ from matchsql.config import Config
 from matchsql.errors import ExecutionError
 from matchsql.fsm.compiled import chunks as C
 from matchsql.fsm.compiled import kernel as K
-from matchsql.fsm.compiled.matcher import CompiledMatcher
+from matchsql.fsm.compiled.compiled_matcher import CompiledMatcher
 from matchsql.plan.row_functions import MatchNumber
 from matchsql.planner import choose_path, gpu_path, new_partition_matcher
-from matchsql.spark.plan import MatchPlan
+from matchsql.spark.spark_plan import MatchPlan
 from matchsql.spark.worker import input_rows, results, sort_rows
 
 # Helper columns of the ranged path (dropped again by the driver).

@@ -27,7 +27,7 @@ from matchsql import state_format
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
 from matchsql.snapshot import restore_like, snapshot_matcher
-from matchsql.spark.plan import MatchPlan
+from matchsql.spark.spark_plan import MatchPlan
 from matchsql.spark.worker import (
     as_table,
     duckdb_connection,

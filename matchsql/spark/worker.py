@@ -24,7 +24,7 @@ from matchsql.config import Config
 from matchsql.expr.batch_select import derive_input, project_result
 from matchsql.planner import new_partition_matcher, whole_partitions
 from matchsql.router.partitions import PartitionRun
-from matchsql.spark.plan import MatchPlan
+from matchsql.spark.spark_plan import MatchPlan
 
 _DUCKDB: list[duckdb.DuckDBPyConnection] = []
 

@@ -31,8 +31,8 @@ from matchsql.router.partitions import partition_key, segments
 from matchsql.router.presorted import grouped
 from matchsql.workers.channel import RingWriter
 from matchsql.workers.frames import pack, unpack
-from matchsql.workers.matching import Query, answer
-from matchsql.workers.plan import BUCKET, ROWS_VIEW, ScatterPlan
+from matchsql.workers.scatter_plan import BUCKET, ROWS_VIEW, ScatterPlan
+from matchsql.workers.worker_matching import Query, answer
 
 #: Rows matched per "out" answer (the router merges as they come).
 CHUNK_ROWS = 65_536

@@ -6,7 +6,7 @@ a bucket before a snapshot request has been matched when the snapshot is
 taken (the State Transfer protocol's "flush" needs nothing more):
 
 * ``query``: the MatchSpec and Config of the next query (:func:`.wire.query_bytes`); ``gather``
-  and ``stream`` start the other kinds of query (:mod:`.gather`, :mod:`.streamed`);
+  and ``stream`` start the other kinds of query (:mod:`.gather`, :mod:`.stream_runs`);
 * ``data``: pieces of partitions, one Arrow batch, in input order per partition;
   a partition's last piece finishes its run;
 * ``share`` / ``take``: the query's grouped input lies in shared memory
@@ -38,10 +38,10 @@ from matchsql.errors import Error, internal_error
 from matchsql.workers import segments
 from matchsql.workers.channel import RingReader, RingWriter
 from matchsql.workers.gather import Gather
-from matchsql.workers.matching import Query
 from matchsql.workers.shared_rows import Attached, SharedLayout
-from matchsql.workers.streamed import Streamed
+from matchsql.workers.stream_runs import Streamed
 from matchsql.workers.wire import dumps, error_bytes, query_of
+from matchsql.workers.worker_matching import Query
 
 #: The first notice of a query names its kind: sorted pieces, rows to sort, a live stream.
 KINDS = {"query": Query, "gather": Gather, "stream": Streamed}

@@ -45,10 +45,10 @@ from matchsql.plan.spec import MatchSpec, select_list
 from matchsql.router.presorted import OrderKey
 from matchsql.workers.balance import Policy, least_loaded
 from matchsql.workers.frames import pack, unpack
-from matchsql.workers.plan import BUCKET, KEYS_VIEW, POSITION, ROWS_VIEW, WAVES, ScatterPlan
 from matchsql.workers.pool import WorkerPool
-from matchsql.workers.router import BUCKETS, MigrationRecord, WorkerRouter
+from matchsql.workers.scatter_plan import BUCKET, KEYS_VIEW, POSITION, ROWS_VIEW, WAVES, ScatterPlan
 from matchsql.workers.wire import query_bytes
+from matchsql.workers.worker_router import BUCKETS, MigrationRecord, WorkerRouter
 
 
 def _quoted(name: str) -> str:

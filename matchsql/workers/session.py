@@ -14,9 +14,9 @@ from matchsql.router.partitions import RunFactory
 from matchsql.router.presorted import GroupedRows
 from matchsql.workers.balance import Policy, Rebalancer
 from matchsql.workers.pool import WorkerPool
-from matchsql.workers.router import WorkerRouter
 from matchsql.workers.scatter import ScatterPlan, ScatterRouter
-from matchsql.workers.stream import StreamRouter
+from matchsql.workers.stream_router import StreamRouter
+from matchsql.workers.worker_router import WorkerRouter
 
 
 class WorkerSession:
@@ -34,7 +34,7 @@ class WorkerSession:
         # The policy of the next queries' routers; tests put a fault injector here.
         self.policy_factory = Rebalancer
         # "sorted" (the input read in order in this process, as for workers = 1: its own
-        # order or DuckDB's sort; pieces of partitions go out: :mod:`.router`) or "scatter"
+        # order or DuckDB's sort; pieces of partitions go out: :mod:`.worker_router`) or "scatter"
         # (the router scans unsorted, each worker groups or sorts its rows: :mod:`.scatter`).
         # On two cores "sorted" spends the less CPU (bench/results/workers.txt); "scatter"
         # has the smaller serial part, so it goes further with more.

@@ -44,7 +44,7 @@ from matchsql.plan.spec import MatchSpec, Measure, ResultMeasure, RowsPerMatch, 
 from matchsql.router.partitions import NAN
 from matchsql.router.presorted import OrderKey
 from matchsql.state_format import SnapshotError, state_class
-from matchsql.workers.plan import ScatterPlan
+from matchsql.workers.scatter_plan import ScatterPlan
 
 
 class MessageError(ExecutionError):

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from matchsql.adaptive.statistics import Sliding, StateStatistics
-from matchsql.fsm.compiled import matcher as compiled_matcher
+from matchsql.fsm.compiled import compiled_matcher
 from matchsql.fsm.program import Op, compile_pattern
 from matchsql.fsm.states import label_states, states_from_pattern
 from matchsql.planner import new_partition_matcher

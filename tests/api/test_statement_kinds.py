@@ -14,7 +14,7 @@ from matchsql.grammar.continuous_ddl import ContinuousQueryAction, ShowContinuou
 from matchsql.grammar.sqltext import split_statements
 from matchsql.grammar.stream_ddl import CreateStream, DropStream, ShowStreamReaders, ShowStreams
 from matchsql.session.executor import HANDLERS
-from matchsql.session.statements import (
+from matchsql.session.statement_kinds import (
     ContinuousDdl,
     Deallocate,
     DefineView,

@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 import matchsql
-from matchsql.cli.modes import MODES, render
+from matchsql.cli.output_modes import MODES, render
 from matchsql.cli.shell import Shell
 from tests.cli.conftest import cli_env
 

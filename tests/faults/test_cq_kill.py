@@ -42,7 +42,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import matchsql
-from matchsql.storage.streams import create_stream
+from matchsql.storage.stream_lifecycle import create_stream
 from tests.streams.test_continuous_queries import COLUMNS, PATTERN, SCHEMA, expected
 
 KINDS = ["cq-random", "cq-checkpoint", "cq-archive", "producer-spill", "producer-random"]

@@ -50,7 +50,7 @@ import duckdb
 import pytest
 
 import matchsql
-from matchsql.storage.streams import create_stream
+from matchsql.storage.stream_lifecycle import create_stream
 from matchsql.workers import segments
 from tests.faults.test_cq_kill import PRODUCE
 from tests.streams.test_continuous_queries import COLUMNS, PATTERN, SCHEMA, expected

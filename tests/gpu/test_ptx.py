@@ -24,9 +24,9 @@ from numba import cuda, typeof
 from numba import types as nb_types
 
 from matchsql.config import Config
-from matchsql.fsm.compiled.matcher import CompiledPlan
+from matchsql.fsm.compiled.compiled_matcher import CompiledPlan
+from matchsql.gpu import gpu_matcher as M
 from matchsql.gpu import kernels as G
-from matchsql.gpu import matcher as M
 from matchsql.queries import Q1
 from tests.property.strategies import spec_of
 

@@ -16,7 +16,7 @@ import matchsql
 from matchsql.cancel import Cancellation
 from matchsql.errors import LimitExceededError
 from matchsql.fsm.compiled import batch, chunks
-from matchsql.fsm.compiled import matcher as compiled
+from matchsql.fsm.compiled import compiled_matcher as compiled
 from matchsql.grammar import subqueries
 from matchsql.plan.bound import ValueSet
 from matchsql.workers.pool import WorkerPool

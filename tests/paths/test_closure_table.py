@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, assume, given, settings
 import matchsql
 from matchsql.config import Config
 from matchsql.fsm.compiled import kernel as K
+from matchsql.fsm.compiled.compiled_matcher import CompiledMatcher, CompiledPlan
 from matchsql.fsm.compiled.lowering import Unsupported, program_array
-from matchsql.fsm.compiled.matcher import CompiledMatcher, CompiledPlan
 from matchsql.fsm.reference import CompiledQuery
 from matchsql.planner import new_partition_matcher
 from tests.paths.test_random_paths import compiled_cases

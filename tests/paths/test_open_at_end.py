@@ -18,8 +18,8 @@ import pyarrow as pa
 import pytest
 
 from matchsql.config import Config
+from matchsql.fsm.compiled.compiled_matcher import CompiledMatcher
 from matchsql.fsm.compiled.dfa import MEMO_EVERY
-from matchsql.fsm.compiled.matcher import CompiledMatcher
 from matchsql.planner import new_partition_matcher
 from tests.property.strategies import spec_of
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled import prefilter
-from matchsql.fsm.compiled.matcher import label_input, register_columns
+from matchsql.fsm.compiled.compiled_matcher import label_input, register_columns
 from tests.paths.test_register_conjuncts import _plan_of
 
 CONDITIONS = [

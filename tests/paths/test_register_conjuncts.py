@@ -15,7 +15,7 @@ import matchsql
 from matchsql.config import Config
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled import lowering, prefilter
-from matchsql.fsm.compiled.matcher import register_columns
+from matchsql.fsm.compiled.compiled_matcher import register_columns
 from matchsql.planner import _plan, explain
 from tests.paths.test_batched import spec_of
 

@@ -24,8 +24,8 @@ from matchsql.config import Config
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
 from matchsql.planner import physical
-from matchsql.spark.plan import build_plan
-from matchsql.storage.streams import create_stream
+from matchsql.spark.spark_plan import build_plan
+from matchsql.storage.stream_lifecycle import create_stream
 
 COLUMNS = [("k", "BIGINT"), ("i", "BIGINT"), ("v", "DOUBLE")]
 SCHEMA = pa.schema([("k", pa.int64()), ("i", pa.int64()), ("v", pa.float64())])

@@ -21,8 +21,8 @@ import matchsql
 from matchsql.errors import ExecutionError, SemanticError
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
-from matchsql.spark.plan import AS_READ, MATCHES_VIEW, ROW_ID, build_plan
 from matchsql.spark.sink import deterministic_order
+from matchsql.spark.spark_plan import AS_READ, MATCHES_VIEW, ROW_ID, build_plan
 from matchsql.spark.worker import run_group
 from tests.conformance.test_conformance import ALL_CASES
 
@@ -285,7 +285,7 @@ def test_deterministic_order_depends_only_on_the_rows() -> None:
 def test_end_marker_rows_end_the_key_and_are_not_matched() -> None:
     import pandas as pd
 
-    from matchsql.spark.stream import _duration_ms, _rows_and_end
+    from matchsql.spark.spark_stream import _duration_ms, _rows_and_end
 
     frames = [
         pd.DataFrame({"id": [1, 2], "eos": [False, None]}),

@@ -13,8 +13,8 @@ import pytest
 
 from matchsql.config import Config
 from matchsql.spark import SinglePartitionWarning, match_recognize
-from matchsql.spark.plan import build_plan
 from matchsql.spark.ranges import range_keys, spark_hash_partition, split_reason
+from matchsql.spark.spark_plan import build_plan
 from tests.spark.helpers import canonical, embedded, frame, rows, trades
 
 pytestmark = pytest.mark.xdist_group("spark")

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from matchsql.config import Config
-from matchsql.spark.plan import build_plan
+from matchsql.spark.spark_plan import build_plan
 from matchsql.spark.worker import groupable, partition_ends, run_task
 
 from .helpers import canonical, embedded

@@ -12,7 +12,7 @@ import matchsql
 from matchsql.config import WHOLE_RANGES, Config
 from matchsql.errors import Error, ParseError, SemanticError, StreamError
 from matchsql.storage import shm_ring
-from matchsql.storage.streams import create_stream
+from matchsql.storage.stream_lifecycle import create_stream
 from tests.streams import test_continuous_queries as continuous
 from tests.streams.test_continuous_queries import COLUMNS, PATTERN, SCHEMA, SINK
 

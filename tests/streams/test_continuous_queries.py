@@ -12,7 +12,7 @@ import pytest
 import matchsql
 from matchsql.errors import CatalogError, ParseError, SemanticError
 from matchsql.storage import Producer
-from matchsql.storage.streams import create_stream
+from matchsql.storage.stream_lifecycle import create_stream
 from tests.streams.conftest import WAIT_S
 
 COLUMNS = [("k", "BIGINT"), ("i", "BIGINT"), ("v", "DOUBLE")]

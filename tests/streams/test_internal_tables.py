@@ -11,7 +11,7 @@ import pyarrow as pa
 import matchsql
 from matchsql.cli.completion import read_catalog, read_words
 from matchsql.cli.shell import Shell
-from matchsql.storage.streams import create_stream
+from matchsql.storage.stream_lifecycle import create_stream
 
 SCHEMA = pa.schema([("k", pa.int64()), ("i", pa.int64()), ("v", pa.float64())])
 

@@ -10,7 +10,7 @@ import pytest
 
 import matchsql
 from matchsql.errors import CatalogError
-from matchsql.storage.streams import create_stream
+from matchsql.storage.stream_lifecycle import create_stream
 
 WORDS = ["a", "é", "日本", "🙂"]
 SCHEMA = pa.schema([("k", pa.string()), ("i", pa.int64()), ("v", pa.float64())])

@@ -21,7 +21,7 @@ import matchsql
 from matchsql.errors import CatalogError, ParseError, StreamError
 from matchsql.storage import Producer
 from matchsql.storage.catalog import runtime_dir
-from matchsql.storage.streams import create_stream
+from matchsql.storage.stream_lifecycle import create_stream
 from tests.streams.conftest import WAIT_S
 
 COLUMNS = [("k", "BIGINT"), ("v", "DOUBLE")]

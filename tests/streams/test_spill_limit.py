@@ -25,7 +25,7 @@ from matchsql.storage import Producer
 from matchsql.storage.catalog import Catalog, default_max_spill
 from matchsql.storage.shm_ring import W_HEAD_SEQ, W_SPILLED
 from matchsql.storage.spill import SpillSpace, spill_path
-from matchsql.storage.streams import create_stream
+from matchsql.storage.stream_lifecycle import create_stream
 from tests.streams.conftest import WAIT_S, bounded, stream_word
 
 TICKS = "CREATE STREAM ticks (i BIGINT, r BIGINT)"

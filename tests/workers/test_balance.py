@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import matchsql
 from matchsql.workers.balance import Load, Rebalancer, in_ranges, least_loaded, spread
-from matchsql.workers.router import bucket_of
+from matchsql.workers.worker_router import bucket_of
 
 
 def _load(routed, queued, owner, recent, migrating=()) -> Load:

@@ -18,7 +18,7 @@ import pytest
 
 import matchsql
 from matchsql.storage import Producer
-from matchsql.workers.stream import StreamRouter
+from matchsql.workers.stream_router import StreamRouter
 from tests.streams.conftest import WAIT_S, runtime_dir  # noqa: F401 - fixture
 from tests.streams.test_continuous_queries import (  # noqa: F401 - db is a fixture
     PATTERN,

@@ -28,11 +28,11 @@ from matchsql.plan.spec import MatchSpec
 from matchsql.router.partitions import NAN
 from matchsql.state_format import SnapshotError
 from matchsql.workers import frames, process, wire
-from matchsql.workers.matching import Query
 from matchsql.workers.pool import WorkerPool
-from matchsql.workers.router import query_payload
 from matchsql.workers.shared_rows import SharedLayout
-from matchsql.workers.streamed import Streamed
+from matchsql.workers.stream_runs import Streamed
+from matchsql.workers.worker_matching import Query
+from matchsql.workers.worker_router import query_payload
 from tests.fsm.specs import make_spec
 
 PACKAGE = Path(matchsql.workers.__file__).parent

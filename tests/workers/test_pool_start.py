@@ -19,7 +19,7 @@ import pytest
 
 import matchsql
 from matchsql.errors import ExecutionError
-from matchsql.session import continuous
+from matchsql.session import continuous_queries as continuous
 from matchsql.storage.catalog import Catalog
 from matchsql.storage.shm_ring import Ring
 from matchsql.workers import segments

@@ -14,8 +14,8 @@ import matchsql
 from matchsql.config import Config
 from matchsql.router.presorted import GroupedRows, OrderKey, grouped, grouped_rows
 from matchsql.workers import shared_rows
-from matchsql.workers.matching import Query, take_bytes
 from matchsql.workers.shared_rows import Attached, RowsArena
+from matchsql.workers.worker_matching import Query, take_bytes
 from tests.fsm.specs import make_spec
 
 

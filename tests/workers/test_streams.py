@@ -25,7 +25,7 @@ from matchsql.router.hashed import HashPartitionRouter
 from matchsql.storage.demo import synthetic_trades
 from matchsql.workers.balance import RandomMigrations
 from matchsql.workers.pool import WorkerPool
-from matchsql.workers.stream import StreamRouter
+from matchsql.workers.stream_router import StreamRouter
 from tests.streams.conftest import bounded, runtime_dir, spawn  # noqa: F401 - fixtures
 
 TRADES = "CREATE STREAM trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP)"

@@ -5,7 +5,7 @@
 * :mod:`.rowlocal` evaluates the row-local part of DEFINE column-wise;
 * :mod:`.kernel` is the numba-compiled thread VM over those arrays;
 * :mod:`.measures` builds ONE ROW PER MATCH output column-wise;
-* :mod:`.matcher` is the resumable per-partition matcher tying them together.
+* :mod:`.compiled_matcher` is the resumable per-partition matcher tying them together.
 
 Which path a query takes is decided in :mod:`matchsql.planner`.
 """

@@ -1,6 +1,6 @@
 """Many whole partitions of one sorted batch matched in one pass.
 
-With many short partitions the per-partition matcher (:mod:`.matcher`) spends
+With many short partitions the per-partition matcher (:mod:`.compiled_matcher`) spends
 most of its time in the Python and Arrow calls around the kernel: building a
 buffer, evaluating the DEFINE terms, computing the measures, one output batch
 each, for a partition of a few thousand rows. Every partition that starts and
@@ -32,8 +32,7 @@ from matchsql.fsm.compiled import dfa as D
 from matchsql.fsm.compiled import kernel as K
 from matchsql.fsm.compiled import prefilter as P
 from matchsql.fsm.compiled.chunks import COPY_LABELS
-from matchsql.fsm.compiled.match_arrays import Matches, Rows
-from matchsql.fsm.compiled.matcher import (
+from matchsql.fsm.compiled.compiled_matcher import (
     LABEL_BLOCK,
     NO_WITHIN,
     CompiledPlan,
@@ -42,6 +41,7 @@ from matchsql.fsm.compiled.matcher import (
     raise_status,
     register_columns,
 )
+from matchsql.fsm.compiled.match_arrays import Matches, Rows
 from matchsql.fsm.compiled.measures import expansion, output_batch
 from matchsql.fsm.compiled.partition_loop import NEED_SPACE, driver, next_partition
 from matchsql.fsm.compiled.rowlocal import EDGES, PartitionEdges

@@ -16,7 +16,7 @@ partition, which arrives in many batches, use codes made afresh for each run
 known ones). Columns compared with each other share one dictionary (a *group*:
 one per value type).
 The GPU path's live ring keeps register values across batches; it reads
-numeric columns only (:mod:`matchsql.gpu.plan`).
+numeric columns only (:mod:`matchsql.gpu.gpu_plan`).
 
 Literals of a group (``A.origin = 'JFK'`` in a condition that also reads
 another row) are compile-time constants of the bytecode, so their codes must not

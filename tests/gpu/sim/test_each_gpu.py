@@ -15,9 +15,9 @@ import pytest
 
 import matchsql
 from matchsql.config import Config
-from matchsql.gpu import matcher as M
-from matchsql.gpu.live import LiveGpuMatcher
-from matchsql.gpu.matcher import GpuMatcher
+from matchsql.gpu import gpu_matcher as M
+from matchsql.gpu.gpu_live import LiveGpuMatcher
+from matchsql.gpu.gpu_matcher import GpuMatcher
 from matchsql.planner import new_partition_matcher
 from matchsql.queries import DEJAVU
 from tests.property.strategies import SCHEMA, spec_of

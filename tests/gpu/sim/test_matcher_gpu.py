@@ -7,9 +7,9 @@ import pytest
 
 from matchsql.config import Config
 from matchsql.errors import LimitExceededError
-from matchsql.gpu import matcher as M
+from matchsql.gpu import gpu_matcher as M
 from matchsql.gpu import ring as R
-from matchsql.gpu.live import LiveGpuMatcher
+from matchsql.gpu.gpu_live import LiveGpuMatcher
 from matchsql.planner import gpu_path, new_partition_matcher
 from matchsql.snapshot import PlanIndex
 from tests.property.strategies import SCHEMA, spec_of

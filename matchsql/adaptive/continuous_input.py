@@ -63,7 +63,7 @@ def continuous_batches(
     store), push or adaptive input (a push thread reads; see
     :mod:`matchsql.adaptive.push`) and receives the query's input metrics.
     ``workers`` replaces the in-process hash router (worker processes:
-    :class:`matchsql.workers.stream.StreamRouter`, which is also its own
+    :class:`matchsql.workers.stream_router.StreamRouter`, which is also its own
     :class:`~matchsql.adaptive.push.PushRuns`). The router is closed at the end.
     The input mode is only how this router's input is read: history and live
     tuples reach the same runs, wherever they live. ``derive`` adds the query's derived

@@ -24,20 +24,20 @@ from matchsql.buffer_limit import RowWidth, check_held, max_rows
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
+from matchsql.fsm.compiled.compiled_matcher import CompiledPlan, kernel_params, raise_status
 from matchsql.fsm.compiled.kernel import K_SKIP, ST_DONE, ST_SPAN
 from matchsql.fsm.compiled.match_arrays import Rows
-from matchsql.fsm.compiled.matcher import CompiledPlan, kernel_params, raise_status
 from matchsql.fsm.compiled.measures import output_batch
 from matchsql.fsm.compiled.within import within_ends
 from matchsql.gpu import skip as S
-from matchsql.gpu.matcher import (
+from matchsql.gpu.gpu_matcher import (
     DeviceStatistics,
     decide,
     device_input,
     every_match,
     matches_of,
 )
-from matchsql.gpu.plan import gpu_plan
+from matchsql.gpu.gpu_plan import gpu_plan
 from matchsql.gpu.ring import DeviceRing
 from matchsql.gpu.selection import add_unmatched
 from matchsql.state_format import state_class

@@ -27,7 +27,6 @@ from matchsql.errors import SemanticError
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
 from matchsql.spark.executors import check_executors
-from matchsql.spark.plan import ALL_KEY, MATCHES_VIEW, ROW_ID, MatchPlan, build_plan
 from matchsql.spark.ranges import (
     COUNT,
     KEY,
@@ -48,6 +47,7 @@ from matchsql.spark.schema import (
     session_time_zone,
     spark_schema_of,
 )
+from matchsql.spark.spark_plan import ALL_KEY, MATCHES_VIEW, ROW_ID, MatchPlan, build_plan
 from matchsql.spark.worker import group_function, groupable, task_function
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def match_recognize(
     whatever plain table name its MATCH_RECOGNIZE reads). The output has the
     schema the embedded engine would give. ``input_order`` replaces the
     table order a query without ORDER BY relies on (see
-    :func:`matchsql.spark.plan.build_plan`). ``config`` holds matcher limits
+    :func:`matchsql.spark.spark_plan.build_plan`). ``config`` holds matcher limits
     (:class:`matchsql.config.Config` or its options as a dict).
     ``partitions`` is the number of tasks the keys are spread over (default:
     Spark's default parallelism); it is fixed on purpose, because adaptive

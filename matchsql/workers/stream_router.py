@@ -52,8 +52,8 @@ from matchsql.snapshot import restore_like, snapshot_matcher
 from matchsql.workers.balance import Policy, least_loaded, rows_per_bucket, spread
 from matchsql.workers.frames import Packed, unpack
 from matchsql.workers.pool import WorkerPool
-from matchsql.workers.router import MigrationRecord, WorkerRouter, bucket_of
 from matchsql.workers.wire import dumps, loads, query_bytes
+from matchsql.workers.worker_router import MigrationRecord, WorkerRouter, bucket_of
 
 #: Batches a router may keep in flight beyond the one it is routing (``route(more=True)``):
 #: one is enough for the workers to have the next batch queued while the router cuts.

@@ -35,15 +35,15 @@ from matchsql.buffer_limit import RowWidth, max_rows, row_width
 from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import ExecutionError
-from matchsql.fsm.compiled.kernel import K_SKIP, ST_DONE, ST_SPAN
-from matchsql.fsm.compiled.match_arrays import Matches, Rows
-from matchsql.fsm.compiled.matcher import (
+from matchsql.fsm.compiled.compiled_matcher import (
     CompiledMatcher,
     CompiledPlan,
     kernel_params,
     raise_status,
     register_columns,
 )
+from matchsql.fsm.compiled.kernel import K_SKIP, ST_DONE, ST_SPAN
+from matchsql.fsm.compiled.match_arrays import Matches, Rows
 from matchsql.fsm.compiled.measures import output_batch
 from matchsql.fsm.compiled.within import within_ends
 from matchsql.fsm.matcher import StateCounts
@@ -53,7 +53,7 @@ from matchsql.gpu import selection
 from matchsql.gpu import skip as S
 from matchsql.gpu.columns import device_columns, truth
 from matchsql.gpu.device import array_module, to_kernel
-from matchsql.gpu.plan import gpu_plan, work
+from matchsql.gpu.gpu_plan import gpu_plan, work
 from matchsql.gpu.timing import D2H, H2D, KERNEL, timed
 from matchsql.state_format import state_class
 

@@ -34,8 +34,8 @@ from matchsql.snapshot import restore_like, snapshot_matcher
 from matchsql.workers.balance import charge
 from matchsql.workers.channel import RingWriter
 from matchsql.workers.frames import Packed, unpack
-from matchsql.workers.matching import cast
 from matchsql.workers.wire import dumps, loads, query_of
+from matchsql.workers.worker_matching import cast
 
 
 class Streamed:

@@ -23,6 +23,7 @@ import pyarrow as pa
 from matchsql.buffer_limit import RowWidth, max_rows
 from matchsql.config import Config
 from matchsql.expr.support import GPU_REGISTERS, why_not
+from matchsql.fsm.compiled.compiled_matcher import CompiledPlan
 from matchsql.fsm.compiled.lowering import (
     RegisterCode,
     RegisterCompiler,
@@ -30,7 +31,6 @@ from matchsql.fsm.compiled.lowering import (
     conjuncts,
     is_numeric,
 )
-from matchsql.fsm.compiled.matcher import CompiledPlan
 from matchsql.gpu.columns import DeviceTerm, compile_term, is_row_local
 from matchsql.plan.binder import bind
 from matchsql.plan.bound import Pointer

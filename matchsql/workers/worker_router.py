@@ -64,10 +64,10 @@ from matchsql.workers.balance import (
     spread,
 )
 from matchsql.workers.frames import Packed, unpack
-from matchsql.workers.matching import take_bytes
 from matchsql.workers.pool import Worker, WorkerLost, WorkerPool
 from matchsql.workers.shared_rows import SharedLayout
 from matchsql.workers.wire import MessageError, error_of, loads, query_bytes
+from matchsql.workers.worker_matching import take_bytes
 
 BUCKETS = 64
 #: How long the router waits for answers before it looks at the interrupt again (it waits

@@ -34,9 +34,7 @@ import pyarrow.compute as pc
 
 from matchsql.config import Config
 from matchsql.errors import SemanticError
-from matchsql.spark.batch import _col, _table_name, _warn_single_task, _zero, apply_outer
 from matchsql.spark.executors import check_executors
-from matchsql.spark.plan import ALL_KEY, AS_READ, MatchPlan, build_plan
 from matchsql.spark.schema import (
     arrow_schema_of,
     as_spark_arrow,
@@ -44,6 +42,8 @@ from matchsql.spark.schema import (
     session_time_zone,
     spark_schema_of,
 )
+from matchsql.spark.spark_batch import _col, _table_name, _warn_single_task, _zero, apply_outer
+from matchsql.spark.spark_plan import ALL_KEY, AS_READ, MatchPlan, build_plan
 from matchsql.spark.state import KeyState, step
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 import matchsql.planner as planner  # by module: tests stand in for its functions
-from matchsql.adaptive.continuous import continuous_batches
+from matchsql.adaptive.continuous_input import continuous_batches
 from matchsql.adaptive.modes import InputOptions
 from matchsql.adaptive.statistics import Sliding
 from matchsql.cancel import Cancellation
@@ -43,7 +43,7 @@ from matchsql.storage.catalog import Catalog, StreamDef
 from matchsql.storage.live_reader import LiveReader
 from matchsql.storage.live_source import LiveSource
 from matchsql.storage.shm_ring import Ring
-from matchsql.storage.streams import (
+from matchsql.storage.stream_lifecycle import (
     create_stream,
     drop_stream,
     show_stream_readers,
