@@ -219,13 +219,10 @@ def match_ranges(
     :data:`COUNT`), and for each range the number of matches kept in :data:`COUNT`, one
     row sent to every range (``keys``: the ranges' shuffle keys) for
     :func:`renumber`."""
-    collected = [b for b in batches if b.num_rows]
-    if not collected:
+    split = _counts_and_rows(batches)
+    if split is None:
         return
-    table = pa.Table.from_batches(collected)
-    is_count = pc.is_valid(table.column(COUNT))
-    counted = table.filter(is_count)
-    rows = table.filter(pc.invert(is_count))
+    counted, rows = split
     sizes: dict[int, int] = {}
     for origin, count in zip(counted.column(ORIGIN).to_pylist(), counted.column(COUNT).to_pylist()):
         sizes[int(origin)] = int(count)
@@ -349,6 +346,17 @@ def _count_rows(schema: pa.Schema, keys: list[int], index: int, count: int) -> p
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
+def _counts_and_rows(batches: Iterator[pa.RecordBatch]) -> tuple[pa.Table, pa.Table] | None:
+    """A stage's input split into its count rows (:data:`COUNT` set) and its data rows;
+    None when the task got no rows."""
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
+        return None
+    table = pa.Table.from_batches(collected)
+    is_count = pc.is_valid(table.column(COUNT))
+    return table.filter(is_count), table.filter(pc.invert(is_count))
+
+
 def renumber(
     numbers: list[str], schema: pa.Schema, batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
@@ -356,17 +364,14 @@ def renumber(
     MATCH_NUMBER() columns ``numbers`` moved on by the matches of the ranges before, and
     without the helper columns (``schema``: the query's output). Every task got every
     range's count, so no second pass over the matches is needed."""
-    collected = [b for b in batches if b.num_rows]
-    if not collected:
+    split = _counts_and_rows(batches)
+    if split is None:
         return
-    table = pa.Table.from_batches(collected)
-    is_count = pc.is_valid(table.column(COUNT))
-    counted = table.filter(is_count)
+    counted, rows = split
     ranges = counted.column(RANGE).to_numpy()
     sizes = np.zeros(int(ranges.max()) + 2 if len(ranges) else 1, np.int64)
     sizes[ranges + 1] = counted.column(COUNT).to_numpy()
     offsets = np.cumsum(sizes)  # offsets[i]: matches kept by the ranges before range i
-    rows = table.filter(pc.invert(is_count))
     if not rows.num_rows:
         return
     shift = pa.array(offsets[rows.column(RANGE).to_numpy()])

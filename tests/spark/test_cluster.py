@@ -7,9 +7,9 @@ whose Python workers find matchsql only because the application ships it
 DataFrame APIs only, to the Connect service of the same driver (SparkConnectPlugin: a
 server of its own would start a driver and two executors more, ~30 s on 2 cores). A
 driver program in its own process (:mod:`tests.spark.cluster_client`) runs the queries;
-the rows must be the embedded engine's. One cluster for the module, started in ~10 s;
-the module takes ~55 s on 2 busy cores. Every process it started is killed at the end,
-also when a test fails.
+the rows must be the embedded engine's. One cluster for the test session, started in
+~10 s and stopped once the driver program has run; the module takes ~55 s on 2 busy
+cores. Every process it started is killed at the end, also when a test fails.
 """
 
 from __future__ import annotations
@@ -31,19 +31,15 @@ from .helpers import canonical, embedded, table_rows, with_order
 pytestmark = [pytest.mark.xdist_group("spark")]
 
 
-@pytest.fixture(scope="module")
-def cluster():
+@pytest.fixture(scope="session")
+def results(tmp_path_factory) -> Path:
+    """Start the cluster, run the driver program against it, stop the cluster; the results
+    land in the returned directory (``classic/``: classic pyspark, ``connect/``: through
+    Spark Connect). Once per test session: the scheduler may run this module's tests
+    apart, and a module fixture would then start the cluster again (75 s each time)."""
     reason = _spark_available()
     if reason:
         pytest.skip(f"Spark tests need Java and pyspark >= 4: {reason}")
-    with standalone_cluster(workers=2) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def results(cluster, tmp_path_factory) -> Path:
-    """Run the driver program against the cluster; its results land in the returned
-    directory (``classic/``: classic pyspark, ``connect/``: through Spark Connect)."""
     out = tmp_path_factory.mktemp("cluster")
     for sub in ("classic", "connect"):
         (out / sub).mkdir()
@@ -52,20 +48,28 @@ def results(cluster, tmp_path_factory) -> Path:
         [str(SOURCE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
     )
     env["PYSPARK_PYTHON"] = sys.executable
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "tests.spark.cluster_client", "classic", cluster.master, str(out)],
-        cwd=SOURCE_ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its group holds its JVM and its Connect client too
-    )
-    try:
-        stdout, stderr = driver.communicate(timeout=400)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(driver.pid, signal.SIGKILL)  # whatever is left of it, also on a timeout
+    with standalone_cluster(workers=2) as cluster:
+        driver = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.spark.cluster_client",
+                "classic",
+                cluster.master,
+                str(out),
+            ],
+            cwd=SOURCE_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its group holds its JVM and its Connect client too
+        )
+        try:
+            stdout, stderr = driver.communicate(timeout=400)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(driver.pid, signal.SIGKILL)  # whatever is left of it, also on a timeout
     timings = out / "timings.txt"
     print(timings.read_text() if timings.exists() else "")  # shown with pytest -s
     assert driver.returncode == 0, f"driver failed:\n{stdout[-3000:]}\n{stderr[-6000:]}"
