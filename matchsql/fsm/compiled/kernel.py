@@ -729,6 +729,8 @@ def _run_attempts(
     has_best = False
     end_lo = 0
     end_hi = -1
+    cut_end = -2  # the end the last row's step reached first, and how many threads
+    cut_at = 0  # it had listed then (``$`` threads among them are preferred to it)
     n_arena = 0
     ticks = 0
     steps = 0
@@ -851,6 +853,8 @@ def _run_attempts(
             n_pool = 0
             demote = False
             position = start if mode == 0 else (pos + 1 if mode == 1 else pos)
+            if mode == 0:
+                cut_end = -2
             n_src = 1 if mode == 0 else n_cur
             stop = False
             full = -1
@@ -1146,6 +1150,15 @@ def _run_attempts(
                                 end_lo = end
                             if end > end_hi:
                                 end_hi = end
+                            if mode == 1:
+                                cut_end = end
+                                cut_at = n_next
+                        elif F_ANCHOR and mode == 2 and end == cut_end and i < cut_at:
+                            # A thread that waited at ``$`` ends where a row's step
+                            # already ended one, and was listed before that end was
+                            # reached: it is the preferred path to this end.
+                            end_node[end + 1] = node0
+                            cut_end = -2
                         if pref:
                             has_best = True
                             best_node = node0
