@@ -3,7 +3,7 @@
     python -m bench.after_interrupt [--repeat 3] [--pauses 0,2]
 
 An interrupt kills the worker pool (a worker may be inside a kernel); the pool's
-successor starts at once on a helper thread (matchsql/workers/session.py), so the
+successor starts at once on a helper thread (matchsql/execution/workers/session.py), so the
 next query should take about its usual time. The query (a few seconds: every start
 row of a V-shape attempt, ALL ROWS PER MATCH, SKIP TO NEXT ROW) runs over the demo
 table on 2 worker processes.

@@ -7,7 +7,7 @@ One partition of ``--rows`` rows in matches of ``--length`` rows (``PATTERN
 ROWS PER MATCH with the measures ``RUNNING sum(A.x * 2)`` and
 ``array_agg(x)``. The same compiled plan (same kernel, same matches) is run
 twice on the matcher alone, the input already materialised as Arrow batches:
-once with the column-wise measures (:mod:`matchsql.fsm.compiled.segment_aggregates`),
+once with the column-wise measures (:mod:`matchsql.engine.compiled.segment_aggregates`),
 once with the output built by the reference evaluator row by row; the outputs
 must be equal, and the ratio is between the two figures of this run.
 """
@@ -23,8 +23,8 @@ import numpy as np
 import pyarrow as pa
 
 from matchsql.config import Config
-from matchsql.fsm.compiled.compiled_matcher import CompiledMatcher, CompiledPlan
-from matchsql.fsm.reference import CompiledQuery
+from matchsql.engine.compiled.compiled_matcher import CompiledMatcher, CompiledPlan
+from matchsql.engine.reference import CompiledQuery
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse

@@ -12,7 +12,7 @@
    prefilter, helpers). Target: <= 3 s per shape.
 2. Warm speed, one process, interleaved: each register query's matcher with its kernel
    variant (compiled without the features the query does not use,
-   :func:`matchsql.fsm.compiled.kernel.attempts_kernel`) and with the full kernel, CPU
+   :func:`matchsql.engine.compiled.kernel.attempts_kernel`) and with the full kernel, CPU
    rows/s of the engine alone over sorted Arrow batches (best of ``--repeat``); the
    output rows must agree.
 """
@@ -28,10 +28,10 @@ import numpy as np
 
 import matchsql
 from bench.paths import FRESH_SETUP, QUERIES, engine_only, in_fresh_cache, spec_for
-from matchsql.buffer_limit import RowWidth
 from matchsql.config import Config
-from matchsql.fsm.compiled import kernel as K
-from matchsql.fsm.compiled.compiled_matcher import NO_WITHIN, CompiledPlan, kernel_params
+from matchsql.engine.buffer_limit import RowWidth
+from matchsql.engine.compiled import kernel as K
+from matchsql.engine.compiled.compiled_matcher import NO_WITHIN, CompiledPlan, kernel_params
 from matchsql.storage.demo import synthetic_trades
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,7 +24,7 @@ path) and ``gpu = 'on'`` and checks that the rows are equal; it reports rows/s
 of both and the speed-up. Where the GPU is numba's simulator, the timings of
 the GPU side mean nothing: the run checks correctness at small sizes, prints
 the CPU side only, and says that no GPU figure was taken. The GPU time is
-split (:mod:`matchsql.gpu.timing`): host-to-device copies (the DEFINE columns,
+split (:mod:`matchsql.engine.gpu.timing`): host-to-device copies (the DEFINE columns,
 the program and bytecode), kernels (the elementwise DEFINE terms and the walks,
 each launch synchronised) and device-to-host copies (ends, statuses, labels),
 in their own columns; the rest of the GPU time is the host's (SKIP scan,
@@ -38,8 +38,8 @@ import argparse
 import time
 
 import matchsql
-from matchsql.gpu import timing
-from matchsql.gpu.device import detect
+from matchsql.engine.gpu import timing
+from matchsql.engine.gpu.device import detect
 
 SEED = 17
 

@@ -4,7 +4,7 @@ into grouped order once by the counting sort and then sliced.
     python -m bench.grouped_input [--rows 1000000,10000000] [--partitions 500] [--repeat 5]
 
 Input in ORDER BY order (synthetic trades in time order, partitions mixed) is grouped
-in the process (matchsql/router/presorted.py). ``workers = 1, threads = 1``: CPU of the
+in the process (matchsql/execution/router/presorted.py). ``workers = 1, threads = 1``: CPU of the
 whole statement, median of ``--repeat`` runs taken in turns, with ``PLACE`` off
 ("take": each batch is a take through the permutation) and on ("place": the fixed-width
 columns are moved once by the counting sort, each batch is a slice).

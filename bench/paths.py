@@ -7,8 +7,8 @@ For each data size and partition count it builds synthetic trades
 measures, in the same run:
 
 * every query end to end through SQL (``auto`` path) with ``threads = 1``
-  and ``threads = 2`` (partitions on a thread pool, router/parallel.py, and
-  a long partition's rows in chunks on the threads, fsm/compiled/chunks.py;
+  and ``threads = 2`` (partitions on a thread pool, execution/router/parallel.py, and
+  a long partition's rows in chunks on the threads, engine/compiled/chunks.py;
   the kernels release the GIL) and the 2T/1T scaling, next to the 2T/1T
   with no partition split into chunks (``unsplit``: ``split_rows = 0``,
   what 2 threads gave before chunks): DejaVu Q1-Q4 verbatim, the
@@ -66,11 +66,11 @@ from numba import njit
 import matchsql
 from bench.queries import DEJAVU
 from matchsql.config import Config
+from matchsql.engine.planner import choose_path, new_partition_matcher, whole_partitions
+from matchsql.execution.router.partitions import SortedPartitionRouter
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
-from matchsql.planner import choose_path, new_partition_matcher, whole_partitions
-from matchsql.router.partitions import SortedPartitionRouter
 from matchsql.storage.demo import synthetic_trades
 
 V_SHAPE = """SELECT * FROM orders MATCH_RECOGNIZE(

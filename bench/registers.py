@@ -3,7 +3,7 @@
     python -m bench.registers [--rows 1000000] [--partitions 1,500] [--repeat 3] [--cold]
 
 The DejaVu queries read ``A.price`` and ``B.price`` in DEFINE, so they run on
-the registers path (the thread VM of fsm/compiled/kernel.py). Two changes
+the registers path (the thread VM of engine/compiled/kernel.py). Two changes
 are switched by module flags, and every combination is timed in the same
 run, interleaved, so that the ratios compare figures taken under the same
 load:
@@ -33,7 +33,7 @@ from collections.abc import Callable
 import matchsql
 from bench.paths import cold_compile, engine_only, spec_for
 from bench.queries import DEJAVU
-from matchsql.fsm.compiled import lowering, prefilter
+from matchsql.engine.compiled import lowering, prefilter
 from matchsql.storage.demo import synthetic_trades
 
 MODES = {

@@ -9,7 +9,7 @@ path) over the same rows: ``--data trades`` (default) the synthetic trades
 (``synthetic_trades(rows, symbols, seed=0)``) and DejaVu Q1-Q4; ``--data
 events`` the short-partition event data of :mod:`bench.events` (``--symbols``
 aircraft) and its queries. The embedded engine reads a DuckDB table; Spark reads
-the same rows from a Parquet file and runs :func:`matchsql.spark.match_recognize`
+the same rows from a Parquet file and runs :func:`matchsql.integrations.spark.match_recognize`
 (the rows hash-partitioned by key, each task matching all of its keys). The queries' implicit input
 order is written as ``ORDER BY ts`` on
 both sides, so the results must be equal; the table says whether they are
@@ -17,7 +17,7 @@ both sides, so the results must be equal; the table says whether they are
 5,000 rows (Python workers start, import matchsql, compile the query's
 kernels) are not counted; everything from reading the Parquet file to the
 last match is. Q1/Q3 have no PARTITION BY: Spark matches them as ORDER BY
-ranges in parallel (:mod:`matchsql.spark.ranges`); ``--ranges 1`` runs them as one
+ranges in parallel (:mod:`matchsql.integrations.spark.ranges`); ``--ranges 1`` runs them as one
 task, as before.
 """
 
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
 
-    from matchsql.spark import SinglePartitionWarning, match_recognize
+    from matchsql.integrations.spark import SinglePartitionWarning, match_recognize
 
     if args.data == "events":
         data = flights(args.rows, args.symbols)

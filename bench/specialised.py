@@ -2,7 +2,7 @@
 
     python -m bench.specialised [--rows 1000000] [--partitions 1,500] [--repeat 5]
 
-The register queries (DejaVu Q1-Q4) run :func:`matchsql.fsm.compiled.kernel.run_attempts`,
+The register queries (DejaVu Q1-Q4) run :func:`matchsql.engine.compiled.kernel.run_attempts`,
 which walks the conjunct table (``conj``) for every condition it evaluates. This measures
 what compiling those conditions for the query's shape would gain, before anything is built
 for it: a kernel variant with ``F_SHAPE`` on calls one function made for the shape, composed
@@ -39,7 +39,7 @@ from numba.core.untyped_passes import InlineInlinables
 
 import matchsql
 from bench.queries import DEJAVU
-from matchsql.fsm.compiled import kernel as K
+from matchsql.engine.compiled import kernel as K
 from matchsql.storage.demo import synthetic_trades
 
 _INLINE = {"nogil": True, "inline": "always"}

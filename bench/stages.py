@@ -2,7 +2,7 @@
 
     python -m bench.stages [--rows 1000000] [--partitions 500] [--queries Q2,Q4] [--repeat 5]
 
-For each query (DejaVu Q1-Q4, matchsql/queries.py) at ``threads = 1`` and
+For each query (DejaVu Q1-Q4, matchsql/testing/dejavu_queries.py) at ``threads = 1`` and
 ``threads = 2`` it prints the wall and process CPU time per query and, per
 stage, the CPU time of the threads that ran it (``time.thread_time``: a
 thread waiting for the GIL or for a core is not counted, so the figures hold
@@ -11,13 +11,13 @@ on a loaded machine better than wall times do):
 * input: DuckDB's export of the unsorted input (with the order check of its
   first batch), the order check and grouping of all rows, the fixed-width
   columns moved into grouped order, the taking of each grouped batch
-  (session/ordered_input.py, router/presorted.py);
-* route: the partition edges of each batch (router/partitions.py);
+  (session/ordered_input.py, execution/router/presorted.py);
+* route: the partition edges of each batch (execution/router/partitions.py);
 * whole: the matching of a batch's complete partitions
-  (fsm/compiled/batch.py), and in it the DEFINE labels, the prefilter, the
+  (engine/compiled/batch.py), and in it the DEFINE labels, the prefilter, the
   output (measures) and the kernel calls;
 * runs: partitions longer than a batch, matched batch by batch
-  (fsm/compiled/compiled_matcher.py), kernel included.
+  (engine/compiled/compiled_matcher.py), kernel included.
 
 Stages nest (the export's line holds the order check of the first batch,
 which the order check's line counts too; ``whole: all`` holds the four other
@@ -36,15 +36,15 @@ import time
 from collections.abc import Callable, Iterator
 
 import matchsql
-from matchsql.fsm.compiled import batch as B
-from matchsql.fsm.compiled import compiled_matcher as M
-from matchsql.fsm.compiled import kernel as K
-from matchsql.queries import DEJAVU
-from matchsql.router import parallel as RPar
-from matchsql.router import partitions as RP
-from matchsql.router import presorted as PS
+from matchsql.engine.compiled import batch as B
+from matchsql.engine.compiled import compiled_matcher as M
+from matchsql.engine.compiled import kernel as K
+from matchsql.execution.router import parallel as RPar
+from matchsql.execution.router import partitions as RP
+from matchsql.execution.router import presorted as PS
 from matchsql.session import ordered_input as OI
 from matchsql.storage.demo import synthetic_trades
+from matchsql.testing.dejavu_queries import DEJAVU
 
 SPENT: collections.Counter = collections.Counter()
 

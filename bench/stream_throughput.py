@@ -25,7 +25,7 @@ import time
 import matchsql
 from bench.queries import Q1
 from bench.stream_common import scratch_stream, spawn_producer
-from matchsql.router.hashed import HashPartitionRouter
+from matchsql.execution.router.hashed import HashPartitionRouter
 from matchsql.storage.catalog import Catalog
 from matchsql.storage.live_reader import LiveReader
 

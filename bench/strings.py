@@ -11,7 +11,7 @@ aircraft's legs cluster) and a ``delay``. Each query runs end to end through SQL
 auto, ...: load on a shared machine weighs on both alike), with
 ``SET execution_path = 'auto'`` (which picks the registers path: the string
 column reaches the kernel as per-call dictionary codes,
-matchsql/fsm/compiled/ordinals.py) and ``'reference'``. Printed per query: the
+matchsql/engine/compiled/ordinals.py) and ``'reference'``. Printed per query: the
 path EXPLAIN names, rows/s of each and their ratio, and the rate of the same
 query over an integer column holding the same airports (``origin_id``): what
 the codes cost against a column that needs none.

@@ -5,7 +5,7 @@
 For DejaVu Q1-Q4 verbatim and their ONE ROW PER MATCH forms on one partition
 of synthetic trades, the matcher alone (input already sorted Arrow, one thread)
 runs each query's plan twice per round, interleaved in one process: with the
-program table as lowered (closure table, :func:`matchsql.fsm.compiled.lowering.closure_table`)
+program table as lowered (closure table, :func:`matchsql.engine.compiled.lowering.closure_table`)
 and with its first six columns only (the kernel then walks SPLIT/JUMP/BEGIN/END as
 before the table). Figures are process CPU times (best of ``--repeat``), and the
 ratio walked / table; the output rows must agree.
@@ -23,7 +23,7 @@ import matchsql
 from bench.paths import spec_for
 from bench.queries import DEJAVU
 from matchsql.config import Config
-from matchsql.fsm.compiled.compiled_matcher import CompiledMatcher, CompiledPlan
+from matchsql.engine.compiled.compiled_matcher import CompiledMatcher, CompiledPlan
 from matchsql.storage.demo import synthetic_trades
 
 

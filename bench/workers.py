@@ -16,7 +16,7 @@ Seven tables, all ratios between figures of this run:
    process (DuckDB's scan, Arrow take, sending, merging: the serial part) and
    each worker's matching CPU (its sort included). Table 1b puts the "sorted" mode
    (the default: input in order is grouped in the router and shared with the
-   workers through one segment, matchsql/workers/shared_rows.py) beside
+   workers through one segment, matchsql/execution/workers/shared_rows.py) beside
    ``workers = 1``: walls, CPU of each process, the CPU ratio and the
    bound that two cores put on the speed-up, and whether the input skipped DuckDB's
    sort (read in its own order, matchsql/session/ordered_input.py) in each run.
@@ -37,7 +37,7 @@ Seven tables, all ratios between figures of this run:
    bucket's open state is matcher runs (in scatter mode it is buffered rows).
 4. **Continuous queries**: live-ordered batches (time order, all partitions
    mixed) through the hash router of ``workers = 1`` and the workers'
-   :class:`~matchsql.workers.stream_router.StreamRouter` with 2 workers (the
+   :class:`~matchsql.execution.workers.stream_router.StreamRouter` with 2 workers (the
    stream's reader, the same for both, is left out). The batches are a
    backlog (each next one at hand: ``route(batch, more=True)``), so the
    workers' router keeps one batch in flight while it cuts the next.
@@ -79,24 +79,24 @@ import pyarrow.compute as pc
 
 import matchsql
 from bench.paths import QUERIES
-from matchsql.adaptive.metrics import InputMetrics
-from matchsql.adaptive.modes import InputOptions
-from matchsql.adaptive.push import LocalRuns, PushInput
-from matchsql.cancel import Cancellation
 from matchsql.config import Config
+from matchsql.engine.planner import new_partition_matcher
+from matchsql.execution.adaptive.metrics import InputMetrics
+from matchsql.execution.adaptive.modes import InputOptions
+from matchsql.execution.adaptive.push import LocalRuns, PushInput
+from matchsql.execution.router.hashed import HashPartitionRouter
+from matchsql.execution.workers import worker_router as router_module
+from matchsql.execution.workers.balance import Load
+from matchsql.execution.workers.pool import WorkerPool
+from matchsql.execution.workers.stream_router import StreamRouter
+from matchsql.execution.workers.worker_router import BUCKETS, bucket_of
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
-from matchsql.planner import new_partition_matcher
-from matchsql.router.hashed import HashPartitionRouter
+from matchsql.runtime.cancel import Cancellation
 from matchsql.session import matching as matching_module
 from matchsql.session.ordered_input import InputQueries
 from matchsql.storage.demo import synthetic_trades
-from matchsql.workers import worker_router as router_module
-from matchsql.workers.balance import Load
-from matchsql.workers.pool import WorkerPool
-from matchsql.workers.stream_router import StreamRouter
-from matchsql.workers.worker_router import BUCKETS, bucket_of
 
 #: The bench.paths queries with PARTITION BY (Q1 and Q3 match one partition: nothing to spread).
 PARTITIONED = {name: sql for name, sql in QUERIES.items() if "PARTITION BY" in sql}

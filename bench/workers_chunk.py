@@ -24,11 +24,11 @@ import statistics
 import time
 
 import matchsql
-import matchsql.workers.worker_router as router_module
+import matchsql.execution.workers.worker_router as router_module
 from bench.paths import QUERIES
+from matchsql.execution.workers.frames import Packed
+from matchsql.execution.workers.worker_router import CHUNK_ROWS
 from matchsql.storage.demo import synthetic_trades
-from matchsql.workers.frames import Packed
-from matchsql.workers.worker_router import CHUNK_ROWS
 
 
 def main(argv: list[str] | None = None) -> None:

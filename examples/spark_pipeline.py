@@ -6,7 +6,7 @@
 
 A Structured Streaming query (Parquet files as they land, or the ``rate``
 source shaped into trades) writes each micro-batch into the live stream
-``trades`` with :func:`matchsql.spark.write_stream`. While it runs, open the
+``trades`` with :func:`matchsql.integrations.spark.write_stream`. While it runs, open the
 REPL in another terminal (same user, same machine) and type the continuous
 query the script prints; matches appear as Spark's micro-batches arrive::
 
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     con = matchsql.connect(args.database or ":memory:", demo=False)
     create_stream(con, args.stream)  # before Spark starts: it takes seconds
 
-    from matchsql.spark import write_stream
+    from matchsql.integrations.spark import write_stream
 
     spark = spark_session()
     work = Path(tempfile.mkdtemp(prefix="matchsql-pipeline-"))

@@ -27,7 +27,7 @@ class Config:
     # so only patterns whose DEFINEs tell many histories apart get near it.
     max_threads: int = 10_000
     # Bytes of input rows a partition may hold for its open match attempts
-    # (matchsql/buffer_limit.py): an attempt that would hold more fails, which also
+    # (matchsql/engine/buffer_limit.py): an attempt that would hold more fails, which also
     # stops a pattern that never decides. The default is a share of the machine's
     # memory (default_max_buffered_bytes).
     max_buffered_bytes: int = field(default_factory=_buffered_bytes_default)
@@ -37,14 +37,14 @@ class Config:
     # and PERMUTE are unrolled); checked before anything is built.
     max_pattern_size: int = 100_000
     batch_size: int = 65_536  # rows per Arrow batch from DuckDB to the matchers
-    # Worker threads that run a one-time query's partitions (router/parallel.py);
+    # Worker threads that run a one-time query's partitions (execution/router/parallel.py);
     # 1 runs them one after the other on the calling thread.
     threads: int = field(default_factory=lambda: min(os.cpu_count() or 1, 1_024))
     # A partition's rows still to match are cut into chunks of at least this many
     # rows, matched speculatively on ``threads`` threads and fixed up to the
-    # sequential result (fsm/compiled/chunks.py); 0 never splits a partition.
+    # sequential result (engine/compiled/chunks.py); 0 never splits a partition.
     split_rows: int = 16_384
-    # Worker processes that run a one-time query's partitions (matchsql/workers/);
+    # Worker processes that run a one-time query's partitions (matchsql/execution/workers/);
     # 1 keeps them in this process. ``SET workers = auto`` takes one per core.
     workers: int = 1
     execution_path: str = "auto"  # auto | reference | row_local | registers (planner.py)
@@ -55,15 +55,16 @@ class Config:
     # and routes before running the matchers.
     input_mode: str = "pull"
     # Go4Risk constant U (future matches pushed ahead); 0 is the thesis default, 'auto'
-    # lets the switch choose U online under adaptive_memory_budget (adaptive/auto_u.py).
+    # lets the switch choose U online under adaptive_memory_budget (execution/adaptive/auto_u.py).
     adaptive_u: int | str = 0
     # Tuples the InputHolders may hold on average under adaptive_u = 'auto'; 0: no budget.
     adaptive_memory_budget: int = 0
-    # Which InputHolder(s) the Go4Risk switch watches with PARTITION BY (adaptive/switch.py):
+    # Which InputHolder(s) the Go4Risk switch watches with PARTITION BY
+    # (execution/adaptive/switch.py):
     # the thesis' partition that received most tuples, the total over all holders, or
     # each holder on its own statistics.
     adaptive_rule: str = "most_tuples"
-    # The GPU column path (matchsql/gpu/): 'auto' takes it on a CUDA device for
+    # The GPU column path (matchsql/engine/gpu/): 'auto' takes it on a CUDA device for
     # partitions whose estimated work (rows x window) reaches gpu_min_work, 'on'
     # forces it (an error names why it cannot apply), 'off' never takes it.
     gpu: str = "auto"

@@ -99,7 +99,7 @@ class StreamWriteError(StreamError):
         super().__init__(message)
 
 
-#: The error classes a worker process may name in its answer (matchsql/workers/wire.py),
+#: The error classes a worker process may name in its answer (matchsql/execution/workers/wire.py),
 #: by name: their constructor takes the message and the position only. A worker's
 #: error of another class travels as its nearest class here.
 WORKER_ERRORS: dict[str, type[Error]] = {

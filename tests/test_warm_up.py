@@ -24,15 +24,15 @@ pytestmark = pytest.mark.xdist_group("warm_up")
 #: Kernels that only other kernels call: their machine code is compiled into their
 #: callers', so loading a caller from the cache gives them no entry of their own.
 INSIDE_ONLY = {
-    "matchsql.fsm.compiled.kernel._condition",
-    "matchsql.fsm.compiled.kernel.compare",
-    "matchsql.fsm.compiled.kernel.load_row",
-    "matchsql.fsm.compiled.kernel.memo_horizon",
-    "matchsql.fsm.compiled.kernel.put_record",
-    "matchsql.fsm.compiled.kernel.shape_condition",
-    "matchsql.fsm.compiled.within._past",
-    "matchsql.fsm.compiled.partition_loop.close_call",
-    "matchsql.router.grouping._row_in_order",
+    "matchsql.engine.compiled.kernel._condition",
+    "matchsql.engine.compiled.kernel.compare",
+    "matchsql.engine.compiled.kernel.load_row",
+    "matchsql.engine.compiled.kernel.memo_horizon",
+    "matchsql.engine.compiled.kernel.put_record",
+    "matchsql.engine.compiled.kernel.shape_condition",
+    "matchsql.engine.compiled.within._past",
+    "matchsql.engine.compiled.partition_loop.close_call",
+    "matchsql.execution.router.grouping._row_in_order",
 }
 #: Kernels the warm-up does not reach, each with why (none at present).
 NOT_REACHED: set[str] = set()
@@ -42,7 +42,7 @@ import importlib, json, pkgutil, sys
 import matchsql
 from numba.core.dispatcher import Dispatcher
 from matchsql.cli.warm_up import warm_up
-from matchsql.fsm.compiled import kernel, partition_loop
+from matchsql.engine.compiled import kernel, partition_loop
 
 failed = warm_up(quiet=True)
 names = [m.name for m in pkgutil.walk_packages(matchsql.__path__, "matchsql.")
@@ -85,7 +85,7 @@ def test_every_kernel_variant_and_its_partition_loop_is_reached(probe: dict) -> 
     """The variants are (stack interpreter, ALL MATCHES, dead-end memo): all eight, each
     through its compiled partition loop, and the full kernel, alone and through its
     partition loop."""
-    from matchsql.fsm.compiled.kernel import FEATURES
+    from matchsql.engine.compiled.kernel import FEATURES
 
     stack, ends, memo = (FEATURES.index(f) for f in ("F_STACK", "F_ENDS", "F_MEMO"))
     reached = {}

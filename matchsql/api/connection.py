@@ -9,14 +9,14 @@ from typing import Any
 import duckdb
 from duckdb import DuckDBPyConnection
 
-from matchsql.allocator import keep_freed_memory
 from matchsql.config import Config, is_internal
+from matchsql.execution.workers.segments import sweep_dead_owners
 from matchsql.results.result import Result
+from matchsql.runtime.allocator import keep_freed_memory
 from matchsql.session.executor import Executor
 from matchsql.session.scope import caller_scope
 from matchsql.storage.demo_needed import needs_demo
 from matchsql.storage.permissions import owner_only_database, owner_only_file
-from matchsql.workers.segments import sweep_dead_owners
 
 __all__ = ["Connection", "Result", "connect"]
 

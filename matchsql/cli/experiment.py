@@ -42,7 +42,6 @@ import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from matchsql.adaptive.modes import RULES
 from matchsql.api.connection import connect
 from matchsql.cli import experiment_saturation as saturation_search
 from matchsql.cli.experiment_data import experiment_data, parse_skew
@@ -58,7 +57,8 @@ from matchsql.cli.experiment_recommend import (
 from matchsql.cli.experiment_runs import AUTO, COLUMNS, Bench, Run
 from matchsql.cli.experiment_saturation import Saturation, SearchFailed, grid_around
 from matchsql.cli.produce import parse_rate
-from matchsql.progress_bar import note, progress_bar
+from matchsql.execution.adaptive.modes import RULES
+from matchsql.runtime.progress_bar import note, progress_bar
 from matchsql.storage.permissions import make_private_dirs, owner_only_file
 
 __all__ = [

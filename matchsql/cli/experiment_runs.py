@@ -3,7 +3,7 @@
 A run replays synthetic trades (:mod:`matchsql.cli.experiment_data`) into a
 fresh live stream from a producer **process** that paces its writes to the
 target input rate, while the connection runs one of the thesis' queries
-Q1-Q4 (:mod:`matchsql.queries`, reading the stream instead of ``trade``) to
+Q1-Q4 (:mod:`matchsql.testing.dejavu_queries`, reading the stream instead of ``trade``) to
 the end of the stream in one input mode. The run's input metrics
 (``Result.stats``) become one results row (:data:`COLUMNS`).
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from matchsql.cli.experiment_plots import series_label
-from matchsql.queries import DEJAVU, over
+from matchsql.testing.dejavu_queries import DEJAVU, over
 
 METRICS = (
     "avg_mem",

@@ -28,7 +28,7 @@ import pyarrow.csv as csv
 import pyarrow.parquet as pq
 
 from matchsql.errors import Error, StreamWriteError
-from matchsql.progress_bar import MODES, progress_bar
+from matchsql.runtime.progress_bar import MODES, progress_bar
 from matchsql.storage.demo import synthetic_trade_batches
 from matchsql.storage.producer import Producer, stream_schema
 

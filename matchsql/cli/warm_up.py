@@ -24,8 +24,8 @@ import sys
 import time
 
 from matchsql.api.connection import connect
-from matchsql.compile_cache import mark_warmed_up, warmed_up
 from matchsql.errors import Error
+from matchsql.runtime.compile_cache import mark_warmed_up, warmed_up
 
 #: The table the kernel statements read: 4,000 demo trades with an integer key, a
 #: string column with NULLs and a date, in 40 partitions of about 100 rows.
@@ -130,7 +130,7 @@ BODIES: tuple[tuple[str, str], ...] = (
     ),
 )
 
-#: The compiled grouping passes run from 131,072 rows (router/grouping.py): one
+#: The compiled grouping passes run from 131,072 rows (execution/router/grouping.py): one
 #: row-local statement per kind of partition key over a table of the demo trades
 #: (500,000 rows), on one thread and on two.
 GROUPING_SETUP = """CREATE TEMP TABLE warm_keys AS

@@ -3,5 +3,5 @@
 ``values`` is the one value library (three-valued logic, casts, intervals,
 comparisons, DuckDB's arithmetic and NULL rules); ``aggregates`` the aggregate
 functions over a match's rows; ``support`` says which backend evaluates which
-bound node. The matchers in :mod:`matchsql.fsm` are the backends' callers.
+bound node. The matchers in :mod:`matchsql.engine` are the backends' callers.
 """

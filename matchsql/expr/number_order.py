@@ -12,7 +12,7 @@ Python scalars in the value library (:data:`SCALAR_TESTS`); Arrow arrays on the
 column-wise path (:data:`ARROW`, with Kleene's NULLs), numpy or CuPy arrays on
 the GPU path and in the prefilter (:func:`array_ops`), both through
 :func:`compare_columns`. The compiled kernel spells the two tests in numba
-(fsm/compiled/kernel.py), self-contained because the GPU compiles it for the
+(engine/compiled/kernel.py), self-contained because the GPU compiles it for the
 device.
 """
 

@@ -12,19 +12,19 @@ Backends:
 * ``rowwise`` - the reference evaluator, row at a time (:mod:`matchsql.expr.rowwise`);
   evaluates every bound node and is the fallback of every other backend;
 * ``define_fast`` - the reference VM's specialised DEFINE closures
-  (:mod:`matchsql.fsm.defines`);
+  (:mod:`matchsql.engine.defines`);
 * ``registers`` - the compiled kernel's register bytecode
-  (:mod:`matchsql.fsm.compiled.lowering`);
+  (:mod:`matchsql.engine.compiled.lowering`);
 * ``row_local`` - column-wise Arrow terms over the tested row and PREV/NEXT of it
-  (:mod:`matchsql.fsm.compiled.rowlocal`);
-* ``gpu`` - the GPU column path's per-variable bitsets (:mod:`matchsql.gpu.columns`):
+  (:mod:`matchsql.engine.compiled.rowlocal`);
+* ``gpu`` - the GPU column path's per-variable bitsets (:mod:`matchsql.engine.gpu.columns`):
   row-local terms, evaluated elementwise on the device (the path checks the column types
   itself: numbers, and strings compared for equality only);
-* ``gpu_registers`` - the GPU kernel's in-thread register bytecode (:mod:`matchsql.gpu.
+* ``gpu_registers`` - the GPU kernel's in-thread register bytecode (:mod:`matchsql.engine.gpu.
   kernels`): the ``registers`` bytecode less ``MATCH_NUMBER()``, which a thread cannot
   know before the SKIP scan over all starts has numbered the matches.
 * ``aggregate_args`` - column-wise Arrow terms over the rows an aggregate visits, its
-  arguments and FILTER in MEASURES (:mod:`matchsql.fsm.compiled.aggregate_inputs`).
+  arguments and FILTER in MEASURES (:mod:`matchsql.engine.compiled.aggregate_inputs`).
 """
 
 from __future__ import annotations

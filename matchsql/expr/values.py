@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from matchsql.errors import ExecutionError, SemanticError
 from matchsql.expr.number_order import COMPARISON_NAMES, SCALAR_TESTS, number_gt, number_lt
-from matchsql.state_format import state_class
+from matchsql.saved_state.state_format import state_class
 
 
 @state_class

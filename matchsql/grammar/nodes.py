@@ -54,7 +54,7 @@ class RowPattern(exp.Expression):
 
 
 #: Meta key set on a MATCH_RECOGNIZE the parser built: its clauses are its statement text's,
-#: so the compiled queries' key (:func:`matchsql.compiled_query.compile_match`) need not
+#: so the compiled queries' key (:func:`matchsql.engine.compiled_query.compile_match`) need not
 #: write them out again; a node built otherwise (a row pattern window's) lacks it.
 FROM_TEXT = "from_text"
 

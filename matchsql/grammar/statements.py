@@ -14,10 +14,10 @@ from sqlglot.errors import ParseError as SqlglotParseError
 from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
-from matchsql.deep import MAX_CHAIN, MAX_NESTING, nested_too_deeply
 from matchsql.errors import ParseError
 from matchsql.grammar.dialect import MatchSQL, new_parser
 from matchsql.grammar.kept_texts import KEPT_TEXT_CHARS, KEPT_TEXTS, kept_per_text
+from matchsql.runtime.deep import MAX_CHAIN, MAX_NESTING, nested_too_deeply
 
 __all__ = ["known_depth", "parse", "parsed", "to_sql", "tokenize"]
 

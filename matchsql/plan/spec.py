@@ -95,7 +95,7 @@ class ResultMeasure:
 
 class PlanMemo(dict[Any, Any]):
     """What the engine and the planner derived from one spec: its lowering, its physical
-    plan per config (:func:`matchsql.planner.physical`).
+    plan per config (:func:`matchsql.engine.planner.physical`).
 
     A cache beside the spec's value, so that a query's plans are built once and dropped
     with it: ``dataclasses.replace`` gives the new spec a fresh memo (a narrowed or
@@ -104,7 +104,7 @@ class PlanMemo(dict[Any, Any]):
     (:data:`snapshot_opaque`: the paths of a plan's objects stay those of the plan).
     """
 
-    #: Read by :mod:`matchsql.snapshot`: this object's contents are no part of a plan.
+    #: Read by :mod:`matchsql.saved_state.snapshot`: this object's contents are no part of a plan.
     snapshot_opaque = True
 
     def __reduce__(self) -> tuple[type[PlanMemo], tuple[()]]:

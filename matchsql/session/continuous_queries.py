@@ -8,7 +8,7 @@ The query runs in a thread of the process that created (or resumed) it.
 Every ``checkpoint_interval`` seconds and/or ``checkpoint_rows`` tuples it
 commits, in **one DuckDB transaction**, the sink rows of the matches found
 since the last checkpoint, the matchers' state (the partition matchers in
-the snapshot format of :mod:`matchsql.state_format`: data only, so opening a
+the snapshot format of :mod:`matchsql.saved_state.state_format`: data only, so opening a
 database whose checkpoint was tampered with runs nothing, the query fails
 with the reason) and the stream position (the sequence number of the
 next tuple to process). So the sink and the state never disagree: after a
@@ -67,10 +67,10 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-import matchsql.snapshot as snapshot
-from matchsql.cancel import Cancellation
-from matchsql.compiled_query import CompiledMatch, compile_match
+import matchsql.saved_state.snapshot as snapshot
 from matchsql.config import is_internal
+from matchsql.engine.compiled_query import CompiledMatch, compile_match
+from matchsql.engine.planner import new_partition_matcher
 from matchsql.errors import (
     CatalogError,
     Error,
@@ -80,6 +80,9 @@ from matchsql.errors import (
     one_line,
     without_kind,
 )
+from matchsql.execution.live_source import LiveSource
+from matchsql.execution.router.hashed import HashPartitionRouter
+from matchsql.execution.workers.pool import WorkerLost
 from matchsql.expr.batch_select import derive_input, project_result
 from matchsql.grammar.continuous_ddl import (
     NAME_RULE,
@@ -93,15 +96,12 @@ from matchsql.grammar.continuous_ddl import (
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
 from matchsql.plan.spec import MatchSpec
-from matchsql.planner import new_partition_matcher
 from matchsql.results.result import table_result
-from matchsql.router.hashed import HashPartitionRouter
+from matchsql.runtime.cancel import Cancellation
 from matchsql.storage import faults, liveness, permissions
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.live_reader import LiveReader
-from matchsql.storage.live_source import LiveSource
 from matchsql.storage.shm_ring import W_HEAD_SEQ, W_TAIL_SEQ, Ring
-from matchsql.workers.pool import WorkerLost
 
 TABLE = "__matchsql_continuous_queries"
 _DDL = f"""CREATE TABLE IF NOT EXISTS {TABLE} (

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import (
     CatalogError,
@@ -32,6 +31,7 @@ from matchsql.errors import (
 )
 from matchsql.grammar.sqltext import check_text
 from matchsql.results.result import LazyReader, RelationSource, Result, table_result
+from matchsql.runtime.cancel import Cancellation
 from matchsql.session.cleanups import run_all
 from matchsql.session.failure import StatementFailure
 from matchsql.session.host import Params
@@ -65,12 +65,12 @@ from matchsql.session.view_catalog import STUB_MESSAGE, definitions, mentions
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from matchsql.compiled_query import CompiledQueries
+    from matchsql.engine.compiled_query import CompiledQueries
+    from matchsql.execution.workers.session import WorkerSession
     from matchsql.session.continuous_queries import ContinuousQueries
     from matchsql.session.matching import MatchRunner
     from matchsql.session.prepared import PreparedMatches
     from matchsql.session.stream_statements import StreamStatements
-    from matchsql.workers.session import WorkerSession
 
 
 #: Statements after which the MATCH_RECOGNIZE views are read from the catalog again, and
@@ -187,20 +187,20 @@ class Executor:
 
     @property
     def workers(self) -> WorkerSession:
-        """Worker processes of ``SET workers = N`` (matchsql/workers/)."""
+        """Worker processes of ``SET workers = N`` (matchsql/execution/workers/)."""
         if self._workers is None:
             # The worker pool and its router: loaded on first use (start-up).
-            from matchsql.workers.session import WorkerSession
+            from matchsql.execution.workers.session import WorkerSession
 
             self._workers = WorkerSession()
         return self._workers
 
     @property
     def compiled(self) -> CompiledQueries:
-        """The MATCH_RECOGNIZEs this connection compiled (see matchsql.compiled_query)."""
+        """The MATCH_RECOGNIZEs this connection compiled (see matchsql.engine.compiled_query)."""
         if self._compiled is None:
             # The analysis and the planner (numba): loaded with the first MATCH_RECOGNIZE.
-            from matchsql.compiled_query import CompiledQueries
+            from matchsql.engine.compiled_query import CompiledQueries
 
             self._compiled = CompiledQueries()
         return self._compiled

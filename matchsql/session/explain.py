@@ -21,7 +21,7 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from matchsql.compiled_query import compile_match
+from matchsql.engine.compiled_query import compile_match
 from matchsql.errors import ParseError
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
@@ -64,7 +64,7 @@ class MatchExplain:
 
     def explain(self, statement: str, offset: int) -> Result:
         """One row per line: for each MATCH_RECOGNIZE (innermost first) its chosen
-        execution path, why, and its automaton program (see matchsql/planner.py.explain)."""
+        execution path, why, and its automaton program (see matchsql/engine/planner.py.explain)."""
         lines = [line for _, section in self.sections(statement, offset) for line in section]
         return table_result(pa.table({"explain": pa.array(lines, pa.string())}))
 

@@ -13,18 +13,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
 
-from matchsql.cancel import Cancellation
 from matchsql.config import Config
 from matchsql.errors import Error
+from matchsql.runtime.cancel import Cancellation
 from matchsql.session.failure import StatementFailure
 from matchsql.session.statement_kinds import Statement
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from matchsql.compiled_query import CompiledQueries
+    from matchsql.engine.compiled_query import CompiledQueries
+    from matchsql.execution.workers.session import WorkerSession
     from matchsql.session.stream_statements import StreamStatements
-    from matchsql.workers.session import WorkerSession
 
 #: The values of a statement's parameters (``?``, ``$1``, ``$name``).
 Params = Sequence[Any] | Mapping[str, Any] | None

@@ -30,9 +30,8 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-import matchsql.planner as planner  # by module: tests stand in for its functions
-from matchsql.compiled_query import CompiledMatch, compile_match
-from matchsql.deep import run_deep
+import matchsql.engine.planner as planner  # by module: tests stand in for its functions
+from matchsql.engine.compiled_query import CompiledMatch, compile_match
 from matchsql.errors import (
     Error,
     ExecutionError,
@@ -41,6 +40,10 @@ from matchsql.errors import (
     one_line,
     out_of_memory,
 )
+from matchsql.execution.router.parallel import ParallelPartitionRouter, coalesce
+from matchsql.execution.router.partitions import SortedPartitionRouter
+from matchsql.execution.workers.scatter import scatter_plan
+from matchsql.execution.workers.scatter_plan import ScatterPlan
 from matchsql.expr.batch_select import project_result
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import known_depth, parse
@@ -49,8 +52,7 @@ from matchsql.grammar.typer import cast_back
 from matchsql.plan.spec import quoted, select_list
 from matchsql.results.duckdb_values import retyped_types
 from matchsql.results.result import BatchSource, Result, table_result
-from matchsql.router.parallel import ParallelPartitionRouter, coalesce
-from matchsql.router.partitions import SortedPartitionRouter
+from matchsql.runtime.deep import run_deep
 from matchsql.session import held, window_measures
 from matchsql.session.cleanups import run_all
 from matchsql.session.explain import MatchExplain
@@ -84,8 +86,6 @@ from matchsql.session.statement_kinds import (
 from matchsql.session.statement_text import bind_values
 from matchsql.session.temporary import temporary
 from matchsql.session.views import create_stub, expand, view_query
-from matchsql.workers.scatter import scatter_plan
-from matchsql.workers.scatter_plan import ScatterPlan
 
 _view_numbers = itertools.count()
 #: A statement that reads at most this many rows of a MATCH_RECOGNIZE (``SELECT * ...
@@ -472,7 +472,9 @@ class MatchRunner:
         )
         plan = compiled.physical(config)
         on_workers = plan.workers
-        scatter = None  # the input queries of the scatter mode (matchsql/workers/scatter.py),
+        scatter = (
+            None  # the input queries of the scatter mode (matchsql/execution/workers/scatter.py),
+        )
         # planned only for that mode: its catalog query costs every statement a millisecond
         if on_workers and self.executor.workers.mode == "scatter":
             scatter = scatter_plan(
@@ -574,7 +576,7 @@ class MatchRunner:
         With ``threads`` > 1 the partitions run on a thread pool (the compiled
         kernels release the GIL) where the planner expects it to pay off
         (``plan.threads``), their outputs in the sequential order; see
-        router/parallel.py. The many small batches of short partitions are
+        execution/router/parallel.py. The many small batches of short partitions are
         concatenated: DuckDB scans a few large batches much faster.
         """
 
@@ -715,7 +717,7 @@ def first_rows(batches: Iterator[pa.RecordBatch], n: int) -> Iterator[pa.RecordB
 
 
 def _path_name(plan: planner.PhysicalPlan) -> str:
-    """The CPU execution path of ``plan`` (see matchsql/planner.py.choose_path)."""
+    """The CPU execution path of ``plan`` (see matchsql/engine/planner.py.choose_path)."""
     return plan.path.name if plan.path is not None else f"none ({plan.path_error})"
 
 

@@ -1,5 +1,5 @@
 """The input of a MATCH_RECOGNIZE in partition and ORDER BY order, without DuckDB's sort
-where the input is in that order already (see matchsql/router/presorted.py).
+where the input is in that order already (see matchsql/execution/router/presorted.py).
 
 The input query is first run without its ORDER BY (DuckDB scans and exports
 in parallel, no sort); its rows are checked and grouped by partition here. When
@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from matchsql.fsm.reference import held_columns
+from matchsql.engine.reference import held_columns
+from matchsql.execution.router.grouping import COMPILED_FROM_ROWS
+from matchsql.execution.router.presorted import GroupedRows, OrderKey, grouped_rows, in_order
 from matchsql.plan.spec import MatchSpec
-from matchsql.router.grouping import COMPILED_FROM_ROWS
-from matchsql.router.presorted import GroupedRows, OrderKey, grouped_rows, in_order
 
 PRESORTED_BYTES = 1 << 30  # input held to check its order before falling back to the sort
 #: Rows of the first batch checked on their own (the whole input is checked later): an
@@ -65,7 +65,7 @@ class InputQueries:
 def unread_columns(spec: MatchSpec) -> frozenset[str]:
     """The input columns of ``spec`` that only order the rows: ORDER BY columns that
     ONE ROW PER MATCH neither outputs nor reads in DEFINE, MEASURES or WITHIN (the
-    rule of :func:`~matchsql.fsm.reference.held_columns`). Once the order is checked
+    rule of :func:`~matchsql.engine.reference.held_columns`). Once the order is checked
     the grouping need not take them through its permutation (5M rows of 50
     partitions: one take of 8-byte keys, a sixth of the grouping)."""
     held = held_columns(spec)

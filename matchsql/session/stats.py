@@ -1,8 +1,8 @@
 """``SHOW STATS``: the input metrics of the connection's last continuous query.
 
 A continuous query's :class:`~matchsql.api.connection.Result` carries ``stats``,
-a dict that :func:`matchsql.adaptive.continuous_input.continuous_batches` fills with
-:meth:`matchsql.adaptive.metrics.InputMetrics.row` when the query ends (or is
+a dict that :func:`matchsql.execution.adaptive.continuous_input.continuous_batches` fills with
+:meth:`matchsql.execution.adaptive.metrics.InputMetrics.row` when the query ends (or is
 closed). The executor keeps the last such dict (``Executor.last_stats``);
 ``SHOW STATS`` (and the shell's ``.stats``) turns it into a two-column table,
 one row per metric, in the thesis' column order.

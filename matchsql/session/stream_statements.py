@@ -24,24 +24,24 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-import matchsql.planner as planner  # by module: tests stand in for its functions
-from matchsql.adaptive.continuous_input import continuous_batches
-from matchsql.adaptive.modes import InputOptions
-from matchsql.adaptive.statistics import Sliding
-from matchsql.cancel import Cancellation
-from matchsql.compiled_query import compile_match
+import matchsql.engine.planner as planner  # by module: tests stand in for its functions
+from matchsql.engine.compiled_query import compile_match
 from matchsql.errors import Error, SemanticError, StreamError
+from matchsql.execution.adaptive.continuous_input import continuous_batches
+from matchsql.execution.adaptive.modes import InputOptions
+from matchsql.execution.adaptive.statistics import Sliding
+from matchsql.execution.live_source import LiveSource
 from matchsql.expr.batch_select import derive_input, project_result
 from matchsql.grammar.stream_ddl import CreateStream, DropStream, ShowStreamReaders, StreamStatement
 from matchsql.grammar.subqueries import visible_ctes
 from matchsql.plan.spec import SkipMode
 from matchsql.results.result import BatchSource, Result, table_result
+from matchsql.runtime.cancel import Cancellation
 from matchsql.session.failure import StatementFailure
 from matchsql.session.query_shape import direct_select
 from matchsql.storage.archive import normalize_filter
 from matchsql.storage.catalog import Catalog, StreamDef
 from matchsql.storage.live_reader import LiveReader
-from matchsql.storage.live_source import LiveSource
 from matchsql.storage.shm_ring import Ring
 from matchsql.storage.stream_lifecycle import (
     create_stream,

@@ -11,7 +11,7 @@ is rewritten so that DuckDB runs everything but the pattern matching:
    analysis MATCH_RECOGNIZE uses (its measures renamed, plus hidden measures for
    the first and last row of the match and the AFTER MATCH SKIP target);
 3. each row's match is found by the partition matchers of MATCH_RECOGNIZE
-   (matchsql/planner.py), see :mod:`matchsql.window_matching`;
+   (matchsql/engine/planner.py), see :mod:`matchsql.execution.window_matching`;
 4. the per-row measure values are registered as an Arrow table and joined back
    by row number; each ``m OVER w`` becomes a column of that join.
 
@@ -33,21 +33,11 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from matchsql.compiled_query import compile_match
 from matchsql.config import Config
+from matchsql.engine.compiled_query import compile_match
+from matchsql.engine.planner import explain
 from matchsql.errors import SemanticError
-from matchsql.grammar.checks import position
-from matchsql.grammar.nodes import MatchRecognizeTable, MeasureDef
-from matchsql.grammar.statements import parse
-from matchsql.grammar.subqueries import visible_ctes
-from matchsql.grammar.window_pattern import PatternWindow
-from matchsql.plan.pattern import Anchor, AnchorKind, Concatenation
-from matchsql.plan.row_functions import MatchNumber, Navigation
-from matchsql.plan.spec import RowsPerMatch, SkipMode
-from matchsql.planner import explain
-from matchsql.session.host import MatchStatements
-from matchsql.session.statement_kinds import query
-from matchsql.window_matching import (
+from matchsql.execution.window_matching import (
     FIRST_ROW,
     LAST_ROW,
     ROW,
@@ -56,6 +46,16 @@ from matchsql.window_matching import (
     match_window,
     scan_spec,
 )
+from matchsql.grammar.checks import position
+from matchsql.grammar.nodes import MatchRecognizeTable, MeasureDef
+from matchsql.grammar.statements import parse
+from matchsql.grammar.subqueries import visible_ctes
+from matchsql.grammar.window_pattern import PatternWindow
+from matchsql.plan.pattern import Anchor, AnchorKind, Concatenation
+from matchsql.plan.row_functions import MatchNumber, Navigation
+from matchsql.plan.spec import RowsPerMatch, SkipMode
+from matchsql.session.host import MatchStatements
+from matchsql.session.statement_kinds import query
 
 __all__ = ["WindowMeasures"]
 

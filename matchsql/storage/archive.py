@@ -41,9 +41,9 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from matchsql.deep import run_deep
 from matchsql.errors import ParseError, SemanticError, StreamError
 from matchsql.grammar.statements import check_nesting, tokenize
+from matchsql.runtime.deep import run_deep
 from matchsql.storage import faults
 from matchsql.storage.catalog import StreamDef
 from matchsql.storage.files import write_atomically

@@ -43,9 +43,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from matchsql.engine.compiled.within import outside
 from matchsql.errors import ExecutionError, LimitExceededError
 from matchsql.expr.rows import ListRows, MatchView
-from matchsql.fsm.compiled.within import outside
 from matchsql.plan.pattern import (
     Alternation,
     Anchor,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from matchsql.adaptive.auto_u import MAX_AUTO_U, MAX_SHRINK, PERIOD_S, AutoU
+from matchsql.execution.adaptive.auto_u import MAX_AUTO_U, MAX_SHRINK, PERIOD_S, AutoU
 
 
 class Metrics:

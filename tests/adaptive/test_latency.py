@@ -7,7 +7,7 @@ import time
 import pytest
 
 import matchsql
-from matchsql.adaptive.metrics import InputMetrics
+from matchsql.execution.adaptive.metrics import InputMetrics
 from matchsql.storage import Producer
 from matchsql.storage.catalog import Catalog
 from matchsql.storage.demo import synthetic_trades

@@ -11,11 +11,11 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from matchsql.adaptive.statistics import Sliding, StateStatistics
-from matchsql.fsm.compiled import compiled_matcher
-from matchsql.fsm.program import Op, compile_pattern
-from matchsql.fsm.states import label_states, states_from_pattern
-from matchsql.planner import new_partition_matcher
+from matchsql.engine.compiled import compiled_matcher
+from matchsql.engine.planner import new_partition_matcher
+from matchsql.engine.program import Op, compile_pattern
+from matchsql.engine.states import label_states, states_from_pattern
+from matchsql.execution.adaptive.statistics import Sliding, StateStatistics
 from tests.property.strategies import patterns, spec_of
 
 from .test_statistics import THESIS_STATES

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from matchsql.adaptive.metrics import InputMetrics
+from matchsql.execution.adaptive.metrics import InputMetrics
 
 
 def test_row_has_the_thesis_columns() -> None:

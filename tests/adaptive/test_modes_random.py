@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import matchsql
-from matchsql.adaptive.metrics import InputMetrics
-from matchsql.adaptive.modes import RULES
-from matchsql.adaptive.push import PushInput
 from matchsql.config import Config
-from matchsql.fsm.states import label_states
-from matchsql.planner import new_partition_matcher
+from matchsql.engine.planner import new_partition_matcher
+from matchsql.engine.states import label_states
+from matchsql.execution.adaptive.metrics import InputMetrics
+from matchsql.execution.adaptive.modes import RULES
+from matchsql.execution.adaptive.push import PushInput
 from tests.property.strategies import SCHEMA, partitions, queries, spec_of
 
 SETTINGS = settings(

@@ -7,11 +7,11 @@ import time
 import pyarrow as pa
 import pytest
 
-from matchsql.adaptive.metrics import InputMetrics
-from matchsql.adaptive.modes import RULES
-from matchsql.adaptive.push import MIN_UNIT_ROWS, UNIT_ROWS, PushInput
-from matchsql.fsm.states import label_states
-from matchsql.planner import new_partition_matcher
+from matchsql.engine.planner import new_partition_matcher
+from matchsql.engine.states import label_states
+from matchsql.execution.adaptive.metrics import InputMetrics
+from matchsql.execution.adaptive.modes import RULES
+from matchsql.execution.adaptive.push import MIN_UNIT_ROWS, UNIT_ROWS, PushInput
 from tests.property.strategies import spec_of
 
 SCHEMA = pa.schema([("id", pa.int64()), ("sym", pa.string()), ("kind", pa.string())])

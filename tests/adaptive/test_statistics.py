@@ -6,8 +6,8 @@ from fractions import Fraction as F
 
 import pytest
 
-from matchsql.adaptive.statistics import Sliding, StateStatistics
-from matchsql.fsm.states import StateKind, StateSpec, states_from_pattern
+from matchsql.engine.states import StateKind, StateSpec, states_from_pattern
+from matchsql.execution.adaptive.statistics import Sliding, StateStatistics
 from matchsql.grammar.pattern_parser import parse_pattern
 
 from .thesis_fsm import ThesisRun, replay_next_row

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from matchsql.adaptive.switch import (
+from matchsql.execution.adaptive.switch import (
     Go4RiskSwitch,
     Mode,
     MostTuplesRule,

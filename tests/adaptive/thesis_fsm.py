@@ -8,8 +8,8 @@ step without depending on the production matcher.
 
 from __future__ import annotations
 
-from matchsql.adaptive.statistics import StateStatistics
-from matchsql.fsm.states import StateKind
+from matchsql.engine.states import StateKind
+from matchsql.execution.adaptive.statistics import StateStatistics
 
 
 class ThesisRun:

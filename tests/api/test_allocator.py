@@ -1,4 +1,4 @@
-"""Freed memory kept for the next statement (matchsql/allocator.py).
+"""Freed memory kept for the next statement (matchsql/runtime/allocator.py).
 
 Each case runs in a fresh interpreter: the settings are per process and
 cannot be taken back. The measure is the one the settings are for: the page
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc
 _PROBE = """
 import ctypes, json, resource
 import matchsql
-from matchsql import allocator
+from matchsql.runtime import allocator
 con = matchsql.connect(demo=False)
 
 def faults_of_a_round():

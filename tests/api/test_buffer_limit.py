@@ -1,4 +1,4 @@
-"""The buffer limit is in bytes (``max_buffered_bytes``, matchsql/buffer_limit.py).
+"""The buffer limit is in bytes (``max_buffered_bytes``, matchsql/engine/buffer_limit.py).
 
 Ordinary queries on the demo table whose partitions hold more than the old limit of
 50,000 rows (MSFT has 76,872 trades) run with the default settings, and agree with
@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 
 import matchsql
-from matchsql.buffer_limit import MIN_ROW_BYTES, RowWidth, max_rows, row_width
 from matchsql.config import Config, default_max_buffered_bytes
+from matchsql.engine.buffer_limit import MIN_ROW_BYTES, RowWidth, max_rows, row_width
 from matchsql.errors import Error, LimitExceededError
 
 PATHS = ["reference", "row_local", "registers"]

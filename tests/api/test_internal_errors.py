@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 import matchsql
-from matchsql import planner
+from matchsql.engine import planner
 from matchsql.errors import one_line
 
 MR = (

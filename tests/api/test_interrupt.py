@@ -21,12 +21,12 @@ import pyarrow as pa
 import pytest
 
 import matchsql
-from matchsql.cancel import Cancellation
 from matchsql.config import Config
+from matchsql.engine.compiled import batch as batch_module
+from matchsql.engine.planner import new_partition_matcher, whole_partitions
 from matchsql.errors import ExecutionError
-from matchsql.fsm.compiled import batch as batch_module
 from matchsql.plan.spec import SkipMode
-from matchsql.planner import new_partition_matcher, whole_partitions
+from matchsql.runtime.cancel import Cancellation
 from tests.fsm.specs import make_spec
 
 QUERY = """SELECT * FROM t MATCH_RECOGNIZE (
@@ -158,7 +158,7 @@ def test_a_cancelled_kernel_stops_with_the_interrupt_error(path):
 
 
 def test_an_interrupt_while_whole_partitions_are_output_ends_the_call(monkeypatch):
-    """Partitions matched together (fsm/compiled/batch.py) whose kernels all ran before the
+    """Partitions matched together (engine/compiled/batch.py) whose kernels all ran before the
     interrupt: turning their labels into output (quadratic in rows for long matches under
     SKIP TO NEXT ROW) polls it, rather than finishing the batch first."""
     rows = [{"p": i % 3, "id": i, "x": i % 10} for i in range(300)]

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import matchsql
+from matchsql.execution.router.presorted import OrderKey
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
-from matchsql.router.presorted import OrderKey
 from matchsql.session import ordered_input
 
 SETTINGS = settings(

@@ -2,7 +2,7 @@
 
 import pyarrow as pa
 
-from matchsql.router.partitions import SortedPartitionRouter, segments
+from matchsql.execution.router.partitions import SortedPartitionRouter, segments
 
 
 class RecordingRun:

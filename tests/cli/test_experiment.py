@@ -9,11 +9,11 @@ import numpy as np
 import pyarrow.compute as pc
 import pytest
 
-from matchsql.adaptive.modes import RULES
 from matchsql.cli import SUBCOMMANDS, experiment, experiment_runs, experiment_saturation
 from matchsql.cli.experiment import COLUMNS, parse_args, run_experiment
 from matchsql.cli.experiment_saturation import GRID_FACTORS
 from matchsql.cli.experiment_stats import format_rate
+from matchsql.execution.adaptive.modes import RULES
 from matchsql.storage.demo import SCHEMA
 
 ROWS = 3000

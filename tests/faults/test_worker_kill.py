@@ -50,8 +50,8 @@ import duckdb
 import pytest
 
 import matchsql
+from matchsql.execution.workers import segments
 from matchsql.storage.stream_lifecycle import create_stream
-from matchsql.workers import segments
 from tests.faults.test_cq_kill import PRODUCE
 from tests.streams.test_continuous_queries import COLUMNS, PATTERN, SCHEMA, expected
 

@@ -20,7 +20,7 @@ import sqlglot
 from sqlglot import exp
 
 from matchsql.config import Config
-from matchsql.fsm.reference import ReferenceMatcher
+from matchsql.engine.reference import ReferenceMatcher
 from matchsql.plan.pattern import (
     Alternation,
     Anchor,

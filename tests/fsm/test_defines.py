@@ -1,4 +1,4 @@
-"""Specialised DEFINEs (matchsql.fsm.defines) against the general evaluator.
+"""Specialised DEFINEs (matchsql.engine.defines) against the general evaluator.
 
 The specialised closures must give exactly what ``truth(fn(MatchView)) is
 True`` gives (errors included) for every expression they accept, and must
@@ -17,13 +17,13 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
+from matchsql.engine.defines import compile_define
+from matchsql.engine.holder import InputHolder
+from matchsql.engine.vm import HistoryKey, HistoryLabels
 from matchsql.errors import ExecutionError
 from matchsql.expr.rows import MatchView
 from matchsql.expr.rowwise import analyze_expression
 from matchsql.expr.values import number_lt, truth
-from matchsql.fsm.defines import compile_define
-from matchsql.fsm.holder import InputHolder
-from matchsql.fsm.vm import HistoryKey, HistoryLabels
 from matchsql.plan.spec import MatchSpec
 
 from .specs import expr, pattern

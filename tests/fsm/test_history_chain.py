@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from matchsql.engine.vm import Chain, HistoryKey
 from matchsql.expr.history import HistoryUse
-from matchsql.fsm.vm import Chain, HistoryKey
 
 
 def chain(*entries: object) -> Chain | None:

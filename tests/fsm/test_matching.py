@@ -377,7 +377,7 @@ def test_measure_values_are_cast_to_the_measure_type() -> None:
 
 
 def test_multiple_partitions_number_matches_independently() -> None:
-    from matchsql.fsm.reference import ReferenceMatcher
+    from matchsql.engine.reference import ReferenceMatcher
 
     rows = letters("ab")
     spec = make_spec(rows, "A B", define=LETTER_DEFINES, measures=MATCH_BOUNDS)

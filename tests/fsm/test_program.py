@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from matchsql.errors import SemanticError
-from matchsql.fsm.program import (
+from matchsql.engine.program import (
     IRChoice,
     IRLabel,
     IRSeq,
@@ -15,6 +14,7 @@ from matchsql.fsm.program import (
     lower,
     program_size,
 )
+from matchsql.errors import SemanticError
 from matchsql.plan.pattern import Label, Quantified
 
 from .specs import pattern

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from matchsql.fsm.compiled.match_arrays import Matches
-from matchsql.fsm.compiled.segment_reductions import segment_nth, segment_nth_of
+from matchsql.engine.compiled.match_arrays import Matches
+from matchsql.engine.compiled.segment_reductions import segment_nth, segment_nth_of
 
 
 def _matches(rng: np.random.Generator, n_matches: int, n_vars: int, gap: bool) -> Matches:

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from matchsql.config import Config
+from matchsql.engine.reference import ReferenceMatcher
 from matchsql.errors import LimitExceededError
-from matchsql.fsm.reference import ReferenceMatcher
 from matchsql.plan.spec import RowsPerMatch, SkipMode
 
 from .specs import LETTER_DEFINES, MATCH_BOUNDS, ROW_MEASURES, letters, make_spec, run

@@ -1,4 +1,4 @@
-"""The WITHIN rule (:mod:`matchsql.fsm.compiled.within`): one rule, every path.
+"""The WITHIN rule (:mod:`matchsql.engine.compiled.within`): one rule, every path.
 
 A row is past the bound when its ORDER BY value lies more than the bound away
 from the match's first row along the ordering, ``|here - first| > bound``, so
@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from matchsql.config import Config
-from matchsql.fsm.compiled.within import NO_BOUND, _ends, outside, within_ends
-from matchsql.planner import new_partition_matcher
+from matchsql.engine.compiled.within import NO_BOUND, _ends, outside, within_ends
+from matchsql.engine.planner import new_partition_matcher
 from matchsql.testing.oracle import Oracle
 from tests.property.strategies import SCHEMA, spec_of
 

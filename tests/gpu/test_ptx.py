@@ -2,7 +2,7 @@
 
 numba's simulator runs the kernels as Python, so it accepts code the CUDA
 target rejects (a type it cannot unify, a call it cannot lower). Here the
-real target compiles :func:`matchsql.gpu.kernels.walk` for every signature the
+real target compiles :func:`matchsql.engine.gpu.kernels.walk` for every signature the
 host code launches it with: the launches run against host arrays (the
 ``numba.cuda`` calls of the launch replaced by numpy), the kernel launch only
 records its arguments, and each distinct signature is compiled to PTX for
@@ -24,10 +24,10 @@ from numba import cuda, typeof
 from numba import types as nb_types
 
 from matchsql.config import Config
-from matchsql.fsm.compiled.compiled_matcher import CompiledPlan
-from matchsql.gpu import gpu_matcher as M
-from matchsql.gpu import kernels as G
-from matchsql.queries import Q1
+from matchsql.engine.compiled.compiled_matcher import CompiledPlan
+from matchsql.engine.gpu import gpu_matcher as M
+from matchsql.engine.gpu import kernels as G
+from matchsql.testing.dejavu_queries import Q1
 from tests.property.strategies import spec_of
 
 #: The PTX targets: sm_80 (A100) and sm_90 (H100/H200).

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from matchsql.gpu.selection import add_unmatched, every_end, exclusive_scan
+from matchsql.engine.gpu.selection import add_unmatched, every_end, exclusive_scan
 
 
 def test_exclusive_scan_places_each_entry_after_the_ones_before() -> None:

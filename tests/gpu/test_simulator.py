@@ -66,7 +66,7 @@ def test_on_without_device_says_how_to_get_one() -> None:
         "import matchsql\n"
         "con = matchsql.connect(demo=False, gpu='on')\n"
         "con.sql('CREATE TABLE t AS SELECT i AS ts, i % 5 AS price FROM range(20) r(i)')\n"
-        "from matchsql.gpu.device import detect\n"
+        "from matchsql.engine.gpu.device import detect\n"
         "if detect().present: print('device present')\n"
         "else:\n"
         "    try: con.sql(" + repr(QUERY) + ").fetchall()\n"

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 
 from matchsql.config import Config
+from matchsql.engine.planner import new_partition_matcher
 from matchsql.errors import LimitExceededError
-from matchsql.planner import new_partition_matcher
 from tests.property.strategies import SCHEMA, spec_of
 
 SQL = (

@@ -10,9 +10,15 @@ import threading
 import pytest
 
 import matchsql
-from matchsql import deep as deep_module
-from matchsql.deep import FRAMES_PER_LEVEL, SHALLOW_LEVELS, SPARE_FRAMES, NestingError, run_deep
 from matchsql.grammar import statements
+from matchsql.runtime import deep as deep_module
+from matchsql.runtime.deep import (
+    FRAMES_PER_LEVEL,
+    SHALLOW_LEVELS,
+    SPARE_FRAMES,
+    NestingError,
+    run_deep,
+)
 
 
 def depth(n: int) -> int:
@@ -64,7 +70,7 @@ def test_a_thread_is_kept_for_the_next_call_and_calls_at_once_each_get_one() -> 
 # threads, and a fork of it can crash in the child before any of matchsql's code runs.
 _FORK_CHILD = """
 import os, sys
-from matchsql.deep import run_deep
+from matchsql.runtime.deep import run_deep
 
 def depth(n):
     return 0 if n == 0 else 1 + depth(n - 1)

@@ -9,11 +9,11 @@ import time
 import pytest
 
 import matchsql
-from matchsql import planner
+from matchsql.engine import planner
+from matchsql.engine.compiled.batch import WholePartitions
+from matchsql.engine.compiled.lowering import MAX_CLOSURE_CELLS, closure_table, program_array
+from matchsql.engine.program import compile_pattern
 from matchsql.errors import LimitExceededError, ParseError, SemanticError
-from matchsql.fsm.compiled.batch import WholePartitions
-from matchsql.fsm.compiled.lowering import MAX_CLOSURE_CELLS, closure_table, program_array
-from matchsql.fsm.program import compile_pattern
 from matchsql.grammar.pattern_parser import parse_pattern
 
 

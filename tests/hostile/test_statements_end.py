@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 import matchsql
-from matchsql.cancel import Cancellation
+from matchsql.engine.compiled import batch, chunks
+from matchsql.engine.compiled import compiled_matcher as compiled
 from matchsql.errors import LimitExceededError
-from matchsql.fsm.compiled import batch, chunks
-from matchsql.fsm.compiled import compiled_matcher as compiled
+from matchsql.execution.workers.pool import WorkerPool
 from matchsql.grammar import subqueries
 from matchsql.plan.bound import ValueSet
-from matchsql.workers.pool import WorkerPool
+from matchsql.runtime.cancel import Cancellation
 
 GUARD_SECONDS = 60
 PATHS = ("reference", "row_local", "registers")

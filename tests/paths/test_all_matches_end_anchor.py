@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 
 from matchsql.config import Config
-from matchsql.fsm.reference import ReferenceMatcher
-from matchsql.planner import new_partition_matcher
+from matchsql.engine.planner import new_partition_matcher
+from matchsql.engine.reference import ReferenceMatcher
 from tests.property.strategies import SCHEMA, spec_of
 
 QUERY = """SELECT * FROM t MATCH_RECOGNIZE (

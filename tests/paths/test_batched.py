@@ -1,4 +1,4 @@
-"""Whole partitions of a batch matched together (fsm/compiled/batch.py) give the
+"""Whole partitions of a batch matched together (engine/compiled/batch.py) give the
 per-partition matchers' rows.
 
 Random patterns and DEFINEs (PREV/NEXT included, which must stop at partition
@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 
 import matchsql
 from matchsql.config import Config
+from matchsql.engine.compiled import kernel as K
+from matchsql.engine.compiled.rowlocal import PartitionEdges
+from matchsql.engine.planner import _plan, explain, new_partition_matcher, whole_partitions
 from matchsql.errors import ExecutionError
-from matchsql.fsm.compiled import kernel as K
-from matchsql.fsm.compiled.rowlocal import PartitionEdges
-from matchsql.planner import _plan, explain, new_partition_matcher, whole_partitions
-from matchsql.router.parallel import ParallelPartitionRouter
-from matchsql.router.partitions import SortedPartitionRouter
+from matchsql.execution.router.parallel import ParallelPartitionRouter
+from matchsql.execution.router.partitions import SortedPartitionRouter
 from tests.property.strategies import ROWS, patterns
 from tests.property.strategies import spec_of as spec_of_schema
 

@@ -1,6 +1,6 @@
 """One partition matched in speculative chunks equals the sequential run.
 
-Three levels: the fix-up (:func:`matchsql.fsm.compiled.chunks.match_chunks`)
+Three levels: the fix-up (:func:`matchsql.engine.compiled.chunks.match_chunks`)
 over a model of the kernel's contract with arbitrary chunk cuts; the compiled
 matchers with chunking forced by a tiny ``split_rows`` and many threads,
 against the same path unsplit (random queries from the property suite, and
@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 import matchsql
 from matchsql.config import Config
-from matchsql.fsm.compiled import chunks as C
-from matchsql.fsm.compiled import kernel as K
-from matchsql.planner import new_partition_matcher
-from matchsql.router.partitions import feed_last
+from matchsql.engine.compiled import chunks as C
+from matchsql.engine.compiled import kernel as K
+from matchsql.engine.planner import new_partition_matcher
+from matchsql.execution.router.partitions import feed_last
 from tests.conformance.case import Case
 from tests.conformance.test_conformance import ALL_CASES
 from tests.paths.test_conformance_paths import COMPILED, agrees, expected, outcome

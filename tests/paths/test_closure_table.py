@@ -1,4 +1,4 @@
-"""The thread VM's closure table (:func:`matchsql.fsm.compiled.lowering.closure_table`).
+"""The thread VM's closure table (:func:`matchsql.engine.compiled.lowering.closure_table`).
 
 The kernel reads a thread's epsilon closure from the table instead of walking
 the program, and keeps one thread where two differ in their loop flags only.
@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, assume, given, settings
 
 import matchsql
 from matchsql.config import Config
-from matchsql.fsm.compiled import kernel as K
-from matchsql.fsm.compiled.compiled_matcher import CompiledMatcher, CompiledPlan
-from matchsql.fsm.compiled.lowering import Unsupported, program_array
-from matchsql.fsm.reference import CompiledQuery
-from matchsql.planner import new_partition_matcher
+from matchsql.engine.compiled import kernel as K
+from matchsql.engine.compiled.compiled_matcher import CompiledMatcher, CompiledPlan
+from matchsql.engine.compiled.lowering import Unsupported, program_array
+from matchsql.engine.planner import new_partition_matcher
+from matchsql.engine.reference import CompiledQuery
 from tests.paths.test_random_paths import compiled_cases
 from tests.property.strategies import SCHEMA, fed_in_splits, spec_of
 

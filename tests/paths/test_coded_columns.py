@@ -1,7 +1,7 @@
 """Strings, dates, timestamps, decimals and booleans in conditions that read other rows.
 
 The registers path reads such columns through per-call codes
-(:mod:`matchsql.fsm.compiled.ordinals`): random queries over them must give the
+(:mod:`matchsql.engine.compiled.ordinals`): random queries over them must give the
 reference's rows, fed in one batch or several, in chunks on threads, and through
 SQL over many partitions (batched); the codes themselves must keep the values'
 order and equality, literals included.
@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 import matchsql
 from matchsql.config import Config
+from matchsql.engine.compiled import ordinals as O
+from matchsql.engine.planner import choose_path, new_partition_matcher
 from matchsql.errors import ExecutionError
-from matchsql.fsm.compiled import ordinals as O
-from matchsql.planner import choose_path, new_partition_matcher
 from tests.property.strategies import queries, spec_of
 
 SETTINGS = settings(

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from matchsql.compile_cache import PACKAGE_ROOT, keyed_directory, sources_key
+from matchsql.runtime.compile_cache import PACKAGE_ROOT, keyed_directory, sources_key
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,7 +39,7 @@ def test_a_change_to_any_numba_source_changes_the_key(tmp_path: Path) -> None:
     _copy_package(PACKAGE_ROOT, package)
     before = sources_key(package)
     assert before == sources_key(PACKAGE_ROOT)
-    callee = package / "fsm" / "compiled" / "within.py"  # called by the thread VM's kernel
+    callee = package / "engine" / "compiled" / "within.py"  # called by the thread VM's kernel
     callee.write_text(callee.read_text() + "\n# changed\n")
     assert sources_key(package) != before
 
@@ -81,8 +81,8 @@ print(json.dumps(paths))
 
 
 def test_every_cached_kernel_lives_in_the_keyed_directory(tmp_path: Path) -> None:
-    modules = [name for name in _numba_modules() if not name.startswith("matchsql.gpu")]
-    assert "matchsql.fsm.compiled.kernel" in modules
+    modules = [name for name in _numba_modules() if not name.startswith("matchsql.engine.gpu")]
+    assert "matchsql.engine.compiled.kernel" in modules
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, *modules],

@@ -1,7 +1,7 @@
 """Random queries on partitions long enough for dead ends: the thread VM equals the reference.
 
 The dead-end rule of the thread VM (the comment at
-:data:`matchsql.fsm.compiled.kernel.MEMO_EVERY`) compares states every MEMO_EVERY
+:data:`matchsql.engine.compiled.kernel.MEMO_EVERY`) compares states every MEMO_EVERY
 rows, so the property suite's short partitions never reach it. Here partitions have several times
 that many rows, and the patterns keep
 attempts open for long: ``C`` (undefined, always true) under a greedy or reluctant
@@ -14,7 +14,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from matchsql.fsm.compiled.kernel import MEMO_EVERY
+from matchsql.engine.compiled.kernel import MEMO_EVERY
 from tests.paths.test_random_paths import COMPILED_CONDITIONS, _check
 from tests.property.strategies import ROWS, SKIPS, values
 

@@ -1,4 +1,4 @@
-"""The row-local DFA (:mod:`matchsql.fsm.compiled.dfa`) decides exactly what the thread VM does.
+"""The row-local DFA (:mod:`matchsql.engine.compiled.dfa`) decides exactly what the thread VM does.
 
 (a) Kernel level: random patterns (the property suite's: concatenation,
 alternation, quantifiers greedy and reluctant, bounded repetition, ``^``,
@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from matchsql.config import Config
-from matchsql.fsm.compiled import dfa as D
-from matchsql.fsm.compiled import kernel as K
-from matchsql.fsm.compiled.lowering import program_array
-from matchsql.fsm.program import Op, compile_pattern
+from matchsql.engine.compiled import dfa as D
+from matchsql.engine.compiled import kernel as K
+from matchsql.engine.compiled.lowering import program_array
+from matchsql.engine.planner import new_partition_matcher
+from matchsql.engine.program import Op, compile_pattern
 from matchsql.plan.pattern import Anchor, AnchorKind, Concatenation, Label, Quantified
-from matchsql.planner import new_partition_matcher
 from tests.paths.test_random_paths import _check
 from tests.property.strategies import SKIPS, patterns, spec_of, values
 

@@ -1,4 +1,4 @@
-"""Kernel variants (:func:`matchsql.fsm.compiled.kernel.attempts_kernel`) give the full
+"""Kernel variants (:func:`matchsql.engine.compiled.kernel.attempts_kernel`) give the full
 kernel's rows.
 
 A variant is the thread VM compiled without the features a query does not use, so that
@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 
 import matchsql
-from matchsql.fsm.compiled import kernel as K
-from matchsql.queries import DEJAVU
+from matchsql.engine.compiled import kernel as K
 from matchsql.storage.demo import synthetic_trades
+from matchsql.testing.dejavu_queries import DEJAVU
 
 STACK = """SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts
   MEASURES FIRST(A.ts) AS t0, COUNT(*) AS n, SUM(B.price) AS s

@@ -1,4 +1,4 @@
-"""Numeric comparisons of DEFINE evaluated with numpy (fsm/compiled/rowlocal.py's
+"""Numeric comparisons of DEFINE evaluated with numpy (engine/compiled/rowlocal.py's
 NumericComparison) give the truth of the Arrow form, row by row.
 
 The Arrow form implements DuckDB's order of numbers (NaN above every number,
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from matchsql.fsm.compiled.rowlocal import (
+from matchsql.engine.compiled.rowlocal import (
     EDGES,
     NumericComparison,
     PartitionEdges,

@@ -3,10 +3,10 @@
 ``A B* C`` where no ``C`` row comes: the attempt from the first row reads to
 the end and fails there, and so does the attempt from every later row. The
 DFA records the failed attempt's states as dead ends and a later attempt in
-the same state at the same row stops there (:mod:`matchsql.fsm.compiled.dfa`),
+the same state at the same row stops there (:mod:`matchsql.engine.compiled.dfa`),
 so the work is linear in the rows. The thread VM (registers, ALL MATCHES, ``$``)
 does the same with lists of threads (the comment at
-:data:`matchsql.fsm.compiled.kernel.MEMO_EVERY`). Work is counted in kernel steps (rows read by
+:data:`matchsql.engine.compiled.kernel.MEMO_EVERY`). Work is counted in kernel steps (rows read by
 attempts, ``CompiledMatcher.steps``), not seconds: twice the rows must cost about
 twice the steps, where each start row reading to the end would cost four times.
 The rows are the reference matcher's.
@@ -18,9 +18,9 @@ import pyarrow as pa
 import pytest
 
 from matchsql.config import Config
-from matchsql.fsm.compiled.compiled_matcher import CompiledMatcher
-from matchsql.fsm.compiled.dfa import MEMO_EVERY
-from matchsql.planner import new_partition_matcher
+from matchsql.engine.compiled.compiled_matcher import CompiledMatcher
+from matchsql.engine.compiled.dfa import MEMO_EVERY
+from matchsql.engine.planner import new_partition_matcher
 from tests.property.strategies import spec_of
 
 SCHEMA = pa.schema([("id", pa.int32()), ("x", pa.int32()), ("y", pa.int32())])

@@ -6,7 +6,7 @@ import pytest
 
 import matchsql
 from bench.queries import DEJAVU
-from matchsql.planner import choose_path
+from matchsql.engine.planner import choose_path
 from tests.property.strategies import spec_of
 
 ROW_LOCAL = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY id MEASURES FIRST(x) AS fx

@@ -1,5 +1,5 @@
 """The registers path skips attempts that the row-local conditions rule out
-(fsm/compiled/prefilter.py): which starts it skips, and that skipping them
+(engine/compiled/prefilter.py): which starts it skips, and that skipping them
 never changes a result."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import matchsql
-from matchsql.fsm.compiled import prefilter
-from matchsql.planner import _plan
+from matchsql.engine.compiled import prefilter
+from matchsql.engine.planner import _plan
 from tests.paths.test_batched import spec_of
 
 PATTERNS = ["A B+ C* D+", "A B+", "A? B C", "(A | B) C+", "A B* C", "^A B+"]
@@ -115,7 +115,7 @@ def test_v_shape_rules_out_most_starts(kind: str) -> None:
 
 def test_explain_names_the_prefilter() -> None:
     from matchsql.config import Config
-    from matchsql.planner import explain
+    from matchsql.engine.planner import explain
 
     spec = spec_of(query("A B+", "x < PREV(x)", "TRUE", "TRUE", "ONE ROW PER MATCH"))
     assert "prefilter: starts ruled out by the row-local conditions" in explain(spec, Config())

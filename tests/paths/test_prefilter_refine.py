@@ -1,4 +1,4 @@
-"""The prefilter's second-row check, column-wise (fsm/compiled/prefilter._refine), against
+"""The prefilter's second-row check, column-wise (engine/compiled/prefilter._refine), against
 the kernel's own load and comparison (kernel.load_row, kernel.compare) applied start by
 start: same second-row symbols on random data with NULLs, NaN, several partitions and a
 buffer that does not begin at partition row 0."""
@@ -10,9 +10,9 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from matchsql.fsm.compiled import kernel as K
-from matchsql.fsm.compiled import prefilter
-from matchsql.fsm.compiled.compiled_matcher import label_input, register_columns
+from matchsql.engine.compiled import kernel as K
+from matchsql.engine.compiled import prefilter
+from matchsql.engine.compiled.compiled_matcher import label_input, register_columns
 from tests.paths.test_register_conjuncts import _plan_of
 
 CONDITIONS = [

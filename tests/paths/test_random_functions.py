@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 import matchsql
 from matchsql.config import Config
+from matchsql.engine.planner import new_partition_matcher
 from matchsql.errors import ExecutionError
 from matchsql.expr.batch_select import derive_input, project_result
 from matchsql.plan.pattern import Alternation, Concatenation, Label
-from matchsql.planner import new_partition_matcher
 from tests.property.strategies import patterns, spec_of
 
 SCHEMA = pa.schema([("id", pa.int32()), ("x", pa.int32()), ("s", pa.string()), ("d", pa.date32())])

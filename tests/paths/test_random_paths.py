@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import matchsql
 from matchsql.config import Config
+from matchsql.engine.planner import new_partition_matcher
 from matchsql.errors import ExecutionError
-from matchsql.planner import new_partition_matcher
 from tests.property.strategies import fed_in_splits, partitions, queries, spec_of
 
 SETTINGS = settings(

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 import matchsql
 from matchsql.config import Config
-from matchsql.fsm.compiled import kernel as K
-from matchsql.fsm.compiled import lowering, prefilter
-from matchsql.fsm.compiled.compiled_matcher import register_columns
-from matchsql.planner import _plan, explain
+from matchsql.engine.compiled import kernel as K
+from matchsql.engine.compiled import lowering, prefilter
+from matchsql.engine.compiled.compiled_matcher import register_columns
+from matchsql.engine.planner import _plan, explain
 from tests.paths.test_batched import spec_of
 
 

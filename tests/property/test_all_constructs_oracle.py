@@ -30,10 +30,10 @@ from hypothesis import strategies as st
 
 import matchsql
 from matchsql.config import Config
+from matchsql.engine.planner import new_partition_matcher
 from matchsql.errors import ExecutionError
 from matchsql.plan.pattern import Exclusion, PatternNode
 from matchsql.plan.spec import MatchSpec
-from matchsql.planner import new_partition_matcher
 from matchsql.testing.oracle import Oracle
 
 from .strategies import CONDITIONS, ROWS, as_result, spec_of, with_derived

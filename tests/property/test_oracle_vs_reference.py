@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import matchsql
-from matchsql.fsm.reference import ReferenceMatcher
+from matchsql.engine.reference import ReferenceMatcher
 from matchsql.testing.oracle import Oracle
 from tests.fsm.specs import expr
 

@@ -1,4 +1,4 @@
-"""The grouping's passes (router/grouping.py), compiled and numpy's, against numpy's own
+"""The grouping's passes (execution/router/grouping.py), compiled and numpy's, against numpy's own
 sorts and against each other; on several threads against one."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from matchsql.router.grouping import (
+from matchsql.execution.router.grouping import (
     SHORT,
     CountingSort,
     each_partition_in_order,
@@ -16,8 +16,8 @@ from matchsql.router.grouping import (
     partitions_in_order,
     short_string_codes,
 )
-from matchsql.router.partitions import group_order
-from matchsql.router.presorted import _distinct_span, _joined, _string_buffers
+from matchsql.execution.router.partitions import group_order
+from matchsql.execution.router.presorted import _distinct_span, _joined, _string_buffers
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)

@@ -16,10 +16,10 @@ import pyarrow as pa
 import pytest
 
 import matchsql
-from matchsql.cancel import Cancellation
 from matchsql.errors import ExecutionError, LimitExceededError
-from matchsql.router.parallel import ParallelPartitionRouter, coalesce
-from matchsql.router.partitions import SortedPartitionRouter
+from matchsql.execution.router.parallel import ParallelPartitionRouter, coalesce
+from matchsql.execution.router.partitions import SortedPartitionRouter
+from matchsql.runtime.cancel import Cancellation
 
 
 class EchoRun:
@@ -273,7 +273,7 @@ def _spec(con: matchsql.Connection, sql: str):
 
 
 def test_planner_spreads_only_partitions_worth_a_thread(table):
-    from matchsql.planner import partition_threads
+    from matchsql.engine.planner import partition_threads
 
     con = connect(table, threads=2)
     # Row-local on the DFA: too short per partition unless batched; registers: spread.

@@ -1,4 +1,5 @@
-"""Input already in ORDER BY order, grouped by partition without a sort (router/presorted.py).
+"""Input already in ORDER BY order, grouped by partition without a sort
+(execution/router/presorted.py).
 
 The property: whenever :func:`grouped` returns rows, they are a permutation of
 the input that DuckDB's ``ORDER BY <partition keys>, <order keys>`` could have
@@ -22,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from matchsql.router.presorted import (
+from matchsql.execution.router.presorted import (
     GroupedRows,
     OrderKey,
     batch_cuts,
@@ -160,8 +161,8 @@ def compiled_from(rows: int):
     """The grouping's compiled passes from ``rows`` rows on (0: always, as on large
     inputs; the tests' small tables otherwise take numpy's passes)."""
     with (
-        patch("matchsql.router.grouping.COMPILED_FROM_ROWS", rows),
-        patch("matchsql.router.presorted.COMPILED_FROM_ROWS", rows),
+        patch("matchsql.execution.router.grouping.COMPILED_FROM_ROWS", rows),
+        patch("matchsql.execution.router.presorted.COMPILED_FROM_ROWS", rows),
     ):
         yield
 
@@ -286,7 +287,7 @@ def test_null_placement_and_direction(descending, nulls_first, values, ok):
 def test_more_partitions_than_the_radix_sort_takes_are_left_to_the_sort(monkeypatch):
     table = pa.table({"p": pa.array([2, 1, 2, 1]), "k": pa.array([1, 2, 3, 4])})
     assert grouped(table, ["p"], [OrderKey("k")]).column("k").to_pylist() == [2, 4, 1, 3]
-    monkeypatch.setattr("matchsql.router.presorted.MAX_PARTITIONS", 1)
+    monkeypatch.setattr("matchsql.execution.router.presorted.MAX_PARTITIONS", 1)
     assert grouped(table, ["p"], [OrderKey("k")]) is None
 
 
@@ -413,7 +414,7 @@ def test_string_partition_codes_are_duckdbs_dense_rank(values, cut, chunked, typ
 
 
 def test_more_distinct_short_strings_than_partitions_are_counted_by_arrow(monkeypatch):
-    monkeypatch.setattr("matchsql.router.presorted.MAX_PARTITIONS", 3)
+    monkeypatch.setattr("matchsql.execution.router.presorted.MAX_PARTITIONS", 3)
     table = pa.table({"p": pa.array(["d", "c", "b", "a", "c", None])})
     codes, count = partition_codes(table, ["p"])
     assert codes.tolist() == [3, 2, 1, 0, 2, 4] and count == 5

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from matchsql.router.hashed import HashPartitionRouter
-from matchsql.router.partitions import SortedPartitionRouter
-from matchsql.router.protocol import LiveRouter
+from matchsql.execution.router.hashed import HashPartitionRouter
+from matchsql.execution.router.partitions import SortedPartitionRouter
+from matchsql.execution.router.protocol import LiveRouter
 
 
 class KeepAll:

@@ -1,4 +1,4 @@
-"""One compile step for every MATCH_RECOGNIZE (matchsql/compiled_query.py).
+"""One compile step for every MATCH_RECOGNIZE (matchsql/engine/compiled_query.py).
 
 The same bad query fails with the same error on every path (a one-time query,
 a live stream, a continuous query, a row pattern window, Spark's driver); a
@@ -18,13 +18,14 @@ import pyarrow as pa
 import pytest
 
 import matchsql
-from matchsql import compiled_query, snapshot
-from matchsql.compiled_query import CompiledQueries, compile_match
 from matchsql.config import Config
+from matchsql.engine import compiled_query
+from matchsql.engine.compiled_query import CompiledQueries, compile_match
+from matchsql.engine.planner import physical
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
-from matchsql.planner import physical
-from matchsql.spark.spark_plan import build_plan
+from matchsql.integrations.spark.spark_plan import build_plan
+from matchsql.saved_state import snapshot
 from matchsql.storage.stream_lifecycle import create_stream
 
 COLUMNS = [("k", "BIGINT"), ("i", "BIGINT"), ("v", "DOUBLE")]

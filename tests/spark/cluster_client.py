@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 
 from bench.queries import DEJAVU
-from matchsql.spark import ExecutorSetupError, match_recognize, match_recognize_stream
+from matchsql.integrations.spark import ExecutorSetupError, match_recognize, match_recognize_stream
 from tests.spark.cluster import SOURCE_ROOT, executor_conf, free_port
 from tests.spark.helpers import FileSource, frame, python_without_matchsql, run_available, trades
 

@@ -14,14 +14,14 @@ import pytest
 
 import matchsql
 from bench.queries import DEJAVU
-from matchsql.spark import SinglePartitionWarning, match_recognize
+from matchsql.integrations.spark import SinglePartitionWarning, match_recognize
 from tests.conformance.test_conformance import ALL_CASES
 
 from .helpers import canonical, embedded, frame, rows, trades, with_order
 
 pytestmark = [
     pytest.mark.xdist_group("spark"),
-    pytest.mark.filterwarnings("ignore::matchsql.spark.SinglePartitionWarning"),
+    pytest.mark.filterwarnings("ignore::matchsql.integrations.spark.SinglePartitionWarning"),
     pytest.mark.filterwarnings("ignore::FutureWarning"),
 ]
 

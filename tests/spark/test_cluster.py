@@ -110,7 +110,8 @@ def test_executors_without_matchsql_get_a_clear_error(results: Path) -> None:
     assert kind == "ExecutorSetupError", message[-3000:]
     assert "bare-venv/bin/python (Python " in message  # the executors' interpreter
     assert (
-        "lacks matchsql.spark.worker (ModuleNotFoundError: No module named 'matchsql')" in message
+        "lacks matchsql.integrations.spark.worker (ModuleNotFoundError: No module named 'matchsql')"
+        in message
     )
     assert "--py-files" in message and "--archives" in message
     assert "at org.apache" not in message and "Traceback" not in message

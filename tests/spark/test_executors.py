@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.queries import DEJAVU
-from matchsql.spark import ExecutorSetupError, executors, match_recognize
+from matchsql.integrations.spark import ExecutorSetupError, executors, match_recognize
 
 from .helpers import frame, python_without_matchsql, trades
 
@@ -40,7 +40,8 @@ def test_python_without_matchsql(spark, tmp_path: Path) -> None:
     message = str(caught.value)
     assert f"{tmp_path / 'bare-venv' / 'bin' / 'python'} (Python " in message
     assert (
-        "lacks matchsql.spark.worker (ModuleNotFoundError: No module named 'matchsql')" in message
+        "lacks matchsql.integrations.spark.worker (ModuleNotFoundError: No module named 'matchsql')"
+        in message
     )
     assert "--archives" in message and "--py-files" in message
     assert "Traceback" not in message and "at org.apache" not in message

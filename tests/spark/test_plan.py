@@ -1,7 +1,7 @@
 """The Spark path without Spark: query shapes, plans, the executor-side matcher run.
 
-Everything the executors do is plain Python over Arrow (:mod:`matchsql.spark.worker`,
-:mod:`matchsql.spark.state`), so it is checked here against every conformance
+Everything the executors do is plain Python over Arrow (:mod:`matchsql.integrations.spark.worker`,
+:mod:`matchsql.integrations.spark.state`), so it is checked here against every conformance
 case Spark can run, fast; ``test_batch``/``test_stream`` then check the Spark
 wiring on a selection.
 """
@@ -21,9 +21,9 @@ import matchsql
 from matchsql.errors import ExecutionError, SemanticError
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
-from matchsql.spark.sink import deterministic_order
-from matchsql.spark.spark_plan import AS_READ, MATCHES_VIEW, ROW_ID, build_plan
-from matchsql.spark.worker import run_group
+from matchsql.integrations.spark.sink import deterministic_order
+from matchsql.integrations.spark.spark_plan import AS_READ, MATCHES_VIEW, ROW_ID, build_plan
+from matchsql.integrations.spark.worker import run_group
 from tests.conformance.test_conformance import ALL_CASES
 
 from .helpers import canonical, trades
@@ -201,7 +201,7 @@ def test_most_conformance_cases_run_under_spark() -> None:
 )
 def test_state_steps_equal_one_run(query: str) -> None:
     """Micro-batches of random size, shuffled, with a snapshot/restore after each."""
-    from matchsql.spark.state import step
+    from matchsql.integrations.spark.state import step
 
     data = trades(1500, 2, seed=5)
     plan = build_plan(query, "trade", data.schema)
@@ -229,7 +229,7 @@ def test_state_steps_equal_one_run(query: str) -> None:
 
 
 def test_state_rejects_rows_older_than_the_last_batch() -> None:
-    from matchsql.spark.state import step
+    from matchsql.integrations.spark.state import step
 
     data = trades(200, 1, seed=1)
     plan = build_plan(
@@ -247,9 +247,9 @@ def test_state_rejects_rows_older_than_the_last_batch() -> None:
 @pytest.mark.parametrize("path", ["reference", "auto"])
 def test_snapshot_leaves_the_shared_lowering_out(path: str) -> None:
     from matchsql.config import Config
-    from matchsql.snapshot import matcher_plan, snapshot_matcher
-    from matchsql.spark.state import restore_matcher
-    from matchsql.spark.worker import new_matcher
+    from matchsql.integrations.spark.state import restore_matcher
+    from matchsql.integrations.spark.worker import new_matcher
+    from matchsql.saved_state.snapshot import matcher_plan, snapshot_matcher
 
     config = Config(execution_path=path)
     data = trades(300, 1, seed=2)
@@ -285,7 +285,7 @@ def test_deterministic_order_depends_only_on_the_rows() -> None:
 def test_end_marker_rows_end_the_key_and_are_not_matched() -> None:
     import pandas as pd
 
-    from matchsql.spark.spark_stream import _duration_ms, _rows_and_end
+    from matchsql.integrations.spark.spark_stream import _duration_ms, _rows_and_end
 
     frames = [
         pd.DataFrame({"id": [1, 2], "eos": [False, None]}),
@@ -320,7 +320,7 @@ def test_arrow_sort_is_duckdb_sort(order: str) -> None:
     import datetime as dt
     from decimal import Decimal
 
-    from matchsql.spark.worker import sort_rows
+    from matchsql.integrations.spark.worker import sort_rows
 
     rng = random.Random(hash(order) % 1000)
     n = 400

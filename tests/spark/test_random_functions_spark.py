@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import matchsql
-from matchsql.spark import match_recognize
+from matchsql.integrations.spark import match_recognize
 from tests.paths.test_random_functions import (
     SETTINGS,
     partitioned,
@@ -27,7 +27,7 @@ from .helpers import canonical, embedded, frame, rows
 
 pytestmark = [
     pytest.mark.xdist_group("spark"),
-    pytest.mark.filterwarnings("ignore::matchsql.spark.SinglePartitionWarning"),
+    pytest.mark.filterwarnings("ignore::matchsql.integrations.spark.SinglePartitionWarning"),
     pytest.mark.filterwarnings("ignore::FutureWarning"),
 ]
 

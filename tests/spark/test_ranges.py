@@ -1,4 +1,5 @@
-"""A query without PARTITION BY matched as ORDER BY ranges in parallel (matchsql.spark.ranges).
+"""A query without PARTITION BY matched as ORDER BY ranges in parallel
+(matchsql.integrations.spark.ranges).
 
 Small ranges (``ranges=``) and a small ``overlap`` put many matches across range
 boundaries; every result must be the embedded engine's rows on the same data.
@@ -12,9 +13,9 @@ import pyarrow as pa
 import pytest
 
 from matchsql.config import Config
-from matchsql.spark import SinglePartitionWarning, match_recognize
-from matchsql.spark.ranges import range_keys, spark_hash_partition, split_reason
-from matchsql.spark.spark_plan import build_plan
+from matchsql.integrations.spark import SinglePartitionWarning, match_recognize
+from matchsql.integrations.spark.ranges import range_keys, spark_hash_partition, split_reason
+from matchsql.integrations.spark.spark_plan import build_plan
 from tests.spark.helpers import canonical, embedded, frame, rows, trades
 
 pytestmark = pytest.mark.xdist_group("spark")

@@ -56,7 +56,7 @@ def read_all(name: str) -> pa.Table:
 
 
 def test_micro_batch_retries_do_not_duplicate(spark, tmp_path: Path, live_stream) -> None:
-    from matchsql.spark import write_stream
+    from matchsql.integrations.spark import write_stream
 
     _, name = live_stream
     data = trades(1500, 3, seed=21)
@@ -102,7 +102,7 @@ def test_micro_batch_retries_do_not_duplicate(spark, tmp_path: Path, live_stream
 
 
 def test_live_stream_feeds_a_continuous_match_recognize(spark, tmp_path: Path, live_stream) -> None:
-    from matchsql.spark import write_stream
+    from matchsql.integrations.spark import write_stream
 
     con, name = live_stream
     data = trades(900, 3, seed=22)

@@ -18,13 +18,13 @@ import pyarrow.compute as pc
 import pytest
 
 from bench.queries import DEJAVU
-from matchsql.spark import SinglePartitionWarning, match_recognize_stream
+from matchsql.integrations.spark import SinglePartitionWarning, match_recognize_stream
 
 from .helpers import FileSource, canonical, embedded, rows, run_available, trades, with_order
 
 pytestmark = [
     pytest.mark.xdist_group("spark"),
-    pytest.mark.filterwarnings("ignore::matchsql.spark.SinglePartitionWarning"),
+    pytest.mark.filterwarnings("ignore::matchsql.integrations.spark.SinglePartitionWarning"),
     pytest.mark.filterwarnings("ignore::FutureWarning"),
 ]
 

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 
 from matchsql.config import Config
-from matchsql.spark.spark_plan import build_plan
-from matchsql.spark.worker import groupable, partition_ends, run_task
+from matchsql.integrations.spark.spark_plan import build_plan
+from matchsql.integrations.spark.worker import groupable, partition_ends, run_task
 
 from .helpers import canonical, embedded
 

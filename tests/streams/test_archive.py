@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from matchsql.errors import StreamError
+from matchsql.execution.workers.stream_router import StreamRouter
 from matchsql.storage.demo import synthetic_trades
-from matchsql.workers.stream_router import StreamRouter
 from tests.streams.conftest import bounded, wait_reopened
 from tests.streams.test_live import PRODUCE_SYNTHETIC, QUERY, TRADES, one_shot
 

@@ -110,7 +110,7 @@ def test_a_tampered_checkpoint_runs_nothing_and_says_what_is_wrong(
         snapshot = saved[:8] + struct.pack("<H", 99) + saved[10:]
     else:  # a class name the registry does not hold where the matcher's was, resealed
         snapshot = reseal(
-            saved, b"matchsql.fsm.compiled.compiled_matcher.CompiledMatcher", b"builtins.open"
+            saved, b"matchsql.engine.compiled.compiled_matcher.CompiledMatcher", b"builtins.open"
         )
     tamper(db, snapshot)
     error = failed_on_connect(db)

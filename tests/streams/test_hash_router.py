@@ -6,7 +6,7 @@ import random
 
 import pyarrow as pa
 
-from matchsql.router.hashed import HashPartitionRouter
+from matchsql.execution.router.hashed import HashPartitionRouter
 
 
 class Recorder:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from matchsql.adaptive.modes import InputOptions
-from matchsql.queries import DEJAVU, over
+from matchsql.execution.adaptive.modes import InputOptions
 from matchsql.storage.demo import synthetic_trades
 from matchsql.storage.shm_ring import W_HEAD_SEQ
+from matchsql.testing.dejavu_queries import DEJAVU, over
 from tests.streams.conftest import bounded, stream_word, wait_reopened
 from tests.streams.test_live import PRODUCE_SYNTHETIC, QUERY, TRADES, one_shot
 

@@ -7,11 +7,11 @@ import pytest
 
 import matchsql
 from matchsql.config import Config
+from matchsql.engine.planner import new_partition_matcher
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
-from matchsql.planner import new_partition_matcher
-from matchsql.snapshot import PlanIndex
+from matchsql.saved_state.snapshot import PlanIndex
 
 SCHEMA = pa.schema([("i", pa.int64()), ("v", pa.float64())])
 QUERY = (

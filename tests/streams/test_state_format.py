@@ -14,10 +14,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from matchsql import state_format
-from matchsql.cancel import Cancellation
-from matchsql.fsm.output import MatchRecord
-from matchsql.state_format import SnapshotError
+from matchsql.engine.output import MatchRecord
+from matchsql.runtime.cancel import Cancellation
+from matchsql.saved_state import state_format
+from matchsql.saved_state.state_format import SnapshotError
 
 HEAD = struct.Struct("<8sHIQI")
 
@@ -120,7 +120,9 @@ class _Payload:
         ),
         (reseal(b'{"fresh":"subprocess.Popen","id":0}'), "not a matcher state class"),
         (
-            reseal(b'{"method":"__init__","self":{"fresh":"matchsql.cancel.Cancellation","id":0}}'),
+            reseal(
+                b'{"method":"__init__","self":{"fresh":"matchsql.runtime.cancel.Cancellation","id":0}}'
+            ),
             "not a method of a matcher state class",
         ),
         (reseal(b'{"ndarray":"O","shape":[1],"data":0,"id":0}', [b"\x00" * 8]), "dtype 'O'"),

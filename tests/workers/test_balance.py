@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import matchsql
-from matchsql.workers.balance import Load, Rebalancer, in_ranges, least_loaded, spread
-from matchsql.workers.worker_router import bucket_of
+from matchsql.execution.workers.balance import Load, Rebalancer, in_ranges, least_loaded, spread
+from matchsql.execution.workers.worker_router import bucket_of
 
 
 def _load(routed, queued, owner, recent, migrating=()) -> Load:

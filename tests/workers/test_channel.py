@@ -9,8 +9,8 @@ import threading
 import pyarrow as pa
 
 import matchsql
-from matchsql.workers.channel import MAX_NOTICES, RingReader, RingWriter
-from matchsql.workers.frames import pack, unpack
+from matchsql.execution.workers.channel import MAX_NOTICES, RingReader, RingWriter
+from matchsql.execution.workers.frames import pack, unpack
 
 
 def _pair(capacity: int) -> tuple[RingWriter, RingReader]:

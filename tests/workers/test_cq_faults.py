@@ -17,8 +17,8 @@ from collections import Counter
 import pytest
 
 import matchsql
+from matchsql.execution.workers.stream_router import StreamRouter
 from matchsql.storage import Producer
-from matchsql.workers.stream_router import StreamRouter
 from tests.streams.conftest import WAIT_S, runtime_dir  # noqa: F401 - fixture
 from tests.streams.test_continuous_queries import (  # noqa: F401 - db is a fixture
     PATTERN,

@@ -15,7 +15,7 @@ import random
 import pytest
 
 import matchsql
-from matchsql.workers.balance import RandomMigrations
+from matchsql.execution.workers.balance import RandomMigrations
 from tests.conformance.case import Case
 from tests.conformance.test_conformance import ALL_CASES
 

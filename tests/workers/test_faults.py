@@ -19,7 +19,7 @@ import pytest
 
 import matchsql
 from matchsql.errors import ExecutionError, LimitExceededError
-from matchsql.workers.balance import Load
+from matchsql.execution.workers.balance import Load
 
 QUERY = (
     "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
@@ -141,7 +141,7 @@ def test_closing_discards_a_starting_spare_pool() -> None:
     """A connection closed while its spare pool starts leaves no worker behind."""
     con = matchsql.connect(demo=False, workers=2)
     session = con._executor.workers
-    from matchsql.workers.session import _Spare
+    from matchsql.execution.workers.session import _Spare
 
     session._spare = _Spare(2)
     spare = session._spare

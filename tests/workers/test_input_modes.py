@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 import matchsql
-from matchsql.workers.balance import RandomMigrations
-from matchsql.workers.stream_router import StreamRouter
+from matchsql.execution.workers.balance import RandomMigrations
+from matchsql.execution.workers.stream_router import StreamRouter
 from tests.streams.conftest import bounded, runtime_dir, spawn  # noqa: F401 - fixtures
 from tests.workers.test_streams import PRODUCE, QUERIES, TRADES, one_shot
 

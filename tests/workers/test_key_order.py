@@ -2,7 +2,7 @@
 
 Each worker answers a batch with one joined batch of matches and an entry per
 key it was sent, in the order it was sent: the router then places every key's
-rows from its worker's position alone (matchsql/workers/stream_router.py).
+rows from its worker's position alone (matchsql/execution/workers/stream_router.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import matchsql
-from matchsql.workers.stream_router import _in_key_order
+from matchsql.execution.workers.stream_router import _in_key_order
 
 
 def _answer(rows: list[tuple[str, int]]) -> tuple[list[tuple], list[pa.RecordBatch]]:

@@ -20,22 +20,22 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import matchsql.workers
+import matchsql.execution.workers
 from matchsql.config import Config
+from matchsql.engine.states import StateKind, StateSpec
 from matchsql.errors import Error, ExecutionError, LimitExceededError, SemanticError
-from matchsql.fsm.states import StateKind, StateSpec
+from matchsql.execution.router.partitions import NAN
+from matchsql.execution.workers import frames, process, wire
+from matchsql.execution.workers.pool import WorkerPool
+from matchsql.execution.workers.shared_rows import SharedLayout
+from matchsql.execution.workers.stream_runs import Streamed
+from matchsql.execution.workers.worker_matching import Query
+from matchsql.execution.workers.worker_router import query_payload
 from matchsql.plan.spec import MatchSpec
-from matchsql.router.partitions import NAN
-from matchsql.state_format import SnapshotError
-from matchsql.workers import frames, process, wire
-from matchsql.workers.pool import WorkerPool
-from matchsql.workers.shared_rows import SharedLayout
-from matchsql.workers.stream_runs import Streamed
-from matchsql.workers.worker_matching import Query
-from matchsql.workers.worker_router import query_payload
+from matchsql.saved_state.state_format import SnapshotError
 from tests.fsm.specs import make_spec
 
-PACKAGE = Path(matchsql.workers.__file__).parent
+PACKAGE = Path(matchsql.execution.workers.__file__).parent
 #: Modules whose loading of bytes can run code.
 UNSAFE = {"pickle", "_pickle", "cPickle", "cloudpickle", "dill", "marshal", "shelve"}
 
@@ -264,7 +264,7 @@ def test_compiled_queries_travel_whole(monkeypatch) -> None:
     """Specs the compiler made (measures, subsets, WITHIN, derived columns) come back
     equal, with the same plan."""
     import matchsql
-    from matchsql import compiled_query, planner
+    from matchsql.engine import compiled_query, planner
 
     specs: list[MatchSpec] = []
     made = compiled_query.CompiledMatch.__init__

@@ -5,7 +5,7 @@ order (no DuckDB sort), else DuckDB's sort; rows exactly those of ``workers = 1`
 "sorted" mode: the router gets its rows as one process does; which input queries
 ran is seen by wrapping the functions of the rule, as tests/api/test_presorted_input.py
 does for one process. "scatter" mode: each worker groups its own rows the same way
-(router/presorted.py) or sorts them where they are out of order.
+(execution/router/presorted.py) or sorts them where they are out of order.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 
 import matchsql
 import matchsql.session.matching as matching
+from matchsql.execution.workers.balance import RandomMigrations
 from matchsql.session import ordered_input
-from matchsql.workers.balance import RandomMigrations
 
 QUERY = (
     "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "

@@ -19,11 +19,11 @@ import pytest
 
 import matchsql
 from matchsql.errors import ExecutionError
+from matchsql.execution.workers import segments
+from matchsql.execution.workers.pool import WorkerPool, WorkerStartError
 from matchsql.session import continuous_queries as continuous
 from matchsql.storage.catalog import Catalog
 from matchsql.storage.shm_ring import Ring
-from matchsql.workers import segments
-from matchsql.workers.pool import WorkerPool, WorkerStartError
 from tests.streams.conftest import WAIT_S, runtime_dir  # noqa: F401 - fixture
 from tests.streams.test_continuous_queries import (  # noqa: F401 - db is a fixture
     PATTERN,

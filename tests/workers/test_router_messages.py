@@ -14,10 +14,10 @@ import pyarrow as pa
 import pytest
 
 import matchsql
-from matchsql.workers import wire
-from matchsql.workers import worker_router as router_module
-from matchsql.workers.frames import pack
-from matchsql.workers.worker_router import WorkerRouter
+from matchsql.execution.workers import wire
+from matchsql.execution.workers import worker_router as router_module
+from matchsql.execution.workers.frames import pack
+from matchsql.execution.workers.worker_router import WorkerRouter
 
 QUERY = (
     "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "

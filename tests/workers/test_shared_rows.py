@@ -12,10 +12,10 @@ import pytest
 
 import matchsql
 from matchsql.config import Config
-from matchsql.router.presorted import GroupedRows, OrderKey, grouped, grouped_rows
-from matchsql.workers import shared_rows
-from matchsql.workers.shared_rows import Attached, RowsArena
-from matchsql.workers.worker_matching import Query, take_bytes
+from matchsql.execution.router.presorted import GroupedRows, OrderKey, grouped, grouped_rows
+from matchsql.execution.workers import shared_rows
+from matchsql.execution.workers.shared_rows import Attached, RowsArena
+from matchsql.execution.workers.worker_matching import Query, take_bytes
 from tests.fsm.specs import make_spec
 
 

@@ -15,17 +15,17 @@ import pyarrow.compute as pc
 import pytest
 
 import matchsql
-from matchsql.cancel import Cancellation
 from matchsql.config import Config
+from matchsql.engine.planner import new_partition_matcher
+from matchsql.execution.router.hashed import HashPartitionRouter
+from matchsql.execution.workers.balance import RandomMigrations
+from matchsql.execution.workers.pool import WorkerPool
+from matchsql.execution.workers.stream_router import StreamRouter
 from matchsql.grammar.analyze import analyze
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
-from matchsql.planner import new_partition_matcher
-from matchsql.router.hashed import HashPartitionRouter
+from matchsql.runtime.cancel import Cancellation
 from matchsql.storage.demo import synthetic_trades
-from matchsql.workers.balance import RandomMigrations
-from matchsql.workers.pool import WorkerPool
-from matchsql.workers.stream_router import StreamRouter
 from tests.streams.conftest import bounded, runtime_dir, spawn  # noqa: F401 - fixtures
 
 TRADES = "CREATE STREAM trades (symbol VARCHAR, price DOUBLE, volume BIGINT, ts TIMESTAMP)"

@@ -1,6 +1,6 @@
 """ALL MATCHES on the GPU column path: the DejaVu queries Q1-Q4 verbatim.
 
-Q1-Q4 (:mod:`matchsql.queries`) keep every end of an attempt (ALL MATCHES);
+Q1-Q4 (:mod:`matchsql.testing.dejavu_queries`) keep every end of an attempt (ALL MATCHES);
 under ``SET gpu = 'on'`` in numba's simulator they must run on the device
 (no partition falls back to the CPU matcher) and give the CPU paths' rows.
 Hand-worked partitions check the slots of every end when a match outgrows the
@@ -15,11 +15,11 @@ import pytest
 
 import matchsql
 from matchsql.config import Config
-from matchsql.gpu import gpu_matcher as M
-from matchsql.gpu.gpu_live import LiveGpuMatcher
-from matchsql.gpu.gpu_matcher import GpuMatcher
-from matchsql.planner import new_partition_matcher
-from matchsql.queries import DEJAVU
+from matchsql.engine.gpu import gpu_matcher as M
+from matchsql.engine.gpu.gpu_live import LiveGpuMatcher
+from matchsql.engine.gpu.gpu_matcher import GpuMatcher
+from matchsql.engine.planner import new_partition_matcher
+from matchsql.testing.dejavu_queries import DEJAVU
 from tests.property.strategies import SCHEMA, spec_of
 
 

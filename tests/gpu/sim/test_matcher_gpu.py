@@ -6,12 +6,12 @@ import pyarrow as pa
 import pytest
 
 from matchsql.config import Config
+from matchsql.engine.gpu import gpu_matcher as M
+from matchsql.engine.gpu import ring as R
+from matchsql.engine.gpu.gpu_live import LiveGpuMatcher
+from matchsql.engine.planner import gpu_path, new_partition_matcher
 from matchsql.errors import LimitExceededError
-from matchsql.gpu import gpu_matcher as M
-from matchsql.gpu import ring as R
-from matchsql.gpu.gpu_live import LiveGpuMatcher
-from matchsql.planner import gpu_path, new_partition_matcher
-from matchsql.snapshot import PlanIndex
+from matchsql.saved_state.snapshot import PlanIndex
 from tests.property.strategies import SCHEMA, spec_of
 
 # A+ greedy pushes one frame per row it takes: a 12-row run needs 12 frames.

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 import matchsql
 from matchsql.config import Config
+from matchsql.engine.gpu.gpu_live import LiveGpuMatcher
+from matchsql.engine.gpu.gpu_matcher import GpuMatcher
+from matchsql.engine.planner import new_partition_matcher
 from matchsql.errors import ExecutionError
-from matchsql.gpu.gpu_live import LiveGpuMatcher
-from matchsql.gpu.gpu_matcher import GpuMatcher
-from matchsql.planner import new_partition_matcher
 from tests.property.strategies import fed_in_splits, partitions, queries, spec_of
 
 SETTINGS = settings(

@@ -1,0 +1,169 @@
+"""WITHIN, written once: the rule every path applies, and its compiled form.
+
+The rule (:func:`outside`): an attempt may not consume a row whose ORDER BY
+value lies more than the WITHIN bound away from the value of the match's first
+row, measured along the ordering: ``|here - first| > bound``. The bound is the
+match's *span*; under ``ORDER BY .. ASC`` that is ``here - first`` (later rows
+have larger values), under ``ORDER BY .. DESC`` it is ``first - here`` (later
+rows have smaller ones), so the same query reads the same way whichever way
+the rows are ordered: "a match lasts at most this long". (Before, a DESC
+ordering never cut a match, since ``here - first`` is never positive there:
+WITHIN silently did nothing.) A row equal to the first row is inside (NaN
+equal to itself, as DuckDB orders numbers), as is a NULL on either side; a
+NaN span otherwise is outside (DuckDB puts NaN above every bound).
+
+The reference matcher and the oracle call :func:`outside` per row; the
+kernels get, per start, the first row past the bound as an array
+(:func:`within_ends`, the same rule over the column's values: they are sorted
+on that key, so the row only moves forward) and end the attempt there. Rows
+whose bound lies past the rows held get :data:`NO_BOUND`: the attempt waits
+for more rows as it would without WITHIN.
+
+The array form is exact where :func:`outside` is: integer, date and timestamp
+columns are measured as int64 in the column's units (a BIGINT key above 2**53,
+or a nanosecond timestamp, has no exact float64; measured as float64 the
+compiled paths put rows 1 apart at the same value and let a match run past
+the bound the reference keeps), the bound as the whole units it allows; float
+columns as float64, as Python measures them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numba import njit
+
+from matchsql.engine.compiled.lowering import Unsupported
+from matchsql.expr.values import compare, sub
+from matchsql.plan.spec import MatchSpec
+
+NO_BOUND = 1 << 62
+_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+
+
+def outside(first: Any, here: Any, bound: Any) -> bool:
+    """Whether a row with ORDER BY value ``here`` lies past WITHIN ``bound`` of a match
+    whose first row has ``first`` (see the module docstring)."""
+    if first is None or here is None or compare(here, first) == 0:
+        return False
+    for span in (sub(here, first), sub(first, here)):  # one of them is |here - first|
+        over = compare(span, bound)
+        if over is not None and over > 0:
+            return True
+    return False
+
+
+def within_bound(spec: MatchSpec) -> float | None:
+    """The WITHIN bound in the ORDER BY column's own units (None: no WITHIN); raises
+    :class:`Unsupported` for a column type the compiled paths do not measure."""
+    bound = spec.within
+    if bound is None:
+        return None
+    t = spec.columns.field(spec.order_by[0]).type
+    if isinstance(bound, datetime.timedelta):
+        seconds = bound.total_seconds()
+        if pa.types.is_timestamp(t):
+            return seconds / _UNITS[t.unit]
+        if pa.types.is_date32(t):
+            return seconds / 86400.0
+        raise Unsupported(f"WITHIN over a {t} column")
+    if pa.types.is_integer(t) or pa.types.is_floating(t):
+        return float(bound)
+    raise Unsupported(f"WITHIN over a {t} column")
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def order_values(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, valid)`` of the ORDER BY column in its own units: int64 for an
+    integer, date or timestamp column (exact; UBIGINT shifted by 2**63, which keeps
+    every difference), float64 for a float one."""
+    t = column.type
+    if pa.types.is_timestamp(t) or pa.types.is_date32(t):
+        column = column.cast(pa.int64() if pa.types.is_timestamp(t) else pa.int32())
+    valid = (
+        np.ones(len(column), np.uint8)
+        if not column.null_count
+        else np.asarray(column.is_valid().to_numpy(zero_copy_only=False), np.uint8)
+    )
+    values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False)
+    if values.dtype == np.uint64:
+        return values.view(np.int64) ^ np.int64(-(1 << 63)), valid
+    if np.issubdtype(values.dtype, np.integer):
+        return values.astype(np.int64), valid
+    return values.astype(np.float64), valid
+
+
+def _as_bound(bound: float, values: np.ndarray) -> float | int:
+    """``bound`` in the type of ``values``: for int64 values the whole units it allows
+    (a difference of whole units is past ``bound`` exactly when past its floor)."""
+    if values.dtype != np.int64:
+        return float(bound)
+    return min(math.floor(bound), _INT64_MAX) if bound == bound else _INT64_MAX
+
+
+@njit(cache=True, nogil=True)
+def _past(a, b, bound, ints):
+    """:func:`outside` over two valid values: float64 ones, or (``ints``) int64 ones
+    with an int64 ``bound``, measured without overflow (machine code may assume a
+    signed difference never wraps, so none is computed that could)."""
+    if a == b or (a != a and b != b):
+        return False
+    if a != a or b != b:
+        return True  # NaN lies above every bound
+    hi = a if a > b else b
+    lo = b if a > b else a
+    if ints and lo < 0 <= hi:
+        # hi - lo may not fit in int64: past when hi alone is, else compare via hi - bound
+        # (both in [0, max], so it fits)
+        return hi > bound or lo < hi - bound
+    return not hi - lo <= bound
+
+
+@njit(cache=True, nogil=True)
+def _ends(values, valid, bound, ints):
+    n = values.shape[0]
+    out = np.empty(n, np.int64)
+    if n == 0:
+        return out
+    monotone = True  # the valid values are sorted (either way): the end only moves forward
+    direction = 0
+    seen = False
+    last = values[0]
+    for r in range(n):
+        if valid[r] and values[r] == values[r]:  # NaN sorts at one end: apart from others
+            if seen and values[r] != last:
+                d = 1 if values[r] > last else -1
+                if direction == 0:
+                    direction = d
+                elif d != direction:
+                    monotone = False
+            last = values[r]
+            seen = True
+    r = 0
+    for s in range(n):
+        out[s] = NO_BOUND
+        if not valid[s]:
+            continue
+        if not monotone or r <= s:
+            r = s + 1
+        while r < n and not (valid[r] and _past(values[s], values[r], bound, ints)):
+            r += 1
+        if r < n:
+            out[s] = r
+    return out
+
+
+def within_ends(spec: MatchSpec, bound: float | None, column: pa.Array) -> np.ndarray:
+    """``int64[rows]``: the first row an attempt from each row may not consume (empty: no
+    WITHIN), :data:`NO_BOUND` where it lies past the rows held."""
+    if bound is None:
+        return np.zeros(0, np.int64)
+    values, valid = order_values(column)
+    return _ends(values, valid, _as_bound(bound, values), values.dtype == np.int64)

@@ -1,0 +1,1 @@
+"""Running a compiled query: routers, live sources, input modes, worker processes."""

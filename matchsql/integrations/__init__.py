@@ -1,0 +1,1 @@
+"""matchsql inside other systems."""

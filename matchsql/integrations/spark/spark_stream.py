@@ -1,0 +1,165 @@
+"""Unbounded scale-out: MATCH_RECOGNIZE over a streaming DataFrame.
+
+Rows are grouped by the PARTITION BY keys with ``applyInPandasWithState``;
+each key's matcher lives in Spark's checkpointed state store between
+micro-batches (see :mod:`matchsql.integrations.spark.state`), so a query stopped and
+restarted from its checkpoint neither loses nor repeats a match.
+
+End of partition. A stream's partition only ends when the producer says so,
+and greedy patterns (``B+`` at the end) or ``$`` / ``NEXT`` wait for it. Two
+ways to say it, both optional:
+
+* ``end_marker``: a BOOLEAN column; a row where it is true ends its key's
+  partition after all rows of that key in the same and earlier micro-batches.
+  Marker rows are not matched, and the column is not part of the input
+  relation the query sees. A key that receives rows after its end starts a
+  new partition (match numbers restart at 1), as a new partition would.
+* ``idle_timeout``: a processing-time duration (timedelta or seconds); a key
+  without rows for that long is finished. Time-dependent, so it gives the
+  embedded engine's rows only if no row of the key arrives later.
+
+Row order: rows of a key may arrive in any order within a micro-batch (they
+are sorted by the query's ORDER BY), but a row that sorts before a row of an
+earlier micro-batch of its key fails the query with a clear error.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from matchsql.config import Config
+from matchsql.errors import SemanticError
+from matchsql.integrations.spark.executors import check_executors
+from matchsql.integrations.spark.schema import (
+    arrow_schema_of,
+    as_spark_arrow,
+    require_pyspark,
+    session_time_zone,
+    spark_schema_of,
+)
+from matchsql.integrations.spark.spark_batch import (
+    _col,
+    _table_name,
+    _warn_single_task,
+    _zero,
+    apply_outer,
+)
+from matchsql.integrations.spark.spark_plan import ALL_KEY, AS_READ, MatchPlan, build_plan
+from matchsql.integrations.spark.state import KeyState, step
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+_STATE_DDL = "matcher BINARY, last_row BINARY"
+
+
+def match_recognize_stream(
+    df: DataFrame,
+    query: str,
+    *,
+    table: str | None = None,
+    input_order: str | list[str] | None = None,
+    end_marker: str | None = None,
+    idle_timeout: datetime.timedelta | float | None = None,
+    config: Config | dict | None = None,
+) -> DataFrame:
+    """Run ``query`` continuously over the streaming DataFrame ``df``.
+
+    Returns a streaming DataFrame of matches (append mode) with the schema
+    the embedded engine would give; write it with any sink. See the module
+    docstring for ``end_marker`` and ``idle_timeout``; ``table``,
+    ``input_order`` and ``config`` are as in :func:`matchsql.integrations.spark.match_recognize`
+    (``input_order='as_read'`` is refused: a stream has no read order across
+    micro-batches).
+    """
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    require_pyspark()
+    if input_order == AS_READ:
+        raise SemanticError(
+            "input_order='as_read' has no meaning for a stream; "
+            "add ORDER BY or name the order column(s)"
+        )
+    schema = arrow_schema_of(df)
+    if end_marker is not None:
+        if end_marker not in schema.names:
+            raise SemanticError(f"end_marker column {end_marker!r} is not in the DataFrame")
+        schema = schema.remove(schema.get_field_index(end_marker))
+    settings = Config.from_options(config) if isinstance(config, dict) else config
+    plan = build_plan(
+        query, table or _table_name(query), schema, input_order=input_order, config=settings
+    )
+    check_executors(df.sparkSession)
+    out_schema = plan.output_schema()
+    returned = as_spark_arrow(out_schema, session_time_zone(df.sparkSession))
+    timeout_ms = _duration_ms(idle_timeout) if idle_timeout is not None else None
+
+    if plan.partition_by:
+        grouped = df.groupBy(*[_col(name) for name in plan.partition_by])
+    else:
+        _warn_single_task("a stream has no ORDER BY ranges: its rows arrive over time")
+        grouped = df.withColumn(ALL_KEY, _zero()).groupBy(ALL_KEY)
+    fn = state_function(plan, settings, returned, end_marker, timeout_ms)
+    matches = grouped.applyInPandasWithState(
+        fn,
+        spark_schema_of(out_schema),
+        _STATE_DDL,
+        "append",
+        GroupStateTimeout.ProcessingTimeTimeout if timeout_ms else GroupStateTimeout.NoTimeout,
+    )
+    return apply_outer(plan, matches)
+
+
+def state_function(
+    plan: MatchPlan,
+    config: Config | None,
+    out_schema: pa.Schema,
+    end_marker: str | None,
+    timeout_ms: int | None,
+):
+    """The ``applyInPandasWithState`` function: one key, one micro-batch."""
+
+    def match_key(key: tuple, frames: Iterator[Any], group_state: Any) -> Iterator[Any]:
+        stored = KeyState(*group_state.get) if group_state.exists else None
+        if group_state.hasTimedOut:
+            result = step(plan, config, stored, None, end=True, out_schema=out_schema)
+        else:
+            rows, end = _rows_and_end(frames, end_marker)
+            result = step(plan, config, stored, rows, end=end, out_schema=out_schema)
+        if result.state is None:
+            if group_state.exists:
+                group_state.remove()
+        else:
+            group_state.update((result.state.matcher, result.state.last_row))
+            if timeout_ms:
+                group_state.setTimeoutDuration(timeout_ms)
+        if result.output.num_rows:
+            yield result.output.to_pandas()
+
+    return match_key
+
+
+def _rows_and_end(frames: Iterator[Any], end_marker: str | None) -> tuple[pa.Table | None, bool]:
+    """The micro-batch's rows of a key as Arrow, and whether an end marker came with them."""
+    tables = [pa.Table.from_pandas(frame, preserve_index=False) for frame in frames if len(frame)]
+    if not tables:
+        return None, False
+    rows = pa.concat_tables(tables, promote_options="permissive")
+    if end_marker is None:
+        return rows, False
+    marks = pc.fill_null(rows.column(end_marker), False)
+    end = bool(pc.any(marks).as_py())
+    return rows.filter(pc.invert(marks)).drop_columns([end_marker]), end
+
+
+def _duration_ms(value: datetime.timedelta | float) -> int:
+    """A positive duration (timedelta or seconds) in milliseconds."""
+    seconds = value.total_seconds() if isinstance(value, datetime.timedelta) else float(value)
+    if seconds <= 0:
+        raise SemanticError(f"idle_timeout must be a positive duration, got {value!r}")
+    return max(1, int(seconds * 1000))

@@ -1,0 +1,294 @@
+"""Executor side: sort one partition's rows, run the matcher, snapshot its state.
+
+This module does not import pyspark: it runs inside Spark's Python workers,
+and it is also what the tests call directly. Matchers come from the same
+factory as the embedded engine's (``matchsql.engine.planner``), so the same
+execution path (reference or compiled) runs the query in both.
+
+Rows are put in order by DuckDB with the query's own ORDER BY text, so NULL
+placement (DuckDB: NULLS LAST for ASC by default), NaN, collation and DESC
+behave exactly as in the embedded engine, which sorts with DuckDB too (rows
+that tie on every ORDER BY key are in no defined order in either).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from matchsql.config import Config
+from matchsql.engine.planner import new_partition_matcher, whole_partitions
+from matchsql.execution.router.partitions import PartitionRun
+from matchsql.expr.batch_select import derive_input, project_result
+from matchsql.integrations.spark.spark_plan import MatchPlan
+
+_DUCKDB: list[duckdb.DuckDBPyConnection] = []
+
+
+def duckdb_connection() -> duckdb.DuckDBPyConnection:
+    """This worker process's DuckDB connection, for sorting and comparing rows."""
+    if not _DUCKDB:
+        con = duckdb.connect()
+        con.execute("SET enable_progress_bar = false")
+        con.execute("SET threads = 1")  # Spark already runs one worker per core
+        _DUCKDB.append(con)
+    return _DUCKDB[0]
+
+
+def input_rows(plan: MatchPlan, table: pa.Table) -> pa.Table:
+    """``table`` with the input relation's columns and types (helper columns dropped),
+    and the derived columns DuckDB computes from them."""
+    columns = plan.spec.input_schema
+    table = table.select(columns.names)
+    if table.schema != columns:
+        table = table.cast(columns)
+    derive = derive_input(plan.spec)
+    if derive is None:
+        return table
+    return pa.Table.from_batches([derive(b) for b in table.to_batches()], schema=plan.spec.columns)
+
+
+def results(plan: MatchPlan, batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    """The matcher's output ``batches`` as the query's result (DuckDB's measures computed)."""
+    project = project_result(plan.spec)
+    return batches if project is None else [project(b) for b in batches]
+
+
+def sort_rows(plan: MatchPlan, table: pa.Table, grouped: bool = False) -> pa.Table:
+    """One partition's rows (``grouped``: a task's rows, grouped by the partition keys
+    first) in the order the embedded engine feeds them.
+
+    pyarrow sorts when it compares the key columns exactly as DuckDB does
+    (integers, decimals, dates, times, timestamps, booleans, strings by
+    bytes, floats without NaN, with DuckDB's direction and NULL placement);
+    anything else goes through DuckDB itself. The partition keys' own order does
+    not matter, only that equal keys end up together.
+    """
+    if table.num_rows <= 1:
+        return table
+    names = plan.partition_by if grouped else []
+    keys = plan.arrow_sort
+    if keys is not None:
+        keys = [(name, "ascending", "at_end") for name in names] + keys
+        if all(_arrow_comparable(table.column(name)) for name, _, _ in keys):
+            indices = _sort_indices(table, keys)
+            if indices is not None:
+                return table.take(indices)
+    con = duckdb_connection()
+    con.register("__matchsql_part", table)
+    try:
+        order = ", ".join([*(_quoted(name) for name in names), *plan.sort_keys])
+        return con.sql(f"SELECT * FROM __matchsql_part ORDER BY {order}").to_arrow_table()
+    finally:
+        con.unregister("__matchsql_part")
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def partition_ends(table: pa.Table, names: list[str]) -> np.ndarray:
+    """Where each partition of ``table`` (grouped by the key columns ``names``) ends:
+    rows whose keys are not DISTINCT FROM the row before's belong to its partition (two
+    NULLs, or two NaNs, are one key, as in DuckDB's PARTITION BY)."""
+    n = table.num_rows
+    if n == 0:
+        return np.zeros(0, np.int64)
+    change = np.zeros(n - 1, bool)
+    for name in names:
+        column = table.column(name).combine_chunks()
+        before, after = column.slice(0, n - 1), column.slice(1)
+        same = pc.fill_null(pc.equal(before, after), False)
+        same = pc.or_(same, pc.and_(pc.is_null(before), pc.is_null(after)))
+        if pa.types.is_floating(column.type):
+            same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(before), pc.is_nan(after)), False))
+        change |= ~np.asarray(same, dtype=bool)
+    return np.append(np.flatnonzero(change) + 1, n).astype(np.int64)
+
+
+def groupable(schema: pa.Schema, names: list[str]) -> bool:
+    """Whether :func:`partition_ends` compares these key columns (the driver checks it
+    before it sends the query to tasks; other key types are grouped by Spark)."""
+
+    def scalar(kind: pa.DataType) -> bool:
+        return not (
+            pa.types.is_nested(kind) or pa.types.is_dictionary(kind) or pa.types.is_null(kind)
+        )
+
+    return all(scalar(schema.field(name).type) for name in names)
+
+
+def _arrow_comparable(column: pa.ChunkedArray) -> bool:
+    kind = column.type
+    if pa.types.is_floating(kind):
+        return not pc.any(pc.is_nan(column)).as_py()
+    return (
+        pa.types.is_integer(kind)
+        or pa.types.is_decimal(kind)
+        or pa.types.is_date(kind)
+        or pa.types.is_timestamp(kind)
+        or pa.types.is_time(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+    )
+
+
+def _sort_indices(table: pa.Table, keys: list[tuple[str, str, str]]) -> pa.Array | None:
+    """Stable sort indices, per-key NULL placement (older pyarrow: one placement for all)."""
+    try:
+        return pc.sort_indices(table, sort_keys=keys)
+    except (TypeError, ValueError, pa.ArrowException):
+        placements = {nulls for _, _, nulls in keys}
+        if len(placements) != 1:
+            return None
+        return pc.sort_indices(
+            table, sort_keys=[(n, o) for n, o, _ in keys], null_placement=placements.pop()
+        )
+
+
+def new_matcher(plan: MatchPlan, key: tuple, config: Config | None) -> PartitionRun:
+    """The matcher run of one partition, on the path the embedded engine would choose.
+
+    The planner keeps its lowering in the spec's memo; the plan's spec is one
+    object per worker process (unpickled once with the UDF), so the lowering
+    happens once per process, not once per group.
+    """
+    return new_partition_matcher(plan.spec, key, config)
+
+
+def partition_key(plan: MatchPlan, table: pa.Table) -> tuple:
+    return tuple(table.column(name)[0].as_py() for name in plan.partition_by)
+
+
+def run_group(
+    plan: MatchPlan, config: Config | None, table: pa.Table, out_schema: pa.Schema | None = None
+) -> pa.Table:
+    """All matches of one complete partition (a group of ``applyInArrow``).
+
+    ``out_schema`` is the output schema as Spark wants it back (time zones
+    of timestamps differ in name only); by default the MatchSpec's.
+    """
+    out_schema = out_schema or plan.output_schema()
+    if table.num_rows == 0:
+        return out_schema.empty_table()
+    ordered = sort_rows(plan, table)
+    rows = input_rows(plan, ordered)
+    matcher = new_matcher(plan, partition_key(plan, rows), config)
+    batches = [b for b in rows.to_batches() if b.num_rows]
+    out = [*_feed_all(matcher, batches), *matcher.finish()]
+    return as_table(results(plan, out), out_schema)
+
+
+def _feed_all(matcher: PartitionRun, batches: list[pa.RecordBatch]) -> Iterator:
+    for batch in batches:
+        yield from matcher.feed(batch)
+
+
+def as_table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
+    if not batches:
+        return schema.empty_table()
+    table = pa.Table.from_batches(batches)
+    if table.schema != schema:
+        table = table.cast(schema)
+    return table
+
+
+def group_function(plan: MatchPlan, config: Config | None, out_schema: pa.Schema):
+    """The ``applyInArrow`` function: a picklable closure over the plan."""
+
+    def match_group(table: pa.Table) -> pa.Table:
+        return run_group(plan, config, table, out_schema)
+
+    return match_group
+
+
+def run_task(
+    plan: MatchPlan,
+    config: Config | None,
+    batches: Iterable[pa.RecordBatch],
+    out_schema: pa.Schema | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """All matches of the partitions in one Spark task's rows (every row of a key lies in
+    one task: the driver hash-partitioned by the keys).
+
+    The rows are grouped by key and put in ORDER BY order, then matched as the embedded
+    engine matches a sorted input: runs of complete partitions of up to ``batch_size``
+    rows together through one compiled call where the planner allows it
+    (:func:`~matchsql.engine.planner.whole_partitions`; real data has thousands of short
+    partitions), a longer partition by its own matcher. One plan and one set of
+    matchers serve the whole task, where a group per key planned and built them again
+    for every key.
+    """
+    config = config or Config()
+    out_schema = out_schema or plan.output_schema()
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
+        return
+    rows = input_rows(plan, sort_rows(plan, pa.Table.from_batches(collected), grouped=True))
+    del collected
+    ends = partition_ends(rows, plan.partition_by)
+    starts = np.concatenate(([0], ends[:-1])).astype(np.int64)
+    whole, _ = whole_partitions(plan.spec, config)
+    size = max(1, config.batch_size)
+    group: list[int] = []  # partitions matched together next
+
+    def together() -> Iterator[pa.RecordBatch]:
+        first, last = group[0], group[-1]
+        lo = int(starts[first])
+        bounds = ends[first : last + 1] - lo
+        batch = _one_batch(rows.slice(lo, int(bounds[-1])))
+        assert whole is not None
+        yield from _typed(plan, whole.match(batch, np.concatenate(([0], bounds))), out_schema)
+        group.clear()
+
+    for part in range(len(ends)):
+        lo, hi = int(starts[part]), int(ends[part])
+        if whole is not None and hi - lo <= size:
+            if group and hi - int(starts[group[0]]) > size:
+                yield from together()
+            group.append(part)
+            continue
+        if group:
+            yield from together()
+        piece = rows.slice(lo, hi - lo)
+        matcher = new_matcher(plan, partition_key(plan, piece), config)
+        produced = [
+            *_feed_all(matcher, [b for b in piece.to_batches(max_chunksize=size) if b.num_rows]),
+            *matcher.finish(),
+        ]
+        yield from _typed(plan, produced, out_schema)
+    if group:
+        yield from together()
+
+
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    batches = table.to_batches()
+    if len(batches) == 1:
+        return batches[0]
+    return (
+        pa.concat_batches(batches)
+        if batches
+        else pa.RecordBatch.from_pylist([], schema=table.schema)
+    )
+
+
+def _typed(
+    plan: MatchPlan, batches: list[pa.RecordBatch], schema: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    """The matcher's output as the query's result batches, in Spark's schema."""
+    for batch in results(plan, [b for b in batches if b.num_rows]):
+        yield batch if batch.schema == schema else batch.cast(schema)
+
+
+def task_function(plan: MatchPlan, config: Config | None, out_schema: pa.Schema):
+    """The ``mapInArrow`` function: a picklable closure over the plan."""
+
+    def match_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return run_task(plan, config, batches, out_schema)
+
+    return match_task

@@ -1,0 +1,1 @@
+"""Process-wide services: cancellation, compile cache, memory, deep recursion, progress."""

@@ -1,0 +1,1 @@
+"""Matcher state written to disk or sent to another process, never unpickled."""
