@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 
 from matchsql.config import Config
 from matchsql.errors import SemanticError
-from matchsql.integrations.spark.executors import check_executors
+from matchsql.integrations.spark.executors import check_executors, guarded
 from matchsql.integrations.spark.schema import (
     arrow_schema_of,
     as_spark_arrow,
@@ -104,7 +104,7 @@ def match_recognize_stream(
     else:
         _warn_single_task("a stream has no ORDER BY ranges: its rows arrive over time")
         grouped = df.withColumn(ALL_KEY, _zero()).groupBy(ALL_KEY)
-    fn = state_function(plan, settings, returned, end_marker, timeout_ms)
+    fn = guarded(state_function(plan, settings, returned, end_marker, timeout_ms))
     matches = grouped.applyInPandasWithState(
         fn,
         spark_schema_of(out_schema),
