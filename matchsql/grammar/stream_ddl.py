@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal, InvalidOperation
+from typing import TypedDict, cast
 
 from sqlglot import exp
 
@@ -114,6 +115,17 @@ def spill_limit(value: object) -> int:
 RESERVED_COLUMNS = ("_seq",)
 
 
+class StreamOptions(TypedDict, total=False):
+    """The ``WITH (...)`` of ``CREATE STREAM``, as the parser checked it: a missing key
+    takes :func:`~matchsql.storage.stream_lifecycle.create_stream`'s default."""
+
+    capacity: int
+    on_full: str
+    max_spill: int
+    archive: str
+    archive_filter: str
+
+
 class CreateStream(exp.Expression):
     """``CREATE STREAM``: ``this`` the name; ``columns`` ``(name, type text as written)``
     pairs; ``type_offsets`` where each type starts in the statement (for errors);
@@ -137,8 +149,9 @@ class CreateStream(exp.Expression):
         return list(self.args.get("type_offsets") or ())
 
     @property
-    def options(self) -> dict[str, object]:
-        return dict(self.args.get("options") or ())
+    def options(self) -> StreamOptions:
+        # The parser gave each key the type StreamOptions names (_stream_option_value).
+        return cast(StreamOptions, dict(self.args.get("options") or ()))
 
     @property
     def if_not_exists(self) -> bool:

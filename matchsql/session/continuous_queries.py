@@ -312,9 +312,10 @@ class ContinuousQueries:
             # A row whose query has ended (finished, stopped, failed) has its final counts
             # in the catalog, written with that state in one transaction; the thread's own
             # counters catch up a moment after the commit.
-            live = (
-                runner is not None and running.get(row["name"], True) and row["state"] == "running"
+            live_runner = (
+                runner if running.get(row["name"], True) and row["state"] == "running" else None
             )
+            live = live_runner is not None
             state, error = row["state"], row["error"]
             if (
                 state == "running"
@@ -329,7 +330,12 @@ class ContinuousQueries:
                     state, error = "failed", runner.error or "its thread ended unexpectedly"
                 elif live and runner.waiting is not None:
                     state, error = WAITING_DISK_FULL, runner.waiting
-            position = runner.position if live else row["position"]
+            if live_runner is not None:
+                position = live_runner.position
+                matches, checkpoints = live_runner.committed, live_runner.checkpoints
+            else:
+                position = row["position"]
+                matches, checkpoints = row["matches"], row["checkpoints"]
             out.append(
                 {
                     "name": row["name"],
@@ -337,8 +343,8 @@ class ContinuousQueries:
                     "state": state,
                     "position": position,
                     "lag": self._lag(row["stream"], position),
-                    "matches": (runner.committed if live else row["matches"]),
-                    "checkpoints": runner.checkpoints if live else row["checkpoints"],
+                    "matches": matches,
+                    "checkpoints": checkpoints,
                     "last_checkpoint": row["last_checkpoint"],
                     "checkpoint_interval": row["checkpoint_interval"],
                     "checkpoint_rows": row["checkpoint_rows"],

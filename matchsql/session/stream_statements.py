@@ -18,7 +18,7 @@ Output of a continuous query:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import duckdb
 import pyarrow as pa
@@ -89,7 +89,7 @@ class StreamStatements:
         ``statement``, whose text locates errors)."""
         if isinstance(parsed, CreateStream):
             schema = self._schema_of(parsed, statement)
-            options = dict(parsed.options)
+            options = parsed.options
             if "archive_filter" in options and "archive" not in options:
                 raise SemanticError("archive_filter needs an archive")
             if "archive_filter" in options:
@@ -256,7 +256,7 @@ class StreamStatements:
 
     def _recording(
         self, batches: Iterator[pa.RecordBatch], failure: StatementFailure
-    ) -> Iterator[pa.RecordBatch]:
+    ) -> Generator[pa.RecordBatch]:
         """Keep the first error for the statement (DuckDB only sees a failing stream):
         ``failure`` is the statement's, taken when it ran, not when it is read."""
         try:
@@ -285,7 +285,7 @@ class _MatchReader(BatchSource):
     """A :class:`~matchsql.results.result.BatchSource` that also carries the input metrics."""
 
     def __init__(
-        self, schema: pa.Schema, batches: Iterator[pa.RecordBatch], stats: dict | None = None
+        self, schema: pa.Schema, batches: Generator[pa.RecordBatch], stats: dict | None = None
     ) -> None:
         super().__init__(schema, batches)
         self.stats = stats

@@ -39,7 +39,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from matchsql.config import Config
-from matchsql.execution.router.presorted import OrderKey
+from matchsql.execution.router.presorted import GroupedRows, OrderKey
 from matchsql.execution.workers.balance import Policy, least_loaded
 from matchsql.execution.workers.frames import pack, unpack
 from matchsql.execution.workers.pool import WorkerPool
@@ -101,8 +101,8 @@ def scatter_plan(
     sort_sql = f"SELECT * FROM {ROWS_VIEW} ORDER BY {', '.join(items)}, {POSITION}"
     width = len(spec.columns)
     # Position last: ties must come in input order, as the workers' sort puts them.
-    keys = None if presorted is None else [*presorted, OrderKey(POSITION)]
-    return ScatterPlan(scans, sort_sql, list(spec.partition_by), width, keys)
+    order_keys = None if presorted is None else [*presorted, OrderKey(POSITION)]
+    return ScatterPlan(scans, sort_sql, list(spec.partition_by), width, order_keys)
 
 
 def _base_table(node, ctes, con: duckdb.DuckDBPyConnection) -> str | None:
@@ -148,7 +148,12 @@ class ScatterRouter(WorkerRouter):
         self._keys: list[tuple[int, int, pa.RecordBatch]] = []
         self._pieces: list[list[pa.RecordBatch]] = [[] for _ in self.workers]
 
-    def run(self, batches: Iterable[pa.RecordBatch] = ()) -> Iterator[pa.RecordBatch]:
+    def run(
+        self, source: GroupedRows | pa.Table | Iterable[pa.RecordBatch] = ()
+    ) -> Iterator[pa.RecordBatch]:
+        """The matches of the plan's scans (``open_input``), in the order of ``workers = 1``.
+        ``source`` is never read: it keeps :meth:`WorkerRouter.run`'s signature, so the
+        session runs either router alike."""
         n = len(self.workers)
         payload = query_bytes(self.spec, self.config, self.plan)
         for index in range(n):
@@ -191,14 +196,14 @@ class ScatterRouter(WorkerRouter):
             self.routed[index] += int(counts[bucket])  # the next new bucket sees this load
             ahead[index] += int(counts[bucket])
         for bucket in seen.tolist():
-            rows = int(counts[bucket])
-            self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + rows
-            self.recent[bucket] = self.recent.get(bucket, 0) + rows
+            count = int(counts[bucket])
+            self.bucket_rows[bucket] = self.bucket_rows.get(bucket, 0) + count
+            self.recent[bucket] = self.recent.get(bucket, 0) + count
         owners = self.owner_of[buckets]
         for bucket, moving in self.migrating.items():  # held until the snapshot is back
             mine = buckets == bucket
             if mine.any():
-                moving.buffered.append((None, batch.take(pa.array(np.flatnonzero(mine)))))
+                moving.held.append(batch.take(pa.array(np.flatnonzero(mine))))
                 moving.buffered_rows += int(mine.sum())
                 owners = np.where(mine, -1, owners)
         for index in range(len(self.workers)):
@@ -235,7 +240,7 @@ class ScatterRouter(WorkerRouter):
         moved = sum(batch.num_rows for batch in rows)
         self.routed[moving.source] -= moved
         self.routed[moving.target] += moved
-        for _, piece in moving.buffered:
+        for piece in moving.held:
             self.routed[moving.target] += piece.num_rows
             self._hand(moving.target, piece)
         self._send(moving.target)

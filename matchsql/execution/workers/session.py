@@ -15,7 +15,7 @@ from matchsql.execution.workers.balance import Policy, Rebalancer
 from matchsql.execution.workers.pool import WorkerPool
 from matchsql.execution.workers.scatter import ScatterPlan, ScatterRouter
 from matchsql.execution.workers.stream_router import StreamRouter
-from matchsql.execution.workers.worker_router import WorkerRouter
+from matchsql.execution.workers.worker_router import WorkerChannels, WorkerRouter
 from matchsql.runtime.cancel import Cancellation
 
 
@@ -30,7 +30,7 @@ class WorkerSession:
     def __init__(self) -> None:
         self.pool: WorkerPool | None = None
         self._spare: _Spare | None = None  # a pool starting on a helper thread
-        self.last: WorkerRouter | None = None
+        self.last: WorkerChannels | None = None
         # The policy of the next queries' routers; tests put a fault injector here.
         self.policy_factory = Rebalancer
         # "sorted" (the input read in order in this process, as for workers = 1: its own
@@ -143,7 +143,7 @@ class WorkerSession:
         self.last = router
         return router
 
-    def _closed(self, router: WorkerRouter, clean: bool) -> None:
+    def _closed(self, router: WorkerChannels, clean: bool) -> None:
         if not clean:
             self._replace(router.pool)
         self._busy.release()

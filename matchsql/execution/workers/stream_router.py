@@ -50,7 +50,7 @@ from matchsql.execution.workers.balance import Policy, least_loaded, rows_per_bu
 from matchsql.execution.workers.frames import Packed, unpack
 from matchsql.execution.workers.pool import WorkerPool
 from matchsql.execution.workers.wire import dumps, loads, query_bytes
-from matchsql.execution.workers.worker_router import MigrationRecord, WorkerRouter, bucket_of
+from matchsql.execution.workers.worker_router import MigrationRecord, WorkerChannels, bucket_of
 from matchsql.plan.spec import MatchSpec
 from matchsql.runtime.cancel import Cancellation
 from matchsql.saved_state.snapshot import restore_like, snapshot_matcher
@@ -69,7 +69,7 @@ class Sent(NamedTuple):
     owners: np.ndarray
 
 
-class StreamRouter(RoutesBatches, WorkerRouter):
+class StreamRouter(RoutesBatches, WorkerChannels):
     """A continuous query's partitions on the pool's workers."""
 
     def __init__(
@@ -92,7 +92,9 @@ class StreamRouter(RoutesBatches, WorkerRouter):
         self.first: dict[tuple, int] = {}  # key -> bucket, in order of first appearance
         self._seq = 0
         self._flight: deque[tuple[Sent, float]] = deque()
-        self._answers: dict[object, dict[int, tuple[list, list]]] = {}
+        # Per batch (its seq, or "finish", "dump"), per worker: the entries and matches it
+        # answered, or for "dump" None and its runs' states.
+        self._answers: dict[object, dict[int, tuple[list | None, list]]] = {}
         self._buffered: dict[tuple, int] = {}  # rows each run keeps, per the last answer
         self._started = False
         self._ended_cleanly = False

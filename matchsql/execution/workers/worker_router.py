@@ -41,7 +41,7 @@ import select
 import time
 import zlib
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,6 +125,8 @@ class Migration:
     buffered: list[tuple[tuple, pa.RecordBatch | tuple[int, int] | None]] = field(
         default_factory=list
     )
+    # The scatter router's: rows of the bucket, not yet cut into partitions.
+    held: list[pa.RecordBatch] = field(default_factory=list)
     buffered_rows: int = 0
 
 
@@ -142,12 +144,12 @@ class MigrationRecord:
     state_rows: int = 0  # rows the snapshot carried (buffered input of an open wave)
 
 
-class WorkerRouter:
-    """Runs ``spec``'s partitions of sorted batches on ``pool``'s workers."""
-
-    #: Whether partition numbers are consecutive integers in output order, so that an
-    #: answer's run of consecutive partitions can be passed on as one piece (:meth:`_on_out`).
-    consecutive_numbers = True
+class WorkerChannels:
+    """What every router over the pool shares: messages to the workers and their answers,
+    the load figures the policy reads, the migration records. A one-time query's
+    :class:`WorkerRouter` and a continuous query's
+    :class:`~matchsql.execution.workers.stream_router.StreamRouter` route and merge
+    differently on top of it: their inputs differ, so they share no ``run``."""
 
     def __init__(
         self,
@@ -184,10 +186,12 @@ class WorkerRouter:
         self.migrating: dict[int, Migration] = {}
         self.migrations: list[MigrationRecord] = []
         self._states: deque[tuple[int, bytes]] = deque()  # snapshots to hand on
-        self._order: deque[int] = deque()
-        self._out: dict[int, list[pa.RecordBatch]] = {}
-        self._done: set[int] = set()
-        self._through: dict[int, int] = {}  # runs of done partitions: first -> last
+        # The merge, by partition label: a number in input order, or (the scatter router,
+        # whose workers number their own partitions) whatever sorts them into it.
+        self._order: deque[Hashable] = deque()
+        self._out: dict[Hashable, list[pa.RecordBatch]] = {}
+        self._done: set[Hashable] = set()
+        self._through: dict[Hashable, int] = {}  # runs of done partitions: first -> length
         self._ended = 0
         self.worker_cpu_s = [0.0] * n  # this query's matching CPU per worker
         self.worker_process_cpu_s = [0.0] * n  # ... and all its process's CPU meanwhile
@@ -210,15 +214,123 @@ class WorkerRouter:
         for fd in [*self._pipe_of, *self._sentinel_of]:
             self._poller.register(fd, select.POLLIN)
 
+    def close(self) -> None:
+        """Nothing to give back here: the pool's owner (:mod:`matchsql.execution.workers.session`)
+        keeps or replaces it by how :meth:`run` ended."""
+
+    def _mark(self, step: str) -> None:
+        self.marks[step] = (time.perf_counter(), time.process_time())
+
+    def routed_unmatched(self, index: int) -> int:
+        """Rows sent to worker ``index`` that it has not matched yet."""
+        return self.routed[index] - self._pending_rows[index] - self.done_rows[index]
+
+    def _load(self) -> Load:
+        queued = [self.routed[i] - self.done_rows[i] for i in range(len(self.workers))]
+        return Load(
+            tuple(self.routed),
+            tuple(queued),
+            dict(self.owner),
+            dict(self.recent),
+            frozenset(self.migrating),
+            dict(self.bucket_rows),
+        )
+
+    # -- messages -------------------------------------------------------------------------
+
+    def _post(self, index: int, kind: str, payload=None, extra=None) -> None:
+        """Send to worker ``index``, taking answers while its channel is full."""
+        worker = self.workers[index]
+        try:
+            worker.inbox.send(kind, payload, extra, idle=self._drain)
+        except OSError:  # a broken pipe: the worker is gone
+            self._check()
+            raise _died(worker, worker.reaped_death()) from None
+
+    # -- answers --------------------------------------------------------------------------
+
+    def _drain(self) -> None:
+        """Take every answer already there, without waiting."""
+        self._check()
+        while True:
+            ready = self._poller.poll(0)
+            answered = sorted(self._pipe_of[fd] for fd, _ in ready if fd in self._pipe_of)
+            if not answered:
+                break
+            for index in answered:
+                self._take(index, self.workers[index])
+        self._check_alive(ready)
+
+    def _wait(self) -> None:
+        """Wait for at least one answer (watching the interrupt and the workers' lives)."""
+        self._check()
+        if self._poller.poll(_POLL_S * 1000):
+            self._drain()
+
+    def _take(self, index: int, worker: Worker) -> None:
+        assert worker.outbox is not None
+        try:
+            kind, payload, extra = worker.outbox.receive()
+        except (EOFError, OSError):
+            self._check()
+            raise _died(worker, worker.reaped_death()) from None  # its pipe closed: dying
+        if kind == "out":
+            self._on_out(index, payload, extra)
+        elif kind == "state":
+            self._states.append((extra, payload))
+        elif kind == "error":
+            raise error_of(payload)
+        elif kind == "ended":
+            extra = _stats(payload)
+            self._ended += 1
+            worker.rows_done += extra[0]
+            worker.busy_s += extra[1] / 1e9
+            self.worker_cpu_s[index] = extra[1] / 1e9
+            self.worker_process_cpu_s[index] = extra[3] / 1e9
+            self.worker_spans[index] = extra[4]
+            for bucket, ns in extra[2].items():
+                self.bucket_cpu_s[bucket] = self.bucket_cpu_s.get(bucket, 0.0) + ns / 1e9
+        else:
+            self._answer(index, kind, payload, extra)
+
+    def _on_out(self, index: int, payload: bytes, extra) -> None:
+        """A worker's matches ("out"): each kind of router files them its own way."""
+        raise NotImplementedError
+
+    def _answer(self, index: int, kind: str, payload: bytes, extra) -> None:
+        """An answer of a kind that only another kind of router expects."""
+        raise ExecutionError(f"worker process {index} sent an unexpected {kind!r}")
+
+    def _check(self) -> None:
+        if self.cancel.cancelled:
+            raise ExecutionError(INTERRUPTED)
+
+    def _check_alive(self, ready: list[tuple[int, int]]) -> None:
+        """Fail if a worker ended (its sentinel is among the ``ready`` of a poll) with no
+        answer left to take."""
+        self._check()  # an interrupt that killed nothing yet is still an interrupt
+        for fd, _ in ready:
+            index = self._sentinel_of.get(fd)
+            if index is None:
+                continue
+            worker = self.workers[index]
+            death = worker.death()
+            if death is not None and not worker.pipe.poll(0):
+                raise _died(worker, death)
+
+
+class WorkerRouter(WorkerChannels):
+    """Runs ``spec``'s partitions of sorted batches on ``pool``'s workers."""
+
+    #: Whether partition numbers are consecutive integers in output order, so that an
+    #: answer's run of consecutive partitions can be passed on as one piece (:meth:`_on_out`).
+    consecutive_numbers = True
+
     @property
     def max_queued_rows(self) -> int:
         """Rows a worker may have queued before the router waits (back-pressure): four
         messages' worth unless given."""
         return self._max_queued_rows or 4 * self.chunk_rows
-
-    def close(self) -> None:
-        """Nothing to give back here: the pool's owner (:mod:`matchsql.execution.workers.session`)
-        keeps or replaces it by how :meth:`run` ended."""
 
     # -- the query --------------------------------------------------------------------
 
@@ -395,9 +507,6 @@ class WorkerRouter:
             self.owner[bucket] = least_loaded(self._load())
         return number
 
-    def _mark(self, step: str) -> None:
-        self.marks[step] = (time.perf_counter(), time.process_time())
-
     def _step(self, decide: bool = True) -> None:
         """Safe point (not inside a send): hand on snapshots, start migrations, send."""
         self._settle(decide)
@@ -416,21 +525,6 @@ class WorkerRouter:
             for bucket, target in self.policy.decide(self._load()):
                 self.migrate(bucket, target)
             self.recent = {}
-
-    def routed_unmatched(self, index: int) -> int:
-        """Rows sent to worker ``index`` that it has not matched yet."""
-        return self.routed[index] - self._pending_rows[index] - self.done_rows[index]
-
-    def _load(self) -> Load:
-        queued = [self.routed[i] - self.done_rows[i] for i in range(len(self.workers))]
-        return Load(
-            tuple(self.routed),
-            tuple(queued),
-            dict(self.owner),
-            dict(self.recent),
-            frozenset(self.migrating),
-            dict(self.bucket_rows),
-        )
 
     # -- routing ------------------------------------------------------------------------
 
@@ -551,60 +645,7 @@ class WorkerRouter:
         )
         self.pool.migrations += 1
 
-    def _post(self, index: int, kind: str, payload=None, extra=None) -> None:
-        """Send to worker ``index``, taking answers while its channel is full."""
-        worker = self.workers[index]
-        try:
-            worker.inbox.send(kind, payload, extra, idle=self._drain)
-        except OSError:  # a broken pipe: the worker is gone
-            self._check()
-            raise _died(worker, worker.reaped_death()) from None
-
-    # -- answers --------------------------------------------------------------------------
-
-    def _drain(self) -> None:
-        """Take every answer already there, without waiting."""
-        self._check()
-        while True:
-            ready = self._poller.poll(0)
-            answered = sorted(self._pipe_of[fd] for fd, _ in ready if fd in self._pipe_of)
-            if not answered:
-                break
-            for index in answered:
-                self._take(index, self.workers[index])
-        self._check_alive(ready)
-
-    def _wait(self) -> None:
-        """Wait for at least one answer (watching the interrupt and the workers' lives)."""
-        self._check()
-        if self._poller.poll(_POLL_S * 1000):
-            self._drain()
-
-    def _take(self, index: int, worker: Worker) -> None:
-        assert worker.outbox is not None
-        try:
-            kind, payload, extra = worker.outbox.receive()
-        except (EOFError, OSError):
-            self._check()
-            raise _died(worker, worker.reaped_death()) from None  # its pipe closed: dying
-        if kind == "out":
-            self._on_out(index, payload, extra)
-        elif kind == "state":
-            self._states.append((extra, payload))
-        elif kind == "error":
-            raise error_of(payload)
-        elif kind == "ended":
-            extra = _stats(payload)
-            self._ended += 1
-            worker.rows_done += extra[0]
-            worker.busy_s += extra[1] / 1e9
-            self.worker_cpu_s[index] = extra[1] / 1e9
-            self.worker_process_cpu_s[index] = extra[3] / 1e9
-            self.worker_spans[index] = extra[4]
-            for bucket, ns in extra[2].items():
-                self.bucket_cpu_s[bucket] = self.bucket_cpu_s.get(bucket, 0.0) + ns / 1e9
-        else:
-            self._answer(index, kind, payload, extra)
+    # -- the merge ---------------------------------------------------------------------------
 
     def _on_out(self, index: int, payload: bytes, extra) -> None:
         """Matches of sorted pieces: per partition number its rows of the answer's one
@@ -640,18 +681,14 @@ class WorkerRouter:
 
     def _mark_done(self, first, last) -> None:
         """Partitions ``first..last`` (consecutive numbers, their rows all filed under
-        ``first``) are done; ``first`` None: none. A run is kept as its ends, so
+        ``first``) are done; ``first`` None: none. A run is kept as its first and length, so
         :meth:`_ready` passes it on without a lookup per partition."""
         if first is None:
             return
         if last != first:
-            self._through[first] = last
+            self._through[first] = last - first + 1
         else:
             self._done.add(first)
-
-    def _answer(self, index: int, kind: str, payload: bytes, extra) -> None:
-        """An answer of a kind that only another kind of router expects."""
-        raise ExecutionError(f"worker process {index} sent an unexpected {kind!r}")
 
     def _ready(self) -> Iterator[pa.RecordBatch]:
         """The matches of the leading partitions, as far as they are known."""
@@ -659,9 +696,9 @@ class WorkerRouter:
         while self._order:
             number = self._order[0]
             out += self._out.pop(number, ())
-            through = self._through.pop(number, None)
-            if through is not None:  # number..through, consecutive, in order
-                for _ in range(through - number + 1):
+            length = self._through.pop(number, None)
+            if length is not None:  # number and the length - 1 after it, in order
+                for _ in range(length):
                     self._order.popleft()
                 continue
             if number not in self._done:
@@ -669,23 +706,6 @@ class WorkerRouter:
             self._done.discard(number)
             self._order.popleft()
         yield from coalesce(out)
-
-    def _check(self) -> None:
-        if self.cancel.cancelled:
-            raise ExecutionError(INTERRUPTED)
-
-    def _check_alive(self, ready: list[tuple[int, int]]) -> None:
-        """Fail if a worker ended (its sentinel is among the ``ready`` of a poll) with no
-        answer left to take."""
-        self._check()  # an interrupt that killed nothing yet is still an interrupt
-        for fd, _ in ready:
-            index = self._sentinel_of.get(fd)
-            if index is None:
-                continue
-            worker = self.workers[index]
-            death = worker.death()
-            if death is not None and not worker.pipe.poll(0):
-                raise _died(worker, death)
 
 
 def _stats(payload: bytes) -> tuple:

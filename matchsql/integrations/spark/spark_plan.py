@@ -100,7 +100,7 @@ def build_plan(
             offset=0,
         )
     node = nodes[0]
-    _check_shape(tree, node, table, query)
+    select = _check_shape(tree, node, table, query)
 
     con = duckdb.connect()
     try:
@@ -136,9 +136,10 @@ def build_plan(
 
     outer = None
     alias = node.args.get("alias")
-    node.replace(exp.Table(this=exp.to_identifier(MATCHES_VIEW), alias=alias))
-    if not _is_select_star(tree):
-        outer = tree.sql(dialect="spark")
+    matches = exp.Table(this=exp.to_identifier(MATCHES_VIEW), alias=alias)
+    node.replace(matches)
+    if not _is_select_star(select, matches):
+        outer = select.sql(dialect="spark")
     return MatchPlan(
         sql=query,
         table=table,
@@ -205,8 +206,9 @@ def _rename(order_item: str, column: str) -> str:
     return ", ".join(o.sql(dialect="duckdb") for o in tree.args["order"].expressions)
 
 
-def _check_shape(tree: exp.Expression, node: exp.Expression, table: str, query: str) -> None:
-    """Reject statements Spark cannot run as one MATCH_RECOGNIZE plus a Spark SQL wrapper."""
+def _check_shape(tree: exp.Expr, node: exp.Expr, table: str, query: str) -> exp.Select:
+    """Reject statements Spark cannot run as one MATCH_RECOGNIZE plus a Spark SQL wrapper;
+    ``tree`` as the SELECT the rest of the plan takes it for."""
     source = node.this
     if not isinstance(source, exp.Table) or source.args.get("db") or source.alias:
         raise SemanticError(
@@ -239,9 +241,10 @@ def _check_shape(tree: exp.Expression, node: exp.Expression, table: str, query: 
             raise SemanticError(
                 "under Spark the statement may not contain subqueries", sql=query, offset=0
             )
+    return tree
 
 
-def _inside(expr: exp.Expression, ancestor: exp.Expression) -> bool:
+def _inside(expr: exp.Expr, ancestor: exp.Expr) -> bool:
     parent = expr.parent
     while parent is not None:
         if parent is ancestor:
@@ -250,12 +253,12 @@ def _inside(expr: exp.Expression, ancestor: exp.Expression) -> bool:
     return False
 
 
-def _is_select_star(tree: exp.Select) -> bool:
-    """True for ``SELECT * FROM matches`` without any other clause or column alias."""
+def _is_select_star(tree: exp.Select, matches: exp.Table) -> bool:
+    """True for ``SELECT * FROM matches`` without any other clause or column alias
+    (``matches`` the table that stands for the MATCH_RECOGNIZE, the FROM's only one)."""
     if len(tree.expressions) != 1 or not isinstance(tree.expressions[0], exp.Star):
         return False
-    table = (tree.args.get("from_") or tree.args.get("from")).this
-    alias = table.args.get("alias")
+    alias = matches.args.get("alias")
     if alias is not None and alias.args.get("columns"):
         return False
     extra = {k for k, v in tree.args.items() if v and k not in ("expressions", "from_", "from")}
