@@ -206,6 +206,7 @@ class ParallelPartitionRouter:
     # -- tasks (on the pool's threads) ----------------------------------------------
 
     def _match(self, complete: PartitionBatch) -> list[pa.RecordBatch]:
+        """A group's complete partitions in one call of the batch matcher."""
         self._check()
         return coalesce(complete.matched()[0])
 
