@@ -93,9 +93,9 @@ def instrument() -> None:
     B.label_input = _timed("whole: DEFINE labels", B.label_input)
     B.P.viable_starts = _timed("whole: prefilter", B.P.viable_starts)
     B.output_batch = _timed("whole: output (measures)", B.output_batch)
-    B.WholePartitions.match = _timed("whole: all", B.WholePartitions.match)
+    B.WholePartitions.match_counted = _timed("whole: all", B.WholePartitions.match_counted)
     choose = K.attempts_kernel
-    whole_match = B.WholePartitions.match
+    whole_match = B.WholePartitions.match_counted
     inside = threading.local()
 
     def match(self, *args, **kwargs):
@@ -109,7 +109,7 @@ def instrument() -> None:
         kernel = choose(*args, **kwargs)
         return _timed(KERNEL, kernel) if getattr(inside, "whole", False) else kernel
 
-    B.WholePartitions.match = match
+    B.WholePartitions.match_counted = match
     K.attempts_kernel = attempts_kernel
     M.CompiledMatcher.feed = _timed("runs: feed (kernel included)", M.CompiledMatcher.feed)
     M.CompiledMatcher.finish = _timed("runs: finish (kernel included)", M.CompiledMatcher.finish)

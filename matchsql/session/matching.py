@@ -638,7 +638,9 @@ class MatchRunner:
 
             # the partitions inside one batch, matched together where the plan batches them
             match_whole = (
-                None if plan.whole is None else functools.partial(plan.whole.match, cancel=cancel)
+                None
+                if plan.whole is None
+                else functools.partial(plan.whole.match_counted, cancel=cancel)
             )
             # A few rows wanted: the partitions in order, none matched ahead on the pool.
             if plan.threads > 1 and not reading.few:

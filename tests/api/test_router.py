@@ -1,5 +1,6 @@
 """The partition router cuts sorted batches at key changes, across batch boundaries too."""
 
+import numpy as np
 import pyarrow as pa
 
 from matchsql.execution.router.partitions import SortedPartitionRouter, segments
@@ -97,7 +98,7 @@ def route_whole(batches):
     def whole(rows, bounds):
         v = rows.column("v").to_pylist()
         wholes.append([v[a:b] for a, b in zip(bounds[:-1], bounds[1:])])
-        return [rows]
+        return [rows], np.diff(bounds)
 
     router = SortedPartitionRouter(["k"], lambda key: RecordingRun(key, log), whole)
     out = []

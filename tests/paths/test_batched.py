@@ -98,7 +98,7 @@ def run(spec, rows: pa.Table, cuts: list[int], path: str, batched: bool, threads
     config = Config()
     config.execution_path = path
     whole = whole_partitions(spec, config)[0] if batched else None
-    match = whole.match if whole is not None else None
+    match = whole.match_counted if whole is not None else None
 
     def new_run(key):
         return new_partition_matcher(spec, key, config)

@@ -321,11 +321,8 @@ def test_whole_partitions_of_one_batch_reach_whole_as_one_slice():
 
     def whole(rows, bounds):
         seen.append((rows, bounds.tolist()))
-        return [
-            pa.RecordBatch.from_pydict(
-                {"k": rows.column("k").to_pylist(), "v": rows.column("v").to_pylist()}
-            )
-        ]
+        out = {"k": rows.column("k").to_pylist(), "v": rows.column("v").to_pylist()}
+        return [pa.RecordBatch.from_pydict(out)], np.diff(bounds)
 
     first = pa.RecordBatch.from_pydict({"k": [1, 1, 2, 3, 3], "v": [0, 1, 2, 3, 4]})
     second = pa.RecordBatch.from_pydict({"k": [4, 5], "v": [5, 6]})

@@ -10,6 +10,8 @@ them (``PREV``/``NEXT`` stopped at partition edges, :class:`.rowlocal.PartitionE
 runs the kernel over each partition's slice of those arrays, and computes the
 measures once over all their matches. Only the partition a batch starts in the
 middle of and the one it ends in still go through a :class:`.CompiledMatcher`.
+Which partitions come here together, and how their output goes back, is the
+routers' and workers' one rule: :mod:`matchsql.execution.router.partition_batches`.
 
 The rows are the per-partition matcher's: the kernel runs with the same
 parameters over the same rows (a complete partition, base 0), and the
@@ -101,7 +103,8 @@ class WholePartitions:
     ) -> tuple[list[pa.RecordBatch], np.ndarray]:
         """:meth:`match`, and how many of its output rows each partition has (one row per
         match, partition after partition): a worker hands its partitions' matches back
-        by these counts rather than finding each one's rows by its key again."""
+        by these counts rather than finding each one's rows by its key again (the
+        routers and workers call this, :mod:`matchsql.execution.router.partition_batches`)."""
         cancel = cancel or Cancellation()
         flag = cancel.flag
         n = batch.num_rows

@@ -9,10 +9,9 @@ and turns it into *tasks*:
 * a **group** task runs several complete small partitions one after the other
   (grouping cuts the per-task overhead; a group closes once it holds
   ``chunk_rows`` input rows, so it holds fewer than twice that), or all at
-  once through ``whole`` where the query allows it (:mod:`matchsql.engine.compiled.batch`):
-  then the partitions between a batch's first and last go as one span of it,
-  and a group of adjacent spans of one batch (the grouped input's batches end
-  where a partition ends) as a slice of it, not a copy;
+  once through ``whole`` where the query allows it (a
+  :class:`~matchsql.execution.router.partition_batches.PartitionBatch`): then the
+  partitions between a batch's first and last go as one span of it;
 * a **chunk** task feeds one piece (about ``chunk_rows`` rows) of a partition
   too large to group; the chunk tasks of one partition share its run and run
   one after the other (each waits for its predecessor), so a huge partition
@@ -37,14 +36,13 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from matchsql.errors import ExecutionError
+from matchsql.execution.router.partition_batches import MatchRun, PartitionBatch, Span
 from matchsql.execution.router.partitions import (
     PartitionRun,
     RunFactory,
-    WholeRuns,
     feed_last,
     key_at,
     segments,
@@ -66,7 +64,7 @@ class ParallelPartitionRouter:
         chunk_rows: int = 65_536,
         max_pending: int | None = None,
         cancel: Cancellation | None = None,
-        whole: WholeRuns | None = None,
+        whole: MatchRun | None = None,
     ) -> None:
         if threads < 1:
             raise ValueError("threads must be >= 1")
@@ -90,13 +88,15 @@ class ParallelPartitionRouter:
         """Yield the output batches of all partitions of ``batches``, in sequential order."""
         pool = ThreadPoolExecutor(self.threads, thread_name_prefix="matchsql-partition")
         pending: deque[Future] = deque()
-        # Complete small partitions waiting to be sent as one group task.
+        # Complete small partitions waiting to be sent as one group task: matched
+        # together where ``whole`` is given, else each in a run of its own.
+        complete = PartitionBatch(self.whole) if self.whole is not None else None
         group: list[_Part] = []
         group_rows = 0
         # The open partition: its key, pieces not yet sent, and, once it is too
         # large to group, its run and the future of its last chunk task.
         key: tuple | None = None
-        pieces: list[_Span] = []
+        pieces: list[Span] = []
         piece_rows = 0
         big_run: PartitionRun | None = None
         last: Future | None = None
@@ -114,13 +114,15 @@ class ParallelPartitionRouter:
 
         def flush_group() -> Iterator[pa.RecordBatch]:
             nonlocal group, group_rows
-            if group:
+            if complete:
+                group_rows = 0
+                yield from submit(self._match, complete.take())
+            elif group:
                 work, group, group_rows = group, [], 0
                 yield from submit(self._run_group, work)
 
-        def grouped(part: _Part, rows: int) -> Iterator[pa.RecordBatch]:
+        def grouped(rows: int) -> Iterator[pa.RecordBatch]:
             nonlocal group_rows
-            group.append(part)
             group_rows += rows
             if group_rows >= self.chunk_rows:
                 yield from flush_group()
@@ -128,14 +130,19 @@ class ParallelPartitionRouter:
         def close_partition() -> Iterator[pa.RecordBatch]:
             nonlocal pieces, piece_rows, big_run, last, opened
             if big_run is None:
-                yield from grouped((key, pieces, [piece_rows]), piece_rows)
+                if complete is not None:
+                    complete.add_pieces(pieces, piece_rows)
+                else:
+                    assert key is not None
+                    group.append((key, pieces))
+                yield from grouped(piece_rows)
             else:
                 if pieces:
                     last = yield from submit(self._feed, big_run, pieces, last)
                 yield from submit(self._finish, big_run, last)
             pieces, piece_rows, big_run, last, opened = [], 0, None, None, False
 
-        def add(piece_key: tuple, piece: _Span) -> Iterator[pa.RecordBatch]:
+        def add(piece_key: tuple, piece: Span) -> Iterator[pa.RecordBatch]:
             nonlocal key, opened, pieces, piece_rows, big_run, last
             if not opened or piece_key != key:
                 if opened:
@@ -163,15 +170,14 @@ class ParallelPartitionRouter:
                 if len(bounds) == 1:
                     continue
                 inner = bounds[1:-1]
-                if self.whole is not None and inner:
+                if complete is not None and inner:
                     # The partitions between the batch's first and last: complete,
                     # matched as one span of the batch (no key, no slice of each).
                     yield from close_partition()
                     start, stop = inner[0][0], inner[-1][1]
                     self.partitions += len(inner)
-                    yield from grouped(
-                        (None, [(batch, start, stop)], [b - a for a, b in inner]), stop - start
-                    )
+                    complete.add(batch, start, [b - a for a, b in inner])
+                    yield from grouped(stop - start)
                     inner = []
                 for a, b in [*inner, bounds[-1]]:
                     yield from add(key_at(batch, self.keys, a), (batch, a, b))
@@ -199,16 +205,15 @@ class ParallelPartitionRouter:
 
     # -- tasks (on the pool's threads) ----------------------------------------------
 
+    def _match(self, complete: PartitionBatch) -> list[pa.RecordBatch]:
+        """A group's complete partitions in one call of the batch matcher."""
+        self._check()
+        return coalesce(complete.matched()[0])
+
     def _run_group(self, work: list[_Part]) -> list[pa.RecordBatch]:
         self._check()
-        if self.whole is not None:
-            sizes = [size for _, _, part_sizes in work for size in part_sizes]
-            bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-            rows = _joined([span for _, spans, _ in work for span in spans])
-            return coalesce(self.whole(rows, bounds))
         out: list[pa.RecordBatch] = []
-        for key, spans, _ in work:
-            assert key is not None  # keyless groups are matched whole, above
+        for key, spans in work:
             run = self.new_run(key)
             pieces = [_slice(span) for span in spans]
             for piece in pieces[:-1]:
@@ -219,7 +224,7 @@ class ParallelPartitionRouter:
         return coalesce(out)
 
     def _feed(
-        self, run: PartitionRun, pieces: list[_Span], previous: Future | None
+        self, run: PartitionRun, pieces: list[Span], previous: Future | None
     ) -> list[pa.RecordBatch]:
         if previous is not None:
             previous.result()  # the run's earlier chunk: same run, strictly in order
@@ -236,30 +241,15 @@ class ParallelPartitionRouter:
         return coalesce(run.finish())
 
 
-#: Rows ``start:stop`` of a batch: the pieces of partitions are kept so, and cut from
-#: their batch only when a task reads them (adjacent spans of one batch then join).
-_Span = tuple[pa.RecordBatch, int, int]
-#: Complete partitions of a group: the key (None: several partitions matched whole),
-#: their rows and the size of each partition.
-_Part = tuple[tuple | None, list[_Span], list[int]]
+#: A complete partition of a group run on its own: its key and its rows (pieces are
+#: kept as :data:`~.partition_batches.Span` and cut from their batch only when a task
+#: reads them).
+_Part = tuple[tuple, list[Span]]
 
 
-def _slice(span: _Span) -> pa.RecordBatch:
+def _slice(span: Span) -> pa.RecordBatch:
     batch, start, stop = span
     return batch.slice(start, stop - start)
-
-
-def _joined(spans: list[_Span]) -> pa.RecordBatch:
-    """The rows of ``spans`` as one batch: adjacent spans of one batch joined by a slice,
-    a copy only where rows of several batches meet."""
-    merged: list[_Span] = []
-    for batch, start, stop in spans:
-        if merged and merged[-1][0] is batch and merged[-1][2] == start:
-            merged[-1] = (batch, merged[-1][1], stop)
-        else:
-            merged.append((batch, start, stop))
-    pieces = [_slice(span) for span in merged]
-    return pieces[0] if len(pieces) == 1 else pa.concat_batches(pieces)
 
 
 def coalesce(batches: list[pa.RecordBatch], small: int = 8_192) -> list[pa.RecordBatch]:

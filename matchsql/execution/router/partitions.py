@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from matchsql.execution.router.partition_batches import MatchRun, PartitionBatch
 from matchsql.execution.router.protocol import RoutesBatches
 
 
@@ -35,36 +36,33 @@ def feed_last(run: PartitionRun, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
     return run.feed(batch) + run.finish()
 
 
-WholeRuns = Callable[[pa.RecordBatch, np.ndarray], list[pa.RecordBatch]]
-
-
 class SortedPartitionRouter(RoutesBatches):
     """Routes batches sorted by ``keys`` to per-partition runs created by ``new_run``.
 
     ``whole``, when given, matches the partitions that start and end inside
-    one batch all at once (``whole(rows, bounds)``, see
-    :mod:`matchsql.engine.compiled.batch`); only the partitions cut by a batch
-    boundary then get a run of their own. A batch's last partition is known to
-    end with it only once the next batch comes: its rows wait until then.
+    one batch all at once (see :mod:`.partition_batches`); only the partitions
+    cut by a batch boundary then get a run of their own. A batch's last
+    partition is known to end with it only once the next batch comes: its rows
+    wait until then.
     """
 
-    def __init__(
-        self, keys: list[str], new_run: RunFactory, whole: WholeRuns | None = None
-    ) -> None:
+    def __init__(self, keys: list[str], new_run: RunFactory, whole: MatchRun | None = None) -> None:
         self.keys = keys
         self.new_run = new_run
-        self.whole = whole
         self._current_key: tuple | None = None
         self._run: PartitionRun | None = None
-        # With ``whole``: the rows from the first partition not matched yet to the end of
-        # the last batch, where those partitions start in them, and the last one's key.
-        self._held: tuple[pa.RecordBatch, np.ndarray, tuple] | None = None
+        # With ``whole``: the batch's complete partitions not matched yet, then its last
+        # piece (its batch, rows and key), which waits for the next batch to say whether
+        # it goes on: kept as rows of its batch, to join the partitions before it.
+        self._complete = PartitionBatch(whole) if whole is not None else None
+        self._held: tuple[pa.RecordBatch, int, int, tuple] | None = None
         self.partitions = 0
 
     @property
     def buffered_rows(self) -> int:
-        held = self._held[0].num_rows if self._held is not None else 0
-        return held + int(getattr(self._run, "buffered_rows", 0))
+        held = self._held[2] - self._held[1] if self._held is not None else 0
+        complete = self._complete.rows if self._complete is not None else 0
+        return held + complete + int(getattr(self._run, "buffered_rows", 0))
 
     def route(self, batch: pa.RecordBatch, more: bool = False) -> Iterator[pa.RecordBatch]:
         """Feed ``batch``; yield every output batch that became final.
@@ -80,7 +78,7 @@ class SortedPartitionRouter(RoutesBatches):
             return
         key = key_at(batch, self.keys, 0)
         if self._held is not None:
-            yield from self._release(key == self._held[2])
+            yield from self._release(key == self._held[3])
         bounds = segments(batch, self.keys)
         first = 0
         if self._run is not None and key == self._current_key:
@@ -92,10 +90,12 @@ class SortedPartitionRouter(RoutesBatches):
             first = 1
         else:
             yield from self._close_run()
-        if self.whole is not None:
-            start = bounds[first][0]
-            starts = np.array([b[0] for b in bounds[first:]], np.int64) - start
-            self._held = (batch.slice(start), starts, key_at(batch, self.keys, bounds[-1][0]))
+        if self._complete is not None:
+            inner = bounds[first:-1]
+            if inner:
+                self._complete.add(batch, inner[0][0], [b - a for a, b in inner])
+            start, stop = bounds[-1]
+            self._held = (batch, start, stop, key_at(batch, self.keys, start))
             return
         last = len(bounds) - 1  # the batch's last piece may go on in the next batch
         for i in range(first, len(bounds)):
@@ -115,21 +115,22 @@ class SortedPartitionRouter(RoutesBatches):
         yield from self._close_run()
 
     def _release(self, continues: bool) -> Iterator[pa.RecordBatch]:
-        """Match the held rows (partitions starting at ``starts``): all through ``whole``
-        where the last one ends with them, else that one in a run of its own, left open."""
-        assert self.whole is not None and self._held is not None
-        rows, starts, key = self._held
+        """Match the batch's complete partitions, the held last piece with them where
+        its partition ends with it, else that piece in a run of its own, left open."""
+        assert self._complete is not None and self._held is not None
+        batch, start, stop, key = self._held
         self._held = None
-        complete = len(starts) - 1 if continues else len(starts)
-        if complete:
-            stop = int(starts[-1]) if continues else rows.num_rows
-            yield from self.whole(rows.slice(0, stop), np.append(starts[:complete], stop))
-            self.partitions += complete
+        if not continues:
+            self._complete.add(batch, start, [stop - start])
+        if self._complete:
+            complete = self._complete.take()
+            self.partitions += len(complete)
+            yield from complete.matched()[0]
         if continues:
             self._current_key = key
             self._run = self.new_run(key)
             self.partitions += 1
-            yield from self._run.feed(rows.slice(int(starts[-1])))
+            yield from self._run.feed(_piece(batch, (start, stop)))
 
     def _close_run(self) -> Iterator[pa.RecordBatch]:
         if self._run is not None:

@@ -17,6 +17,7 @@ import pyarrow as pa
 from matchsql.config import Config
 from matchsql.engine.planner import new_partition_matcher, whole_partitions
 from matchsql.errors import Error
+from matchsql.execution.router.partition_batches import MatchRun, PartitionBatch
 from matchsql.execution.router.partitions import PartitionRun, feed_last
 from matchsql.execution.router.presorted import GroupedRows
 from matchsql.execution.workers.balance import charge
@@ -44,7 +45,8 @@ class Query:
         self.runs: dict[int, tuple[int, tuple, PartitionRun]] = {}
         # Matches a run of complete partitions at once (engine/compiled/batch.py), when the
         # planner allows it.
-        self.whole, _ = whole_partitions(spec, self.config)
+        whole, _ = whole_partitions(spec, self.config)
+        self.whole: MatchRun | None = whole.match_counted if whole is not None else None
         self.failed = False
         # The query's grouped input in shared memory (see :mod:`.shared_rows`), where the
         # router sends ranges of it rather than rows.
@@ -63,14 +65,19 @@ class Query:
         """Feed each entry's rows to its partition's run; the matches, partition after
         partition, with each partition's ``(number, rows, done)``.
 
-        Runs of complete partitions (first and last piece in this message) are
-        matched together where the planner allows it, as the single-process
-        router does; their output is cut back into partitions by key.
+        Complete partitions (first and last piece in this message, no run held)
+        are matched together where the planner allows it, by the rule of every
+        router (:mod:`~matchsql.execution.router.partition_batches`): a run of
+        them ends where another entry comes; its output comes back by each
+        partition's output row count.
         """
         rows = pa.concat_batches(batches) if len(batches) > 1 else (batches[0] if batches else None)
         out_entries: list[tuple[int, int, bool]] = []
         out: list[pa.RecordBatch] = []
-        group: list[tuple[int, tuple, int, int]] = []
+        # The run of complete partitions: their numbers, their rows' sizes, where they start.
+        numbers: list[int] = []
+        sizes: list[int] = []
+        first = 0
 
         def emit(number: int, produced: list[pa.RecordBatch], last: bool) -> None:
             produced = [b for b in produced if b.num_rows]
@@ -79,16 +86,15 @@ class Query:
                 out.extend(produced)
 
         def flush() -> None:
-            if len(group) > 1:
-                produced, counts = self._whole(rows, group)
-                out_entries.extend(
-                    (number, count, True) for (number, *_), count in zip(group, counts.tolist())
-                )
+            if numbers:
+                assert self.whole is not None and rows is not None
+                complete = PartitionBatch(self.whole)
+                complete.add(rows, first, sizes)
+                produced, counts = complete.matched()
+                out_entries.extend(zip(numbers, counts.tolist(), [True] * len(numbers)))
                 out.extend(produced)
-            for number, key, offset, count in group if len(group) == 1 else ():
-                assert rows is not None  # a group's partitions have rows in the message
-                emit(number, feed_last(self.new_run(key), rows.slice(offset, count)), True)
-            group.clear()
+                numbers.clear()
+                sizes.clear()
 
         offset = 0
         for number, bucket, key, count, last in entries:
@@ -96,7 +102,10 @@ class Query:
             self.rows += count
             held = self.runs.get(number)
             if self.whole is not None and held is None and last and count:
-                group.append((number, key, start, count))
+                if not numbers:
+                    first = start
+                numbers.append(number)
+                sizes.append(count)
                 continue
             flush()
             piece = None
@@ -112,21 +121,6 @@ class Query:
                 emit(number, run.feed(piece) if piece is not None else [], False)
         flush()
         return out_entries, out
-
-    def _whole(
-        self, rows: pa.RecordBatch, group: list[tuple[int, tuple, int, int]]
-    ) -> tuple[list[pa.RecordBatch], np.ndarray]:
-        """Complete partitions matched in one pass: their output, and how many of its
-        rows each partition has (in the group's order, which is the output's)."""
-        start = group[0][2]
-        counts = [count for _, _, _, count in group]
-        bounds = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-        assert self.whole is not None
-        produced, out_counts = self.whole.match_counted(rows.slice(start, int(bounds[-1])), bounds)
-        produced = [batch for batch in produced if batch.num_rows]
-        if sum(batch.num_rows for batch in produced) != int(out_counts.sum()):
-            raise Error("a worker's matches did not add up to its partitions' counts")
-        return produced, out_counts
 
     def serve(self, writer: RingWriter, kind: str, payload: bytes, extra: Any) -> None:
         if kind == "data":
