@@ -150,7 +150,9 @@ def guarded(function: Callable[..., Any]) -> Callable[..., Any]:
         return run(a, b, c)
 
     arity = len(inspect.signature(function).parameters)
-    return {1: one, 2: two, 3: three}[arity]
+    if arity == 1:
+        return one
+    return two if arity == 2 else three
 
 
 def _probe(spark: SparkSession) -> list[str]:
