@@ -3,9 +3,9 @@
 With thousands of short partitions the Python and Arrow calls around the kernel
 cost more than the matching, so where the planner allows it
 (:mod:`matchsql.engine.compiled.batch`) the partitions whose rows are all at hand
-go through one call of the batch matcher together. Three drivers do so - the
-sorted router (a batch's partitions), the parallel router (a task's) and a worker
-process (a message's) - and all follow this module:
+go through one call of the batch matcher together. Four drivers do so - the
+sorted router (a batch's partitions), the parallel router (a task's), a worker
+process (a message's) and a Spark task (its keys') - and all follow this module:
 
 * **when**: every partition whose first and last rows the driver holds, and that
   has no run of its own yet, is batched, alone or with others: a batched

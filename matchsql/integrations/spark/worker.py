@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from matchsql.config import Config
 from matchsql.engine.planner import new_partition_matcher, whole_partitions
+from matchsql.execution.router.partition_batches import PartitionBatch
 from matchsql.execution.router.partitions import PartitionRun
 from matchsql.expr.batch_select import derive_input, project_result
 from matchsql.integrations.spark.spark_plan import MatchPlan
@@ -235,35 +236,31 @@ def run_task(
     starts = np.concatenate(([0], ends[:-1])).astype(np.int64)
     whole, _ = whole_partitions(plan.spec, config)
     size = max(1, config.batch_size)
-    group: list[int] = []  # partitions matched together next
-
-    def together() -> Iterator[pa.RecordBatch]:
-        first, last = group[0], group[-1]
-        lo = int(starts[first])
-        bounds = ends[first : last + 1] - lo
-        batch = _one_batch(rows.slice(lo, int(bounds[-1])))
-        assert whole is not None
-        yield from _typed(plan, whole.match(batch, np.concatenate(([0], bounds))), out_schema)
-        group.clear()
-
-    for part in range(len(ends)):
-        lo, hi = int(starts[part]), int(ends[part])
-        if whole is not None and hi - lo <= size:
-            if group and hi - int(starts[group[0]]) > size:
-                yield from together()
-            group.append(part)
+    # Partitions of up to ``size`` rows go through the batch matcher, as many as fit in
+    # ``size`` rows per call (partition_batches' rule, cut here by row count: a task
+    # holds all of its rows, so every partition is complete).
+    short = ends - starts <= size
+    long_at = np.flatnonzero(~short)
+    table = _one_batch(rows)
+    pending = PartitionBatch(whole.match_counted) if whole is not None else None
+    part = 0
+    while part < len(ends):
+        if pending is not None and short[part]:
+            fits = int(np.searchsorted(ends, starts[part] + size, side="right"))
+            after = int(np.searchsorted(long_at, part))
+            stop = min(fits, int(long_at[after]) if after < len(long_at) else len(ends))
+            pending.add(table, int(starts[part]), (ends[part:stop] - starts[part:stop]).tolist())
+            yield from _typed(plan, pending.take().matched()[0], out_schema)
+            part = stop
             continue
-        if group:
-            yield from together()
-        piece = rows.slice(lo, hi - lo)
+        piece = rows.slice(int(starts[part]), int(ends[part] - starts[part]))
         matcher = new_matcher(plan, partition_key(plan, piece), config)
         produced = [
             *_feed_all(matcher, [b for b in piece.to_batches(max_chunksize=size) if b.num_rows]),
             *matcher.finish(),
         ]
         yield from _typed(plan, produced, out_schema)
-    if group:
-        yield from together()
+        part += 1
 
 
 def _one_batch(table: pa.Table) -> pa.RecordBatch:
