@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-PACKAGE_ROOT = Path(__file__).resolve().parent
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # matchsql/, not runtime/
 _KEYED = re.compile(r"sources-[0-9a-f]{16}")
 _NUMBA_MARKERS = (b"numba", b"njit")
 
