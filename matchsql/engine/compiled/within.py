@@ -1,6 +1,6 @@
 """WITHIN, written once: the rule every path applies, and its compiled form.
 
-The rule (:func:`outside`): an attempt may not consume a row whose ORDER BY
+The rule (:func:`past`): an attempt may not consume a row whose ORDER BY
 value lies more than the WITHIN bound away from the value of the match's first
 row, measured along the ordering: ``|here - first| > bound``. The bound is the
 match's *span*; under ``ORDER BY .. ASC`` that is ``here - first`` (later rows
@@ -10,10 +10,11 @@ the rows are ordered: "a match lasts at most this long". (Before, a DESC
 ordering never cut a match, since ``here - first`` is never positive there:
 WITHIN silently did nothing.) A row equal to the first row is inside (NaN
 equal to itself, as DuckDB orders numbers), as is a NULL on either side; a
-NaN span otherwise is outside (DuckDB puts NaN above every bound).
+NaN span otherwise is outside (DuckDB puts NaN above every bound but a NaN one).
 
-The rule is written once, :func:`past`, over two values measured as numbers
-(one compiled function, so the CPU kernels and any device code can call it).
+The rule is written once, :func:`past`, over two values measured as numbers: a
+compiled function, so that the kernels decide with the same code the reference
+runs as Python (its ``py_func``), and not a second copy that could drift from it.
 The reference matcher and the oracle call it per row through :func:`outside`,
 which measures Python values (numbers as they are, temporal values as whole
 nanoseconds); the kernels get, per start, the first row past the bound as an
