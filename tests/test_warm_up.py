@@ -30,7 +30,7 @@ INSIDE_ONLY = {
     "matchsql.engine.compiled.kernel.memo_horizon",
     "matchsql.engine.compiled.kernel.put_record",
     "matchsql.engine.compiled.kernel.shape_condition",
-    "matchsql.engine.compiled.within._past",
+    "matchsql.engine.compiled.within.past",
     "matchsql.engine.compiled.partition_loop.close_call",
     "matchsql.execution.router.grouping._row_in_order",
 }

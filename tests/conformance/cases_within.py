@@ -26,6 +26,11 @@ T = table(
 BIG = table(
     "t", "id INTEGER, ts BIGINT", [(i, 2**60 + k) for i, k in enumerate((0, 1, 2, 3, 5), 1)]
 )
+DATES = table(
+    "t",
+    "id INTEGER, ts DATE",
+    "(1, DATE '2024-01-01'), (2, DATE '2024-01-02'), (3, DATE '2024-01-04')",
+)
 M = "FIRST(id) AS f, LAST(id) AS l, COUNT(*) AS c"
 
 
@@ -209,6 +214,24 @@ CASES: list[Case] = [
         [(1, 1, 1), (2, 2, 1)],
         "The keys are 2**64 - 1 apart, one more than the bound (the largest BIGINT): two "
         "matches of one row.",
+        tags=("within",),
+    ),
+    Case(
+        "within_date_keys_descending",
+        DATES,
+        q("t", "PATTERN (A+) WITHIN INTERVAL '1' DAY DEFINE A AS TRUE", order="ts DESC"),
+        [(2, 1, 2), (3, 3, 1)],
+        "ts DESC: id 3 (4 January), id 2 (2 January), id 1 (1 January). From id 3, id 2 is "
+        "two days earlier, past the bound: id 3 alone. From id 2, id 1 is one day earlier "
+        "(inside): ids 2-1.",
+        tags=("within",),
+    ),
+    Case(
+        "within_date_keys_under_a_day",
+        DATES,
+        q("t", "PATTERN (A+) WITHIN INTERVAL '12' HOUR DEFINE A AS TRUE"),
+        [(1, 1, 1), (2, 2, 1), (3, 3, 1)],
+        "Dates a day or more apart are all more than 12 hours apart: each row alone.",
         tags=("within",),
     ),
     Case(

@@ -14,6 +14,7 @@ import datetime as dt
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -42,11 +43,33 @@ def test_span_either_way() -> None:
     assert outside(t, t - minutes - dt.timedelta(seconds=1), minutes)
 
 
+def test_nan_bound_cuts_nothing() -> None:
+    """A NaN bound lies above every span (DuckDB's order of numbers), a NaN span's too."""
+    nan = float("nan")
+    assert not outside(1.0, 1e300, nan) and not outside(1.0, nan, nan)
+    assert not outside(1, 2**62, nan)
+
+
+def test_temporal_keys_measured_exactly() -> None:
+    """Dates, times and nanosecond timestamps are measured in whole nanoseconds, either way."""
+    day = dt.timedelta(days=1)
+    jan = [dt.date(2024, 1, d) for d in (1, 2, 3)]
+    assert not outside(jan[0], jan[1], day) and outside(jan[0], jan[2], day)
+    assert not outside(jan[2], jan[1], day) and outside(jan[2], jan[0], day)  # DESC
+    assert outside(jan[0], jan[1], dt.timedelta(hours=12))
+    ten = dt.timedelta(minutes=10)
+    assert not outside(dt.time(10), dt.time(10, 10), ten)
+    assert outside(dt.time(10), dt.time(10, 10, 1), ten)
+    first, inside, past_it = pa.array([0, 1000, 1001], pa.timestamp("ns")).to_pylist()
+    micro = dt.timedelta(microseconds=1)
+    assert not outside(first, inside, micro) and outside(first, past_it, micro)
+
+
 sorted_columns = st.tuples(
     st.lists(st.one_of(st.integers(-5, 5).map(float), st.just(float("nan"))), max_size=12),
     st.integers(0, 3),
     st.booleans(),
-    st.integers(0, 3),
+    st.one_of(st.integers(0, 3), st.just(float("nan"))),
 )
 
 
@@ -126,3 +149,33 @@ def test_paths_and_oracle_agree(drawn: list, descending: bool, bound: int, skip:
     want = Oracle(spec_of(sql)).run(ordered, ())
     for path in ("reference", "registers"):
         assert _matcher_rows(sql, ordered, path) == want, (path, sql, ordered)
+
+
+DATES = pa.schema([("id", pa.int32()), ("d", pa.date32())])
+ON_DATES = (
+    "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY d {order} MEASURES FIRST(id) AS f, "
+    "COUNT(*) AS c ONE ROW PER MATCH PATTERN (A B*) WITHIN INTERVAL '1' DAY "
+    "DEFINE B AS id > 0)"
+)
+
+
+@pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
+def test_date_keys_on_every_path(descending: bool) -> None:
+    """Ids 1-3 on 1, 2 and 4 January, WITHIN one day. ASC: from the 1st, the 2nd is one
+    day on (inside), the 4th three (past): ids 1-2, then id 3 alone. DESC: from the 4th,
+    the 2nd is two days back (past): id 3 alone; from the 2nd, the 1st is one day back
+    (inside): ids 2-1."""
+    sql = ON_DATES.format(order="DESC" if descending else "ASC")
+    rows = [{"id": i, "d": dt.date(2024, 1, day)} for i, day in ((1, 1), (2, 2), (3, 4))]
+    if descending:
+        rows.reverse()
+    want = [(3, 1), (2, 2)] if descending else [(1, 2), (3, 1)]
+    spec = spec_of(sql, DATES)
+    assert [tuple(r) for r in Oracle(spec).run(rows, ())] == want
+    for path in ("reference", "registers"):
+        config = Config()
+        config.gpu = "off"
+        config.execution_path = path
+        matcher = new_partition_matcher(spec, (), config)
+        out = matcher.feed(pa.RecordBatch.from_pylist(rows, schema=DATES)) + matcher.finish()
+        assert [tuple(r.values()) for b in out for r in b.to_pylist()] == want, path

@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -740,7 +740,15 @@ def label_input(plan: CompiledPlan, dfa: D.Dfa | None, columns: dict, n: int) ->
     return rl
 
 
-def register_columns(plan: CompiledPlan, columns: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
+class WithRegisters(Protocol):
+    """What :func:`register_columns` reads of a plan: its register bytecode (a
+    :class:`CompiledPlan`'s, or the GPU path's, which keeps only the terms the device
+    does not evaluate elementwise)."""
+
+    registers: RegisterCode
+
+
+def register_columns(plan: WithRegisters, columns: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
     """``(values, valid)``: the columns register terms read, as ``float64[cols, n]``
     and ``uint8[cols, n]`` (one dummy column of width 1 when there are none); booleans
     as 0 and 1, strings, dates, timestamps and decimals as codes made over these ``n``

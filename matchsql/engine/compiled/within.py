@@ -1,6 +1,6 @@
 """WITHIN, written once: the rule every path applies, and its compiled form.
 
-The rule (:func:`outside`): an attempt may not consume a row whose ORDER BY
+The rule (:func:`past`): an attempt may not consume a row whose ORDER BY
 value lies more than the WITHIN bound away from the value of the match's first
 row, measured along the ordering: ``|here - first| > bound``. The bound is the
 match's *span*; under ``ORDER BY .. ASC`` that is ``here - first`` (later rows
@@ -10,14 +10,18 @@ the rows are ordered: "a match lasts at most this long". (Before, a DESC
 ordering never cut a match, since ``here - first`` is never positive there:
 WITHIN silently did nothing.) A row equal to the first row is inside (NaN
 equal to itself, as DuckDB orders numbers), as is a NULL on either side; a
-NaN span otherwise is outside (DuckDB puts NaN above every bound).
+NaN span otherwise is outside (DuckDB puts NaN above every bound but a NaN one).
 
-The reference matcher and the oracle call :func:`outside` per row; the
-kernels get, per start, the first row past the bound as an array
-(:func:`within_ends`, the same rule over the column's values: they are sorted
-on that key, so the row only moves forward) and end the attempt there. Rows
-whose bound lies past the rows held get :data:`NO_BOUND`: the attempt waits
-for more rows as it would without WITHIN.
+The rule is written once, :func:`past`, over two values measured as numbers: a
+compiled function, so that the kernels decide with the same code the reference
+runs as Python (its ``py_func``), and not a second copy that could drift from it.
+The reference matcher and the oracle call it per row through :func:`outside`,
+which measures Python values (numbers as they are, temporal values as whole
+nanoseconds); the kernels get, per start, the first row past the bound as an
+array (:func:`within_ends`, :func:`past` over the column's values: they are
+sorted on that key, so the row only moves forward) and end the attempt there.
+Rows whose bound lies past the rows held get :data:`NO_BOUND`: the attempt
+waits for more rows as it would without WITHIN.
 
 The array form is exact where :func:`outside` is: integer, date and timestamp
 columns are measured as int64 in the column's units (a BIGINT key above 2**53,
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import datetime
 import math
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -39,23 +44,80 @@ import pyarrow.compute as pc
 from numba import njit
 
 from matchsql.engine.compiled.lowering import Unsupported
-from matchsql.expr.values import compare, sub
+from matchsql.errors import ExecutionError
+from matchsql.expr.values import Interval
 from matchsql.plan.spec import MatchSpec
 
 NO_BOUND = 1 << 62
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 
 
+@njit(cache=True, nogil=True)
+def past(first, here, bound, ints):
+    """The WITHIN rule: whether ``here`` lies more than ``bound`` from ``first``,
+    ``|here - first| > bound`` (two valid ORDER BY values, measured as numbers: float64
+    ones, or, ``ints``, int64 ones with an int64 ``bound``). Equal values are inside, NaN
+    equal to itself; NaN lies above every bound, a NaN bound above every span (DuckDB's
+    order of numbers). int64 values are measured without overflow: machine code may
+    assume a signed difference never wraps, so none is computed that could."""
+    if first == here or (first != first and here != here):
+        return False
+    if first != first or here != here:
+        return bound == bound  # a NaN span: above every bound but a NaN one
+    hi = first if first > here else here
+    lo = here if first > here else first
+    if ints and lo < 0 <= hi:
+        # hi - lo may not fit in int64: past when hi alone is, else compare via hi - bound
+        # (both in [0, max], so it fits)
+        return hi > bound or lo < hi - bound
+    return hi - lo > bound
+
+
 def outside(first: Any, here: Any, bound: Any) -> bool:
     """Whether a row with ORDER BY value ``here`` lies past WITHIN ``bound`` of a match
-    whose first row has ``first`` (see the module docstring)."""
-    if first is None or here is None or compare(here, first) == 0:
+    whose first row has ``first``: :func:`past` over the values measured as numbers
+    (:func:`_measured`); a NULL on either side is never outside."""
+    if first is None or here is None:
         return False
-    for span in (sub(here, first), sub(first, here)):  # one of them is |here - first|
-        over = compare(span, bound)
-        if over is not None and over > 0:
-            return True
-    return False
+    a, b, limit = _measured(first, here, bound)
+    ints = all(isinstance(v, int) for v in (a, b, limit))
+    return bool(past.py_func(a, b, limit, ints))
+
+
+_MICRO = datetime.timedelta(microseconds=1)
+_EPOCH = datetime.datetime(1970, 1, 1)
+_EPOCH_UTC = _EPOCH.replace(tzinfo=datetime.UTC)
+_DAY_NANOS = 86_400 * 10**9
+
+
+def _measured(first: Any, here: Any, bound: Any) -> tuple[Any, Any, Any]:
+    """``first``, ``here`` and ``bound`` as numbers :func:`past` compares exactly: numbers
+    as they are (a DECIMAL beside a DOUBLE as a DOUBLE, as DuckDB computes it), and under
+    an INTERVAL bound temporal values as whole nanoseconds from a fixed origin (a
+    month as 30 days, as DuckDB orders intervals)."""
+    if isinstance(bound, datetime.timedelta):
+        return _nanos(first), _nanos(here), _nanos(bound)
+    values = (first, here, bound)
+    if any(isinstance(v, float) for v in values) and any(isinstance(v, Decimal) for v in values):
+        first, here, bound = (float(v) for v in values)
+    return first, here, bound
+
+
+def _nanos(v: Any) -> int:
+    """A temporal value (or an INTERVAL) in whole nanoseconds from a fixed origin."""
+    if isinstance(v, datetime.datetime):
+        origin = _EPOCH if v.tzinfo is None else _EPOCH_UTC
+        return int((v - origin) // _MICRO) * 1000 + int(getattr(v, "nanosecond", 0))
+    if isinstance(v, datetime.date):
+        return (v - datetime.date(1970, 1, 1)).days * _DAY_NANOS
+    if isinstance(v, datetime.time):
+        seconds = (v.hour * 60 + v.minute) * 60 + v.second
+        return (seconds * 10**6 + v.microsecond) * 1000
+    if isinstance(v, datetime.timedelta):
+        return int(v // _MICRO) * 1000 + int(getattr(v, "nanoseconds", 0))
+    if isinstance(v, Interval):
+        return (v.months * 30 + v.days) * _DAY_NANOS + v.micros * 1000
+    raise ExecutionError(f"WITHIN cannot measure the ORDER BY value {v!r}")
 
 
 def within_bound(spec: MatchSpec) -> float | None:
@@ -109,24 +171,6 @@ def _as_bound(bound: float, values: np.ndarray) -> float | int:
 
 
 @njit(cache=True, nogil=True)
-def _past(a, b, bound, ints):
-    """:func:`outside` over two valid values: float64 ones, or (``ints``) int64 ones
-    with an int64 ``bound``, measured without overflow (machine code may assume a
-    signed difference never wraps, so none is computed that could)."""
-    if a == b or (a != a and b != b):
-        return False
-    if a != a or b != b:
-        return True  # NaN lies above every bound
-    hi = a if a > b else b
-    lo = b if a > b else a
-    if ints and lo < 0 <= hi:
-        # hi - lo may not fit in int64: past when hi alone is, else compare via hi - bound
-        # (both in [0, max], so it fits)
-        return hi > bound or lo < hi - bound
-    return not hi - lo <= bound
-
-
-@njit(cache=True, nogil=True)
 def _ends(values, valid, bound, ints):
     n = values.shape[0]
     out = np.empty(n, np.int64)
@@ -153,7 +197,7 @@ def _ends(values, valid, bound, ints):
             continue
         if not monotone or r <= s:
             r = s + 1
-        while r < n and not (valid[r] and _past(values[s], values[r], bound, ints)):
+        while r < n and not (valid[r] and past(values[s], values[r], bound, ints)):
             r += 1
         if r < n:
             out[s] = r

@@ -10,7 +10,7 @@ reads); only the columns travel, never a host-side truth table.
 
 Values are ``(data, null)`` pairs: ``null`` is a boolean mask or None (no
 NULL). String columns travel as integer codes: one code table per partition
-(held with its device columns, under :data:`CODES`) gives every distinct
+(held with its device columns, :attr:`Columns.codes`) gives every distinct
 string, column value or constant alike, its own code, so ``=``, ``<>`` and IN
 are exact on the codes; ordering strings is not evaluated here. The rules are the column-wise CPU
 terms' (:mod:`matchsql.engine.compiled.rowlocal`), so both paths give the same truth: integers
@@ -38,12 +38,26 @@ from matchsql.expr.support import GPU, why_not
 from matchsql.plan.bound import Const, Pointer, describe
 
 Value = tuple[Any, Any]  # (data array or scalar, null mask or None)
-Columns = dict[str, Value]
+
+
+class Columns(dict[str, Value]):
+    """A partition's device columns by name, and its string code table (``codes``:
+    string -> code), which travels with them because a term's string constant must get
+    the code the same string has in the columns."""
+
+    def __init__(self, codes: dict[str, int] | None = None) -> None:
+        super().__init__()
+        self.codes: dict[str, int] = {} if codes is None else codes
+
+
 DeviceTerm = Callable[[ModuleType, Columns, int], Value]
 
-_ARITH = {exp.Add: "add", exp.Sub: "subtract", exp.Mul: "multiply"}
+_ARITH: dict[type[exp.Expression], str] = {
+    exp.Add: "add",
+    exp.Sub: "subtract",
+    exp.Mul: "multiply",
+}
 _LIMIT = float(2**63)
-CODES = "\0string codes"  # Columns key of the partition's code table (dict[str, int])
 
 
 def is_row_local(term: exp.Expression, var: str) -> bool:
@@ -60,6 +74,8 @@ def compile_term(term: exp.Expression, strings: frozenset[str] = frozenset()) ->
     if reason is not None:
         raise Unsupported(reason)
     for node in term.walk():
+        if not isinstance(node, exp.Expression):
+            continue
         if (
             type(node) in _ARITH
             or isinstance(node, exp.Div | exp.Neg | exp.Between)
@@ -81,7 +97,7 @@ def _is_string(node: exp.Expression, strings: frozenset[str]) -> bool:
 
 def code_of(cols: Columns, text: str) -> int:
     """The code of ``text`` in the partition's table (a new code for a new string)."""
-    table = cols[CODES]
+    table = cols.codes
     code = table.get(text)
     if code is None:
         code = table[text] = len(table)
@@ -135,7 +151,7 @@ def _node(node: exp.Expression) -> DeviceTerm:
         return _node(exp.And(this=low, expression=high))
     if isinstance(node, exp.In) and node.expressions and node.args.get("query") is None:
         tests = [exp.EQ(this=node.this.copy(), expression=e.copy()) for e in node.expressions]
-        tree = tests[0]
+        tree: exp.Expression = tests[0]
         for t in tests[1:]:
             tree = exp.Or(this=tree, expression=t)
         return _node(tree)
@@ -144,9 +160,9 @@ def _node(node: exp.Expression) -> DeviceTerm:
 
 def _pointer(node: Pointer) -> DeviceTerm:
     at = node.position
-    if node.classifier or not at.current or at.final:
-        raise Unsupported(f"{node.text} is not evaluated by the GPU column path")
     name, delta = node.column, at.physical
+    if node.classifier or name is None or not at.current or at.final:
+        raise Unsupported(f"{node.text} is not evaluated by the GPU column path")
     if not delta:
         return lambda xp, cols, n: cols[name]
     return lambda xp, cols, n: _shift(xp, cols[name], n, delta)
@@ -275,7 +291,7 @@ def device_columns(
 ) -> Columns:
     """The columns ``names`` of an Arrow table, copied to the device once; string
     columns as codes of the table ``codes`` (which grows by the new strings)."""
-    cols: Columns = {CODES: {} if codes is None else codes}
+    cols = Columns(codes)
     for name in names:
         arr = table.column(name).combine_chunks()
         null = None

@@ -17,6 +17,8 @@ the stream.
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import numpy as np
 import pyarrow as pa
 
@@ -181,12 +183,14 @@ class LiveGpuMatcher(DeviceStatistics):
             if len(kept):
                 self.covered = max(self.covered, self.base + int(his[kept].max()))
             rows = Rows(self.table, self.base, self.count, self.complete)
-            out.append(output_batch(self.spec, self.plan.measures, matches, rows))
+            measures = self.plan.measures
+            assert measures is not None  # gpu_plan.unsupported: column-wise measures only
+            out.append(output_batch(self.spec, measures, matches, rows))
         self.next_start = self.base + resume
         self._release()
         return out
 
-    def _no_budget(self, row: int) -> None:
+    def _no_budget(self, row: int) -> NoReturn:
         """Raise: the device could not decide the attempt at held row ``row``."""
         raise ExecutionError(
             f"the GPU path could not decide the match attempt at partition row "

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -47,7 +48,7 @@ from matchsql.engine.compiled.within import within_ends
 from matchsql.engine.gpu import kernels as G
 from matchsql.engine.gpu import selection
 from matchsql.engine.gpu import skip as S
-from matchsql.engine.gpu.columns import device_columns, truth
+from matchsql.engine.gpu.columns import Columns, device_columns, truth
 from matchsql.engine.gpu.device import array_module, to_kernel
 from matchsql.engine.gpu.gpu_plan import gpu_plan, work
 from matchsql.engine.gpu.timing import D2H, H2D, KERNEL, timed
@@ -61,6 +62,8 @@ THREADS_PER_BLOCK = 128
 STACK_FRAMES = 64  # first stack size per thread; doubled for the starts that need more
 MAX_STACK_FRAMES = 1 << 16
 STACK_BYTES = 1 << 28  # device memory for stacks at once: starts run in chunks under it
+#: A device array (numba's, or the simulator's stand-in): numba's names are untyped.
+DeviceArray = Any
 
 
 class DeviceStatistics:
@@ -176,7 +179,9 @@ class GpuMatcher(DeviceStatistics):
         self.ran_on = "gpu"
         if not len(matches.starts):
             return []
-        return [output_batch(self.spec, self.plan.measures, matches, Rows(table, 0, n, True))]
+        measures = self.plan.measures
+        assert measures is not None  # gpu_plan.unsupported: column-wise measures only
+        return [output_batch(self.spec, measures, matches, Rows(table, 0, n, True))]
 
 
 @dataclass
@@ -184,11 +189,11 @@ class DeviceInput:
     """One launch's device arrays: the program, the truth columns of the row-local
     terms, the register bytecode and columns, the WITHIN bound per start."""
 
-    prog: object
-    rl: object
-    mask: object
-    registers: tuple  # code, consts, spans, cols, valid, set mask (device arrays)
-    wend: object
+    prog: DeviceArray
+    rl: DeviceArray
+    mask: DeviceArray
+    registers: tuple[DeviceArray, ...]  # code, consts, spans, cols, valid, set mask
+    wend: DeviceArray
     n: int
     limit: int
     complete: bool
@@ -196,7 +201,7 @@ class DeviceInput:
     n_vars: int
     code_len: int
     regs: bool
-    fspans: object = None  # each variable's fold code (running aggregates)
+    fspans: DeviceArray = None  # each variable's fold code (running aggregates)
     acc_w: int = 0  # accumulator floats per register slot
     span: int = 1  # rows one attempt may read (buffer_limit.max_rows)
     each: bool = False  # every end of an attempt (ALL MATCHES / INCREMENTAL)
@@ -210,8 +215,8 @@ def device_input(
     limit: int,
     complete: bool,
     wend: np.ndarray | None = None,
-    cols: dict | None = None,
-    regs: tuple | None = None,
+    cols: Columns | None = None,
+    regs: tuple[Any, Any] | None = None,
     *,
     span: int,
 ) -> DeviceInput:
@@ -233,15 +238,15 @@ def device_input(
     code, consts, spans, set_mask, obs_last, obs_first = gp.arrays
     if regs is None:
         columns = {name: table.column(name).combine_chunks() for name in gp.registers.columns}
-        regs = register_columns(gp, columns, n)  # the columns of gp.registers
-        with timed(H2D, regs[0].nbytes + regs[1].nbytes):
-            regs = tuple(to_kernel(np, a) for a in regs)
+        values, valid = register_columns(gp, columns, n)  # the columns of gp.registers
+        with timed(H2D, values.nbytes + valid.nbytes):
+            on_device = (to_kernel(np, values), to_kernel(np, valid))
     else:
-        regs = tuple(to_kernel(xp, a) for a in regs)
+        on_device = (to_kernel(xp, regs[0]), to_kernel(xp, regs[1]))
     mask = np.zeros(nv, np.uint8)
-    for v in plan.query.skip_vars or ():
-        mask[plan.variables.index(v)] = 1
-    registers = (put(code), put(consts), put(spans), *regs, put(set_mask))
+    for name in plan.query.skip_vars or ():
+        mask[plan.variables.index(name)] = 1
+    registers = (put(code), put(consts), put(spans), *on_device, put(set_mask))
     with timed(H2D, rl.nbytes if xp is np else 0):
         truths = to_kernel(xp, rl)
     return DeviceInput(
@@ -264,17 +269,18 @@ def device_input(
     )
 
 
-def put(array: np.ndarray) -> object:
+def put(array: np.ndarray) -> DeviceArray:
     """``array`` copied to the device (timed as a host-to-device copy)."""
     array = np.ascontiguousarray(array)
     with timed(H2D, array.nbytes):
         return cuda.to_device(array)
 
 
-def get(array: object) -> np.ndarray:
+def get(array: DeviceArray) -> np.ndarray:
     """A device array copied back to the host (timed as a device-to-host copy)."""
     with timed(D2H, int(array.nbytes)):
-        return array.copy_to_host()
+        host: np.ndarray = array.copy_to_host()
+        return host
 
 
 def matches_of(
@@ -299,10 +305,10 @@ def _launch(
     starts: np.ndarray,
     config: Config,
     frames: int,
-    labels,
-    label_off,
+    labels: DeviceArray,
+    label_off: DeviceArray,
     write: bool,
-    rec,
+    rec: DeviceArray,
 ) -> tuple[np.ndarray, ...]:
     m = len(starts)
     stack = cuda.device_array((m, frames, G.FRAME), np.int64)
@@ -319,13 +325,13 @@ def _launch(
     width = max(1, min(THREADS_PER_BLOCK, m))
     blocks = (m + width - 1) // width
     max_steps = max(1 << 20, 64 * min(inp.n, inp.span + 1))
-    starts = put(starts)
+    on_device = put(starts)
     with timed(KERNEL):
         G.walk[blocks, width](
             inp.prog,
             inp.rl,
             inp.mask,
-            starts,
+            on_device,
             inp.n,
             inp.span,
             max_steps,
@@ -357,7 +363,12 @@ def _launch(
 
 
 def decide(
-    inp: DeviceInput, starts: np.ndarray, config: Config, labels=None, label_off=None, rec=None
+    inp: DeviceInput,
+    starts: np.ndarray,
+    config: Config,
+    labels: DeviceArray = None,
+    label_off: np.ndarray | None = None,
+    rec: DeviceArray = None,
 ) -> tuple[np.ndarray, ...]:
     """``(ends, firsts, lasts, status, counts, totals, his)`` of every start (its
     preferred end, SKIP TO rows, status, how many matches, their rows in all, the last
@@ -384,7 +395,7 @@ def decide(
         chunk = max(1, STACK_BYTES // per_start)
         for a in range(0, len(todo), chunk):
             idx = todo[a : a + chunk]
-            off = put(label_off[idx]) if write else no_slots
+            off = put(label_off[idx]) if write and label_off is not None else no_slots
             got = _launch(
                 inp, starts[idx], config, frames, labels if write else dummy, off, write, rec
             )

@@ -88,7 +88,7 @@ def _build(plan: CompiledPlan) -> GpuPlan:
                     local.append(compile_term(term, strings))
                 except Unsupported as exc:
                     raise Unsupported(f"DEFINE {var}: {exc}") from None
-                columns += [p.column for p in term.find_all(Pointer)]
+                columns += [p.column for p in term.find_all(Pointer) if p.column is not None]
                 continue
             reason = why_not(term, GPU_REGISTERS)
             if reason is not None:

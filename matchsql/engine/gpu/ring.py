@@ -18,8 +18,8 @@ pieces on the device (a device-to-device copy of the held rows, never a host
 transfer); otherwise it is a view.
 
 The ring keeps the columns the row-local DEFINE terms read (string columns as
-codes of :data:`~matchsql.engine.gpu.columns.CODES`, as :func:`~matchsql.engine.gpu.columns.
-device_columns` encodes them) and the register columns of the in-thread
+codes of its code table, as :func:`~matchsql.engine.gpu.columns.device_columns`
+encodes them) and the register columns of the in-thread
 bytecode (float64 values and validity). It holds no module object, stream or
 pinned buffer between calls, so a continuous query's checkpoint can store it (as host arrays).
 """
@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from matchsql.engine.compiled.compiled_matcher import register_columns
-from matchsql.engine.gpu.columns import CODES, Columns, device_columns
+from matchsql.engine.gpu.columns import Columns, device_columns
 from matchsql.engine.gpu.device import array_module
 from matchsql.engine.gpu.gpu_plan import GpuPlan
 from matchsql.engine.gpu.timing import H2D, timed
@@ -86,7 +86,6 @@ class DeviceRing:
         if not k:
             return
         host = device_columns(np, batch, self.names, self.codes)
-        del host[CODES]
         if self.registers:
             columns = {name: batch.column(name).combine_chunks() for name in self.registers}
             values, valid = register_columns(plan, columns, k)
@@ -148,7 +147,7 @@ class DeviceRing:
     def columns(self) -> Columns:
         """The DEFINE terms' columns of the held rows (:data:`~matchsql.engine.gpu.columns.
         Columns`), on the device."""
-        out: Columns = {CODES: self.codes}
+        out = Columns(self.codes)
         for name in self.names:
             null = self.nulls.get(name)
             out[name] = (
