@@ -289,8 +289,6 @@ class Executor:
             self._as_relation = False
             self.scope = EMPTY
             self._scans = set()
-            if self._matching is not None:
-                self._matching.finish()
         if isinstance(result, Result) and result.stats is not None:
             self.last_stats = result.stats  # a continuous query's: SHOW STATS shows it
         return result

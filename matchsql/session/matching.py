@@ -118,27 +118,44 @@ class Reading:
 READ_ALL = Reading()
 
 
+@dataclasses.dataclass
+class _Statement:
+    """What one statement's MATCH_RECOGNIZEs share, taken by the handler when it starts:
+    its lazy matches may be read after the next statement began, and must still answer
+    to this one's token and failure record."""
+
+    text: str
+    cancel: Cancellation
+    failure: StatementFailure
+    #: The objects its table names stand for (see external_tables).
+    scans: ExternalTables
+    #: Undone when its Result is closed, or at once when it fails to start.
+    cleanups: list[Callable[[], None]] = dataclasses.field(default_factory=list)
+    #: Match streams not yet claimed by an enclosing MATCH_RECOGNIZE; each is read once,
+    #: by whichever connection runs the query that references it.
+    pending: dict[str, pa.RecordBatchReader] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class _Matches:
+    """One MATCH_RECOGNIZE over a DuckDB query, set running: its schema and lazy batches,
+    with the result columns a cast must give their DuckDB type back (see
+    matches_in_duckdb)."""
+
+    schema: pa.Schema
+    batches: Iterator[pa.RecordBatch]
+    retyped: dict[str, str]
+
+
 class MatchRunner:
     """The MATCH_RECOGNIZE statements of one :class:`~matchsql.session.executor.Executor`
     (known here as its :class:`~matchsql.session.host.StatementHost`)."""
 
     def __init__(self, executor: StatementHost) -> None:
         self.executor = executor
-        # The objects the running statement's table names stand for (see external_tables).
-        self._scans: ExternalTables = {}
-        # The input metrics of the running statement's first MATCH_RECOGNIZE over a
-        # stream (None while there is none): its Result's stats.
-        self._live_stats: dict | None = None
-        # The result columns of the MATCH_RECOGNIZE compiled last whose DuckDB type is not
-        # what DuckDB reads their Arrow form as (spec.retyped): cast back where read.
-        self._retyped: dict[str, str] = {}
         # EXPLAIN ANALYZE: the profile of each MATCH_RECOGNIZE, by its offset in the text.
         self.profiles: dict[int | None, MatchProfile] | None = None
         self._explain = MatchExplain(self)
-
-    def finish(self) -> None:
-        """The statement (all of ``run``'s text) ended: forget what it registered."""
-        self._scans = {}
 
     def run(self, statement: MatchQuery, params: Params) -> Any:
         """A statement with a MATCH_RECOGNIZE and/or a row pattern window (or their EXPLAIN)."""
@@ -169,22 +186,17 @@ class MatchRunner:
         if len(trees) != 1:
             raise ParseError("expected one statement", sql=statement, offset=0)
         tree = trees[0]
-        # Taken now: the matches may be read after the next statement began.
-        cancel = self.executor.cancellation
-        cleanups: list[Callable[[], None]] = []
-        self._live_stats = None
-        self._retyped = {}
-        # Match streams not yet claimed by an enclosing MATCH_RECOGNIZE; each is
-        # read once, by whichever connection runs the query that references it.
-        pending: dict[str, pa.RecordBatchReader] = {}
+        executor = self.executor
+        running = _Statement(statement, executor.cancellation, executor.failure, {})
+        cleanups, pending = running.cleanups, running.pending
         try:
             nodes = list(tree.find_all(MatchRecognizeTable, bfs=False))
-            self._scans = external_tables(self.executor, tree, nodes)
-            for name, (value, outer) in self._scans.items():
+            running.scans = external_tables(executor, tree, nodes)
+            for name, (value, outer) in running.scans.items():
                 if outer:
-                    self.executor.con.register(name, value)
-                    cleanups.append(functools.partial(self.executor.unregister, name))
-            direct = self.executor.streams.direct_result(tree, nodes, statement)
+                    executor.con.register(name, value)
+                    cleanups.append(functools.partial(executor.unregister, name))
+            direct = executor.streams.direct_result(tree, nodes, statement)
             if direct is not None:  # SELECT * FROM stream MATCH_RECOGNIZE: rows bypass DuckDB
                 return direct
             stops_early = held.may_stop_early(tree)
@@ -194,41 +206,38 @@ class MatchRunner:
                 # it on the same database, which measured 30-70 ms slower per 1M rows.
                 # With LIMIT n the matchers stop once n rows are out.
                 limit = plain_limit(tree)
-                schema, batches = self._match_source(
-                    nodes[0], statement, pending, cleanups, cancel, Reading(stops_early, limit)
-                )
-                rows = self._direct(batches, self.executor.failure)
+                matches = self._match_source(nodes[0], running, Reading(stops_early, limit))
+                rows = self._direct(matches.batches, running.failure)
                 if limit is not None:
                     rows = first_rows(rows, limit)
-                types = retyped_types(schema, self._retyped) if self._retyped else None
+                retyped = matches.retyped
                 return Result(
-                    BatchSource(schema, rows),
+                    BatchSource(matches.schema, rows),
                     on_close=cleanups,
-                    translate=self.executor.translator(self.executor.failure),
-                    types=types,
+                    translate=executor.translator(running.failure),
+                    types=retyped_types(matches.schema, retyped) if retyped else None,
                 )
+            stats = None  # the input metrics of the first MATCH_RECOGNIZE over a stream
             for node in reversed(nodes):  # innermost first: their outputs feed the outer ones
                 view = view_name()
                 reading = Reading(stops_early, prefix_limit(tree, node))
-                self._retyped = {}
-                pending[view] = self._match_stream(
-                    node, statement, pending, cleanups, cancel, reading
-                )
-                node.replace(read_back(view, self._retyped, node.args.get("alias")))
+                pending[view], retyped, live_stats = self._match_stream(node, running, reading)
+                if stats is None:
+                    stats = live_stats
+                node.replace(read_back(view, retyped, node.args.get("alias")))
             for view, reader in pending.items():
-                self.executor.con.register(view, reader)
-                cleanups.append(functools.partial(self.executor.unregister, view))
+                executor.con.register(view, reader)
+                cleanups.append(functools.partial(executor.unregister, view))
         except BaseException:
             run_all(cleanups)
             raise
-        stats = self._live_stats
         sql = tree.sql(dialect="duckdb")
         if held.ENABLED and stats is None and pending and not held.may_stop_early(tree):
             # The matches are read before DuckDB runs the statement around them (see held.py).
-            return self.executor.run_duckdb(
+            return executor.run_duckdb(
                 sql, cleanups, live=pending, before=lambda: self._hold(pending)
             )
-        return self.executor.run_duckdb(
+        return executor.run_duckdb(
             sql, cleanups, live=pending if stats is not None else None, stats=stats
         )
 
@@ -242,23 +251,18 @@ class MatchRunner:
     # -- one MATCH_RECOGNIZE ------------------------------------------------------
 
     def _match_stream(
-        self,
-        node: MatchRecognizeTable,
-        statement: str,
-        pending: dict[str, pa.RecordBatchReader],
-        cleanups: list[Callable[[], None]],
-        cancel: Cancellation,
-        reading: Reading = READ_ALL,
-    ) -> pa.RecordBatchReader:
-        """Analyse ``node`` and return the lazy Arrow stream of its matches (see _match_source)."""
+        self, node: MatchRecognizeTable, running: _Statement, reading: Reading = READ_ALL
+    ) -> tuple[pa.RecordBatchReader, dict[str, str], dict | None]:
+        """Analyse ``node``: the lazy Arrow stream of its matches, the columns DuckDB must
+        cast back (see _match_source), and the input metrics of a live stream (None for
+        any other input)."""
         stream = self.executor.streams.stream_of(node)
         if stream is not None:  # a live stream: continuous input, not a DuckDB query
-            matches = self.executor.streams.match_reader(node, statement, stream)
-            if self._live_stats is None:
-                self._live_stats = matches.stats
-            return matches.to_reader()
-        schema, batches = self._match_source(node, statement, pending, cleanups, cancel, reading)
-        return pa.RecordBatchReader.from_batches(schema, batches)
+            live = self.executor.streams.match_reader(node, running.text, stream)
+            return live.to_reader(), {}, live.stats
+        matches = self._match_source(node, running, reading)
+        reader = pa.RecordBatchReader.from_batches(matches.schema, matches.batches)
+        return reader, matches.retyped, None
 
     @staticmethod
     def _direct(batches: Iterable[pa.RecordBatch], failure: StatementFailure) -> Batches:
@@ -274,29 +278,23 @@ class MatchRunner:
             raise
 
     def _match_source(
-        self,
-        node: MatchRecognizeTable,
-        statement: str,
-        pending: dict[str, pa.RecordBatchReader],
-        cleanups: list[Callable[[], None]],
-        cancel: Cancellation,
-        reading: Reading = READ_ALL,
-    ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-        """Analyse ``node``: the schema and the lazy batches of its matches (``reading``:
-        how much of them the statement may read; ``cancel``: the statement's token).
+        self, node: MatchRecognizeTable, running: _Statement, reading: Reading = READ_ALL
+    ) -> _Matches:
+        """Analyse ``node``: its matches over a DuckDB query, as lazy batches (``reading``:
+        how much of them the statement may read).
 
         The input query runs on a cursor of its own (DuckDB allows one open
         result per connection, and the outer statement needs ``self.executor.con``);
         match streams of inner MATCH_RECOGNIZEs that the input reads move to
         that cursor.
         """
-
+        statement, pending, scans = running.text, running.pending, running.scans
         text = InputText.of(node)
         input_sql = text.query()
         cursor = self.executor.con.cursor()
         self.executor.cursors.add(cursor)
-        cleanups.append(functools.partial(self._close_cursor, cursor))
-        for name, (value, _) in self._scans.items():
+        running.cleanups.append(functools.partial(self._close_cursor, cursor))
+        for name, (value, _) in scans.items():
             cursor.register(name, value)
         inner = {
             view: pending.pop(view) for view in MATCH_VIEW.findall(input_sql) if view in pending
@@ -327,13 +325,13 @@ class MatchRunner:
             derived, _ = typed_input_schema(cursor, input_sql, node, statement, translate)
             compiled = compiled.over(derived)
         spec = compiled.spec
-        self._retyped = passed_retyped(spec, schema, input_types) | spec.retyped()
+        retyped = passed_retyped(spec, schema, input_types) | spec.retyped()
         # The unsorted attempt reads the input a second time when it is out of order: only
         # for a table, view or table function, none of them a stream that reads once.
         again = (
             isinstance(node.this, exp.Table)
             and not inner
-            and all(rereadable(value) for value, _ in self._scans.values())
+            and all(rereadable(value) for value, _ in scans.values())
         )
         unsorted = (
             text.query(spec.columns.names if narrow else None, sort=False, derived=spec.derived)
@@ -360,7 +358,7 @@ class MatchRunner:
                 presorted=queries.order if may_skip_sort(cursor) else None,
             )
         project = project_result(spec)
-        failure = self.executor.failure  # the statement's, even if its matches are read later
+        failure, cancel = running.failure, running.cancel
         batches: Iterator[pa.RecordBatch]
         if self.profiles is None:
             batches = self._match_batches(
@@ -374,7 +372,9 @@ class MatchRunner:
                     compiled, plan, cursor, queries, failure, cancel, profile, scatter, reading
                 )
             )
-        return spec.result_schema(), batches if project is None else project.batches(batches)
+        if project is not None:
+            batches = project.batches(batches)
+        return _Matches(spec.result_schema(), batches, retyped)
 
     def _close_cursor(self, cursor: duckdb.DuckDBPyConnection) -> None:
         self.executor.cursors.discard(cursor)
