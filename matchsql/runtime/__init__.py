@@ -1,1 +1,2 @@
-"""Process-wide services: cancellation, compile cache, memory, deep recursion, progress."""
+"""Process-wide services: cancellation, compile cache, memory, deep recursion, progress,
+the garbage collector's view of the engine."""

@@ -5,7 +5,8 @@
 Plain SQL goes to DuckDB verbatim. What needs more is loaded on the first
 statement that needs it: MATCH_RECOGNIZE (:mod:`matchsql.session.matching`:
 sqlglot, the dialect, the matchers), prepared statements of it
-(:mod:`matchsql.session.prepared`), streams, continuous queries and worker
+(:mod:`matchsql.session.prepared`), views of it (:mod:`matchsql.session.views`,
+:mod:`matchsql.session.view_creation`), streams, continuous queries and worker
 processes; so a session of plain SQL starts with DuckDB and little else.
 """
 
@@ -288,8 +289,6 @@ class Executor:
             self._as_relation = False
             self.scope = EMPTY
             self._scans = set()
-            if self._matching is not None:
-                self._matching.finish()
         if isinstance(result, Result) and result.stats is not None:
             self.last_stats = result.stats  # a continuous query's: SHOW STATS shows it
         return result
@@ -324,7 +323,11 @@ class Executor:
         if views and (not words or words[0] in READS_TABLES) and mentions(text, views):
             # EXPLAIN [ANALYZE] stays in front: only the statement it explains is expanded.
             head = statement.head
-            text = text[:head] + self.matching.expand(text[head:], views)
+            # sqlglot and the dialect: loaded by the first statement that names such a
+            # view (start-up).
+            from matchsql.session.views import expand
+
+            text = text[:head] + expand(text[head:], views)
         if text == statement.text:
             return statement
         return query(text, statement.offset, expanded=True)
@@ -419,7 +422,10 @@ class Executor:
     def _define_view(self, statement: DefineView, params: Params):
         views = self._views(statement.text)
         try:
-            return self.matching.define_view(statement, views)
+            # sqlglot and the dialect: loaded by the first CREATE VIEW (start-up).
+            from matchsql.session.view_creation import define_match_view
+
+            return define_match_view(self, statement, views)
         finally:
             self._view_cache = None
 

@@ -9,7 +9,9 @@ time per stage), which the MATCH_RECOGNIZE runner fills while it matches.
 
 Kept apart from :mod:`matchsql.session.matching`, which runs the statements:
 this module knows the runner only through :class:`ExplainedRunner`, so no
-import points back up.
+import points back up; what both need of the input (its query and schema, the
+tables its cursor does not see, the views of inner matches) is in modules of
+their own below both.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
@@ -26,7 +27,10 @@ from matchsql.errors import ParseError
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
 from matchsql.results.result import Result, table_result
+from matchsql.session.external_tables import external_tables
 from matchsql.session.host import StatementHost
+from matchsql.session.input_query import input_query, typed_input_schema
+from matchsql.session.matches_in_duckdb import view_name
 from matchsql.session.profile import MatchProfile
 from matchsql.session.query_shape import offset_of
 
@@ -43,14 +47,6 @@ class ExplainedRunner(Protocol):
     #: While EXPLAIN ANALYZE runs its statement: the profile of each MATCH_RECOGNIZE, by
     #: its offset in the text, filled by the runner; None otherwise.
     profiles: dict[int | None, MatchProfile] | None
-
-    def external_tables(self, tree: Any, nodes: list) -> dict[str, tuple[Any, bool]]: ...
-
-    def input_schema(
-        self, cursor: duckdb.DuckDBPyConnection, node: Any, statement: str
-    ) -> pa.Schema: ...
-
-    def view_name(self) -> str: ...
 
     def run_match_recognize(self, statement: str) -> Any: ...
 
@@ -84,7 +80,7 @@ class MatchExplain:
         sections: Sections = []
         try:
             nodes = list(trees[0].find_all(MatchRecognizeTable, bfs=False))
-            for name, (value, _) in self.runner.external_tables(trees[0], nodes).items():
+            for name, (value, _) in external_tables(executor, trees[0], nodes).items():
                 cursor.register(name, value)
             for number, node in enumerate(reversed(nodes), 1):
                 key = offset_of(node.this)
@@ -92,7 +88,9 @@ class MatchExplain:
                 if stream is not None:
                     schema = executor.streams.schema_of_stream(stream)
                 else:
-                    schema = self.runner.input_schema(cursor, node, query)
+                    schema, _ = typed_input_schema(
+                        cursor, input_query(node), node, query, executor.translate
+                    )
                 config = executor.config
                 compiled = compile_match(
                     node,
@@ -103,7 +101,7 @@ class MatchExplain:
                     cache=executor.compiled,
                     watch=executor.watch,
                 )
-                view = self.runner.view_name()
+                view = view_name()
                 cursor.register(view, compiled.spec.result_schema().empty_table())
                 node.replace(exp.Table(this=exp.to_identifier(view), alias=node.args.get("alias")))
                 lines = [f"-- MATCH_RECOGNIZE #{number} of {len(nodes)}"]

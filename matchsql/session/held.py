@@ -26,7 +26,7 @@ HELD_BYTES = 64 << 20  # matches held per MATCH_RECOGNIZE before the outer state
 ENABLED = True  # False: the matches stream into the running statement (the benchmarks' "before")
 
 
-def may_stop_early(tree: exp.Expression) -> bool:
+def may_stop_early(tree: exp.Expr) -> bool:
     """Whether the statement may read only part of its inputs (a LIMIT or FETCH)."""
     return tree.find(exp.Limit, exp.Fetch) is not None
 

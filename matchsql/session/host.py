@@ -65,6 +65,7 @@ class StatementHost(Protocol):
         live: dict[str, pa.RecordBatchReader] | None = None,
         stats: dict | None = None,
         kind: duckdb.StatementType | None = None,
+        before: Callable[[], None] | None = None,
     ) -> Any: ...
 
     def translator(self, failure: StatementFailure) -> Callable[[duckdb.Error | Error], Error]:

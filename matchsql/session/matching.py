@@ -1,6 +1,6 @@
-"""MATCH_RECOGNIZE in a session: statements with MATCH_RECOGNIZE or row pattern windows,
-and views over them (their EXPLAIN [ANALYZE]: :mod:`matchsql.session.explain`; prepared
-statements of them: :mod:`matchsql.session.prepared`).
+"""The MATCH_RECOGNIZE statement handler: a statement with MATCH_RECOGNIZE (or a row
+pattern window, or their EXPLAIN [ANALYZE]) compiled, planned, run and returned as a
+Result.
 
 For each ``MATCH_RECOGNIZE`` table factor (innermost first) DuckDB computes
 the input relation sorted by the partition and order keys and streams it out
@@ -9,6 +9,13 @@ matches stream back into DuckDB as a registered Arrow reader that replaces
 the table factor, and DuckDB runs the rest of the statement. Nothing is
 collected in Python lists: memory is bounded by the batch size and the
 matchers' live windows.
+
+What the handler needs besides has a module of its own: the input query's text and
+schema (:mod:`~matchsql.session.input_query`), the tables the input cursors do not
+see (:mod:`~matchsql.session.external_tables`), the matches' views in the statement
+DuckDB runs (:mod:`~matchsql.session.matches_in_duckdb`), row pattern windows
+(:mod:`~matchsql.session.pattern_window_statements`), EXPLAIN
+(:mod:`~matchsql.session.explain`).
 
 The executor loads this module on the first statement that needs it: it
 brings sqlglot, the matchsql dialect and the matchers, which plain SQL never
@@ -19,11 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import gc
-import itertools
-import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any
 
 import duckdb
@@ -42,22 +45,25 @@ from matchsql.errors import (
 )
 from matchsql.execution.router.parallel import ParallelPartitionRouter, coalesce
 from matchsql.execution.router.partitions import SortedPartitionRouter
+from matchsql.execution.router.presorted import GroupedRows
 from matchsql.execution.workers.scatter import scatter_plan
 from matchsql.execution.workers.scatter_plan import ScatterPlan
 from matchsql.expr.batch_select import project_result
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import known_depth, parse
-from matchsql.grammar.subqueries import visible_ctes
-from matchsql.grammar.typer import cast_back
-from matchsql.plan.spec import quoted, select_list
 from matchsql.results.duckdb_values import retyped_types
-from matchsql.results.result import BatchSource, Result, table_result
+from matchsql.results.result import BatchSource, Result
+from matchsql.runtime.cancel import Cancellation
 from matchsql.runtime.deep import run_deep
-from matchsql.session import held, window_measures
+from matchsql.runtime.engine_freeze import freeze_engine
+from matchsql.session import held
 from matchsql.session.cleanups import run_all
 from matchsql.session.explain import MatchExplain
+from matchsql.session.external_tables import ExternalTables, external_tables
 from matchsql.session.failure import StatementFailure
 from matchsql.session.host import Params, StatementHost
+from matchsql.session.input_query import InputText, narrowed, typed_input_schema
+from matchsql.session.matches_in_duckdb import MATCH_VIEW, passed_retyped, read_back, view_name
 from matchsql.session.ordered_input import (
     InputQueries,
     input_batches,
@@ -67,31 +73,24 @@ from matchsql.session.ordered_input import (
     rereadable,
     unread_columns,
 )
+from matchsql.session.pattern_window_statements import run_pattern_windows
 from matchsql.session.profile import MatchProfile
 from matchsql.session.query_shape import (
     direct_select,
-    input_error_offset,
     offset_of,
     plain_limit,
     prefix_limit,
 )
-from matchsql.session.scope import lookup
-from matchsql.session.statement_kinds import (
-    READS_TABLES,
-    DefineView,
-    ExplainMatch,
-    MatchQuery,
-    query,
-)
+from matchsql.session.statement_kinds import READS_TABLES, ExplainMatch, MatchQuery
 from matchsql.session.statement_text import bind_values
-from matchsql.session.temporary import temporary
-from matchsql.session.views import create_stub, expand, view_query
 
-_view_numbers = itertools.count()
 #: A statement that reads at most this many rows of a MATCH_RECOGNIZE (``SELECT * ...
 #: LIMIT n``) matches in this process: worker processes would match partitions whose
 #: rows are never read, and the pool is killed when the reader stops early.
 FEW_ROWS = 65_536
+
+#: Lazy batches of matches; closing them stops the matchers and the input query behind.
+Batches = Generator[pa.RecordBatch, None, None]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,35 +117,34 @@ class Reading:
 
 READ_ALL = Reading()
 
-#: MATCH_RECOGNIZE runs of this process that still freeze what is alive when they
-#: start (see :func:`freeze_engine`).
-_freezes_left = 2
-FREEZE = True  # False: leave the collector alone (a host that manages it itself)
+
+@dataclasses.dataclass
+class _Statement:
+    """What one statement's MATCH_RECOGNIZEs share, taken by the handler when it starts:
+    its lazy matches may be read after the next statement began, and must still answer
+    to this one's token and failure record."""
+
+    text: str
+    cancel: Cancellation
+    failure: StatementFailure
+    #: The objects its table names stand for (see external_tables).
+    scans: ExternalTables
+    #: Undone when its Result is closed, or at once when it fails to start.
+    cleanups: list[Callable[[], None]] = dataclasses.field(default_factory=list)
+    #: Match streams not yet claimed by an enclosing MATCH_RECOGNIZE; each is read once,
+    #: by whichever connection runs the query that references it.
+    pending: dict[str, pa.RecordBatchReader] = dataclasses.field(default_factory=dict)
 
 
-def freeze_engine() -> None:
-    """At the start of the process's first two MATCH_RECOGNIZE runs: collect, then
-    ``gc.freeze()`` what is alive, which is the engine then (sqlglot, pyarrow, numba,
-    and by the second run the kernels the first one loaded; the first run's own objects
-    are gone by then).
+@dataclasses.dataclass
+class _Matches:
+    """One MATCH_RECOGNIZE over a DuckDB query, set running: its schema and lazy batches,
+    with the result columns a cast must give their DuckDB type back (see
+    matches_in_duckdb)."""
 
-    Python's full collection walked those objects every time: 85 ms on the 2-core
-    machine, in the middle of a match run, where no interrupt can land (the reference
-    VM's allocations trigger one every few hundred milliseconds: measured up to 96 ms
-    between two looks at the cancel flag). Frozen, a full collection takes 2-3 ms.
-    What is frozen is alive then; should it become cyclic garbage later it stays
-    (reference counting still frees everything else).
-    """
-    global _freezes_left
-    if _freezes_left <= 0 or not FREEZE:
-        return
-    _freezes_left -= 1
-    gc.collect()
-    gc.freeze()
-
-
-_VIEW = re.compile(r"__matchsql_matches_\d+")
-_POSITION = "__matchsql_input_position"
+    schema: pa.Schema
+    batches: Iterator[pa.RecordBatch]
+    retyped: dict[str, str]
 
 
 class MatchRunner:
@@ -155,30 +153,19 @@ class MatchRunner:
 
     def __init__(self, executor: StatementHost) -> None:
         self.executor = executor
-        # The objects the running statement's table names stand for (see external_tables).
-        self._scans: dict[str, tuple[Any, bool]] = {}
-        # The input metrics of the running statement's first MATCH_RECOGNIZE over a
-        # stream (None while there is none): its Result's stats.
-        self._live_stats: dict | None = None
-        # The result columns of the MATCH_RECOGNIZE compiled last whose DuckDB type is not
-        # what DuckDB reads their Arrow form as (spec.retyped): cast back where read.
-        self._retyped: dict[str, str] = {}
         # EXPLAIN ANALYZE: the profile of each MATCH_RECOGNIZE, by its offset in the text.
         self.profiles: dict[int | None, MatchProfile] | None = None
         self._explain = MatchExplain(self)
 
-    def finish(self) -> None:
-        """The statement (all of ``run``'s text) ended: forget what it registered."""
-        self._scans = {}
-
-    # -- the statement kinds ---------------------------------------------------------
-
-    def run(self, statement: MatchQuery, params: Params):
+    def run(self, statement: MatchQuery, params: Params) -> Any:
         """A statement with a MATCH_RECOGNIZE and/or a row pattern window (or their EXPLAIN)."""
         text = statement.text if params is None else bind_values(statement.text, params)
         if statement.windowed and (not statement.words or statement.words[0] in READS_TABLES):
-            handled = self.pattern_windows(
-                text, isinstance(statement, ExplainMatch) and statement.analyze, statement.head
+            handled = run_pattern_windows(
+                self,
+                text,
+                isinstance(statement, ExplainMatch) and statement.analyze,
+                statement.head,
             )
             if handled is not False:
                 return handled
@@ -191,129 +178,25 @@ class MatchRunner:
             return run_deep(lambda: self._explain.explain(text, statement.head))
         return run_deep(lambda: self.run_match_recognize(text), known_depth(text))
 
-    def expand(self, text: str, views: dict[str, str]) -> str:
-        return expand(text, views)
-
-    def define_view(self, statement: DefineView, views: dict[str, str]):
-        """CREATE VIEW: stored here when its query (views expanded) has a MATCH_RECOGNIZE,
-        checked by preparing it (not reading it); else DuckDB's."""
-        create = statement.view
-        if create is not None:
-            text = expand(create.query, views)
-            body = query(" " * create.query_offset + text, statement.offset)
-            if isinstance(body, MatchQuery):
-                check = self.executor.dispatch(body)
-                try:
-                    schema = check.schema
-                finally:
-                    check.close()
-                try:
-                    create_stub(self.executor.con, create, schema, view_query(create))
-                except duckdb.Error as exc:
-                    raise self.executor.translate(exc) from None
-                return None
-        return self.executor.run_duckdb(statement.text, [])
-
-    # -- row pattern windows ----------------------------------------------------------
-
-    def pattern_windows(self, statement: str, analyze: bool, head: int):
-        """A statement with a row pattern window (see matchsql.session.window_measures): its
-        Result or EXPLAIN (``head``: where the explained statement starts); False when it
-        has no such window after all."""
-        windows = window_measures.WindowMeasures(self)
-        if not head:
-            return run_deep(lambda: windows.run(statement))
-        explained = " " * head + statement[head:]
-        lines = run_deep(lambda: windows.explain_lines(explained))
-        if not lines:
-            return False
-        if analyze:  # run it to its end: the statement's rows and time
-            started = time.perf_counter()
-            result = run_deep(lambda: windows.run(explained))
-            rows = 0
-            if result:
-                try:
-                    rows = sum(b.num_rows for b in result.fetch_batches())
-                finally:
-                    result.close()
-            elapsed = time.perf_counter() - started
-            lines += [
-                "-- statement",
-                f"analyze: rows {rows:,}",
-                f"analyze: total {elapsed * 1000:.3f} ms",
-            ]
-        return table_result(pa.table({"explain": pa.array(lines, pa.string())}))
-
-    # -- MATCH_RECOGNIZE ------------------------------------------------------------------
-
-    def external_tables(self, tree, nodes: list) -> dict[str, tuple[Any, bool]]:
-        """What the statement's unqualified table names stand for when they are not in
-        the database: the caller's data frames, and this connection's temporary tables
-        and registered objects, which the cursors that run MATCH_RECOGNIZE inputs do
-        not see (read into Arrow tables; only those the inputs name). Each with whether
-        the statement's own connection needs it too (the caller's variables)."""
-        ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-        names = {
-            t.name
-            for t in tree.find_all(exp.Table)
-            if not t.args.get("db")
-            and isinstance(t.this, exp.Identifier)
-            and t.name.lower() not in ctes
-            and not t.name.startswith("__matchsql_")
-        }
-        if not names:
-            return {}
-        inputs = {t.name.lower() for node in nodes for t in node.this.find_all(exp.Table)}
-        con = self.executor.con
-        temp = temporary(con, sorted(names))
-        outer = {}  # names the catalog may still have: a caller's variable unless it has
-        for name in sorted(names - temp):
-            value = lookup(self.executor.scope, name)
-            if value is not None:
-                outer[name] = value
-        persistent: set[str] = set()
-        if outer:  # (rare: a variable named as a table; the catalog's tables come first)
-            lowered = sorted({n.lower() for n in outer})
-            rows = con.execute(
-                "SELECT lower(table_name) FROM duckdb_tables() "
-                "WHERE lower(table_name) IN (SELECT unnest(?)) AND NOT temporary "
-                "UNION ALL SELECT lower(view_name) FROM duckdb_views() "
-                "WHERE lower(view_name) IN (SELECT unnest(?)) AND NOT internal "
-                "AND NOT temporary",
-                [lowered, lowered],
-            ).fetchall()
-            persistent = {name for (name,) in rows}
-        found: dict[str, tuple[Any, bool]] = {}
-        for name in sorted(names):
-            if name in temp:
-                if name.lower() in inputs:
-                    quoted = exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
-                    table = con.sql(f"SELECT * FROM {quoted}").to_arrow_table()
-                    found[name] = (table, False)
-            elif name in outer and name.lower() not in persistent:
-                found[name] = (outer[name], True)
-        return found
-
-    def run_match_recognize(self, statement: str):
-
+    def run_match_recognize(self, statement: str) -> Any:
+        """The handler's core: each MATCH_RECOGNIZE of ``statement`` (innermost first)
+        compiled, planned and set running as a lazy stream of matches; then the matches
+        are the Result, or DuckDB runs the statement around them."""
         trees = parse(statement)
         if len(trees) != 1:
             raise ParseError("expected one statement", sql=statement, offset=0)
         tree = trees[0]
-        cleanups: list[Callable[[], None]] = []
-        self._live_stats = None
-        self._retyped = {}
-        # Match streams not yet claimed by an enclosing MATCH_RECOGNIZE; each is
-        # read once, by whichever connection runs the query that references it.
-        pending: dict[str, pa.RecordBatchReader] = {}
+        executor = self.executor
+        running = _Statement(statement, executor.cancellation, executor.failure, {})
+        cleanups, pending = running.cleanups, running.pending
         try:
             nodes = list(tree.find_all(MatchRecognizeTable, bfs=False))
-            self._scans = self.external_tables(tree, nodes)
-            for name, (value, outer) in self._scans.items():
+            running.scans = external_tables(executor, tree, nodes)
+            for name, (value, outer) in running.scans.items():
                 if outer:
-                    self.executor.con.register(name, value)
-                    cleanups.append(lambda name=name: self.executor.unregister(name))
-            direct = self.executor.streams.direct_result(tree, nodes, statement)
+                    executor.con.register(name, value)
+                    cleanups.append(functools.partial(executor.unregister, name))
+            direct = executor.streams.direct_result(tree, nodes, statement)
             if direct is not None:  # SELECT * FROM stream MATCH_RECOGNIZE: rows bypass DuckDB
                 return direct
             stops_early = held.may_stop_early(tree)
@@ -323,39 +206,38 @@ class MatchRunner:
                 # it on the same database, which measured 30-70 ms slower per 1M rows.
                 # With LIMIT n the matchers stop once n rows are out.
                 limit = plain_limit(tree)
-                schema, batches = self._match_source(
-                    nodes[0], statement, pending, cleanups, Reading(stops_early, limit)
-                )
-                rows = self._direct(batches, self.executor.failure)
+                matches = self._match_source(nodes[0], running, Reading(stops_early, limit))
+                rows = self._direct(matches.batches, running.failure)
                 if limit is not None:
                     rows = first_rows(rows, limit)
-                types = retyped_types(schema, self._retyped) if self._retyped else None
+                retyped = matches.retyped
                 return Result(
-                    BatchSource(schema, rows),
+                    BatchSource(matches.schema, rows),
                     on_close=cleanups,
-                    translate=self.executor.translator(self.executor.failure),
-                    types=types,
+                    translate=executor.translator(running.failure),
+                    types=retyped_types(matches.schema, retyped) if retyped else None,
                 )
+            stats = None  # the input metrics of the first MATCH_RECOGNIZE over a stream
             for node in reversed(nodes):  # innermost first: their outputs feed the outer ones
-                view = self.view_name()
+                view = view_name()
                 reading = Reading(stops_early, prefix_limit(tree, node))
-                self._retyped = {}
-                pending[view] = self._match_stream(node, statement, pending, cleanups, reading)
-                node.replace(_read_back(view, self._retyped, node.args.get("alias")))
+                pending[view], retyped, live_stats = self._match_stream(node, running, reading)
+                if stats is None:
+                    stats = live_stats
+                node.replace(read_back(view, retyped, node.args.get("alias")))
             for view, reader in pending.items():
-                self.executor.con.register(view, reader)
-                cleanups.append(lambda view=view: self.executor.unregister(view))
+                executor.con.register(view, reader)
+                cleanups.append(functools.partial(executor.unregister, view))
         except BaseException:
             run_all(cleanups)
             raise
-        stats = self._live_stats
         sql = tree.sql(dialect="duckdb")
         if held.ENABLED and stats is None and pending and not held.may_stop_early(tree):
             # The matches are read before DuckDB runs the statement around them (see held.py).
-            return self.executor.run_duckdb(
+            return executor.run_duckdb(
                 sql, cleanups, live=pending, before=lambda: self._hold(pending)
             )
-        return self.executor.run_duckdb(
+        return executor.run_duckdb(
             sql, cleanups, live=pending if stats is not None else None, stats=stats
         )
 
@@ -369,27 +251,21 @@ class MatchRunner:
     # -- one MATCH_RECOGNIZE ------------------------------------------------------
 
     def _match_stream(
-        self,
-        node,
-        statement: str,
-        pending: dict[str, pa.RecordBatchReader],
-        cleanups: list,
-        reading: Reading = READ_ALL,
-    ) -> pa.RecordBatchReader:
-        """Analyse ``node`` and return the lazy Arrow stream of its matches (see _match_source)."""
+        self, node: MatchRecognizeTable, running: _Statement, reading: Reading = READ_ALL
+    ) -> tuple[pa.RecordBatchReader, dict[str, str], dict | None]:
+        """Analyse ``node``: the lazy Arrow stream of its matches, the columns DuckDB must
+        cast back (see _match_source), and the input metrics of a live stream (None for
+        any other input)."""
         stream = self.executor.streams.stream_of(node)
         if stream is not None:  # a live stream: continuous input, not a DuckDB query
-            matches = self.executor.streams.match_reader(node, statement, stream)
-            if self._live_stats is None:
-                self._live_stats = matches.stats
-            return matches.to_reader()
-        schema, batches = self._match_source(node, statement, pending, cleanups, reading)
-        return pa.RecordBatchReader.from_batches(schema, batches)
+            live = self.executor.streams.match_reader(node, running.text, stream)
+            return live.to_reader(), {}, live.stats
+        matches = self._match_source(node, running, reading)
+        reader = pa.RecordBatchReader.from_batches(matches.schema, matches.batches)
+        return reader, matches.retyped, None
 
     @staticmethod
-    def _direct(
-        batches: Iterator[pa.RecordBatch], failure: StatementFailure
-    ) -> Iterator[pa.RecordBatch]:
+    def _direct(batches: Iterable[pa.RecordBatch], failure: StatementFailure) -> Batches:
         """``batches`` raising the statement's matchsql error (``failure``, taken when the
         statement ran), as the DuckDB route does."""
         try:
@@ -402,14 +278,9 @@ class MatchRunner:
             raise
 
     def _match_source(
-        self,
-        node,
-        statement: str,
-        pending: dict[str, pa.RecordBatchReader],
-        cleanups: list,
-        reading: Reading = READ_ALL,
-    ) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
-        """Analyse ``node``: the schema and the lazy batches of its matches (``reading``:
+        self, node: MatchRecognizeTable, running: _Statement, reading: Reading = READ_ALL
+    ) -> _Matches:
+        """Analyse ``node``: its matches over a DuckDB query, as lazy batches (``reading``:
         how much of them the statement may read).
 
         The input query runs on a cursor of its own (DuckDB allows one open
@@ -417,18 +288,21 @@ class MatchRunner:
         match streams of inner MATCH_RECOGNIZEs that the input reads move to
         that cursor.
         """
-
+        statement, pending, scans = running.text, running.pending, running.scans
         text = InputText.of(node)
         input_sql = text.query()
         cursor = self.executor.con.cursor()
         self.executor.cursors.add(cursor)
-        cleanups.append(lambda: (self.executor.cursors.discard(cursor), cursor.close()))
-        for name, (value, _) in self._scans.items():
+        running.cleanups.append(functools.partial(self._close_cursor, cursor))
+        for name, (value, _) in scans.items():
             cursor.register(name, value)
-        inner = {view: pending.pop(view) for view in _VIEW.findall(input_sql) if view in pending}
+        inner = {
+            view: pending.pop(view) for view in MATCH_VIEW.findall(input_sql) if view in pending
+        }
         for view, reader in inner.items():  # zero-row stand-ins while the schema is read
             cursor.register(view, reader.schema.empty_table())
-        schema, input_types = self._typed_schema_of(cursor, input_sql, node, statement)
+        translate = self.executor.translate
+        schema, input_types = typed_input_schema(cursor, input_sql, node, statement, translate)
         for view, reader in inner.items():
             cursor.unregister(view)
             cursor.register(view, reader)
@@ -442,21 +316,22 @@ class MatchRunner:
             cache=self.executor.compiled,
             watch=self.executor.watch,
         )
-        narrow = self._projected(text, compiled)
+        narrow = narrowed(text, compiled)
         if narrow is not None:
             compiled, input_sql = narrow
         elif compiled.spec.derived:
             input_sql = text.query(derived=compiled.spec.derived)
         if compiled.spec.derived:  # DuckDB's own types for the derived columns, as it exports them
-            compiled = compiled.over(self._schema_of(cursor, input_sql, node, statement))
+            derived, _ = typed_input_schema(cursor, input_sql, node, statement, translate)
+            compiled = compiled.over(derived)
         spec = compiled.spec
-        self._retyped = _passed_retyped(spec, schema, input_types) | spec.retyped()
+        retyped = passed_retyped(spec, schema, input_types) | spec.retyped()
         # The unsorted attempt reads the input a second time when it is out of order: only
         # for a table, view or table function, none of them a stream that reads once.
         again = (
             isinstance(node.this, exp.Table)
             and not inner
-            and all(rereadable(value) for value, _ in self._scans.values())
+            and all(rereadable(value) for value, _ in scans.values())
         )
         unsorted = (
             text.query(spec.columns.names if narrow else None, sort=False, derived=spec.derived)
@@ -471,12 +346,10 @@ class MatchRunner:
             unread=unread_columns(spec),
         )
         plan = compiled.physical(config)
-        on_workers = plan.workers
-        scatter = (
-            None  # the input queries of the scatter mode (matchsql/execution/workers/scatter.py),
-        )
-        # planned only for that mode: its catalog query costs every statement a millisecond
-        if on_workers and self.executor.workers.mode == "scatter":
+        # The input queries of the scatter mode (matchsql/execution/workers/scatter.py),
+        # planned only for that mode: its catalog query costs every statement a millisecond.
+        scatter = None
+        if plan.workers and self.executor.workers.mode == "scatter":
             scatter = scatter_plan(
                 node,
                 spec,
@@ -485,90 +358,44 @@ class MatchRunner:
                 presorted=queries.order if may_skip_sort(cursor) else None,
             )
         project = project_result(spec)
-        failure = self.executor.failure  # the statement's, even if its matches are read later
+        failure, cancel = running.failure, running.cancel
+        batches: Iterator[pa.RecordBatch]
         if self.profiles is None:
             batches = self._match_batches(
-                compiled, plan, cursor, queries, failure, scatter=scatter, reading=reading
+                compiled, plan, cursor, queries, failure, cancel, scatter=scatter, reading=reading
             )
         else:
             profile = MatchProfile(_path_name(plan), not spec.rows_per_match.all_rows)
             self.profiles[offset_of(node.this)] = profile
             batches = profile.output(
                 self._match_batches(
-                    compiled, plan, cursor, queries, failure, profile, scatter, reading
+                    compiled, plan, cursor, queries, failure, cancel, profile, scatter, reading
                 )
             )
-        return spec.result_schema(), batches if project is None else project.batches(batches)
+        if project is not None:
+            batches = project.batches(batches)
+        return _Matches(spec.result_schema(), batches, retyped)
 
-    def _projected(
-        self, text: InputText, compiled: CompiledMatch
-    ) -> tuple[CompiledMatch, str] | None:
-        """ONE ROW PER MATCH reads only the PARTITION BY and ORDER BY columns and
-        those DEFINE and MEASURES name: the query and input query of just those
-        (DuckDB then exports no other column), or None where all are needed.
-
-        Analysis already resolved every column reference of DEFINE and MEASURES
-        to an exact input column name (``exp.Column`` nodes), and nothing else in
-        a ONE ROW PER MATCH spec depends on the other columns, so the narrow spec
-        is the same spec over fewer columns.
-        """
-        spec = compiled.spec
-        schema = spec.columns
-        names = schema.names
-        if spec.rows_per_match.all_rows or len(set(names)) != len(names):
-            return None
-        used = set(spec.partition_by) | set(spec.order_by)
-        folded = {name.lower(): name for name in names}
-        for expr in [*spec.defines.values(), *(m.expr for m in spec.measures)]:
-            for column in expr.find_all(exp.Column):
-                name = column.name if column.name in names else folded.get(column.name.lower())
-                if name is not None:
-                    used.add(name)
-        if len(used) == len(names) or not used <= set(names):
-            return None
-        fields = [f for f in schema if f.name in used]
-        narrow = compiled.over(pa.schema(fields))
-        if not narrow.spec.output_schema().equals(spec.output_schema()):
-            return None
-        return narrow, text.query([f.name for f in fields], derived=spec.derived)
-
-    def input_schema(self, cursor, node, statement: str) -> pa.Schema:
-        """The Arrow schema of ``node``'s input (for EXPLAIN, which runs nothing)."""
-        return self._schema_of(cursor, _input_query(node), node, statement)
-
-    @staticmethod
-    def view_name() -> str:
-        """A new name for the view of one MATCH_RECOGNIZE's matches."""
-        return f"__matchsql_matches_{next(_view_numbers)}"
-
-    def _schema_of(self, cursor, input_sql: str, node, statement: str) -> pa.Schema:
-        return self._typed_schema_of(cursor, input_sql, node, statement)[0]
-
-    def _typed_schema_of(
-        self, cursor, input_sql: str, node, statement: str
-    ) -> tuple[pa.Schema, list[str]]:
-        """The input's Arrow schema and DuckDB's names of its column types."""
-        try:
-            relation = cursor.sql(f"SELECT * FROM ({input_sql}) LIMIT 0")
-            return relation.to_arrow_table().schema, [str(kind) for kind in relation.types]
-        except duckdb.Error as exc:
-            err = self.executor.translate(exc)
-            offset = input_error_offset(err.message, node)
-            raise type(err)(err.message, sql=statement, offset=offset) from None
+    def _close_cursor(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        self.executor.cursors.discard(cursor)
+        cursor.close()
 
     def _match_batches(
         self,
         compiled: CompiledMatch,
         plan: planner.PhysicalPlan,
-        cursor,
+        cursor: duckdb.DuckDBPyConnection,
         queries: InputQueries,
         failure: StatementFailure,
+        cancel: Cancellation,
         profile: MatchProfile | None = None,
         scatter: ScatterPlan | None = None,
         reading: Reading = READ_ALL,
-    ) -> Iterator[pa.RecordBatch]:
+    ) -> Batches:
         """Stream the input through one matcher run per partition, as ``plan`` (the
-        query's physical plan under the statement's settings) says.
+        query's physical plan under the statement's settings) says. ``failure`` and
+        ``cancel`` are the statement's, taken when it ran: the batches may be read
+        after the next statement began.
 
         The input comes sorted by partition and ORDER BY keys: by DuckDB's sort,
         or grouped here where it is in order already (see ordered_input.py).
@@ -584,38 +411,30 @@ class MatchRunner:
         spec = compiled.spec
         freeze_engine()
         # This MATCH_RECOGNIZE's own token: its router cancels it when abandoned.
-        cancel = self.executor.cancellation.child()
+        cancel = cancel.child()
         try:
             # An interrupt that came while the statement was planned, before this
             # cursor could be interrupted, stops it here instead of after DuckDB's sort.
             cancel.check()
 
-            def open_input(sql: str):
-                reader = cursor.sql(sql).to_arrow_reader(config.batch_size)
+            def read(sql: str) -> pa.RecordBatchReader:
+                return cursor.sql(sql).to_arrow_reader(config.batch_size)
+
+            def open_input(sql: str) -> Iterable[pa.RecordBatch]:
+                reader = read(sql)
                 return reader if profile is None else profile.input(reader)
 
-            def sorted_input():
-                reader = input_batches(
-                    queries,
-                    lambda sql: cursor.sql(sql).to_arrow_reader(config.batch_size),
-                    config.batch_size,
-                    cursor,
-                    config.threads,
-                )
+            def sorted_input() -> Iterable[pa.RecordBatch]:
+                reader = input_batches(queries, read, config.batch_size, cursor, config.threads)
                 # input time: the query, and the sort or the grouping
                 return reader if profile is None else profile.input(reader)
 
-            def ordered_input():
+            def ordered_input() -> GroupedRows | pa.Table | Iterable[pa.RecordBatch]:
                 # The workers' router takes the grouped rows whole, to share them (the
                 # profile of EXPLAIN ANALYZE times batches: it gets those).
                 if profile is not None:
                     return sorted_input()
-                return ordered_rows(
-                    queries,
-                    lambda sql: cursor.sql(sql).to_arrow_reader(config.batch_size),
-                    cursor,
-                    config.threads,
-                )
+                return ordered_rows(queries, read, cursor, config.threads)
 
             if plan.workers and not reading.few and self.executor.workers.claim():
                 yield from self.executor.workers.run(
@@ -627,11 +446,11 @@ class MatchRunner:
                     scatter=scatter,
                 )
                 return
-            reader = sorted_input()
+            batches = sorted_input()
             # A forced path that does not apply (plan.path is None): the first partition
             # says so. The plans were built with the physical plan, not racing in threads.
 
-            def new_run(key: tuple):
+            def new_run(key: tuple) -> Any:
                 return planner.new_partition_matcher(
                     spec, key, config, cancel, gather=not reading.stops_early
                 )
@@ -651,10 +470,10 @@ class MatchRunner:
                     chunk_rows=config.batch_size,
                     cancel=cancel,
                     whole=match_whole,
-                ).run(reader)
+                ).run(batches)
             else:
                 router = SortedPartitionRouter(spec.partition_by, new_run, match_whole)
-                for batch in reader:
+                for batch in batches:
                     yield from coalesce(list(router.route(batch)))
                 yield from coalesce(list(router.finish()))
         except Error as err:
@@ -674,35 +493,7 @@ class MatchRunner:
             raise failure.record(internal_error(exc)) from exc
 
 
-def _passed_retyped(spec, schema: pa.Schema, types: list[str]) -> dict[str, str]:
-    """The input columns the result passes through (PARTITION BY keys, ALL ROWS PER MATCH's
-    columns) whose DuckDB type a cast must give back to them (a UUID, JSON or ENUM the
-    matchers carry as a string, a HUGEINT as decimal128(38, 0)), each with its type."""
-    measures = {m.name for m in spec.projection or spec.measures}
-    out = set(spec.result_schema().names) - measures
-    found = {}
-    for field, kind in zip(schema, types):
-        if field.name in out:
-            back = cast_back(field.type, kind)
-            if back is not None:
-                found[field.name] = back
-    return found
-
-
-def _read_back(view: str, retyped: dict[str, str], alias: exp.Expression | None) -> exp.Expr:
-    """What stands for a MATCH_RECOGNIZE in the statement DuckDB runs: its matches' view,
-    with each ``retyped`` column cast back to its DuckDB type (a HUGEINT sum, which the
-    matches carry as Arrow's decimal128(38, 0))."""
-    if not retyped:
-        return exp.Table(this=exp.to_identifier(view), alias=alias)
-    casts = ", ".join(
-        f"CAST({quoted(name)} AS {kind}) AS {quoted(name)}" for name, kind in retyped.items()
-    )
-    select = exp.maybe_parse(f"SELECT * REPLACE ({casts}) FROM {quoted(view)}", dialect="duckdb")
-    return exp.Subquery(this=select, alias=alias or exp.TableAlias(this=exp.to_identifier(view)))
-
-
-def first_rows(batches: Iterator[pa.RecordBatch], n: int) -> Iterator[pa.RecordBatch]:
+def first_rows(batches: Batches, n: int) -> Batches:
     """The first ``n`` rows of ``batches``; then ``batches`` is closed, which stops
     the matchers and the input query behind it."""
     try:
@@ -729,73 +520,3 @@ def _reader_error(exc: BaseException) -> Error:
     if "INTERRUPT" in message:
         return ExecutionError("statement interrupted")
     return ExecutionError(f"reading the MATCH_RECOGNIZE input failed: {message}")
-
-
-def _input_query(node, columns: list[str] | None = None, sort: bool = True) -> str:
-    """DuckDB SQL for the row pattern input table, sorted by partition and order keys
-    (in the input's own order when not ``sort``).
-
-    CTEs of the enclosing statement that precede ``node`` stay visible.
-    ``columns``, when given, are the only input columns selected.
-    """
-    return InputText.of(node).query(columns, sort)
-
-
-@dataclasses.dataclass(frozen=True)
-class InputText:
-    """A MATCH_RECOGNIZE's input as SQL pieces, rendered once: a statement builds its
-    input query in several forms (sorted, in the input's own order, narrowed to the
-    columns read), each a sqlglot rendering of the same clauses otherwise."""
-
-    source: str
-    keys: list[str]  # PARTITION BY then ORDER BY items
-    partition_names: list[str]  # the partition columns, unqualified
-    ordered: bool  # whether there is an ORDER BY
-    ctes: str  # "WITH ... " of the CTEs visible to the input, or ""
-
-    @classmethod
-    def of(cls, node) -> InputText:
-        keys = [p.sql(dialect="duckdb") for p in node.args.get("partition_by") or []]
-        order = node.args.get("order")
-        if order is not None:
-            keys += [o.sql(dialect="duckdb") for o in order.expressions]
-        ctes = visible_ctes(node)
-        return cls(
-            node.this.sql(dialect="duckdb"),
-            keys,
-            [_column_name(p) for p in node.args.get("partition_by") or []],
-            order is not None,
-            "WITH " + ", ".join(c.sql(dialect="duckdb") for c in ctes) + " " if ctes else "",
-        )
-
-    def query(
-        self,
-        columns: list[str] | None = None,
-        sort: bool = True,
-        derived: dict[str, str] | None = None,
-    ) -> str:
-        """The input query (see :func:`_input_query`), with the ``derived`` columns (name
-        -> SQL) that ``columns`` names (all of them where ``columns`` is None)."""
-        select = select_list(columns, derived or {})
-        keys = self.keys if sort else []
-        if keys and not self.ordered:
-            # Without ORDER BY a partition keeps the input's order; DuckDB's sort is
-            # not stable, so the input position breaks ties between equal keys.
-            inner = select  # the window carries no other column
-            select = f"* EXCLUDE ({_POSITION})" if columns is None else select_list(columns, {})
-            query = (
-                f"SELECT {select} FROM (SELECT {inner}, row_number() OVER () "
-                f"AS {_POSITION} FROM {self.source}) ORDER BY "
-                + ", ".join(self.partition_names)
-                + f", {_POSITION}"
-            )
-        else:
-            query = f"SELECT {select} FROM {self.source}"
-            if keys:
-                query += " ORDER BY " + ", ".join(keys)
-        return self.ctes + query
-
-
-def _column_name(column: exp.Expression) -> str:
-    """A partition column as an unqualified identifier, for use outside its table's scope."""
-    return exp.to_identifier(column.name, quoted=True).sql(dialect="duckdb")
