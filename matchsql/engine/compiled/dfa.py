@@ -94,35 +94,64 @@ def build(
     ops = prog[:, 0].tolist()
     if K.P_ENDANCHOR in ops or len(ops) > MAX_PROGRAM:
         return None
-    n_vars = len(conditioned)
-    cond_vars = [v for v in range(n_vars) if conditioned[v]]
+    cond_vars = [v for v in range(len(conditioned)) if conditioned[v]]
     if len(cond_vars) > MAX_COND_VARS:
         return None
-    bits = np.full(max(n_vars, 1), -1, np.int64)
+    bits = np.full(max(len(conditioned), 1), -1, np.int64)
     for k, v in enumerate(cond_vars):
         bits[v] = k
-    n_syms = 1 << len(cond_vars)
-    var_of = prog[:, 1].tolist()
-    code_of = [
-        int(prog[pc, 1]) * 2 + int(prog[pc, 2]) if ops[pc] == K.P_LABEL else -1
-        for pc in range(len(ops))
-    ]
-    target = prog[:, 3].tolist()
-    alt = prog[:, 4].tolist()
-    slot = prog[:, 5].tolist()
+    subsets = _Subsets(prog, limit_threads, max_states)
+    try:
+        seeds = [subsets.seed(at_zero) for at_zero in (True, False)]
+        rows = subsets.explore(bits, 1 << len(cond_vars))
+    except _TooBig:
+        return None
+    return _tables(subsets, rows, seeds, bits)
 
-    def closure(sources, at_zero):
-        """Kernel step: ``sources`` = [(index, pc0)] in order.
 
-        Returns (threads, their sources, source of the DONE or None).
-        """
+class _TooBig(Exception):
+    """The construction passed one of its bounds: the thread VM runs the query."""
+
+
+#: One DFA state's row of the tables: next state, DONE source (-1: none) and, per
+#: symbol, the source thread of each thread of the next state.
+_Row = tuple[np.ndarray, np.ndarray, list[list[int]]]
+
+
+class _Subsets:
+    """The subset construction: states are the kernel's ordered live lists of
+    ``(pc, loop flags)``, numbered as they are found (0: the empty, dead state)."""
+
+    def __init__(self, prog: np.ndarray, limit_threads: int, max_states: int) -> None:
+        self.ops = prog[:, 0].tolist()
+        self.var_of = prog[:, 1].tolist()
+        self.target = prog[:, 3].tolist()
+        self.alt = prog[:, 4].tolist()
+        self.slot = prog[:, 5].tolist()
+        self.code_of = [
+            int(prog[pc, 1]) * 2 + int(prog[pc, 2]) if self.ops[pc] == K.P_LABEL else -1
+            for pc in range(len(self.ops))
+        ]
+        self.limit_threads = limit_threads
+        self.max_states = max_states
+        self.work = 0  # closure steps so far, bounded by MAX_WORK
+        self.ids: dict[tuple, int] = {(): 0}
+        self.states: list[tuple] = [()]
+
+    def closure(
+        self, sources: list[tuple[int, int]], at_zero: bool
+    ) -> tuple[tuple, list[int], int | None]:
+        """The kernel's step: epsilon closures from ``sources`` = [(index, pc0)] in
+        order, one ``seen`` set. Returns (threads, the source of each, the source
+        of the DONE or None: a DONE ends the step, as in the kernel)."""
+        ops, target, alt, slot = self.ops, self.target, self.alt, self.slot
         seen = set()
         out: list[tuple[int, int]] = []
         srcs: list[int] = []
         for i, pc0 in sources:
             stack = [(pc0, 0)]
             while stack:
-                work[0] += 1
+                self.work += 1
                 pc, fl = stack.pop()
                 if (pc, fl) in seen:
                     continue
@@ -148,31 +177,29 @@ def build(
                     return tuple(out), srcs, i
         return tuple(out), srcs, None
 
-    work = [0]
-    ids: dict[tuple, int] = {(): 0}
-    states: list[tuple] = [()]
-
-    def intern(state: tuple) -> int:
-        sid = ids.get(state)
+    def intern(self, state: tuple) -> int:
+        sid = self.ids.get(state)
         if sid is None:
-            if len(states) >= max_states or len(state) > limit_threads:
+            if len(self.states) >= self.max_states or len(state) > self.limit_threads:
                 raise _TooBig
-            sid = ids[state] = len(states)
-            states.append(state)
+            sid = self.ids[state] = len(self.states)
+            self.states.append(state)
         return sid
 
-    try:
-        seeds = []
-        for at_zero in (True, False):
-            state, _, done = closure([(-1, 0)], at_zero)
-            seeds.append((intern(state), done is not None))
-        trans_rows: list[np.ndarray] = []
-        done_rows: list[np.ndarray] = []
-        src_rows: list[list[list[int]]] = []
+    def seed(self, at_zero: bool) -> tuple[int, bool]:
+        """The seed state of an attempt (at partition row 0 or not), and whether its
+        closure reaches DONE (an empty match)."""
+        state, _, done = self.closure([(-1, 0)], at_zero)
+        return self.intern(state), done is not None
+
+    def explore(self, bits: np.ndarray, n_syms: int) -> list[_Row]:
+        """Each state's row of the tables, states found on the way explored in turn."""
+        var_of = self.var_of
+        rows: list[_Row] = []
         total = 0
         k = 0
-        while k < len(states):
-            state = states[k]
+        while k < len(self.states):
+            state = self.states[k]
             # Only the variables this state's threads read matter: compute one
             # transition per combination of their bits, then broadcast.
             used = sorted({bits[var_of[pc]] for pc, _ in state if bits[var_of[pc]] >= 0})
@@ -190,33 +217,38 @@ def build(
                         for i, (pc, _) in enumerate(state)
                         if bits[var_of[pc]] < 0 or (key >> int(bits[var_of[pc]])) & 1
                     ]
-                    nxt, srcs, done = closure(sources, False)
-                    got = memo[key] = (intern(nxt), -1 if done is None else done, srcs)
+                    nxt, srcs, done = self.closure(sources, False)
+                    got = memo[key] = (self.intern(nxt), -1 if done is None else done, srcs)
                 row_t[sym], row_d[sym], row_s[sym] = got
                 total += len(got[2])
-                if total > MAX_TABLE or work[0] > MAX_WORK:
+                if total > MAX_TABLE or self.work > MAX_WORK:
                     raise _TooBig
-            trans_rows.append(row_t)
-            done_rows.append(row_d)
-            src_rows.append(row_s)
+            rows.append((row_t, row_d, row_s))
             k += 1
-    except _TooBig:
-        return None
+        return rows
+
+
+def _tables(
+    subsets: _Subsets, rows: list[_Row], seeds: list[tuple[int, bool]], bits: np.ndarray
+) -> Dfa:
+    """The explored states as :class:`Dfa` arrays, with the two-row prefilter."""
+    states = subsets.states
     n_states = len(states)
+    n_syms = rows[0][0].shape[0]
     width = max(1, max(len(s) for s in states))
     lab = np.full((n_states, width), -1, np.int16)
     for sid, state in enumerate(states):
         for j, (pc, _) in enumerate(state):
-            lab[sid, j] = code_of[pc]
+            lab[sid, j] = subsets.code_of[pc]
     src_off = np.zeros((n_states, n_syms), np.int32)
     flat: list[int] = []
     for sid in range(n_states):
         for sym in range(n_syms):
             src_off[sid, sym] = len(flat)
-            flat.extend(src_rows[sid][sym])
+            flat.extend(rows[sid][2][sym])
     seeds_arr = np.array([seeds[0][0], seeds[1][0], int(seeds[0][1]), int(seeds[1][1])], np.int64)
-    trans = np.array(trans_rows, np.int32).reshape(n_states, n_syms)
-    done = np.array(done_rows, np.int32).reshape(n_states, n_syms)
+    trans = np.array([row[0] for row in rows], np.int32).reshape(n_states, n_syms)
+    done = np.array([row[1] for row in rows], np.int32).reshape(n_states, n_syms)
     step = (trans << DONE_BITS) | (done + 1)
     # Two-row prefilter of attempts: seed -> s1 -> s2 dead, no DONE on the way.
     seed = int(seeds_arr[1])
@@ -238,10 +270,6 @@ def build(
         bits,
         max(len(s) for s in states),
     )
-
-
-class _TooBig(Exception):
-    pass
 
 
 _cache: dict[tuple, Dfa | None] = {}
