@@ -11,7 +11,9 @@ Workloads (one partition, ``ts`` ordered, ``v`` a hash of the row in [0, 1e6)):
   the rows, ``B`` and ``C`` each on one row in ``window``, so an attempt from an
   ``A`` walks about ``2 * window`` rows; the selection policy is *each*
   (``AFTER MATCH SKIP TO NEXT ROW``: every start) or *last*
-  (``SKIP PAST LAST ROW``); the window is swept from 1k to 250k rows;
+  (``SKIP PAST LAST ROW``); the window is swept from 1k to 250k rows; and, at
+  the two smallest windows, *each* as the DejaVu queries map it: ``ALL
+  MATCHES``, every end of every attempt, under ``WITHIN 2 * window``;
 * the same with a register condition (``C`` also reads ``A.v``: evaluated in
   the kernel's threads), with a running aggregate (``C`` also needs
   ``MAX(v) >= A.v``: an accumulator every thread folds each row into) and
@@ -45,12 +47,19 @@ SEED = 17
 
 
 def cugola_margara(
-    window: int, skip: str, registers: bool = False, within: bool = False, aggregate: bool = False
+    window: int,
+    skip: str,
+    registers: bool = False,
+    within: bool = False,
+    aggregate: bool = False,
+    every_end: bool = False,
 ) -> str:
     """``registers``: C also compares with the A row (``v > A.v``, always true here, so the
     matches stay the same) and runs in-thread; ``aggregate``: C also needs the running
     ``MAX(v) >= A.v`` (always true: A's row is among them); ``within``: ``WITHIN 2 *
-    window`` rows."""
+    window`` rows; ``every_end``: ALL MATCHES, every end of every attempt (the DejaVu
+    queries' mapping of the "each" policy; bounded by the WITHIN, as an attempt's ends
+    otherwise run to the partition's end)."""
     c = (
         f"v >= {1_000_000 - 1_000_000 // window}"
         + (" AND v > A.v" if registers else "")
@@ -60,6 +69,7 @@ def cugola_margara(
     return (
         f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts "
         f"MEASURES FIRST(ts) AS s, LAST(ts) AS e ONE ROW PER MATCH AFTER MATCH SKIP {skip} "
+        f"{'ALL MATCHES ' if every_end else ''}"
         f"PATTERN (A Z*? B Z*? C){bound} DEFINE A AS v BETWEEN 400000 AND 409999, "
         f"B AS v < {1_000_000 // window}, C AS {c})"
     )
@@ -125,6 +135,13 @@ def main() -> None:
     ]
     cases += [
         (f"CM window={w} each WITHIN {2 * w}", cugola_margara(w, "TO NEXT ROW", within=True))
+        for w in windows[:2]
+    ]
+    cases += [
+        (
+            f"CM window={w} ALL MATCHES WITHIN {2 * w}",
+            cugola_margara(w, "TO NEXT ROW", within=True, every_end=True),
+        )
         for w in windows[:2]
     ]
     cases += [(f"sequence k={k}", sequence(k)) for k in lengths]
