@@ -33,10 +33,12 @@ from matchsql.integrations.spark import ExecutorSetupError, match_recognize, mat
 from tests.spark.cluster import SOURCE_ROOT, executor_conf, free_port
 from tests.spark.helpers import FileSource, frame, python_without_matchsql, run_available, trades
 
-# Bounded queries: partitioned by key (mapInArrow over the hash partitions), and one with
+# Bounded queries: partitioned by key (mapInArrow over the hash partitions), without
+# PARTITION BY (ORDER BY ranges matched in parallel, MATCH_NUMBER renumbered), and one with
 # an outer statement (Spark SQL over the matches, which works differently over Connect).
 BATCH = {
     "Q4": DEJAVU["Q4"],
+    "Q3": DEJAVU["Q3"],
     "outer": """
         SELECT m.symbol, m.mn, m.first_ts, m.low FROM trade MATCH_RECOGNIZE (
           PARTITION BY symbol ORDER BY ts
