@@ -2,6 +2,7 @@
 
     python -m bench.spark_stream [--rates 50000,100000,200000,400000] [--batches 5]
     python -m bench.spark_stream --query Q2 --symbols 2000 --rates 200000 --batches 20
+    python -m bench.spark_stream --key-buckets 0,4 --rates 200000   # per key vs 4 buckets
 
 A file source paced by Spark itself: for each target rate R the synthetic trades
 (``synthetic_trades(R * batches, symbols, seed=0)``, in ``ts`` order) are written
@@ -31,6 +32,11 @@ ts``) over the same rows in the embedded engine (after its own warm-up), and ``r
 processed / embedded rows/s, both measured in this run. ``same`` compares the
 stream's result rows (everything its Parquet sink wrote) with the embedded
 engine's, as sorted Arrow tables.
+
+``groups`` is how rows are grouped into state groups: ``key`` one group per
+symbol (the default of :func:`match_recognize_stream`), ``N buckets`` its
+``key_buckets=N``; ``--key-buckets 0,N`` runs both, one after the other, on the
+same files.
 
 The output goes to a Parquet file sink with a checkpoint: the exactly-once
 configuration, so its cost is counted. On a shared machine the figures are noisy;
@@ -79,7 +85,15 @@ def write_files(directory: Path, data: pa.Table, per_file: int) -> int:
     return len(tables) + 1
 
 
-def run_stream(spark, query: str, directory: Path, root: Path, files: int, interval: float):
+def run_stream(
+    spark,
+    query: str,
+    directory: Path,
+    root: Path,
+    files: int,
+    interval: float,
+    buckets: int | None = None,
+):
     """Run the stream over ``directory`` until all ``files`` are processed; its progress."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -91,7 +105,9 @@ def run_stream(spark, query: str, directory: Path, root: Path, files: int, inter
         .option("maxFilesPerTrigger", 1)
         .parquet(str(directory))
     )
-    matches = match_recognize_stream(source, query, input_order="ts", end_marker=END)
+    matches = match_recognize_stream(
+        source, query, input_order="ts", end_marker=END, key_buckets=buckets
+    )
     running = (
         matches.writeStream.format("parquet")
         .option("path", str(root / "out"))
@@ -158,6 +174,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--query", choices=["Q2", "Q4"], default="Q4")
     parser.add_argument("--interval", type=float, default=1.0, help="trigger interval, s")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--key-buckets",
+        default="0,4",
+        help="comma list: 0 = one state group per key, N = key_buckets=N (default: both)",
+    )
     parser.add_argument("--skip-embedded", action="store_true")
     args = parser.parse_args(argv)
     if args.batches < 3:
@@ -169,8 +190,9 @@ def main(argv: list[str] | None = None) -> None:
     warnings.simplefilter("ignore", FutureWarning)
     query = DEJAVU[args.query]
     spark = spark_session(args.master)
+    modes = [int(b) or None for b in args.key_buckets.split(",")]
     print(
-        f"{'rate':>9}{'processed rows/s':>18}{'achieved rows/s':>17}{'batch ms':>15}"
+        f"{'rate':>9}{'groups':>12}{'processed rows/s':>18}{'achieved rows/s':>17}{'batch ms':>15}"
         f"{'keeps up':>10}{'embedded rows/s':>17}{'ratio':>7}{'matches':>10}  same",
         flush=True,
     )
@@ -179,33 +201,40 @@ def main(argv: list[str] | None = None) -> None:
         # Warm-up: Python workers start, import matchsql and compile the query's kernels.
         warm = synthetic_trades(6000, args.symbols, 1)
         files = write_files(root / "warm" / "in", warm, 2000)
-        run_stream(spark, query, root / "warm" / "in", root / "warm", files, 0.1)
+        for n, buckets in enumerate(modes):
+            warm_run = root / f"warm-{n}"
+            run_stream(spark, query, root / "warm" / "in", warm_run, files, 0.1, buckets)
         if not args.skip_embedded:
             _embedded(warm, with_order(query))  # the embedded engine compiles its kernels too
         for rate in (int(r) for r in args.rates.split(",")):
             data = synthetic_trades(rate * args.batches, args.symbols, 0)
-            run = root / str(rate)
-            files = write_files(run / "in", data, rate)
-            progress = run_stream(spark, query, run / "in", run, files, args.interval)
-            got = figures(progress, args.interval, rate)
-            streamed = spark.read.parquet(str(run / "out")).toArrow()
-            embedded = same = "-"
+            source = root / str(rate) / "in"
+            files = write_files(source, data, rate)
+            expected = None
+            embedded_rate = 0.0
             if not args.skip_embedded:
                 seconds, expected = _embedded(data, with_order(query))
                 embedded_rate = data.num_rows / seconds
-                embedded = f"{embedded_rate:>17,.0f}{got['processed'] / embedded_rate:>7.2f}"
-                same = "yes" if sorted_table(streamed).equals(sorted_table(expected)) else "NO"
-                if same == "NO":
-                    same += f" ({expected.num_rows} vs {streamed.num_rows} rows)"
-            else:
+            for n, buckets in enumerate(modes):
+                run = root / str(rate) / f"run-{n}"
+                progress = run_stream(spark, query, source, run, files, args.interval, buckets)
+                got = figures(progress, args.interval, rate)
+                streamed = spark.read.parquet(str(run / "out")).toArrow()
                 embedded = f"{'-':>17}{'-':>7}"
-            batch_ms = f"{got['median_ms']:,.0f}/{got['max_ms']:,.0f}"
-            print(
-                f"{rate:>9,}{got['processed']:>18,.0f}{got['achieved']:>17,.0f}{batch_ms:>15}"
-                f"{'yes' if got['keeps_up'] else 'NO':>10}{embedded}"
-                f"{streamed.num_rows:>10,}  {same}",
-                flush=True,
-            )
+                same = "-"
+                if expected is not None:
+                    ratio = got["processed"] / embedded_rate
+                    embedded = f"{embedded_rate:>17,.0f}{ratio:>7.2f}"
+                    equal = sorted_table(streamed).equals(sorted_table(expected))
+                    same = "yes" if equal else f"NO ({expected.num_rows} vs {streamed.num_rows})"
+                groups = "key" if buckets is None else f"{buckets} buckets"
+                batch_ms = f"{got['median_ms']:,.0f}/{got['max_ms']:,.0f}"
+                print(
+                    f"{rate:>9,}{groups:>12}{got['processed']:>18,.0f}{got['achieved']:>17,.0f}"
+                    f"{batch_ms:>15}{'yes' if got['keeps_up'] else 'NO':>10}{embedded}"
+                    f"{streamed.num_rows:>10,}  {same}",
+                    flush=True,
+                )
     spark.stop()
     print(
         f"\n{args.query}, {args.symbols} symbols, {args.batches} files per rate "
