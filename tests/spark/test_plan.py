@@ -421,3 +421,71 @@ def test_arrow_sort_is_duckdb_sort(order: str) -> None:
     fast = sort_rows(plan, table).select(keys).to_pylist()
     slow = sort_rows(dataclasses.replace(plan, arrow_sort=None), table).select(keys).to_pylist()
     assert fast == slow
+
+
+class _GroupState:
+    """The part of Spark's GroupState a state function uses, for running one without Spark."""
+
+    def __init__(self) -> None:
+        self.value: tuple | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.value is not None
+
+    @property
+    def get(self) -> tuple:
+        assert self.value is not None
+        return self.value
+
+    def update(self, value: tuple) -> None:
+        self.value = value
+
+    def remove(self) -> None:
+        self.value = None
+
+
+def test_bucket_of_keys_gives_each_keys_rows() -> None:
+    """key_buckets' state function: three keys in one bucket, fed over three micro-batches
+    (the last with the end markers), give the rows each key gives alone; the bucket's
+    state is gone once every key has ended."""
+    from matchsql.integrations.spark.spark_stream import bucket_function, read_keys
+
+    data = trades(1200, 3, seed=8)
+    query = (
+        "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+        "MEASURES MATCH_NUMBER() AS m, FIRST(A.price) AS a ALL MATCHES "
+        "AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+ C) "
+        "DEFINE B AS price < PREV(price), C AS price > A.price)"
+    )
+    plan = build_plan(query, "trade", data.schema)
+    marked = data.append_column("eos", pa.array([False] * data.num_rows))
+    symbols = pc.unique(data["symbol"]).to_pylist()
+    markers = pa.table(
+        {f.name: pa.nulls(len(symbols), f.type) for f in marked.schema}, schema=marked.schema
+    )
+    markers = markers.set_column(0, "symbol", pa.array(symbols)).set_column(
+        4, "eos", pa.array([True] * len(symbols))
+    )
+    fn = bucket_function(plan, None, plan.output_schema(), "eos")
+    state = _GroupState()
+    got = []
+    pieces = [marked.slice(0, 500), marked.slice(500), markers]
+    for i, piece in enumerate(pieces):
+        shuffled = piece.take(random.Random(i).sample(range(piece.num_rows), piece.num_rows))
+        got += [
+            pa.Table.from_pandas(f, preserve_index=False)
+            for f in fn((0,), iter([shuffled.to_pandas()]), state)
+        ]
+        if i == 0:
+            assert set(read_keys(state.get[0])) == {repr((s,)) for s in symbols}
+    assert not state.exists
+    expected = [
+        row
+        for symbol in symbols
+        for row in run_group(plan, None, data.filter(pc.equal(data["symbol"], symbol))).to_pylist()
+    ]
+    rows_ = [row for table in got for row in table.to_pylist()]
+    assert rows_ and canonical([tuple(r.values()) for r in rows_]) == canonical(
+        [tuple(r.values()) for r in expected]
+    )
