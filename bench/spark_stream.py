@@ -3,10 +3,11 @@
     python -m bench.spark_stream [--rates 50000,100000,200000,400000] [--batches 5]
     python -m bench.spark_stream --query Q2 --symbols 2000 --rates 200000 --batches 20
     python -m bench.spark_stream --key-buckets 0,4 --rates 200000   # per key vs 4 buckets
+    python -m bench.spark_stream --rates 200000,400000 --interval 4  # longer micro-batches
 
 A file source paced by Spark itself: for each target rate R the synthetic trades
-(``synthetic_trades(R * batches, symbols, seed=0)``, in ``ts`` order) are written
-beforehand as ``batches`` Parquet files of R rows each, read with
+(``synthetic_trades(R * interval * batches, symbols, seed=0)``, in ``ts`` order) are
+written beforehand as ``batches`` Parquet files of R * interval rows each, read with
 ``maxFilesPerTrigger=1`` under a ``--interval`` (1 s) processing-time trigger. So
 Spark is offered R rows per second: while a micro-batch takes less than the
 interval the next one waits for its trigger, once it takes longer the next starts
@@ -207,9 +208,10 @@ def main(argv: list[str] | None = None) -> None:
         if not args.skip_embedded:
             _embedded(warm, with_order(query))  # the embedded engine compiles its kernels too
         for rate in (int(r) for r in args.rates.split(",")):
-            data = synthetic_trades(rate * args.batches, args.symbols, 0)
+            per_file = max(1, round(rate * args.interval))  # one trigger interval's rows
+            data = synthetic_trades(per_file * args.batches, args.symbols, 0)
             source = root / str(rate) / "in"
-            files = write_files(source, data, rate)
+            files = write_files(source, data, per_file)
             expected = None
             embedded_rate = 0.0
             if not args.skip_embedded:
