@@ -274,6 +274,38 @@ def test_snapshot_leaves_the_shared_lowering_out(path: str) -> None:
     ]
 
 
+def test_key_state_is_small_and_shares_one_plan_index() -> None:
+    """A key's state holds the matcher's state, not its scratch: the compiled kernel's
+    workspace (about 300 KB) stays out of the snapshot. Every key's matcher gets the same
+    Config object, so all keys' snapshots use one plan index (built once per process)."""
+    from matchsql.integrations.spark.state import settings, step
+    from matchsql.saved_state import snapshot
+
+    data = trades(2000, 20, seed=6)
+    plan = build_plan(
+        "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+        "MEASURES MATCH_NUMBER() AS m ALL MATCHES AFTER MATCH SKIP TO NEXT ROW "
+        "PATTERN (A B+ C* D+) DEFINE B AS B.price < A.price AND B.price <= PREV(B.price), "
+        "C AS C.price > B.price AND C.price >= PREV(C.price) AND C.price <= A.price, "
+        "D AS D.price > PREV(D.price) AND D.price > A.price)",
+        "trade",
+        data.schema,
+    )
+    assert settings(plan, None) is settings(plan, None)
+    step(plan, None, None, data.slice(0, 50), end=False, out_schema=plan.output_schema())
+    indexes = len(snapshot._INDEXES)
+    states = {}
+    for half in (data.slice(0, 1000), data.slice(1000)):
+        for symbol in pc.unique(half["symbol"]).to_pylist():
+            rows_ = half.filter(pc.equal(half["symbol"], symbol))
+            result = step(
+                plan, None, states.get(symbol), rows_, end=False, out_schema=plan.output_schema()
+            )
+            states[symbol] = result.state
+    assert len(snapshot._INDEXES) == indexes  # no index per key
+    assert max(len(s.matcher) for s in states.values()) < 20_000
+
+
 def test_deterministic_order_depends_only_on_the_rows() -> None:
     data = trades(500, 3, seed=4)
     a = deterministic_order(data, ["ts"])
@@ -301,34 +333,15 @@ def test_end_marker_rows_end_the_key_and_are_not_matched() -> None:
         _duration_ms(0)
 
 
-@pytest.mark.parametrize(
-    "order",
-    [
-        "i",
-        "i DESC",
-        "i NULLS FIRST",
-        "i DESC NULLS LAST",
-        "s DESC, i",
-        "f, s DESC NULLS FIRST",
-        "t DESC NULLS FIRST, i ASC NULLS LAST",
-        "d, s",
-    ],
-)
-def test_arrow_sort_is_duckdb_sort(order: str) -> None:
-    """The worker's pyarrow fast path orders key columns exactly as DuckDB does."""
-    import dataclasses
+def _keys_table(rng: random.Random, n: int) -> pa.Table:
+    """Sort-key columns of every kind the pyarrow fast path takes, with NULLs and ties."""
     import datetime as dt
     from decimal import Decimal
-
-    from matchsql.integrations.spark.worker import sort_rows
-
-    rng = random.Random(hash(order) % 1000)
-    n = 400
 
     def maybe(value):
         return None if rng.random() < 0.15 else value
 
-    table = pa.table(
+    return pa.table(
         {
             "i": pa.array([maybe(rng.randint(-5, 5)) for _ in range(n)], pa.int64()),
             "s": pa.array([maybe(rng.choice(["a", "B", "é", "ab", "", "Z"])) for _ in range(n)]),
@@ -345,6 +358,58 @@ def test_arrow_sort_is_duckdb_sort(order: str) -> None:
             ),
         }
     )
+
+
+@pytest.mark.parametrize("order", ["i", "i DESC NULLS LAST", "s DESC, i", "t NULLS FIRST, d"])
+def test_stream_order_check_is_duckdb_order(order: str) -> None:
+    """A key's first row of a micro-batch is checked against its last row with pyarrow
+    where the keys allow; that says "sorts before" exactly when DuckDB does (ties and
+    NULLs included)."""
+    import dataclasses
+
+    from matchsql.integrations.spark.state import _sorts_before
+
+    table = _keys_table(random.Random(hash(order) % 1000), 120)
+    plan = build_plan(
+        f"SELECT * FROM r MATCH_RECOGNIZE (ORDER BY {order} "
+        "MEASURES MATCH_NUMBER() AS m PATTERN (A))",
+        "r",
+        table.schema,
+    )
+    assert plan.arrow_sort is not None
+    slow = dataclasses.replace(plan, arrow_sort=None)
+    answers = []
+    for i in range(0, table.num_rows, 2):
+        last, first = table.slice(i, 1), table.slice(i + 1, 1)
+        answers.append(_sorts_before(plan, last, first))
+        assert answers[-1] == _sorts_before(slow, last, first), (
+            last.to_pylist(),
+            first.to_pylist(),
+        )
+        assert not _sorts_before(plan, last, last)  # a tie is not "before"
+    assert True in answers and False in answers
+
+
+@pytest.mark.parametrize(
+    "order",
+    [
+        "i",
+        "i DESC",
+        "i NULLS FIRST",
+        "i DESC NULLS LAST",
+        "s DESC, i",
+        "f, s DESC NULLS FIRST",
+        "t DESC NULLS FIRST, i ASC NULLS LAST",
+        "d, s",
+    ],
+)
+def test_arrow_sort_is_duckdb_sort(order: str) -> None:
+    """The worker's pyarrow fast path orders key columns exactly as DuckDB does."""
+    import dataclasses
+
+    from matchsql.integrations.spark.worker import sort_rows
+
+    table = _keys_table(random.Random(hash(order) % 1000), 400)
     plan = build_plan(
         f"SELECT * FROM r MATCH_RECOGNIZE (ORDER BY {order} "
         "MEASURES MATCH_NUMBER() AS m PATTERN (A))",
@@ -356,3 +421,71 @@ def test_arrow_sort_is_duckdb_sort(order: str) -> None:
     fast = sort_rows(plan, table).select(keys).to_pylist()
     slow = sort_rows(dataclasses.replace(plan, arrow_sort=None), table).select(keys).to_pylist()
     assert fast == slow
+
+
+class _GroupState:
+    """The part of Spark's GroupState a state function uses, for running one without Spark."""
+
+    def __init__(self) -> None:
+        self.value: tuple | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self.value is not None
+
+    @property
+    def get(self) -> tuple:
+        assert self.value is not None
+        return self.value
+
+    def update(self, value: tuple) -> None:
+        self.value = value
+
+    def remove(self) -> None:
+        self.value = None
+
+
+def test_bucket_of_keys_gives_each_keys_rows() -> None:
+    """key_buckets' state function: three keys in one bucket, fed over three micro-batches
+    (the last with the end markers), give the rows each key gives alone; the bucket's
+    state is gone once every key has ended."""
+    from matchsql.integrations.spark.spark_stream import bucket_function, read_keys
+
+    data = trades(1200, 3, seed=8)
+    query = (
+        "SELECT * FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+        "MEASURES MATCH_NUMBER() AS m, FIRST(A.price) AS a ALL MATCHES "
+        "AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+ C) "
+        "DEFINE B AS price < PREV(price), C AS price > A.price)"
+    )
+    plan = build_plan(query, "trade", data.schema)
+    marked = data.append_column("eos", pa.array([False] * data.num_rows))
+    symbols = pc.unique(data["symbol"]).to_pylist()
+    markers = pa.table(
+        {f.name: pa.nulls(len(symbols), f.type) for f in marked.schema}, schema=marked.schema
+    )
+    markers = markers.set_column(0, "symbol", pa.array(symbols)).set_column(
+        4, "eos", pa.array([True] * len(symbols))
+    )
+    fn = bucket_function(plan, None, plan.output_schema(), "eos")
+    state = _GroupState()
+    got = []
+    pieces = [marked.slice(0, 500), marked.slice(500), markers]
+    for i, piece in enumerate(pieces):
+        shuffled = piece.take(random.Random(i).sample(range(piece.num_rows), piece.num_rows))
+        got += [
+            pa.Table.from_pandas(f, preserve_index=False)
+            for f in fn((0,), iter([shuffled.to_pandas()]), state)
+        ]
+        if i == 0:
+            assert set(read_keys(state.get[0])) == {repr((s,)) for s in symbols}
+    assert not state.exists
+    expected = [
+        row
+        for symbol in symbols
+        for row in run_group(plan, None, data.filter(pc.equal(data["symbol"], symbol))).to_pylist()
+    ]
+    rows_ = [row for table in got for row in table.to_pylist()]
+    assert rows_ and canonical([tuple(r.values()) for r in rows_]) == canonical(
+        [tuple(r.values()) for r in expected]
+    )

@@ -29,8 +29,13 @@ pytestmark = [
 ]
 
 
-def test_restart_from_checkpoint_neither_loses_nor_duplicates(spark, tmp_path: Path) -> None:
-    data = trades(1600, 4, seed=11)
+@pytest.mark.parametrize("buckets", [None, 3])
+def test_restart_from_checkpoint_neither_loses_nor_duplicates(
+    spark, tmp_path: Path, buckets: int | None
+) -> None:
+    """Also with key_buckets: then a state value holds a bucket's keys (some of the six
+    symbols share a bucket, and the end markers finish them one key at a time)."""
+    data = trades(1600, 6, seed=11)
     query = DEJAVU["Q4"]
     source = FileSource(tmp_path, data)
     chunks = [data.slice(i, 400) for i in range(0, data.num_rows, 400)]
@@ -38,7 +43,7 @@ def test_restart_from_checkpoint_neither_loses_nor_duplicates(spark, tmp_path: P
 
     def start():
         return match_recognize_stream(
-            source.stream(spark), query, input_order="ts", end_marker="eos"
+            source.stream(spark), query, input_order="ts", end_marker="eos", key_buckets=buckets
         )
 
     for chunk in chunks[:2]:
@@ -95,8 +100,26 @@ def test_stream_refuses_as_read_order(spark, tmp_path: Path) -> None:
         match_recognize_stream(source.stream(spark), DEJAVU["Q1"], input_order="as_read")
 
 
-def test_stream_output_types_survive_the_state_operator(spark, tmp_path: Path) -> None:
-    """NULL measures, timestamps, strings and doubles come out as the embedded engine's."""
+def test_key_buckets_refuse_what_they_cannot_do(spark, tmp_path: Path) -> None:
+    import matchsql
+
+    stream = FileSource(tmp_path, trades(10, 1)).stream(spark)
+    with pytest.raises(matchsql.SemanticError, match="needs a query with PARTITION BY"):
+        match_recognize_stream(stream, DEJAVU["Q1"], input_order="ts", key_buckets=4)
+    with pytest.raises(matchsql.SemanticError, match="positive integer"):
+        match_recognize_stream(stream, DEJAVU["Q4"], input_order="ts", key_buckets=0)
+    with pytest.raises(matchsql.SemanticError, match="idle_timeout is measured per state group"):
+        match_recognize_stream(
+            stream, DEJAVU["Q4"], input_order="ts", key_buckets=4, idle_timeout=5
+        )
+
+
+@pytest.mark.parametrize("buckets", [None, 1])
+def test_stream_output_types_survive_the_state_operator(
+    spark, tmp_path: Path, buckets: int | None
+) -> None:
+    """NULL measures, timestamps, strings and doubles come out as the embedded engine's
+    (with key_buckets=1: both keys in one state value)."""
     data = trades(800, 2, seed=13)
     query = """SELECT * FROM trade MATCH_RECOGNIZE (
       PARTITION BY symbol ORDER BY ts
@@ -108,7 +131,7 @@ def test_stream_output_types_survive_the_state_operator(spark, tmp_path: Path) -
     source.add(data.slice(0, 400))
     source.add(data.slice(400))
     source.add_end_markers(pc.unique(data["symbol"]).to_pylist())
-    df = match_recognize_stream(source.stream(spark), query, end_marker="eos")
+    df = match_recognize_stream(source.stream(spark), query, end_marker="eos", key_buckets=buckets)
     run_available(df, tmp_path / "out", tmp_path / "checkpoint")
     out = spark.read.parquet(str(tmp_path / "out"))
     assert out.columns == ["symbol", "ts", "m", "c", "t0", "avg_price", "last_b", "price", "volume"]

@@ -216,7 +216,7 @@ class CompiledMatcher:
         )
         self.conj = plan.registers.conjunct_table()
         self.caps = np.array([64, 512, 256, 4096, 4096, 16384], np.int64)
-        self.work = K.workspace(self.caps, len(plan.program), nv)
+        self.work: tuple | None = K.workspace(self.caps, len(plan.program), nv)
         # Row-local, standard mode: the DFA of the program runs instead of the thread VM
         # (forcing 'registers' keeps the VM, so that both stay differential-tested).
         self.dfa = D.for_matcher(plan, self.config)[0]
@@ -238,8 +238,14 @@ class CompiledMatcher:
 
     def __getstate__(self) -> dict:
         """A checkpoint or a migrated bucket leaves the kernel variant behind: a variant
-        is a function built at run time, found again on first use after restore."""
-        return {**self.__dict__, "_vm": None, "_vm_plain": None}
+        is a function built at run time, found again on first use after restore.
+
+        The kernel's workspace stays behind too: it is scratch that each kernel call
+        overwrites (records, labels, threads), about 300 KB at its starting capacities,
+        which made a Spark key's state in the state store a thousand times its real size.
+        ``caps`` (grown capacities) is kept, so the restored matcher allocates the same
+        workspace on its first run."""
+        return {**self.__dict__, "_vm": None, "_vm_plain": None, "work": None}
 
     # -- public API ---------------------------------------------------------------------
 
@@ -394,6 +400,8 @@ class CompiledMatcher:
         ``(status, err_row)``."""
         plan = self.plan
         nv = len(plan.variables)
+        if self.work is None:  # restored from a snapshot, which leaves it behind
+            self.work = K.workspace(self.caps, len(plan.program), nv)
         while True:
             params[K.K_NEXT] = self.next_start - self.base
             params[K.K_MN] = self.match_number
