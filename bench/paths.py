@@ -200,7 +200,7 @@ def engine_only(spec, batches: list[pa.RecordBatch]) -> int:
     router = SortedPartitionRouter(
         spec.partition_by,
         lambda key: new_partition_matcher(spec, key, config),
-        whole.match if whole is not None else None,
+        whole.match_counted if whole is not None else None,
     )
     rows = 0
     for batch in batches:
