@@ -4,8 +4,11 @@
 
 ``REV`` is checked out into a temporary git worktree; this checkout is the
 other side. Each round runs one child process per side, alternating, so that
-a busy machine slows both sides alike; a child times each query three times
-and a side's figure is its best over all rounds. A
+a busy machine slows both sides alike; a child times each query three times.
+A side's rows/s is its best over all rounds; the ratio is the median of the
+rounds' own ratios (each round's two children ran back to back), printed with
+their range: on a machine whose speed drifts between minutes, a change is
+slower only where the whole range lies below 1. A
 child builds the same synthetic trades (:func:`matchsql.storage.demo.synthetic_trades`)
 and times, for every query of :mod:`bench.paths` plus queries that exercise
 the reference evaluator and the column-wise measures:
@@ -107,29 +110,43 @@ def compare(base: Path, rows: int, partitions: int, rounds: int) -> None:
     for tree in sides.values():  # warm each side's numba cache
         _child(tree, min(rows, 50_000), partitions)
     best: dict[str, dict[str, list[float]]] = {s: {} for s in sides}
+    ratios: dict[str, list[list[float]]] = {}  # per query: [engine ratios, SQL ratios]
     for _ in range(rounds):
-        for side, tree in sides.items():
-            for name, times in _child(tree, rows, partitions).items():
+        times = {side: _child(tree, rows, partitions) for side, tree in sides.items()}
+        for side in sides:
+            for name, (engine, whole) in times[side].items():
                 kept = best[side].setdefault(name, [float("inf"), float("inf")])
-                best[side][name] = [min(kept[0], times[0]), min(kept[1], times[1])]
+                best[side][name] = [min(kept[0], engine), min(kept[1], whole)]
+        for name, (engine, whole) in times["head"].items():
+            if name in times["base"]:
+                base_engine, base_whole = times["base"][name]
+                got = ratios.setdefault(name, [[], []])
+                got[0].append(base_engine / engine)
+                got[1].append(base_whole / whole)
     print(
-        f"\n{rows:,} rows, {partitions} partition(s), best of {rounds} rounds "
-        "(rows/s; head/base > 1: head is faster)"
+        f"\n{rows:,} rows, {partitions} partition(s), {rounds} rounds (rows/s: best round; "
+        "head/base: median of the rounds' ratios [their range]; > 1: head is faster)"
     )
     header = (
-        f"{'query':<11}{'engine base':>13}{'engine head':>13}{'head/base':>10}"
-        f"{'SQL base':>12}{'SQL head':>12}{'head/base':>10}"
+        f"{'query':<11}{'engine base':>13}{'engine head':>13}{'head/base':>20}"
+        f"{'SQL base':>12}{'SQL head':>12}{'head/base':>20}"
     )
     print(header)
     print("-" * len(header))
-    for name in best["head"]:
-        if name not in best["base"]:
-            continue
+    for name, (engine_ratios, sql_ratios) in ratios.items():
         (eb, sb), (eh, sh) = best["base"][name], best["head"][name]
         print(
-            f"{name:<11}{rows / eb:>13,.0f}{rows / eh:>13,.0f}{eb / eh:>10.2f}"
-            f"{rows / sb:>12,.0f}{rows / sh:>12,.0f}{sb / sh:>10.2f}"
+            f"{name:<11}{rows / eb:>13,.0f}{rows / eh:>13,.0f}{_ratio(engine_ratios):>20}"
+            f"{rows / sb:>12,.0f}{rows / sh:>12,.0f}{_ratio(sql_ratios):>20}"
         )
+
+
+def _ratio(values: list[float]) -> str:
+    """The median of ``values`` and their range, as ``0.97 [0.91-1.04]``."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return f"{median:.2f} [{ordered[0]:.2f}-{ordered[-1]:.2f}]"
 
 
 def main(argv: list[str] | None = None) -> None:
