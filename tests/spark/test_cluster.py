@@ -15,7 +15,9 @@ cores. Every process it started is killed at the end, also when a test fails.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,17 +34,32 @@ pytestmark = [pytest.mark.xdist_group("spark")]
 
 
 @pytest.fixture(scope="session")
-def results(tmp_path_factory) -> Path:
+def results(tmp_path_factory, worker_id: str) -> Path:
     """Start the cluster, run the driver program against it, stop the cluster; the results
     land in the returned directory (``classic/``: classic pyspark, ``connect/``: through
-    Spark Connect). Once per test session: the scheduler may run this module's tests
-    apart, and a module fixture would then start the cluster again (75 s each time)."""
+    Spark Connect). Once per test run, whichever worker asks first: pytest-xdist ran this
+    module's tests on both workers (the group mark notwithstanding), each starting a
+    cluster of its own (75 s each, side by side). The others wait on a lock in the
+    workers' shared temporary directory and read the same results."""
     reason = _spark_available()
     if reason:
         pytest.skip(f"Spark tests need Java and pyspark >= 4: {reason}")
-    out = tmp_path_factory.mktemp("cluster")
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent
+    out = shared / "cluster-results"
+    with open(shared / "cluster.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "done").exists():
+            shutil.rmtree(out, ignore_errors=True)
+            _run_cluster(out)
+            (out / "done").touch()
+    return out
+
+
+def _run_cluster(out: Path) -> None:
     for sub in ("classic", "connect"):
-        (out / sub).mkdir()
+        (out / sub).mkdir(parents=True)
     env = base_env(out)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(SOURCE_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
@@ -73,7 +90,6 @@ def results(tmp_path_factory) -> Path:
     timings = out / "timings.txt"
     print(timings.read_text() if timings.exists() else "")  # shown with pytest -s
     assert driver.returncode == 0, f"driver failed:\n{stdout[-3000:]}\n{stderr[-6000:]}"
-    return out
 
 
 def check_batch(out: Path) -> None:
