@@ -47,26 +47,6 @@ def test_python_without_matchsql(spark, tmp_path: Path) -> None:
     assert "Traceback" not in message and "at org.apache" not in message
 
 
-def test_an_executor_the_probe_did_not_see(spark, tmp_path: Path, monkeypatch) -> None:
-    """An executor that joined after the probe (here: the probe finds nothing) fails its
-    task with one line that names the interpreter, what it lacks and how to ship
-    matchsql, not with an unpickling error; on the mapInArrow path and the ranges path."""
-    python = str(python_without_matchsql(tmp_path))
-    monkeypatch.setattr(executors, "_probe", lambda session: [])
-    df = frame(spark, trades(200, 2))
-    for query in (DEJAVU["Q4"], DEJAVU["Q3"]):  # by key; no PARTITION BY: in ranges
-        with workers_run(spark, python), pytest.raises(Exception) as caught:
-            match_recognize(df, query, input_order="ts", ranges=2).collect()
-        message = str(caught.value)
-        assert "matchsql cannot run on the executor at " in message
-        assert f"{tmp_path / 'bare-venv' / 'bin' / 'python'} (Python " in message
-        assert (
-            "lacks matchsql.integrations.spark.worker (ModuleNotFoundError: "
-            "No module named 'matchsql')" in message
-        )
-        assert "--py-files" in message
-
-
 def test_python_that_does_not_exist(spark) -> None:
     df = frame(spark, trades(200, 2))
     with workers_run(spark, "/nonexistent/python3"), pytest.raises(ExecutorSetupError) as caught:

@@ -14,24 +14,20 @@ interpreter, and how to ship matchsql to the executors.
 
 The probe is a closure over a tuple of module names, so cloudpickle sends it by value:
 unpickling it on an executor needs only the standard library. It checks the executors
-its tasks land on (one task per core of the default parallelism). An executor that
-joins later (dynamic allocation, a replaced node) is not probed; there the task itself
-says what is missing: every function a query hands Spark is :func:`guarded`, sent as
-bytes inside a closure that travels by value and, on the executor, imports what the
-task needs before it unpickles the function. The error then reaches the user inside
-Spark's stack trace, but as one line that names the interpreter, what it lacks and how
-to ship matchsql, instead of an unpickling failure.
+its tasks land on (one task per core of the default parallelism); an executor that
+joins later (dynamic allocation, a replaced node) is not checked, and a task there that
+lacks matchsql fails as before, with ``No module named 'matchsql'`` in the error. (A
+task function that checked its executor first would have to travel as pickled bytes
+unpickled by matchsql itself: data from another process turned into code, which
+matchsql never does; Spark's own unpickling of the task is where the error comes.)
 """
 
 from __future__ import annotations
 
 import importlib
-import inspect
 import json
 import re
-import socket
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from matchsql.errors import ExecutionError
@@ -103,56 +99,6 @@ def probe_function(modules: tuple[str, ...]):
         return json.dumps({"python": sys.executable, "version": version, "missing": missing})
 
     return probe
-
-
-def guarded(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``function`` as a task function that checks its executor's Python first.
-
-    The returned closure holds ``function`` pickled and refers only to the standard
-    library and pyspark (which every Python worker has), so an executor can unpickle it
-    without matchsql. Its first call there imports :data:`REQUIRED`; whatever fails is
-    raised as one ``RuntimeError`` that names the host, the interpreter and what it
-    lacks, with :data:`HOW_TO_SHIP`. Spark reads a grouped function's arity from its
-    signature (one argument: the group; two: key and group; three: key, rows, state),
-    so the closure takes as many arguments as ``function``.
-    """
-    from pyspark import cloudpickle
-
-    payload = cloudpickle.dumps(function)
-    modules = REQUIRED
-    advice = HOW_TO_SHIP
-    loaded: list[Callable[..., Any]] = []
-
-    def run(*args: Any) -> Any:
-        if not loaded:
-            missing = []
-            for name in modules:
-                try:
-                    importlib.import_module(name)
-                except Exception as exc:  # an ImportError, or a module failing on import
-                    missing.append(f"{name} ({type(exc).__name__}: {exc})")
-            if missing:
-                version = ".".join(map(str, sys.version_info[:3]))
-                raise RuntimeError(
-                    f"matchsql cannot run on the executor at {socket.gethostname()}: "
-                    f"{sys.executable} (Python {version}) lacks {', '.join(missing)}. " + advice
-                )
-            loaded.append(cloudpickle.loads(payload))
-        return loaded[0](*args)
-
-    def one(a: Any) -> Any:
-        return run(a)
-
-    def two(a: Any, b: Any) -> Any:
-        return run(a, b)
-
-    def three(a: Any, b: Any, c: Any) -> Any:
-        return run(a, b, c)
-
-    arity = len(inspect.signature(function).parameters)
-    if arity == 1:
-        return one
-    return two if arity == 2 else three
 
 
 def _probe(spark: SparkSession) -> list[str]:

@@ -26,7 +26,7 @@ from matchsql.config import Config
 from matchsql.errors import SemanticError
 from matchsql.grammar.nodes import MatchRecognizeTable
 from matchsql.grammar.statements import parse
-from matchsql.integrations.spark.executors import check_executors, guarded
+from matchsql.integrations.spark.executors import check_executors
 from matchsql.integrations.spark.ranges import (
     COUNT,
     KEY,
@@ -117,7 +117,7 @@ def match_recognize(
         source = source.repartition(partitions or _parallelism(df), *keys)
         if groupable(plan.spec.input_schema, plan.partition_by):
             matches = source.mapInArrow(
-                guarded(task_function(plan, settings, returned)), spark_schema_of(out_schema)
+                task_function(plan, settings, returned), spark_schema_of(out_schema)
             )
             return apply_outer(plan, matches)
         grouped = source.groupBy(*keys)  # reuses the hash partitioning: one shuffle
@@ -129,7 +129,7 @@ def match_recognize(
         _warn_single_task(why)
         grouped = source.withColumn(ALL_KEY, _zero()).groupBy(ALL_KEY)
     matches = grouped.applyInArrow(
-        guarded(group_function(plan, settings, returned)), spark_schema_of(out_schema)
+        group_function(plan, settings, returned), spark_schema_of(out_schema)
     )
     return apply_outer(plan, matches)
 
@@ -162,11 +162,11 @@ def _ranged(
     )
     keys = range_keys(count)
     spread_rows = ranged.mapInArrow(
-        guarded(_spread_function(plan, spread_arrow, keys, overlap)), spread_spark
+        _spread_function(plan, spread_arrow, keys, overlap), spread_spark
     )
     out_arrow = pa.schema([f.with_nullable(True) for f in returned] + helper_fields()[2:])
     matched = spread_rows.repartition(count, _col(KEY)).mapInArrow(
-        guarded(_range_function(plan, config, overlap, keys, out_arrow)),
+        _range_function(plan, config, overlap, keys, out_arrow),
         spark_schema_of(out_arrow),
     )
     numbers = renumbered(plan) or []
@@ -176,7 +176,7 @@ def _ranged(
     # shuffle of the matches, where a join of the counts with the matches (two reads of
     # the matching's output) ran the matching once for each read.
     return matched.repartition(count, _col(KEY)).mapInArrow(
-        guarded(_renumber_function(numbers, returned)), spark_schema_of(returned)
+        _renumber_function(numbers, returned), spark_schema_of(returned)
     )
 
 

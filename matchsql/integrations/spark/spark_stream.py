@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 
 from matchsql.config import Config
 from matchsql.errors import SemanticError
-from matchsql.integrations.spark.executors import check_executors, guarded
+from matchsql.integrations.spark.executors import check_executors
 from matchsql.integrations.spark.schema import (
     arrow_schema_of,
     as_spark_arrow,
@@ -127,7 +127,7 @@ def match_recognize_stream(
     else:
         _warn_single_task("a stream has no ORDER BY ranges: its rows arrive over time")
         grouped = df.withColumn(ALL_KEY, _zero()).groupBy(ALL_KEY)
-    fn = guarded(state_function(plan, settings, returned, end_marker, timeout_ms))
+    fn = state_function(plan, settings, returned, end_marker, timeout_ms)
     matches = grouped.applyInPandasWithState(
         fn,
         spark_schema_of(out_schema),
@@ -186,7 +186,7 @@ def _bucketed(
     if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
         raise SemanticError(f"key_buckets must be a positive integer, got {buckets!r}")
     bucket = F.pmod(F.hash(*[_col(name) for name in plan.partition_by]), F.lit(buckets))
-    fn = guarded(bucket_function(plan, config, out_schema, end_marker))
+    fn = bucket_function(plan, config, out_schema, end_marker)
     return (
         df.withColumn(BUCKET, bucket)
         .groupBy(BUCKET)
