@@ -80,6 +80,27 @@ def test_on_without_device_says_how_to_get_one() -> None:
     assert "NUMBA_ENABLE_CUDASIM=1" in done.stdout
 
 
+def test_auto_without_driver_never_imports_numba_cuda() -> None:
+    """Without a driver and without the simulator, ``gpu = 'auto'`` knows there is no
+    device from the driver's library alone: numba.cuda costs every such query a third
+    of a second at start-up otherwise."""
+    code = (
+        "import ctypes, sys\n"
+        "try:\n"
+        "    ctypes.CDLL('libcuda.so.1'); print('driver present')\n"
+        "except OSError:\n"
+        "    import matchsql\n"
+        "    con = matchsql.connect(demo=False)\n"
+        "    con.sql('CREATE TABLE t AS SELECT i AS ts, i % 5 AS price FROM range(20) r(i)')\n"
+        "    print(con.sql(" + repr(QUERY) + ").fetchall(), 'numba.cuda' in sys.modules)\n"
+    )
+    done = _child(code, sim=False)
+    assert done.returncode == 0, done.stderr
+    if done.stdout.strip() == "driver present":
+        pytest.skip("this machine has a CUDA driver")
+    assert done.stdout.strip() == "[(5,), (5,), (5,), (5,)] False"
+
+
 def test_explain_and_reasons_in_the_simulator() -> None:
     code = (
         "import matchsql\n"

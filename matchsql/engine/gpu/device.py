@@ -8,7 +8,9 @@ so ``import matchsql`` must not pin that choice.
 
 from __future__ import annotations
 
+import ctypes
 import importlib
+import os
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
@@ -32,7 +34,13 @@ class Device:
 
 @cache
 def detect() -> Device:
-    """The device of this process (detected once: numba fixes it at first import)."""
+    """The device of this process (detected once: numba fixes it at first import).
+
+    Without numba's simulator and without NVIDIA's driver library there is no device,
+    and that is known without importing numba.cuda (a third of a second, which every
+    query the GPU path could run would pay under ``gpu = 'auto'``)."""
+    if not _simulator_asked() and not _driver_loads():
+        return Device(False, False, "none (no CUDA driver: libcuda.so.1 does not load)")
     try:
         cuda = importlib.import_module("numba.cuda")
         config = importlib.import_module("numba.core.config")
@@ -53,6 +61,21 @@ def detect() -> Device:
     except Exception:
         name = "CUDA device"
     return Device(True, False, name)
+
+
+def _simulator_asked() -> bool:
+    """``NUMBA_ENABLE_CUDASIM`` set to a true value, as numba reads it."""
+    value = os.environ.get("NUMBA_ENABLE_CUDASIM", "0").strip()
+    return value not in ("", "0")
+
+
+def _driver_loads() -> bool:
+    """Whether the CUDA driver's library loads (what numba.cuda would load first)."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
 
 
 def array_module() -> ModuleType:
