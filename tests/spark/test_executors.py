@@ -47,6 +47,26 @@ def test_python_without_matchsql(spark, tmp_path: Path) -> None:
     assert "Traceback" not in message and "at org.apache" not in message
 
 
+def test_an_executor_that_joins_after_the_probe_says_what_it_lacks(
+    spark, tmp_path: Path, monkeypatch
+) -> None:
+    """The probe passed (as it would have on the executors of the time); a task that
+    lands on an interpreter without matchsql unpickles its function and fails with one
+    line that names what is missing and how to ship matchsql."""
+    python = str(python_without_matchsql(tmp_path))
+    monkeypatch.setattr(executors, "_checked", set())
+    monkeypatch.setattr(executors, "_probe", lambda session: [])
+    df = frame(spark, trades(200, 2))
+    with workers_run(spark, python), pytest.raises(Exception) as caught:
+        match_recognize(df, DEJAVU["Q4"], input_order="ts").collect()
+    message = str(caught.value)
+    assert "RuntimeError: matchsql cannot run on this Spark executor: " in message
+    assert f"{tmp_path / 'bare-venv' / 'bin' / 'python'} (Python " in message
+    assert "lacks matchsql.integrations.spark." in message
+    assert "(ModuleNotFoundError: No module named 'matchsql')" in message
+    assert "--py-files matchsql.zip" in message
+
+
 def test_python_that_does_not_exist(spark) -> None:
     df = frame(spark, trades(200, 2))
     with workers_run(spark, "/nonexistent/python3"), pytest.raises(ExecutorSetupError) as caught:

@@ -2,24 +2,29 @@
 
 The matcher runs in the Python workers that Spark starts on every executor, with the
 interpreter that ``PYSPARK_PYTHON`` (``spark.pyspark.python``) names *there*. Where that
-interpreter lacks matchsql (or pyarrow, or another dependency), the first task fails
-while Spark unpickles the function, and the user reads ``ModuleNotFoundError`` at the
-bottom of a long Python-in-Java stack trace, only when the result is first used, long
-after ``match_recognize`` returned. So before the first query of a Spark application
-(per session, per worker interpreter), :func:`check_executors` runs one small job: a
-plain Python UDF, which needs neither matchsql nor pyarrow and works over Spark Connect,
-imports on the executors what the tasks import. A failure is raised on the driver, at
-the call, as an :class:`ExecutorSetupError` that says what is missing on which
-interpreter, and how to ship matchsql to the executors.
+interpreter lacks matchsql (or pyarrow, or another dependency), the first task fails,
+and the user reads why inside a long Python-in-Java stack trace, only when the result
+is first used, long after ``match_recognize`` returned. So before the first query of a
+Spark application (per session, per worker interpreter), :func:`check_executors` runs
+one small job: a plain Python UDF, which needs neither matchsql nor pyarrow and works
+over Spark Connect, imports on the executors what the tasks import. A failure is raised
+on the driver, at the call, as an :class:`ExecutorSetupError` that says what is missing
+on which interpreter, and how to ship matchsql to the executors.
 
 The probe is a closure over a tuple of module names, so cloudpickle sends it by value:
 unpickling it on an executor needs only the standard library. It checks the executors
 its tasks land on (one task per core of the default parallelism); an executor that
-joins later (dynamic allocation, a replaced node) is not checked, and a task there that
-lacks matchsql fails as before, with ``No module named 'matchsql'`` in the error. (A
-task function that checked its executor first would have to travel as pickled bytes
-unpickled by matchsql itself: data from another process turned into code, which
-matchsql never does; Spark's own unpickling of the task is where the error comes.)
+joins later (dynamic allocation, a replaced node) is not probed. There the task itself
+says what is missing: every function a query hands Spark is a
+:func:`shipped_function`, a closure over plain data (the query text, Arrow schemas as
+IPC bytes, the settings' values, :data:`HOW_TO_SHIP`) that references only the standard
+library, so Spark unpickles it on any executor. Called there, it imports what the task
+needs, and where that fails raises one ``RuntimeError`` that names the interpreter,
+what it lacks and how to ship matchsql (inside Spark's stack trace, but as one line,
+not an unpickling failure). Where the imports succeed, the worker side rebuilds the
+query's plan from the data, once per worker process (see
+:func:`matchsql.integrations.spark.worker.shipped_plan`). matchsql itself unpickles
+nothing: data from another process is never turned into code.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import importlib
 import json
 import re
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from matchsql.errors import ExecutionError
@@ -99,6 +105,62 @@ def probe_function(modules: tuple[str, ...]):
         return json.dumps({"python": sys.executable, "version": version, "missing": missing})
 
     return probe
+
+
+def shipped_function(module: str, entry: str, data: Any) -> Callable[..., Any]:
+    """A function for Spark to run on its executors: ``module.entry(data, *arguments)``.
+
+    The closure holds ``data``, which must be plain data (:func:`plain`), the names
+    ``module`` and ``entry``, and :data:`HOW_TO_SHIP` as a string; it refers to no
+    matchsql name, so cloudpickle sends it by value and Spark unpickles it with the
+    standard library alone, on any executor, even one that joined after the probe.
+    There, at call time, it imports pyarrow and ``module`` and raises a
+    ``RuntimeError`` naming what the executor's Python lacks, with the shipping advice,
+    where that fails. It takes one argument or more (a ``mapInArrow`` or
+    ``applyInArrow`` function takes one, an ``applyInPandasWithState`` function three)
+    and has no annotations: Spark reads an ``applyInArrow`` function's kind from its
+    parameters and type hints.
+    """
+    if not plain(data):
+        raise TypeError(f"a shipped function's data must be plain data, got {data!r:.200}")
+    requires = ("pyarrow", module)
+    advice = HOW_TO_SHIP
+
+    def shipped(first, *more):
+        missing = []
+        for name in requires:
+            try:
+                # The executor-side import, deliberately at call time: the closure must
+                # unpickle where matchsql is missing, to say so here.
+                importlib.import_module(name)
+            except Exception as exc:  # an ImportError, or a module that fails on import
+                missing.append(f"{name} ({type(exc).__name__}: {exc})")
+        if missing:
+            version = ".".join(map(str, sys.version_info[:3]))
+            raise RuntimeError(
+                f"matchsql cannot run on this Spark executor: {sys.executable} "
+                f"(Python {version}) lacks {', '.join(missing)}. {advice}"
+            )
+        return getattr(sys.modules[module], entry)(data, first, *more)
+
+    return shipped
+
+
+_PLAIN = (str, int, float, bool, bytes, type(None))
+
+
+def plain(value: Any) -> bool:
+    """Whether ``value`` is plain data (str, int, float, bool, None, bytes, and tuples,
+    lists and dicts of those): what a shipped function may carry, because unpickling
+    it needs nothing but the standard library and runs no code of ours."""
+    kind = type(value)  # exact types: a subclass would be pickled by reference to its module
+    if kind in _PLAIN:
+        return True
+    if kind in (tuple, list):
+        return all(plain(item) for item in value)
+    if kind is dict:
+        return all(plain(key) and plain(item) for key, item in value.items())
+    return False
 
 
 def _probe(spark: SparkSession) -> list[str]:

@@ -34,6 +34,7 @@ This module does not import pyspark (it runs inside Spark's Python workers).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -45,8 +46,15 @@ from matchsql.engine.compiled import kernel as K
 from matchsql.engine.compiled.compiled_matcher import CompiledMatcher
 from matchsql.engine.planner import choose_path, gpu_path, new_partition_matcher
 from matchsql.errors import ExecutionError
-from matchsql.integrations.spark.spark_plan import MatchPlan
-from matchsql.integrations.spark.worker import input_rows, results, sort_rows
+from matchsql.integrations.spark.executors import shipped_function
+from matchsql.integrations.spark.spark_plan import MatchPlan, plan_data, schema_bytes
+from matchsql.integrations.spark.worker import (
+    input_rows,
+    read_schema,
+    results,
+    shipped_plan,
+    sort_rows,
+)
 from matchsql.plan.row_functions import MatchNumber
 
 # Helper columns of the ranged path (dropped again by the driver).
@@ -383,3 +391,57 @@ def renumber(
         columns.append(column)
     out = pa.Table.from_arrays(columns, schema=schema)
     yield from out.to_batches()
+
+
+# The functions the driver hands ``mapInArrow``: closures over plain data (see
+# matchsql.integrations.spark.executors.shipped_function), each of which runs its
+# ``shipped_*`` counterpart below on the executor.
+
+
+def spread_function(
+    plan: MatchPlan, config: Config, schema: pa.Schema, keys: list[int], overlap: int
+):
+    """The ``mapInArrow`` function of :func:`spread` (``config``: the one
+    :func:`range_function` ships, so that a worker builds the plan once for both)."""
+    data = (plan_data(plan, config), schema_bytes(schema), list(keys), overlap)
+    return shipped_function(__name__, shipped_spread.__name__, data)
+
+
+def shipped_spread(data: tuple[Any, ...], batches: Iterator) -> Iterator[pa.RecordBatch]:
+    """:func:`spread` with what :func:`spread_function` shipped."""
+    plan_of, schema, keys, overlap = data
+    plan, _ = shipped_plan(plan_of)
+    return spread(plan, read_schema(schema), keys, overlap, batches)
+
+
+def range_function(
+    plan: MatchPlan, config: Config, overlap: int, keys: list[int], schema: pa.Schema
+):
+    """The ``mapInArrow`` function of :func:`match_ranges`."""
+    data = (plan_data(plan, config), overlap, list(keys), schema_bytes(schema))
+    return shipped_function(__name__, shipped_ranges.__name__, data)
+
+
+def shipped_ranges(
+    data: tuple[Any, ...], batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """:func:`match_ranges` with what :func:`range_function` shipped."""
+    plan_of, overlap, keys, schema = data
+    plan, config = shipped_plan(plan_of)
+    assert config is not None  # range_function ships the settings
+    return match_ranges(plan, config, overlap, keys, read_schema(schema), batches)
+
+
+def renumber_function(numbers: list[str], schema: pa.Schema):
+    """The ``mapInArrow`` function of :func:`renumber`."""
+    return shipped_function(
+        __name__, shipped_renumber.__name__, (list(numbers), schema_bytes(schema))
+    )
+
+
+def shipped_renumber(
+    data: tuple[list[str], bytes], batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """:func:`renumber` with what :func:`renumber_function` shipped."""
+    numbers, schema = data
+    return renumber(numbers, read_schema(schema), batches)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -33,12 +32,12 @@ from matchsql.integrations.spark.ranges import (
     ORIGIN,
     OVERLAP,
     helper_fields,
-    match_ranges,
+    range_function,
     range_keys,
-    renumber,
+    renumber_function,
     renumbered,
     split_reason,
-    spread,
+    spread_function,
 )
 from matchsql.integrations.spark.schema import (
     arrow_schema_of,
@@ -162,11 +161,11 @@ def _ranged(
     )
     keys = range_keys(count)
     spread_rows = ranged.mapInArrow(
-        _spread_function(plan, spread_arrow, keys, overlap), spread_spark
+        spread_function(plan, config, spread_arrow, keys, overlap), spread_spark
     )
     out_arrow = pa.schema([f.with_nullable(True) for f in returned] + helper_fields()[2:])
     matched = spread_rows.repartition(count, _col(KEY)).mapInArrow(
-        _range_function(plan, config, overlap, keys, out_arrow),
+        range_function(plan, config, overlap, keys, out_arrow),
         spark_schema_of(out_arrow),
     )
     numbers = renumbered(plan) or []
@@ -176,7 +175,7 @@ def _ranged(
     # shuffle of the matches, where a join of the counts with the matches (two reads of
     # the matching's output) ran the matching once for each read.
     return matched.repartition(count, _col(KEY)).mapInArrow(
-        _renumber_function(numbers, returned), spark_schema_of(returned)
+        renumber_function(numbers, returned), spark_schema_of(returned)
     )
 
 
@@ -185,35 +184,6 @@ def _ordered(name: str, way: str, nulls: str) -> Column:
     if way == "ascending":
         return column.asc_nulls_first() if nulls == "at_start" else column.asc_nulls_last()
     return column.desc_nulls_first() if nulls == "at_start" else column.desc_nulls_last()
-
-
-def _spread_function(plan: MatchPlan, schema: pa.Schema, keys: list[int], overlap: int):
-    """The ``mapInArrow`` function of :func:`matchsql.integrations.spark.ranges.spread`."""
-
-    def spread_range(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return spread(plan, schema, keys, overlap, batches)
-
-    return spread_range
-
-
-def _range_function(
-    plan: MatchPlan, config: Config, overlap: int, keys: list[int], schema: pa.Schema
-):
-    """The ``mapInArrow`` function of :func:`matchsql.integrations.spark.ranges.match_ranges`."""
-
-    def match_range(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return match_ranges(plan, config, overlap, keys, schema, batches)
-
-    return match_range
-
-
-def _renumber_function(numbers: list[str], schema: pa.Schema):
-    """The ``mapInArrow`` function of :func:`matchsql.integrations.spark.ranges.renumber`."""
-
-    def renumber_range(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return renumber(numbers, schema, batches)
-
-    return renumber_range
 
 
 def apply_outer(plan: MatchPlan, matches: DataFrame) -> DataFrame:

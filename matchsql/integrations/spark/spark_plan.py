@@ -1,12 +1,13 @@
-"""Driver side: turn a query over a DataFrame into a picklable :class:`MatchPlan`.
+"""Driver side: turn a query over a DataFrame into a :class:`MatchPlan`.
 
 Spark never sees the query text. The driver parses it with matchsql's own
 grammar, checks that it has a shape Spark can run, compiles the
 MATCH_RECOGNIZE against the DataFrame's schema (converted to Arrow) exactly as
 the embedded engine compiles it against a DuckDB relation
 (:func:`matchsql.engine.compiled_query.compile_match`: the same analysis and checks),
-and ships the resulting plan to the executors. So a query is accepted or rejected, and typed,
-the same way in both places.
+and ships the query to the executors as plain data (:func:`plan_data`: its text, the
+table's Arrow schema, the settings), where the same compilation builds the same plan
+again. So a query is accepted or rejected, and typed, the same way in both places.
 
 Supported shapes (everything else is rejected with a :class:`SemanticError`)::
 
@@ -22,7 +23,8 @@ MATCH_RECOGNIZEs are not supported: run those around the returned DataFrame.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -63,6 +65,10 @@ class MatchPlan:
     # The same order as (column, "ascending"|"descending", "at_start"|"at_end") for
     # pyarrow, when every key is a plain column; see matchsql.integrations.spark.worker.sort_rows.
     arrow_sort: list[tuple[str, str, str]] | None = None
+    # What build_plan compiled the query against, for the executors to build it again
+    # from (see plan_data): the table's Arrow schema and the input_order given.
+    source_schema: pa.Schema | None = None
+    input_order: str | tuple[str, ...] | None = None
 
     @property
     def partition_by(self) -> list[str]:
@@ -148,7 +154,52 @@ def build_plan(
         row_id=row_id,
         outer_sql=outer,
         arrow_sort=arrow_sort,
+        source_schema=schema,
+        input_order=_order_names(input_order),
     )
+
+
+def plan_data(plan: MatchPlan, config: Config | None) -> dict[str, Any]:
+    """``plan`` and ``config`` as plain data, from which an executor builds them again
+    (:func:`matchsql.integrations.spark.worker.shipped_plan`): the query text, the table
+    name and schema (Arrow IPC bytes), the input order, and the settings' values. A
+    shipped function carries this, not the plan's objects, so that Spark unpickles it
+    without matchsql (see :func:`matchsql.integrations.spark.executors.shipped_function`)."""
+    if plan.source_schema is None:
+        raise ValueError("this MatchPlan was not made by build_plan: no schema to ship")
+    return {
+        "query": plan.sql,
+        "table": plan.table,
+        "schema": schema_bytes(plan.source_schema),
+        "input_order": plan.input_order,
+        "config": config_values(config),
+    }
+
+
+def _order_names(
+    input_order: str | list[str] | tuple[str, ...] | None,
+) -> str | tuple[str, ...] | None:
+    """``input_order`` with a list of names as a tuple (the plan keeps no mutable list)."""
+    return (
+        input_order if input_order is None or isinstance(input_order, str) else tuple(input_order)
+    )
+
+
+def config_values(config: Config | None) -> dict[str, Any] | None:
+    """``config``'s settings by name (ints and words), or None for the defaults.
+
+    The values go through :meth:`Config.from_options` here as they will on the
+    executors, so a setting out of range fails at the call, not in a task."""
+    if config is None:
+        return None
+    values = asdict(config)
+    Config.from_options(values)
+    return values
+
+
+def schema_bytes(schema: pa.Schema) -> bytes:
+    """``schema`` as Arrow IPC bytes (read back with ``pa.ipc.read_schema``: data only)."""
+    return bytes(schema.serialize().to_pybytes())
 
 
 def _arrow_sort(

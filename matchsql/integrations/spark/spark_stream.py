@@ -46,7 +46,7 @@ import pyarrow.compute as pc
 
 from matchsql.config import Config
 from matchsql.errors import SemanticError
-from matchsql.integrations.spark.executors import check_executors
+from matchsql.integrations.spark.executors import check_executors, shipped_function
 from matchsql.integrations.spark.schema import (
     arrow_schema_of,
     as_spark_arrow,
@@ -61,9 +61,21 @@ from matchsql.integrations.spark.spark_batch import (
     _zero,
     apply_outer,
 )
-from matchsql.integrations.spark.spark_plan import ALL_KEY, AS_READ, MatchPlan, build_plan
+from matchsql.integrations.spark.spark_plan import (
+    ALL_KEY,
+    AS_READ,
+    MatchPlan,
+    build_plan,
+    plan_data,
+    schema_bytes,
+)
 from matchsql.integrations.spark.state import KeyState, step
-from matchsql.integrations.spark.worker import partition_ends, sort_rows
+from matchsql.integrations.spark.worker import (
+    partition_ends,
+    read_schema,
+    shipped_plan,
+    sort_rows,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -145,28 +157,50 @@ def state_function(
     end_marker: str | None,
     timeout_ms: int | None,
 ):
-    """The ``applyInPandasWithState`` function: one key, one micro-batch."""
+    """The ``applyInPandasWithState`` function: a closure over plain data (see
+    :func:`~matchsql.integrations.spark.executors.shipped_function`) that runs
+    :func:`shipped_key` on the executor."""
+    data = (plan_data(plan, config), schema_bytes(out_schema), end_marker, timeout_ms)
+    return shipped_function(__name__, shipped_key.__name__, data)
 
-    def match_key(key: tuple, frames: Iterator[Any], group_state: Any) -> Iterator[Any]:
-        stored = KeyState(*group_state.get) if group_state.exists else None
-        if group_state.hasTimedOut:
-            result = step(plan, config, stored, None, end=True, out_schema=out_schema)
-        else:
-            rows, end = _rows_and_end(frames, end_marker)
-            result = step(plan, config, stored, rows, end=end, out_schema=out_schema)
-        if result.state is None:
-            if group_state.exists:
-                group_state.remove()
-        else:
-            group_state.update((result.state.matcher, result.state.last_row))
-            if timeout_ms:
-                group_state.setTimeoutDuration(timeout_ms)
-        if result.output.num_rows:
-            # No thread pool: a key's output is small, and pyarrow's threads cost more
-            # than they save (3-5x the conversion, on a loaded machine, per key).
-            yield result.output.to_pandas(use_threads=False)
 
-    return match_key
+def shipped_key(
+    data: tuple[Any, ...], key: tuple, frames: Iterator[Any], group_state: Any
+) -> Iterator[Any]:
+    """One key, one micro-batch, with what :func:`state_function` shipped."""
+    plan_of, schema, end_marker, timeout_ms = data
+    plan, config = shipped_plan(plan_of)
+    return match_key(plan, config, read_schema(schema), end_marker, timeout_ms, frames, group_state)
+
+
+def match_key(
+    plan: MatchPlan,
+    config: Config | None,
+    out_schema: pa.Schema,
+    end_marker: str | None,
+    timeout_ms: int | None,
+    frames: Iterator[Any],
+    group_state: Any,
+) -> Iterator[Any]:
+    """Feed one key's rows of a micro-batch (``frames``) to its matcher in ``group_state``,
+    or finish the key when its idle timeout passed; yield its matches as pandas."""
+    stored = KeyState(*group_state.get) if group_state.exists else None
+    if group_state.hasTimedOut:
+        result = step(plan, config, stored, None, end=True, out_schema=out_schema)
+    else:
+        rows, end = _rows_and_end(frames, end_marker)
+        result = step(plan, config, stored, rows, end=end, out_schema=out_schema)
+    if result.state is None:
+        if group_state.exists:
+            group_state.remove()
+    else:
+        group_state.update((result.state.matcher, result.state.last_row))
+        if timeout_ms:
+            group_state.setTimeoutDuration(timeout_ms)
+    if result.output.num_rows:
+        # No thread pool: a key's output is small, and pyarrow's threads cost more
+        # than they save (3-5x the conversion, on a loaded machine, per key).
+        yield result.output.to_pandas(use_threads=False)
 
 
 def _bucketed(
@@ -203,49 +237,69 @@ def _bucketed(
 def bucket_function(
     plan: MatchPlan, config: Config | None, out_schema: pa.Schema, end_marker: str | None
 ):
-    """The ``applyInPandasWithState`` function of ``key_buckets``: one bucket of keys,
-    one micro-batch; each key of the micro-batch goes through :func:`step` as alone."""
+    """The ``applyInPandasWithState`` function of ``key_buckets``: a closure over plain
+    data (see :func:`~matchsql.integrations.spark.executors.shipped_function`) that runs
+    :func:`shipped_bucket` on the executor."""
+    data = (plan_data(plan, config), schema_bytes(out_schema), end_marker)
+    return shipped_function(__name__, shipped_bucket.__name__, data)
 
-    def match_bucket(bucket: tuple, frames: Iterator[Any], group_state: Any) -> Iterator[Any]:
-        stored = read_keys(group_state.get[0]) if group_state.exists else {}
-        rows, _ = _rows_and_end(frames, None)
-        if rows is None:
-            return
-        rows = sort_rows(plan, rows, grouped=True)
-        ends = partition_ends(rows, plan.partition_by)
-        out: list[pa.Table] = []
-        start = 0
-        for stop in ends.tolist():
-            piece = rows.slice(start, stop - start)
-            start = stop
-            key = repr(tuple(piece.column(name)[0].as_py() for name in plan.partition_by))
-            end = False
-            if end_marker is not None:
-                marks = pc.fill_null(piece.column(end_marker), False)
-                end = bool(pc.any(marks).as_py())
-                piece = piece.filter(pc.invert(marks)).drop_columns([end_marker])
-            result = step(
-                plan,
-                config,
-                stored.get(key),
-                piece if piece.num_rows else None,
-                end=end,
-                out_schema=out_schema,
-            )
-            if result.state is None:
-                stored.pop(key, None)
-            else:
-                stored[key] = result.state
-            if result.output.num_rows:
-                out.append(result.output)
-        if stored:
-            group_state.update((write_keys(stored),))
-        elif group_state.exists:
-            group_state.remove()
-        if out:
-            yield pa.concat_tables(out).to_pandas(use_threads=False)
 
-    return match_bucket
+def shipped_bucket(
+    data: tuple[Any, ...], bucket: tuple, frames: Iterator[Any], group_state: Any
+) -> Iterator[Any]:
+    """One bucket of keys, one micro-batch, with what :func:`bucket_function` shipped."""
+    plan_of, schema, end_marker = data
+    plan, config = shipped_plan(plan_of)
+    return match_bucket(plan, config, read_schema(schema), end_marker, frames, group_state)
+
+
+def match_bucket(
+    plan: MatchPlan,
+    config: Config | None,
+    out_schema: pa.Schema,
+    end_marker: str | None,
+    frames: Iterator[Any],
+    group_state: Any,
+) -> Iterator[Any]:
+    """One bucket of keys, one micro-batch; each key of the micro-batch goes through
+    :func:`step` as alone, and the bucket's keys' states are stored as one value."""
+    stored = read_keys(group_state.get[0]) if group_state.exists else {}
+    rows, _ = _rows_and_end(frames, None)
+    if rows is None:
+        return
+    rows = sort_rows(plan, rows, grouped=True)
+    ends = partition_ends(rows, plan.partition_by)
+    out: list[pa.Table] = []
+    start = 0
+    for stop in ends.tolist():
+        piece = rows.slice(start, stop - start)
+        start = stop
+        key = repr(tuple(piece.column(name)[0].as_py() for name in plan.partition_by))
+        end = False
+        if end_marker is not None:
+            marks = pc.fill_null(piece.column(end_marker), False)
+            end = bool(pc.any(marks).as_py())
+            piece = piece.filter(pc.invert(marks)).drop_columns([end_marker])
+        result = step(
+            plan,
+            config,
+            stored.get(key),
+            piece if piece.num_rows else None,
+            end=end,
+            out_schema=out_schema,
+        )
+        if result.state is None:
+            stored.pop(key, None)
+        else:
+            stored[key] = result.state
+        if result.output.num_rows:
+            out.append(result.output)
+    if stored:
+        group_state.update((write_keys(stored),))
+    elif group_state.exists:
+        group_state.remove()
+    if out:
+        yield pa.concat_tables(out).to_pandas(use_threads=False)
 
 
 _KEYS_SCHEMA = pa.schema(

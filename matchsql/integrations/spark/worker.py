@@ -13,7 +13,9 @@ that tie on every ORDER BY key are in no defined order in either).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -25,7 +27,8 @@ from matchsql.engine.planner import new_partition_matcher, whole_partitions
 from matchsql.execution.router.partition_batches import PartitionBatch
 from matchsql.execution.router.partitions import PartitionRun
 from matchsql.expr.batch_select import derive_input, project_result
-from matchsql.integrations.spark.spark_plan import MatchPlan
+from matchsql.integrations.spark.executors import shipped_function
+from matchsql.integrations.spark.spark_plan import MatchPlan, build_plan, plan_data, schema_bytes
 
 _DUCKDB: list[duckdb.DuckDBPyConnection] = []
 
@@ -156,8 +159,8 @@ def new_matcher(plan: MatchPlan, key: tuple, config: Config | None) -> Partition
     """The matcher run of one partition, on the path the embedded engine would choose.
 
     The planner keeps its lowering in the spec's memo; the plan's spec is one
-    object per worker process (unpickled once with the UDF), so the lowering
-    happens once per process, not once per group.
+    object per worker process and query (built once by :func:`shipped_plan`), so the
+    lowering happens once per process, not once per group.
     """
     return new_partition_matcher(plan.spec, key, config)
 
@@ -200,12 +203,17 @@ def as_table(batches: list[pa.RecordBatch], schema: pa.Schema) -> pa.Table:
 
 
 def group_function(plan: MatchPlan, config: Config | None, out_schema: pa.Schema):
-    """The ``applyInArrow`` function: a picklable closure over the plan."""
+    """The ``applyInArrow`` function: a closure over plain data (see
+    :func:`~matchsql.integrations.spark.executors.shipped_function`) that runs
+    :func:`shipped_group` on the executor."""
+    data = (plan_data(plan, config), schema_bytes(out_schema))
+    return shipped_function(__name__, shipped_group.__name__, data)
 
-    def match_group(table: pa.Table) -> pa.Table:
-        return run_group(plan, config, table, out_schema)
 
-    return match_group
+def shipped_group(data: tuple[dict[str, Any], bytes], table: pa.Table) -> pa.Table:
+    """One ``applyInArrow`` group, with the plan and schema :func:`group_function` shipped."""
+    plan, config = shipped_plan(data[0])
+    return run_group(plan, config, table, read_schema(data[1]))
 
 
 def run_task(
@@ -283,9 +291,54 @@ def _typed(
 
 
 def task_function(plan: MatchPlan, config: Config | None, out_schema: pa.Schema):
-    """The ``mapInArrow`` function: a picklable closure over the plan."""
+    """The ``mapInArrow`` function: a closure over plain data (see
+    :func:`~matchsql.integrations.spark.executors.shipped_function`) that runs
+    :func:`shipped_task` on the executor."""
+    data = (plan_data(plan, config), schema_bytes(out_schema))
+    return shipped_function(__name__, shipped_task.__name__, data)
 
-    def match_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return run_task(plan, config, batches, out_schema)
 
-    return match_task
+def shipped_task(
+    data: tuple[dict[str, Any], bytes], batches: Iterable[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """One ``mapInArrow`` task, with the plan and schema :func:`task_function` shipped."""
+    plan, config = shipped_plan(data[0])
+    return run_task(plan, config, batches, read_schema(data[1]))
+
+
+def shipped_plan(data: dict[str, Any]) -> tuple[MatchPlan, Config | None]:
+    """The plan and settings of :func:`~matchsql.integrations.spark.spark_plan.plan_data`,
+    built again from the query text as the driver built them (the same parse, checks and
+    compilation), once per worker process and query: every task and group of a query
+    gets the same objects, so the planner's lowering, kept in the spec's memo, and the
+    stream's matcher templates are made once."""
+    config = data["config"]
+    order = data["input_order"]
+    return _built(
+        data["query"],
+        data["table"],
+        data["schema"],
+        order if order is None or isinstance(order, str) else tuple(order),
+        None if config is None else tuple(sorted(config.items())),
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _built(
+    query: str,
+    table: str,
+    schema: bytes,
+    input_order: str | tuple[str, ...] | None,
+    settings: tuple[tuple[str, Any], ...] | None,
+) -> tuple[MatchPlan, Config | None]:
+    """:func:`shipped_plan`'s plans, by their (hashable) data; settings are set through
+    :meth:`Config.from_options`, which checks each value's range again."""
+    config = None if settings is None else Config.from_options(dict(settings))
+    plan = build_plan(query, table, read_schema(schema), input_order=input_order, config=config)
+    return plan, config
+
+
+@functools.lru_cache(maxsize=64)
+def read_schema(data: bytes) -> pa.Schema:
+    """An Arrow schema from the IPC bytes the driver shipped (data only: reading runs nothing)."""
+    return pa.ipc.read_schema(pa.py_buffer(data))
