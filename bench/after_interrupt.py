@@ -4,7 +4,9 @@
 
 An interrupt kills the worker pool (a worker may be inside a kernel); the pool's
 successor starts at once on a helper thread (matchsql/execution/workers/session.py), so the
-next query should take about its usual time. The query (a few seconds: every start
+next query should take about its usual time; the successor matches the
+interrupted query's first rows before it is handed over, so that its workers
+have loaded that query's kernels. The query (a few seconds: every start
 row of a V-shape attempt, ALL ROWS PER MATCH, SKIP TO NEXT ROW) runs over the demo
 table on 2 worker processes.
 For each pause (the seconds a user takes to type the next query): start the query,

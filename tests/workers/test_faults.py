@@ -15,11 +15,13 @@ import threading
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 import matchsql
 from matchsql.errors import ExecutionError, LimitExceededError
 from matchsql.execution.workers.balance import Load
+from matchsql.execution.workers.session import PRIMING_ROWS, Priming
 
 QUERY = (
     "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY p ORDER BY ts MEASURES "
@@ -131,10 +133,31 @@ def test_an_interrupted_pool_is_replaced_before_the_next_query(con) -> None:
     assert spare.pool is not None and spare.pool.alive()
     started = [w.pid for w in spare.pool.workers]
     assert not set(started) & set(old)
+    # Primed: the new workers matched the interrupted query's first rows (and so loaded
+    # its kernels) before the next query came.
+    assert sum(w.rows_done for w in spare.pool.workers) == PRIMING_ROWS
     con.sql("SET execution_path = auto")
     assert con.sql(QUERY).fetchall() == expected
     assert [w.pid for w in session.pool.workers] == started  # the spare, not a new pool
     assert session._spare is None
+
+
+def test_a_failed_priming_leaves_no_pool_and_the_next_query_starts_one(con) -> None:
+    """Rows the replacement pool cannot match (here: of another schema) fail its priming
+    run; that pool is killed, not handed over in an unknown state."""
+    expected = con.sql(QUERY).fetchall()
+    session = con._executor.workers
+    assert session.priming is not None and session.priming.sample.num_rows == PRIMING_ROWS
+    session.priming = Priming(
+        session.priming.spec, session.priming.config, pa.table({"other": ["x"] * 10})
+    )
+    old = session.pool
+    session._replace(old)
+    spare = session._spare
+    assert spare is not None and spare.ready.wait(60)
+    assert spare.pool is None
+    assert con.sql(QUERY).fetchall() == expected
+    assert session.pool is not None and session.pool is not old and session.pool.alive()
 
 
 def test_closing_discards_a_starting_spare_pool() -> None:
