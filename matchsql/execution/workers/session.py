@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import itertools
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 
 from matchsql.config import Config
@@ -48,26 +46,6 @@ class Priming:
         router = WorkerRouter(pool, self.spec, self.config, cancel, policy=Rebalancer())
         for _ in router.run(self.sample.to_batches(max_chunksize=_PRIMING_BATCH)):
             pass
-
-
-def sampled(
-    source: GroupedRows | pa.Table | Iterable[pa.RecordBatch],
-) -> tuple[GroupedRows | pa.Table | Iterable[pa.RecordBatch], pa.Table | None]:
-    """``source`` (as the router will read it) and its first :data:`PRIMING_ROWS` rows."""
-    if isinstance(source, GroupedRows):
-        stop = min(PRIMING_ROWS, source.num_rows)
-        if not stop:
-            return source, None
-        batch = source.gather(np.array([0]), np.array([stop]), None, copy=True)
-        return source, pa.Table.from_batches([batch])
-    if isinstance(source, pa.Table):
-        return source, source.slice(0, PRIMING_ROWS) if source.num_rows else None
-    batches = iter(source)
-    first = next(batches, None)
-    if first is None:
-        return (), None
-    sample = pa.Table.from_batches([first.slice(0, PRIMING_ROWS)])
-    return itertools.chain([first], batches), sample
 
 
 class WorkerSession:
@@ -143,16 +121,17 @@ class WorkerSession:
         spec = query.spec
         clean = False
         pool: WorkerPool | None = None
+        sorted_router: WorkerRouter | None = None  # its first rows prime a replacement pool
         try:
             pool = self._pool(config.workers, cancel)
             policy = policy if policy is not None else self.policy_factory()
             router: WorkerRouter
             if self.mode == "sorted" or scatter is None:
-                router = WorkerRouter(pool, spec, config, cancel, policy=policy)
+                router = sorted_router = WorkerRouter(
+                    pool, spec, config, cancel, policy=policy, sample_rows=PRIMING_ROWS
+                )
                 self.last = router
-                source, sample = sampled(sorted_input())
-                self.priming = Priming(spec, config, sample) if sample is not None else None
-                yield from router.run(source)
+                yield from router.run(sorted_input())
             else:
                 router = ScatterRouter(
                     pool, spec, config, cancel, scatter, open_input, policy=policy
@@ -161,6 +140,8 @@ class WorkerSession:
                 yield from router.run()
             clean = True
         finally:
+            if sorted_router is not None and sorted_router.sample is not None:
+                self.priming = Priming(spec, config, sorted_router.sample)
             if not clean and pool is not None:
                 self._replace(pool)
             self._busy.release()

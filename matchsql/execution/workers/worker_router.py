@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 import select
 import time
 import zlib
@@ -162,8 +163,14 @@ class WorkerChannels:
         chunk_rows: int | None = None,
         max_queued_rows: int | None = None,
         policy: Policy | None = None,
+        sample_rows: int = 0,
     ) -> None:
         self.pool = pool
+        # The first ``sample_rows`` rows of the input in grouped order, kept as the run
+        # starts (None: not asked for, or no rows): what a replacement pool matches to
+        # load this query's kernels (:class:`~.session.Priming`).
+        self._sample_rows = sample_rows
+        self.sample: pa.Table | None = None
         self.workers: list[Worker] = pool.workers
         self.spec = spec
         self.config = config
@@ -334,6 +341,17 @@ class WorkerRouter(WorkerChannels):
 
     # -- the query --------------------------------------------------------------------
 
+    def _keep_sample(self, rows: GroupedRows | pa.Table) -> None:
+        """Keep the first rows of ``rows`` (grouped order) as :attr:`sample`, if asked."""
+        stop = min(self._sample_rows, rows.num_rows)
+        if not stop:
+            return
+        if isinstance(rows, pa.Table):
+            self.sample = rows.slice(0, stop)
+            return
+        batch = rows.gather(np.array([0]), np.array([stop]), None, copy=True)
+        self.sample = pa.Table.from_batches([batch])
+
     def run(
         self, source: GroupedRows | pa.Table | Iterable[pa.RecordBatch]
     ) -> Iterator[pa.RecordBatch]:
@@ -350,13 +368,21 @@ class WorkerRouter(WorkerChannels):
         layout = self.pool.arena.put(grouped) if grouped is not None and shareable else None
         if grouped is not None and layout is not None:
             self.shared = True
+            self._keep_sample(grouped)  # after put: placed columns are sliced, not taken
             yield from self._route_shared(grouped, layout)
         elif isinstance(source, GroupedRows):
+            self._keep_sample(source)
             yield from self._route(source.batches(self.chunk_rows))
         elif isinstance(source, pa.Table):
+            self._keep_sample(source)
             yield from self._route(source.to_batches(max_chunksize=self.chunk_rows))
         else:
-            yield from self._route(source)
+            batches = iter(source)
+            first = next(batches, None)
+            if first is not None:
+                self._keep_sample(pa.Table.from_batches([first]))
+                batches = itertools.chain([first], batches)
+            yield from self._route(batches)
         for index in range(len(self.workers)):
             self._send(index, whole=True)
         self._mark("routed")
