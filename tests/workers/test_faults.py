@@ -20,6 +20,7 @@ import pytest
 
 import matchsql
 from matchsql.errors import ExecutionError, LimitExceededError
+from matchsql.execution.router.presorted import GroupedRows
 from matchsql.execution.workers.balance import Load
 from matchsql.execution.workers.session import PRIMING_ROWS, Priming
 
@@ -140,6 +141,22 @@ def test_an_interrupted_pool_is_replaced_before_the_next_query(con) -> None:
     assert con.sql(QUERY).fetchall() == expected
     assert [w.pid for w in session.pool.workers] == started  # the spare, not a new pool
     assert session._spare is None
+
+
+def test_the_priming_sample_costs_no_permutation(con, monkeypatch) -> None:
+    """Every column of ``t`` is placed into shared memory in grouped order, so the
+    query never needs the grouping's permutation; keeping the priming sample must not
+    compute it either (taken before the rows are placed, it did)."""
+    taken = []
+    perm = GroupedRows.perm
+    monkeypatch.setattr(
+        GroupedRows, "perm", property(lambda rows: taken.append(1) or perm.fget(rows))
+    )
+    con.sql(QUERY).fetchall()
+    session = con._executor.workers
+    assert session.last.shared
+    assert session.priming is not None and session.priming.sample.num_rows == PRIMING_ROWS
+    assert taken == []
 
 
 def test_a_failed_priming_leaves_no_pool_and_the_next_query_starts_one(con) -> None:
