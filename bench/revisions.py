@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -143,10 +144,7 @@ def compare(base: Path, rows: int, partitions: int, rounds: int) -> None:
 
 def _ratio(values: list[float]) -> str:
     """The median of ``values`` and their range, as ``0.97 [0.91-1.04]``."""
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-    return f"{median:.2f} [{ordered[0]:.2f}-{ordered[-1]:.2f}]"
+    return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]"
 
 
 def main(argv: list[str] | None = None) -> None:

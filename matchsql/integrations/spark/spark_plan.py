@@ -185,8 +185,9 @@ def _order_names(
     )
 
 
-def config_values(config: Config | None) -> dict[str, Any] | None:
-    """``config``'s settings by name (ints and words), or None for the defaults.
+def config_values(config: Config | None) -> tuple[tuple[str, Any], ...] | None:
+    """``config``'s settings as ``(name, value)`` pairs in name order, or None for the
+    defaults: hashable as they are, so an executor looks its plan up by them directly.
 
     The values go through :meth:`Config.from_options` here as they will on the
     executors, so a setting out of range fails at the call, not in a task."""
@@ -194,12 +195,12 @@ def config_values(config: Config | None) -> dict[str, Any] | None:
         return None
     values = asdict(config)
     Config.from_options(values)
-    return values
+    return tuple(sorted(values.items()))
 
 
 def schema_bytes(schema: pa.Schema) -> bytes:
     """``schema`` as Arrow IPC bytes (read back with ``pa.ipc.read_schema``: data only)."""
-    return bytes(schema.serialize().to_pybytes())
+    return schema.serialize().to_pybytes()
 
 
 def _arrow_sort(

@@ -312,15 +312,7 @@ def shipped_plan(data: dict[str, Any]) -> tuple[MatchPlan, Config | None]:
     compilation), once per worker process and query: every task and group of a query
     gets the same objects, so the planner's lowering, kept in the spec's memo, and the
     stream's matcher templates are made once."""
-    config = data["config"]
-    order = data["input_order"]
-    return _built(
-        data["query"],
-        data["table"],
-        data["schema"],
-        order if order is None or isinstance(order, str) else tuple(order),
-        None if config is None else tuple(sorted(config.items())),
-    )
+    return _built(data["query"], data["table"], data["schema"], data["input_order"], data["config"])
 
 
 @functools.lru_cache(maxsize=16)
