@@ -121,13 +121,15 @@ class _Child:
         }
         args = [str(rows), str(partitions), json.dumps(EXTRA), json.dumps(queries)]
         self.tree = tree
+        # A file, not a pipe: a child that warns a lot must not block on a full pipe.
+        self.stderr = tempfile.TemporaryFile(mode="w+")
         self.process = subprocess.Popen(
             [sys.executable, "-c", CHILD, *args],
             cwd=tree,
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=self.stderr,
             text=True,
         )
         self.queries: list[str] = self._reply()
@@ -141,18 +143,18 @@ class _Child:
         return engine, whole
 
     def _reply(self) -> Any:
-        assert self.process.stdout is not None and self.process.stderr is not None
+        assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line:
             self.process.wait()
-            raise SystemExit(
-                f"the child in {self.tree} failed:\n{self.process.stderr.read()[-3000:]}"
-            )
+            self.stderr.seek(0)
+            raise SystemExit(f"the child in {self.tree} failed:\n{self.stderr.read()[-3000:]}")
         return json.loads(line)
 
     def close(self) -> None:
         self.process.kill()
         self.process.wait()
+        self.stderr.close()
 
 
 def compare(base: Path, rows: int, partitions: int, rounds: int, queries: list[str]) -> None:
