@@ -169,3 +169,18 @@ def test_the_switch_counts_its_suspended_time_and_wake_up_delay() -> None:
     assert switch.switches == 2
     assert switch.suspended_s >= 0.1  # it waited at least the 0.1 s before the resume
     assert 0 <= switch.wake_s < switch.suspended_s
+
+
+def test_push_resumes_only_once_the_store_backlog_fits_in_its_room() -> None:
+    """At saturation the matchers drain R at every call while the store stays full:
+    resuming then would push one slice and suspend again."""
+    switch = Go4RiskSwitch()
+    assert not switch.after_push(Pressure(4, 3), timeout=0.001)
+    switch.after_process(Pressure(0, 3, backlog=4))  # room (3 - 0) x 1 = 3 < 4
+    assert switch.mode is Mode.PULL and switch.switches == 1
+    switch.after_process(Pressure(0, 3, backlog=3))
+    assert switch.mode is Mode.PUSH and switch.switches == 2
+    # The room is over all partitions: ``scale`` routed tuples add one to the watched R.
+    assert Pressure(0, 3, scale=10, backlog=30).resumes
+    assert not Pressure(0, 3, scale=10, backlog=31).resumes
+    assert not Pressure(2, 3, backlog=0).resumes  # R > 1: the thesis' rule still holds

@@ -47,6 +47,8 @@ run sees its tuples in arrival order.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import threading
 import time
 from collections import deque
@@ -63,6 +65,7 @@ from matchsql.execution.adaptive.metrics import InputMetrics
 from matchsql.execution.adaptive.statistics import Sliding, StateStatistics
 from matchsql.execution.adaptive.switch import (
     Go4RiskSwitch,
+    Mode,
     MostTuplesRule,
     PartitionRule,
     PartitionView,
@@ -129,6 +132,9 @@ class PushRuns(Protocol):
     def feed(self, pieces: list[tuple[tuple, pa.RecordBatch]]) -> list[Fed]:
         """Feed each ``(key, rows)`` to its key's run (made on first sight)."""
 
+    def route(self, batch: pa.RecordBatch, more: bool = False) -> Iterator[pa.RecordBatch]:
+        """Split a batch by key and feed it to the runs, as pull mode does (no holders)."""
+
     def finish(self) -> Iterator[pa.RecordBatch]:
         """End of stream: every run finishes."""
 
@@ -170,6 +176,9 @@ class LocalRuns:
             out = run.feed(batch)
             fed.append(Fed(key, out, run.state_counts() if counting else None, run.buffered_rows))
         return fed
+
+    def route(self, batch: pa.RecordBatch, more: bool = False) -> Iterator[pa.RecordBatch]:
+        return self.router.route(batch, more)
 
     def finish(self) -> Iterator[pa.RecordBatch]:
         yield from self.router.finish()
@@ -268,6 +277,11 @@ class PushInput:
         # The stream's reader: held by whichever thread forwards the next slice.
         self._reader = threading.Lock()
         self._rest: tuple[pa.RecordBatch, int, float] | None = None  # a batch's unrouted part
+        self._pulled = False  # the last take was made while the push thread was suspended
+        # A whole batch the query thread read for itself while push was suspended, with its
+        # enqueue-time sum: matched straight through the runs' router, as pull matches.
+        self._direct: tuple[pa.RecordBatch, int] | None = None
+        self.pulled_rows = 0  # tuples matched that way
         self.thread = threading.Thread(target=self._push_loop, name="matchsql-push", daemon=True)
 
     def _holder(self, key: tuple) -> InputHolder:
@@ -301,10 +315,12 @@ class PushInput:
                 self.done = True
                 self.cond.notify_all()
 
-    def _forward(self) -> Pressure | None:
+    def _forward(self, pulled: bool = False) -> Pressure | None:
         """Under ``self._reader``: route the stream's next slice (a whole batch, or when
         adaptive as much as the rule predicts fits below the bound); the pressure after
-        it, or None at the end of the stream.
+        it, or None at the end of the stream. ``pulled``: the query thread reads for
+        itself while push is suspended: a whole batch, left in :attr:`_direct` for it to
+        match rather than routed to the holders.
 
         The rest of a batch waits in ``self._rest``, not in a thread's locals, so that
         whichever thread forwards next (the push thread, or the query thread pulling
@@ -324,7 +340,7 @@ class PushInput:
         batch, offset, mean = self._rest
         rows = batch.num_rows
         size = rows - offset
-        if self.switch is not None:
+        if self.switch is not None and not pulled:
             with self.cond:
                 pressure = self._pressure()
                 unit = self._unit()
@@ -335,6 +351,11 @@ class PushInput:
         self._rest = (batch, offset, mean) if offset < rows else None
         # Tuples of this batch not yet forwarded still wait: they count as queued.
         queued = self.queued() + rows - offset
+        if pulled:
+            with self.cond:
+                self.metrics.routed(self._held(), queued, size)
+                self._direct = (part, round(mean * size))
+                return self._pressure()
         with self.cond:
             self.enqueue_mean = mean
             for _ in self.router.route(part):
@@ -352,13 +373,23 @@ class PushInput:
         than wait for the push thread it has just resumed. Without it the matchers
         waited out every wake-up of the push thread (0.3 ms idle, 2.5 ms under load,
         about 500 times a second at saturation), most of the time with small slices.
+
+        While the switch holds the push thread suspended, the matcher reads and matches
+        as pull mode does: a whole batch of the store, split by key straight into the
+        runs (:attr:`_direct`, matched by :meth:`batches`). Slices sized by the bound
+        exist to keep a pushing thread below it; read by the matcher itself they only
+        cut its calls small (with Zipf-skewed keys, where the watched holder's share
+        scales the slice, to tens of tuples per partition: Q4 at 3M tuples/s ran at two
+        thirds of pull's throughput), and whole batches passed through the holders and
+        their statistics still ran 5-15 % below pull.
         """
         if self._rest is None and self.queued() <= 0:
             return False
         if not self._reader.acquire(blocking=False):
             return False
+        assert self.switch is not None
         try:
-            return self._forward() is not None
+            return self._forward(pulled=self.switch.mode is Mode.PULL) is not None
         finally:
             self._reader.release()
 
@@ -387,22 +418,30 @@ class PushInput:
     def _pressure(self) -> Pressure:
         bounds = self.bounds
         unit = self._unit()
-        return self.rule.pressure(
+        pressure = self.rule.pressure(
             PartitionView(key, holder.routed, holder.unprocessed / unit, bounds[key])
             for key, holder in self.holders.items()
         )
+        rest = self._rest
+        backlog = self.queued() + (rest[0].num_rows - rest[1] if rest is not None else 0)
+        # ``room`` is in units of ``R``; the backlog in tuples.
+        return dataclasses.replace(pressure, backlog=math.ceil(backlog / unit))
 
     def _take(self) -> list[tuple[tuple, pa.RecordBatch, int]]:
         """What the query thread matches next: every ready holder's content when the runs
-        take all at once, else one holder's (round robin over partitions, the fullest
-        first unless the oldest has waited :data:`MAX_WAIT_S`).
+        take all at once or the push thread is suspended (:attr:`_pulled`), else one
+        holder's (round robin over partitions, the fullest first unless the oldest has
+        waited :data:`MAX_WAIT_S`).
 
-        The tuples leave ``R`` now: the matcher is about to process them, and
-        the push thread may refill the holder meanwhile.
+        The tuples leave ``R`` now: the matcher is about to process them, and a pushing
+        thread may refill the holder meanwhile. A suspended one stays so until they are
+        matched: the matcher reads as pull mode does, taking every holder in one call
+        and one decision of the switch, with no push thread refilling behind it.
         """
         if not self.ready:
             return []
-        if self.runs.take_all:
+        self._pulled = self.switch is not None and self.switch.mode is Mode.PULL
+        if self.runs.take_all or self._pulled:
             keys = list(self.ready)
         else:
             oldest = next(iter(self.ready))
@@ -427,6 +466,7 @@ class PushInput:
         if self.switch is not None and self.label_state:
             self.runs.observe(self.states, self.label_state)
         while True:
+            direct = None
             with self.cond:
                 items = self._take()
                 while not items and not self.done:
@@ -434,16 +474,26 @@ class PushInput:
                         # Catches a push thread that suspended on a stale pressure.
                         self.switch.after_process(self._pressure())
                         if self._pull_while_idle():
+                            direct, self._direct = self._direct, None
+                            if direct is not None:
+                                break
                             items = self._take()
                             continue
                     waited = time.monotonic()
                     self.cond.wait(WAIT_S)
                     self.metrics.idle_s += time.monotonic() - waited
                     items = self._take()
-                if not items:
-                    break
-                pressure = self._pressure()
-            if self.switch is not None:
+                if direct is None:
+                    if not items:
+                        break
+                    pressure = self._pressure()
+            if direct is not None:
+                batch, enqueued = direct
+                self.pulled_rows += batch.num_rows
+                self.metrics.selected_batch(batch.num_rows, enqueued, time.monotonic_ns())
+                yield from self.runs.route(batch, more=self.queued() > 0)
+                continue
+            if self.switch is not None and not self._pulled:
                 self.switch.after_process(pressure)
             now = time.monotonic_ns()
             for _, batch, enqueued in items:

@@ -8,6 +8,19 @@ reports ``R`` after each tuple evaluation and resumes the push thread once
 every tuple. The switch only decides and counts; reading the store and
 routing stay with the caller.
 
+That hysteresis alone thrashes at saturation. A holder's tuples leave ``R``
+when the matcher takes them, so every matcher call found ``R`` drained and
+resumed the push thread, which forwarded a slice or two, found ``R`` over its
+bound and suspended again: 250-500 suspensions a second, each holding the
+holders to a bound's worth of tuples, so the matcher was fed calls of a few
+hundred tuples per partition and fell to 0.6x of pull's throughput (Q4 on a
+Zipf stream at 3M tuples/s). So push resumes only once the store's backlog
+also fits in what push may forward (:attr:`Pressure.room`): while the store
+holds more, the matchers are behind by more than ``R_Bound`` allows, pushing
+does not pay, and the matcher reads the store itself as pull mode does, a
+whole batch at a time. Below saturation the backlog stays under the room and
+the thesis' rule decides alone.
+
 With many partitions one decision serves all InputHolders, so a rule chooses
 what ``R`` and ``R_Bound`` mean: the thesis watches the partition that
 receives most tuples (section 4.4.2); :class:`TotalPressureRule` is our
@@ -60,12 +73,16 @@ class Pressure:
     per_holder: float = 1.0
     #: What is compared with :attr:`resume_at` to resume push (default: the watched ``R``).
     drained: float | None = None
+    #: Tuples waiting in the store, not yet routed to any holder, in the unit of
+    #: :attr:`room` (tuples over the unit of ``R``).
+    backlog: int = 0
 
     @property
     def resumes(self) -> bool:
-        """Whether the matchers drained enough for push to go on."""
+        """Whether the matchers drained enough for push to go on, and the store holds no
+        more than push may forward (:attr:`room`): the damping in the module docstring."""
         level = self.unprocessed if self.drained is None else self.drained
-        return level <= self.resume_at
+        return level <= self.resume_at and self.backlog <= self.room
 
     @property
     def room(self) -> float:
