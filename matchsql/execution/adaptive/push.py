@@ -351,15 +351,13 @@ class PushInput:
         self._rest = (batch, offset, mean) if offset < rows else None
         # Tuples of this batch not yet forwarded still wait: they count as queued.
         queued = self.queued() + rows - offset
-        if pulled:
-            with self.cond:
-                self.metrics.routed(self._held(), queued, size)
-                self._direct = (part, round(mean * size))
-                return self._pressure()
         with self.cond:
-            self.enqueue_mean = mean
-            for _ in self.router.route(part):
-                pass  # holders produce no output
+            if pulled:
+                self._direct = (part, round(mean * size))
+            else:
+                self.enqueue_mean = mean
+                for _ in self.router.route(part):
+                    pass  # holders produce no output
             self.metrics.routed(self._held(), queued, size)
             pressure = self._pressure()
             self.cond.notify_all()
