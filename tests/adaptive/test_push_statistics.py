@@ -139,7 +139,10 @@ def test_push_and_adaptive_agree() -> None:
 def test_a_store_backlog_keeps_the_switch_in_pull_and_the_matcher_reading() -> None:
     """Saturation: the store holds more than push may forward, so push, once suspended,
     stays so and the matcher reads whole batches itself, matched as pull matches them."""
-    rows = 60_000
+    # What push forwards before its first suspension and after its last resume is about
+    # the holders' bounds each (some 20k tuples, more under load), whatever the stream's
+    # length: a long stream leaves the rest to the matcher.
+    rows = 150_000
     without_backlog, _ = _run("adaptive", u=0, rule="total_pressure", rows=rows)
     got, push = _run("adaptive", u=0, rule="total_pressure", rows=rows, backlog=True)
     assert got == without_backlog and got
