@@ -21,6 +21,23 @@ from matchsql.engine.states import StateSpec
 StateCounts = tuple[np.ndarray, np.ndarray, int, int, int]
 
 
+class CountingGate:
+    """Whether observing matchers count their statistics now, shared by every run of
+    one query's adaptive input.
+
+    Only matcher calls on tuples that passed through the InputHolders feed the switch.
+    While the switch holds push suspended, the query thread reads and matches the store
+    as pull does, and statistics counted there would only slow it: counting takes the
+    thread VM where the DFA and the prefilter would run (Q4 at 3M tuples/s ran 6 % below
+    pull). One flag the input flips, rather than a call per run, with thousands of runs.
+    """
+
+    __slots__ = ("on",)
+
+    def __init__(self) -> None:
+        self.on = True
+
+
 class Matcher(Protocol):
     """One partition's run of a MATCH_RECOGNIZE on some execution path."""
 
@@ -41,9 +58,15 @@ class Matcher(Protocol):
         """The partition has ended: decide what is open and return the rest of the output."""
         ...  # pragma: no cover
 
-    def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> bool:
-        """Count Go4Risk statistics per state from now on; False when the matcher cannot
-        (the caller then keeps coarser statistics)."""
+    def observe(
+        self,
+        states: Sequence[StateSpec],
+        label_state: Sequence[int],
+        gate: CountingGate | None = None,
+    ) -> bool:
+        """Count Go4Risk statistics per state from now on, in the calls made while
+        ``gate`` is on (always without one); False when the matcher cannot (the caller
+        then keeps coarser statistics)."""
         ...  # pragma: no cover
 
     def state_counts(self) -> StateCounts:

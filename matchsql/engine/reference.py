@@ -45,7 +45,7 @@ from matchsql.engine.buffer_limit import RowWidth, check_held, max_rows, too_man
 from matchsql.engine.compiled.within import outside
 from matchsql.engine.defines import FastDefine, compile_define
 from matchsql.engine.holder import InputHolder
-from matchsql.engine.matcher import StateCounts
+from matchsql.engine.matcher import CountingGate, StateCounts
 from matchsql.engine.output import MatchRecord, OutputBuilder, UnmatchedRow
 from matchsql.engine.program import Program, compile_pattern
 from matchsql.engine.states import StateSpec
@@ -261,7 +261,12 @@ class ReferenceMatcher:
     def feed_final(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         return self.feed(batch) + self.finish()
 
-    def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> bool:
+    def observe(
+        self,
+        states: Sequence[StateSpec],
+        label_state: Sequence[int],
+        gate: CountingGate | None = None,
+    ) -> bool:
         """The thread VM keeps no per-state counts: the adaptive switch falls back to
         window counts for reference partitions."""
         return False

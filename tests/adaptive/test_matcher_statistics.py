@@ -12,10 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from matchsql.engine.compiled import compiled_matcher
+from matchsql.engine.matcher import CountingGate
 from matchsql.engine.planner import new_partition_matcher
 from matchsql.engine.program import Op, compile_pattern
 from matchsql.engine.states import label_states, states_from_pattern
+from matchsql.execution.adaptive.push import LocalRuns
 from matchsql.execution.adaptive.statistics import Sliding, StateStatistics
+from matchsql.execution.router.hashed import HashPartitionRouter
 from tests.property.strategies import patterns, spec_of
 
 from .test_statistics import THESIS_STATES
@@ -134,3 +137,42 @@ def test_statistics_are_a_sample_after_the_warm_up(monkeypatch) -> None:
     ref += plain.finish()
     assert matcher.state_counts()[2] > warm  # a due sample counts again
     assert pa.Table.from_batches(out).equals(pa.Table.from_batches(ref))
+
+
+def test_a_closed_gate_stops_the_counting_not_the_matching() -> None:
+    """Calls made while the gate is off (the query thread reading as pull does) count
+    nothing and give the rows of a matcher that never counts."""
+    gate = CountingGate()
+    spec = spec_of(QUERY.format(pattern="A* B+ C"), SCHEMA)
+    states, ids = label_states(spec.pattern)
+    matcher = new_partition_matcher(spec)
+    assert matcher.observe(states, ids, gate)
+    plain = new_partition_matcher(spec)
+    kinds = list("AABCABBC")
+    gate.on = False
+    out = matcher.feed(_batch(kinds))
+    ref = plain.feed(_batch(kinds))
+    assert matcher.state_counts()[2] == 0
+    gate.on = True
+    out += matcher.feed(_batch(kinds, 8))
+    ref += plain.feed(_batch(kinds, 8))
+    out += matcher.finish()
+    ref += plain.finish()
+    assert matcher.state_counts()[2] >= len(kinds)
+    assert pa.Table.from_batches(out).equals(pa.Table.from_batches(ref))
+
+
+def test_local_runs_count_what_the_holders_feed_only() -> None:
+    """LocalRuns: a batch routed as pull does leaves the statistics alone; a holder's
+    rows fed to the same run are counted."""
+    spec = spec_of(QUERY.format(pattern="A* B+ C"), SCHEMA)
+    states, ids = label_states(spec.pattern)
+    runs = LocalRuns(HashPartitionRouter([], lambda key: new_partition_matcher(spec)))
+    runs.observe(states, ids)
+    fed = runs.feed([((), _batch(list("AABCC")))])
+    assert fed[0].counts is not None and fed[0].counts[2] > 0
+    counted = runs.router.runs[()].state_counts()[2]
+    list(runs.route(_batch(list("CABBCAABCC"), 5)))
+    assert runs.router.runs[()].state_counts()[2] == counted
+    fed = runs.feed([((), _batch(list("ABCC"), 15))])
+    assert fed[0].counts is not None and fed[0].counts[2] > counted

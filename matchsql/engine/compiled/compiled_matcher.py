@@ -56,7 +56,7 @@ from matchsql.engine.compiled.measures import (
 )
 from matchsql.engine.compiled.rowlocal import RowLocalCompiler, Term, evaluate
 from matchsql.engine.compiled.within import within_bound, within_ends
-from matchsql.engine.matcher import StateCounts
+from matchsql.engine.matcher import CountingGate, StateCounts
 from matchsql.engine.output import MatchRecord, OutputBuilder, UnmatchedRow
 from matchsql.engine.reference import CompiledQuery
 from matchsql.engine.states import StateKind, StateSpec
@@ -172,6 +172,7 @@ class CompiledMatcher:
     # without them.
     _vm_plain: Any = None
     _counted_at = 0.0
+    _gate: CountingGate | None = None
 
     def __init__(
         self,
@@ -245,7 +246,7 @@ class CompiledMatcher:
         which made a Spark key's state in the state store a thousand times its real size.
         ``caps`` (grown capacities) is kept, so the restored matcher allocates the same
         workspace on its first run."""
-        return {**self.__dict__, "_vm": None, "_vm_plain": None, "work": None}
+        return {**self.__dict__, "_vm": None, "_vm_plain": None, "work": None, "_gate": None}
 
     # -- public API ---------------------------------------------------------------------
 
@@ -253,8 +254,14 @@ class CompiledMatcher:
     def buffered_rows(self) -> int:
         return self.count - self.low
 
-    def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> bool:
-        """Count Go4Risk statistics per tuple from now on (the adaptive input mode).
+    def observe(
+        self,
+        states: Sequence[StateSpec],
+        label_state: Sequence[int],
+        gate: CountingGate | None = None,
+    ) -> bool:
+        """Count Go4Risk statistics per tuple from now on (the adaptive input mode), in
+        the calls made while ``gate`` is on.
 
         ``label_state[k]`` is the linear state of the k-th LABEL instruction
         (:func:`matchsql.engine.states.label_states`). Returns False when
@@ -270,6 +277,7 @@ class CompiledMatcher:
         self.stat_kind = np.array([s.kind is StateKind.STAR for s in states], np.uint8)
         self.stat = np.zeros((4, len(states) + 1), np.int64)
         self._vm = None  # a variant that counts
+        self._gate = gate
         return True
 
     def state_counts(self) -> StateCounts:
@@ -373,9 +381,10 @@ class CompiledMatcher:
     def _statistics_now(self) -> np.ndarray:
         """The statistics argument of this call: the state map while counting (every call
         for the first :data:`COUNT_WARM_WINDOWS` windows, then one every
-        :data:`COUNT_EVERY_S`), else :data:`NO_STATISTICS`, so that the call may take the
-        DFA, the prefilter and the split runs."""
-        if not len(self.stat_state):
+        :data:`COUNT_EVERY_S`, and none while the gate is off), else
+        :data:`NO_STATISTICS`, so that the call may take the DFA, the prefilter and the
+        split runs."""
+        if not len(self.stat_state) or (self._gate is not None and not self._gate.on):
             return NO_STATISTICS
         if self.stat[0, -1] < COUNT_WARM_WINDOWS:
             return self.stat_state

@@ -52,7 +52,7 @@ from matchsql.engine.gpu.columns import Columns, device_columns, truth
 from matchsql.engine.gpu.device import array_module, to_kernel
 from matchsql.engine.gpu.gpu_plan import gpu_plan, work
 from matchsql.engine.gpu.timing import D2H, H2D, KERNEL, timed
-from matchsql.engine.matcher import StateCounts
+from matchsql.engine.matcher import CountingGate, StateCounts
 from matchsql.engine.states import StateSpec
 from matchsql.errors import ExecutionError
 from matchsql.runtime.cancel import Cancellation
@@ -70,7 +70,12 @@ class DeviceStatistics:
     """The :class:`~matchsql.engine.matcher.Matcher` statistics of the GPU matchers: none
     (the device keeps no per-state counts, so Go4Risk statistics stay on the CPU paths)."""
 
-    def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> bool:
+    def observe(
+        self,
+        states: Sequence[StateSpec],
+        label_state: Sequence[int],
+        gate: CountingGate | None = None,
+    ) -> bool:
         return False
 
     def state_counts(self) -> StateCounts:

@@ -29,9 +29,11 @@ The matchers count the Go4Risk statistics per tuple inside the compiled
 kernel (selectivity per state, windows, matches, the open window's current
 state; see :meth:`CompiledMatcher.observe`), in full for their first windows and
 then in a sample of their calls, so ``R_Bound`` - and with it ``U`` - follow the
-data. A matcher that cannot count (the reference path) is
-described coarsely: every tuple opens a window, every output row is a match,
-and the current state is the start state. A run processes everything its
+data. Only tuples fed from the holders are counted: what the query thread reads
+for itself while push is suspended is matched as pull does (:class:`CountingGate`).
+A matcher that cannot count (the reference path) is described coarsely: every
+tuple opens a window, every output row is a match, and the current state is the
+start state. A run processes everything its
 holder holds at once, as a thesis FSM drains its InputHolder; the query
 thread serves the fullest holder first (the biggest matcher call, and the
 fastest drop of ``R``), unless one has waited :data:`MAX_WAIT_S`.
@@ -58,7 +60,7 @@ from typing import Protocol, TypeAlias
 
 import pyarrow as pa
 
-from matchsql.engine.matcher import Matcher, StateCounts
+from matchsql.engine.matcher import CountingGate, Matcher, StateCounts
 from matchsql.engine.states import StateKind, StateSpec
 from matchsql.execution.adaptive.auto_u import AutoU
 from matchsql.execution.adaptive.metrics import InputMetrics
@@ -157,6 +159,8 @@ class LocalRuns:
         self.router = router
         self._observing: tuple[Sequence[StateSpec], Sequence[int]] | None = None
         self._counting: dict[tuple, bool] = {}
+        # On for tuples fed from the holders, off for batches routed as pull does.
+        self._gate = CountingGate()
 
     def observe(self, states: Sequence[StateSpec], label_state: Sequence[int]) -> None:
         self._observing = (states, label_state)
@@ -164,6 +168,7 @@ class LocalRuns:
     def feed(self, pieces: list[tuple[tuple, pa.RecordBatch]]) -> list[Fed]:
         fed = []
         runs = self.router.runs
+        self._gate.on = True
         for key, batch in pieces:
             run = runs.get(key)
             if run is None:
@@ -171,13 +176,14 @@ class LocalRuns:
             counting = self._counting.get(key)
             if counting is None:
                 counting = self._counting[key] = bool(
-                    self._observing is not None and run.observe(*self._observing)
+                    self._observing is not None and run.observe(*self._observing, self._gate)
                 )
             out = run.feed(batch)
             fed.append(Fed(key, out, run.state_counts() if counting else None, run.buffered_rows))
         return fed
 
     def route(self, batch: pa.RecordBatch, more: bool = False) -> Iterator[pa.RecordBatch]:
+        self._gate.on = False
         return self.router.route(batch, more)
 
     def finish(self) -> Iterator[pa.RecordBatch]:
