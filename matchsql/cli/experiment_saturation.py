@@ -6,7 +6,7 @@ nothing that matters; the modes (and U) only differ around and above it. So
 pull keeps up (:func:`matchsql.cli.experiment_stats.falls_behind` says what
 keeping up means) and places its default grid there.
 
-The search: short pull runs (half a second of tuples, at least 5000),
+The search: short pull runs (a second of tuples, at least 5000),
 doubling from 50k tuples/s until a run falls behind (or halving until one
 keeps up, when the first does not), then bisecting the bracket [kept up,
 fell behind] geometrically four times. Four steps narrow a factor of two to
@@ -14,6 +14,13 @@ fell behind] geometrically four times. Four steps narrow a factor of two to
 saturation rate is the highest rate that kept up. Single short runs are
 noisy, so the result is an estimate: it places the grid, the grid's
 repeated runs are the measurement.
+
+Noise only ever makes a run look slower (a busy machine, the first tenths
+of a second of a run), so a rate counts as fallen behind only when a second
+run at it falls behind too. With one run of half a second per rate, Q4's
+search stopped at 1.18M tuples/s on this project's 2-core machine, where
+the grid's two-second pull runs kept up at 1.89M: its runs at 1.6M
+delivered 0.70-0.90 of the rate, one-second runs 0.81-0.95.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ SEARCH_START = 50_000.0
 SEARCH_FLOOR = 1_000.0  # below this, the query is called saturated at the floor
 SEARCH_CAP = 20_000_000.0  # above this, no doubling further (the producer tops out first)
 SEARCH_STEPS = 4
-SEARCH_SECONDS = 0.5
+SEARCH_SECONDS = 1.0
 SEARCH_MIN_ROWS = 5_000
 #: The default grid, as multiples of the saturation rate.
 GRID_FACTORS = (0.5, 0.8, 1.0, 1.25, 1.6)
@@ -86,13 +93,17 @@ def find_saturation(
 
     trace: list[tuple[float, str]] = []
 
-    def behind(rate: float) -> str:
+    def run(rate: float) -> str:
         row = measure(rate)
         why = falls_behind(row) or ""
         if why == "failed":
             raise SearchFailed(str(row.get("error") or "the run failed"))
         trace.append((rate, why))
         return why
+
+    def behind(rate: float) -> str:
+        """Why ``rate`` fell behind in two runs ("": one of them kept up)."""
+        return run(rate) and run(rate)
 
     kept, fell, why = _bracket(behind, nice_rate(start), floor, cap)
     if kept is None or fell is None:
