@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 
 import duckdb
 import pytest
@@ -103,3 +104,43 @@ def test_a_demo_build_cut_short_is_done_again(monkeypatch) -> None:
         con.sql("SELECT count(*) FROM trade")
     assert con.sql("SELECT count(*) FROM trade").fetchall() == [(DEMO_ROWS,)]
     assert len(calls) == 2
+
+
+def test_a_first_match_recognize_builds_the_demo_beside_the_engine(monkeypatch) -> None:
+    """A MATCH_RECOGNIZE as the first statement builds the demo table on another thread
+    while the engine loads: the whole table, the query's rows; a build cut short there is
+    a clear error and done again by the next statement."""
+    real = demo.install_demo_trade
+    threads: list[str] = []
+
+    def watched(con) -> None:
+        threads.append(threading.current_thread().name)
+        if len(threads) == 1:
+            raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+        real(con)
+
+    monkeypatch.setattr(demo, "install_demo_trade", watched)  # imported on use
+    query = (
+        "SELECT count(*) FROM trade MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY ts "
+        "ONE ROW PER MATCH PATTERN (A B+) DEFINE B AS price < PREV(price))"
+    )
+    con = matchsql.connect()
+    with pytest.raises(matchsql.Error, match="^statement interrupted$"):
+        con.sql(query)
+    ((matches,),) = con.sql(query).fetchall()
+    assert matches > 0 and all(name.startswith("matchsql-demo") for name in threads)
+    assert len(threads) == 2
+    assert con.sql("SELECT count(*) FROM trade").fetchall() == [(DEMO_ROWS,)]
+
+
+def test_a_users_own_trade_table_stays_when_a_match_recognize_comes_first(tmp_path) -> None:
+    path = str(tmp_path / "own.duckdb")
+    with matchsql.connect(path) as con:
+        con.sql("CREATE TABLE trade AS SELECT 'X' AS symbol, 1.0 AS price, 1 AS ts")
+    with matchsql.connect(path, demo=True) as con:
+        rows = con.sql(
+            "SELECT * FROM trade MATCH_RECOGNIZE (ORDER BY ts MEASURES A.price AS p "
+            "ONE ROW PER MATCH PATTERN (A))"
+        ).fetchall()
+        assert rows == [(1.0,)]
+        assert con.sql("SELECT count(*) FROM trade").fetchall() == [(1,)]
