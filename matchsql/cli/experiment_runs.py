@@ -38,6 +38,8 @@ METRICS = (
     "records",
     "latency",
     "switches",
+    "suspended_s",
+    "pulled",
 )
 #: The CSV header: the run's coordinates, the thesis' columns, then bookkeeping.
 COLUMNS = (

@@ -42,6 +42,7 @@ def test_empty_query_has_zero_row() -> None:
         "idle_s": 0.0,
         "suspended_s": 0.0,
         "wake_ms": 0.0,
+        "pulled": 0,
         "u": 0,
         "u_changes": 0,
         "unit_shrink": 0,

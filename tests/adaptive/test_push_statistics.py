@@ -152,3 +152,4 @@ def test_a_store_backlog_keeps_the_switch_in_pull_and_the_matcher_reading() -> N
     assert 1 <= push.switch.switches <= 4
     assert push.metrics.records == rows
     assert push.pulled_rows > rows // 2  # most of the stream never went through a holder
+    assert push.metrics.row()["pulled"] == push.pulled_rows  # SHOW STATS says so

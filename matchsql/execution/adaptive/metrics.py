@@ -33,6 +33,9 @@ class InputMetrics:
     idle_s: float = 0.0
     suspended_s: float = 0.0
     wake_s: float = 0.0
+    #: Adaptive input: tuples the query thread read and matched itself, as pull does,
+    #: while the switch held push suspended (the rest went through the InputHolders).
+    pulled: int = 0
     #: The Go4Risk U in force at the end, how often ``adaptive_u = 'auto'`` moved it (or
     #: the unit of ``R``), and the unit's halvings in force at the end.
     u: int = 0
@@ -110,6 +113,7 @@ class InputMetrics:
             "idle_s": self.idle_s,
             "suspended_s": self.suspended_s,
             "wake_ms": 1000 * self.wake_s / max(1, self.switches // 2),
+            "pulled": self.pulled,
             "u": self.u,
             "u_changes": self.u_changes,
             "unit_shrink": self.unit_shrink,

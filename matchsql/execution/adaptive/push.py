@@ -540,6 +540,7 @@ class PushInput:
         """Stop and join the push thread (it ends within about ``WAIT_S`` plus one read)."""
         self.stop.set()
         self.metrics.u = self.u
+        self.metrics.pulled = self.pulled_rows
         if self.auto is not None:
             self.metrics.u_changes = self.auto.changes
             self.metrics.unit_shrink = self.auto.shrink
