@@ -17,7 +17,7 @@ from matchsql.execution.adaptive.switch import (
 
 
 def test_suspend_and_resume_thresholds() -> None:
-    switch = Go4RiskSwitch()
+    switch = Go4RiskSwitch(min_suspend_s=0)
     assert switch.after_push(Pressure(3, 3))  # R == R_Bound: keep pushing
     assert switch.mode is Mode.PUSH and switch.switches == 0
     # R = 4 > 3: switch to pull; with no resume the wait times out.
@@ -32,7 +32,7 @@ def test_suspend_and_resume_thresholds() -> None:
 
 
 def test_close_releases_a_suspended_push_thread() -> None:
-    switch = Go4RiskSwitch()
+    switch = Go4RiskSwitch(min_suspend_s=0)
     result: list[bool] = []
     thread = threading.Thread(target=lambda: result.append(switch.after_push(Pressure(9, 1))))
     thread.start()
@@ -45,7 +45,7 @@ def test_close_releases_a_suspended_push_thread() -> None:
 
 def test_fake_fsm_keeps_holder_bounded_and_loses_nothing() -> None:
     """A push thread and a slow matcher share a holder; R never exceeds R_Bound + 1."""
-    switch = Go4RiskSwitch()
+    switch = Go4RiskSwitch(min_suspend_s=0)
     holder: deque[int] = deque()
     lock = threading.Lock()
     r_bound, n = 3, 300
@@ -116,7 +116,7 @@ def test_uniform_partitions_fool_the_busiest_rule_but_not_the_total() -> None:
     assert busiest.unprocessed <= busiest.r_bound
     total = TotalPressureRule().pressure(even)
     assert total == Pressure(46, 30, resume_at=10, per_holder=10)
-    switch = Go4RiskSwitch()
+    switch = Go4RiskSwitch(min_suspend_s=0)
     assert not switch.after_push(total, timeout=0.01)
     switch.after_process(Pressure(10, 30, resume_at=10))
     assert switch.mode is Mode.PUSH
@@ -130,7 +130,7 @@ def test_per_partition_rule_suspends_when_any_holder_is_over_its_own_bound() -> 
     own = PerPartitionRule().pressure(even)
     assert (own.unprocessed, own.r_bound, own.drained, own.resume_at) == (5, 3, 46, 10)
     assert own.room == 0 and own.per_holder == 10
-    switch = Go4RiskSwitch()
+    switch = Go4RiskSwitch(min_suspend_s=0)
     assert not switch.after_push(own, timeout=0.01)
     one_over = views(("p0", 11, 0, 3), *[(f"p{k}", 10, 2 if k < 3 else 1, 3) for k in range(1, 10)])
     switch.after_process(PerPartitionRule().pressure(one_over))  # 11 units in 10 holders
@@ -152,7 +152,7 @@ def test_per_partition_room_is_the_tightest_holders_scaled_by_its_share() -> Non
 
 def test_the_switch_counts_its_suspended_time_and_wake_up_delay() -> None:
     """The counters that tell what switching costs: time suspended, resume-to-running delay."""
-    switch = Go4RiskSwitch()
+    switch = Go4RiskSwitch(min_suspend_s=0)
     resumed = threading.Event()
 
     def push() -> None:
@@ -174,7 +174,7 @@ def test_the_switch_counts_its_suspended_time_and_wake_up_delay() -> None:
 def test_push_resumes_only_once_the_store_backlog_fits_in_its_room() -> None:
     """At saturation the matchers drain R at every call while the store stays full:
     resuming then would push one slice and suspend again."""
-    switch = Go4RiskSwitch()
+    switch = Go4RiskSwitch(min_suspend_s=0)
     assert not switch.after_push(Pressure(4, 3), timeout=0.001)
     switch.after_process(Pressure(0, 3, backlog=4))  # room (3 - 0) x 1 = 3 < 4
     assert switch.mode is Mode.PULL and switch.switches == 1
@@ -184,3 +184,17 @@ def test_push_resumes_only_once_the_store_backlog_fits_in_its_room() -> None:
     assert Pressure(0, 3, scale=10, backlog=30).resumes
     assert not Pressure(0, 3, scale=10, backlog=31).resumes
     assert not Pressure(2, 3, backlog=0).resumes  # R > 1: the thesis' rule still holds
+
+
+def test_a_suspension_lasts_at_least_the_minimum_dwell() -> None:
+    """Drained at once, push still stays suspended for ``min_suspend_s``: cheap tuples
+    filled and drained the holders within milliseconds, and the switch flipped hundreds
+    of times a second."""
+    switch = Go4RiskSwitch(min_suspend_s=0.2)
+    assert not switch.after_push(Pressure(4, 3), timeout=0.001)
+    switch.after_process(Pressure(0, 3))  # drained, but suspended only just now
+    assert switch.mode is Mode.PULL and switch.switches == 1
+    assert not switch.after_push(Pressure(0, 3), timeout=0.25)  # waits out the dwell
+    switch.after_process(Pressure(0, 3))
+    assert switch.mode is Mode.PUSH and switch.switches == 2
+    assert switch.suspended_s >= 0.2

@@ -288,6 +288,7 @@ class PushInput:
         # enqueue-time sum: matched straight through the runs' router, as pull matches.
         self._direct: tuple[pa.RecordBatch, int] | None = None
         self.pulled_rows = 0  # tuples matched that way
+        self._store_ended = False  # the query thread, reading itself, saw the end
         self.thread = threading.Thread(target=self._push_loop, name="matchsql-push", daemon=True)
 
     def _holder(self, key: tuple) -> InputHolder:
@@ -397,6 +398,31 @@ class PushInput:
         finally:
             self._reader.release()
 
+    def _await_store(self) -> tuple[pa.RecordBatch, int] | None:
+        """Query thread, not under ``self.cond``, push suspended and nothing waiting: block
+        on the store for its next batch, as pull mode does; the batch to match, or None
+        (the push thread is reading, or the stream ended: the loop looks again, and ends).
+
+        Waiting on the lock instead, for a push thread that the switch holds suspended
+        for at least :data:`~matchsql.execution.adaptive.switch.MIN_SUSPEND_S`, would
+        leave a matcher that caught up with the stream asleep for up to :data:`WAIT_S`.
+        """
+        if not self._reader.acquire(blocking=False):
+            return None
+        try:
+            waited = time.monotonic()
+            ended = self._forward(pulled=True) is None
+            self.metrics.idle_s += time.monotonic() - waited
+        finally:
+            self._reader.release()
+        with self.cond:
+            if ended:
+                # The end of the stream, read here while push is suspended: the push
+                # thread would only find it once resumed (close() releases it).
+                self._store_ended = self.done = True
+            direct, self._direct = self._direct, None
+        return direct
+
     # -- shared, under self.cond ------------------------------------------
 
     def _bound(self, stats: StateStatistics) -> int:
@@ -471,6 +497,7 @@ class PushInput:
             self.runs.observe(self.states, self.label_state)
         while True:
             direct = None
+            await_store = False
             with self.cond:
                 items = self._take()
                 while not items and not self.done:
@@ -483,14 +510,25 @@ class PushInput:
                                 break
                             items = self._take()
                             continue
+                        if (
+                            self.switch.mode is Mode.PULL
+                            and self._rest is None
+                            and not self._store_ended
+                        ):
+                            await_store = True
+                            break
                     waited = time.monotonic()
                     self.cond.wait(WAIT_S)
                     self.metrics.idle_s += time.monotonic() - waited
                     items = self._take()
-                if direct is None:
+                if direct is None and not await_store:
                     if not items:
                         break
                     pressure = self._pressure()
+            if await_store:
+                direct = self._await_store()
+                if direct is None:
+                    continue
             if direct is not None:
                 batch, enqueued = direct
                 self.pulled_rows += batch.num_rows

@@ -172,13 +172,23 @@ class PerPartitionRule:
         )
 
 
+#: Push stays suspended at least this long once suspended. Where matching a tuple is
+#: cheap (Q1 and Q3 below their saturation point) the holders passed their bounds and
+#: drained again within milliseconds, and the switch flipped 250-760 times in a run of
+#: two seconds; a suspension now lasts long enough for the query thread, reading the
+#: store itself meanwhile, to match a few batches.
+MIN_SUSPEND_S = 0.025
+
+
 class Go4RiskSwitch:
     """Suspend/resume of the push thread with a condition variable (Listing 4.1)."""
 
-    def __init__(self) -> None:
+    def __init__(self, min_suspend_s: float = MIN_SUSPEND_S) -> None:
         self._cond = threading.Condition()
         self._mode = Mode.PUSH
         self._closed = False
+        self.min_suspend_s = min_suspend_s
+        self._suspended_at = 0.0
         self.switches = 0  # push->pull and pull->push transitions, for the metrics
         # What the switching costs, for the metrics: the push thread's time
         # suspended, and its wake-up delay (from the resume to running again).
@@ -205,6 +215,7 @@ class Go4RiskSwitch:
             if self._mode is Mode.PUSH and pressure.unprocessed > pressure.r_bound:
                 self._mode = Mode.PULL
                 self.switches += 1
+                self._suspended_at = time.monotonic()
             if self._mode is Mode.PULL:
                 waited = time.monotonic()
                 self._cond.wait_for(lambda: self._closed or self._mode is Mode.PUSH, timeout)
@@ -216,9 +227,14 @@ class Go4RiskSwitch:
             return not self._closed and self._mode is Mode.PUSH
 
     def after_process(self, pressure: Pressure) -> None:
-        """Matcher, after evaluating a tuple: resume the push thread once ``R`` is low."""
+        """Matcher, after evaluating a tuple: resume the push thread once ``R`` is low
+        (and it has been suspended for :attr:`min_suspend_s`)."""
         with self._cond:
-            if self._mode is Mode.PULL and pressure.resumes:
+            if (
+                self._mode is Mode.PULL
+                and pressure.resumes
+                and time.monotonic() - self._suspended_at >= self.min_suspend_s
+            ):
                 self._mode = Mode.PUSH
                 self.switches += 1
                 self._resumed_at = time.monotonic()
