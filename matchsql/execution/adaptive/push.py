@@ -288,7 +288,6 @@ class PushInput:
         # enqueue-time sum: matched straight through the runs' router, as pull matches.
         self._direct: tuple[pa.RecordBatch, int] | None = None
         self.pulled_rows = 0  # tuples matched that way
-        self._store_ended = False  # the query thread, reading itself, saw the end
         self.thread = threading.Thread(target=self._push_loop, name="matchsql-push", daemon=True)
 
     def _holder(self, key: tuple) -> InputHolder:
@@ -371,55 +370,56 @@ class PushInput:
         return pressure
 
     def _pull_while_idle(self) -> bool:
-        """Query thread, under ``self.cond``, with nothing to match: forward a slice itself
-        when tuples wait and the push thread is not reading (adaptive mode). True if it did.
+        """Query thread, under ``self.cond``, with nothing to match while push runs: forward
+        a slice into the holders itself when tuples wait and the push thread is not
+        reading (adaptive mode). True if it did.
 
         This is the thesis' pull mode: a drained matcher reads the store itself rather
         than wait for the push thread it has just resumed. Without it the matchers
         waited out every wake-up of the push thread (0.3 ms idle, 2.5 ms under load,
         about 500 times a second at saturation), most of the time with small slices.
-
-        While the switch holds the push thread suspended, the matcher reads and matches
-        as pull mode does: a whole batch of the store, split by key straight into the
-        runs (:attr:`_direct`, matched by :meth:`batches`). Slices sized by the bound
-        exist to keep a pushing thread below it; read by the matcher itself they only
-        cut its calls small (with Zipf-skewed keys, where the watched holder's share
-        scales the slice, to tens of tuples per partition: Q4 at 3M tuples/s ran at two
-        thirds of pull's throughput), and whole batches passed through the holders and
-        their statistics still ran 5-15 % below pull.
         """
         if self._rest is None and self.queued() <= 0:
             return False
         if not self._reader.acquire(blocking=False):
             return False
-        assert self.switch is not None
         try:
-            return self._forward(pulled=self.switch.mode is Mode.PULL) is not None
+            return self._forward() is not None
         finally:
             self._reader.release()
 
     def _await_store(self) -> tuple[pa.RecordBatch, int] | None:
-        """Query thread, not under ``self.cond``, push suspended and nothing waiting: block
-        on the store for its next batch, as pull mode does; the batch to match, or None
-        (the push thread is reading, or the stream ended: the loop looks again, and ends).
+        """Query thread, not under ``self.cond``, push suspended and nothing to match: read
+        the store's next batch as pull mode does (blocking until one comes); the batch to
+        match, or None (the push thread is reading, or the stream ended: then the loop
+        ends).
 
-        Waiting on the lock instead, for a push thread that the switch holds suspended
-        for at least :data:`~matchsql.execution.adaptive.switch.MIN_SUSPEND_S`, would
-        leave a matcher that caught up with the stream asleep for up to :data:`WAIT_S`.
+        While the switch holds push suspended the matcher reads a whole batch and
+        matches it straight through the runs' router, not through the holders. Slices
+        sized by the bound exist to keep a pushing thread below it; read by the matcher
+        itself they only cut its calls small (with Zipf-skewed keys, where the watched
+        holder's share scales the slice, to tens of tuples per partition: Q4 at 3M
+        tuples/s ran at two thirds of pull's throughput), and whole batches passed
+        through the holders and their statistics still ran 5-15 % below pull. Waiting
+        on the lock instead, for a push thread suspended for at least
+        :data:`~matchsql.execution.adaptive.switch.MIN_SUSPEND_S`, would leave a matcher
+        that caught up with the stream asleep for up to :data:`WAIT_S`.
         """
         if not self._reader.acquire(blocking=False):
             return None
         try:
+            waiting = self._rest is None and self.queued() <= 0  # idle until a batch comes
             waited = time.monotonic()
             ended = self._forward(pulled=True) is None
-            self.metrics.idle_s += time.monotonic() - waited
+            if waiting:
+                self.metrics.idle_s += time.monotonic() - waited
         finally:
             self._reader.release()
         with self.cond:
             if ended:
                 # The end of the stream, read here while push is suspended: the push
                 # thread would only find it once resumed (close() releases it).
-                self._store_ended = self.done = True
+                self.done = True
             direct, self._direct = self._direct, None
         return direct
 
@@ -496,7 +496,6 @@ class PushInput:
         if self.switch is not None and self.label_state:
             self.runs.observe(self.states, self.label_state)
         while True:
-            direct = None
             await_store = False
             with self.cond:
                 items = self._take()
@@ -504,36 +503,27 @@ class PushInput:
                     if self.switch is not None:
                         # Catches a push thread that suspended on a stale pressure.
                         self.switch.after_process(self._pressure())
-                        if self._pull_while_idle():
-                            direct, self._direct = self._direct, None
-                            if direct is not None:
-                                break
-                            items = self._take()
-                            continue
-                        if (
-                            self.switch.mode is Mode.PULL
-                            and self._rest is None
-                            and not self._store_ended
-                        ):
+                        if self.switch.mode is Mode.PULL:
                             await_store = True
                             break
+                        if self._pull_while_idle():
+                            items = self._take()
+                            continue
                     waited = time.monotonic()
                     self.cond.wait(WAIT_S)
                     self.metrics.idle_s += time.monotonic() - waited
                     items = self._take()
-                if direct is None and not await_store:
+                if not await_store:
                     if not items:
                         break
                     pressure = self._pressure()
             if await_store:
                 direct = self._await_store()
-                if direct is None:
-                    continue
-            if direct is not None:
-                batch, enqueued = direct
-                self.pulled_rows += batch.num_rows
-                self.metrics.selected_batch(batch.num_rows, enqueued, time.monotonic_ns())
-                yield from self.runs.route(batch, more=self.queued() > 0)
+                if direct is not None:
+                    batch, enqueued = direct
+                    self.pulled_rows += batch.num_rows
+                    self.metrics.selected_batch(batch.num_rows, enqueued, time.monotonic_ns())
+                    yield from self.runs.route(batch, more=self.queued() > 0)
                 continue
             if self.switch is not None and not self._pulled:
                 self.switch.after_process(pressure)
